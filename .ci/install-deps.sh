@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Install the Debian 12 packages the build, the tests and the demo need (idempotent; root).
+set -euo pipefail
+pkgs="build-essential cmake pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev
+libcurl4-openssl-dev libcmocka-dev libyaml-dev curl openssl etcd-server etcd-client clang-format
+gnutls-bin ca-certificates git"
+missing=""
+for p in $pkgs; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "install-deps: apt-get install$missing" >&2
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -q >/dev/null
+	apt-get install -y -q $missing >/dev/null
+fi
+if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
+	echo "install-deps: Go is needed to build the local control plane; installing golang-go" >&2
+	apt-get install -y -q golang-go >/dev/null
+fi

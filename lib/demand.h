@@ -1,0 +1,76 @@
+/*
+ * demand: a pod's declared GPU memory (the env var GPU_MEMORY_LIMIT) and GPU count.
+ *
+ * A container asks for GPUs when resources.limits (else resources.requests) carries one of
+ * the configured GPU resource names (default nvidia.com/gpu) with a positive integer count.
+ * A pod is a GPU pod if any container or init container asks for GPUs.
+ *
+ * Declaration: env GPU_MEMORY_LIMIT with a literal "value" holding a quantity (quantity.h).
+ * Problems, each reported with the container's name and the expected form:
+ *   - a GPU container without GPU_MEMORY_LIMIT, or with valueFrom instead of value;
+ *   - an empty, negative, unparseable value, or one under DEMAND_MIN_BYTES (a unit mistake:
+ *     "24" is 24 bytes, the user meant "24Gi").
+ * A container that declares memory but asks for no GPU is not an error: it gets a warning and
+ * its declaration is ignored.
+ *
+ * Pod demand follows Kubernetes' effective-request rule for init containers and native
+ * sidecars (init containers with restartPolicy Always), from
+ * https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers :
+ *   max( sum(app containers) + sum(sidecars),
+ *        max over init containers i of (init_i + sum of sidecars declared before i) )
+ * The same rule gives the pod's effective GPU count.
+ *
+ * Per-GPU fit: for each GPU container, ceil(declaration / its GPU count) must fit in one GPU;
+ * max_per_gpu_bytes and max_per_gpu_container report the largest.
+ *
+ * Pure (no I/O), thread-safe, no allocation: the result is a value on the caller's stack.
+ */
+#ifndef GMG_DEMAND_H
+#define GMG_DEMAND_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+
+#define DEMAND_ENV_NAME       "GPU_MEMORY_LIMIT"
+#define DEMAND_MIN_BYTES      (1024u * 1024u) /* 1 MiB: smaller is a unit mistake */
+#define DEMAND_MAX_CONTAINERS 256             /* per pod, init + app; more is refused */
+#define DEMAND_MAX_RESOURCES  8               /* configured GPU resource names */
+#define DEMAND_MAX_GPUS       1024            /* per container; more is refused */
+#define DEMAND_MSG_MAX        512
+#define DEMAND_NAME_MAX       254 /* DNS-1123 label 63; the cap is generous but fixed */
+
+/* Configured GPU resource names; borrowed for the call. */
+struct demand_config {
+	const char *const *gpu_resources; /* e.g. {"nvidia.com/gpu"}; NULL -> default */
+	size_t n_gpu_resources;
+};
+
+/* Outcome of demand_from_pod(). */
+enum demand_status {
+	DEMAND_NOT_GPU = 0, /* no container asks for a configured GPU resource */
+	DEMAND_OK = 1,      /* GPU pod, every GPU container declares validly */
+	DEMAND_INVALID = 2, /* GPU pod with at least one bad or missing declaration */
+};
+
+struct demand {
+	enum demand_status status;
+	uint64_t bytes;                 /* effective pod demand in bytes (DEMAND_OK only) */
+	uint64_t gpus;                  /* effective pod GPU count (GPU pods, valid or not) */
+	uint64_t max_per_gpu_bytes;     /* largest ceil(decl/gpus) over GPU containers */
+	char max_per_gpu_container[DEMAND_NAME_MAX + 1];
+	char error[DEMAND_MSG_MAX];     /* DEMAND_INVALID: first problem, names the container */
+	char warning[DEMAND_MSG_MAX];   /* non-empty: declaration on a non-GPU container */
+};
+
+/*
+ * Compute the demand of a core/v1 Pod object (borrowed; may be any JSON: a missing or
+ * ill-typed spec is DEMAND_NOT_GPU unless containers are there). Fills *out always.
+ * Returns 0; -1 only when pod is not a JSON object or has more than DEMAND_MAX_CONTAINERS
+ * containers (then out->error says why and out->status is DEMAND_INVALID).
+ */
+int demand_from_pod(const struct cJSON *pod, const struct demand_config *cfg, struct demand *out)
+	__attribute__((warn_unused_result));
+
+#endif

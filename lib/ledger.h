@@ -1,0 +1,73 @@
+/*
+ * ledger: in-flight reservations per node, and the per-node lock that serializes
+ * check-and-reserve.
+ *
+ * Admission is eventually consistent: the API server shows a pod on a node only after the
+ * placement was admitted and persisted. Two bindings to one node checked concurrently would
+ * both see the old usage. So a placement check holds its node's lock from reading the node's
+ * pods to recording the reservation; the reservation is counted by later checks until the pod
+ * appears in a pod list of that node (ledger_reconcile) or the TTL passes.
+ *
+ * Reservations are keyed by "namespace/name" (a Binding names its pod; a pod CREATE with
+ * nodeName has a name, or only generateName: then the caller passes a key that will never
+ * match and the entry lives until the TTL).
+ *
+ * Clock: callers pass now_ms from a monotonic clock (ledger_now_ms()), so tests drive time.
+ * Thread-safe. Caps: LEDGER_MAX_NODES nodes, LEDGER_MAX_PER_NODE reservations per node;
+ * past that ledger_reserve fails (the caller denies: fail safe, never unbounded).
+ */
+#ifndef GMG_LEDGER_H
+#define GMG_LEDGER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define LEDGER_MAX_NODES    65536
+#define LEDGER_MAX_PER_NODE 1024
+#define LEDGER_KEY_MAX      320
+
+#define LEDGER_EFULL  (-1) /* caps reached */
+#define LEDGER_ENOMEM (-2)
+
+struct ledger;      /* opaque */
+struct ledger_node; /* a locked node, between ledger_lock() and ledger_unlock() */
+
+struct ledger_entry_view {
+	char key[LEDGER_KEY_MAX];
+	uint64_t bytes;
+	uint64_t expires_ms;
+};
+
+/* New ledger; ttl_ms > 0. NULL on allocation failure. Free with ledger_free(). */
+struct ledger *ledger_new(uint64_t ttl_ms);
+void ledger_free(struct ledger *l); /* NULL is a no-op; no node may be locked */
+
+/* Monotonic clock in ms for now_ms arguments. */
+uint64_t ledger_now_ms(void);
+
+/* Lock the node's entry (created on first use). Blocks while another thread holds it.
+ * Returns the locked node, or NULL on LEDGER_MAX_NODES / allocation failure. */
+struct ledger_node *ledger_lock(struct ledger *l, const char *node);
+void ledger_unlock(struct ledger_node *n);
+
+/* With the node locked: drop expired entries and entries whose key is in visible_keys
+ * (the pods the API server now shows on the node). Returns how many were dropped. */
+size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, size_t n_keys,
+			uint64_t now_ms);
+
+/* With the node locked: total bytes of the live reservations, optionally excluding one key
+ * (the pod being admitted again: a retried binding must not count itself). */
+uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, uint64_t now_ms);
+
+/* With the node locked: copy up to cap live entries into out; returns the number copied. */
+size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
+		      uint64_t now_ms);
+
+/* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */
+int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
+	__attribute__((warn_unused_result));
+
+/* Live reservations over all nodes (for the ledger-size metric). Thread-safe. */
+size_t ledger_size(struct ledger *l);
+
+#endif

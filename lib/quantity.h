@@ -1,0 +1,55 @@
+/*
+ * quantity: Kubernetes resource.Quantity parsing and human formatting, in bytes.
+ *
+ * Grammar (k8s.io/apimachinery/pkg/api/resource/quantity.go):
+ *   quantity ::= <signedNumber><suffix>
+ *   suffix   ::= "" | binarySI (Ki Mi Gi Ti Pi Ei) | decimalSI (n u m k M G T P E)
+ *              | decimalExponent (e|E followed by a signed integer)
+ * Case-sensitive: "m" is milli, "Mi" mebi; "K", "mi", "KB", "gb" are invalid. No spaces.
+ * A bare number means bytes. Fractions are rounded UP to whole bytes, as Quantity.Value()
+ * does ("0.5" -> 1, "1.5Ki" -> 1536, "100m" -> 1). Parsing is exact (integer arithmetic on
+ * the digits, never a double), so "0.1Gi" is 107374183 bytes (107374182.4 rounded up).
+ *
+ * Pure, thread-safe, no allocation.
+ */
+#ifndef GMG_QUANTITY_H
+#define GMG_QUANTITY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Longest quantity string accepted, in bytes (Kubernetes itself has no cap; ours is
+ * generous for any real memory size and bounds the work). */
+#define QUANTITY_MAX_LEN 64
+
+#define QUANTITY_EINVAL    (-1) /* not a quantity by the grammar (message says why) */
+#define QUANTITY_ENEGATIVE (-2) /* a valid quantity below zero */
+#define QUANTITY_ERANGE    (-3) /* more than UINT64_MAX bytes */
+#define QUANTITY_EEMPTY    (-4) /* empty string */
+#define QUANTITY_ETOOLONG  (-5) /* longer than QUANTITY_MAX_LEN */
+
+/*
+ * Parse s[0..len) as a quantity of bytes into *bytes.
+ * Returns 0, or a QUANTITY_E* code; then err (if not NULL) holds a one-line reason such as
+ * `unknown suffix "GB" (use Ki Mi Gi Ti Pi Ei, or k M G T P E)`. *bytes is untouched on error.
+ */
+int quantity_parse(const char *s, size_t len, uint64_t *bytes, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/* quantity_parse() on a NUL-terminated string. */
+int quantity_parse_str(const char *s, uint64_t *bytes, char *err, size_t errlen)
+	__attribute__((warn_unused_result));
+
+/*
+ * Format bytes for people, in binary units with at most one decimal, as messages show them:
+ * 0 -> "0", 512 -> "512B", 25769803776 -> "24Gi", 107589136384 -> "100.2Gi".
+ * Exact multiples print without a decimal. Always NUL-terminates; returns the length written
+ * (truncated to cap-1). QUANTITY_FMT_MAX is always enough.
+ */
+#define QUANTITY_FMT_MAX 32
+size_t quantity_format(uint64_t bytes, char *buf, size_t cap);
+
+/* Human-readable name of a QUANTITY_E* code. */
+const char *quantity_strerror(int code);
+
+#endif

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# Build and cache the control-plane tools the end-to-end suite and the demo run:
+# kube-apiserver, kube-scheduler, kube-controller-manager and kubectl from
+# k8s.io/kubernetes (Go module proxy), helm and kwok through `go install`, etcd from Debian.
+#
+# Cache: $GMG_CACHE (default ~/.cache/gpu-memory-guard), one folder per tool and version, never
+# inside the repository. A second run reuses it. Prints one line per step and, on failure, the
+# step and the path of its log. Prints nothing else on stdout but the bin folder on the last
+# line, so callers can do: BIN=$(test/e2e/build-tools.sh | tail -n 1).
+set -euo pipefail
+
+K8S_VERSION=${K8S_VERSION:-v1.33.13}
+HELM_VERSION=${HELM_VERSION:-v3.18.6}
+KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+CACHE=${GMG_CACHE:-$HOME/.cache/gpu-memory-guard}
+BIN="$CACHE/bin-$K8S_VERSION"
+LOGS="$CACHE/logs"
+mkdir -p "$BIN" "$LOGS"
+export PATH="/usr/local/go/bin:$PATH"
+export GOFLAGS=-mod=mod
+export CGO_ENABLED=0
+
+step() { echo "build-tools: $*" >&2; }
+fail() { echo "build-tools: FAILED: $1 (log: $2)" >&2; tail -n 20 "$2" >&2 || true; exit 1; }
+
+# etcd: Debian's etcd-server 3.4 (its client protocol is what v1.33's apiserver speaks).
+if ! command -v etcd >/dev/null 2>&1; then
+	step "installing etcd-server from Debian"
+	log="$LOGS/apt-etcd.log"
+	{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; } \
+		>"$log" 2>&1 || fail "apt-get install etcd-server" "$log"
+fi
+ln -sf "$(command -v etcd)" "$BIN/etcd"
+
+k8s_ldflags() {
+	local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
+	local f="" p
+	for p in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		f+=" -X $p.gitVersion=$K8S_VERSION -X $p.gitMajor=1 -X $p.gitMinor=$minor"
+		f+=" -X $p.gitTreeState=clean -X $p.gitCommit=0000000000000000000000000000000000000000"
+		f+=" -X $p.buildDate=1970-01-01T00:00:00Z"
+	done
+	echo "-s -w$f"
+}
+
+build_k8s() {
+	local mod="$CACHE/src/k8s-$K8S_VERSION" log="$LOGS/k8s-$K8S_VERSION.log"
+	local need=0 t
+	for t in kube-apiserver kube-scheduler kube-controller-manager kubectl; do
+		[ -x "$BIN/$t" ] || need=1
+	done
+	[ $need = 1 ] || { step "kubernetes $K8S_VERSION: cached in $BIN"; return 0; }
+	step "kubernetes $K8S_VERSION: building apiserver, scheduler, controller-manager, kubectl (10-25 min cold; log $log)"
+	mkdir -p "$mod"
+	(
+		set -e
+		cd "$mod"
+		go mod download -json "k8s.io/kubernetes@$K8S_VERSION" >dl.json
+		gomod=$(sed -n 's/.*"GoMod": "\(.*\)".*/\1/p' dl.json)
+		minor=${K8S_VERSION#v1.}
+		{
+			echo "module gmg-k8s-build"
+			echo
+			grep -E '^go [0-9]' "$gomod"
+			grep -E '^godebug ' "$gomod" || true
+			echo
+			echo "require k8s.io/kubernetes $K8S_VERSION"
+			echo
+			grep -E '^\s*k8s.io/[a-z0-9-]+ => ./staging/' "$gomod" |
+				awk -v v="v0.$minor" '{print "replace " $1 " => " $1 " " v}'
+		} >go.mod
+		cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import (
+	_ "k8s.io/kubernetes/cmd/kube-apiserver"
+	_ "k8s.io/kubernetes/cmd/kube-controller-manager"
+	_ "k8s.io/kubernetes/cmd/kube-scheduler"
+	_ "k8s.io/kubernetes/cmd/kubectl"
+)
+GO
+		go mod tidy -e
+		for t in kube-apiserver kube-scheduler kube-controller-manager kubectl; do
+			echo "== go build $t"
+			go build -p 2 -trimpath -ldflags "$(k8s_ldflags)" -o "$BIN/$t.tmp" "k8s.io/kubernetes/cmd/$t"
+			mv "$BIN/$t.tmp" "$BIN/$t"
+		done
+	) >"$log" 2>&1 || fail "kubernetes $K8S_VERSION build" "$log"
+}
+
+go_install_tool() { # name version package ldflags
+	local name=$1 ver=$2 pkg=$3 ldf=$4
+	local mod="$CACHE/src/$name-$ver" log="$LOGS/$name-$ver.log"
+	if [ -x "$BIN/$name" ] && [ -f "$CACHE/src/$name-$ver/.done" ]; then
+		step "$name $ver: cached"; return 0
+	fi
+	step "$name $ver: building (log $log)"
+	mkdir -p "$mod"
+	(
+		set -e
+		cd "$mod"
+		GOBIN="$mod/bin" go install -trimpath -ldflags "$ldf" "$pkg@$ver"
+		cp "$mod/bin/$name" "$BIN/$name"
+		touch .done
+	) >"$log" 2>&1 || fail "$name $ver build" "$log"
+}
+
+build_k8s
+go_install_tool helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
+	"-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+go_install_tool kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok "-s -w"
+step "all tools ready in $BIN"
+echo "$BIN"
