@@ -34,11 +34,11 @@
  * `unknown suffix "GB" (use Ki Mi Gi Ti Pi Ei, or k M G T P E)`. *bytes is untouched on error.
  */
 int quantity_parse(const char *s, size_t len, uint64_t *bytes, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* quantity_parse() on a NUL-terminated string. */
 int quantity_parse_str(const char *s, uint64_t *bytes, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /*
  * Format bytes for people, in binary units with at most one decimal, as messages show them:
