@@ -1,0 +1,484 @@
+/*
+ * kubeconfig: libyaml document parse of a kubeconfig, and the in-cluster configuration.
+ *
+ * The document API is used (yaml_parser_load) and walked along fixed paths only, so anchors and
+ * aliases (which libyaml turns into shared, possibly cyclic nodes) cannot cause deep recursion.
+ */
+#include "kubeconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <yaml.h>
+
+#define ENV_VALUE_MAX 255 /* bytes, KUBERNETES_SERVICE_HOST/PORT */
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* The scalar value of node, or NULL if node is not a scalar (or holds a NUL byte). */
+static const char *scalar(yaml_document_t *doc, yaml_node_t *node)
+{
+	(void)doc;
+	if (node == NULL || node->type != YAML_SCALAR_NODE)
+		return NULL;
+	if (strlen((const char *)node->data.scalar.value) != node->data.scalar.length)
+		return NULL;
+	return (const char *)node->data.scalar.value;
+}
+
+/* map[key] for a mapping node, NULL when absent or node is not a mapping. */
+static yaml_node_t *map_get(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	if (map == NULL || map->type != YAML_MAPPING_NODE)
+		return NULL;
+	for (yaml_node_pair_t *p = map->data.mapping.pairs.start; p < map->data.mapping.pairs.top;
+	     p++) {
+		const char *k = scalar(doc, yaml_document_get_node(doc, p->key));
+		if (k != NULL && strcmp(k, key) == 0)
+			return yaml_document_get_node(doc, p->value);
+	}
+	return NULL;
+}
+
+/* A scalar map[key], NULL when absent; an explicit YAML null ("~", "null", "") counts as absent. */
+static const char *map_str(yaml_document_t *doc, yaml_node_t *map, const char *key)
+{
+	yaml_node_t *n = map_get(doc, map, key);
+	const char *s = scalar(doc, n);
+
+	if (s == NULL || s[0] == '\0')
+		return NULL;
+	if (n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    (strcmp(s, "~") == 0 || strcmp(s, "null") == 0))
+		return NULL;
+	return s;
+}
+
+/*
+ * In the list at root[list_key] (entries {name: N, <item_key>: {...}}), the <item_key> mapping
+ * of the entry named name; NULL when not found.
+ */
+static yaml_node_t *named_entry(yaml_document_t *doc, yaml_node_t *root, const char *list_key,
+                                const char *item_key, const char *name)
+{
+	yaml_node_t *list = map_get(doc, root, list_key);
+
+	if (list == NULL || list->type != YAML_SEQUENCE_NODE)
+		return NULL;
+	for (yaml_node_item_t *i = list->data.sequence.items.start;
+	     i < list->data.sequence.items.top; i++) {
+		yaml_node_t *entry = yaml_document_get_node(doc, *i);
+		const char *n = map_str(doc, entry, "name");
+		if (n != NULL && strcmp(n, name) == 0) {
+			yaml_node_t *item = map_get(doc, entry, item_key);
+			return item != NULL && item->type == YAML_MAPPING_NODE ? item : NULL;
+		}
+	}
+	return NULL;
+}
+
+static int dup_str(char **dst, const char *s, char *err, size_t errlen)
+{
+	*dst = strdup(s);
+	if (*dst == NULL) {
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
+	return 0;
+}
+
+/* Relative paths are relative to the kubeconfig's directory, as kubectl resolves them. */
+static int dup_path(char **dst, const char *path, const char *base_dir, char *err, size_t errlen)
+{
+	size_t n;
+
+	if (path[0] == '/' || base_dir == NULL || base_dir[0] == '\0')
+		return dup_str(dst, path, err, errlen);
+	n = strlen(base_dir) + 1 + strlen(path) + 1;
+	if (n > PATH_MAX) {
+		set_err(err, errlen, "path %.64s... is longer than PATH_MAX", path);
+		return -1;
+	}
+	*dst = malloc(n);
+	if (*dst == NULL) {
+		set_err(err, errlen, "out of memory");
+		return -1;
+	}
+	snprintf(*dst, n, "%s/%s", base_dir, path);
+	return 0;
+}
+
+/*
+ * Decode base64 (whitespace ignored, padding required as kubectl writes it) into a new
+ * NUL-terminated buffer; *len excludes the NUL. EVP_DecodeBlock counts padding bytes as output
+ * and chokes on embedded newlines, hence the copy and the adjustment.
+ */
+static int dup_base64(char **dst, size_t *len, const char *b64, const char *what, char *err,
+                      size_t errlen)
+{
+	size_t in = strlen(b64), m = 0, pad = 0;
+	unsigned char *clean = NULL, *out = NULL;
+	int n, rc = -1;
+
+	clean = malloc(in + 1);
+	if (clean == NULL) {
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < in; i++) {
+		if (b64[i] != ' ' && b64[i] != '\n' && b64[i] != '\r' && b64[i] != '\t')
+			clean[m++] = (unsigned char)b64[i];
+	}
+	if (m == 0 || m % 4 != 0 || m > INT_MAX) {
+		set_err(err, errlen, "%s: not valid base64 (length %zu)", what, m);
+		goto out;
+	}
+	pad = clean[m - 1] == '=' ? (clean[m - 2] == '=' ? 2 : 1) : 0;
+	out = malloc(m / 4 * 3 + 1);
+	if (out == NULL) {
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	n = EVP_DecodeBlock(out, clean, (int)m);
+	if (n < 0 || (size_t)n < pad) {
+		set_err(err, errlen, "%s: not valid base64", what);
+		goto out;
+	}
+	*len = (size_t)n - pad;
+	out[*len] = '\0';
+	*dst = (char *)out;
+	out = NULL;
+	rc = 0;
+out:
+	free(clean);
+	free(out);
+	return rc;
+}
+
+static int load_cluster(yaml_document_t *doc, yaml_node_t *cluster, const char *name,
+                        const char *base_dir, struct kube_config *out, char *err, size_t errlen)
+{
+	const char *server = map_str(doc, cluster, "server");
+	const char *s;
+	size_t n;
+
+	if (server == NULL) {
+		set_err(err, errlen, "cluster \"%.64s\" has no server", name);
+		return -1;
+	}
+	if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0) {
+		set_err(err, errlen, "cluster \"%.64s\": server \"%.128s\" is not an http(s) URL",
+		        name, server);
+		return -1;
+	}
+	if (dup_str(&out->server, server, err, errlen) < 0)
+		return -1;
+	n = strlen(out->server);
+	while (n > 0 && out->server[n - 1] == '/')
+		out->server[--n] = '\0';
+	if ((s = map_str(doc, cluster, "certificate-authority-data")) != NULL) {
+		if (dup_base64(&out->ca_data, &out->ca_data_len, s, "certificate-authority-data",
+		               err, errlen) < 0)
+			return -1;
+	} else if ((s = map_str(doc, cluster, "certificate-authority")) != NULL) {
+		if (dup_path(&out->ca_file, s, base_dir, err, errlen) < 0)
+			return -1;
+	}
+	s = map_str(doc, cluster, "insecure-skip-tls-verify");
+	out->insecure_skip_tls_verify = s != NULL && strcmp(s, "true") == 0;
+	return 0;
+}
+
+/* A key's inline -data (base64) wins over its file, as in client-go. */
+static int load_pem(yaml_document_t *doc, yaml_node_t *user, const char *key, char **file,
+                    char **data, size_t *data_len, const char *base_dir, char *err, size_t errlen)
+{
+	char data_key[64];
+	const char *s;
+
+	snprintf(data_key, sizeof(data_key), "%s-data", key);
+	if ((s = map_str(doc, user, data_key)) != NULL)
+		return dup_base64(data, data_len, s, data_key, err, errlen);
+	if ((s = map_str(doc, user, key)) != NULL)
+		return dup_path(file, s, base_dir, err, errlen);
+	return 0;
+}
+
+static int load_user(yaml_document_t *doc, yaml_node_t *user, const char *name,
+                     const char *base_dir, struct kube_config *out, char *err, size_t errlen)
+{
+	const char *s;
+
+	if (user == NULL)
+		return 0; /* no credentials: anonymous */
+	if (map_get(doc, user, "exec") != NULL || map_get(doc, user, "auth-provider") != NULL) {
+		set_err(
+		    err, errlen,
+		    "user \"%.64s\" uses an %s plugin, which gpu-memory-guard does not run; give "
+		    "it a token, tokenFile or client certificate",
+		    name, map_get(doc, user, "exec") != NULL ? "exec" : "auth-provider");
+		return -1;
+	}
+	if (map_str(doc, user, "username") != NULL || map_str(doc, user, "password") != NULL) {
+		set_err(err, errlen,
+		        "user \"%.64s\" uses basic auth, which Kubernetes no longer supports",
+		        name);
+		return -1;
+	}
+	if (load_pem(doc, user, "client-certificate", &out->client_cert_file,
+	             &out->client_cert_data, &out->client_cert_data_len, base_dir, err,
+	             errlen) < 0 ||
+	    load_pem(doc, user, "client-key", &out->client_key_file, &out->client_key_data,
+	             &out->client_key_data_len, base_dir, err, errlen) < 0)
+		return -1;
+	/* A static token wins over tokenFile, as in kubectl. */
+	if ((s = map_str(doc, user, "token")) != NULL)
+		return dup_str(&out->token, s, err, errlen);
+	if ((s = map_str(doc, user, "tokenFile")) != NULL)
+		return dup_path(&out->token_file, s, base_dir, err, errlen);
+	return 0;
+}
+
+static int load_document(yaml_document_t *doc, const char *base_dir, struct kube_config *out,
+                         char *err, size_t errlen)
+{
+	yaml_node_t *root = yaml_document_get_root_node(doc);
+	yaml_node_t *ctx, *cluster, *user = NULL;
+	const char *cur, *cluster_name, *user_name;
+
+	if (root == NULL || root->type != YAML_MAPPING_NODE) {
+		set_err(err, errlen, "kubeconfig is not a YAML mapping");
+		return -1;
+	}
+	cur = map_str(doc, root, "current-context");
+	if (cur == NULL) {
+		set_err(err, errlen, "kubeconfig has no current-context");
+		return -1;
+	}
+	ctx = named_entry(doc, root, "contexts", "context", cur);
+	if (ctx == NULL) {
+		set_err(err, errlen, "context \"%.64s\" not found in contexts", cur);
+		return -1;
+	}
+	cluster_name = map_str(doc, ctx, "cluster");
+	cluster = cluster_name ? named_entry(doc, root, "clusters", "cluster", cluster_name) : NULL;
+	if (cluster == NULL) {
+		set_err(err, errlen, "context \"%.64s\": cluster \"%.64s\" not found", cur,
+		        cluster_name ? cluster_name : "");
+		return -1;
+	}
+	user_name = map_str(doc, ctx, "user");
+	if (user_name != NULL &&
+	    (user = named_entry(doc, root, "users", "user", user_name)) == NULL) {
+		set_err(err, errlen, "context \"%.64s\": user \"%.64s\" not found", cur, user_name);
+		return -1;
+	}
+	if (load_cluster(doc, cluster, cluster_name, base_dir, out, err, errlen) < 0)
+		return -1;
+	return load_user(doc, user, user_name ? user_name : "", base_dir, out, err, errlen);
+}
+
+int kubeconfig_parse(const char *yaml, size_t len, const char *base_dir, struct kube_config *out,
+                     char *err, size_t errlen)
+{
+	yaml_parser_t parser;
+	yaml_document_t doc;
+	int parser_ok = 0, doc_ok = 0, rc = -1;
+
+	if (out == NULL)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	if (yaml == NULL || len == 0 || len > KUBECONFIG_FILE_MAX) {
+		set_err(err, errlen, "kubeconfig is %zu bytes (must be 1..%u)", len,
+		        KUBECONFIG_FILE_MAX);
+		goto out;
+	}
+	if (!yaml_parser_initialize(&parser)) {
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	parser_ok = 1;
+	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
+	if (!yaml_parser_load(&parser, &doc)) {
+		set_err(err, errlen, "kubeconfig: YAML error at line %zu: %s",
+		        parser.problem_mark.line + 1, parser.problem ? parser.problem : "unknown");
+		goto out;
+	}
+	doc_ok = 1;
+	rc = load_document(&doc, base_dir, out, err, errlen);
+out:
+	if (doc_ok)
+		yaml_document_delete(&doc);
+	if (parser_ok)
+		yaml_parser_delete(&parser);
+	if (rc < 0)
+		kubeconfig_free(out);
+	return rc;
+}
+
+/* Read a regular file of at most max bytes into a NUL-terminated buffer. */
+static int read_file(const char *path, size_t max, char **buf_out, size_t *len_out, char *err,
+                     size_t errlen)
+{
+	struct stat st;
+	char *buf = NULL;
+	size_t got = 0;
+	int fd, rc = -1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
+		set_err(err, errlen, "%s: not a regular file of at most %zu bytes", path, max);
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (buf == NULL) {
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			set_err(err, errlen, "%s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+	}
+	buf[got] = '\0';
+	*buf_out = buf;
+	*len_out = got;
+	buf = NULL;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+int kubeconfig_load(const char *path, struct kube_config *out, char *err, size_t errlen)
+{
+	char *yaml = NULL, *dir = NULL, *abs = NULL, *slash;
+	size_t len = 0;
+	int rc = -1;
+
+	if (out == NULL)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	if (path == NULL || path[0] == '\0') {
+		set_err(err, errlen, "no kubeconfig path");
+		goto out;
+	}
+	if (read_file(path, KUBECONFIG_FILE_MAX, &yaml, &len, err, errlen) < 0)
+		goto out;
+	dir = strdup(path);
+	if (dir == NULL) {
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		strcpy(dir, ".");
+	else if (slash == dir)
+		dir[1] = '\0';
+	else
+		*slash = '\0';
+	/* An absolute base keeps the paths valid if the process changes directory later. */
+	abs = realpath(dir, NULL);
+	rc = kubeconfig_parse(yaml, len, abs ? abs : dir, out, err, errlen);
+out:
+	free(abs);
+	free(dir);
+	free(yaml);
+	return rc;
+}
+
+static int env_value(const char *name, const char **value, char *err, size_t errlen)
+{
+	*value = getenv(name);
+	if (*value == NULL || (*value)[0] == '\0') {
+		set_err(err, errlen, "%s is not set: not running in a cluster?", name);
+		return -1;
+	}
+	if (strlen(*value) > ENV_VALUE_MAX) {
+		set_err(err, errlen, "%s is longer than %d bytes", name, ENV_VALUE_MAX);
+		return -1;
+	}
+	return 0;
+}
+
+int kubeconfig_in_cluster(const char *sa_dir, struct kube_config *out, char *err, size_t errlen)
+{
+	const char *host, *port;
+	char url[2 * ENV_VALUE_MAX + 16];
+	int rc = -1;
+
+	if (out == NULL)
+		return -1;
+	memset(out, 0, sizeof(*out));
+	if (sa_dir == NULL)
+		sa_dir = KUBECONFIG_SA_DIR;
+	if (env_value("KUBERNETES_SERVICE_HOST", &host, err, errlen) < 0 ||
+	    env_value("KUBERNETES_SERVICE_PORT", &port, err, errlen) < 0)
+		goto out;
+	/* An IPv6 service address needs brackets in a URL. */
+	if (strchr(host, ':') != NULL && host[0] != '[')
+		snprintf(url, sizeof(url), "https://[%s]:%s", host, port);
+	else
+		snprintf(url, sizeof(url), "https://%s:%s", host, port);
+	if (dup_str(&out->server, url, err, errlen) < 0 ||
+	    dup_path(&out->token_file, "token", sa_dir, err, errlen) < 0 ||
+	    dup_path(&out->ca_file, "ca.crt", sa_dir, err, errlen) < 0)
+		goto out;
+	if (access(out->token_file, R_OK) != 0 || access(out->ca_file, R_OK) != 0) {
+		set_err(err, errlen, "service account files in %s: %s", sa_dir, strerror(errno));
+		goto out;
+	}
+	rc = 0;
+out:
+	if (rc < 0)
+		kubeconfig_free(out);
+	return rc;
+}
+
+void kubeconfig_free(struct kube_config *c)
+{
+	if (c == NULL)
+		return;
+	free(c->server);
+	free(c->ca_file);
+	free(c->ca_data);
+	free(c->client_cert_file);
+	free(c->client_cert_data);
+	free(c->client_key_file);
+	free(c->client_key_data);
+	free(c->token);
+	free(c->token_file);
+	memset(c, 0, sizeof(*c));
+}
