@@ -147,6 +147,18 @@ static int apply_flag(struct certgen_opts *o, const char *name, const char *v, c
 	return 0;
 }
 
+static int is_value_flag(const char *name)
+{
+	static const char *const flags[] = {"--service", "--namespace", "--out-dir", "--days",
+	                                    "--ca-days", "--dns",       "--ip",      "--key-type"};
+	size_t i;
+
+	for (i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		if (!strcmp(name, flags[i]))
+			return 1;
+	return 0;
+}
+
 int certgen_parse_args(int argc, char **argv, struct certgen_opts *o, char *err, size_t errlen)
 {
 	char name[32];
@@ -177,6 +189,9 @@ int certgen_parse_args(int argc, char **argv, struct certgen_opts *o, char *err,
 				o->help = 1;
 			continue;
 		}
+		if (!is_value_flag(name))
+			return fail(err, errlen, CERTGEN_EUSAGE, "unknown flag %s (see --help)",
+			            name);
 		if (eq) {
 			v = eq + 1;
 		} else {

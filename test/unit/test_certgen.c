@@ -413,6 +413,7 @@ static void test_parse_args(void **state)
 	char *zero_days[] = {"certs", "--out-dir", "d", "--days=0"};
 	char *unknown[] = {"certs", "--out-dir", "d", "--bogus"};
 	char *missing[] = {"certs", "--out-dir"};
+	char *unknown_last[] = {"certs", "--bogus"};
 	char *both[] = {"certs", "--out-dir", "d", "--force", "--renew"};
 	char *positional[] = {"certs", "extra"};
 	char *flag_val[] = {"certs", "--out-dir", "d", "--force=yes"};
@@ -441,6 +442,8 @@ static void test_parse_args(void **state)
 	assert_int_equal(certgen_parse_args(4, unknown, &o, err, sizeof(err)), CERTGEN_EUSAGE);
 	assert_non_null(strstr(err, "--bogus"));
 	assert_int_equal(certgen_parse_args(2, missing, &o, err, sizeof(err)), CERTGEN_EUSAGE);
+	assert_int_equal(certgen_parse_args(2, unknown_last, &o, err, sizeof(err)), CERTGEN_EUSAGE);
+	assert_non_null(strstr(err, "unknown flag --bogus"));
 	assert_int_equal(certgen_parse_args(5, both, &o, err, sizeof(err)), CERTGEN_EUSAGE);
 	assert_int_equal(certgen_parse_args(2, positional, &o, err, sizeof(err)), CERTGEN_EUSAGE);
 	assert_int_equal(certgen_parse_args(4, flag_val, &o, err, sizeof(err)), CERTGEN_EUSAGE);
