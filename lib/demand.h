@@ -15,10 +15,9 @@
  *
  * Pod demand follows Kubernetes' effective-request rule for init containers and native
  * sidecars (init containers with restartPolicy Always), from
- * https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers :
- *   max( sum(app containers) + sum(sidecars),
- *        max over init containers i of (init_i + sum of sidecars declared before i) )
- * The same rule gives the pod's effective GPU count.
+ * https://kubernetes.io/docs/concepts/workloads/pods/sidecar-containers/#resource-sharing-within-containers
+ * : max( sum(app containers) + sum(sidecars), max over init containers i of (init_i + sum of
+ * sidecars declared before i) ) The same rule gives the pod's effective GPU count.
  *
  * Per-GPU fit: for each GPU container, ceil(declaration / its GPU count) must fit in one GPU;
  * max_per_gpu_bytes and max_per_gpu_container report the largest.
@@ -41,7 +40,11 @@ struct cJSON;
 #define DEMAND_MSG_MAX        512
 #define DEMAND_NAME_MAX       254 /* DNS-1123 label 63; the cap is generous but fixed */
 
-/* Configured GPU resource names; borrowed for the call. */
+/* Configured GPU resource names; borrowed for the call. Only the first DEMAND_MAX_RESOURCES
+ * are used (config enforces the cap). A GPU count is a JSON string of decimal digits ("1", as
+ * the API server writes it) or an integral JSON number; anything else (fractional, negative,
+ * above DEMAND_MAX_GPUS) makes the pod DEMAND_INVALID. The counts of several configured names
+ * on one container add up. */
 struct demand_config {
 	const char *const *gpu_resources; /* e.g. {"nvidia.com/gpu"}; NULL -> default */
 	size_t n_gpu_resources;
@@ -56,21 +59,26 @@ enum demand_status {
 
 struct demand {
 	enum demand_status status;
-	uint64_t bytes;                 /* effective pod demand in bytes (DEMAND_OK only) */
-	uint64_t gpus;                  /* effective pod GPU count (GPU pods, valid or not) */
-	uint64_t max_per_gpu_bytes;     /* largest ceil(decl/gpus) over GPU containers */
+	uint64_t bytes;             /* effective pod demand in bytes (DEMAND_OK only) */
+	uint64_t gpus;              /* effective pod GPU count (GPU pods, valid or not) */
+	uint64_t max_per_gpu_bytes; /* largest ceil(decl/gpus) over GPU containers */
 	char max_per_gpu_container[DEMAND_NAME_MAX + 1];
-	char error[DEMAND_MSG_MAX];     /* DEMAND_INVALID: first problem, names the container */
-	char warning[DEMAND_MSG_MAX];   /* non-empty: declaration on a non-GPU container */
+	char error[DEMAND_MSG_MAX];   /* DEMAND_INVALID: first problem, names the container */
+	char warning[DEMAND_MSG_MAX]; /* non-empty: declaration on a non-GPU container */
 };
 
 /*
  * Compute the demand of a core/v1 Pod object (borrowed; may be any JSON: a missing or
  * ill-typed spec is DEMAND_NOT_GPU unless containers are there). Fills *out always.
+ * Only the first problem is reported in out->error, only the first warning in out->warning.
+ * out->gpus is set for invalid pods too: callers count such a pod already on a node as whole
+ * GPUs. A container without a name is named by its place ("containers[1]").
+ * Not read: envFrom (a GPU_MEMORY_LIMIT from a ConfigMap is invisible here, so the container
+ * counts as undeclared).
  * Returns 0; -1 only when pod is not a JSON object or has more than DEMAND_MAX_CONTAINERS
  * containers (then out->error says why and out->status is DEMAND_INVALID).
  */
 int demand_from_pod(const struct cJSON *pod, const struct demand_config *cfg, struct demand *out)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 #endif
