@@ -28,9 +28,9 @@ struct cJSON;
 #define ADMISSION_WARNING_MAX  512
 #define ADMISSION_MSG_MAX      1024
 
-#define ADMISSION_EJSON   (-1) /* not valid JSON, or trailing garbage */
-#define ADMISSION_ESHAPE  (-2) /* JSON, but not an AdmissionReview with request.uid */
-#define ADMISSION_ENOMEM  (-3)
+#define ADMISSION_EJSON  (-1) /* not valid JSON, or trailing garbage */
+#define ADMISSION_ESHAPE (-2) /* JSON, but not an AdmissionReview with request.uid */
+#define ADMISSION_ENOMEM (-3)
 
 enum admission_operation {
 	ADMISSION_OP_UNKNOWN = 0,
@@ -56,10 +56,10 @@ struct admission_request {
 	int name_is_generated;             /* name came from generateName only */
 	int dry_run;                       /* request.dryRun == true */
 	char username[ADMISSION_NAME_MAX + 1];
-	const struct cJSON *object;        /* request.object, borrowed from the review; may be NULL */
+	const struct cJSON *object; /* request.object, borrowed from the review; may be NULL */
 	/* Binding only: target node name and the object's target.kind ("" or "Node" accepted). */
 	char binding_node[ADMISSION_NAME_MAX + 1];
-	int binding_target_is_node;        /* 1 when target.kind is "Node" or empty/absent */
+	int binding_target_is_node; /* 1 when target.kind is "Node" or empty/absent */
 };
 
 /*
@@ -68,16 +68,17 @@ struct admission_request {
  * On ADMISSION_ESHAPE the review may still carry a uid: req->uid is filled when found.
  */
 int admission_decode(const char *body, size_t len, struct cJSON **review_out,
-		     struct admission_request *req, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+                     struct admission_request *req, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 struct admission_response {
-	const char *uid;     /* borrowed; must be request.uid */
+	const char *uid; /* borrowed; must be request.uid */
 	int allowed;
 	int code;            /* denial HTTP code (403 policy, 500 internal); ignored if allowed */
 	const char *reason;  /* status.reason on denial, e.g. "Forbidden" */
 	const char *message; /* status.message on denial (borrowed) */
-	const char *warnings[ADMISSION_MAX_WARNINGS]; /* borrowed; each cut to ADMISSION_WARNING_MAX */
+	const char
+	    *warnings[ADMISSION_MAX_WARNINGS]; /* borrowed; each cut to ADMISSION_WARNING_MAX */
 	size_t n_warnings;
 	/* auditAnnotations: key/value pairs (borrowed), NULL-terminated by n_audit. */
 	const char *audit_keys[4];

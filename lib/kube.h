@@ -26,40 +26,51 @@ struct kube_config;
 #define KUBE_PAGE_LIMIT 500
 #define KUBE_MAX_PAGES  100
 
-#define KUBE_ETRANSPORT (-1) /* connect, TLS, timeout: err has curl's message */
+#define KUBE_ETRANSPORT (-1) /* connect, TLS, unreadable token file: err has the cause */
 #define KUBE_EHTTP      (-2) /* non-2xx: *http_code set */
 #define KUBE_ENOTFOUND  (-3) /* 404 */
 #define KUBE_EPARSE     (-4) /* body not the JSON expected */
 #define KUBE_ETOOBIG    (-5) /* body over KUBE_BODY_MAX or pages over KUBE_MAX_PAGES */
 #define KUBE_ENOMEM     (-6)
 #define KUBE_ETIMEOUT   (-7) /* total timeout passed */
+#define KUBE_EINVAL     (-8) /* bad argument (empty or over-long name); no request made */
 
 struct kube_client;
 
 /* Observer for metrics: called after each HTTP call with verb ("get", "list"), the resource
  * ("pods", "nodes"), the HTTP code (0 when no answer) and the latency in seconds. */
 typedef void (*kube_observer)(void *ctx, const char *verb, const char *resource, long code,
-			      double seconds);
+                              double seconds);
 
-/* New client; cfg is copied. timeout_ms > 0. NULL with err on a bad config. Call
- * curl_global_init() before (cmd does). */
+/* New client; cfg is copied (the caller may free it). timeout_ms > 0 is the budget of each
+ * call in milliseconds (a paginated list shares one budget over its pages). NULL with err on a
+ * bad config. Call curl_global_init() before (cmd does). Thread-safe once created: any number
+ * of threads may call kube_get_* and kube_list_* concurrently. */
 struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_ms,
-				    kube_observer obs, void *obs_ctx, char *err, size_t errlen);
-void kube_client_free(struct kube_client *c); /* NULL is a no-op; no call may be in flight */
+                                    kube_observer obs, void *obs_ctx, char *err, size_t errlen);
+/* Frees the client and every thread's handle. NULL is a no-op. No call may be in flight, and
+ * no thread that used the client may be exiting concurrently. */
+void kube_client_free(struct kube_client *c);
 
-/* GET /api/v1/namespaces/NS/pods/NAME -> *pod (owned by caller). */
+/* Lower the per-response body cap (bytes, default KUBE_BODY_MAX); for tests. Call before use. */
+void kube_client_set_body_max(struct kube_client *c, size_t bytes);
+
+/* GET /api/v1/namespaces/NS/pods/NAME -> *pod (owned by caller; NULL on error). ns and name
+ * are URL-escaped, 1..253 bytes. *http_code (may be NULL) is the status, 0 without an answer.
+ * KUBE_ENOTFOUND on 404. */
 int kube_get_pod(struct kube_client *c, const char *ns, const char *name, struct cJSON **pod,
-		 long *http_code, char *err, size_t errlen) __attribute__((warn_unused_result));
+                 long *http_code, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* GET /api/v1/nodes/NAME -> *node. */
 int kube_get_node(struct kube_client *c, const char *name, struct cJSON **node, long *http_code,
-		  char *err, size_t errlen) __attribute__((warn_unused_result));
+                  char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* All pods with spec.nodeName=NODE and phase not Succeeded/Failed, every page, merged into one
- * JSON array *items (owned by caller). A 410 Gone mid-pagination restarts the list once. */
+ * JSON array *items (owned by caller). A 410 Gone mid-pagination restarts the list once. The
+ * body cap applies to the sum of the pages. */
 int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON **items,
-			   long *http_code, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+                           long *http_code, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* Name of a KUBE_E* code. */
 const char *kube_strerror(int code);

@@ -22,9 +22,9 @@
 #define KUBECONFIG_SA_DIR   "/var/run/secrets/kubernetes.io/serviceaccount"
 
 struct kube_config {
-	char *server;           /* "https://host:port", no trailing slash */
-	char *ca_file;          /* PEM file path, or NULL */
-	char *ca_data;          /* PEM bytes, or NULL */
+	char *server;  /* "https://host:port", no trailing slash */
+	char *ca_file; /* PEM file path, or NULL */
+	char *ca_data; /* PEM bytes, or NULL */
 	size_t ca_data_len;
 	char *client_cert_file; /* PEM path or NULL */
 	char *client_cert_data; /* PEM bytes or NULL */
@@ -32,23 +32,23 @@ struct kube_config {
 	char *client_key_file;
 	char *client_key_data;
 	size_t client_key_data_len;
-	char *token;            /* static bearer token, or NULL */
-	char *token_file;       /* bearer token re-read on each use, or NULL */
+	char *token;      /* static bearer token, or NULL */
+	char *token_file; /* bearer token re-read on each use, or NULL */
 	int insecure_skip_tls_verify;
 };
 
 /* Load path (current-context). 0, or -1 with a reason in err. *out is zeroed first; on
  * failure nothing is left to free. */
 int kubeconfig_load(const char *path, struct kube_config *out, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* Parse kubeconfig YAML from memory; base_dir resolves relative paths (may be NULL). */
 int kubeconfig_parse(const char *yaml, size_t len, const char *base_dir, struct kube_config *out,
-		     char *err, size_t errlen) __attribute__((warn_unused_result));
+                     char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* In-cluster config from the environment and sa_dir (NULL -> KUBECONFIG_SA_DIR). */
 int kubeconfig_in_cluster(const char *sa_dir, struct kube_config *out, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
 /* Free the strings in *c and zero it. NULL is a no-op. */
 void kubeconfig_free(struct kube_config *c);

@@ -1,0 +1,805 @@
+/*
+ * kube: Kubernetes API reads over libcurl.
+ *
+ * Per-thread easy handles: libcurl 7.88 cannot share connections across threads, so each
+ * calling thread gets its own long-lived handle (keeps its connection alive between calls). The
+ * handle is found through a pthread key; a registry (list under mu) lets kube_client_free clean
+ * up handles of threads that are still alive, and the key's destructor frees the handle of a
+ * thread that exits first.
+ */
+#include "kube.h"
+
+#include "kubeconfig.h"
+
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define TOKEN_MAX    (64u * 1024u) /* bytes, bearer token file */
+#define URL_MAX      (16u * 1024u) /* bytes, request URL incl. continue token */
+#define STATUS_MSG   256           /* bytes of a Status message quoted in err */
+#define NAME_MAX_LEN 253           /* Kubernetes object names */
+
+struct handle {
+	CURL *easy;
+	struct kube_client *owner;
+	struct handle *prev, *next;
+	char errbuf[CURL_ERROR_SIZE];
+};
+
+struct kube_client {
+	struct kube_config cfg; /* deep copy */
+	long timeout_ms;
+	size_t body_max;
+	kube_observer obs;
+	void *obs_ctx;
+	pthread_key_t key;
+	pthread_mutex_t mu; /* registry */
+	struct handle *handles;
+	pthread_mutex_t tok_mu; /* token cache */
+	char *token;
+	struct stat token_st;
+	int token_loaded;
+};
+
+struct body {
+	char *p;
+	size_t len, cap, max;
+	int too_big;
+};
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_err(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err == NULL || errlen == 0)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+const char *kube_strerror(int code)
+{
+	switch (code) {
+	case 0:
+		return "ok";
+	case KUBE_ETRANSPORT:
+		return "transport error";
+	case KUBE_EHTTP:
+		return "HTTP error";
+	case KUBE_ENOTFOUND:
+		return "not found";
+	case KUBE_EPARSE:
+		return "unexpected response body";
+	case KUBE_ETOOBIG:
+		return "response too big";
+	case KUBE_ENOMEM:
+		return "out of memory";
+	case KUBE_ETIMEOUT:
+		return "timeout";
+	case KUBE_EINVAL:
+		return "invalid argument";
+	}
+	return "unknown error";
+}
+
+static int dup_opt(char **dst, const char *src, size_t len)
+{
+	*dst = NULL;
+	if (src == NULL)
+		return 0;
+	*dst = malloc(len + 1);
+	if (*dst == NULL)
+		return -1;
+	memcpy(*dst, src, len);
+	(*dst)[len] = '\0';
+	return 0;
+}
+
+static int copy_config(struct kube_config *d, const struct kube_config *s)
+{
+	memset(d, 0, sizeof(*d));
+	d->ca_data_len = s->ca_data_len;
+	d->client_cert_data_len = s->client_cert_data_len;
+	d->client_key_data_len = s->client_key_data_len;
+	d->insecure_skip_tls_verify = s->insecure_skip_tls_verify;
+	if (dup_opt(&d->server, s->server, s->server ? strlen(s->server) : 0) < 0 ||
+	    dup_opt(&d->ca_file, s->ca_file, s->ca_file ? strlen(s->ca_file) : 0) < 0 ||
+	    dup_opt(&d->ca_data, s->ca_data, s->ca_data_len) < 0 ||
+	    dup_opt(&d->client_cert_file, s->client_cert_file,
+	            s->client_cert_file ? strlen(s->client_cert_file) : 0) < 0 ||
+	    dup_opt(&d->client_cert_data, s->client_cert_data, s->client_cert_data_len) < 0 ||
+	    dup_opt(&d->client_key_file, s->client_key_file,
+	            s->client_key_file ? strlen(s->client_key_file) : 0) < 0 ||
+	    dup_opt(&d->client_key_data, s->client_key_data, s->client_key_data_len) < 0 ||
+	    dup_opt(&d->token, s->token, s->token ? strlen(s->token) : 0) < 0 ||
+	    dup_opt(&d->token_file, s->token_file, s->token_file ? strlen(s->token_file) : 0) < 0) {
+		kubeconfig_free(d);
+		return -1;
+	}
+	return 0;
+}
+
+static void handle_destroy(struct handle *h)
+{
+	if (h == NULL)
+		return;
+	if (h->easy != NULL)
+		curl_easy_cleanup(h->easy);
+	free(h);
+}
+
+/* pthread key destructor: the thread exits while the client lives; unlink and free. */
+static void handle_release(void *p)
+{
+	struct handle *h = p;
+	struct kube_client *c = h->owner;
+
+	pthread_mutex_lock(&c->mu);
+	if (h->prev != NULL)
+		h->prev->next = h->next;
+	else
+		c->handles = h->next;
+	if (h->next != NULL)
+		h->next->prev = h->prev;
+	pthread_mutex_unlock(&c->mu);
+	handle_destroy(h);
+}
+
+static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct body *b = userp;
+	size_t n = size * nmemb;
+
+	if (n > b->max - b->len) {
+		b->too_big = 1;
+		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+	}
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 16384;
+		char *p;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		if (cap > b->max + 1)
+			cap = b->max + 1;
+		p = realloc(b->p, cap);
+		if (p == NULL)
+			return 0;
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+	return n;
+}
+
+/* Options fixed for the handle's life: TLS material, keep-alive, no signals, body writer. */
+static int handle_setup(struct kube_client *c, struct handle *h)
+{
+	const struct kube_config *cfg = &c->cfg;
+	CURLcode rc = CURLE_OK;
+
+#define SET(opt, val)                                                                              \
+	do {                                                                                       \
+		if (rc == CURLE_OK)                                                                \
+			rc = curl_easy_setopt(h->easy, opt, val);                                  \
+	} while (0)
+	SET(CURLOPT_ERRORBUFFER, h->errbuf);
+	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_PROTOCOLS_STR, "http,https");
+	SET(CURLOPT_FOLLOWLOCATION, 0L);
+	SET(CURLOPT_TCP_KEEPALIVE, 1L);
+	SET(CURLOPT_TCP_KEEPIDLE, 30L);
+	SET(CURLOPT_TCP_KEEPINTVL, 10L);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
+	SET(CURLOPT_WRITEFUNCTION, on_body);
+	SET(CURLOPT_ACCEPT_ENCODING, "");
+	SET(CURLOPT_USERAGENT, "gpu-memory-guard");
+	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)c->body_max);
+	if (cfg->ca_data != NULL) {
+		struct curl_blob blob = {cfg->ca_data, cfg->ca_data_len, CURL_BLOB_COPY};
+		SET(CURLOPT_CAINFO_BLOB, &blob);
+	} else if (cfg->ca_file != NULL) {
+		SET(CURLOPT_CAINFO, cfg->ca_file);
+	}
+	if (cfg->client_cert_data != NULL) {
+		struct curl_blob blob = {cfg->client_cert_data, cfg->client_cert_data_len,
+		                         CURL_BLOB_COPY};
+		SET(CURLOPT_SSLCERT_BLOB, &blob);
+		SET(CURLOPT_SSLCERTTYPE, "PEM");
+	} else if (cfg->client_cert_file != NULL) {
+		SET(CURLOPT_SSLCERT, cfg->client_cert_file);
+	}
+	if (cfg->client_key_data != NULL) {
+		struct curl_blob blob = {cfg->client_key_data, cfg->client_key_data_len,
+		                         CURL_BLOB_COPY};
+		SET(CURLOPT_SSLKEY_BLOB, &blob);
+		SET(CURLOPT_SSLKEYTYPE, "PEM");
+	} else if (cfg->client_key_file != NULL) {
+		SET(CURLOPT_SSLKEY, cfg->client_key_file);
+	}
+	if (cfg->insecure_skip_tls_verify) {
+		SET(CURLOPT_SSL_VERIFYPEER, 0L);
+		SET(CURLOPT_SSL_VERIFYHOST, 0L);
+	}
+#undef SET
+	return rc == CURLE_OK ? 0 : -1;
+}
+
+/* This thread's handle, created and registered on first use. NULL on allocation failure. */
+static struct handle *thread_handle(struct kube_client *c)
+{
+	struct handle *h = pthread_getspecific(c->key);
+
+	if (h != NULL)
+		return h;
+	h = calloc(1, sizeof(*h));
+	if (h == NULL)
+		return NULL;
+	h->owner = c;
+	h->easy = curl_easy_init();
+	if (h->easy == NULL || handle_setup(c, h) < 0 || pthread_setspecific(c->key, h) != 0) {
+		handle_destroy(h);
+		return NULL;
+	}
+	pthread_mutex_lock(&c->mu);
+	h->next = c->handles;
+	if (c->handles != NULL)
+		c->handles->prev = h;
+	c->handles = h;
+	pthread_mutex_unlock(&c->mu);
+	return h;
+}
+
+struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_ms,
+                                    kube_observer obs, void *obs_ctx, char *err, size_t errlen)
+{
+	struct kube_client *c = NULL;
+	int key_ok = 0, mu_ok = 0, tok_ok = 0;
+
+	if (cfg == NULL || cfg->server == NULL || cfg->server[0] == '\0' || timeout_ms <= 0) {
+		set_err(err, errlen, "kube client: no server URL or timeout not positive");
+		return NULL;
+	}
+	c = calloc(1, sizeof(*c));
+	if (c == NULL || copy_config(&c->cfg, cfg) < 0) {
+		set_err(err, errlen, "kube client: out of memory");
+		goto err;
+	}
+	c->timeout_ms = timeout_ms;
+	c->body_max = KUBE_BODY_MAX;
+	c->obs = obs;
+	c->obs_ctx = obs_ctx;
+	if (pthread_key_create(&c->key, handle_release) != 0)
+		goto err_sys;
+	key_ok = 1;
+	if (pthread_mutex_init(&c->mu, NULL) != 0)
+		goto err_sys;
+	mu_ok = 1;
+	if (pthread_mutex_init(&c->tok_mu, NULL) != 0)
+		goto err_sys;
+	tok_ok = 1;
+	return c;
+err_sys:
+	set_err(err, errlen, "kube client: out of thread resources");
+err:
+	if (tok_ok)
+		pthread_mutex_destroy(&c->tok_mu);
+	if (mu_ok)
+		pthread_mutex_destroy(&c->mu);
+	if (key_ok)
+		pthread_key_delete(c->key);
+	if (c != NULL)
+		kubeconfig_free(&c->cfg);
+	free(c);
+	return NULL;
+}
+
+void kube_client_set_body_max(struct kube_client *c, size_t bytes)
+{
+	if (c != NULL && bytes > 0)
+		c->body_max = bytes;
+}
+
+void kube_client_free(struct kube_client *c)
+{
+	struct handle *h, *next;
+
+	if (c == NULL)
+		return;
+	/* Delete the key first: from here on no thread exit runs handle_release for this client. */
+	pthread_key_delete(c->key);
+	pthread_mutex_lock(&c->mu);
+	for (h = c->handles; h != NULL; h = next) {
+		next = h->next;
+		handle_destroy(h);
+	}
+	c->handles = NULL;
+	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->tok_mu);
+	free(c->token);
+	kubeconfig_free(&c->cfg);
+	free(c);
+}
+
+/* Read the token file into a new string, whitespace trimmed. */
+static int read_token(const char *path, char **out, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t got = 0;
+	int fd, rc = -1;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		set_err(err, errlen, "token file %s: %s", path, strerror(errno));
+		goto out;
+	}
+	buf = malloc(TOKEN_MAX + 1);
+	if (buf == NULL) {
+		set_err(err, errlen, "out of memory");
+		goto out;
+	}
+	for (;;) {
+		ssize_t r = read(fd, buf + got, TOKEN_MAX + 1 - got);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			set_err(err, errlen, "token file %s: %s", path, strerror(errno));
+			goto out;
+		}
+		if (r == 0)
+			break;
+		got += (size_t)r;
+		if (got > TOKEN_MAX) {
+			set_err(err, errlen, "token file %s: over %u bytes", path, TOKEN_MAX);
+			goto out;
+		}
+	}
+	while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r' || buf[got - 1] == ' '))
+		got--;
+	buf[got] = '\0';
+	if (got == 0 || strpbrk(buf, "\r\n") != NULL) {
+		set_err(err, errlen, "token file %s: empty or multi-line", path);
+		goto out;
+	}
+	*out = buf;
+	buf = NULL;
+	rc = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return rc;
+}
+
+static int same_file_version(const struct stat *a, const struct stat *b)
+{
+	return a->st_ino == b->st_ino && a->st_dev == b->st_dev && a->st_size == b->st_size &&
+	       a->st_mtim.tv_sec == b->st_mtim.tv_sec && a->st_mtim.tv_nsec == b->st_mtim.tv_nsec;
+}
+
+/*
+ * The bearer token to send, copied into *tok (caller frees; NULL when none). A token file is
+ * re-read when its inode, size or mtime changes (projected tokens rotate by symlink swap).
+ */
+static int current_token(struct kube_client *c, char **tok, char *err, size_t errlen)
+{
+	struct stat st;
+	char *fresh = NULL;
+	int rc = 0;
+
+	*tok = NULL;
+	if (c->cfg.token != NULL) {
+		*tok = strdup(c->cfg.token);
+		return *tok ? 0 : KUBE_ENOMEM;
+	}
+	if (c->cfg.token_file == NULL)
+		return 0;
+	pthread_mutex_lock(&c->tok_mu);
+	if (stat(c->cfg.token_file, &st) < 0) {
+		set_err(err, errlen, "token file %s: %s", c->cfg.token_file, strerror(errno));
+		rc = KUBE_ETRANSPORT;
+		goto out;
+	}
+	if (!c->token_loaded || !same_file_version(&st, &c->token_st)) {
+		if (read_token(c->cfg.token_file, &fresh, err, errlen) < 0) {
+			rc = KUBE_ETRANSPORT;
+			goto out;
+		}
+		free(c->token);
+		c->token = fresh;
+		c->token_st = st;
+		c->token_loaded = 1;
+	}
+	*tok = strdup(c->token);
+	if (*tok == NULL)
+		rc = KUBE_ENOMEM;
+out:
+	pthread_mutex_unlock(&c->tok_mu);
+	return rc;
+}
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Percent-encode s (everything but RFC 3986 unreserved) onto dst at *pos. -1 when full. */
+static int url_append_escaped(char *dst, size_t cap, size_t *pos, const char *s)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		int plain = (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		            (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_' ||
+		            *p == '~';
+		if (*pos + (plain ? 1 : 3) + 1 > cap)
+			return -1;
+		if (plain) {
+			dst[(*pos)++] = (char)*p;
+		} else {
+			dst[(*pos)++] = '%';
+			dst[(*pos)++] = hex[*p >> 4];
+			dst[(*pos)++] = hex[*p & 15];
+		}
+	}
+	dst[*pos] = '\0';
+	return 0;
+}
+
+static int url_append(char *dst, size_t cap, size_t *pos, const char *s)
+{
+	size_t n = strlen(s);
+
+	if (*pos + n + 1 > cap)
+		return -1;
+	memcpy(dst + *pos, s, n + 1);
+	*pos += n;
+	return 0;
+}
+
+/* Put the Status message of an error body (or its first bytes) into msg. */
+static void status_message(const struct body *b, char *msg, size_t msglen)
+{
+	cJSON *st = NULL;
+	const cJSON *m;
+
+	msg[0] = '\0';
+	if (b->p == NULL || b->len == 0)
+		return;
+	st = cJSON_ParseWithLengthOpts(b->p, b->len + 1, NULL, 1);
+	m = st != NULL ? cJSON_GetObjectItemCaseSensitive(st, "message") : NULL;
+	if (cJSON_IsString(m) && m->valuestring != NULL)
+		snprintf(msg, msglen, "%s", m->valuestring);
+	else
+		snprintf(msg, msglen, "%.*s", (int)(b->len < 120 ? b->len : 120), b->p);
+	for (char *p = msg; *p; p++) {
+		if (*p == '\n' || *p == '\r')
+			*p = ' ';
+	}
+	cJSON_Delete(st);
+}
+
+struct call {
+	const char *verb, *resource, *what; /* observer labels; what names the call in err */
+	const char *url;
+	long budget_ms; /* total time for this HTTP call */
+};
+
+/* Translate a finished transfer into a KUBE_E* code and err. */
+static int transfer_result(const struct call *k, struct handle *h, CURLcode cc, long code,
+                           const struct body *b, char *err, size_t errlen)
+{
+	char msg[STATUS_MSG];
+
+	if (b->too_big || cc == CURLE_FILESIZE_EXCEEDED) {
+		set_err(err, errlen, "%s: response over %zu bytes", k->what, b->max);
+		return KUBE_ETOOBIG;
+	}
+	if (cc == CURLE_OPERATION_TIMEDOUT) {
+		set_err(err, errlen, "%s: no answer within %ld ms", k->what, k->budget_ms);
+		return KUBE_ETIMEOUT;
+	}
+	if (cc == CURLE_OUT_OF_MEMORY || (cc == CURLE_WRITE_ERROR && !b->too_big)) {
+		set_err(err, errlen, "%s: out of memory", k->what);
+		return KUBE_ENOMEM;
+	}
+	if (cc != CURLE_OK) {
+		set_err(err, errlen, "%s: %s", k->what,
+		        h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+		return KUBE_ETRANSPORT;
+	}
+	if (code < 200 || code > 299) {
+		status_message(b, msg, sizeof(msg));
+		set_err(err, errlen, "%s: HTTP %ld%s%s", k->what, code, msg[0] ? ": " : "", msg);
+		return code == 404 ? KUBE_ENOTFOUND : KUBE_EHTTP;
+	}
+	return 0;
+}
+
+/*
+ * One GET. On success *out is the parsed JSON object (caller owns). *code is the HTTP status
+ * (0 when none), also on failure. *bytes (may be NULL) gets the body size.
+ */
+static int http_get(struct kube_client *c, const struct call *k, cJSON **out, long *code,
+                    size_t body_max, size_t *bytes, char *err, size_t errlen)
+{
+	struct body b = {NULL, 0, 0, body_max, 0};
+	struct handle *h;
+	char *tok = NULL;
+	double t0;
+	CURLcode cc;
+	int rc;
+
+	*out = NULL;
+	*code = 0;
+	h = thread_handle(c);
+	if (h == NULL) {
+		set_err(err, errlen, "%s: cannot set up a curl handle", k->what);
+		return KUBE_ENOMEM;
+	}
+	if ((rc = current_token(c, &tok, err, errlen)) < 0)
+		goto out;
+	h->errbuf[0] = '\0';
+	curl_easy_setopt(h->easy, CURLOPT_URL, k->url);
+	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, &b);
+	curl_easy_setopt(h->easy, CURLOPT_TIMEOUT_MS, k->budget_ms);
+	curl_easy_setopt(h->easy, CURLOPT_CONNECTTIMEOUT_MS, k->budget_ms);
+	curl_easy_setopt(h->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)body_max);
+	curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, tok ? CURLAUTH_BEARER : CURLAUTH_NONE);
+	curl_easy_setopt(h->easy, CURLOPT_XOAUTH2_BEARER, tok);
+	t0 = now_seconds();
+	cc = curl_easy_perform(h->easy);
+	/* HTTP errors are not curl errors: the status comes from here, also after an abort. */
+	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, code);
+	if (c->obs != NULL)
+		c->obs(c->obs_ctx, k->verb, k->resource, *code, now_seconds() - t0);
+	if (bytes != NULL)
+		*bytes = b.len;
+	if ((rc = transfer_result(k, h, cc, *code, &b, err, errlen)) < 0)
+		goto out;
+	*out = cJSON_ParseWithLengthOpts(b.p ? b.p : "", b.len + 1, NULL, 1);
+	if (*out == NULL || !cJSON_IsObject(*out)) {
+		cJSON_Delete(*out);
+		*out = NULL;
+		set_err(err, errlen, "%s: response is not a JSON object", k->what);
+		rc = KUBE_EPARSE;
+		goto out;
+	}
+	rc = 0;
+out:
+	/* The token must not outlive the call in the handle. */
+	curl_easy_setopt(h->easy, CURLOPT_XOAUTH2_BEARER, NULL);
+	free(tok);
+	free(b.p);
+	return rc;
+}
+
+static int check_name(const char *s, const char *what, char *err, size_t errlen)
+{
+	if (s == NULL || s[0] == '\0' || strlen(s) > NAME_MAX_LEN) {
+		set_err(err, errlen, "%s must be 1..%d bytes", what, NAME_MAX_LEN);
+		return KUBE_EINVAL;
+	}
+	return 0;
+}
+
+static int get_object(struct kube_client *c, const char *path_prefix, const char *ns,
+                      const char *kind_path, const char *name, const char *resource, cJSON **obj,
+                      long *http_code, char *err, size_t errlen)
+{
+	char url[URL_MAX], what[64 + 2 * NAME_MAX_LEN];
+	struct call k = {"get", resource, what, url, c->timeout_ms};
+	size_t pos = 0;
+	long code = 0;
+	int rc;
+
+	snprintf(what, sizeof(what), "get %s %s%s%s", resource, ns ? ns : "", ns ? "/" : "", name);
+	if (url_append(url, sizeof(url), &pos, c->cfg.server) < 0 ||
+	    url_append(url, sizeof(url), &pos, path_prefix) < 0 ||
+	    (ns != NULL && (url_append_escaped(url, sizeof(url), &pos, ns) < 0 ||
+	                    url_append(url, sizeof(url), &pos, kind_path) < 0)) ||
+	    url_append_escaped(url, sizeof(url), &pos, name) < 0) {
+		set_err(err, errlen, "%s: URL too long", what);
+		rc = KUBE_EINVAL;
+		goto out;
+	}
+	rc = http_get(c, &k, obj, &code, c->body_max, NULL, err, errlen);
+out:
+	if (http_code != NULL)
+		*http_code = code;
+	return rc;
+}
+
+int kube_get_pod(struct kube_client *c, const char *ns, const char *name, struct cJSON **pod,
+                 long *http_code, char *err, size_t errlen)
+{
+	int rc;
+
+	if (pod != NULL)
+		*pod = NULL;
+	if (http_code != NULL)
+		*http_code = 0;
+	if (c == NULL || pod == NULL)
+		return KUBE_EINVAL;
+	if ((rc = check_name(ns, "namespace", err, errlen)) < 0 ||
+	    (rc = check_name(name, "pod name", err, errlen)) < 0)
+		return rc;
+	return get_object(c, "/api/v1/namespaces/", ns, "/pods/", name, "pods", pod, http_code, err,
+	                  errlen);
+}
+
+int kube_get_node(struct kube_client *c, const char *name, struct cJSON **node, long *http_code,
+                  char *err, size_t errlen)
+{
+	int rc;
+
+	if (node != NULL)
+		*node = NULL;
+	if (http_code != NULL)
+		*http_code = 0;
+	if (c == NULL || node == NULL)
+		return KUBE_EINVAL;
+	if ((rc = check_name(name, "node name", err, errlen)) < 0)
+		return rc;
+	return get_object(c, "/api/v1/nodes/", NULL, NULL, name, "nodes", node, http_code, err,
+	                  errlen);
+}
+
+/* Move every element of page.items to the end of all. */
+static int take_items(cJSON *page, cJSON *all)
+{
+	cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items");
+
+	if (items == NULL || cJSON_IsNull(items))
+		return 0;
+	if (!cJSON_IsArray(items))
+		return -1;
+	while (items->child != NULL) {
+		cJSON *it = cJSON_DetachItemViaPointer(items, items->child);
+		cJSON_AddItemToArray(all, it);
+	}
+	return 0;
+}
+
+/* The list URL for node, with cont (may be NULL) as the continue token. */
+static int list_url(struct kube_client *c, const char *node, const char *cont, char *url,
+                    size_t cap)
+{
+	char sel[64 + NAME_MAX_LEN];
+	char limit[64];
+	size_t pos = 0;
+
+	snprintf(sel, sizeof(sel), "spec.nodeName=%s,status.phase!=Succeeded,status.phase!=Failed",
+	         node);
+	snprintf(limit, sizeof(limit), "/api/v1/pods?limit=%d&fieldSelector=", KUBE_PAGE_LIMIT);
+	if (url_append(url, cap, &pos, c->cfg.server) < 0 ||
+	    url_append(url, cap, &pos, limit) < 0 || url_append_escaped(url, cap, &pos, sel) < 0)
+		return -1;
+	if (cont != NULL && (url_append(url, cap, &pos, "&continue=") < 0 ||
+	                     url_append_escaped(url, cap, &pos, cont) < 0))
+		return -1;
+	return 0;
+}
+
+/*
+ * Pages share one deadline (the call's budget) and one byte budget (body_max summed over the
+ * pages), so a long list cannot exceed what a single call may take.
+ */
+int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON **items,
+                           long *http_code, char *err, size_t errlen)
+{
+	char *url = NULL, *cont = NULL, what[64 + NAME_MAX_LEN];
+	struct call k = {"list", "pods", what, NULL, 0};
+	double deadline = now_seconds() + (double)(c ? c->timeout_ms : 0) / 1000.0;
+	size_t used = 0, bytes;
+	cJSON *all = NULL, *page = NULL;
+	int pages = 0, restarted = 0, rc;
+	long code = 0;
+
+	if (items != NULL)
+		*items = NULL;
+	if (c == NULL || items == NULL) {
+		rc = KUBE_EINVAL;
+		goto out;
+	}
+	if ((rc = check_name(node, "node name", err, errlen)) < 0)
+		goto out;
+	snprintf(what, sizeof(what), "list pods on node %s", node);
+	url = malloc(URL_MAX);
+	all = cJSON_CreateArray();
+	if (url == NULL || all == NULL) {
+		rc = KUBE_ENOMEM;
+		set_err(err, errlen, "%s: out of memory", what);
+		goto out;
+	}
+	k.url = url;
+	for (;;) {
+		const cJSON *next;
+
+		if (++pages > KUBE_MAX_PAGES) {
+			set_err(err, errlen, "%s: more than %d pages", what, KUBE_MAX_PAGES);
+			rc = KUBE_ETOOBIG;
+			goto out;
+		}
+		k.budget_ms = (long)((deadline - now_seconds()) * 1000.0);
+		if (k.budget_ms <= 0) {
+			set_err(err, errlen, "%s: no answer within %ld ms", what, c->timeout_ms);
+			rc = KUBE_ETIMEOUT;
+			goto out;
+		}
+		if (list_url(c, node, cont, url, URL_MAX) < 0) {
+			set_err(err, errlen, "%s: continue token too long", what);
+			rc = KUBE_EPARSE;
+			goto out;
+		}
+		rc = http_get(c, &k, &page, &code, c->body_max - used, &bytes, err, errlen);
+		if (rc == KUBE_EHTTP && code == 410 && cont != NULL && !restarted) {
+			/* The continue token expired (etcd compaction): start over, once. */
+			restarted = 1;
+			free(cont);
+			cont = NULL;
+			cJSON_Delete(all);
+			all = cJSON_CreateArray();
+			used = 0;
+			pages = 0;
+			if (all == NULL) {
+				rc = KUBE_ENOMEM;
+				goto out;
+			}
+			continue;
+		}
+		if (rc < 0)
+			goto out;
+		used += bytes;
+		if (take_items(page, all) < 0) {
+			set_err(err, errlen, "%s: items is not an array", what);
+			rc = KUBE_EPARSE;
+			goto out;
+		}
+		next = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(page, "metadata"), "continue");
+		free(cont);
+		cont = NULL;
+		if (cJSON_IsString(next) && next->valuestring != NULL && next->valuestring[0]) {
+			cont = strdup(next->valuestring);
+			if (cont == NULL) {
+				rc = KUBE_ENOMEM;
+				goto out;
+			}
+		}
+		cJSON_Delete(page);
+		page = NULL;
+		if (cont == NULL)
+			break;
+	}
+	*items = all;
+	all = NULL;
+	rc = 0;
+out:
+	if (http_code != NULL)
+		*http_code = code;
+	cJSON_Delete(page);
+	cJSON_Delete(all);
+	free(cont);
+	free(url);
+	return rc;
+}
