@@ -14,7 +14,11 @@
  *      with time-slicing or MPS allocatable counts replicas, not cards.
  * Threshold override: annotation gpu-memory-guard.io/threshold, a ratio 0 < t <= 1.
  * A present but malformed source is an error naming it (never silently skipped): an operator
- * who wrote an override meant it.
+ * who wrote an override meant it. Numbers in labels and count annotations are positive decimal
+ * integers; the memory annotation must be at least 1Mi. allocatable / replicas rounds down
+ * (fewer cards is the safe side); 0 whole cards is unknown. Products match exactly (case
+ * included) after the -SHARED strip, so MIG slice products are unknown unless labelled.
+ * The "mixed" MIG strategy's per-profile labels are not read.
  *
  * Pure, thread-safe, no allocation.
  */
@@ -49,13 +53,13 @@ enum capacity_source {
 };
 
 struct capacity {
-	uint64_t per_gpu_bytes;   /* memory of one GPU, bytes */
-	uint64_t gpu_count;       /* physical GPUs (or MIG slices under mig.strategy single) */
-	uint64_t total_bytes;     /* per_gpu_bytes * gpu_count (saturating) */
+	uint64_t per_gpu_bytes; /* memory of one GPU, bytes */
+	uint64_t gpu_count;     /* physical GPUs (or MIG slices under mig.strategy single) */
+	uint64_t total_bytes;   /* per_gpu_bytes * gpu_count (saturating) */
 	enum capacity_source memory_source;
 	enum capacity_source count_source;
-	int has_threshold;        /* node annotation present and valid */
-	double threshold;         /* the node's ratio (0,1] when has_threshold */
+	int has_threshold; /* node annotation present and valid */
+	double threshold;  /* the node's ratio (0,1] when has_threshold */
 };
 
 /*
@@ -65,8 +69,8 @@ struct capacity {
  * GPU, as GPU Feature Discovery does) or annotation gpu-memory-guard.io/gpu-memory (e.g. 80Gi)`.
  */
 int capacity_from_node(const struct cJSON *node, const struct demand_config *cfg,
-		       struct capacity *out, char *err, size_t errlen)
-	__attribute__((warn_unused_result));
+                       struct capacity *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* MiB per GPU for a GFD product name (a -SHARED suffix is stripped), 0 if unknown. */
 uint64_t capacity_product_mib(const char *product);
