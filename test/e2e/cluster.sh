@@ -1,0 +1,423 @@
+#!/usr/bin/env bash
+# A real Kubernetes control plane on loopback, without containers: etcd, kube-apiserver (RBAC),
+# kube-scheduler, kube-controller-manager (no nodelifecycle), kwok simulating the kubelets of
+# fake GPU nodes, and gpu-memory-guard running on the host, registered through a
+# ValidatingWebhookConfiguration with clientConfig.url.
+#
+# Usage: cluster.sh up [--no-webhook] [--binary PATH]
+#        cluster.sh down
+#        cluster.sh env                      # export lines: eval "$(cluster.sh env)"
+#        cluster.sh status
+#        cluster.sh webhook-start [--binary PATH]   # start the webhook, register it, wait for it
+#        cluster.sh webhook-stop             # stop the process; the configuration stays
+#        cluster.sh webhook-register | webhook-unregister
+#
+# Environment: GMG_E2E_STATE (state folder; default ${TMPDIR:-/tmp}/gpu-memory-guard-e2e),
+# GMG_TOOLS_BIN (tools folder; default: test/e2e/build-tools.sh, cached), GMG_BINARY (webhook
+# binary; default build/gpu-memory-guard), GMG_THRESHOLD (default 0.90), GMG_WEBHOOK_ARGS (more
+# flags for `gpu-memory-guard serve`), GMG_WEBHOOK_TIMEOUT (timeoutSeconds, default 5).
+# Every process runs in its own session with a pid file under $STATE/pids; `down` stops exactly
+# those and checks that none of the cluster's ports is still open.
+set -euo pipefail
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+# --- certificates ------------------------------------------------------------------------
+
+PKI="$STATE/pki"
+
+# new_ca NAME CN
+new_ca() {
+	openssl genrsa -out "$PKI/$1.key" 2048 2>/dev/null
+	openssl req -x509 -new -key "$PKI/$1.key" -sha256 -days 365 -subj "/CN=$2" \
+		-addext "basicConstraints=critical,CA:TRUE" \
+		-addext "keyUsage=critical,keyCertSign,cRLSign,digitalSignature" \
+		-out "$PKI/$1.crt" 2>/dev/null
+}
+
+# new_cert CA NAME SUBJECT EXT_USAGE [SANS]
+new_cert() {
+	local ca=$1 name=$2 subj=$3 usage=$4 sans=${5:-}
+	openssl genrsa -out "$PKI/$name.key" 2048 2>/dev/null
+	openssl req -new -key "$PKI/$name.key" -subj "$subj" -out "$PKI/$name.csr" 2>/dev/null
+	{
+		echo "basicConstraints=critical,CA:FALSE"
+		echo "keyUsage=critical,digitalSignature,keyEncipherment"
+		echo "extendedKeyUsage=$usage"
+		echo "authorityKeyIdentifier=keyid"
+		[ -z "$sans" ] || echo "subjectAltName=$sans"
+	} >"$PKI/$name.ext"
+	openssl x509 -req -in "$PKI/$name.csr" -CA "$PKI/$ca.crt" -CAkey "$PKI/$ca.key" \
+		-CAcreateserial -sha256 -days 365 -extfile "$PKI/$name.ext" -out "$PKI/$name.crt" 2>/dev/null
+	rm -f "$PKI/$name.csr" "$PKI/$name.ext"
+}
+
+# kubeconfig FILE USER CERTNAME
+kubeconfig() {
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: gmg-e2e
+  cluster:
+    server: https://127.0.0.1:$APISERVER_PORT
+    certificate-authority-data: $(base64 -w0 "$PKI/ca.crt")
+users:
+- name: $2
+  user:
+    client-certificate-data: $(base64 -w0 "$PKI/$3.crt")
+    client-key-data: $(base64 -w0 "$PKI/$3.key")
+contexts:
+- name: gmg-e2e
+  context:
+    cluster: gmg-e2e
+    user: $2
+current-context: gmg-e2e
+EOF
+	chmod 600 "$1"
+}
+
+make_pki() {
+	mkdir -p "$PKI"
+	chmod 700 "$PKI"
+	new_ca ca gmg-e2e-cluster-ca
+	new_cert ca apiserver "/CN=kube-apiserver" serverAuth \
+		"IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,DNS:kubernetes.default.svc,DNS:kubernetes.default.svc.cluster.local"
+	new_cert ca admin "/O=system:masters/CN=gmg-e2e-admin" clientAuth
+	new_cert ca scheduler "/CN=system:kube-scheduler" clientAuth
+	new_cert ca controller-manager "/CN=system:kube-controller-manager" clientAuth
+	new_cert ca webhook-client "/O=gpu-memory-guard/CN=gpu-memory-guard" clientAuth
+	openssl genrsa -out "$PKI/sa.key" 2048 2>/dev/null
+	openssl rsa -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub" 2>/dev/null
+	# The webhook's own CA, as in production (the caBundle trusts only this one).
+	new_ca webhook-ca gmg-e2e-webhook-ca
+	new_cert webhook-ca webhook "/CN=gpu-memory-guard" serverAuth \
+		"IP:127.0.0.1,DNS:localhost,DNS:gpu-memory-guard.$WEBHOOK_NAMESPACE.svc"
+	kubeconfig "$STATE/kubeconfig" gmg-e2e-admin admin
+	kubeconfig "$STATE/scheduler.kubeconfig" system:kube-scheduler scheduler
+	kubeconfig "$STATE/controller-manager.kubeconfig" system:kube-controller-manager controller-manager
+	kubeconfig "$STATE/webhook.kubeconfig" gpu-memory-guard webhook-client
+}
+
+# --- components ----------------------------------------------------------------------------
+
+curl_api() { curl -sf --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "https://127.0.0.1:$APISERVER_PORT$1"; }
+
+start_etcd() {
+	start_daemon etcd "$TOOLS_BIN/etcd" --name gmg-e2e --data-dir "$STATE/etcd" \
+		--listen-client-urls "http://127.0.0.1:$ETCD_PORT" \
+		--advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
+		--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-cluster "gmg-e2e=http://127.0.0.1:$ETCD_PEER_PORT" \
+		--initial-cluster-state new --quota-backend-bytes 2147483648 --log-level warn
+	wait_for 30 "etcd health" curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
+}
+
+start_apiserver() {
+	start_daemon kube-apiserver "$TOOLS_BIN/kube-apiserver" \
+		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
+		--bind-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
+		--cert-dir "$STATE/apiserver-certs" \
+		--tls-cert-file "$PKI/apiserver.crt" --tls-private-key-file "$PKI/apiserver.key" \
+		--client-ca-file "$PKI/ca.crt" \
+		--service-account-issuer https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file "$PKI/sa.pub" \
+		--service-account-signing-key-file "$PKI/sa.key" \
+		--service-cluster-ip-range 10.0.0.0/24 \
+		--authorization-mode Node,RBAC \
+		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
+		--endpoint-reconciler-type none \
+		--allow-privileged=true --profiling=false --v=1
+	wait_for 90 "kube-apiserver /readyz" curl_api /readyz
+}
+
+start_scheduler() {
+	start_daemon kube-scheduler "$TOOLS_BIN/kube-scheduler" \
+		--kubeconfig "$STATE/scheduler.kubeconfig" \
+		--authentication-kubeconfig "$STATE/scheduler.kubeconfig" \
+		--authorization-kubeconfig "$STATE/scheduler.kubeconfig" \
+		--leader-elect=false --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --v=2
+}
+
+start_controller_manager() {
+	start_daemon kube-controller-manager "$TOOLS_BIN/kube-controller-manager" \
+		--kubeconfig "$STATE/controller-manager.kubeconfig" \
+		--authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
+		--authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \
+		--leader-elect=false --bind-address 127.0.0.1 --secure-port "$CONTROLLER_MANAGER_PORT" \
+		--controllers '*,-nodelifecycle' --use-service-account-credentials=true \
+		--service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
+		--cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
+		--service-cluster-ip-range 10.0.0.0/24 --v=1
+}
+
+start_kwok() {
+	start_daemon kwok "$TOOLS_BIN/kwok" --kubeconfig "$STATE/kubeconfig" \
+		--config "$E2E_DIR/kwok-stages.yaml" \
+		--manage-all-nodes=false \
+		--manage-nodes-with-annotation-selector kwok.x-k8s.io/node=fake \
+		--cidr 10.244.0.0/16 --node-ip 10.0.2.1 \
+		--server-address "127.0.0.1:$KWOK_PORT"
+}
+
+healthz() { curl -skf --max-time 2 "https://127.0.0.1:$1/healthz"; }
+
+nodes_ready() {
+	local want have
+	want=$(ls "$E2E_DIR"/nodes/*.yaml | wc -l)
+	have=$(kc get nodes -o jsonpath='{range .items[*]}{.status.conditions[?(@.type=="Ready")].status}{"\n"}{end}' | grep -c '^True$' || true)
+	[ "$have" -ge "$want" ]
+}
+
+bootstrap_objects() {
+	kc create namespace "$WEBHOOK_NAMESPACE" >/dev/null
+	kc create namespace "$EXEMPT_NAMESPACE" >/dev/null
+	# The webhook's identity on the host: only what issue 2 says it needs.
+	kc apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata:
+  name: gpu-memory-guard-e2e
+rules:
+- apiGroups: [""]
+  resources: ["pods", "nodes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["", "events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: gpu-memory-guard-e2e
+roleRef:
+  apiGroup: rbac.authorization.k8s.io
+  kind: ClusterRole
+  name: gpu-memory-guard-e2e
+subjects:
+- apiGroup: rbac.authorization.k8s.io
+  kind: User
+  name: gpu-memory-guard
+EOF
+	kc create -f "$E2E_DIR/nodes/" >/dev/null
+}
+
+# --- webhook -------------------------------------------------------------------------------
+
+webhook_binary() {
+	local b=${1:-${GMG_BINARY:-}}
+	if [ -z "$b" ] && [ -n "${WEBHOOK_BINARY:-}" ]; then b=$WEBHOOK_BINARY; fi
+	[ -n "$b" ] || b="$REPO_ROOT/build/gpu-memory-guard"
+	[ -x "$b" ] || die "webhook binary not found: $b (build it, or pass --binary / GMG_BINARY)"
+	(cd "$(dirname "$b")" && echo "$(pwd)/$(basename "$b")")
+}
+
+webhook_ready() { curl -sf --max-time 2 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/readyz"; }
+
+webhook_start() {
+	local bin
+	bin=$(webhook_binary "${1:-}")
+	if daemon_alive webhook; then log "webhook already running (pid $(cat "$STATE/pids/webhook.pid"))"; return 0; fi
+	sed -i '/^WEBHOOK_BINARY=/d' "$STATE/cluster.env"
+	echo "WEBHOOK_BINARY=$bin" >>"$STATE/cluster.env"
+	log "starting gpu-memory-guard on 127.0.0.1:$WEBHOOK_PORT (health :$WEBHOOK_HEALTH_PORT)"
+	echo "---- $(date -u +%FT%TZ) start" >>"$STATE/logs/webhook.log"
+	# shellcheck disable=SC2086 # GMG_WEBHOOK_ARGS is a list of flags
+	start_daemon webhook "$bin" serve \
+		--listen "127.0.0.1:$WEBHOOK_PORT" \
+		--tls-cert-file "$PKI/webhook.crt" --tls-key-file "$PKI/webhook.key" \
+		--health-listen "127.0.0.1:$WEBHOOK_HEALTH_PORT" \
+		--kubeconfig "$STATE/webhook.kubeconfig" \
+		--threshold "$THRESHOLD" --mode enforce \
+		--exempt-namespace "$EXEMPT_NAMESPACE" \
+		--log-level info ${GMG_WEBHOOK_ARGS:-}
+	if ! wait_for 30 "webhook /readyz" webhook_ready; then
+		tail -n 20 "$STATE/logs/webhook.log" >&2
+		die "webhook not ready (log: $STATE/logs/webhook.log)"
+	fi
+}
+
+webhook_stop() { stop_daemon webhook; }
+
+webhook_register() {
+	local ca
+	ca=$(base64 -w0 "$PKI/webhook-ca.crt")
+	sed -e "s|@CONFIG_NAME@|$WEBHOOK_CONFIG_NAME|" \
+		-e "s|@WEBHOOK_URL@|https://127.0.0.1:$WEBHOOK_PORT/validate|" \
+		-e "s|@CA_BUNDLE@|$ca|" \
+		-e "s|@TIMEOUT@|${GMG_WEBHOOK_TIMEOUT:-5}|" \
+		-e "s|@WEBHOOK_NAMESPACE@|$WEBHOOK_NAMESPACE|" \
+		-e "s|@EXEMPT_NAMESPACE@|$EXEMPT_NAMESPACE|" \
+		-e "s|@GPU_RESOURCE@|$GPU_RESOURCE|g" \
+		"$E2E_DIR/webhook-config.yaml.in" >"$STATE/webhook-config.yaml"
+	kc apply -f "$STATE/webhook-config.yaml" >/dev/null
+	# The API server loads webhook configurations asynchronously: a placement that must be
+	# refused tells when this one is in effect.
+	wait_for 60 "the webhook configuration to take effect" webhook_in_effect ||
+		die "webhook configuration not in effect (webhook log: $STATE/logs/webhook.log)"
+	log "webhook registered and in effect"
+}
+
+webhook_in_effect() {
+	kc create --dry-run=server -f - -o name 2>&1 >/dev/null <<EOF | grep -q 'denied the request'
+apiVersion: v1
+kind: Pod
+metadata: {name: gmg-probe, namespace: default}
+spec:
+  nodeName: gpu-l4-0
+  tolerations: [{key: $GPU_RESOURCE, operator: Exists, effect: NoSchedule}]
+  containers:
+  - name: probe
+    image: registry.k8s.io/pause:3.10
+    env: [{name: GPU_MEMORY_LIMIT, value: 1000Gi}]
+    resources: {limits: {$GPU_RESOURCE: "1"}}
+EOF
+}
+
+webhook_unregister() { kc delete validatingwebhookconfiguration "$WEBHOOK_CONFIG_NAME" --ignore-not-found >/dev/null; }
+
+# --- up / down -------------------------------------------------------------------------------
+
+do_down() {
+	local p n
+	[ -d "$STATE" ] || { log "nothing to tear down in $STATE"; return 0; }
+	for n in webhook kwok kube-controller-manager kube-scheduler kube-apiserver etcd; do
+		stop_daemon "$n"
+	done
+	if [ -f "$STATE/cluster.env" ]; then
+		for p in $(sed -n 's/^[A-Z_]*_PORT=//p' "$STATE/cluster.env"); do
+			if port_listening "$p"; then log "WARNING: port $p still open after down"; fi
+		done
+	fi
+	rm -rf "$STATE/etcd" "$STATE/pki" "$STATE/apiserver-certs" "$STATE/pids" "$STATE"/*.kubeconfig \
+		"$STATE/kubeconfig" "$STATE/cluster.env" "$STATE/webhook-config.yaml"
+	log "cluster in $STATE is down (logs kept in $STATE/logs)"
+}
+
+do_up() {
+	local webhook=1 binary=""
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--no-webhook) webhook=0 ;;
+		--binary) binary=$2; shift ;;
+		*) die "up: unknown option $1" ;;
+		esac
+		shift
+	done
+	if [ -f "$STATE/cluster.env" ]; then
+		if [ -f "$STATE/pids/kube-apiserver.pid" ] && kill -0 "$(cat "$STATE/pids/kube-apiserver.pid")" 2>/dev/null; then
+			die "a cluster is already up in $STATE (test/e2e/cluster.sh down, or set GMG_E2E_STATE)"
+		fi
+		do_down
+	fi
+	[ $webhook = 0 ] || binary=$(webhook_binary "$binary")
+	TOOLS_BIN=$(tools_bin)
+	local t
+	for t in etcd kube-apiserver kube-scheduler kube-controller-manager kubectl kwok; do
+		[ -x "$TOOLS_BIN/$t" ] || die "$t missing in $TOOLS_BIN (run test/e2e/build-tools.sh)"
+	done
+	command -v jq >/dev/null || die "jq is needed (apt-get install jq)"
+
+	mkdir -p "$STATE"
+	rm -rf "$STATE/logs"
+	mkdir -p "$STATE/logs" "$STATE/pids"
+	# From here on, a failure or an interrupt takes down whatever was started.
+	trap 'rc=$?; trap - EXIT INT TERM; if [ $rc -ne 0 ]; then log "up failed; tearing down (logs: $STATE/logs)"; do_down; fi; exit $rc' EXIT
+	trap 'exit 130' INT TERM
+
+	ETCD_PORT=$(free_port) ETCD_PEER_PORT=$(free_port) APISERVER_PORT=$(free_port)
+	SCHEDULER_PORT=$(free_port) CONTROLLER_MANAGER_PORT=$(free_port) KWOK_PORT=$(free_port)
+	WEBHOOK_PORT=$(free_port) WEBHOOK_HEALTH_PORT=$(free_port)
+	THRESHOLD=$DEFAULT_THRESHOLD
+	cat >"$STATE/cluster.env" <<EOF
+TOOLS_BIN=$TOOLS_BIN
+ETCD_PORT=$ETCD_PORT
+ETCD_PEER_PORT=$ETCD_PEER_PORT
+APISERVER_PORT=$APISERVER_PORT
+SCHEDULER_PORT=$SCHEDULER_PORT
+CONTROLLER_MANAGER_PORT=$CONTROLLER_MANAGER_PORT
+KWOK_PORT=$KWOK_PORT
+WEBHOOK_PORT=$WEBHOOK_PORT
+WEBHOOK_HEALTH_PORT=$WEBHOOK_HEALTH_PORT
+THRESHOLD=$THRESHOLD
+EOF
+	load_cluster_env
+	log "state $STATE; apiserver https://127.0.0.1:$APISERVER_PORT, etcd :$ETCD_PORT"
+
+	log "certificates"
+	make_pki
+	log "etcd"
+	start_etcd
+	log "kube-apiserver"
+	start_apiserver
+	log "namespaces, RBAC, nodes"
+	bootstrap_objects
+	log "kube-scheduler, kube-controller-manager, kwok"
+	start_scheduler
+	start_controller_manager
+	start_kwok
+	wait_for 60 "kube-scheduler /healthz" healthz "$SCHEDULER_PORT"
+	wait_for 60 "kube-controller-manager /healthz" healthz "$CONTROLLER_MANAGER_PORT"
+	wait_for 60 "nodes Ready (kwok)" nodes_ready
+	wait_for 60 "the default service account (controller-manager)" kc get serviceaccount default -n default
+	if [ $webhook = 1 ]; then
+		webhook_start "$binary"
+		webhook_register
+	fi
+	trap - EXIT INT TERM
+	log "cluster up: export KUBECONFIG=$STATE/kubeconfig"
+}
+
+do_env() {
+	load_cluster_env
+	cat <<EOF
+export GMG_E2E_STATE=$STATE
+export KUBECONFIG=$STATE/kubeconfig
+export GMG_TOOLS_BIN=$TOOLS_BIN
+export PATH=$TOOLS_BIN:\$PATH
+export GMG_APISERVER_URL=https://127.0.0.1:$APISERVER_PORT
+export GMG_CLUSTER_CA=$PKI/ca.crt
+export GMG_WEBHOOK_URL=https://127.0.0.1:$WEBHOOK_PORT/validate
+export GMG_WEBHOOK_HEALTH_URL=http://127.0.0.1:$WEBHOOK_HEALTH_PORT
+export GMG_WEBHOOK_PORT=$WEBHOOK_PORT
+export GMG_WEBHOOK_HEALTH_PORT=$WEBHOOK_HEALTH_PORT
+export GMG_WEBHOOK_CA=$PKI/webhook-ca.crt
+export GMG_WEBHOOK_CERT=$PKI/webhook.crt
+export GMG_WEBHOOK_KEY=$PKI/webhook.key
+export GMG_WEBHOOK_KUBECONFIG=$STATE/webhook.kubeconfig
+export GMG_LOGS=$STATE/logs
+EOF
+}
+
+do_status() {
+	load_cluster_env
+	local n
+	for n in etcd kube-apiserver kube-scheduler kube-controller-manager kwok webhook; do
+		if daemon_alive "$n"; then echo "$n: running (pid $(cat "$STATE/pids/$n.pid"))"; else echo "$n: stopped"; fi
+	done
+	kc get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.replicas 2>/dev/null || true
+}
+
+cmd=${1:-}
+[ $# -eq 0 ] || shift
+case $cmd in
+up) do_up "$@" ;;
+down) do_down ;;
+env) do_env ;;
+status) do_status ;;
+webhook-start)
+	load_cluster_env
+	b=""
+	[ "${1:-}" != --binary ] || b=$2
+	webhook_start "$b"
+	webhook_register
+	;;
+webhook-stop) load_cluster_env; webhook_stop ;;
+webhook-register) load_cluster_env; webhook_register ;;
+webhook-unregister) load_cluster_env; webhook_unregister ;;
+*)
+	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
+	exit 2
+	;;
+esac

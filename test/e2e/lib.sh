@@ -1,0 +1,131 @@
+# shellcheck shell=bash
+# Shared by cluster.sh, run.sh, demo.sh (and install-proof.sh): paths, state, ports, helpers.
+# Source it; it defines functions and variables only and starts nothing.
+#
+# State: one folder per cluster, $GMG_E2E_STATE (default ${TMPDIR:-/tmp}/gpu-memory-guard-e2e),
+# never inside the repository. Two clusters on one machine need two state folders; their ports
+# are picked free at `up` time and recorded in $STATE/cluster.env.
+
+E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+REPO_ROOT=$(cd "$E2E_DIR/../.." && pwd)
+STATE=${GMG_E2E_STATE:-${TMPDIR:-/tmp}/gpu-memory-guard-e2e}
+GMG_CACHE=${GMG_CACHE:-$HOME/.cache/gpu-memory-guard}
+export GMG_CACHE
+
+# Names shared with the webhook configuration template and the tests.
+WEBHOOK_NAMESPACE=${GMG_WEBHOOK_NAMESPACE:-gpu-memory-guard}
+EXEMPT_NAMESPACE=${GMG_EXEMPT_NAMESPACE:-gpu-exempt}
+WEBHOOK_CONFIG_NAME=gpu-memory-guard
+GPU_RESOURCE=nvidia.com/gpu
+DEFAULT_THRESHOLD=${GMG_THRESHOLD:-0.90}
+
+log() { printf '%s %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# The tools folder: $GMG_TOOLS_BIN, else the one recorded for this cluster, else build-tools.sh
+# (cached after the first run; its progress goes to stderr).
+tools_bin() {
+	if [ -n "${GMG_TOOLS_BIN:-}" ]; then
+		echo "$GMG_TOOLS_BIN"
+	elif [ -f "$STATE/cluster.env" ] && grep -q '^TOOLS_BIN=' "$STATE/cluster.env"; then
+		sed -n 's/^TOOLS_BIN=//p' "$STATE/cluster.env"
+	else
+		bash "$E2E_DIR/build-tools.sh" | tail -n 1
+	fi
+}
+
+# Loads $STATE/cluster.env (ports, paths) into the environment; fails if no cluster was set up.
+load_cluster_env() {
+	[ -f "$STATE/cluster.env" ] || die "no cluster state in $STATE (run: test/e2e/cluster.sh up)"
+	set -a
+	# shellcheck disable=SC1091
+	. "$STATE/cluster.env"
+	set +a
+	export PATH="$TOOLS_BIN:$PATH"
+	export KUBECONFIG="$STATE/kubeconfig"
+}
+
+kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
+
+# A TCP port on 127.0.0.1 nobody listens on, outside the ephemeral range (32768+) and not in
+# $PICKED (ports already handed out by this run). Random so that two runs rarely race for one.
+PICKED=""
+free_port() {
+	local p i
+	for i in $(seq 1 200); do
+		p=$((20000 + RANDOM % 12000))
+		case " $PICKED " in *" $p "*) continue ;; esac
+		if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then
+			PICKED="$PICKED $p"
+			echo "$p"
+			return 0
+		fi
+	done
+	die "no free port found"
+}
+
+port_listening() { ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
+
+# wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.5 s until it succeeds.
+wait_for() {
+	local secs=$1 what=$2 deadline
+	shift 2
+	deadline=$((SECONDS + secs))
+	until "$@" >/dev/null 2>&1; do
+		[ $SECONDS -lt $deadline ] || { log "timed out after ${secs}s waiting for $what"; return 1; }
+		sleep 0.5
+	done
+}
+
+# Starts a daemon in its own session (it survives the caller's terminal and Ctrl-C once `up`
+# has returned), logs to $STATE/logs/NAME.log, records its pid in $STATE/pids/NAME.pid.
+start_daemon() {
+	local name=$1
+	shift
+	mkdir -p "$STATE/logs" "$STATE/pids"
+	setsid "$@" >>"$STATE/logs/$name.log" 2>&1 </dev/null &
+	echo $! >"$STATE/pids/$name.pid"
+	sleep 0.2
+	if ! kill -0 "$(cat "$STATE/pids/$name.pid")" 2>/dev/null; then
+		tail -n 20 "$STATE/logs/$name.log" >&2
+		die "$name exited at start (log: $STATE/logs/$name.log)"
+	fi
+}
+
+# Stops a daemon by its pid file: SIGTERM, up to 15 s, then SIGKILL. Only that pid (and its
+# session, which setsid made its own) is signalled.
+stop_daemon() {
+	local name=$1 f="$STATE/pids/$1.pid" pid i
+	[ -f "$f" ] || return 0
+	pid=$(cat "$f")
+	if kill -0 "$pid" 2>/dev/null; then
+		kill -TERM "$pid" 2>/dev/null || true
+		for i in $(seq 1 30); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.5
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			log "$name (pid $pid) ignored SIGTERM; killing"
+			kill -KILL -- "-$pid" 2>/dev/null || kill -KILL "$pid" 2>/dev/null || true
+			sleep 0.5
+		fi
+	fi
+	rm -f "$f"
+}
+
+daemon_alive() { [ -f "$STATE/pids/$1.pid" ] && kill -0 "$(cat "$STATE/pids/$1.pid")" 2>/dev/null; }
+
+# Per-node GPU memory as the API shows it (never as the webhook reports it): one JSON line per
+# GPU node, see usage.jq. $1 = default threshold (the webhook's --threshold).
+cluster_usage() {
+	local threshold=${1:-$DEFAULT_THRESHOLD} tmp
+	tmp=$(mktemp -d)
+	kc get nodes -o json >"$tmp/nodes.json" && kc get pods -A -o json >"$tmp/pods.json" &&
+		jq -nc --argjson default_threshold "$threshold" --slurpfile nodes "$tmp/nodes.json" \
+			--slurpfile pods "$tmp/pods.json" -f "$E2E_DIR/usage.jq"
+	local rc=$?
+	rm -rf "$tmp"
+	return $rc
+}
+
+gib() { awk -v b="$1" 'BEGIN { printf "%.1fGi", b / 1073741824 }'; }
