@@ -1,0 +1,106 @@
+/*
+ * apiserver_double: a TEST DOUBLE of the Kubernetes API server, for integration tests and the
+ * benchmark only. It is not a Kubernetes implementation: it serves the few reads the webhook
+ * makes, from in-memory state loaded from JSON files, the way kube-apiserver answers them.
+ *
+ * Served over HTTPS (libmicrohttpd + GnuTLS, a certificate the test harness generates), every
+ * request must carry "Authorization: Bearer <token>" (401 with a Status body otherwise):
+ *   GET  /api/v1/nodes/NAME
+ *   GET  /api/v1/namespaces/NS/pods/NAME
+ *   GET  /api/v1/pods?fieldSelector=...&limit=N&continue=T   (also /api/v1/namespaces/NS/pods)
+ *        fieldSelector terms: spec.nodeName, status.phase, metadata.name, metadata.namespace
+ *        with =, == or != (an unknown field is a 400, as the real API server answers); pages of
+ *        at most min(limit, max_page) items with an opaque continue token.
+ *   POST /api/v1/namespaces/NS/pods                 create a pod (201)
+ *   POST /api/v1/namespaces/NS/pods/NAME/binding    set spec.nodeName from target.name (201)
+ *   DELETE /api/v1/namespaces/NS/pods/NAME
+ * Test controls (no token, for curl during manual testing; tests use the C functions below):
+ *   POST /_double/fail?code=N (0 = off), /_double/delay?ms=N, /_double/expire-continue?on=1,
+ *   GET  /_double/stats
+ *
+ * Failure injection: fail (every API call answers code with a Status body), delay (each API
+ * answer waits; woken early by stop), down (apiserver_double_stop: the port is closed, then
+ * apiserver_double_start reopens it on the same port).
+ *
+ * Thread-safe: all functions may be called while the double serves requests.
+ */
+#ifndef GMG_TEST_APISERVER_DOUBLE_H
+#define GMG_TEST_APISERVER_DOUBLE_H
+
+#include <stddef.h>
+
+struct apiserver_double;
+
+struct apiserver_double_opts {
+	const char *cert_pem; /* server certificate chain, PEM (copied) */
+	const char *key_pem;  /* its private key, PEM (copied) */
+	const char *token;    /* bearer token every API request must present (copied) */
+	unsigned short port;  /* 0: the kernel picks a free loopback port */
+	unsigned max_page;    /* cap on items per list page, whatever limit asks (0: none) */
+	int allow_old_tls;    /* 1: also TLS 1.0/1.1 (a control for the TLS 1.1 refusal test) */
+};
+
+/* Counters of requests received (counted on arrival, before any delay or failure). */
+enum apiserver_double_counter {
+	APISERVER_DOUBLE_GET_NODE = 0,
+	APISERVER_DOUBLE_GET_POD,
+	APISERVER_DOUBLE_LIST_PODS, /* one per page */
+	APISERVER_DOUBLE_WRITE,     /* POST / DELETE */
+	APISERVER_DOUBLE_UNAUTHORIZED,
+	APISERVER_DOUBLE_BAD_REQUEST,
+	APISERVER_DOUBLE_N_COUNTERS
+};
+
+/* Start on 127.0.0.1. NULL with a reason in err. */
+struct apiserver_double *apiserver_double_new(const struct apiserver_double_opts *opts, char *err,
+                                              size_t errlen);
+/* Stop serving and free everything; NULL is a no-op. */
+void apiserver_double_free(struct apiserver_double *d);
+
+/* The port served (stable across stop/start). */
+unsigned short apiserver_double_port(const struct apiserver_double *d);
+
+/* Load a JSON file: kind Node, Pod, NodeList, PodList or List adds its objects; a file with
+ * top-level "nodes" / "pods" arrays (a state file) adds those; any other kind (for example an
+ * AdmissionReview) is skipped. Returns the number of objects added, or -1 with err. */
+int apiserver_double_load_file(struct apiserver_double *d, const char *path, char *err,
+                               size_t errlen);
+/* Load every *.json file of a directory, as above. Objects added, or -1. */
+int apiserver_double_load_dir(struct apiserver_double *d, const char *dir, char *err,
+                              size_t errlen);
+
+/* Add or replace a pod (JSON text); ns, when not NULL, overrides metadata.namespace. 0 / -1. */
+int apiserver_double_put_pod(struct apiserver_double *d, const char *ns, const char *pod_json);
+/* Add or replace a node (JSON text). 0 / -1. */
+int apiserver_double_put_node(struct apiserver_double *d, const char *node_json);
+/* Set spec.nodeName of pod ns/name (what a successful binding does). 0, or -1 if absent. */
+int apiserver_double_bind(struct apiserver_double *d, const char *ns, const char *name,
+                          const char *node);
+/* Set status.phase of pod ns/name. 0 / -1. */
+int apiserver_double_set_phase(struct apiserver_double *d, const char *ns, const char *name,
+                               const char *phase);
+/* Remove pod ns/name. 0 / -1. */
+int apiserver_double_delete_pod(struct apiserver_double *d, const char *ns, const char *name);
+
+/* Every API request answers http_code (>= 400) with a Status body; 0 turns it off. */
+void apiserver_double_set_fail(struct apiserver_double *d, int http_code);
+/* Every API answer is delayed by ms (0: off). */
+void apiserver_double_set_delay_ms(struct apiserver_double *d, unsigned ms);
+/* When on, a request that presents a continue token answers 410 Gone (token expired). */
+void apiserver_double_set_expire_continue(struct apiserver_double *d, int on);
+
+/* Down: close the port (connections refused) / up again on the same port. 0 / -1. */
+int apiserver_double_stop(struct apiserver_double *d);
+int apiserver_double_start(struct apiserver_double *d, char *err, size_t errlen);
+
+unsigned long apiserver_double_count(struct apiserver_double *d, enum apiserver_double_counter c);
+void apiserver_double_reset_counts(struct apiserver_double *d);
+/* Wait until counter c reaches at least n; 0, or -1 after timeout_ms. */
+int apiserver_double_wait_count(struct apiserver_double *d, enum apiserver_double_counter c,
+                                unsigned long n, unsigned timeout_ms);
+/* Copy of the query string parameters of the last list request ("fieldSelector", "limit"),
+ * "" when none. */
+void apiserver_double_last_list_query(struct apiserver_double *d, char *selector, size_t sel_len,
+                                      char *limit, size_t limit_len);
+
+#endif
