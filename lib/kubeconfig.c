@@ -153,6 +153,11 @@ static int dup_base64(char **dst, size_t *len, const char *b64, const char *what
 		goto out;
 	}
 	pad = clean[m - 1] == '=' ? (clean[m - 2] == '=' ? 2 : 1) : 0;
+	/* EVP_DecodeBlock accepts '=' in odd places: allow it only as the final padding. */
+	if (memchr(clean, '=', m - pad) != NULL) {
+		set_err(err, errlen, "%s: not valid base64 (padding)", what);
+		goto out;
+	}
 	out = malloc(m / 4 * 3 + 1);
 	if (out == NULL) {
 		set_err(err, errlen, "out of memory");
