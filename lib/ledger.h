@@ -28,6 +28,7 @@
 
 #define LEDGER_EFULL  (-1) /* caps reached */
 #define LEDGER_ENOMEM (-2)
+#define LEDGER_EINVAL (-3) /* NULL node, or key empty or not shorter than LEDGER_KEY_MAX */
 
 struct ledger;      /* opaque */
 struct ledger_node; /* a locked node, between ledger_lock() and ledger_unlock() */
@@ -38,22 +39,26 @@ struct ledger_entry_view {
 	uint64_t expires_ms;
 };
 
-/* New ledger; ttl_ms > 0. NULL on allocation failure. Free with ledger_free(). */
+/* New ledger; ttl_ms > 0 (0 gives NULL). NULL on allocation failure. Caller owns it and
+ * frees it with ledger_free(). */
 struct ledger *ledger_new(uint64_t ttl_ms);
 void ledger_free(struct ledger *l); /* NULL is a no-op; no node may be locked */
 
 /* Monotonic clock in ms for now_ms arguments. */
 uint64_t ledger_now_ms(void);
 
-/* Lock the node's entry (created on first use). Blocks while another thread holds it.
- * Returns the locked node, or NULL on LEDGER_MAX_NODES / allocation failure. */
+/* Lock the node's entry (created on first use). Blocks while another thread holds it; checks
+ * on other nodes do not wait. Returns the locked node (valid until ledger_unlock, which may
+ * free it), or NULL for a NULL/empty/over-253-character name, LEDGER_MAX_NODES nodes holding
+ * live reservations, or allocation failure: the caller then denies. Not re-entrant: a thread
+ * must not lock a node it already holds. */
 struct ledger_node *ledger_lock(struct ledger *l, const char *node);
 void ledger_unlock(struct ledger_node *n);
 
 /* With the node locked: drop expired entries and entries whose key is in visible_keys
  * (the pods the API server now shows on the node). Returns how many were dropped. */
 size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, size_t n_keys,
-			uint64_t now_ms);
+                        uint64_t now_ms);
 
 /* With the node locked: total bytes of the live reservations, optionally excluding one key
  * (the pod being admitted again: a retried binding must not count itself). */
@@ -61,13 +66,15 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 
 /* With the node locked: copy up to cap live entries into out; returns the number copied. */
 size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
-		      uint64_t now_ms);
+                      uint64_t now_ms);
 
 /* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */
 int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
-	__attribute__((warn_unused_result));
+    __attribute__((warn_unused_result));
 
-/* Live reservations over all nodes (for the ledger-size metric). Thread-safe. */
+/* Reservations held over all nodes (for the ledger-size metric). Thread-safe, never blocks.
+ * An expired reservation is counted until a reconcile, reserve or sweep on its node drops it;
+ * a node unused and without live reservations is freed when the node table is full. */
 size_t ledger_size(struct ledger *l);
 
 #endif

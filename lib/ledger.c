@@ -1,0 +1,361 @@
+/*
+ * ledger: per-node locks and in-flight reservations.
+ *
+ * A table (one mutex) maps node names to nodes; each node has its own mutex held across a
+ * whole check-and-reserve, so checks on different nodes never wait for each other. A node
+ * lives while someone uses it (users > 0, counted under the table mutex) or it holds
+ * reservations; the last user of an empty node frees it, so the table tracks only nodes with
+ * recent placements instead of every node name ever seen.
+ */
+#include "ledger.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BUCKETS       4096 /* power of two; chains stay short up to LEDGER_MAX_NODES */
+#define NODE_NAME_MAX 253  /* DNS subdomain, the longest node name */
+#define INITIAL_CAP   4
+
+struct entry {
+	char key[LEDGER_KEY_MAX];
+	uint64_t bytes;
+	uint64_t expires_ms;
+};
+
+struct ledger_node {
+	pthread_mutex_t mu;
+	struct ledger *owner;
+	struct ledger_node *next; /* bucket chain; owner->mu */
+	unsigned users;           /* holders and waiters of mu; owner->mu */
+	struct entry *entries;    /* mu (or owner->mu when users == 0) */
+	size_t n, cap;
+	char name[NODE_NAME_MAX + 1];
+};
+
+struct ledger {
+	pthread_mutex_t mu; /* buckets, n_nodes, every node's next and users */
+	uint64_t ttl_ms;
+	struct ledger_node *buckets[BUCKETS];
+	size_t n_nodes;
+	atomic_size_t n_entries;   /* reservations held over all nodes, for ledger_size */
+	atomic_uint_least64_t now; /* latest now_ms any call passed: the sweep's clock */
+};
+
+static size_t bucket_of(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return (size_t)(h & (BUCKETS - 1));
+}
+
+/* Remember the latest time seen, so a sweep can tell expired entries without a clock of its
+ * own (tests drive time through now_ms). */
+static void observe_now(struct ledger *l, uint64_t now_ms)
+{
+	uint_least64_t seen = atomic_load(&l->now);
+
+	while (seen < now_ms && !atomic_compare_exchange_weak(&l->now, &seen, now_ms))
+		;
+}
+
+static void node_free(struct ledger_node *n)
+{
+	if (n == NULL)
+		return;
+	pthread_mutex_destroy(&n->mu);
+	free(n->entries);
+	free(n);
+}
+
+/* Keep the entries for which drop() is false, in order. Returns how many were dropped. */
+static size_t node_filter(struct ledger_node *n, const char *const *keys, size_t n_keys,
+                          uint64_t now_ms)
+{
+	size_t kept = 0, dropped;
+
+	for (size_t i = 0; i < n->n; i++) {
+		int drop = n->entries[i].expires_ms <= now_ms;
+
+		for (size_t k = 0; !drop && k < n_keys; k++)
+			drop = keys[k] != NULL && strcmp(keys[k], n->entries[i].key) == 0;
+		if (drop)
+			continue;
+		if (kept != i)
+			n->entries[kept] = n->entries[i];
+		kept++;
+	}
+	dropped = n->n - kept;
+	n->n = kept;
+	atomic_fetch_sub(&n->owner->n_entries, dropped);
+	return dropped;
+}
+
+/* Unlink node n from the table. Caller holds l->mu. */
+static void unlink_node(struct ledger *l, struct ledger_node *n)
+{
+	struct ledger_node **pp = &l->buckets[bucket_of(n->name)];
+
+	while (*pp != n)
+		pp = &(*pp)->next;
+	*pp = n->next;
+	l->n_nodes--;
+}
+
+/*
+ * At LEDGER_MAX_NODES: free the unused nodes whose reservations have all expired (a node that
+ * left the cluster is never checked again, so nothing else would drop them). Caller holds
+ * l->mu; users == 0 means no thread can touch the node's entries meanwhile.
+ */
+static void sweep(struct ledger *l)
+{
+	uint64_t now = atomic_load(&l->now);
+
+	for (size_t b = 0; b < BUCKETS; b++) {
+		struct ledger_node **pp = &l->buckets[b];
+
+		while (*pp != NULL) {
+			struct ledger_node *n = *pp;
+			int live = 0;
+
+			for (size_t i = 0; i < n->n && !live; i++)
+				live = n->entries[i].expires_ms > now;
+			if (n->users > 0 || live) {
+				pp = &n->next;
+				continue;
+			}
+			*pp = n->next;
+			l->n_nodes--;
+			atomic_fetch_sub(&l->n_entries, n->n);
+			node_free(n);
+		}
+	}
+}
+
+struct ledger *ledger_new(uint64_t ttl_ms)
+{
+	struct ledger *l = NULL;
+
+	if (ttl_ms == 0)
+		goto err;
+	l = calloc(1, sizeof(*l));
+	if (l == NULL)
+		goto err;
+	if (pthread_mutex_init(&l->mu, NULL) != 0)
+		goto err;
+	l->ttl_ms = ttl_ms;
+	atomic_init(&l->n_entries, 0);
+	atomic_init(&l->now, 0);
+	return l;
+err:
+	free(l);
+	return NULL;
+}
+
+void ledger_free(struct ledger *l)
+{
+	if (l == NULL)
+		return;
+	for (size_t b = 0; b < BUCKETS; b++) {
+		struct ledger_node *n = l->buckets[b];
+
+		while (n != NULL) {
+			struct ledger_node *next = n->next;
+
+			node_free(n);
+			n = next;
+		}
+	}
+	pthread_mutex_destroy(&l->mu);
+	free(l);
+}
+
+uint64_t ledger_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* Find or create the node called name, and count the caller as a user. Holds l->mu. */
+static struct ledger_node *acquire(struct ledger *l, const char *name, size_t len)
+{
+	size_t b = bucket_of(name);
+	struct ledger_node *n;
+
+	for (n = l->buckets[b]; n != NULL; n = n->next)
+		if (strcmp(n->name, name) == 0)
+			goto found;
+	if (l->n_nodes >= LEDGER_MAX_NODES)
+		sweep(l);
+	if (l->n_nodes >= LEDGER_MAX_NODES)
+		return NULL;
+	n = calloc(1, sizeof(*n));
+	if (n == NULL)
+		return NULL;
+	if (pthread_mutex_init(&n->mu, NULL) != 0) {
+		free(n);
+		return NULL;
+	}
+	memcpy(n->name, name, len + 1);
+	n->owner = l;
+	n->next = l->buckets[b];
+	l->buckets[b] = n;
+	l->n_nodes++;
+found:
+	n->users++;
+	return n;
+}
+
+struct ledger_node *ledger_lock(struct ledger *l, const char *node)
+{
+	struct ledger_node *n;
+	size_t len;
+
+	if (l == NULL || node == NULL)
+		return NULL;
+	len = strnlen(node, NODE_NAME_MAX + 1);
+	if (len == 0 || len > NODE_NAME_MAX)
+		return NULL;
+	pthread_mutex_lock(&l->mu);
+	n = acquire(l, node, len);
+	pthread_mutex_unlock(&l->mu);
+	/* Taken outside the table mutex: a slow check on one node must not stall the others.
+	 * users > 0 keeps n alive while we wait. */
+	if (n != NULL)
+		pthread_mutex_lock(&n->mu);
+	return n;
+}
+
+void ledger_unlock(struct ledger_node *n)
+{
+	struct ledger *l;
+
+	if (n == NULL)
+		return;
+	l = n->owner;
+	pthread_mutex_unlock(&n->mu);
+	pthread_mutex_lock(&l->mu);
+	/* The last user of an empty node frees it; any later ledger_lock creates a fresh one. */
+	if (--n->users == 0 && n->n == 0) {
+		unlink_node(l, n);
+		node_free(n);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, size_t n_keys,
+                        uint64_t now_ms)
+{
+	if (n == NULL)
+		return 0;
+	observe_now(n->owner, now_ms);
+	return node_filter(n, visible_keys, visible_keys ? n_keys : 0, now_ms);
+}
+
+uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, uint64_t now_ms)
+{
+	uint64_t sum = 0;
+
+	if (n == NULL)
+		return 0;
+	observe_now(n->owner, now_ms);
+	for (size_t i = 0; i < n->n; i++) {
+		const struct entry *e = &n->entries[i];
+
+		if (e->expires_ms <= now_ms || (exclude_key && strcmp(exclude_key, e->key) == 0))
+			continue;
+		sum = sum > UINT64_MAX - e->bytes ? UINT64_MAX : sum + e->bytes;
+	}
+	return sum;
+}
+
+size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
+                      uint64_t now_ms)
+{
+	size_t copied = 0;
+
+	if (n == NULL || out == NULL)
+		return 0;
+	observe_now(n->owner, now_ms);
+	for (size_t i = 0; i < n->n && copied < cap; i++) {
+		const struct entry *e = &n->entries[i];
+
+		if (e->expires_ms <= now_ms)
+			continue;
+		memcpy(out[copied].key, e->key, sizeof(out[copied].key));
+		out[copied].bytes = e->bytes;
+		out[copied].expires_ms = e->expires_ms;
+		copied++;
+	}
+	return copied;
+}
+
+/* Make room for one more entry: drop expired ones, then grow up to the cap. */
+static int make_room(struct ledger_node *n, uint64_t now_ms)
+{
+	struct entry *grown;
+	size_t cap;
+
+	if (n->n < n->cap)
+		return 0;
+	node_filter(n, NULL, 0, now_ms);
+	if (n->n < n->cap)
+		return 0;
+	if (n->cap >= LEDGER_MAX_PER_NODE)
+		return LEDGER_EFULL;
+	cap = n->cap ? n->cap * 2 : INITIAL_CAP;
+	if (cap > LEDGER_MAX_PER_NODE)
+		cap = LEDGER_MAX_PER_NODE;
+	grown = realloc(n->entries, cap * sizeof(*grown));
+	if (grown == NULL)
+		return LEDGER_ENOMEM;
+	n->entries = grown;
+	n->cap = cap;
+	return 0;
+}
+
+int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
+{
+	uint64_t ttl, expires;
+	size_t len;
+	int rc;
+
+	if (n == NULL || key == NULL)
+		return LEDGER_EINVAL;
+	len = strnlen(key, LEDGER_KEY_MAX);
+	if (len == 0 || len >= LEDGER_KEY_MAX)
+		return LEDGER_EINVAL;
+	observe_now(n->owner, now_ms);
+	ttl = n->owner->ttl_ms;
+	expires = now_ms > UINT64_MAX - ttl ? UINT64_MAX : now_ms + ttl;
+	for (size_t i = 0; i < n->n; i++) {
+		if (strcmp(n->entries[i].key, key) != 0)
+			continue;
+		/* A retried placement refreshes its reservation instead of adding a second. */
+		n->entries[i].bytes = bytes;
+		n->entries[i].expires_ms = expires;
+		return 0;
+	}
+	rc = make_room(n, now_ms);
+	if (rc != 0)
+		return rc;
+	memcpy(n->entries[n->n].key, key, len + 1);
+	n->entries[n->n].bytes = bytes;
+	n->entries[n->n].expires_ms = expires;
+	n->n++;
+	atomic_fetch_add(&n->owner->n_entries, 1);
+	return 0;
+}
+
+size_t ledger_size(struct ledger *l)
+{
+	return l ? atomic_load(&l->n_entries) : 0;
+}
