@@ -1,0 +1,186 @@
+/*
+ * gpu-memory-guard: parse flags, set up logging and signals, wire the modules, run until
+ * SIGTERM/SIGINT, drain, exit 0. No logic here: everything is in lib/.
+ *
+ * Exit status: 0 (done, or drained after a signal), 1 (serving failed to start), 2 (bad
+ * command line: one line on stderr).
+ */
+#include "certgen.h"
+#include "config.h"
+#include "kube.h"
+#include "kubeconfig.h"
+#include "ledger.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+#include "tls.h"
+#include "webhook.h"
+
+#include <curl/curl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#ifndef GMG_VERSION
+#define GMG_VERSION "unknown"
+#endif
+
+#define EXIT_START_FAILED 1
+#define EXIT_USAGE        2
+
+static size_t ledger_gauge(void *ctx)
+{
+	return ledger_size(ctx);
+}
+
+/* The API client from --kubeconfig, else the in-cluster service account. */
+static struct kube_client *make_kube(const struct config *cfg, struct metrics *m)
+{
+	struct kube_config kc;
+	struct kube_client *c = NULL;
+	char err[512];
+	int rc = cfg->kubeconfig ? kubeconfig_load(cfg->kubeconfig, &kc, err, sizeof(err))
+	                         : kubeconfig_in_cluster(NULL, &kc, err, sizeof(err));
+	if (rc != 0) {
+		log_fields(LOG_ERROR, "cannot configure the API client",
+		           (struct log_field[]){LOG_STR("kubeconfig", cfg->kubeconfig),
+		                                LOG_STR("error", err), LOG_END});
+		return NULL;
+	}
+	c = kube_client_new(&kc, (long)cfg->api_timeout_ms, metrics_api_call, m, err, sizeof(err));
+	if (c == NULL)
+		log_fields(LOG_ERROR, "cannot create the API client",
+		           (struct log_field[]){LOG_STR("error", err), LOG_END});
+	else
+		log_fields(LOG_INFO, "API server",
+		           (struct log_field[]){LOG_STR("server", kc.server), LOG_END});
+	kubeconfig_free(&kc);
+	return c;
+}
+
+static int serve(const struct config *cfg, const sigset_t *signals)
+{
+	int status = EXIT_START_FAILED, sig = 0;
+	char err[512];
+	struct kube_client *kube = NULL;
+	struct ledger *ledger = NULL;
+	struct webhook *webhook = NULL;
+	struct tls_store *tls = NULL;
+	struct server *server = NULL;
+	struct metrics *metrics = metrics_new();
+
+	if (metrics == NULL || (ledger = ledger_new(cfg->reservation_ttl_ms)) == NULL)
+		goto out;
+	metrics_set_ledger_gauge(metrics, ledger_gauge, ledger);
+	if ((kube = make_kube(cfg, metrics)) == NULL)
+		goto out;
+	struct webhook_source src = webhook_source_kube(kube);
+	struct webhook_config wcfg = {
+	    .threshold = cfg->threshold,
+	    .warn_threshold = cfg->warn_threshold,
+	    .mode_warn = cfg->mode_warn,
+	    .gpu_resources = cfg->gpu_resources,
+	    .n_gpu_resources = cfg->n_gpu_resources,
+	    .exempt_namespaces = cfg->exempt_namespaces,
+	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
+	};
+	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
+		goto out;
+	if ((tls = tls_store_new(cfg->tls_cert_file, cfg->tls_key_file, metrics, err,
+	                         sizeof(err))) == NULL) {
+		log_fields(LOG_ERROR, "cannot load the serving certificate",
+		           (struct log_field[]){LOG_STR("error", err), LOG_END});
+		goto out;
+	}
+	if (tls_store_start(tls, cfg->tls_reload_interval_ms) != 0)
+		goto out;
+	struct server_options so = {
+	    .listen_host = cfg->listen.host,
+	    .listen_port = cfg->listen.port,
+	    .health_host = cfg->health_listen.host,
+	    .health_port = cfg->health_listen.port,
+	    .threads = cfg->threads,
+	    .connection_timeout_s = cfg->connection_timeout_s,
+	};
+	if ((server = server_start(&so, webhook, tls, metrics, err, sizeof(err))) == NULL) {
+		log_fields(LOG_ERROR, "cannot serve",
+		           (struct log_field[]){LOG_STR("error", err), LOG_END});
+		goto out;
+	}
+	sigwait(signals, &sig);
+	log_fields(LOG_INFO, "signal received, shutting down",
+	           (struct log_field[]){LOG_STR("signal", strsignal(sig)), LOG_END});
+	server_shutdown(server, cfg->drain_timeout_ms, cfg->shutdown_timeout_ms);
+	status = 0;
+out:
+	server_free(server);
+	tls_store_free(tls);
+	webhook_free(webhook);
+	kube_client_free(kube);
+	ledger_free(ledger);
+	metrics_free(metrics);
+	if (status != 0)
+		log_msg(LOG_ERROR, "gpu-memory-guard failed to start");
+	return status;
+}
+
+/* `certs`: generate the serving certificate (lib/certgen). Owns its own flags. */
+static int cmd_certs(int argc, char **argv)
+{
+	static char
+	    out[CERTGEN_USAGE_MAX > CERTGEN_BUNDLE_MAX ? CERTGEN_USAGE_MAX : CERTGEN_BUNDLE_MAX];
+	char err[512];
+	int rc = certgen_cli(argc, argv, out, sizeof(out), err, sizeof(err));
+	if (rc == CERTGEN_EXIT_OK)
+		fputs(out, stdout);
+	else
+		fprintf(stderr, "gpu-memory-guard certs: %s\n", err);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX];
+	enum log_level level = LOG_INFO;
+	sigset_t signals;
+
+	/* Subcommands with flags of their own are dispatched here, before config. */
+	if (argc >= 2 && strcmp(argv[1], "certs") == 0)
+		return cmd_certs(argc - 1, argv + 1);
+
+	if (config_parse_args(argc, argv, &cfg, err, sizeof(err)) != 0) {
+		fprintf(stderr, "gpu-memory-guard: %s\n", err);
+		return EXIT_USAGE;
+	}
+	switch (cfg.command) {
+	case CONFIG_CMD_VERSION:
+		printf("gpu-memory-guard %s\n", GMG_VERSION);
+		return 0;
+	case CONFIG_CMD_HELP:
+		fputs(config_usage(), stdout);
+		return 0;
+	case CONFIG_CMD_SERVE:
+		break;
+	}
+	if (log_level_parse(cfg.log_level, &level) == 0)
+		log_set_level(level);
+
+	/* Every thread started from here on inherits the mask: signals reach sigwait only. */
+	sigemptyset(&signals);
+	sigaddset(&signals, SIGTERM);
+	sigaddset(&signals, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &signals, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		log_msg(LOG_ERROR, "curl_global_init failed");
+		return EXIT_START_FAILED;
+	}
+	log_fields(LOG_INFO, "starting",
+	           (struct log_field[]){LOG_STR("version", GMG_VERSION), LOG_END});
+	int status = serve(&cfg, &signals);
+	curl_global_cleanup();
+	return status;
+}

@@ -1,0 +1,517 @@
+/*
+ * config: command-line parsing. See config.h for the contract.
+ */
+#include "config.h"
+
+#include "capacity.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_GPU_RESOURCE "nvidia.com/gpu"
+#define NS_PER_MS            1000000ull
+/* Go's time.Duration is an int64 of ns: the same bound keeps us compatible. */
+#define DURATION_MAX_NS 9223372036854775807ull
+
+static const char usage_text[] =
+    "Usage:\n"
+    "  gpu-memory-guard serve [flags]   run the validating admission webhook\n"
+    "  gpu-memory-guard version         print the version\n"
+    "  gpu-memory-guard help            print this text\n"
+    "\n"
+    "A Kubernetes validating admission webhook that keeps each node's declared GPU memory\n"
+    "(env GPU_MEMORY_LIMIT of its GPU pods) under a share of the node's HBM. It checks pod\n"
+    "CREATE with spec.nodeName and pods/binding CREATE; everything else is allowed.\n"
+    "\n"
+    "Flags of serve (--flag value or --flag=value; durations as 500ms, 2s, 1m, 1h30m):\n"
+    "  --listen ADDR:PORT            TLS admission endpoint, POST /validate (default :8443)\n"
+    "  --tls-cert-file PATH          serving certificate chain, PEM (required); reloaded\n"
+    "                                without restart when the file changes\n"
+    "  --tls-key-file PATH           private key of the certificate, PEM (required); a new\n"
+    "                                pair that does not load or match is refused and the\n"
+    "                                old one kept\n"
+    "  --tls-reload-interval DUR     how often the certificate files are re-read (default 2s)\n"
+    "  --health-listen ADDR:PORT     plain HTTP for /healthz, /readyz, /metrics\n"
+    "                                (default :8080)\n"
+    "  --kubeconfig PATH             kubeconfig to reach the API server (default: the\n"
+    "                                in-cluster service account)\n"
+    "  --api-timeout DUR             total timeout of each API server call (default 2s);\n"
+    "                                a failed or timed-out call denies the placement\n"
+    "  --threshold RATIO             share of a node's GPU memory that placements may\n"
+    "                                declare, 0 < RATIO <= 1 (default 0.90); the node\n"
+    "                                annotation gpu-memory-guard.io/threshold overrides it\n"
+    "  --warn-threshold RATIO        allowed placements above this share carry a warning\n"
+    "                                (default 0.80)\n"
+    "  --mode enforce|warn           enforce denies placements over the threshold; warn\n"
+    "                                allows them with the denial text as a warning\n"
+    "                                (default enforce)\n"
+    "  --gpu-resource NAME           extended resource that counts as a GPU; repeatable\n"
+    "                                (default nvidia.com/gpu)\n"
+    "  --exempt-namespace NS         never refuse pods of this namespace (they still count\n"
+    "                                as usage); repeatable\n"
+    "  --reservation-ttl DUR         how long an admitted placement counts before the API\n"
+    "                                server shows the pod on its node (default 60s)\n"
+    "  --log-level LEVEL             debug, info, warn or error (default info)\n"
+    "  --threads N                   admission worker threads (default: number of CPUs,\n"
+    "                                at least 2)\n"
+    "  --connection-timeout DUR      close idle client connections after this long\n"
+    "                                (default 30s, whole seconds)\n"
+    "  --drain-timeout DUR           after SIGTERM: /readyz fails and reviews are still\n"
+    "                                served this long (default 5s)\n"
+    "  --shutdown-timeout DUR        then the wait for in-flight reviews before the\n"
+    "                                process exits 0 (default 10s)\n"
+    "  -h, --help                    print this text\n"
+    "\n"
+    "Exit status: 0 on success and after a SIGTERM drain, 1 when serving fails to start,\n"
+    "2 on a bad command line.\n";
+
+const char *config_usage(void)
+{
+	return usage_text;
+}
+
+void config_defaults(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->command = CONFIG_CMD_SERVE;
+	cfg->listen.port = 8443;
+	cfg->health_listen.port = 8080;
+	cfg->tls_reload_interval_ms = 2000;
+	cfg->threshold = 0.90;
+	cfg->warn_threshold = 0.80;
+	cfg->gpu_resources[0] = DEFAULT_GPU_RESOURCE;
+	cfg->n_gpu_resources = 1;
+	cfg->reservation_ttl_ms = 60000;
+	cfg->api_timeout_ms = 2000;
+	cfg->log_level = "info";
+	cfg->drain_timeout_ms = 5000;
+	cfg->shutdown_timeout_ms = 10000;
+	cfg->connection_timeout_s = 30;
+}
+
+/* Nanoseconds per unit, or 0 for an unknown unit. Units as Go's time.ParseDuration. */
+static uint64_t unit_ns(const char *u, size_t len)
+{
+	static const struct {
+		const char *name;
+		uint64_t ns;
+	} units[] = {
+	    {"ns", 1ull},           {"us", 1000ull},
+	    {"\xc2\xb5s", 1000ull}, /* U+00B5 micro sign */
+	    {"\xce\xbcs", 1000ull}, /* U+03BC Greek mu */
+	    {"ms", 1000000ull},     {"s", 1000000000ull},
+	    {"m", 60000000000ull},  {"h", 3600000000000ull},
+	};
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (strlen(units[i].name) == len && memcmp(units[i].name, u, len) == 0)
+			return units[i].ns;
+	return 0;
+}
+
+static int is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+/*
+ * One "<number><unit>" element of a duration at *p, added to *total_ns. Exact integer
+ * arithmetic (128-bit intermediate); fractions of a nanosecond are dropped as Go does.
+ */
+static int duration_element(const char **p, unsigned __int128 *total_ns, char *err, size_t errlen)
+{
+	const char *s = *p;
+	unsigned __int128 whole = 0, frac = 0, scale = 1;
+	int digits = 0;
+
+	while (is_digit(*s)) {
+		whole = whole * 10 + (unsigned)(*s - '0');
+		if (whole > DURATION_MAX_NS)
+			goto range;
+		s++;
+		digits++;
+	}
+	if (*s == '.') {
+		s++;
+		while (is_digit(*s)) {
+			if (scale < 1000000000000000000ull) { /* 18 digits: below 1 ns anyway */
+				frac = frac * 10 + (unsigned)(*s - '0');
+				scale *= 10;
+			}
+			s++;
+			digits++;
+		}
+	}
+	if (digits == 0) {
+		snprintf(err, errlen, "expected a number at \"%s\"", s);
+		return -1;
+	}
+	const char *u = s;
+	while (*s && *s != '.' && !is_digit(*s))
+		s++;
+	if (s == u) {
+		snprintf(err, errlen, "missing unit (use ns, us, ms, s, m or h, e.g. 2s)");
+		return -1;
+	}
+	uint64_t ns = unit_ns(u, (size_t)(s - u));
+	if (ns == 0) {
+		snprintf(err, errlen, "unknown unit \"%.*s\" (use ns, us, ms, s, m or h)",
+		         (int)(s - u), u);
+		return -1;
+	}
+	*total_ns += whole * ns + frac * ns / scale;
+	if (*total_ns > DURATION_MAX_NS)
+		goto range;
+	*p = s;
+	return 0;
+range:
+	snprintf(err, errlen, "duration out of range");
+	return -1;
+}
+
+int config_parse_duration(const char *s, uint64_t *ms, char *err, size_t errlen)
+{
+	unsigned __int128 total = 0;
+	const char *p = s;
+
+	if (s == NULL || *s == '\0') {
+		snprintf(err, errlen, "empty duration");
+		return -1;
+	}
+	if (strlen(s) > CONFIG_DURATION_MAX_LEN) {
+		snprintf(err, errlen, "duration longer than %d characters",
+		         CONFIG_DURATION_MAX_LEN);
+		return -1;
+	}
+	if (*p == '-') {
+		snprintf(err, errlen, "negative duration");
+		return -1;
+	}
+	if (*p == '+')
+		p++;
+	if (strcmp(p, "0") == 0) {
+		*ms = 0;
+		return 0;
+	}
+	if (*p == '\0') {
+		snprintf(err, errlen, "empty duration");
+		return -1;
+	}
+	while (*p) {
+		if (duration_element(&p, &total, err, errlen) != 0)
+			return -1;
+	}
+	*ms = (uint64_t)((total + NS_PER_MS - 1) / NS_PER_MS);
+	return 0;
+}
+
+static int parse_port(const char *s, uint16_t *port)
+{
+	char *end;
+	if (*s == '\0' || !is_digit(*s))
+		return -1;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v > 65535)
+		return -1;
+	*port = (uint16_t)v;
+	return 0;
+}
+
+int config_parse_addr(const char *s, struct config_addr *out, char *err, size_t errlen)
+{
+	const char *colon, *host = s;
+	size_t host_len;
+
+	if (s[0] == '[') {
+		const char *close = strchr(s, ']');
+		if (close == NULL || close[1] != ':') {
+			snprintf(err, errlen, "\"%s\" is not ADDR:PORT ([v6]:PORT for IPv6)", s);
+			return -1;
+		}
+		host = s + 1;
+		host_len = (size_t)(close - host);
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (colon == NULL || memchr(s, ':', (size_t)(colon - s)) != NULL) {
+			snprintf(err, errlen,
+			         "\"%s\" is not ADDR:PORT (e.g. :8443, 127.0.0.1:8443)", s);
+			return -1;
+		}
+		host_len = (size_t)(colon - s);
+	}
+	if (host_len > CONFIG_HOST_MAX) {
+		snprintf(err, errlen, "address longer than %d characters", CONFIG_HOST_MAX);
+		return -1;
+	}
+	if (parse_port(colon + 1, &out->port) != 0) {
+		snprintf(err, errlen, "\"%s\": port must be a number 0-65535", s);
+		return -1;
+	}
+	memcpy(out->host, host, host_len);
+	out->host[host_len] = '\0';
+	return 0;
+}
+
+/* Flags that take a value; dispatched by set_flag(). */
+enum flag_id {
+	F_LISTEN,
+	F_CERT,
+	F_KEY,
+	F_RELOAD,
+	F_HEALTH,
+	F_KUBECONFIG,
+	F_API_TIMEOUT,
+	F_THRESHOLD,
+	F_WARN_THRESHOLD,
+	F_MODE,
+	F_GPU_RESOURCE,
+	F_EXEMPT,
+	F_TTL,
+	F_LOG_LEVEL,
+	F_THREADS,
+	F_CONN_TIMEOUT,
+	F_DRAIN,
+	F_SHUTDOWN,
+};
+
+static const struct {
+	const char *name;
+	enum flag_id id;
+} flags[] = {
+    {"listen", F_LISTEN},
+    {"tls-cert-file", F_CERT},
+    {"tls-key-file", F_KEY},
+    {"tls-reload-interval", F_RELOAD},
+    {"health-listen", F_HEALTH},
+    {"kubeconfig", F_KUBECONFIG},
+    {"api-timeout", F_API_TIMEOUT},
+    {"threshold", F_THRESHOLD},
+    {"warn-threshold", F_WARN_THRESHOLD},
+    {"mode", F_MODE},
+    {"gpu-resource", F_GPU_RESOURCE},
+    {"exempt-namespace", F_EXEMPT},
+    {"reservation-ttl", F_TTL},
+    {"log-level", F_LOG_LEVEL},
+    {"threads", F_THREADS},
+    {"connection-timeout", F_CONN_TIMEOUT},
+    {"drain-timeout", F_DRAIN},
+    {"shutdown-timeout", F_SHUTDOWN},
+};
+
+/* A duration flag that must be > 0 when positive is set. */
+static int set_duration(const char *name, const char *v, int positive, uint64_t *out, char *err,
+                        size_t errlen)
+{
+	char why[128];
+	if (config_parse_duration(v, out, why, sizeof(why)) != 0) {
+		snprintf(err, errlen, "--%s: \"%s\": %s", name, v, why);
+		return -1;
+	}
+	if (positive && *out == 0) {
+		snprintf(err, errlen, "--%s: must be more than 0 (e.g. 2s)", name);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_ratio(const char *name, const char *v, double *out, char *err, size_t errlen)
+{
+	if (capacity_parse_ratio(v, out) != 0) {
+		snprintf(err, errlen, "--%s: \"%s\" is not a ratio 0 < r <= 1 (e.g. 0.9)", name, v);
+		return -1;
+	}
+	return 0;
+}
+
+static int set_list(const char *name, const char *v, const char **list, size_t *n, size_t cap,
+                    char *err, size_t errlen)
+{
+	if (*v == '\0') {
+		snprintf(err, errlen, "--%s: empty value", name);
+		return -1;
+	}
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(list[i], v) == 0)
+			return 0; /* repeated: harmless */
+	if (*n >= cap) {
+		snprintf(err, errlen, "--%s: at most %zu values", name, cap);
+		return -1;
+	}
+	list[(*n)++] = v;
+	return 0;
+}
+
+static int set_threads(const char *v, unsigned *out, char *err, size_t errlen)
+{
+	char *end;
+	errno = 0;
+	unsigned long n = is_digit(*v) ? strtoul(v, &end, 10) : ULONG_MAX;
+	if (!is_digit(*v) || errno != 0 || *end != '\0' || n > CONFIG_MAX_THREADS) {
+		snprintf(err, errlen, "--threads: \"%s\" is not a number 0-%d (0 = number of CPUs)",
+		         v, CONFIG_MAX_THREADS);
+		return -1;
+	}
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int set_flag(struct config *cfg, enum flag_id id, const char *name, const char *v,
+                    int *gpu_seen, char *err, size_t errlen)
+{
+	char why[160];
+	uint64_t ms;
+
+	switch (id) {
+	case F_LISTEN:
+	case F_HEALTH:
+		if (config_parse_addr(v, id == F_LISTEN ? &cfg->listen : &cfg->health_listen, why,
+		                      sizeof(why)) != 0) {
+			snprintf(err, errlen, "--%s: %s", name, why);
+			return -1;
+		}
+		return 0;
+	case F_CERT:
+	case F_KEY:
+	case F_KUBECONFIG:
+		if (*v == '\0') {
+			snprintf(err, errlen, "--%s: empty path", name);
+			return -1;
+		}
+		*(id == F_CERT  ? &cfg->tls_cert_file
+		  : id == F_KEY ? &cfg->tls_key_file
+		                : &cfg->kubeconfig) = v;
+		return 0;
+	case F_RELOAD:
+		return set_duration(name, v, 1, &cfg->tls_reload_interval_ms, err, errlen);
+	case F_API_TIMEOUT:
+		return set_duration(name, v, 1, &cfg->api_timeout_ms, err, errlen);
+	case F_TTL:
+		return set_duration(name, v, 1, &cfg->reservation_ttl_ms, err, errlen);
+	case F_DRAIN:
+		return set_duration(name, v, 0, &cfg->drain_timeout_ms, err, errlen);
+	case F_SHUTDOWN:
+		return set_duration(name, v, 0, &cfg->shutdown_timeout_ms, err, errlen);
+	case F_CONN_TIMEOUT:
+		if (set_duration(name, v, 1, &ms, err, errlen) != 0)
+			return -1;
+		if (ms > 86400000ull) {
+			snprintf(err, errlen, "--%s: at most 24h", name);
+			return -1;
+		}
+		cfg->connection_timeout_s = (unsigned)((ms + 999) / 1000);
+		return 0;
+	case F_THRESHOLD:
+		return set_ratio(name, v, &cfg->threshold, err, errlen);
+	case F_WARN_THRESHOLD:
+		return set_ratio(name, v, &cfg->warn_threshold, err, errlen);
+	case F_MODE:
+		if (strcmp(v, "enforce") != 0 && strcmp(v, "warn") != 0) {
+			snprintf(err, errlen, "--mode: \"%s\" is not enforce or warn", v);
+			return -1;
+		}
+		cfg->mode_warn = strcmp(v, "warn") == 0;
+		return 0;
+	case F_GPU_RESOURCE:
+		if (!*gpu_seen) { /* the first explicit value replaces the default */
+			cfg->n_gpu_resources = 0;
+			*gpu_seen = 1;
+		}
+		return set_list(name, v, cfg->gpu_resources, &cfg->n_gpu_resources,
+		                CONFIG_MAX_GPU_RESOURCES, err, errlen);
+	case F_EXEMPT:
+		return set_list(name, v, cfg->exempt_namespaces, &cfg->n_exempt_namespaces,
+		                CONFIG_MAX_EXEMPT, err, errlen);
+	case F_LOG_LEVEL:
+		if (strcmp(v, "debug") != 0 && strcmp(v, "info") != 0 && strcmp(v, "warn") != 0 &&
+		    strcmp(v, "error") != 0) {
+			snprintf(err, errlen,
+			         "--log-level: \"%s\" is not debug, info, warn or error", v);
+			return -1;
+		}
+		cfg->log_level = v;
+		return 0;
+	case F_THREADS:
+		return set_threads(v, &cfg->threads, err, errlen);
+	}
+	snprintf(err, errlen, "--%s: internal error", name);
+	return -1;
+}
+
+/* Parse the flags of serve, argv[first..argc). */
+static int parse_serve(int argc, char **argv, int first, struct config *cfg, char *err,
+                       size_t errlen)
+{
+	int gpu_seen = 0;
+
+	for (int i = first; i < argc; i++) {
+		const char *arg = argv[i];
+		if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+			cfg->command = CONFIG_CMD_HELP;
+			return 0;
+		}
+		if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+			snprintf(err, errlen, "unexpected argument \"%s\" (flags start with --)",
+			         arg);
+			return CONFIG_EUSAGE;
+		}
+		const char *name = arg + 2, *eq = strchr(name, '='), *value;
+		size_t name_len = eq ? (size_t)(eq - name) : strlen(name);
+		size_t f = 0, nflags = sizeof(flags) / sizeof(flags[0]);
+		while (f < nflags && !(strlen(flags[f].name) == name_len &&
+		                       memcmp(flags[f].name, name, name_len) == 0))
+			f++;
+		if (f == nflags) {
+			snprintf(err, errlen, "unknown flag --%.*s (see gpu-memory-guard --help)",
+			         (int)(name_len > 64 ? 64 : name_len), name);
+			return CONFIG_EUSAGE;
+		}
+		if (eq != NULL) {
+			value = eq + 1;
+		} else if (i + 1 < argc) {
+			value = argv[++i];
+		} else {
+			snprintf(err, errlen, "--%s needs a value", flags[f].name);
+			return CONFIG_EUSAGE;
+		}
+		if (set_flag(cfg, flags[f].id, flags[f].name, value, &gpu_seen, err, errlen) != 0)
+			return CONFIG_EUSAGE;
+	}
+	if (cfg->tls_cert_file == NULL || cfg->tls_key_file == NULL) {
+		snprintf(err, errlen, "serve: --tls-cert-file and --tls-key-file are required");
+		return CONFIG_EUSAGE;
+	}
+	return 0;
+}
+
+int config_parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen)
+{
+	config_defaults(cfg);
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	if (argc < 2) {
+		snprintf(err, errlen, "missing command (serve or version; see --help)");
+		return CONFIG_EUSAGE;
+	}
+	const char *cmd = argv[1];
+	if (strcmp(cmd, "serve") == 0)
+		return parse_serve(argc, argv, 2, cfg, err, errlen);
+	if (argc > 2 && (strcmp(cmd, "version") == 0 || strcmp(cmd, "help") == 0 ||
+	                 strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0)) {
+		snprintf(err, errlen, "%s takes no arguments", cmd);
+		return CONFIG_EUSAGE;
+	}
+	if (strcmp(cmd, "version") == 0 || strcmp(cmd, "--version") == 0) {
+		cfg->command = CONFIG_CMD_VERSION;
+		return 0;
+	}
+	if (strcmp(cmd, "help") == 0 || strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0) {
+		cfg->command = CONFIG_CMD_HELP;
+		return 0;
+	}
+	snprintf(err, errlen, "unknown command \"%.64s\" (want serve or version; see --help)", cmd);
+	return CONFIG_EUSAGE;
+}

@@ -1,0 +1,100 @@
+/*
+ * config: the command line of gpu-memory-guard.
+ *
+ *   gpu-memory-guard serve [flags]    run the admission webhook
+ *   gpu-memory-guard version          print the version
+ *   gpu-memory-guard help | --help    print the usage
+ *
+ * Flags are written `--name value` or `--name=value`. Durations are written as Kubernetes
+ * tools (Go's time.ParseDuration) write them: "500ms", "2s", "1m", "1h30m", "1.5s"; units
+ * ns us µs ms s m h; "0" alone is allowed. Ratios are 0 < r <= 1 ("0.9").
+ *
+ * Strings in struct config point into argv (borrowed: argv outlives the process's use of the
+ * config) or to static defaults; nothing is allocated, nothing needs freeing. Parsing never
+ * prints and never exits: on a bad command line it returns CONFIG_EUSAGE and a one-line
+ * reason that main prints before exiting with status 2.
+ *
+ * Not thread-safe while parsing; the result is read-only afterwards.
+ */
+#ifndef GMG_CONFIG_H
+#define GMG_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define CONFIG_MAX_GPU_RESOURCES 8  /* = DEMAND_MAX_RESOURCES */
+#define CONFIG_MAX_EXEMPT        64 /* --exempt-namespace occurrences */
+#define CONFIG_HOST_MAX          255
+#define CONFIG_ERR_MAX           256 /* enough for any message config writes */
+#define CONFIG_MAX_THREADS       256
+#define CONFIG_DURATION_MAX_LEN  64
+
+#define CONFIG_EUSAGE (-1) /* bad command line: err holds one line */
+
+enum config_command {
+	CONFIG_CMD_SERVE = 0,
+	CONFIG_CMD_VERSION = 1,
+	CONFIG_CMD_HELP = 2,
+};
+
+/* A listen address: "ADDR:PORT", ":PORT" (all addresses), "[v6]:PORT". Port 0 asks the
+ * kernel for a free port (tests). */
+struct config_addr {
+	char host[CONFIG_HOST_MAX + 1]; /* "" = all addresses; brackets stripped */
+	uint16_t port;
+};
+
+struct config {
+	enum config_command command;
+	struct config_addr listen;        /* --listen, default :8443 (TLS) */
+	struct config_addr health_listen; /* --health-listen, default :8080 (plain HTTP) */
+	const char *tls_cert_file;        /* --tls-cert-file, required for serve */
+	const char *tls_key_file;         /* --tls-key-file, required for serve */
+	uint64_t tls_reload_interval_ms;  /* --tls-reload-interval, default 2s (> 0) */
+	const char *kubeconfig;           /* --kubeconfig; NULL = in-cluster service account */
+	double threshold;                 /* --threshold, ratio (0,1], default 0.90 */
+	double warn_threshold;            /* --warn-threshold, ratio (0,1], default 0.80 */
+	int mode_warn;                    /* --mode warn: 1; enforce (default): 0 */
+	const char *gpu_resources[CONFIG_MAX_GPU_RESOURCES]; /* --gpu-resource, default
+	                                                        nvidia.com/gpu */
+	size_t n_gpu_resources;
+	const char *exempt_namespaces[CONFIG_MAX_EXEMPT]; /* --exempt-namespace */
+	size_t n_exempt_namespaces;
+	uint64_t reservation_ttl_ms;   /* --reservation-ttl, default 60s (> 0) */
+	uint64_t api_timeout_ms;       /* --api-timeout, default 2s (> 0) */
+	const char *log_level;         /* --log-level debug|info|warn|error, default info */
+	uint64_t drain_timeout_ms;     /* --drain-timeout, default 5s: after SIGTERM, /readyz
+	                                  fails and requests are still served this long */
+	uint64_t shutdown_timeout_ms;  /* --shutdown-timeout, default 10s: then the wait for
+	                                  in-flight requests before closing connections */
+	unsigned threads;              /* --threads, 0 (default) = number of CPUs, min 2 */
+	unsigned connection_timeout_s; /* --connection-timeout, idle connection, default 30s */
+};
+
+/* Fill *cfg with the defaults (command SERVE). */
+void config_defaults(struct config *cfg);
+
+/*
+ * Parse the whole process command line (argv[0] is the program). Returns 0 with cfg filled
+ * (cfg->command says what to do), or CONFIG_EUSAGE with a one-line reason in err, e.g.
+ * `--threshold: "1.5" is not a ratio 0 < r <= 1`. argv is borrowed and must outlive cfg.
+ */
+int config_parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * Parse a Kubernetes-style duration into milliseconds, rounding sub-millisecond remainders up
+ * ("500us" -> 1). Returns 0, or -1 with a reason in err (negative, unknown unit, overflow,
+ * empty). Pure and thread-safe.
+ */
+int config_parse_duration(const char *s, uint64_t *ms, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Parse "ADDR:PORT" as described for struct config_addr. 0 or -1 with a reason in err. */
+int config_parse_addr(const char *s, struct config_addr *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The --help text (static, ends with a newline). */
+const char *config_usage(void);
+
+#endif

@@ -1,0 +1,80 @@
+/*
+ * metrics: Prometheus counters, gauges and histograms for the webhook, rendered in the text
+ * exposition format (version 0.0.4). Names carry the prefix gpu_memory_guard_ and base units
+ * (seconds, bytes).
+ *
+ *   gpu_memory_guard_reviews_total{kind,decision}             counter
+ *       kind: pod | binding | other; decision: allowed | warned | denied | error
+ *       (warned = allowed with a warning; error = denied because the API server could not be
+ *       asked or an internal limit was hit: fail closed)
+ *   gpu_memory_guard_review_duration_seconds                  histogram
+ *   gpu_memory_guard_http_requests_total{code}                counter (admission listener)
+ *   gpu_memory_guard_api_requests_total{verb,resource,code}   counter (code 0: no answer)
+ *   gpu_memory_guard_api_request_duration_seconds{verb,resource}  histogram
+ *   gpu_memory_guard_ledger_reservations                      gauge (read at scrape time)
+ *   gpu_memory_guard_certificate_expiry_timestamp_seconds     gauge (NotAfter, Unix time)
+ *   gpu_memory_guard_certificate_reloads_total{result}        counter, result: success | failure
+ *   gpu_memory_guard_ready                                    gauge, 1 when /readyz passes
+ *   gpu_memory_guard_build_info{version}                      gauge, always 1
+ *
+ * Recording is lock-free (C11 atomics, relaxed ordering: a scrape may see one series a few
+ * increments ahead of another, which Prometheus tolerates). Every recording function and
+ * metrics_render() are thread-safe. Recording never allocates; the set of label values is fixed
+ * (API status codes: the first METRICS_MAX_CODES distinct codes per verb/resource get their own
+ * series, later ones are counted under code "other").
+ */
+#ifndef GMG_METRICS_H
+#define GMG_METRICS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define METRICS_TEXT_MAX  (256u * 1024u) /* bytes of one rendering; more is an error */
+#define METRICS_MAX_CODES 16             /* distinct API status codes per verb/resource */
+
+enum metrics_kind { METRICS_KIND_POD = 0, METRICS_KIND_BINDING, METRICS_KIND_OTHER };
+enum metrics_decision {
+	METRICS_ALLOWED = 0,
+	METRICS_WARNED,
+	METRICS_DENIED,
+	METRICS_ERROR,
+};
+enum metrics_reload { METRICS_RELOAD_SUCCESS = 0, METRICS_RELOAD_FAILURE };
+
+struct metrics; /* opaque */
+
+/* Gauge read at render time (e.g. ledger_size); ctx is borrowed. */
+typedef size_t (*metrics_gauge_fn)(void *ctx);
+
+/* New registry with every series at zero. NULL on allocation failure. */
+struct metrics *metrics_new(void);
+/* NULL is a no-op; no thread may still record. */
+void metrics_free(struct metrics *m);
+
+/* Source of gpu_memory_guard_ledger_reservations. Call before threads start. */
+void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx);
+
+/* One review answered (seconds: wall time spent in the pipeline). m may be NULL (no-op). */
+void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_decision decision,
+                    double seconds);
+
+/* One HTTP answer on the admission listener, by status code. m may be NULL. */
+void metrics_http(struct metrics *m, unsigned code);
+
+/* One API server call; verb "get"/"list", resource "pods"/"nodes" (others are counted as
+ * "other"), code the HTTP status or 0 when no answer came. m may be NULL. Its signature fits
+ * kube_observer (kube.h) with m as ctx. */
+void metrics_api_call(void *m, const char *verb, const char *resource, long code, double seconds);
+
+/* The serving certificate's NotAfter, Unix seconds. */
+void metrics_set_cert_expiry(struct metrics *m, int64_t not_after);
+void metrics_cert_reload(struct metrics *m, enum metrics_reload result);
+void metrics_set_ready(struct metrics *m, int ready);
+
+/*
+ * Render every series. Returns 0 with *text (caller owns, free()) and *len, or -1 on
+ * allocation failure or when the text would pass METRICS_TEXT_MAX.
+ */
+int metrics_render(struct metrics *m, char **text, size_t *len) __attribute__((warn_unused_result));
+
+#endif

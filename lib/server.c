@@ -1,0 +1,468 @@
+/*
+ * server: libmicrohttpd listeners for admission (HTTPS) and health (HTTP). See server.h.
+ */
+#include "server.h"
+
+#include "admission.h"
+#include "log.h"
+#include "metrics.h"
+#include "tls.h"
+#include "webhook.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#define BODY_INITIAL     (16u * 1024u) /* first buffer when Content-Length is absent */
+#define HEALTH_TIMEOUT_S 10
+
+struct server {
+	struct MHD_Daemon *admission, *health;
+	MHD_socket quiesced_fd;
+	struct webhook *webhook;
+	struct tls_store *tls;
+	struct metrics *metrics;
+	atomic_int ready;
+	atomic_int draining;
+	atomic_uint in_flight;
+	uint16_t listen_port, health_port;
+};
+
+/* Per-request state on the admission listener, from the headers to the completion. */
+struct request {
+	char *body;
+	size_t len, cap;
+	int too_big;  /* chunked body passed ADMISSION_BODY_MAX: discard the rest, answer 413 */
+	int counted;  /* counted in in_flight */
+	int answered; /* a response is queued: ignore further calls */
+};
+
+/* MHD's messages (refused handshakes, accept errors) as log lines. */
+static void mhd_logger(void *cls, const char *fmt, va_list ap)
+{
+	char line[512];
+	const char *listener = cls;
+	if (vsnprintf(line, sizeof(line), fmt, ap) < 0)
+		return;
+	size_t n = strlen(line);
+	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+		line[--n] = '\0';
+	log_fields(
+	    LOG_INFO, "httpd",
+	    (struct log_field[]){LOG_STR("listener", listener), LOG_STR("detail", line), LOG_END});
+}
+
+static enum MHD_Result reply(struct server *s, struct MHD_Connection *c, unsigned code,
+                             const char *ctype, void *body, size_t len,
+                             enum MHD_ResponseMemoryMode mode)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+	if (r == NULL) {
+		if (mode == MHD_RESPMEM_MUST_FREE)
+			free(body);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+	if (code == MHD_HTTP_METHOD_NOT_ALLOWED)
+		MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "POST");
+	/* While draining, ask keep-alive clients to reconnect: to another replica. */
+	if (atomic_load(&s->draining))
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	enum MHD_Result ret = MHD_queue_response(c, code, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result reply_text(struct server *s, struct MHD_Connection *c, unsigned code,
+                                  const char *text)
+{
+	return reply(s, c, code, "text/plain; charset=utf-8", (void *)text, strlen(text),
+	             MHD_RESPMEM_PERSISTENT);
+}
+
+/* An answer of the admission listener: counted by status code. */
+static enum MHD_Result answer_text(struct server *s, struct MHD_Connection *c, struct request *r,
+                                   unsigned code, const char *text)
+{
+	r->answered = 1;
+	metrics_http(s->metrics, code);
+	return reply_text(s, c, code, text);
+}
+
+/* application/json, any case, optionally followed by parameters such as charset. */
+static int is_json(const char *ctype)
+{
+	static const char want[] = "application/json";
+	if (ctype == NULL)
+		return 0;
+	while (*ctype == ' ' || *ctype == '\t')
+		ctype++;
+	if (strncasecmp(ctype, want, sizeof(want) - 1) != 0)
+		return 0;
+	ctype += sizeof(want) - 1;
+	while (*ctype == ' ' || *ctype == '\t')
+		ctype++;
+	return *ctype == '\0' || *ctype == ';';
+}
+
+/* Content-Length as a number; -1 when absent or malformed (MHD rejects the latter itself). */
+static long long content_length(struct MHD_Connection *c)
+{
+	const char *v =
+	    MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+	char *end;
+	if (v == NULL || *v < '0' || *v > '9')
+		return -1;
+	unsigned long long n = strtoull(v, &end, 10);
+	return *end == '\0' && n <= (unsigned long long)LLONG_MAX ? (long long)n : -1;
+}
+
+/*
+ * First call, headers only: route, check method and type, size the body buffer. A response
+ * queued here ends the request without reading the body.
+ */
+static enum MHD_Result admission_begin(struct server *s, struct MHD_Connection *c, const char *url,
+                                       const char *method, struct request *r)
+{
+	static const char wrong_type[] = "Content-Type must be application/json\n";
+	static const char too_big[] = "body larger than 7 MiB\n";
+	if (strcmp(url, SERVER_PATH_VALIDATE) != 0)
+		return answer_text(s, c, r, MHD_HTTP_NOT_FOUND, "not found (use POST /validate)\n");
+	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
+		return answer_text(s, c, r, MHD_HTTP_METHOD_NOT_ALLOWED,
+		                   "method not allowed (POST)\n");
+	if (!is_json(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
+		return answer_text(s, c, r, MHD_HTTP_BAD_REQUEST, wrong_type);
+	long long cl = content_length(c);
+	if (cl > (long long)ADMISSION_BODY_MAX)
+		return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, too_big);
+	r->cap = cl > 0 ? (size_t)cl : BODY_INITIAL;
+	r->body = malloc(r->cap);
+	if (r->body == NULL)
+		return answer_text(s, c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "out of memory\n");
+	return MHD_YES;
+}
+
+/* A chunk of body: append within the cap, or switch to discarding. */
+static void admission_chunk(struct request *r, const char *data, size_t n)
+{
+	if (r->too_big)
+		return;
+	if (n > ADMISSION_BODY_MAX - r->len) {
+		r->too_big = 1;
+		free(r->body);
+		r->body = NULL;
+		return;
+	}
+	if (r->len + n > r->cap) {
+		size_t ncap = r->cap * 2;
+		while (ncap < r->len + n)
+			ncap *= 2;
+		if (ncap > ADMISSION_BODY_MAX)
+			ncap = ADMISSION_BODY_MAX;
+		char *p = realloc(r->body, ncap);
+		if (p == NULL) { /* treat as too big: the answer is an error either way */
+			r->too_big = 1;
+			free(r->body);
+			r->body = NULL;
+			return;
+		}
+		r->body = p;
+		r->cap = ncap;
+	}
+	memcpy(r->body + r->len, data, n);
+	r->len += n;
+}
+
+/* Last call: the whole body is here. */
+static enum MHD_Result admission_finish(struct server *s, struct MHD_Connection *c,
+                                        struct request *r)
+{
+	char err[WEBHOOK_ERR_MAX], *out = NULL;
+	size_t out_len = 0;
+	if (r->too_big)
+		return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body larger than 7 MiB\n");
+	int rc = webhook_review(s->webhook, r->body, r->len, &out, &out_len, err, sizeof(err));
+	if (rc == WEBHOOK_EBADREQUEST) {
+		size_t n = strlen(err);
+		char *text = malloc(n + 2);
+		if (text == NULL)
+			return answer_text(s, c, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
+			                   "out of memory\n");
+		memcpy(text, err, n);
+		memcpy(text + n, "\n", 2);
+		metrics_http(s->metrics, MHD_HTTP_BAD_REQUEST);
+		r->answered = 1;
+		return reply(s, c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", text, n + 1,
+		             MHD_RESPMEM_MUST_FREE);
+	}
+	if (rc != 0)
+		return answer_text(s, c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error\n");
+	metrics_http(s->metrics, MHD_HTTP_OK);
+	r->answered = 1;
+	return reply(s, c, MHD_HTTP_OK, "application/json", out, out_len, MHD_RESPMEM_MUST_FREE);
+}
+
+static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, const char *url,
+                                         const char *method, const char *version,
+                                         const char *upload_data, size_t *upload_data_size,
+                                         void **con_cls)
+{
+	struct server *s = cls;
+	struct request *r = *con_cls;
+	if (r == NULL) {
+		r = calloc(1, sizeof(*r));
+		if (r == NULL)
+			return MHD_NO;
+		*con_cls = r;
+		r->counted = 1;
+		atomic_fetch_add(&s->in_flight, 1);
+		return admission_begin(s, c, url, method, r);
+	}
+	if (r->answered) { /* answered from the headers: the body is not read */
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	if (*upload_data_size > 0) {
+		admission_chunk(r, upload_data, *upload_data_size);
+		*upload_data_size = 0;
+		return MHD_YES;
+	}
+	return admission_finish(s, c, r);
+}
+
+static void request_completed(void *cls, struct MHD_Connection *c, void **con_cls,
+                              enum MHD_RequestTerminationCode toe)
+{
+	struct server *s = cls;
+	struct request *r = *con_cls;
+	if (r == NULL)
+		return;
+	if (r->counted)
+		atomic_fetch_sub(&s->in_flight, 1);
+	free(r->body);
+	free(r);
+	*con_cls = NULL;
+}
+
+static enum MHD_Result health_handler(void *cls, struct MHD_Connection *c, const char *url,
+                                      const char *method, const char *version,
+                                      const char *upload_data, size_t *upload_data_size,
+                                      void **con_cls)
+{
+	struct server *s = cls;
+	if (strcmp(method, MHD_HTTP_METHOD_GET) != 0 && strcmp(method, MHD_HTTP_METHOD_HEAD) != 0)
+		return reply_text(s, c, MHD_HTTP_METHOD_NOT_ALLOWED, "method not allowed (GET)\n");
+	if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0)
+		return reply_text(s, c, MHD_HTTP_OK, "ok\n");
+	if (strcmp(url, "/readyz") == 0)
+		return server_ready(s)
+		           ? reply_text(s, c, MHD_HTTP_OK, "ok\n")
+		           : reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+		                        atomic_load(&s->draining) ? "draining\n" : "not ready\n");
+	if (strcmp(url, "/metrics") == 0) {
+		char *text;
+		size_t len;
+		if (metrics_render(s->metrics, &text, &len) != 0)
+			return reply_text(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics failed\n");
+		return reply(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
+		             len, MHD_RESPMEM_MUST_FREE);
+	}
+	return reply_text(s, c, MHD_HTTP_NOT_FOUND, "not found\n");
+}
+
+/* Resolve host into a sockaddr with port; *v6 set for IPv6. 0 or -1. */
+static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, int *v6)
+{
+	struct addrinfo hints, *res = NULL;
+	memset(&hints, 0, sizeof(hints));
+	hints.ai_family = AF_UNSPEC;
+	hints.ai_socktype = SOCK_STREAM;
+	hints.ai_flags = AI_PASSIVE;
+	if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL)
+		return -1;
+	memset(ss, 0, sizeof(*ss));
+	memcpy(ss, res->ai_addr, res->ai_addrlen);
+	*v6 = res->ai_family == AF_INET6;
+	if (*v6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+	freeaddrinfo(res);
+	return 0;
+}
+
+static unsigned pool_size(unsigned threads)
+{
+	long n = threads ? (long)threads : sysconf(_SC_NPROCESSORS_ONLN);
+	return n < 2 ? 2 : (unsigned)n;
+}
+
+static struct MHD_Daemon *start_admission(struct server *s, const struct server_options *o,
+                                          const struct sockaddr *sa, unsigned extra_flags)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
+	                 MHD_USE_ITC | MHD_USE_ERROR_LOG | extra_flags;
+	/* The logger goes first so that errors in the options that follow reach it. */
+	return MHD_start_daemon(
+	    flags, o->listen_port, NULL, NULL, admission_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
+	    mhd_logger, "admission", MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES,
+	    MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback, MHD_OPTION_THREAD_POOL_SIZE,
+	    pool_size(o->threads), MHD_OPTION_CONNECTION_TIMEOUT,
+	    o->connection_timeout_s ? o->connection_timeout_s : 30u, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
+	    MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
+}
+
+static struct MHD_Daemon *start_health(struct server *s, const struct server_options *o,
+                                       const struct sockaddr *sa, unsigned extra_flags)
+{
+	unsigned flags =
+	    MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ERROR_LOG | extra_flags;
+	return MHD_start_daemon(flags, o->health_port, NULL, NULL, health_handler, s,
+	                        MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, "health",
+	                        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)HEALTH_TIMEOUT_S,
+	                        MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
+}
+
+typedef struct MHD_Daemon *(*starter)(struct server *, const struct server_options *,
+                                      const struct sockaddr *, unsigned);
+
+/*
+ * Start one listener on host:port. An empty host means all addresses: dual-stack IPv6 first,
+ * then IPv4 only (a pod without IPv6 cannot bind ::).
+ */
+static struct MHD_Daemon *listen_on(struct server *s, const struct server_options *o, starter start,
+                                    const char *host, uint16_t port)
+{
+	struct sockaddr_storage ss;
+	int v6 = 0;
+	if (host == NULL || host[0] == '\0') {
+		struct MHD_Daemon *d = start(s, o, NULL, MHD_USE_DUAL_STACK);
+		return d ? d : start(s, o, NULL, 0);
+	}
+	if (resolve(host, port, &ss, &v6) != 0)
+		return NULL;
+	return start(s, o, (const struct sockaddr *)&ss, v6 ? MHD_USE_IPv6 : 0);
+}
+
+static uint16_t bound_port(struct MHD_Daemon *d)
+{
+	const union MHD_DaemonInfo *i = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	return i ? i->port : 0;
+}
+
+struct server *server_start(const struct server_options *opt, struct webhook *webhook,
+                            struct tls_store *tls, struct metrics *metrics, char *err,
+                            size_t errlen)
+{
+	struct server *s = calloc(1, sizeof(*s));
+	if (s == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	s->webhook = webhook;
+	s->tls = tls;
+	s->metrics = metrics;
+	s->quiesced_fd = MHD_INVALID_SOCKET;
+	tls_store_activate(tls);
+	s->health = listen_on(s, opt, start_health, opt->health_host, opt->health_port);
+	if (s->health == NULL) {
+		snprintf(err, errlen, "--health-listen %s:%u: cannot listen (address in use?)",
+		         opt->health_host, opt->health_port);
+		goto err;
+	}
+	s->admission = listen_on(s, opt, start_admission, opt->listen_host, opt->listen_port);
+	if (s->admission == NULL) {
+		snprintf(err, errlen, "--listen %s:%u: cannot listen with TLS (address in use?)",
+		         opt->listen_host, opt->listen_port);
+		goto err;
+	}
+	s->listen_port = bound_port(s->admission);
+	s->health_port = bound_port(s->health);
+	atomic_store(&s->ready, tls != NULL);
+	metrics_set_ready(metrics, server_ready(s));
+	log_fields(LOG_INFO, "serving",
+	           (struct log_field[]){LOG_STR("listen_host", opt->listen_host),
+	                                LOG_INT("listen_port", s->listen_port),
+	                                LOG_STR("health_host", opt->health_host),
+	                                LOG_INT("health_port", s->health_port),
+	                                LOG_INT("threads", pool_size(opt->threads)), LOG_END});
+	return s;
+err:
+	server_free(s);
+	return NULL;
+}
+
+void server_ports(struct server *s, uint16_t *listen_port, uint16_t *health_port)
+{
+	if (listen_port)
+		*listen_port = s->listen_port;
+	if (health_port)
+		*health_port = s->health_port;
+}
+
+int server_ready(struct server *s)
+{
+	return atomic_load(&s->ready) && !atomic_load(&s->draining);
+}
+
+static void sleep_ms(uint64_t ms)
+{
+	struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0)
+		;
+}
+
+unsigned server_shutdown(struct server *s, uint64_t drain_ms, uint64_t shutdown_ms)
+{
+	if (s == NULL || s->admission == NULL)
+		return 0;
+	atomic_store(&s->draining, 1);
+	metrics_set_ready(s->metrics, 0);
+	log_fields(LOG_INFO, "draining: readiness failed, still serving",
+	           (struct log_field[]){LOG_INT("drain_ms", drain_ms), LOG_END});
+	sleep_ms(drain_ms);
+	s->quiesced_fd = MHD_quiesce_daemon(s->admission);
+	uint64_t waited = 0;
+	while (atomic_load(&s->in_flight) > 0 && waited < shutdown_ms) {
+		sleep_ms(10);
+		waited += 10;
+	}
+	unsigned left = atomic_load(&s->in_flight);
+	MHD_stop_daemon(s->admission);
+	s->admission = NULL;
+	if (s->quiesced_fd != MHD_INVALID_SOCKET)
+		close(s->quiesced_fd); /* a quiesced daemon leaves its listen socket to us */
+	s->quiesced_fd = MHD_INVALID_SOCKET;
+	if (s->health != NULL)
+		MHD_stop_daemon(s->health);
+	s->health = NULL;
+	log_fields(LOG_INFO, "stopped",
+	           (struct log_field[]){LOG_INT("in_flight_abandoned", left), LOG_END});
+	return left;
+}
+
+void server_free(struct server *s)
+{
+	if (s == NULL)
+		return;
+	if (s->admission != NULL)
+		MHD_stop_daemon(s->admission);
+	if (s->quiesced_fd != MHD_INVALID_SOCKET)
+		close(s->quiesced_fd);
+	if (s->health != NULL)
+		MHD_stop_daemon(s->health);
+	free(s);
+}

@@ -1,0 +1,647 @@
+/*
+ * webhook: the review pipeline. See webhook.h for the contract.
+ */
+#include "webhook.h"
+
+#include "admission.h"
+#include "capacity.h"
+#include "demand.h"
+#include "kube.h"
+#include "ledger.h"
+#include "log.h"
+#include "metrics.h"
+#include "policy.h"
+#include "quantity.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEY_MAX LEDGER_KEY_MAX
+#define ERR_MAX 512 /* a foreign one-line error (kube, capacity) */
+
+struct webhook {
+	double threshold, warn_threshold;
+	int mode_warn;
+	char *gpu_resources[DEMAND_MAX_RESOURCES];
+	struct demand_config dcfg;
+	char *exempt[WEBHOOK_MAX_EXEMPT];
+	size_t n_exempt;
+	struct webhook_source src;
+	struct ledger *ledger;
+	struct metrics *metrics;
+};
+
+/* What the pipeline decided, before encoding. */
+struct outcome {
+	int allowed;
+	int code;                   /* status.code on denial */
+	const char *status_reason;  /* status.reason on denial */
+	const char *reason;         /* short machine reason, for logs */
+	enum metrics_decision mdec; /* for the metric */
+	int quiet;                  /* log at debug: always-allowed traffic */
+	char node[ADMISSION_NAME_MAX + 1];
+	char message[ADMISSION_MSG_MAX];
+	char warnings[2][ADMISSION_WARNING_MAX];
+	size_t n_warnings;
+};
+
+static double now_seconds(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static uint64_t sat_add(uint64_t a, uint64_t b)
+{
+	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
+}
+
+static uint64_t sat_mul(uint64_t a, uint64_t b)
+{
+	return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
+}
+
+static void allow(struct outcome *o, const char *reason, int quiet)
+{
+	o->allowed = 1;
+	o->reason = reason;
+	o->mdec = METRICS_ALLOWED;
+	o->quiet = quiet;
+}
+
+static void deny(struct outcome *o, enum metrics_decision mdec, int code, const char *reason,
+                 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+static void deny(struct outcome *o, enum metrics_decision mdec, int code, const char *reason,
+                 const char *fmt, ...)
+{
+	va_list ap;
+	o->allowed = 0;
+	o->code = code;
+	o->status_reason = code >= 500 ? "InternalError" : "Forbidden";
+	o->reason = reason;
+	o->mdec = mdec;
+	o->quiet = 0;
+	va_start(ap, fmt);
+	if (vsnprintf(o->message, sizeof(o->message), fmt, ap) < 0)
+		o->message[0] = '\0';
+	va_end(ap);
+}
+
+static void add_warning(struct outcome *o, const char *text)
+{
+	if (text == NULL || text[0] == '\0' || o->n_warnings >= 2)
+		return;
+	snprintf(o->warnings[o->n_warnings++], ADMISSION_WARNING_MAX, "%s", text);
+}
+
+/*
+ * The API server could not be asked: deny (fail closed), naming the call. The scheduler will
+ * retry the binding with backoff, so a short outage delays GPU pods rather than overfilling.
+ */
+static void fail_closed(struct outcome *o, const char *pod, const char *call, int rc,
+                        const char *why)
+{
+	deny(o, METRICS_ERROR, 500, "APIServerUnavailable",
+	     "cannot check %s: the API server could not be asked (%s failed: %s: %s); denied "
+	     "to keep GPU memory safe, retry later",
+	     pod, call, kube_strerror(rc), why);
+}
+
+static const char *str_at(const cJSON *obj, const char *a, const char *b, const char *c)
+{
+	const cJSON *it = obj;
+	const char *path[3] = {a, b, c};
+	for (int i = 0; i < 3 && path[i] != NULL && it != NULL; i++)
+		it = cJSON_GetObjectItemCaseSensitive(it, path[i]);
+	return cJSON_IsString(it) ? it->valuestring : NULL;
+}
+
+static int is_mirror_pod(const cJSON *pod)
+{
+	const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "annotations");
+	return cJSON_GetObjectItemCaseSensitive(ann, WEBHOOK_MIRROR_ANNOTATION) != NULL;
+}
+
+static int is_exempt(const struct webhook *w, const char *ns)
+{
+	for (size_t i = 0; i < w->n_exempt; i++)
+		if (strcmp(w->exempt[i], ns) == 0)
+			return 1;
+	return 0;
+}
+
+/* Pod CREATE without a node: check the declarations so mistakes surface at kubectl apply. */
+static void check_declarations(struct webhook *w, const struct admission_request *req,
+                               const cJSON *pod, const char *pod_name, struct outcome *o)
+{
+	struct demand d;
+	int rc = demand_from_pod(pod, &w->dcfg, &d);
+	if (rc != 0 || d.status == DEMAND_INVALID) {
+		deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name, d.error);
+		return;
+	}
+	allow(o, d.status == DEMAND_OK ? "DeclarationValid" : "NotGPU", d.status != DEMAND_OK);
+	add_warning(o, d.warning);
+	(void)req;
+}
+
+/* The consumers on a node: total bytes and the largest few, for the policy message. */
+struct usage {
+	uint64_t used;
+	struct policy_consumer top[POLICY_TOP_CONSUMERS];
+	size_t n_top;
+	size_t n_total;
+	const char **keys; /* "ns/name" of every listed pod, for ledger_reconcile */
+	char *pool;
+	size_t n_keys;
+};
+
+static void top_insert(struct usage *u, const char *name, const char *suffix, uint64_t bytes)
+{
+	size_t i = u->n_top;
+	u->n_total++;
+	if (i == POLICY_TOP_CONSUMERS) {
+		if (bytes <= u->top[i - 1].bytes)
+			return;
+		i--;
+	} else {
+		u->n_top++;
+	}
+	while (i > 0 && u->top[i - 1].bytes < bytes) {
+		u->top[i] = u->top[i - 1];
+		i--;
+	}
+	snprintf(u->top[i].name, POLICY_NAME_MAX, "%s%s", name, suffix);
+	u->top[i].bytes = bytes;
+}
+
+static void usage_free(struct usage *u)
+{
+	free(u->keys);
+	free(u->pool);
+}
+
+/* "ns/name" of a listed pod into buf; 0, or -1 if it has no name. */
+static int pod_key(const cJSON *pod, char *buf, size_t cap)
+{
+	const char *ns = str_at(pod, "metadata", "namespace", NULL);
+	const char *name = str_at(pod, "metadata", "name", NULL);
+	if (name == NULL)
+		return -1;
+	int n = snprintf(buf, cap, "%s/%s", ns ? ns : "", name);
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
+static int is_finished(const cJSON *pod)
+{
+	const char *phase = str_at(pod, "status", "phase", NULL);
+	return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+}
+
+/*
+ * Sum the demands of the pods listed on the node, except self_key. A GPU pod without a valid
+ * declaration counts its GPUs x one GPU's memory (conservative: it may use them whole).
+ * Returns 0, or -1 on allocation failure.
+ */
+static int usage_from_pods(struct webhook *w, const cJSON *items, const char *self_key,
+                           uint64_t per_gpu_bytes, struct usage *u)
+{
+	char key[KEY_MAX];
+	size_t n = 0, pool_len = 0, off = 0;
+	const cJSON *pod;
+
+	/* Size the key pool exactly: a node may list thousands of pods. */
+	cJSON_ArrayForEach(pod, items)
+	{
+		if (pod_key(pod, key, sizeof(key)) == 0) {
+			n++;
+			pool_len += strlen(key) + 1;
+		}
+	}
+	u->keys = calloc(n ? n : 1, sizeof(*u->keys));
+	u->pool = malloc(pool_len ? pool_len : 1);
+	if (u->keys == NULL || u->pool == NULL)
+		return -1;
+	cJSON_ArrayForEach(pod, items)
+	{
+		struct demand d;
+		uint64_t bytes;
+		if (pod_key(pod, key, sizeof(key)) != 0)
+			continue;
+		size_t klen = strlen(key) + 1;
+		memcpy(u->pool + off, key, klen);
+		u->keys[u->n_keys++] = u->pool + off;
+		off += klen;
+		if (strcmp(key, self_key) == 0 || is_finished(pod))
+			continue;
+		int drc = demand_from_pod(pod, &w->dcfg, &d); /* d.status says it all */
+		(void)drc;
+		if (d.status == DEMAND_OK)
+			bytes = d.bytes;
+		else if (d.status == DEMAND_INVALID)
+			bytes = sat_mul(d.gpus ? d.gpus : 1, per_gpu_bytes);
+		else
+			continue;
+		u->used = sat_add(u->used, bytes);
+		top_insert(u, key, "", bytes);
+	}
+	return 0;
+}
+
+/* Add the node's in-flight reservations (except self_key) to the consumers. */
+static int usage_add_pending(struct ledger_node *ln, const char *self_key, uint64_t now,
+                             struct usage *u)
+{
+	uint64_t pending = ledger_pending_bytes(ln, self_key, now);
+	if (pending == 0)
+		return 0;
+	struct ledger_entry_view *v = malloc(LEDGER_MAX_PER_NODE * sizeof(*v));
+	if (v == NULL)
+		return -1;
+	size_t n = ledger_entries(ln, v, LEDGER_MAX_PER_NODE, now);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].key, self_key) != 0)
+			top_insert(u, v[i].key, " (admitting)", v[i].bytes);
+	free(v);
+	u->used = sat_add(u->used, pending);
+	return 0;
+}
+
+struct placement {
+	const char *pod_name; /* "ns/name" for messages */
+	const char *key;      /* ledger key */
+	const char *node;
+	const struct demand *demand;
+	const struct capacity *cap;
+	double threshold;
+	int dry_run;
+};
+
+static void apply_decision(struct webhook *w, struct ledger_node *ln, const struct placement *p,
+                           const struct usage *u, uint64_t now, struct outcome *o)
+{
+	struct policy_decision dec;
+	struct policy_input in = {
+	    .pod = p->pod_name,
+	    .node = p->node,
+	    .demand_bytes = p->demand->bytes,
+	    .max_per_gpu_bytes = p->demand->max_per_gpu_bytes,
+	    .max_per_gpu_container = p->demand->max_per_gpu_container,
+	    .capacity_bytes = p->cap->total_bytes,
+	    .per_gpu_bytes = p->cap->per_gpu_bytes,
+	    .gpu_count = p->cap->gpu_count,
+	    .threshold = p->threshold,
+	    .warn_threshold = w->warn_threshold,
+	    .mode = w->mode_warn ? POLICY_WARN : POLICY_ENFORCE,
+	    .used_bytes = u->used,
+	    .consumers = u->top,
+	    .n_consumers = u->n_top,
+	    .n_consumers_total = u->n_total,
+	};
+	if (policy_decide(&in, &dec) != 0) {
+		deny(o, METRICS_DENIED, 403, "InvalidCapacity", "node %s: %s", p->node,
+		     dec.message);
+		return;
+	}
+	if (!dec.allowed) {
+		deny(o, METRICS_DENIED, 403, dec.reason, "%s", dec.message);
+		return;
+	}
+	if (!p->dry_run) {
+		int rc = ledger_reserve(ln, p->key, p->demand->bytes, now);
+		if (rc != 0) {
+			deny(o, METRICS_ERROR, 500, "LedgerFull",
+			     "cannot admit %s on %s: too many placements in flight (%s); denied to "
+			     "keep GPU memory safe, retry later",
+			     p->pod_name, p->node,
+			     rc == LEDGER_EFULL ? "ledger full" : "no memory");
+			return;
+		}
+	}
+	allow(o, dec.reason, 0);
+	if (dec.verdict != POLICY_ALLOW) {
+		o->mdec = METRICS_WARNED;
+		add_warning(o, dec.message);
+	}
+}
+
+/* With the node's capacity known: lock, count, decide, reserve, unlock. */
+static void check_node(struct webhook *w, struct placement *p, struct outcome *o)
+{
+	struct usage u;
+	cJSON *items = NULL;
+	long code = 0;
+	char err[ERR_MAX];
+	char call[ADMISSION_NAME_MAX + 32];
+
+	memset(&u, 0, sizeof(u));
+	struct ledger_node *ln = ledger_lock(w->ledger, p->node);
+	if (ln == NULL) {
+		deny(o, METRICS_ERROR, 500, "LedgerFull",
+		     "cannot admit %s on %s: too many nodes tracked; denied to keep GPU memory "
+		     "safe, retry later",
+		     p->pod_name, p->node);
+		return;
+	}
+	int rc = w->src.list_pods_on_node(w->src.ctx, p->node, &items, &code, err, sizeof(err));
+	if (rc != 0 || !cJSON_IsArray(items)) {
+		snprintf(call, sizeof(call), "LIST pods on node %s", p->node);
+		fail_closed(o, p->pod_name, call, rc ? rc : KUBE_EPARSE,
+		            rc ? err : "not a list of pods");
+		goto out;
+	}
+	uint64_t now = ledger_now_ms();
+	if (usage_from_pods(w, items, p->key, p->cap->per_gpu_bytes, &u) != 0)
+		goto nomem;
+	ledger_reconcile(ln, u.keys, u.n_keys, now);
+	if (usage_add_pending(ln, p->key, now, &u) != 0)
+		goto nomem;
+	apply_decision(w, ln, p, &u, now, o);
+	goto out;
+nomem:
+	deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory", p->pod_name);
+out:
+	ledger_unlock(ln);
+	usage_free(&u);
+	cJSON_Delete(items);
+}
+
+/* A placement of pod on node: the heart of the webhook. */
+static void check_placement(struct webhook *w, const struct admission_request *req,
+                            const cJSON *pod, const char *pod_name, const char *node,
+                            struct outcome *o)
+{
+	struct demand d;
+	struct capacity cap;
+	cJSON *node_obj = NULL;
+	long code = 0;
+	char err[ERR_MAX], key[KEY_MAX], call[ADMISSION_NAME_MAX + 32];
+
+	snprintf(o->node, sizeof(o->node), "%s", node);
+	if (is_mirror_pod(pod)) {
+		allow(o, "MirrorPod", 0);
+		return;
+	}
+	if (demand_from_pod(pod, &w->dcfg, &d) != 0 || d.status == DEMAND_INVALID) {
+		deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name, d.error);
+		return;
+	}
+	if (d.status == DEMAND_NOT_GPU) {
+		allow(o, "NotGPU", 0);
+		add_warning(o, d.warning);
+		return;
+	}
+	int rc = w->src.get_node(w->src.ctx, node, &node_obj, &code, err, sizeof(err));
+	if (rc != 0 || !cJSON_IsObject(node_obj)) {
+		snprintf(call, sizeof(call), "GET node %s", node);
+		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Node");
+		goto out;
+	}
+	if (capacity_from_node(node_obj, &w->dcfg, &cap, err, sizeof(err)) != 0) {
+		deny(o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
+		     pod_name, node, err);
+		goto out;
+	}
+	/* A pod known only by generateName gets a key no listed pod can match: its
+	 * reservation then lives until the TTL (ledger.h). */
+	int kn = req->name_is_generated
+	             ? snprintf(key, sizeof(key), "%s/%s?%s", req->namespace_, req->name, req->uid)
+	             : snprintf(key, sizeof(key), "%s/%s", req->namespace_, req->name);
+	(void)kn; /* namespace (63) + name (253) fit; a cut generated key stays unmatchable */
+	struct placement p = {
+	    .pod_name = pod_name,
+	    .key = key,
+	    .node = node,
+	    .demand = &d,
+	    .cap = &cap,
+	    .threshold = cap.has_threshold ? cap.threshold : w->threshold,
+	    .dry_run = req->dry_run,
+	};
+	check_node(w, &p, o);
+	add_warning(o, d.warning);
+out:
+	cJSON_Delete(node_obj);
+}
+
+static void check_binding(struct webhook *w, const struct admission_request *req,
+                          const char *pod_name, struct outcome *o)
+{
+	cJSON *pod = NULL;
+	long code = 0;
+	char err[ERR_MAX], call[2 * ADMISSION_NAME_MAX + 32];
+
+	if (!req->binding_target_is_node || req->binding_node[0] == '\0') {
+		allow(o, "NotNodeTarget", 0);
+		return;
+	}
+	snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
+	int rc =
+	    w->src.get_pod(w->src.ctx, req->namespace_, req->name, &pod, &code, err, sizeof(err));
+	if (rc != 0 || !cJSON_IsObject(pod)) {
+		snprintf(call, sizeof(call), "GET pod %s", pod_name);
+		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Pod");
+		goto out;
+	}
+	check_placement(w, req, pod, pod_name, req->binding_node, o);
+out:
+	cJSON_Delete(pod);
+}
+
+static void decide(struct webhook *w, const struct admission_request *req, struct outcome *o)
+{
+	char pod_name[2 * ADMISSION_NAME_MAX + 2];
+	snprintf(pod_name, sizeof(pod_name), "%s/%s", req->namespace_, req->name);
+
+	if (req->operation != ADMISSION_OP_CREATE || req->target == ADMISSION_OTHER) {
+		allow(o, "NotPlacement", 1);
+		return;
+	}
+	if (is_exempt(w, req->namespace_)) {
+		allow(o, "ExemptNamespace", 0);
+		return;
+	}
+	if (req->target == ADMISSION_BINDING) {
+		check_binding(w, req, pod_name, o);
+		return;
+	}
+	if (req->object == NULL) {
+		allow(o, "NoObject", 0);
+		return;
+	}
+	const char *node = str_at(req->object, "spec", "nodeName", NULL);
+	if (node == NULL || node[0] == '\0') {
+		if (is_mirror_pod(req->object))
+			allow(o, "MirrorPod", 0);
+		else
+			check_declarations(w, req, req->object, pod_name, o);
+		return;
+	}
+	check_placement(w, req, req->object, pod_name, node, o);
+}
+
+static const char *kind_name(enum admission_target t)
+{
+	return t == ADMISSION_POD ? "pod" : t == ADMISSION_BINDING ? "binding" : "other";
+}
+
+static const char *op_name(enum admission_operation op)
+{
+	static const char *const names[] = {"UNKNOWN", "CREATE", "UPDATE", "DELETE", "CONNECT"};
+	return (unsigned)op < 5 ? names[op] : "UNKNOWN";
+}
+
+static void log_decision(const struct admission_request *req, const struct outcome *o,
+                         double latency_s)
+{
+	const char *text = o->allowed ? (o->n_warnings ? o->warnings[0] : NULL) : o->message;
+	struct log_field f[] = {
+	    LOG_STR("uid", req->uid),
+	    LOG_STR("kind", kind_name(req->target)),
+	    LOG_STR("operation", op_name(req->operation)),
+	    LOG_STR("namespace", req->namespace_),
+	    LOG_STR("pod", req->name),
+	    LOG_STR("node", o->node[0] ? o->node : NULL),
+	    LOG_STR("decision", o->allowed ? "allow" : "deny"),
+	    LOG_STR("reason", o->reason),
+	    LOG_STR("message", text),
+	    LOG_BOOL("dry_run", req->dry_run),
+	    LOG_DBL("latency_ms", latency_s * 1000.0),
+	    LOG_END,
+	};
+	log_fields(o->quiet ? LOG_DEBUG : LOG_INFO, "review", f);
+}
+
+static int encode(const struct admission_request *req, const struct outcome *o, char **out,
+                  size_t *out_len)
+{
+	struct admission_response resp;
+	memset(&resp, 0, sizeof(resp));
+	resp.uid = req->uid;
+	resp.allowed = o->allowed;
+	resp.code = o->code;
+	resp.reason = o->status_reason;
+	resp.message = o->message;
+	for (size_t i = 0; i < o->n_warnings; i++)
+		resp.warnings[resp.n_warnings++] = o->warnings[i];
+	*out = admission_encode(&resp, out_len);
+	return *out ? 0 : WEBHOOK_ENOMEM;
+}
+
+int webhook_review(struct webhook *w, const char *body, size_t len, char **out, size_t *out_len,
+                   char *err, size_t errlen)
+{
+	double t0 = now_seconds();
+	struct admission_request req;
+	struct outcome o;
+	cJSON *review = NULL;
+	char derr[ADMISSION_MSG_MAX];
+
+	memset(&o, 0, sizeof(o));
+	*out = NULL;
+	*out_len = 0;
+	int rc = admission_decode(body, len, &review, &req, derr, sizeof(derr));
+	if (rc == ADMISSION_ENOMEM) {
+		snprintf(err, errlen, "out of memory");
+		return WEBHOOK_ENOMEM;
+	}
+	if (rc != 0 && req.uid[0] == '\0') {
+		snprintf(err, errlen, "invalid AdmissionReview: %s", derr);
+		return WEBHOOK_EBADREQUEST;
+	}
+	if (rc != 0) /* a uid to echo: answer the API server, denying what it cannot read */
+		deny(&o, METRICS_ERROR, 400, "InvalidReview", "invalid AdmissionReview: %s", derr);
+	else
+		decide(w, &req, &o);
+	rc = encode(&req, &o, out, out_len);
+	double dt = now_seconds() - t0;
+	log_decision(&req, &o, dt);
+	metrics_review(w->metrics,
+	               req.target == ADMISSION_POD       ? METRICS_KIND_POD
+	               : req.target == ADMISSION_BINDING ? METRICS_KIND_BINDING
+	                                                 : METRICS_KIND_OTHER,
+	               o.mdec, dt);
+	cJSON_Delete(review);
+	if (rc != 0)
+		snprintf(err, errlen, "out of memory encoding the response");
+	return rc;
+}
+
+struct webhook *webhook_new(const struct webhook_config *cfg, const struct webhook_source *src,
+                            struct ledger *ledger, struct metrics *metrics)
+{
+	struct webhook *w;
+	if (cfg == NULL || src == NULL || ledger == NULL || src->get_pod == NULL ||
+	    src->get_node == NULL || src->list_pods_on_node == NULL ||
+	    cfg->n_gpu_resources > DEMAND_MAX_RESOURCES ||
+	    cfg->n_exempt_namespaces > WEBHOOK_MAX_EXEMPT)
+		return NULL;
+	w = calloc(1, sizeof(*w));
+	if (w == NULL)
+		return NULL;
+	w->threshold = cfg->threshold;
+	w->warn_threshold = cfg->warn_threshold;
+	w->mode_warn = cfg->mode_warn;
+	w->src = *src;
+	w->ledger = ledger;
+	w->metrics = metrics;
+	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {
+		if ((w->gpu_resources[i] = strdup(cfg->gpu_resources[i])) == NULL)
+			goto err;
+		w->dcfg.n_gpu_resources++;
+	}
+	w->dcfg.gpu_resources =
+	    w->dcfg.n_gpu_resources ? (const char *const *)w->gpu_resources : NULL;
+	for (size_t i = 0; i < cfg->n_exempt_namespaces; i++) {
+		if ((w->exempt[i] = strdup(cfg->exempt_namespaces[i])) == NULL)
+			goto err;
+		w->n_exempt++;
+	}
+	if (!(w->threshold > 0 && w->threshold <= 1) ||
+	    !(w->warn_threshold > 0 && w->warn_threshold <= 1))
+		goto err;
+	return w;
+err:
+	webhook_free(w);
+	return NULL;
+}
+
+void webhook_free(struct webhook *w)
+{
+	if (w == NULL)
+		return;
+	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
+		free(w->gpu_resources[i]);
+	for (size_t i = 0; i < w->n_exempt; i++)
+		free(w->exempt[i]);
+	free(w);
+}
+
+static int src_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code,
+                       char *err, size_t errlen)
+{
+	return kube_get_pod(ctx, ns, name, pod, code, err, errlen);
+}
+
+static int src_get_node(void *ctx, const char *name, cJSON **node, long *code, char *err,
+                        size_t errlen)
+{
+	return kube_get_node(ctx, name, node, code, err, errlen);
+}
+
+static int src_list(void *ctx, const char *node, cJSON **items, long *code, char *err,
+                    size_t errlen)
+{
+	return kube_list_pods_on_node(ctx, node, items, code, err, errlen);
+}
+
+struct webhook_source webhook_source_kube(struct kube_client *c)
+{
+	struct webhook_source s = {c, src_get_pod, src_get_node, src_list};
+	return s;
+}

@@ -1,0 +1,774 @@
+/*
+ * Unit tests for lib/webhook: the review pipeline end to end, with the fixtures in test/data and
+ * a fake cluster behind struct webhook_source (no network).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "kube.h"
+#include "ledger.h"
+#include "log.h"
+#include "metrics.h"
+#include "webhook.h"
+
+#define GI (1024ull * 1024 * 1024)
+
+static char *read_fixture(const char *name)
+{
+	const char *dir = getenv("GMG_TEST_DATA");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "test/data", name);
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		fail_msg("cannot open %s (set GMG_TEST_DATA)", path);
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = calloc(1, (size_t)n + 1);
+	assert_non_null(buf);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return buf;
+}
+
+static cJSON *load_fixture(const char *name)
+{
+	char *text = read_fixture(name);
+	cJSON *j = cJSON_Parse(text);
+	free(text);
+	assert_non_null(j);
+	return j;
+}
+
+/* The fake cluster: one node, a list of pods on it, pods by name. */
+struct fake {
+	cJSON *node;                  /* returned by get_node, or NULL -> 404 */
+	cJSON *items;                 /* pods listed on the node */
+	cJSON *pods;                  /* array of pods get_pod finds by namespace/name */
+	int node_rc, list_rc, pod_rc; /* forced errors */
+	int n_get_pod, n_get_node, n_list;
+	char last_pod[256];
+};
+
+static const char *meta_str(const cJSON *o, const char *key)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(o, "metadata");
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, key);
+	return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static int fake_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code,
+                        char *err, size_t errlen)
+{
+	struct fake *f = ctx;
+	const cJSON *p;
+	f->n_get_pod++;
+	snprintf(f->last_pod, sizeof(f->last_pod), "%s/%s", ns, name);
+	if (f->pod_rc) {
+		*code = 0;
+		snprintf(err, errlen, "GET pod: connection refused");
+		return f->pod_rc;
+	}
+	cJSON_ArrayForEach(p, f->pods)
+	{
+		if (strcmp(meta_str(p, "namespace"), ns) == 0 &&
+		    strcmp(meta_str(p, "name"), name) == 0) {
+			*pod = cJSON_Duplicate(p, 1);
+			*code = 200;
+			return 0;
+		}
+	}
+	*code = 404;
+	snprintf(err, errlen, "pods \"%s\" not found", name);
+	return KUBE_ENOTFOUND;
+}
+
+static int fake_get_node(void *ctx, const char *name, cJSON **node, long *code, char *err,
+                         size_t errlen)
+{
+	struct fake *f = ctx;
+	f->n_get_node++;
+	if (f->node_rc) {
+		*code = 500;
+		snprintf(err, errlen, "GET node %s: HTTP 500", name);
+		return f->node_rc;
+	}
+	if (f->node == NULL || strcmp(meta_str(f->node, "name"), name) != 0) {
+		*code = 404;
+		snprintf(err, errlen, "nodes \"%s\" not found", name);
+		return KUBE_ENOTFOUND;
+	}
+	*node = cJSON_Duplicate(f->node, 1);
+	*code = 200;
+	return 0;
+}
+
+static int fake_list(void *ctx, const char *node, cJSON **items, long *code, char *err,
+                     size_t errlen)
+{
+	struct fake *f = ctx;
+	f->n_list++;
+	if (f->list_rc) {
+		*code = 0;
+		snprintf(err, errlen, "LIST pods: timeout after 2000 ms");
+		return f->list_rc;
+	}
+	*items = cJSON_Duplicate(f->items, 1);
+	*code = 200;
+	return 0;
+}
+
+struct env {
+	struct fake fake;
+	struct ledger *ledger;
+	struct metrics *metrics;
+	struct webhook *w;
+	const char *exempt[2];
+	struct webhook_config cfg;
+};
+
+/* The state of gpu-node-a from the fixtures; get_pod knows the unscheduled llama pod. */
+static void fake_fixture_state(struct fake *f)
+{
+	cJSON *list = load_fixture("podlist-gpu-node-a.json");
+	f->node = load_fixture("node-gpu-node-a.json");
+	f->items = cJSON_DetachItemFromObjectCaseSensitive(list, "items");
+	cJSON_Delete(list);
+	f->pods = cJSON_CreateArray();
+	cJSON *review = load_fixture("review-pod-create-unscheduled.json");
+	cJSON *req = cJSON_GetObjectItemCaseSensitive(review, "request");
+	cJSON_AddItemToArray(f->pods, cJSON_DetachItemFromObjectCaseSensitive(req, "object"));
+	cJSON_Delete(review);
+}
+
+static void env_build(struct env *e)
+{
+	webhook_free(e->w);
+	struct webhook_source src = {&e->fake, fake_get_pod, fake_get_node, fake_list};
+	e->w = webhook_new(&e->cfg, &src, e->ledger, e->metrics);
+	assert_non_null(e->w);
+}
+
+static int devnull = -1;
+
+static void quiet_logs(void)
+{
+	if (devnull < 0)
+		devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	log_set_fd(devnull);
+}
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	assert_non_null(e);
+	quiet_logs();
+	fake_fixture_state(&e->fake);
+	e->ledger = ledger_new(60000);
+	e->metrics = metrics_new();
+	e->cfg.threshold = 0.90;
+	e->cfg.warn_threshold = 0.80;
+	env_build(e);
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	webhook_free(e->w);
+	ledger_free(e->ledger);
+	metrics_free(e->metrics);
+	cJSON_Delete(e->fake.node);
+	cJSON_Delete(e->fake.items);
+	cJSON_Delete(e->fake.pods);
+	free(e);
+	return 0;
+}
+
+/* Keep only the non-GPU pod on the node: an empty GPU node. */
+static void empty_node(struct env *e)
+{
+	cJSON_Delete(e->fake.items);
+	e->fake.items = cJSON_CreateArray();
+}
+
+struct answer {
+	cJSON *root;
+	const char *uid;
+	int allowed;
+	int code;
+	const char *message;
+	const cJSON *warnings;
+};
+
+static struct answer review_text(struct env *e, const char *body)
+{
+	char *out = NULL, err[WEBHOOK_ERR_MAX];
+	size_t len = 0;
+	struct answer a = {0};
+	int rc = webhook_review(e->w, body, strlen(body), &out, &len, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("webhook_review: %d %s", rc, err);
+	assert_int_equal(strlen(out), len);
+	a.root = cJSON_Parse(out);
+	free(out);
+	assert_non_null(a.root);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(a.root, "apiVersion")->valuestring,
+	                    "admission.k8s.io/v1");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(a.root, "kind")->valuestring,
+	                    "AdmissionReview");
+	const cJSON *resp = cJSON_GetObjectItemCaseSensitive(a.root, "response");
+	assert_non_null(resp);
+	a.uid = cJSON_GetObjectItemCaseSensitive(resp, "uid")->valuestring;
+	a.allowed = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "allowed"));
+	const cJSON *status = cJSON_GetObjectItemCaseSensitive(resp, "status");
+	if (status != NULL) {
+		a.code = cJSON_GetObjectItemCaseSensitive(status, "code")->valueint;
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(status, "message");
+		a.message = cJSON_IsString(m) ? m->valuestring : "";
+	}
+	a.warnings = cJSON_GetObjectItemCaseSensitive(resp, "warnings");
+	return a;
+}
+
+static struct answer review_fixture(struct env *e, const char *name)
+{
+	char *body = read_fixture(name);
+	struct answer a = review_text(e, body);
+	free(body);
+	return a;
+}
+
+/* A fixture with one edit made through cJSON: fn changes the request. */
+static struct answer review_edited(struct env *e, const char *name, void (*fn)(cJSON *req))
+{
+	cJSON *r = load_fixture(name);
+	fn(cJSON_GetObjectItemCaseSensitive(r, "request"));
+	char *body = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	struct answer a = review_text(e, body);
+	cJSON_free(body);
+	return a;
+}
+
+static const char *warning0(const struct answer *a)
+{
+	const cJSON *w = cJSON_GetArrayItem(a->warnings, 0);
+	return cJSON_IsString(w) ? w->valuestring : NULL;
+}
+
+static uint64_t pending_on(struct env *e, const char *node)
+{
+	struct ledger_node *n = ledger_lock(e->ledger, node);
+	assert_non_null(n);
+	uint64_t b = ledger_pending_bytes(n, NULL, ledger_now_ms());
+	ledger_unlock(n);
+	return b;
+}
+
+static void test_nodename_denied_on_full_node(void **state)
+{
+	struct env *e = *state;
+	struct answer a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0002-4000-8000-000000000002");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 403);
+	/* used: chat-7b-0 20Gi + chat-7b-1 20Gi (terminating) + legacy-notebook one whole GPU
+	 * (81559Mi); the Succeeded and the non-GPU pod do not count. */
+	assert_non_null(strstr(a.message, "inference/embedder-0"));
+	assert_non_null(strstr(a.message, "gpu-node-a"));
+	assert_non_null(strstr(a.message, "inference/legacy-notebook"));
+	assert_non_null(strstr(a.message, "inference/chat-7b-1"));
+	assert_null(strstr(a.message, "batch-summarize"));
+	assert_null(strstr(a.message, "log-shipper"));
+	assert_int_equal(e->fake.n_get_node, 1);
+	assert_int_equal(e->fake.n_list, 1);
+	assert_int_equal(e->fake.n_get_pod, 0);
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a.root);
+}
+
+static void test_binding_looks_up_pod_and_denies(void **state)
+{
+	struct env *e = *state;
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0003-4000-8000-000000000003");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 403);
+	assert_int_equal(e->fake.n_get_pod, 1);
+	assert_string_equal(e->fake.last_pod, "inference/llama-8b-6d5f9c7b8-x2k4q");
+	assert_non_null(strstr(a.message, "inference/llama-8b-6d5f9c7b8-x2k4q (24Gi)"));
+	cJSON_Delete(a.root);
+}
+
+static void test_binding_target_kind_omitted(void **state)
+{
+	struct env *e = *state;
+	struct answer a = review_fixture(e, "review-binding-create-target-kind-omitted.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0004-4000-8000-000000000004");
+	assert_false(a.allowed); /* exactly like target.kind Node: checked, full node */
+	assert_int_equal(e->fake.n_get_pod, 1);
+	assert_int_equal(e->fake.n_list, 1);
+	cJSON_Delete(a.root);
+}
+
+static void test_binding_allowed_reserves(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_null(a.warnings);
+	assert_int_equal(ledger_size(e->ledger), 1);
+	assert_int_equal(pending_on(e, "gpu-node-a"), 24 * GI);
+	cJSON_Delete(a.root);
+	/* The same binding retried does not count itself twice. */
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_int_equal(ledger_size(e->ledger), 1);
+	cJSON_Delete(a.root);
+}
+
+static void test_dryrun_reserves_nothing(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	struct answer a = review_fixture(e, "review-pod-create-dryrun.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0005-4000-8000-000000000005");
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_list, 1); /* evaluated */
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a.root);
+	/* On the full node a dry run is refused as the real request would be. */
+	cJSON_Delete(e->fake.items);
+	cJSON *list = load_fixture("podlist-gpu-node-a.json");
+	e->fake.items = cJSON_DetachItemFromObjectCaseSensitive(list, "items");
+	cJSON_Delete(list);
+	a = review_fixture(e, "review-pod-create-dryrun.json");
+	assert_false(a.allowed);
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a.root);
+}
+
+static void test_update_allowed_without_io(void **state)
+{
+	struct env *e = *state;
+	struct answer a = review_fixture(e, "review-pod-update.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0006-4000-8000-000000000006");
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list + e->fake.n_get_pod, 0);
+	cJSON_Delete(a.root);
+}
+
+static void test_unscheduled_allowed_without_io(void **state)
+{
+	struct env *e = *state;
+	struct answer a = review_fixture(e, "review-pod-create-unscheduled.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0001-4000-8000-000000000001");
+	assert_true(a.allowed);
+	assert_null(a.warnings);
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list + e->fake.n_get_pod, 0);
+	cJSON_Delete(a.root);
+}
+
+static void set_bad_declaration(cJSON *req)
+{
+	cJSON *c =
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+	                           cJSON_GetObjectItemCaseSensitive(
+	                               cJSON_GetObjectItemCaseSensitive(req, "object"), "spec"),
+	                           "containers"),
+	                       0);
+	cJSON *env = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "env"), 0);
+	cJSON_ReplaceItemInObjectCaseSensitive(env, "value", cJSON_CreateString("24GB"));
+}
+
+static void test_unscheduled_bad_declaration_denied(void **state)
+{
+	struct env *e = *state;
+	struct answer a =
+	    review_edited(e, "review-pod-create-unscheduled.json", set_bad_declaration);
+	assert_string_equal(a.uid, "a1b2c3d4-0001-4000-8000-000000000001");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 403);
+	assert_non_null(strstr(a.message, "vllm"));
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list, 0);
+	cJSON_Delete(a.root);
+}
+
+static void test_init_and_sidecar_demand(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	struct answer a = review_fixture(e, "review-pod-create-init-and-sidecar.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0007-4000-8000-000000000007");
+	assert_true(a.allowed);
+	/* max(20Gi + 6Gi sidecar, 30Gi init) = 30Gi reserved */
+	assert_int_equal(pending_on(e, "gpu-node-a"), 30 * GI);
+	cJSON_Delete(a.root);
+}
+
+static void test_api_errors_deny_with_uid(void **state)
+{
+	struct env *e = *state;
+	e->fake.list_rc = KUBE_ETIMEOUT;
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0003-4000-8000-000000000003");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "API server could not be asked"));
+	assert_non_null(strstr(a.message, "LIST pods on node gpu-node-a"));
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a.root);
+
+	e->fake.list_rc = 0;
+	e->fake.node_rc = KUBE_EHTTP;
+	a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0002-4000-8000-000000000002");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "GET node gpu-node-a"));
+	cJSON_Delete(a.root);
+
+	e->fake.node_rc = 0;
+	e->fake.pod_rc = KUBE_ETRANSPORT;
+	a = review_fixture(e, "review-binding-create-target-kind-omitted.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0004-4000-8000-000000000004");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "GET pod inference/llama-8b-6d5f9c7b8-x2k4q"));
+	cJSON_Delete(a.root);
+}
+
+static void test_binding_pod_not_found_denied(void **state)
+{
+	struct env *e = *state;
+	cJSON_Delete(e->fake.pods);
+	e->fake.pods = cJSON_CreateArray();
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "not found"));
+	cJSON_Delete(a.root);
+}
+
+static void test_exempt_namespace(void **state)
+{
+	struct env *e = *state;
+	e->exempt[0] = "inference";
+	e->cfg.exempt_namespaces = e->exempt;
+	e->cfg.n_exempt_namespaces = 1;
+	env_build(e);
+	struct answer a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list + e->fake.n_get_pod, 0);
+	cJSON_Delete(a.root);
+}
+
+static void add_mirror_annotation(cJSON *req)
+{
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(req, "object"), "metadata");
+	cJSON *ann = cJSON_AddObjectToObject(meta, "annotations");
+	cJSON_AddStringToObject(ann, "kubernetes.io/config.mirror", "abc123");
+}
+
+static void test_mirror_pod_allowed(void **state)
+{
+	struct env *e = *state;
+	struct answer a =
+	    review_edited(e, "review-pod-create-nodename.json", add_mirror_annotation);
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list, 0);
+	cJSON_Delete(a.root);
+}
+
+/* An exempt or mirror pod already on a node still counts as usage there. */
+static void test_mirror_pod_on_node_counts(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	cJSON *review = load_fixture("review-pod-create-nodename.json");
+	cJSON *obj = cJSON_DetachItemViaPointer(
+	    cJSON_GetObjectItemCaseSensitive(review, "request"),
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(review, "request"),
+	                                     "object"));
+	cJSON_Delete(review);
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	cJSON_ReplaceItemInObjectCaseSensitive(meta, "name", cJSON_CreateString("static-gpu"));
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"),
+	                        "kubernetes.io/config.mirror", "x");
+	cJSON *env = cJSON_GetArrayItem(
+	    cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+	                               cJSON_GetObjectItemCaseSensitive(obj, "spec"), "containers"),
+	                           0),
+	        "env"),
+	    0);
+	cJSON_ReplaceItemInObjectCaseSensitive(env, "value", cJSON_CreateString("60Gi"));
+	cJSON_AddItemToArray(e->fake.items, obj);
+	struct answer a = review_fixture(e, "review-binding-create.json"); /* 24Gi */
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "inference/static-gpu 60Gi"));
+	cJSON_Delete(a.root);
+}
+
+static void test_warn_mode_allows_with_warning(void **state)
+{
+	struct env *e = *state;
+	e->cfg.mode_warn = 1;
+	env_build(e);
+	struct answer a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_true(a.allowed);
+	assert_non_null(warning0(&a));
+	assert_non_null(strstr(warning0(&a), "gpu-node-a"));
+	assert_int_equal(ledger_size(e->ledger), 1); /* it will run: it counts */
+	cJSON_Delete(a.root);
+}
+
+/* A binding review for pod ns/name to node, and that pod (24Gi, 1 GPU) known to get_pod. */
+static char *binding_for(struct env *e, const char *uid, const char *name, const char *node)
+{
+	cJSON *pod = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 0), 1);
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+	                                       "name", cJSON_CreateString(name));
+	cJSON_AddItemToArray(e->fake.pods, pod);
+	cJSON *r = load_fixture("review-binding-create.json");
+	cJSON *req = cJSON_GetObjectItemCaseSensitive(r, "request");
+	cJSON_ReplaceItemInObjectCaseSensitive(req, "uid", cJSON_CreateString(uid));
+	cJSON_ReplaceItemInObjectCaseSensitive(req, "name", cJSON_CreateString(name));
+	cJSON *target = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(req, "object"), "target");
+	cJSON_ReplaceItemInObjectCaseSensitive(target, "name", cJSON_CreateString(node));
+	char *body = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	return body;
+}
+
+static void test_reservation_counted_by_next_placement(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	/* Budget 90% of 81559Mi = 71.7Gi: two 24Gi pods fit, the third does not. */
+	const char *names[3] = {"p-0", "p-1", "p-2"};
+	int want[3] = {1, 1, 0};
+	for (int i = 0; i < 3; i++) {
+		char uid[32];
+		snprintf(uid, sizeof(uid), "uid-%d", i);
+		char *body = binding_for(e, uid, names[i], "gpu-node-a");
+		struct answer a = review_text(e, body);
+		cJSON_free(body);
+		assert_string_equal(a.uid, uid);
+		assert_int_equal(a.allowed, want[i]);
+		if (!want[i]) {
+			assert_non_null(strstr(a.message, "inference/p-0 (admitting)"));
+			assert_non_null(strstr(a.message, "inference/p-1 (admitting)"));
+		}
+		cJSON_Delete(a.root);
+	}
+	assert_int_equal(ledger_size(e->ledger), 2);
+	/* p-0 appears on the node: its reservation is dropped, its pod counts instead. */
+	cJSON *p0 = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 1), 1);
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(p0, "spec");
+	cJSON_AddStringToObject(spec, "nodeName", "gpu-node-a");
+	cJSON_AddItemToArray(e->fake.items, p0);
+	char *body = binding_for(e, "uid-3", "p-3", "gpu-node-a");
+	struct answer a = review_text(e, body);
+	cJSON_free(body);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "inference/p-0 24Gi"));
+	assert_null(strstr(a.message, "inference/p-0 (admitting)"));
+	cJSON_Delete(a.root);
+	assert_int_equal(ledger_size(e->ledger), 1);
+}
+
+static void test_warn_threshold_warning(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	e->cfg.warn_threshold = 0.30; /* 24.0Gi of 79.6Gi is 30.1% */
+	env_build(e);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_non_null(warning0(&a));
+	cJSON_Delete(a.root);
+}
+
+static void remove_node_labels(cJSON *node)
+{
+	cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(node, "metadata"), "labels");
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, "nvidia.com/gpu.memory");
+	cJSON_DeleteItemFromObjectCaseSensitive(labels, "nvidia.com/gpu.product");
+}
+
+static void test_unknown_capacity_denied(void **state)
+{
+	struct env *e = *state;
+	remove_node_labels(e->fake.node);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "gpu-memory-guard.io/gpu-memory"));
+	assert_int_equal(e->fake.n_list, 0);
+	cJSON_Delete(a.root);
+}
+
+static void test_threshold_annotation_overrides(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(e->fake.node, "metadata");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"),
+	                        "gpu-memory-guard.io/threshold", "0.25");
+	struct answer a = review_fixture(e, "review-binding-create.json"); /* 24Gi > 19.9Gi */
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "25%"));
+	cJSON_Delete(a.root);
+}
+
+static void strip_gpu(cJSON *req)
+{
+	cJSON *c =
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+	                           cJSON_GetObjectItemCaseSensitive(
+	                               cJSON_GetObjectItemCaseSensitive(req, "object"), "spec"),
+	                           "containers"),
+	                       0);
+	cJSON *res = cJSON_GetObjectItemCaseSensitive(c, "resources");
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "limits"),
+	                                        "nvidia.com/gpu");
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "requests"),
+	                                        "nvidia.com/gpu");
+	cJSON_DeleteItemFromObjectCaseSensitive(c, "env");
+}
+
+static void test_non_gpu_placement_allowed(void **state)
+{
+	struct env *e = *state;
+	struct answer a = review_edited(e, "review-pod-create-nodename.json", strip_gpu);
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list, 0);
+	cJSON_Delete(a.root);
+}
+
+static void test_bad_requests(void **state)
+{
+	struct env *e = *state;
+	char *out = NULL, err[WEBHOOK_ERR_MAX];
+	size_t len;
+	const char *bodies[] = {"not json", "{}", "{\"request\":{}}",
+	                        "{\"kind\":\"AdmissionReview\",\"request\":{\"uid\":\"\"}} x", ""};
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]); i++) {
+		int rc = webhook_review(e->w, bodies[i], strlen(bodies[i]), &out, &len, err,
+		                        sizeof(err));
+		assert_int_equal(rc, WEBHOOK_EBADREQUEST);
+		assert_null(out);
+		assert_true(strlen(err) > 0);
+	}
+}
+
+/* A review that has a uid but an unreadable shape is answered (uid echoed) and denied. */
+static void test_bad_shape_with_uid_denied(void **state)
+{
+	struct env *e = *state;
+	const char *body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	                   "\"request\":{\"uid\":\"u-1\",\"operation\":\"CREATE\",\"object\":7}}";
+	struct answer a = review_text(e, body);
+	assert_string_equal(a.uid, "u-1");
+	assert_false(a.allowed);
+	cJSON_Delete(a.root);
+}
+
+static void test_metrics_recorded(void **state)
+{
+	struct env *e = *state;
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	cJSON_Delete(a.root);
+	a = review_fixture(e, "review-pod-update.json");
+	cJSON_Delete(a.root);
+	char *text;
+	size_t len;
+	assert_int_equal(metrics_render(e->metrics, &text, &len), 0);
+	assert_non_null(strstr(text, "gpu_memory_guard_reviews_total{kind=\"binding\",decision="
+	                             "\"denied\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_reviews_total{kind=\"pod\",decision="
+	                             "\"allowed\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_review_duration_seconds_count 2\n"));
+	free(text);
+}
+
+static void test_one_log_line_per_decision(void **state)
+{
+	struct env *e = *state;
+	char path[] = "/tmp/gmg-webhook-log-XXXXXX";
+	int fd = mkstemp(path);
+	assert_true(fd >= 0);
+	log_set_fd(fd);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	cJSON_Delete(a.root);
+	quiet_logs();
+	char buf[8192] = {0};
+	ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+	close(fd);
+	unlink(path);
+	assert_true(n > 0);
+	assert_non_null(strchr(buf, '\n'));
+	assert_null(strchr(strchr(buf, '\n') + 1, '\n')); /* exactly one line */
+	cJSON *line = cJSON_Parse(buf);
+	assert_non_null(line);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(line, "uid")->valuestring,
+	                    "a1b2c3d4-0003-4000-8000-000000000003");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(line, "namespace")->valuestring,
+	                    "inference");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(line, "pod")->valuestring,
+	                    "llama-8b-6d5f9c7b8-x2k4q");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(line, "node")->valuestring,
+	                    "gpu-node-a");
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(line, "decision")->valuestring,
+	                    "deny");
+	assert_non_null(cJSON_GetObjectItemCaseSensitive(line, "reason"));
+	assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(line, "latency_ms")));
+	cJSON_Delete(line);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_nodename_denied_on_full_node, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_looks_up_pod_and_denies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_target_kind_omitted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_allowed_reserves, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dryrun_reserves_nothing, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_update_allowed_without_io, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unscheduled_allowed_without_io, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unscheduled_bad_declaration_denied, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_init_and_sidecar_demand, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_api_errors_deny_with_uid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_pod_not_found_denied, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mirror_pod_allowed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_mirror_pod_on_node_counts, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_warn_mode_allows_with_warning, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reservation_counted_by_next_placement, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_warn_threshold_warning, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unknown_capacity_denied, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_threshold_annotation_overrides, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_non_gpu_placement_allowed, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_shape_with_uid_denied, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics_recorded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_one_log_line_per_decision, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
