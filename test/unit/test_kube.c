@@ -1,0 +1,855 @@
+/*
+ * Unit tests for lib/kube, driven against a tiny HTTP/1.1 server on a loopback port started
+ * inside the test (plain http://; TLS is covered by the integration tests).
+ */
+#define _GNU_SOURCE /* vasprintf */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "kube.h"
+#include "kubeconfig.h"
+
+#define MAX_CONNS 64
+#define MAX_REQS  256
+
+/* What the server answers to request number n (0-based) for path. */
+struct reply {
+	int status;
+	char *body; /* malloc'd, freed by the server */
+	int hang;   /* never answer; wait for the client to go away */
+	int stream; /* no Content-Length: body until the server closes */
+};
+typedef void (*handler_fn)(int n, const char *path, struct reply *r);
+
+struct server {
+	int lfd, port;
+	pthread_t acceptor;
+	pthread_mutex_t mu;
+	int conn_fds[MAX_CONNS];
+	pthread_t conn_threads[MAX_CONNS];
+	int nconn; /* accepted connections */
+	char paths[MAX_REQS][4096];
+	char auth[MAX_REQS][256];
+	int nreq;
+	handler_fn handler;
+	volatile int stopping;
+};
+
+static struct server srv;
+
+/* Observer counters. */
+static struct {
+	pthread_mutex_t mu;
+	int calls;
+	char verb[16], resource[16];
+	long code;
+	double seconds;
+} obs;
+
+static void observer(void *ctx, const char *verb, const char *resource, long code, double seconds)
+{
+	(void)ctx;
+	pthread_mutex_lock(&obs.mu);
+	obs.calls++;
+	snprintf(obs.verb, sizeof(obs.verb), "%s", verb);
+	snprintf(obs.resource, sizeof(obs.resource), "%s", resource);
+	obs.code = code;
+	obs.seconds = seconds;
+	pthread_mutex_unlock(&obs.mu);
+}
+
+static char *dupf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static char *dupf(const char *fmt, ...)
+{
+	va_list ap;
+	char *s = NULL;
+
+	va_start(ap, fmt);
+	assert_true(vasprintf(&s, fmt, ap) >= 0);
+	va_end(ap);
+	return s;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+	while (n > 0) {
+		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* Read one request head (GET, no body) into buf. 0 on EOF/error. */
+static size_t read_head(int fd, char *buf, size_t cap)
+{
+	size_t len = 0;
+
+	while (len + 1 < cap) {
+		ssize_t r = recv(fd, buf + len, cap - 1 - len, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return 0;
+		len += (size_t)r;
+		buf[len] = '\0';
+		if (strstr(buf, "\r\n\r\n") != NULL)
+			return len;
+	}
+	return 0;
+}
+
+static void *conn_main(void *arg)
+{
+	int fd = (int)(intptr_t)arg;
+	char buf[16384];
+
+	while (read_head(fd, buf, sizeof(buf)) > 0) {
+		struct reply r = {200, NULL, 0, 0};
+		char path[4096] = "", auth[256] = "", *line, *save = NULL;
+		int n;
+
+		for (line = strtok_r(buf, "\r\n", &save); line;
+		     line = strtok_r(NULL, "\r\n", &save)) {
+			if (strncmp(line, "GET ", 4) == 0)
+				sscanf(line + 4, "%4095s", path);
+			else if (strncasecmp(line, "Authorization: ", 15) == 0)
+				snprintf(auth, sizeof(auth), "%s", line + 15);
+		}
+		pthread_mutex_lock(&srv.mu);
+		n = srv.nreq;
+		if (n < MAX_REQS) {
+			snprintf(srv.paths[n], sizeof(srv.paths[n]), "%s", path);
+			snprintf(srv.auth[n], sizeof(srv.auth[n]), "%s", auth);
+			srv.nreq++;
+		}
+		pthread_mutex_unlock(&srv.mu);
+		srv.handler(n, path, &r);
+		if (r.hang) {
+			/* Wait until the client gives up (EOF) or the server stops. */
+			while (recv(fd, buf, sizeof(buf), 0) > 0)
+				;
+			free(r.body);
+			break;
+		}
+		const char *body = r.body ? r.body : "";
+		if (r.stream) {
+			char *head = dupf("HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+			                  "Connection: close\r\n\r\n",
+			                  r.status);
+			(void)(write_all(fd, head, strlen(head)) == 0 &&
+			       write_all(fd, body, strlen(body)) == 0);
+			shutdown(fd, SHUT_WR);
+			free(head);
+			free(r.body);
+			break;
+		}
+		/* One send: head and body in two would meet Nagle and delayed ACK (40 ms). */
+		char *resp = dupf("HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+		                  "Content-Length: %zu\r\n\r\n%s",
+		                  r.status, strlen(body), body);
+		int bad = write_all(fd, resp, strlen(resp)) < 0;
+		free(resp);
+		free(r.body);
+		if (bad)
+			break;
+	}
+	return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int fd = accept(srv.lfd, NULL, NULL);
+		if (fd < 0) {
+			if (errno == EINTR)
+				continue;
+			return NULL; /* shut down */
+		}
+		pthread_mutex_lock(&srv.mu);
+		if (srv.stopping || srv.nconn >= MAX_CONNS) {
+			pthread_mutex_unlock(&srv.mu);
+			close(fd);
+			continue;
+		}
+		srv.conn_fds[srv.nconn] = fd;
+		assert_int_equal(pthread_create(&srv.conn_threads[srv.nconn], NULL, conn_main,
+		                                (void *)(intptr_t)fd),
+		                 0);
+		srv.nconn++;
+		pthread_mutex_unlock(&srv.mu);
+	}
+}
+
+static void server_start(handler_fn h)
+{
+	struct sockaddr_in a = {.sin_family = AF_INET};
+	socklen_t alen = sizeof(a);
+	int one = 1;
+
+	memset(&srv, 0, sizeof(srv));
+	pthread_mutex_init(&srv.mu, NULL);
+	srv.handler = h;
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	srv.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	assert_true(srv.lfd >= 0);
+	setsockopt(srv.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	assert_int_equal(bind(srv.lfd, (struct sockaddr *)&a, sizeof(a)), 0);
+	assert_int_equal(listen(srv.lfd, 64), 0);
+	assert_int_equal(getsockname(srv.lfd, (struct sockaddr *)&a, &alen), 0);
+	srv.port = ntohs(a.sin_port);
+	assert_int_equal(pthread_create(&srv.acceptor, NULL, accept_main, NULL), 0);
+}
+
+static void server_stop(void)
+{
+	pthread_mutex_lock(&srv.mu);
+	srv.stopping = 1;
+	pthread_mutex_unlock(&srv.mu);
+	shutdown(srv.lfd, SHUT_RDWR); /* wakes accept() */
+	pthread_join(srv.acceptor, NULL);
+	close(srv.lfd);
+	for (int i = 0; i < srv.nconn; i++) {
+		shutdown(srv.conn_fds[i], SHUT_RDWR);
+		pthread_join(srv.conn_threads[i], NULL);
+		close(srv.conn_fds[i]);
+	}
+	pthread_mutex_destroy(&srv.mu);
+}
+
+static struct kube_client *client(const char *token, const char *token_file, long timeout_ms)
+{
+	char url[64], err[256] = "";
+	struct kube_config cfg;
+	struct kube_client *c;
+
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d", srv.port);
+	cfg.server = url;
+	cfg.token = (char *)token;
+	cfg.token_file = (char *)token_file;
+	c = kube_client_new(&cfg, timeout_ms, observer, NULL, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("kube_client_new: %s", err);
+	return c;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	pthread_mutex_lock(&obs.mu);
+	obs.calls = 0;
+	obs.code = -1;
+	pthread_mutex_unlock(&obs.mu);
+	return 0;
+}
+
+/* ---- handlers ---- */
+
+static void h_pod(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	if (strncmp(path, "/api/v1/nodes/", 14) == 0)
+		r->body = dupf("{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-node-a\"}}");
+	else
+		r->body = dupf("{\"kind\":\"Pod\",\"metadata\":{\"name\":\"p\"}}");
+}
+
+static void h_404(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	(void)path;
+	r->status = 404;
+	r->body = dupf("{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":\"pods \\\"p\\\" "
+	               "not found\",\"reason\":\"NotFound\",\"code\":404}");
+}
+
+static void h_500(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	(void)path;
+	r->status = 500;
+	r->body = dupf("{\"kind\":\"Status\",\"message\":\"etcdserver: request timed out\","
+	               "\"code\":500}");
+}
+
+static void h_401_text(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	(void)path;
+	r->status = 401;
+	r->body = dupf("Unauthorized\n");
+}
+
+static void h_not_json(int n, const char *path, struct reply *r)
+{
+	(void)path;
+	r->body = dupf(n == 0 ? "<html>proxy</html>" : "[1,2]");
+}
+
+static void h_hang(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	(void)path;
+	r->hang = 1;
+}
+
+static void h_big(int n, const char *path, struct reply *r)
+{
+	size_t len = 8192;
+	char *b = malloc(len + 1);
+
+	(void)n;
+	(void)path;
+	assert_non_null(b);
+	memset(b, ' ', len);
+	b[0] = '{';
+	b[len - 1] = '}';
+	b[len] = '\0';
+	r->body = b;
+	r->stream = n > 0; /* the first with Content-Length, then streamed */
+}
+
+/* Three pages; continue tokens with characters that need escaping. */
+static void h_pages(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	if (strstr(path, "continue=") == NULL)
+		r->body = dupf("{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"tok/1+=&\"},"
+		               "\"items\":[{\"metadata\":{\"name\":\"a\"}},"
+		               "{\"metadata\":{\"name\":\"b\"}}]}");
+	else if (strstr(path, "continue=tok%2F1%2B%3D%26") != NULL)
+		r->body = dupf("{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"tok 2\"},"
+		               "\"items\":[{\"metadata\":{\"name\":\"c\"}}]}");
+	else if (strstr(path, "continue=tok%202") != NULL)
+		r->body = dupf("{\"kind\":\"PodList\",\"metadata\":{\"continue\":\"\"},"
+		               "\"items\":[{\"metadata\":{\"name\":\"d\"}}]}");
+	else
+		r->status = 400;
+}
+
+/* Page 2 answers 410 Gone once (expired continue token), then works. */
+static void h_gone_once(int n, const char *path, struct reply *r)
+{
+	if (strstr(path, "continue=") == NULL) {
+		r->body = dupf("{\"metadata\":{\"continue\":\"t1\"},"
+		               "\"items\":[{\"metadata\":{\"name\":\"a\"}}]}");
+	} else if (n == 1) {
+		r->status = 410;
+		r->body = dupf("{\"kind\":\"Status\",\"reason\":\"Expired\",\"message\":\"The "
+		               "provided continue parameter is too old\",\"code\":410}");
+	} else {
+		r->body = dupf("{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"b\"}}]}");
+	}
+}
+
+static void h_gone_always(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	if (strstr(path, "continue=") == NULL) {
+		r->body = dupf("{\"metadata\":{\"continue\":\"t1\"},\"items\":[]}");
+	} else {
+		r->status = 410;
+		r->body = dupf("{\"kind\":\"Status\",\"message\":\"too old\",\"code\":410}");
+	}
+}
+
+static void h_endless(int n, const char *path, struct reply *r)
+{
+	(void)path;
+	r->body = dupf("{\"metadata\":{\"continue\":\"t%d\"},\"items\":null}", n);
+}
+
+static void h_auth_echo(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	(void)path;
+	r->body = dupf("{}");
+}
+
+/* ---- tests ---- */
+
+static void test_get_pod_escapes_and_observes(void **state)
+{
+	struct kube_client *c;
+	cJSON *pod = NULL;
+	long code = -1;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_pod);
+	c = client("static-token", NULL, 2000);
+	assert_int_equal(kube_get_pod(c, "team a", "p%1/x", &pod, &code, err, sizeof(err)), 0);
+	assert_int_equal(code, 200);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(pod, "kind")->valuestring, "Pod");
+	cJSON_Delete(pod);
+	assert_string_equal(srv.paths[0], "/api/v1/namespaces/team%20a/pods/p%251%2Fx");
+	assert_string_equal(srv.auth[0], "Bearer static-token");
+	assert_int_equal(obs.calls, 1);
+	assert_string_equal(obs.verb, "get");
+	assert_string_equal(obs.resource, "pods");
+	assert_int_equal(obs.code, 200);
+	assert_true(obs.seconds >= 0 && obs.seconds < 10);
+
+	cJSON *node = NULL;
+	assert_int_equal(kube_get_node(c, "gpu-node-a", &node, NULL, err, sizeof(err)), 0);
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(node, "kind")->valuestring, "Node");
+	cJSON_Delete(node);
+	assert_string_equal(srv.paths[1], "/api/v1/nodes/gpu-node-a");
+	assert_string_equal(obs.resource, "nodes");
+	/* Two calls on one thread: one connection, kept alive. */
+	assert_int_equal(srv.nconn, 1);
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_not_found(void **state)
+{
+	struct kube_client *c;
+	cJSON *pod = (cJSON *)0x1;
+	long code = 0;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_404);
+	c = client(NULL, NULL, 2000);
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), KUBE_ENOTFOUND);
+	assert_null(pod);
+	assert_int_equal(code, 404);
+	assert_non_null(strstr(err, "404"));
+	assert_non_null(strstr(err, "pods \"p\" not found"));
+	assert_string_equal(srv.auth[0], ""); /* no credentials configured: none sent */
+	assert_int_equal(obs.code, 404);
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_server_error_status_message(void **state)
+{
+	struct kube_client *c;
+	cJSON *items = NULL;
+	long code = 0;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_500);
+	c = client(NULL, NULL, 2000);
+	assert_int_equal(kube_list_pods_on_node(c, "n1", &items, &code, err, sizeof(err)),
+	                 KUBE_EHTTP);
+	assert_null(items);
+	assert_int_equal(code, 500);
+	assert_non_null(strstr(err, "HTTP 500"));
+	assert_non_null(strstr(err, "etcdserver: request timed out"));
+	assert_non_null(strstr(err, "n1"));
+	kube_client_free(c);
+	server_stop();
+
+	/* A non-JSON error body is quoted as text; an HTTP error is not a transport error. */
+	server_start(h_401_text);
+	c = client("bad", NULL, 2000);
+	cJSON *pod = NULL;
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), KUBE_EHTTP);
+	assert_int_equal(code, 401);
+	assert_non_null(strstr(err, "Unauthorized"));
+	assert_null(strchr(err, '\n'));
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_not_json(void **state)
+{
+	struct kube_client *c;
+	cJSON *pod = NULL;
+	long code = 0;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_not_json);
+	c = client(NULL, NULL, 2000);
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), KUBE_EPARSE);
+	assert_int_equal(code, 200);
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), KUBE_EPARSE);
+	assert_null(pod);
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_pagination_with_continue(void **state)
+{
+	struct kube_client *c;
+	cJSON *items = NULL;
+	long code = 0;
+	char err[256] = "";
+	const char *names[] = {"a", "b", "c", "d"};
+	int i = 0;
+	const cJSON *it;
+
+	(void)state;
+	server_start(h_pages);
+	c = client("t", NULL, 2000);
+	if (kube_list_pods_on_node(c, "gpu-node-a", &items, &code, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(code, 200);
+	assert_true(cJSON_IsArray(items));
+	assert_int_equal(cJSON_GetArraySize(items), 4);
+	cJSON_ArrayForEach(it, items)
+	{
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(it, "metadata");
+		assert_string_equal(cJSON_GetObjectItemCaseSensitive(m, "name")->valuestring,
+		                    names[i++]);
+	}
+	cJSON_Delete(items);
+	assert_int_equal(srv.nreq, 3);
+	assert_string_equal(srv.paths[0],
+	                    "/api/v1/pods?limit=500&fieldSelector=spec.nodeName%3Dgpu-node-a%2C"
+	                    "status.phase%21%3DSucceeded%2Cstatus.phase%21%3DFailed");
+	assert_non_null(strstr(srv.paths[1], "&continue=tok%2F1%2B%3D%26"));
+	assert_non_null(strstr(srv.paths[1], "limit=500"));
+	assert_non_null(strstr(srv.paths[2], "&continue=tok%202"));
+	assert_int_equal(obs.calls, 3);
+	assert_string_equal(obs.verb, "list");
+	assert_int_equal(srv.nconn, 1);
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_gone_restarts_once(void **state)
+{
+	struct kube_client *c;
+	cJSON *items = NULL;
+	long code = 0;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_gone_once);
+	c = client(NULL, NULL, 2000);
+	if (kube_list_pods_on_node(c, "n", &items, &code, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	/* page1, page2 (410), page1 again, page2: nothing counted twice. */
+	assert_int_equal(srv.nreq, 4);
+	assert_int_equal(cJSON_GetArraySize(items), 2);
+	cJSON_Delete(items);
+	kube_client_free(c);
+	server_stop();
+
+	server_start(h_gone_always);
+	c = client(NULL, NULL, 2000);
+	assert_int_equal(kube_list_pods_on_node(c, "n", &items, &code, err, sizeof(err)),
+	                 KUBE_EHTTP);
+	assert_int_equal(code, 410);
+	assert_int_equal(srv.nreq, 4);
+	assert_non_null(strstr(err, "too old"));
+	assert_null(items);
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_page_cap(void **state)
+{
+	struct kube_client *c;
+	cJSON *items = NULL;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_endless);
+	c = client(NULL, NULL, 10000);
+	assert_int_equal(kube_list_pods_on_node(c, "n", &items, NULL, err, sizeof(err)),
+	                 KUBE_ETOOBIG);
+	assert_int_equal(srv.nreq, KUBE_MAX_PAGES);
+	assert_null(items);
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_body_cap(void **state)
+{
+	struct kube_client *c;
+	cJSON *pod = NULL, *items = NULL;
+	long code = 0;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_big);
+	c = client(NULL, NULL, 2000);
+	kube_client_set_body_max(c, 1024);
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), KUBE_ETOOBIG);
+	assert_null(pod);
+	assert_non_null(strstr(err, "1024"));
+	/* Without Content-Length the write callback stops the transfer at the cap. */
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), KUBE_ETOOBIG);
+	assert_null(pod);
+	/* Within the cap it parses. */
+	kube_client_set_body_max(c, 8192);
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), 0);
+	cJSON_Delete(pod);
+	kube_client_free(c);
+	server_stop();
+
+	/* Pages share the cap: pages of ~45 bytes add up past a 500-byte cap. */
+	server_start(h_endless);
+	c = client(NULL, NULL, 2000);
+	kube_client_set_body_max(c, 500);
+	assert_int_equal(kube_list_pods_on_node(c, "n", &items, NULL, err, sizeof(err)),
+	                 KUBE_ETOOBIG);
+	assert_true(srv.nreq < 20);
+	kube_client_free(c);
+	server_stop();
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void test_timeout_server_never_answers(void **state)
+{
+	struct kube_client *c;
+	cJSON *pod = NULL, *items = NULL;
+	long code = -1;
+	char err[256] = "";
+	double t0;
+
+	(void)state;
+	server_start(h_hang);
+	c = client(NULL, NULL, 300);
+	t0 = now();
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)), KUBE_ETIMEOUT);
+	assert_true(now() - t0 < 3.0);
+	assert_int_equal(code, 0);
+	assert_int_equal(obs.code, 0);
+	assert_non_null(strstr(err, "300 ms"));
+	t0 = now();
+	assert_int_equal(kube_list_pods_on_node(c, "n", &items, &code, err, sizeof(err)),
+	                 KUBE_ETIMEOUT);
+	assert_true(now() - t0 < 3.0);
+	kube_client_free(c);
+	server_stop();
+}
+
+static void test_transport_error(void **state)
+{
+	struct kube_client *c;
+	cJSON *pod = NULL;
+	long code = -1;
+	char err[256] = "";
+	int port;
+
+	(void)state;
+	/* Find a free port, then stop listening on it. */
+	server_start(h_pod);
+	port = srv.port;
+	server_stop();
+	srv.port = port;
+	c = client(NULL, NULL, 2000);
+	assert_int_equal(kube_get_pod(c, "ns", "p", &pod, &code, err, sizeof(err)),
+	                 KUBE_ETRANSPORT);
+	assert_int_equal(code, 0);
+	assert_true(strlen(err) > 0);
+	assert_int_equal(obs.code, 0);
+	kube_client_free(c);
+}
+
+static void test_invalid_arguments(void **state)
+{
+	struct kube_client *c;
+	cJSON *obj = NULL;
+	char err[256] = "", longname[300];
+
+	(void)state;
+	server_start(h_pod);
+	c = client(NULL, NULL, 2000);
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(kube_get_pod(c, "", "p", &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
+	assert_int_equal(kube_get_pod(c, "ns", NULL, &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
+	assert_int_equal(kube_get_node(c, longname, &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
+	assert_int_equal(kube_list_pods_on_node(c, "", &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
+	assert_int_equal(srv.nreq, 0);
+	assert_string_equal(kube_strerror(KUBE_EINVAL), "invalid argument");
+	assert_string_equal(kube_strerror(KUBE_ETIMEOUT), "timeout");
+	kube_client_free(c);
+	kube_client_free(NULL);
+	server_stop();
+
+	struct kube_config cfg;
+	memset(&cfg, 0, sizeof(cfg));
+	assert_null(kube_client_new(&cfg, 1000, NULL, NULL, err, sizeof(err)));
+	cfg.server = "http://x";
+	assert_null(kube_client_new(&cfg, 0, NULL, NULL, err, sizeof(err)));
+}
+
+static void write_token(const char *path, const char *tok, time_t mtime)
+{
+	FILE *f = fopen(path, "w");
+	struct timespec ts[2] = {{mtime, 0}, {mtime, 0}};
+
+	assert_non_null(f);
+	fprintf(f, "%s\n", tok);
+	fclose(f);
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+static void test_token_file_reread(void **state)
+{
+	char path[] = "/tmp/gmg-token-XXXXXX";
+	struct kube_client *c;
+	cJSON *obj = NULL;
+	char err[256] = "";
+	int fd;
+
+	(void)state;
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	close(fd);
+	write_token(path, "tok-1", 1000000);
+	server_start(h_auth_echo);
+	c = client(NULL, path, 2000);
+	assert_int_equal(kube_get_node(c, "n", &obj, NULL, err, sizeof(err)), 0);
+	cJSON_Delete(obj);
+	assert_string_equal(srv.auth[0], "Bearer tok-1");
+	/* Rotated by the kubelet: new content, new mtime. */
+	write_token(path, "tok-2-longer", 1000100);
+	assert_int_equal(kube_get_node(c, "n", &obj, NULL, err, sizeof(err)), 0);
+	cJSON_Delete(obj);
+	assert_string_equal(srv.auth[1], "Bearer tok-2-longer");
+	/* Same size, same content length, only mtime changes: still re-read. */
+	write_token(path, "tok-3-longer", 1000200);
+	assert_int_equal(kube_get_node(c, "n", &obj, NULL, err, sizeof(err)), 0);
+	cJSON_Delete(obj);
+	assert_string_equal(srv.auth[2], "Bearer tok-3-longer");
+	/* Token file gone: fail, do not send a stale or empty token. */
+	unlink(path);
+	assert_int_equal(kube_get_node(c, "n", &obj, NULL, err, sizeof(err)), KUBE_ETRANSPORT);
+	assert_non_null(strstr(err, path));
+	assert_int_equal(srv.nreq, 3);
+	kube_client_free(c);
+	server_stop();
+}
+
+/* Threads: each gets its own handle; one stays alive across kube_client_free. */
+struct worker {
+	struct kube_client *c;
+	int rc;
+	pthread_mutex_t *mu;
+	pthread_cond_t *cv;
+	int *done_calls, *release;
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	char err[256];
+
+	for (int i = 0; i < 5 && w->rc == 0; i++) {
+		cJSON *pod = NULL;
+		w->rc = kube_get_pod(w->c, "ns", "p", &pod, NULL, err, sizeof(err));
+		cJSON_Delete(pod);
+	}
+	if (w->mu != NULL) {
+		pthread_mutex_lock(w->mu);
+		(*w->done_calls)++;
+		pthread_cond_broadcast(w->cv);
+		while (!*w->release)
+			pthread_cond_wait(w->cv, w->mu);
+		pthread_mutex_unlock(w->mu);
+	}
+	return NULL;
+}
+
+static void test_threads_own_handles(void **state)
+{
+	pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+	int done_calls = 0, release = 0;
+	struct worker w[4];
+	pthread_t t[4];
+	struct kube_client *c;
+
+	(void)state;
+	server_start(h_pod);
+	c = client("t", NULL, 2000);
+	/* Two threads run and exit (handles freed by the key destructor). */
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct worker){c, 0, NULL, NULL, NULL, NULL};
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(w[i].rc, 0);
+	}
+	/* Two more stay alive past kube_client_free (handles freed by the registry). */
+	for (int i = 2; i < 4; i++) {
+		w[i] = (struct worker){c, 0, &mu, &cv, &done_calls, &release};
+		assert_int_equal(pthread_create(&t[i], NULL, worker_main, &w[i]), 0);
+	}
+	pthread_mutex_lock(&mu);
+	while (done_calls < 2)
+		pthread_cond_wait(&cv, &mu);
+	pthread_mutex_unlock(&mu);
+	assert_int_equal(w[2].rc, 0);
+	assert_int_equal(w[3].rc, 0);
+	assert_int_equal(srv.nreq, 20);
+	assert_int_equal(srv.nconn, 4); /* one connection per thread, reused 5 times */
+	kube_client_free(c);
+	pthread_mutex_lock(&mu);
+	release = 1;
+	pthread_cond_broadcast(&cv);
+	pthread_mutex_unlock(&mu);
+	for (int i = 2; i < 4; i++)
+		pthread_join(t[i], NULL);
+	server_stop();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup(test_get_pod_escapes_and_observes, setup),
+	    cmocka_unit_test_setup(test_not_found, setup),
+	    cmocka_unit_test_setup(test_server_error_status_message, setup),
+	    cmocka_unit_test_setup(test_not_json, setup),
+	    cmocka_unit_test_setup(test_pagination_with_continue, setup),
+	    cmocka_unit_test_setup(test_gone_restarts_once, setup),
+	    cmocka_unit_test_setup(test_page_cap, setup),
+	    cmocka_unit_test_setup(test_body_cap, setup),
+	    cmocka_unit_test_setup(test_timeout_server_never_answers, setup),
+	    cmocka_unit_test_setup(test_transport_error, setup),
+	    cmocka_unit_test_setup(test_invalid_arguments, setup),
+	    cmocka_unit_test_setup(test_token_file_reread, setup),
+	    cmocka_unit_test_setup(test_threads_own_handles, setup),
+	};
+	int failed;
+
+	pthread_mutex_init(&obs.mu, NULL);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return failed;
+}
