@@ -6,6 +6,8 @@
  *   suffix   ::= "" | binarySI (Ki Mi Gi Ti Pi Ei) | decimalSI (n u m k M G T P E)
  *              | decimalExponent (e|E followed by a signed integer)
  * Case-sensitive: "m" is milli, "Mi" mebi; "K", "mi", "KB", "gb" are invalid. No spaces.
+ * The number needs at least one digit ("1.", ".5" are fine; "-", ".", "Gi" are refused). "e"
+ * alone is not a suffix; "E" alone is exa. Zero with any sign or suffix ("-0", "0Gi") is 0.
  * A bare number means bytes. Fractions are rounded UP to whole bytes, as Quantity.Value()
  * does ("0.5" -> 1, "1.5Ki" -> 1536, "100m" -> 1). Parsing is exact (integer arithmetic on
  * the digits, never a double), so "0.1Gi" is 107374183 bytes (107374182.4 rounded up).
@@ -31,7 +33,8 @@
 /*
  * Parse s[0..len) as a quantity of bytes into *bytes.
  * Returns 0, or a QUANTITY_E* code; then err (if not NULL) holds a one-line reason such as
- * `unknown suffix "GB" (use Ki Mi Gi Ti Pi Ei, or k M G T P E)`. *bytes is untouched on error.
+ * `unknown suffix "GB" (use Ki Mi Gi Ti Pi Ei, or k M G T P E; case matters)` (err may be
+ * NULL; a short err is truncated, always NUL-terminated). *bytes is untouched on error.
  */
 int quantity_parse(const char *s, size_t len, uint64_t *bytes, char *err, size_t errlen)
     __attribute__((warn_unused_result));
@@ -43,7 +46,9 @@ int quantity_parse_str(const char *s, uint64_t *bytes, char *err, size_t errlen)
 /*
  * Format bytes for people, in binary units with at most one decimal, as messages show them:
  * 0 -> "0", 512 -> "512B", 25769803776 -> "24Gi", 107589136384 -> "100.2Gi".
- * Exact multiples print without a decimal. Always NUL-terminates; returns the length written
+ * The tenth is rounded to nearest and dropped when it is 0, so exact multiples (and values
+ * within 0.05 of one) print without a decimal; 1048575 -> "1Mi", never "1024Ki". Display only:
+ * "512B" is not a quantity. Always NUL-terminates; returns the length written
  * (truncated to cap-1). QUANTITY_FMT_MAX is always enough.
  */
 #define QUANTITY_FMT_MAX 32
