@@ -1,0 +1,486 @@
+#!/usr/bin/env bash
+# Install proof: the install paths of issue 4 (Helm chart, plain manifests, certificates, image)
+# checked against a real kube-apiserver (test/e2e/cluster.sh up --no-webhook, in a state folder of
+# its own).
+#
+# Usage: install-proof.sh /abs/path/to/gpu-memory-guard
+#
+# 1. Static: the Dockerfile runs CI's dependency script and the Makefile's CMake lines, and its
+#    runtime stage installs a package for every library the binary links.
+# 2. Chart without a cluster: helm lint (every certificate mode), values.schema.json refuses bad
+#    values, cert-manager mode renders the cainjector annotation.
+# 3. Server-side dry runs: manifests/ (kubectl apply -f and -k), helm template.
+# 4. Helm path: helm install with clientConfig switched to a URL; the binary runs on the host
+#    with the chart's own args, the chart Secret's cert/key and a token of the chart's
+#    ServiceAccount; placements admitted and refused by pod CREATE and by the scheduler's
+#    binding; the API server refuses what the ClusterRole does not allow; helm upgrade keeps the
+#    caBundle; a rotated serving certificate is served without restart.
+# 5. Manifests path: the same with certificates from `gpu-memory-guard certs`.
+#
+# Prints PASS/FAIL per check, then "N passed, M failed"; exits 1 on any failure.
+# GMG_E2E_KEEP=1 keeps the cluster up afterwards.
+set -uo pipefail
+
+BINARY=${1:-}
+[ -n "$BINARY" ] && [ -x "$BINARY" ] || {
+	echo "usage: $0 /abs/path/to/gpu-memory-guard" >&2
+	exit 2
+}
+export GMG_E2E_STATE=${GMG_E2E_STATE:-$(mktemp -d "${TMPDIR:-/tmp}/gmg-install-proof.XXXXXX")}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+CHART="$REPO_ROOT/helm/gpu-memory-guard"
+MANIFESTS="$REPO_ROOT/manifests"
+NS=gpu-memory-guard # the chart's release namespace and the manifests' namespace
+RELEASE=gpu-memory-guard
+SA=gpu-memory-guard
+SECRET=gpu-memory-guard-tls
+TEST_NS=gmg-install-proof
+KUBE_VERSION=v1.33.13 # the local control plane's version (see build-tools.sh)
+DENIED_POD='admission webhook "pods.gpu-memory-guard.io" denied the request'
+WORK="$STATE/install-proof"
+PASSED=0
+FAILED=0
+HOST_PID=""
+
+pass() { PASSED=$((PASSED + 1)); printf 'PASS %s\n' "$1"; }
+fail() {
+	FAILED=$((FAILED + 1))
+	printf 'FAIL %s\n' "$1"
+	[ -z "${2:-}" ] || printf '     %s\n' "$2" | head -n 8
+}
+# check NAME COMMAND...: PASS when COMMAND succeeds; its output is shown on failure.
+check() {
+	local name=$1 out
+	shift
+	if out=$("$@" 2>&1); then pass "$name"; else fail "$name" "$out"; fi
+}
+
+teardown() {
+	local rc=$?
+	stop_host_webhook
+	if [ "${GMG_E2E_KEEP:-0}" = 1 ]; then
+		log "cluster kept up: GMG_E2E_STATE=$STATE $E2E_DIR/cluster.sh env"
+	else
+		bash "$E2E_DIR/cluster.sh" down >/dev/null 2>&1 || true
+		case $STATE in */gmg-install-proof.*) rm -rf "$STATE" ;; esac
+	fi
+	exit $rc
+}
+
+# --- 1. static checks (no container engine here) --------------------------------------------
+
+# The Makefile's `build` recipe lines, with $(BUILD) as the Dockerfile's "build" folder.
+makefile_cmake_lines() {
+	sed -n '/^build: /,/^$/p' "$REPO_ROOT/Makefile" | grep -E '^\s+cmake ' |
+		sed -e 's/^\s*//' -e 's/\$(BUILD)/build/g' -e 's/ -j \$(JOBS)//' -e 's/\s*$//'
+}
+
+dockerfile_cmake_lines() {
+	# RUN cmake ... \ && cmake ... : one line per cmake call, -j/--target/version call dropped.
+	sed -n '/^FROM .* AS builder/,/^FROM /p' "$REPO_ROOT/Dockerfile" |
+		sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep -E '^RUN cmake ' |
+		sed -e 's/^RUN //' -e 's/ && /\n/g' | sed -e 's/^\s*//' | grep -E '^cmake ' |
+		sed -e 's/ -j "\$(nproc)"//' -e 's/ --target [^ ]*//' -e 's/\s*$//'
+}
+
+check_dockerfile_build() {
+	local mk df
+	mk=$(makefile_cmake_lines)
+	df=$(dockerfile_cmake_lines)
+	[ -n "$mk" ] || { echo "no cmake lines found in the Makefile's build target"; return 1; }
+	[ "$mk" = "$df" ] || { printf 'Makefile:\n%s\nDockerfile:\n%s\n' "$mk" "$df"; return 1; }
+	grep -qE '^RUN bash \.ci/install-deps\.sh$' "$REPO_ROOT/Dockerfile" ||
+		{ echo "the builder does not run .ci/install-deps.sh"; return 1; }
+}
+
+# Every DT_NEEDED library of the binary must come from a package the runtime stage installs
+# (or from libc6, which debian:12-slim has).
+check_dockerfile_runtime_libs() {
+	local runtime lib path pkg missing=""
+	runtime=$(sed -n '/^FROM debian:\${DEBIAN_SLIM_TAG}/,$p' "$REPO_ROOT/Dockerfile" |
+		sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep 'apt-get install' | tr ' ' '\n' |
+		grep -E '^[a-z0-9][a-z0-9.+-]+$')
+	for lib in $(objdump -p "$BINARY" | awk '/NEEDED/ {print $2}'); do
+		path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+		[ -n "$path" ] || { missing="$missing $lib(unresolved)"; continue; }
+		pkg=$(dpkg -S "$(readlink -f "$path")" 2>/dev/null | head -n1 | cut -d: -f1)
+		[ -n "$pkg" ] || pkg=$(dpkg -S "$path" 2>/dev/null | head -n1 | cut -d: -f1)
+		case " libc6 $(echo $runtime) " in *" $pkg "*) ;; *) missing="$missing $lib($pkg)" ;; esac
+	done
+	grep -qE '^USER [0-9]+(:[0-9]+)?$' "$REPO_ROOT/Dockerfile" || missing="$missing USER-not-numeric"
+	grep -q '^ENTRYPOINT \["/usr/local/bin/gpu-memory-guard"\]' "$REPO_ROOT/Dockerfile" ||
+		missing="$missing ENTRYPOINT"
+	[ -z "$missing" ] || { echo "not covered by the runtime stage:$missing"; return 1; }
+}
+
+# --- 2. chart without a cluster ---------------------------------------------------------------
+
+helm_() { "$TOOLS_BIN/helm" "$@"; }
+
+helm_template() { helm_ template "$RELEASE" "$CHART" --namespace "$NS" --kube-version "$KUBE_VERSION" "$@"; }
+
+check_lint() {
+	helm_ lint --strict "$CHART" --kube-version "$KUBE_VERSION" "$@"
+}
+
+# schema_rejects WHAT ARGS...: helm template must fail with a schema error.
+schema_rejects() {
+	local out
+	if out=$(helm_template "$@" 2>&1); then
+		echo "accepted: $*"
+		return 1
+	fi
+	echo "$out" | grep -qiE 'schema|values don.t meet' || { echo "$out"; return 1; }
+}
+
+check_cert_manager_render() {
+	local out
+	out=$(helm_template --set certificate.mode=certManager) || return 1
+	echo "$out" | grep -q "cert-manager.io/inject-ca-from: $NS/$RELEASE" || { echo "no inject-ca-from"; return 1; }
+	echo "$out" | grep -q '^kind: Certificate' || { echo "no Certificate"; return 1; }
+	! echo "$out" | grep -q 'caBundle:' || { echo "caBundle rendered in certManager mode"; return 1; }
+	"$TOOLS_BIN/kubectl" kustomize "$REPO_ROOT/certs/cert-manager" | grep -q "cert-manager.io/inject-ca-from: $NS/gpu-memory-guard" ||
+		{ echo "certs/cert-manager overlay lacks the annotation"; return 1; }
+}
+
+# --- helpers for the cluster checks ----------------------------------------------------------
+
+apiserver_url() { echo "https://127.0.0.1:$APISERVER_PORT"; }
+
+# A kubeconfig that authenticates as the ServiceAccount with a token from the TokenRequest API.
+sa_kubeconfig() { # FILE
+	local token
+	token=$(kc create token "$SA" -n "$NS" --duration=2h) || return 1
+	echo "$token" >"$WORK/token"
+	cat >"$1" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: proof
+  cluster:
+    server: $(apiserver_url)
+    certificate-authority: $STATE/pki/ca.crt
+users:
+- name: $SA
+  user:
+    token: $token
+contexts:
+- name: proof
+  context: {cluster: proof, user: $SA}
+current-context: proof
+EOF
+	chmod 600 "$1"
+}
+
+# A folder laid out as the kubelet lays out a Secret volume: FILE -> ..data/FILE, ..data -> a
+# timestamped folder; an update swaps ..data atomically. volume_update DIR CRT KEY [CA].
+volume_update() {
+	local dir=$1 ts
+	ts="..$(date +%s%N)"
+	mkdir -p "$dir/$ts"
+	cp "$2" "$dir/$ts/tls.crt"
+	cp "$3" "$dir/$ts/tls.key"
+	[ -z "${4:-}" ] || cp "$4" "$dir/$ts/ca.crt"
+	chmod 600 "$dir/$ts/tls.key"
+	ln -sfn "$ts" "$dir/..data_tmp"
+	mv -T "$dir/..data_tmp" "$dir/..data"
+	ln -sfn ..data/tls.crt "$dir/tls.crt"
+	ln -sfn ..data/tls.key "$dir/tls.key"
+}
+
+# The chart's (or manifests') container args, with the addresses, files and kubeconfig of the
+# host run substituted: proves the binary accepts exactly the flags the install paths pass.
+host_args() { # DEPLOYMENT_JSON_FILE
+	jq -r '.spec.template.spec.containers[0].args[]' "$1" |
+		grep -vE '^--(listen|health-listen|tls-cert-file|tls-key-file|kubeconfig)(=|$)'
+}
+
+start_host_webhook() { # TLS_DIR KUBECONFIG DEPLOYMENT_JSON
+	local args
+	mapfile -t args < <(host_args "$3")
+	[ "${args[0]:-}" = serve ] || { echo "the Deployment's args do not start with serve: ${args[*]}"; return 1; }
+	"$BINARY" "${args[@]}" --listen "127.0.0.1:$WEBHOOK_PORT" \
+		--health-listen "127.0.0.1:$WEBHOOK_HEALTH_PORT" \
+		--tls-cert-file "$1/tls.crt" --tls-key-file "$1/tls.key" --kubeconfig "$2" \
+		>>"$STATE/logs/host-webhook.log" 2>&1 </dev/null &
+	HOST_PID=$!
+	wait_for 30 "the host webhook's /readyz" curl -sf --max-time 2 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/readyz" ||
+		{ tail -n 5 "$STATE/logs/host-webhook.log"; return 1; }
+}
+
+stop_host_webhook() {
+	[ -n "$HOST_PID" ] || return 0
+	kill -TERM "$HOST_PID" 2>/dev/null || true
+	local i
+	for i in $(seq 1 40); do kill -0 "$HOST_PID" 2>/dev/null || break; sleep 0.25; done
+	kill -KILL "$HOST_PID" 2>/dev/null || true
+	wait "$HOST_PID" 2>/dev/null || true
+	HOST_PID=""
+}
+
+# gpu_pod NAME MEMORY [NODE_NAME] [HOSTNAME_SELECTOR]: a GPU pod as users write them.
+gpu_pod() {
+	jq -n --arg name "$1" --arg ns "$TEST_NS" --arg mem "$2" --arg node "${3:-}" --arg host "${4:-}" '
+	{apiVersion: "v1", kind: "Pod", metadata: {name: $name, namespace: $ns},
+	 spec: ({containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
+	          env: [{name: "GPU_MEMORY_LIMIT", value: $mem}],
+	          resources: {limits: {"nvidia.com/gpu": "1"}}}],
+	        tolerations: [{key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule"}]}
+	       + (if $node != "" then {nodeName: $node} else {} end)
+	       + (if $host != "" then {nodeSelector: {"kubernetes.io/hostname": $host}} else {} end))}'
+}
+
+# Placement over budget must be refused: the webhook configuration is in effect.
+in_effect() { gpu_pod gmg-probe 1000Gi gpu-l4-0 | kc create --dry-run=server -f - 2>&1 | grep -q "$DENIED_POD"; }
+
+served_fingerprint() {
+	openssl s_client -connect "127.0.0.1:$WEBHOOK_PORT" -servername localhost </dev/null 2>/dev/null |
+		openssl x509 -noout -fingerprint -sha256 2>/dev/null
+}
+
+create_pod() { gpu_pod "$@" | kc create -f -; }
+pod_bound() { [ -n "$(kc -n "$TEST_NS" get pod "$1" -o jsonpath='{.spec.nodeName}')" ]; }
+binding_denied() {
+	kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$1,reason=FailedScheduling" \
+		-o jsonpath='{..message}' | grep -q 'admission webhook "bindings.gpu-memory-guard.io" denied the request'
+}
+no_pods() { [ -z "$(kc -n "$1" get pods -o name)" ]; }
+serves() { [ "$(served_fingerprint)" = "$1" ]; }
+deploy_args_have() { kc -n "$NS" get deploy "$RELEASE" -o jsonpath='{.spec.template.spec.containers[0].args}' | grep -q -- "$1"; }
+helm_ca_bundle_ok() {
+	openssl verify -CAfile "$WORK/helm-ca.crt" "$WORK/helm.crt" &&
+		openssl x509 -in "$WORK/helm.crt" -noout -checkhost "$RELEASE.$NS.svc" | grep -q 'does match' &&
+		openssl x509 -in "$WORK/helm.crt" -noout -checkip 127.0.0.1 | grep -q 'does match'
+}
+template_apply() { helm_template "$@" | kc apply --dry-run=server -f -; }
+bundle_is_ca() { [ "$BUNDLE" = "$(base64 -w0 "$CERTS/ca.crt")" ]; }
+key_mode_600() { [ "$(stat -c %a "$CERTS/tls.key")" = 600 ]; }
+
+# The placement checks every install path must pass. $1 = label.
+placement_checks() {
+	local label=$1 out
+	kc create namespace "$TEST_NS" >/dev/null 2>&1 || true
+	# pod CREATE with nodeName: 20Gi fits on an 80 GB H100 (90% = 71.7Gi), then 60Gi more does not.
+	check "$label: pod with nodeName within budget admitted" create_pod fits-0 20Gi gpu-h100-a
+	out=$(gpu_pod over-0 60Gi gpu-h100-a | kc create -f - 2>&1)
+	if echo "$out" | grep -q "$DENIED_POD" && echo "$out" | grep -q 'gpu-h100-a'; then
+		pass "$label: pod with nodeName over budget refused with the message"
+		printf '     %s\n' "$(echo "$out" | cut -c1-240)"
+	else
+		fail "$label: pod with nodeName over budget refused with the message" "$out"
+	fi
+	# The scheduler's binding: 40Gi binds to gpu-h100-b, then 60Gi more is refused at binding.
+	create_pod bind-fits 40Gi "" gpu-h100-b >/dev/null
+	if wait_for 30 "bind-fits bound" pod_bound bind-fits; then
+		pass "$label: binding within budget admitted (scheduled to gpu-h100-b)"
+	else
+		fail "$label: binding within budget admitted" "$(kc -n "$TEST_NS" get events --field-selector involvedObject.name=bind-fits -o jsonpath='{..message}')"
+	fi
+	create_pod bind-over 60Gi "" gpu-h100-b >/dev/null
+	if wait_for 45 "a FailedScheduling event with the denial" binding_denied bind-over; then
+		out=$(kc -n "$TEST_NS" get pod bind-over -o jsonpath='{.spec.nodeName}')
+		if [ -z "$out" ]; then
+			pass "$label: binding over budget refused (FailedScheduling names the webhook)"
+		else
+			fail "$label: binding over budget refused" "pod was bound to $out"
+		fi
+	else
+		fail "$label: binding over budget refused" "$(kc -n "$TEST_NS" get events --field-selector involvedObject.name=bind-over -o jsonpath='{..message}')"
+	fi
+}
+
+cleanup_test_pods() {
+	kc -n "$TEST_NS" delete pods --all --grace-period=0 --force --wait=false >/dev/null 2>&1 || true
+	wait_for 30 "test pods gone" no_pods "$TEST_NS" || true
+}
+
+# The API server must refuse what the ClusterRole does not grant, and grant what it does.
+rbac_checks() { # LABEL
+	local label=$1 code
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$STATE/pki/ca.crt" \
+		-H "Authorization: Bearer $(cat "$WORK/token")" "$(apiserver_url)/api/v1/secrets")
+	if [ "$code" = 403 ]; then pass "$label: list secrets with the ServiceAccount token refused (403)"; else fail "$label: list secrets refused" "HTTP $code"; fi
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$STATE/pki/ca.crt" \
+		-H "Authorization: Bearer $(cat "$WORK/token")" -X DELETE "$(apiserver_url)/api/v1/namespaces/$TEST_NS/pods/fits-0")
+	if [ "$code" = 403 ]; then pass "$label: delete pod with the ServiceAccount token refused (403)"; else fail "$label: delete pod refused" "HTTP $code"; fi
+	code=$(kc auth can-i watch nodes --as "system:serviceaccount:$NS:$SA" 2>&1)
+	if [ "$code" = yes ]; then pass "$label: ServiceAccount may watch nodes"; else fail "$label: ServiceAccount may watch nodes" "$code"; fi
+}
+
+# Rotation: new serving pair into the volume folder; the running webhook must serve it, and
+# the API server (same CA) must still reach it.
+rotation_check() { # LABEL TLS_DIR NEW_CRT NEW_KEY
+	local label=$1 before after want
+	before=$(served_fingerprint)
+	want=$(openssl x509 -in "$3" -noout -fingerprint -sha256)
+	volume_update "$2" "$3" "$4"
+	if wait_for 45 "the rotated certificate served" serves "$want"; then
+		after=$(served_fingerprint)
+		if [ "$before" != "$after" ] && kill -0 "$HOST_PID" 2>/dev/null; then
+			pass "$label: rotated serving certificate served without restart (pid $HOST_PID)"
+		else
+			fail "$label: rotated serving certificate served without restart" "before=$before after=$after"
+		fi
+	else
+		fail "$label: rotated serving certificate served without restart" "served: $(served_fingerprint), want $want"
+	fi
+	check "$label: API server still reaches the webhook after rotation" wait_for 20 "denial after rotation" in_effect
+}
+
+# The placements above needed pods get/list and nodes get; none may have been refused.
+no_403_logged() {
+	if grep -qiE '"(status|code)": ?403|forbidden' "$STATE/logs/host-webhook.log"; then
+		fail "$1: the webhook's API calls were never refused (log has no 403)" \
+			"$(grep -m3 -iE '403|forbidden' "$STATE/logs/host-webhook.log")"
+	else
+		pass "$1: the webhook's API calls were never refused (log has no 403)"
+	fi
+}
+
+# --- main ----------------------------------------------------------------------------------
+
+mkdir -p "$STATE"
+log "install-proof: building or reusing the control-plane tools"
+TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1) || die "building the tools failed"
+export GMG_TOOLS_BIN=$TOOLS_BIN
+[ -x "$TOOLS_BIN/helm" ] || die "helm missing in $TOOLS_BIN"
+kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
+
+echo "== static: Dockerfile"
+check "Dockerfile builder runs CI's install-deps.sh and the Makefile's cmake lines" check_dockerfile_build
+check "Dockerfile runtime stage provides every library the binary links; numeric USER; ENTRYPOINT" check_dockerfile_runtime_libs
+
+echo "== chart without a cluster"
+check "helm lint --strict (selfSigned)" check_lint
+check "helm lint --strict (certManager)" check_lint --set certificate.mode=certManager
+check "helm lint --strict (existingSecret)" check_lint --set certificate.mode=existingSecret --set certificate.existingSecret.name=my-tls
+check "schema rejects threshold 1.5" schema_rejects --set threshold=1.5
+check "schema rejects threshold 0" schema_rejects --set threshold=0
+check "schema rejects mode audit" schema_rejects --set mode=audit
+check "schema rejects failurePolicy Maybe" schema_rejects --set webhook.bindings.failurePolicy=Maybe
+check "schema rejects existingSecret without a name" schema_rejects --set certificate.mode=existingSecret
+check "schema accepts threshold 1" helm_template --set threshold=1
+check "certManager mode renders Certificate and cainjector annotation (chart and certs/cert-manager)" check_cert_manager_render
+
+trap teardown EXIT
+trap 'exit 130' INT TERM
+log "install-proof: cluster up (no webhook) in $STATE"
+bash "$E2E_DIR/cluster.sh" up --no-webhook >"$STATE/cluster-up.log" 2>&1 ||
+	{ tail -n 20 "$STATE/cluster-up.log" >&2; die "cluster up failed (logs: $STATE/logs)"; }
+load_cluster_env
+kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
+mkdir -p "$WORK"
+kc create namespace "$TEST_NS" >/dev/null
+
+echo "== server-side dry runs"
+# cluster.sh created the namespace already; dry runs cannot create a namespace for later objects.
+check "kubectl apply --dry-run=server -f manifests/" kc apply --dry-run=server -f "$MANIFESTS"
+check "kubectl apply --dry-run=server -k manifests/" kc apply --dry-run=server -k "$MANIFESTS"
+check "helm template | kubectl apply --dry-run=server -f -" template_apply
+check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
+	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
+	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
+
+echo "== Helm path"
+URL="https://127.0.0.1:$WEBHOOK_PORT/validate"
+HELM_SET=(--set "webhook.url=$URL" --set 'certificate.selfSigned.extraIPs={127.0.0.1}')
+check "helm install (clientConfig.url=$URL)" helm_ install "$RELEASE" "$CHART" -n "$NS" "${HELM_SET[@]}"
+kc -n "$NS" get deploy "$RELEASE" -o json >"$WORK/helm-deploy.json"
+# The Secret as the kubelet would mount it.
+kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$WORK/helm.crt"
+kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.key}' | base64 -d >"$WORK/helm.key"
+kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.ca\.crt}' | base64 -d >"$WORK/helm-ca.crt"
+volume_update "$WORK/helm-tls" "$WORK/helm.crt" "$WORK/helm.key" "$WORK/helm-ca.crt"
+check "chart Secret: serving cert verifies against its ca.crt, names the Service and 127.0.0.1" helm_ca_bundle_ok
+check "ServiceAccount token kubeconfig (kubectl create token)" sa_kubeconfig "$WORK/helm-sa.kubeconfig"
+check "binary runs on the host with the chart's args, Secret and ServiceAccount" \
+	start_host_webhook "$WORK/helm-tls" "$WORK/helm-sa.kubeconfig" "$WORK/helm-deploy.json"
+check "chart's webhook configuration in effect (URL switch)" wait_for 60 "webhook in effect" in_effect
+placement_checks "helm"
+rbac_checks "helm"
+no_403_logged "helm"
+
+bundles() { kc get validatingwebhookconfiguration "$RELEASE" -o jsonpath='{range .webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}'; }
+CA_BEFORE=$(bundles)
+CRT_BEFORE=$(kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}')
+check "helm upgrade (--reuse-values, logLevel=debug)" helm_ upgrade "$RELEASE" "$CHART" -n "$NS" --reuse-values --set logLevel=debug
+if [ -n "$CA_BEFORE" ] && [ "$(bundles)" = "$CA_BEFORE" ] &&
+	[ "$(kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}')" = "$CRT_BEFORE" ]; then
+	pass "helm upgrade keeps the caBundle and the serving certificate"
+else
+	fail "helm upgrade keeps the caBundle and the serving certificate" "caBundle or tls.crt changed"
+fi
+check "helm upgrade applied the new value (Deployment args carry --log-level=debug)" deploy_args_have --log-level=debug
+# An upgrade inside the renewal window re-issues the serving pair under the SAME CA.
+check "helm upgrade within renewBeforeDays" helm_ upgrade "$RELEASE" "$CHART" -n "$NS" --reuse-values \
+	--set certificate.selfSigned.renewBeforeDays=400
+kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$WORK/helm-renewed.crt"
+kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.key}' | base64 -d >"$WORK/helm-renewed.key"
+if [ "$(bundles)" = "$CA_BEFORE" ] && ! cmp -s "$WORK/helm.crt" "$WORK/helm-renewed.crt" &&
+	openssl verify -CAfile "$WORK/helm-ca.crt" "$WORK/helm-renewed.crt" >/dev/null 2>&1; then
+	pass "helm upgrade in the renewal window re-issues the serving cert under the same CA"
+else
+	fail "helm upgrade in the renewal window re-issues the serving cert under the same CA"
+fi
+# The kubelet would now swap the Secret volume: do the same with the files the webhook reads.
+rotation_check "helm" "$WORK/helm-tls" "$WORK/helm-renewed.crt" "$WORK/helm-renewed.key"
+stop_host_webhook
+cleanup_test_pods
+check "helm uninstall" helm_ uninstall "$RELEASE" -n "$NS" --wait
+# Deployment pods of the release (kwok) must be gone before the manifests create theirs.
+wait_for 60 "release pods gone" no_pods "$NS" || true
+
+echo "== manifests path (certificates from gpu-memory-guard certs)"
+CERTS="$WORK/certs"
+if BUNDLE=$("$BINARY" certs --out-dir "$CERTS" --ip 127.0.0.1 --days 30 2>"$WORK/certs.err") && [ -n "$BUNDLE" ]; then
+	pass "gpu-memory-guard certs wrote a CA and serving pair, printed the caBundle"
+else
+	fail "gpu-memory-guard certs" "$(cat "$WORK/certs.err")"
+fi
+check "gpu-memory-guard certs: caBundle is base64 of ca.crt" bundle_is_ca
+check "gpu-memory-guard certs: tls.key is 0600" key_mode_600
+out=$("$BINARY" certs --out-dir "$CERTS" 2>&1) && rc=0 || rc=$?
+if [ "$rc" -ne 0 ] && echo "$out" | grep -q exists; then pass "gpu-memory-guard certs refuses to overwrite (exit $rc)"; else fail "gpu-memory-guard certs refuses to overwrite" "$out"; fi
+out=$("$BINARY" certs --bogus 2>&1) && rc=0 || rc=$?
+if [ "$rc" = 2 ] && [ "$(echo "$out" | wc -l)" = 1 ]; then pass "gpu-memory-guard certs: bad flag is one line, exit 2"; else fail "gpu-memory-guard certs: bad flag is one line, exit 2" "rc=$rc $out"; fi
+check "Secret from the generated files" kc -n "$NS" create secret generic "$SECRET" \
+	--from-file=tls.crt="$CERTS/tls.crt" --from-file=tls.key="$CERTS/tls.key" --from-file=ca.crt="$CERTS/ca.crt"
+# The operator's overlay: caBundle from `certs`; clientConfig switched to the host URL.
+mkdir -p "$WORK/overlay"
+cat >"$WORK/overlay/kustomization.yaml" <<EOF
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- $(realpath --relative-to="$WORK/overlay" "$MANIFESTS")
+patches:
+- target: {kind: ValidatingWebhookConfiguration, name: gpu-memory-guard}
+  patch: |-
+    - {op: replace, path: /webhooks/0/clientConfig, value: {url: "$URL", caBundle: "$BUNDLE"}}
+    - {op: replace, path: /webhooks/1/clientConfig, value: {url: "$URL", caBundle: "$BUNDLE"}}
+EOF
+check "kubectl apply -k overlay of manifests/ (caBundle + URL patch)" kc apply -k "$WORK/overlay"
+kc -n "$NS" get deploy gpu-memory-guard -o json >"$WORK/manifests-deploy.json"
+volume_update "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key" "$CERTS/ca.crt"
+check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfig "$WORK/manifests-sa.kubeconfig"
+check "binary runs on the host with the manifests' args, certs and ServiceAccount" \
+	start_host_webhook "$WORK/manifests-tls" "$WORK/manifests-sa.kubeconfig" "$WORK/manifests-deploy.json"
+check "manifests' webhook configuration in effect" wait_for 60 "webhook in effect" in_effect
+placement_checks "manifests"
+rbac_checks "manifests"
+no_403_logged "manifests"
+cp "$CERTS/ca.crt" "$WORK/ca-before.crt"
+if "$BINARY" certs --out-dir "$CERTS" --renew --ip 127.0.0.1 --days 30 >"$WORK/bundle-renewed" 2>"$WORK/certs.err" &&
+	[ "$(cat "$WORK/bundle-renewed")" = "$BUNDLE" ] && cmp -s "$CERTS/ca.crt" "$WORK/ca-before.crt"; then
+	pass "gpu-memory-guard certs --renew: new serving pair, same CA and caBundle"
+else
+	fail "gpu-memory-guard certs --renew" "$(cat "$WORK/certs.err")"
+fi
+rotation_check "manifests" "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key"
+stop_host_webhook
+cleanup_test_pods
+
+echo
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
