@@ -283,7 +283,7 @@ int http_do(CURL_HANDLE *handle, const struct http_req *req, struct http_resp *r
 	else
 		snprintf(ct, sizeof ct, "Content-Type:"); /* no value: curl drops its default */
 	hdrs = curl_slist_append(hdrs, ct);
-	hdrs = curl_slist_append(hdrs, "Expect:");
+	hdrs = curl_slist_append(hdrs, req->expect_continue ? "Expect: 100-continue" : "Expect:");
 	if (req->bearer) {
 		char auth[512];
 		snprintf(auth, sizeof auth, "Authorization: Bearer %s", req->bearer);
@@ -310,6 +310,11 @@ int http_do(CURL_HANDLE *handle, const struct http_req *req, struct http_resp *r
 	resp->curl_rc = (int)rc;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &resp->code);
 	curl_easy_getinfo(c, CURLINFO_TOTAL_TIME, &resp->seconds);
+	{
+		curl_off_t up_bytes = 0;
+		curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &up_bytes);
+		resp->uploaded = (double)up_bytes;
+	}
 	if (rc != CURLE_OK)
 		snprintf(resp->error, sizeof resp->error, "%s", curl_easy_strerror(rc));
 	resp->body = s.buf ? s.buf : strdup("");
@@ -355,6 +360,51 @@ int world_review(const struct world *w, const char *body, struct http_resp *resp
 	return 0;
 }
 
+/* Set GPU_MEMORY_LIMIT of every container of pod that declares it. */
+static void set_limit(cJSON *pod, const char *limit)
+{
+	cJSON *c, *e;
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+	cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(spec, "containers"))
+	{
+		cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(c, "env"))
+		{
+			const cJSON *n = cJSON_GetObjectItemCaseSensitive(e, "name");
+			if (cJSON_IsString(n) && !strcmp(n->valuestring, "GPU_MEMORY_LIMIT"))
+				replace_str(e, "value", limit);
+		}
+	}
+}
+
+char *harness_pod_review(const char *uid, const char *name, const char *limit, const char *node,
+                         int dry_run)
+{
+	char *text = harness_read_file("review-pod-create-nodename.json", NULL), *out = NULL;
+	cJSON *doc = text ? cJSON_Parse(text) : NULL;
+	cJSON *req = cJSON_GetObjectItemCaseSensitive(doc, "request");
+	cJSON *obj = cJSON_GetObjectItemCaseSensitive(req, "object");
+	free(text);
+	if (!obj) {
+		cJSON_Delete(doc);
+		return NULL;
+	}
+	replace_str(req, "uid", uid);
+	replace_str(req, "name", name);
+	replace_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name", name);
+	replace_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "nodeName", node);
+	set_limit(obj, limit);
+	cJSON_DeleteItemFromObjectCaseSensitive(req, "dryRun");
+	cJSON_AddBoolToObject(req, "dryRun", dry_run);
+	out = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	return out;
+}
+
+char *harness_binding_review(const char *uid, const char *name, const char *node)
+{
+	return harness_review_from_fixture("review-binding-create.json", uid, name, node);
+}
+
 /* ---- world ---- */
 
 static int write_text(const char *path, const char *text)
@@ -386,6 +436,50 @@ static int add_binding_pod(struct world *w)
 	cJSON_free(pod);
 	cJSON_Delete(doc);
 	free(text);
+	return rc;
+}
+
+int world_add_node(struct world *w, const char *name, long mem_mib, int count)
+{
+	char json[1024];
+	snprintf(json, sizeof json,
+	         "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+	         "\"labels\":{\"kubernetes.io/hostname\":\"%s\",\"nvidia.com/gpu.present\":"
+	         "\"true\",\"nvidia.com/gpu.count\":\"%d\",\"nvidia.com/gpu.memory\":\"%ld\","
+	         "\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\"}},\"spec\":{},"
+	         "\"status\":{\"capacity\":{\"nvidia.com/gpu\":\"%d\"},\"allocatable\":"
+	         "{\"nvidia.com/gpu\":\"%d\"}}}",
+	         name, name, count, mem_mib, count, count);
+	return apiserver_double_put_node(w->api, json);
+}
+
+int world_add_pod(struct world *w, const char *ns, const char *name, const char *limit,
+                  const char *node)
+{
+	char *text = harness_read_file(UNSCHED_FILE, NULL), *pod = NULL;
+	cJSON *doc = text ? cJSON_Parse(text) : NULL;
+	cJSON *obj = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(doc, "request"), "object");
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	int rc = -1;
+	free(text);
+	if (md) {
+		replace_str(md, "name", name);
+		cJSON_DeleteItemFromObjectCaseSensitive(md, "generateName");
+		set_limit(obj, limit);
+		if (node)
+			replace_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "nodeName",
+			            node);
+		cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
+		cJSON_AddItemToObject(
+		    obj, "status",
+		    cJSON_Parse(node ? "{\"phase\":\"Running\"}" : "{\"phase\":\"Pending\"}"));
+		pod = cJSON_PrintUnformatted(obj);
+	}
+	if (pod)
+		rc = apiserver_double_put_pod(w->api, ns, pod);
+	cJSON_free(pod);
+	cJSON_Delete(doc);
 	return rc;
 }
 

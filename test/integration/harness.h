@@ -67,6 +67,23 @@ void world_dump_log(const struct world *w);
 /* Kill the binary if running, free the double and the certs, remove the scratch dir. */
 void world_free(struct world *w);
 
+/* Add a GPU node to the double: GFD labels nvidia.com/gpu.memory=mem_mib (MiB per GPU) and
+ * nvidia.com/gpu.count=count, allocatable nvidia.com/gpu=count. 0 / -1. */
+int world_add_node(struct world *w, const char *name, long mem_mib, int count);
+
+/* Add a GPU pod to the double: the fixture's unscheduled pod renamed ns/name, declaring
+ * GPU_MEMORY_LIMIT=limit (a quantity string), on node (NULL: unscheduled). 0 / -1. */
+int world_add_pod(struct world *w, const char *ns, const char *name, const char *limit,
+                  const char *node);
+
+/* A pod CREATE review (the nodename fixture) for ns "inference", pod name, GPU_MEMORY_LIMIT
+ * limit, spec.nodeName node, request.uid uid, dryRun as given. Caller frees. */
+char *harness_pod_review(const char *uid, const char *name, const char *limit, const char *node,
+                         int dry_run);
+
+/* A pods/binding CREATE review (the binding fixture) for inference/name onto node. */
+char *harness_binding_review(const char *uid, const char *name, const char *node);
+
 /* ---- HTTP (libcurl) ---- */
 struct http_req {
 	const char *method; /* "GET", "POST", ...; default GET, or POST with a body */
@@ -78,6 +95,7 @@ struct http_req {
 	int chunked;              /* send the body with Transfer-Encoding: chunked */
 	long timeout_ms;          /* default 10000 */
 	const char *bearer;       /* Authorization: Bearer token, or NULL */
+	int expect_continue;      /* send Expect: 100-continue (default: no Expect header) */
 };
 
 struct http_resp {
@@ -85,7 +103,8 @@ struct http_resp {
 	int curl_rc; /* CURLcode */
 	char *body;  /* NUL-terminated, caller frees (http_resp_free) */
 	size_t len;
-	double seconds; /* total time */
+	double seconds;  /* total time */
+	double uploaded; /* request body bytes sent */
 	char error[256];
 };
 
