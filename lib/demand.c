@@ -214,10 +214,16 @@ static int parse_decl(const cJSON *decl, struct container_info *ci, char *err)
 		return -1;
 	}
 	if (bytes < DEMAND_MIN_BYTES) {
+		/* "24" almost always meant "24Gi": suggest exactly that when the value is a
+		 * bare number. */
+		int bare = strspn(value->valuestring, "0123456789") == strlen(value->valuestring) &&
+		           strlen(value->valuestring) <= 6;
+
 		set_msg(err,
 		        "container \"%s\": " DEMAND_ENV_NAME " \"%.64s\" is %llu bytes, under 1Mi, "
-		        "which looks like a unit mistake: write the unit, e.g. \"24Gi\"",
-		        ci->name, value->valuestring, (unsigned long long)bytes);
+		        "which looks like a unit mistake: write the unit, e.g. \"%s%s\"",
+		        ci->name, value->valuestring, (unsigned long long)bytes,
+		        bare ? value->valuestring : "24", "Gi");
 		return -1;
 	}
 	ci->bytes = bytes;

@@ -277,6 +277,11 @@ static void test_bad_values(void **state)
 	expect_invalid("1048575", "container \"vllm\": GPU_MEMORY_LIMIT \"1048575\" is 1048575 "
 	                          "bytes, under 1Mi, which looks like a unit mistake: write the "
 	                          "unit, e.g. \"24Gi\"");
+	expect_invalid("16", "container \"vllm\": GPU_MEMORY_LIMIT \"16\" is 16 bytes, under 1Mi, "
+	                     "which looks like a unit mistake: write the unit, e.g. \"16Gi\"");
+	expect_invalid("0.5Ki", "container \"vllm\": GPU_MEMORY_LIMIT \"0.5Ki\" is 512 bytes, "
+	                        "under 1Mi, which looks like a unit mistake: write the unit, e.g. "
+	                        "\"24Gi\"");
 	expect_invalid(
 	    "99999999999999999999Gi",
 	    "container \"vllm\": GPU_MEMORY_LIMIT \"99999999999999999999Gi\" is not a Kubernetes "
