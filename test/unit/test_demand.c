@@ -108,6 +108,36 @@ static void test_fixture_unscheduled(void **state)
 	cJSON_Delete(review);
 }
 
+static void test_every_pod_fixture(void **state)
+{
+	static const struct {
+		const char *file;
+		uint64_t bytes, gpus;
+		const char *largest;
+	} cases[] = {
+	    {"review-pod-create-dryrun.json", 12 * GI, 1, "tei"},
+	    {"review-pod-create-init-and-sidecar.json", 30 * GI, 2, "warmup"},
+	    {"review-pod-create-nodename.json", 12 * GI, 1, "tei"},
+	    {"review-pod-create-unscheduled.json", 24 * GI, 1, "vllm"},
+	    {"review-pod-update.json", 12 * GI, 1, "tei"},
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *review = load_fixture(cases[i].file);
+		const cJSON *obj = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(review, "request"), "object");
+		struct demand d;
+
+		assert_int_equal(demand_from_pod(obj, NULL, &d), 0);
+		if (d.status != DEMAND_OK || d.bytes != cases[i].bytes || d.gpus != cases[i].gpus ||
+		    strcmp(d.max_per_gpu_container, cases[i].largest) != 0)
+			fail_msg("%s: status %d bytes %llu gpus %llu largest %s", cases[i].file,
+			         d.status, (unsigned long long)d.bytes, (unsigned long long)d.gpus,
+			         d.max_per_gpu_container);
+		cJSON_Delete(review);
+	}
+}
+
 static void test_fixture_podlist(void **state)
 {
 	cJSON *list = load_fixture("podlist-gpu-node-a.json");
@@ -457,6 +487,7 @@ int main(void)
 	    cmocka_unit_test(test_fixture_init_and_sidecar),
 	    cmocka_unit_test(test_fixture_unscheduled),
 	    cmocka_unit_test(test_fixture_podlist),
+	    cmocka_unit_test(test_every_pod_fixture),
 	    cmocka_unit_test(test_sidecar_before_init_counts_for_it),
 	    cmocka_unit_test(test_init_containers_max_not_sum),
 	    cmocka_unit_test(test_sidecars_add_to_apps),
