@@ -17,7 +17,7 @@
 
 #define BUCKETS       4096 /* power of two; chains stay short up to LEDGER_MAX_NODES */
 #define NODE_NAME_MAX 253  /* DNS subdomain, the longest node name */
-#define INITIAL_CAP   4
+#define INITIAL_CAP   1
 
 struct entry {
 	char key[LEDGER_KEY_MAX];

@@ -180,6 +180,38 @@ static void test_empty_nodes_do_not_accumulate(void **state)
 	ledger_free(l);
 }
 
+static void test_node_cap_and_sweep(void **state)
+{
+	struct ledger *l = ledger_new(1000);
+	struct ledger_node *n;
+	char name[32];
+
+	/* Every node holds a live reservation: the table is full and new nodes are refused. */
+	for (int i = 0; i < LEDGER_MAX_NODES; i++) {
+		snprintf(name, sizeof(name), "node-%d", i);
+		n = ledger_lock(l, name);
+		assert_non_null(n);
+		assert_int_equal(ledger_reserve(n, "ns/p", 1, 0), 0);
+		ledger_unlock(n);
+	}
+	assert_int_equal(ledger_size(l), LEDGER_MAX_NODES);
+	assert_null(ledger_lock(l, "one-more"));
+	/* Known nodes still work. */
+	n = ledger_lock(l, "node-7");
+	assert_non_null(n);
+	/* Time passes (as seen by any call); every reservation has expired. */
+	assert_int_equal(ledger_pending_bytes(n, NULL, 1000), 0);
+	ledger_unlock(n);
+	/* Nodes that left the cluster are never reconciled: the full table sweeps them. */
+	n = ledger_lock(l, "one-more");
+	assert_non_null(n);
+	assert_int_equal(ledger_size(l), 0);
+	assert_int_equal(ledger_reserve(n, "ns/q", 1, 1000), 0);
+	ledger_unlock(n);
+	assert_int_equal(ledger_size(l), 1);
+	ledger_free(l);
+}
+
 /* --- another node's lock is independent; the same node's lock blocks --- */
 
 struct blocker {
@@ -466,6 +498,7 @@ int main(void)
 	    cmocka_unit_test(test_pod_appears),
 	    cmocka_unit_test(test_invalid_keys_and_caps),
 	    cmocka_unit_test(test_empty_nodes_do_not_accumulate),
+	    cmocka_unit_test(test_node_cap_and_sweep),
 	    cmocka_unit_test(test_lock_blocks_same_node_only),
 	    cmocka_unit_test(test_concurrent_check_and_reserve),
 	    cmocka_unit_test(test_concurrent_budget_without_api),
