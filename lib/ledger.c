@@ -74,7 +74,8 @@ static void node_free(struct ledger_node *n)
 	free(n);
 }
 
-/* Keep the entries for which drop() is false, in order. Returns how many were dropped. */
+/* Drop expired entries and those whose key is in keys, keeping the order of the rest.
+ * Returns how many were dropped. */
 static size_t node_filter(struct ledger_node *n, const char *const *keys, size_t n_keys,
                           uint64_t now_ms)
 {
