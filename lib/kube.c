@@ -187,8 +187,11 @@ static size_t on_body(char *data, size_t size, size_t nmemb, void *userp)
 	return n;
 }
 
-/* Options fixed for the handle's life: TLS material, keep-alive, no signals, body writer. */
-static int handle_setup(struct kube_client *c, struct handle *h)
+/*
+ * Options fixed for the handle's life: TLS material, keep-alive, no signals, body writer.
+ * Returns the first failing curl code (e.g. a blob option this libcurl lacks).
+ */
+static CURLcode handle_setup(struct kube_client *c, struct handle *h)
 {
 	const struct kube_config *cfg = &c->cfg;
 	CURLcode rc = CURLE_OK;
@@ -237,22 +240,43 @@ static int handle_setup(struct kube_client *c, struct handle *h)
 		SET(CURLOPT_SSL_VERIFYHOST, 0L);
 	}
 #undef SET
-	return rc == CURLE_OK ? 0 : -1;
+	return rc;
 }
 
-/* This thread's handle, created and registered on first use. NULL on allocation failure. */
-static struct handle *thread_handle(struct kube_client *c)
+/* A new, configured, unregistered handle; NULL with a reason in err. */
+static struct handle *handle_new(struct kube_client *c, char *err, size_t errlen)
+{
+	struct handle *h = calloc(1, sizeof(*h));
+	CURLcode cc;
+
+	if (h == NULL || (h->easy = curl_easy_init()) == NULL) {
+		set_err(err, errlen, "kube client: out of memory");
+		goto err;
+	}
+	h->owner = c;
+	if ((cc = handle_setup(c, h)) != CURLE_OK) {
+		set_err(err, errlen, "kube client: curl option refused: %s",
+		        curl_easy_strerror(cc));
+		goto err;
+	}
+	return h;
+err:
+	handle_destroy(h);
+	return NULL;
+}
+
+/* This thread's handle, created and registered on first use. NULL with err on failure. */
+static struct handle *thread_handle(struct kube_client *c, char *err, size_t errlen)
 {
 	struct handle *h = pthread_getspecific(c->key);
 
 	if (h != NULL)
 		return h;
-	h = calloc(1, sizeof(*h));
+	h = handle_new(c, err, errlen);
 	if (h == NULL)
 		return NULL;
-	h->owner = c;
-	h->easy = curl_easy_init();
-	if (h->easy == NULL || handle_setup(c, h) < 0 || pthread_setspecific(c->key, h) != 0) {
+	if (pthread_setspecific(c->key, h) != 0) {
+		set_err(err, errlen, "kube client: out of thread resources");
 		handle_destroy(h);
 		return NULL;
 	}
@@ -269,6 +293,7 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_
                                     kube_observer obs, void *obs_ctx, char *err, size_t errlen)
 {
 	struct kube_client *c = NULL;
+	struct handle *probe;
 	int key_ok = 0, mu_ok = 0, tok_ok = 0;
 
 	if (cfg == NULL || cfg->server == NULL || cfg->server[0] == '\0' || timeout_ms <= 0) {
@@ -293,6 +318,11 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_
 	if (pthread_mutex_init(&c->tok_mu, NULL) != 0)
 		goto err_sys;
 	tok_ok = 1;
+	/* Configure one handle now so a bad option fails here, not on the first call. */
+	probe = handle_new(c, err, errlen);
+	if (probe == NULL)
+		goto err;
+	handle_destroy(probe);
 	return c;
 err_sys:
 	set_err(err, errlen, "kube client: out of thread resources");
@@ -551,21 +581,31 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 
 	*out = NULL;
 	*code = 0;
-	h = thread_handle(c);
-	if (h == NULL) {
-		set_err(err, errlen, "%s: cannot set up a curl handle", k->what);
+	h = thread_handle(c, err, errlen);
+	if (h == NULL)
 		return KUBE_ENOMEM;
-	}
 	if ((rc = current_token(c, &tok, err, errlen)) < 0)
 		goto out;
 	h->errbuf[0] = '\0';
-	curl_easy_setopt(h->easy, CURLOPT_URL, k->url);
+	if (curl_easy_setopt(h->easy, CURLOPT_URL, k->url) != CURLE_OK) {
+		set_err(err, errlen, "%s: out of memory", k->what);
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	/* Plain setters of integers and pointers: they cannot fail once the handle exists. */
 	curl_easy_setopt(h->easy, CURLOPT_WRITEDATA, &b);
 	curl_easy_setopt(h->easy, CURLOPT_TIMEOUT_MS, k->budget_ms);
 	curl_easy_setopt(h->easy, CURLOPT_CONNECTTIMEOUT_MS, k->budget_ms);
 	curl_easy_setopt(h->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)body_max);
-	curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, tok ? CURLAUTH_BEARER : CURLAUTH_NONE);
-	curl_easy_setopt(h->easy, CURLOPT_XOAUTH2_BEARER, tok);
+	if (tok != NULL) {
+		/* CURLAUTH_BEARER alone: curl sends the header on the first request. */
+		curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		if (curl_easy_setopt(h->easy, CURLOPT_XOAUTH2_BEARER, tok) != CURLE_OK) {
+			set_err(err, errlen, "%s: out of memory", k->what);
+			rc = KUBE_ENOMEM;
+			goto out;
+		}
+	}
 	t0 = now_seconds();
 	cc = curl_easy_perform(h->easy);
 	/* HTTP errors are not curl errors: the status comes from here, also after an abort. */
