@@ -106,10 +106,15 @@ static void add_warning(struct outcome *o, const char *text)
 static void fail_closed(struct outcome *o, const char *pod, const char *call, int rc,
                         const char *why)
 {
+	if (rc == KUBE_ENOTFOUND) { /* the API server answered: the object is not there */
+		deny(o, METRICS_DENIED, 403, "NotFound", "cannot check %s: %s: not found (%s)", pod,
+		     call, why);
+		return;
+	}
 	deny(o, METRICS_ERROR, 500, "APIServerUnavailable",
-	     "cannot check %s: the API server could not be asked (%s failed: %s: %s); denied "
-	     "to keep GPU memory safe, retry later",
-	     pod, call, kube_strerror(rc), why);
+	     "cannot check %s: the API server could not be asked (%s failed: %s); denied to keep "
+	     "GPU memory safe, retry later",
+	     pod, call, why);
 }
 
 static const char *str_at(const cJSON *obj, const char *a, const char *b, const char *c)
