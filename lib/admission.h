@@ -63,9 +63,18 @@ struct admission_request {
 };
 
 /*
- * Parse body[0..len) into a review; *review_out (caller owns, cJSON_Delete) keeps the borrowed
- * pointers in *req alive. Returns 0, or ADMISSION_E* with a reason in err (for the 400 body).
- * On ADMISSION_ESHAPE the review may still carry a uid: req->uid is filled when found.
+ * Parse body[0..len) (need not be NUL-terminated) into a review; *review_out (caller owns,
+ * cJSON_Delete) keeps the borrowed pointers in *req alive. Returns 0, or ADMISSION_E* with a
+ * reason in err (for the 400 body); on error *review_out is NULL and req->object NULL.
+ *   ADMISSION_EJSON:  empty, over ADMISSION_BODY_MAX bytes, a NUL byte, invalid JSON or bytes
+ *                     after the value (no uid).
+ *   ADMISSION_ESHAPE: not an AdmissionReview, no/empty/over-long request.uid, or a wrong type
+ *                     or over-long value in a field the decision uses (name, namespace,
+ *                     operation, dryRun, object, target). req->uid is filled when the uid
+ *                     itself was valid, so the caller can still answer with it echoed.
+ * Absent fields are never an error (except uid); resource/kind/subResource fall back to
+ * requestResource/requestKind/requestSubResource. username is cut to fit (logs only).
+ * Thread-safe (no shared state).
  */
 int admission_decode(const char *body, size_t len, struct cJSON **review_out,
                      struct admission_request *req, char *err, size_t errlen)
@@ -88,7 +97,12 @@ struct admission_response {
 
 /*
  * Encode a response. Returns a NUL-terminated JSON string the caller frees with free(),
- * and its length in *len; NULL only on allocation failure.
+ * and its length in *len (may be NULL); NULL only on allocation failure or resp == NULL.
+ * response.uid is always present ("" when resp->uid is NULL). On denial status.code is
+ * resp->code when in 400..599, else 403; status.message is cut to ADMISSION_MSG_MAX bytes.
+ * Warnings: empty ones skipped, each cut to ADMISSION_WARNING_MAX bytes, and the list stops
+ * before the total passes 4096 bytes (what the API server keeps). Cuts never split a UTF-8
+ * character. Thread-safe.
  */
 char *admission_encode(const struct admission_response *resp, size_t *len);
 

@@ -7,6 +7,10 @@
  * Lines are capped at LOG_LINE_MAX bytes; longer values are cut and the line gets
  * "truncated": true (logging must never fail the caller).
  *
+ * Strings are JSON-escaped; invalid UTF-8 becomes U+FFFD and non-finite doubles null, so
+ * every line parses whatever the caller passes. A short write is retried for the rest; write
+ * errors are ignored. LOG_LINE_MAX equals PIPE_BUF, so a line to a pipe is atomic.
+ *
  * Thread-safe. No allocation on the hot path (a stack buffer of LOG_LINE_MAX).
  */
 #ifndef GMG_LOG_H
