@@ -319,6 +319,9 @@ struct tls_store *tls_store_new(const char *cert_file, const char *key_file, str
 		goto err;
 	}
 	publish(s, g);
+	log_fields(LOG_INFO, "serving certificate loaded",
+	           (struct log_field[]){LOG_STR("cert_file", cert_file),
+	                                LOG_INT("not_after", g->not_after), LOG_END});
 	return s;
 err:
 	free(cert);

@@ -30,6 +30,7 @@ struct webhook {
 	struct demand_config dcfg;
 	char *exempt[WEBHOOK_MAX_EXEMPT];
 	size_t n_exempt;
+	uint64_t budget_ms;
 	struct webhook_source src;
 	struct ledger *ledger;
 	struct metrics *metrics;
@@ -47,6 +48,7 @@ struct outcome {
 	char message[ADMISSION_MSG_MAX];
 	char warnings[2][ADMISSION_WARNING_MAX];
 	size_t n_warnings;
+	double t0; /* when the review started, seconds (monotonic) */
 };
 
 static double now_seconds(void)
@@ -115,6 +117,23 @@ static void fail_closed(struct outcome *o, const char *pod, const char *call, in
 	     "cannot check %s: the API server could not be asked (%s failed: %s); denied to keep "
 	     "GPU memory safe, retry later",
 	     pod, call, why);
+}
+
+/*
+ * Before a further API call: when the review already spent its budget (slow API server), deny
+ * now rather than answer after the API server gave up on us. Returns 1 when denied.
+ */
+static int over_budget(const struct webhook *w, struct outcome *o, const char *pod,
+                       const char *call)
+{
+	double spent_ms = (now_seconds() - o->t0) * 1000.0;
+	if (w->budget_ms == 0 || spent_ms < (double)w->budget_ms)
+		return 0;
+	deny(o, METRICS_ERROR, 500, "APIServerUnavailable",
+	     "cannot check %s: the API server is too slow (%.0f ms spent before %s, budget %llu "
+	     "ms); denied to keep GPU memory safe, retry later",
+	     pod, spent_ms, call, (unsigned long long)w->budget_ms);
+	return 1;
 }
 
 static const char *str_at(const cJSON *obj, const char *a, const char *b, const char *c)
@@ -346,6 +365,7 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	char call[ADMISSION_NAME_MAX + 32];
 
 	memset(&u, 0, sizeof(u));
+	snprintf(call, sizeof(call), "LIST pods on node %s", p->node);
 	struct ledger_node *ln = ledger_lock(w->ledger, p->node);
 	if (ln == NULL) {
 		deny(o, METRICS_ERROR, 500, "LedgerFull",
@@ -354,9 +374,11 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 		     p->pod_name, p->node);
 		return;
 	}
+	/* Checked after the lock: waiting behind other placements on this node counts too. */
+	if (over_budget(w, o, p->pod_name, call))
+		goto out;
 	int rc = w->src.list_pods_on_node(w->src.ctx, p->node, &items, &code, err, sizeof(err));
 	if (rc != 0 || !cJSON_IsArray(items)) {
-		snprintf(call, sizeof(call), "LIST pods on node %s", p->node);
 		fail_closed(o, p->pod_name, call, rc ? rc : KUBE_EPARSE,
 		            rc ? err : "not a list of pods");
 		goto out;
@@ -402,9 +424,11 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 		add_warning(o, d.warning);
 		return;
 	}
+	snprintf(call, sizeof(call), "GET node %s", node);
+	if (over_budget(w, o, pod_name, call))
+		return;
 	int rc = w->src.get_node(w->src.ctx, node, &node_obj, &code, err, sizeof(err));
 	if (rc != 0 || !cJSON_IsObject(node_obj)) {
-		snprintf(call, sizeof(call), "GET node %s", node);
 		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Node");
 		goto out;
 	}
@@ -548,6 +572,7 @@ int webhook_review(struct webhook *w, const char *body, size_t len, char **out, 
 	char derr[ADMISSION_MSG_MAX];
 
 	memset(&o, 0, sizeof(o));
+	o.t0 = t0;
 	*out = NULL;
 	*out_len = 0;
 	int rc = admission_decode(body, len, &review, &req, derr, sizeof(derr));
@@ -592,6 +617,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->threshold = cfg->threshold;
 	w->warn_threshold = cfg->warn_threshold;
 	w->mode_warn = cfg->mode_warn;
+	w->budget_ms = cfg->budget_ms;
 	w->src = *src;
 	w->ledger = ledger;
 	w->metrics = metrics;

@@ -55,6 +55,7 @@ struct fake {
 	cJSON *items;                 /* pods listed on the node */
 	cJSON *pods;                  /* array of pods get_pod finds by namespace/name */
 	int node_rc, list_rc, pod_rc; /* forced errors */
+	int node_delay_ms;            /* a slow API server */
 	int n_get_pod, n_get_node, n_list;
 	char last_pod[256];
 };
@@ -97,6 +98,8 @@ static int fake_get_node(void *ctx, const char *name, cJSON **node, long *code, 
 {
 	struct fake *f = ctx;
 	f->n_get_node++;
+	if (f->node_delay_ms)
+		usleep((useconds_t)f->node_delay_ms * 1000);
 	if (f->node_rc) {
 		*code = 500;
 		snprintf(err, errlen, "GET node %s: HTTP 500", name);
@@ -447,6 +450,28 @@ static void test_api_errors_deny_with_uid(void **state)
 	cJSON_Delete(a.root);
 }
 
+/* A slow API server: once the review budget is spent, no further call is made. */
+static void test_budget_spent_denies(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	e->cfg.budget_ms = 50;
+	env_build(e);
+	e->fake.node_delay_ms = 80;
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_string_equal(a.uid, "a1b2c3d4-0003-4000-8000-000000000003");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "too slow"));
+	assert_non_null(strstr(a.message, "LIST pods on node gpu-node-a"));
+	assert_int_equal(e->fake.n_list, 0);
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a.root);
+	e->fake.node_delay_ms = 0; /* within budget: decided normally */
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+}
+
 static void test_binding_pod_not_found_denied(void **state)
 {
 	struct env *e = *state;
@@ -754,6 +779,7 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_init_and_sidecar_demand, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_errors_deny_with_uid, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_spent_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_pod_not_found_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mirror_pod_allowed, setup, teardown),
