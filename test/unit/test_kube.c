@@ -15,6 +15,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,6 +56,15 @@ struct server {
 	int nreq;
 	handler_fn handler;
 	volatile int stopping;
+	SSL_CTX *tls;     /* NULL: plain HTTP */
+	int tls_failures; /* handshakes refused */
+	char peer_cn[64]; /* CN of the last client certificate */
+};
+
+/* One accepted connection, plain or TLS. */
+struct conn {
+	int fd;
+	SSL *ssl;
 };
 
 static struct server srv;
@@ -90,10 +103,20 @@ static char *dupf(const char *fmt, ...)
 	return s;
 }
 
-static int write_all(int fd, const char *p, size_t n)
+static ssize_t conn_recv(struct conn *c, char *buf, size_t n)
+{
+	if (c->ssl != NULL) {
+		int r = SSL_read(c->ssl, buf, (int)n);
+		return r > 0 ? r : (SSL_get_error(c->ssl, r) == SSL_ERROR_ZERO_RETURN ? 0 : -1);
+	}
+	return recv(c->fd, buf, n, 0);
+}
+
+static int write_all(struct conn *c, const char *p, size_t n)
 {
 	while (n > 0) {
-		ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+		ssize_t w =
+		    c->ssl != NULL ? SSL_write(c->ssl, p, (int)n) : send(c->fd, p, n, MSG_NOSIGNAL);
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
@@ -105,12 +128,12 @@ static int write_all(int fd, const char *p, size_t n)
 }
 
 /* Read one request head (GET, no body) into buf. 0 on EOF/error. */
-static size_t read_head(int fd, char *buf, size_t cap)
+static size_t read_head(struct conn *c, char *buf, size_t cap)
 {
 	size_t len = 0;
 
 	while (len + 1 < cap) {
-		ssize_t r = recv(fd, buf + len, cap - 1 - len, 0);
+		ssize_t r = conn_recv(c, buf + len, cap - 1 - len);
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0)
@@ -123,12 +146,35 @@ static size_t read_head(int fd, char *buf, size_t cap)
 	return 0;
 }
 
-static void *conn_main(void *arg)
+/* TLS handshake; records the client certificate's CN. -1 when refused. */
+static int conn_accept_tls(struct conn *c)
 {
-	int fd = (int)(intptr_t)arg;
+	X509 *peer;
+
+	c->ssl = SSL_new(srv.tls);
+	if (c->ssl == NULL || SSL_set_fd(c->ssl, c->fd) != 1 || SSL_accept(c->ssl) != 1) {
+		pthread_mutex_lock(&srv.mu);
+		srv.tls_failures++;
+		pthread_mutex_unlock(&srv.mu);
+		ERR_clear_error();
+		return -1;
+	}
+	peer = SSL_get1_peer_certificate(c->ssl);
+	if (peer != NULL) {
+		pthread_mutex_lock(&srv.mu);
+		X509_NAME_get_text_by_NID(X509_get_subject_name(peer), NID_commonName, srv.peer_cn,
+		                          sizeof(srv.peer_cn));
+		pthread_mutex_unlock(&srv.mu);
+		X509_free(peer);
+	}
+	return 0;
+}
+
+static void serve_conn(struct conn *conn)
+{
 	char buf[16384];
 
-	while (read_head(fd, buf, sizeof(buf)) > 0) {
+	while (read_head(conn, buf, sizeof(buf)) > 0) {
 		struct reply r = {200, NULL, 0, 0};
 		char path[4096] = "", auth[256] = "", *line, *save = NULL;
 		int n;
@@ -151,7 +197,7 @@ static void *conn_main(void *arg)
 		srv.handler(n, path, &r);
 		if (r.hang) {
 			/* Wait until the client gives up (EOF) or the server stops. */
-			while (recv(fd, buf, sizeof(buf), 0) > 0)
+			while (conn_recv(conn, buf, sizeof(buf)) > 0)
 				;
 			free(r.body);
 			break;
@@ -161,9 +207,11 @@ static void *conn_main(void *arg)
 			char *head = dupf("HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
 			                  "Connection: close\r\n\r\n",
 			                  r.status);
-			(void)(write_all(fd, head, strlen(head)) == 0 &&
-			       write_all(fd, body, strlen(body)) == 0);
-			shutdown(fd, SHUT_WR);
+			(void)(write_all(conn, head, strlen(head)) == 0 &&
+			       write_all(conn, body, strlen(body)) == 0);
+			if (conn->ssl != NULL)
+				SSL_shutdown(conn->ssl);
+			shutdown(conn->fd, SHUT_WR);
 			free(head);
 			free(r.body);
 			break;
@@ -172,12 +220,21 @@ static void *conn_main(void *arg)
 		char *resp = dupf("HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
 		                  "Content-Length: %zu\r\n\r\n%s",
 		                  r.status, strlen(body), body);
-		int bad = write_all(fd, resp, strlen(resp)) < 0;
+		int bad = write_all(conn, resp, strlen(resp)) < 0;
 		free(resp);
 		free(r.body);
 		if (bad)
 			break;
 	}
+}
+
+static void *conn_main(void *arg)
+{
+	struct conn conn = {(int)(intptr_t)arg, NULL};
+
+	if (srv.tls == NULL || conn_accept_tls(&conn) == 0)
+		serve_conn(&conn);
+	SSL_free(conn.ssl); /* the fd is closed by server_stop */
 	return NULL;
 }
 
@@ -206,7 +263,7 @@ static void *accept_main(void *arg)
 	}
 }
 
-static void server_start(handler_fn h)
+static void server_start_tls(handler_fn h, SSL_CTX *tls)
 {
 	struct sockaddr_in a = {.sin_family = AF_INET};
 	socklen_t alen = sizeof(a);
@@ -215,6 +272,7 @@ static void server_start(handler_fn h)
 	memset(&srv, 0, sizeof(srv));
 	pthread_mutex_init(&srv.mu, NULL);
 	srv.handler = h;
+	srv.tls = tls;
 	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	srv.lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	assert_true(srv.lfd >= 0);
@@ -224,6 +282,11 @@ static void server_start(handler_fn h)
 	assert_int_equal(getsockname(srv.lfd, (struct sockaddr *)&a, &alen), 0);
 	srv.port = ntohs(a.sin_port);
 	assert_int_equal(pthread_create(&srv.acceptor, NULL, accept_main, NULL), 0);
+}
+
+static void server_start(handler_fn h)
+{
+	server_start_tls(h, NULL);
 }
 
 static void server_stop(void)
@@ -828,6 +891,264 @@ static void test_threads_own_handles(void **state)
 	server_stop();
 }
 
+/* ---- TLS: certificates made in-process, the server above wrapped in OpenSSL ---- */
+
+struct pki {
+	EVP_PKEY *ca_key, *srv_key, *cli_key, *other_key;
+	X509 *ca, *srv, *cli, *other_ca;
+	char *ca_pem, *cli_pem, *cli_key_pem, *other_ca_pem;
+};
+
+static void add_ext(X509 *x, X509 *issuer, int nid, const char *value)
+{
+	X509V3_CTX ctx;
+	X509_EXTENSION *ext;
+
+	X509V3_set_ctx(&ctx, issuer, x, NULL, NULL, 0);
+	ext = X509V3_EXT_conf_nid(NULL, &ctx, nid, value);
+	assert_non_null(ext);
+	assert_int_equal(X509_add_ext(x, ext, -1), 1);
+	X509_EXTENSION_free(ext);
+}
+
+/* A certificate for key named cn, signed by issuer (NULL: self-signed CA). eku: "serverAuth",
+ * "clientAuth" or NULL for a CA. */
+static X509 *make_cert(EVP_PKEY *key, const char *cn, X509 *issuer, EVP_PKEY *issuer_key,
+                       const char *eku)
+{
+	static long serial = 1;
+	X509 *x = X509_new();
+	X509_NAME *name;
+
+	assert_non_null(x);
+	X509_set_version(x, 2);
+	ASN1_INTEGER_set(X509_get_serialNumber(x), serial++);
+	X509_gmtime_adj(X509_getm_notBefore(x), -3600);
+	X509_gmtime_adj(X509_getm_notAfter(x), 86400);
+	X509_set_pubkey(x, key);
+	name = X509_get_subject_name(x);
+	X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_ASC, (const unsigned char *)cn, -1, -1, 0);
+	X509_set_issuer_name(x, issuer ? X509_get_subject_name(issuer) : name);
+	if (eku == NULL) {
+		add_ext(x, x, NID_basic_constraints, "critical,CA:TRUE");
+		add_ext(x, x, NID_key_usage, "critical,keyCertSign,cRLSign");
+	} else {
+		add_ext(x, issuer, NID_basic_constraints, "critical,CA:FALSE");
+		add_ext(x, issuer, NID_key_usage, "critical,digitalSignature");
+		add_ext(x, issuer, NID_ext_key_usage, eku);
+		if (strcmp(eku, "serverAuth") == 0)
+			add_ext(x, issuer, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost");
+	}
+	assert_true(X509_sign(x, issuer_key ? issuer_key : key, EVP_sha256()) > 0);
+	return x;
+}
+
+static char *pem_of(X509 *x, EVP_PKEY *k)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *data, *out;
+	long n;
+
+	assert_non_null(b);
+	if (x != NULL)
+		assert_int_equal(PEM_write_bio_X509(b, x), 1);
+	else
+		assert_int_equal(PEM_write_bio_PrivateKey(b, k, NULL, NULL, 0, NULL, NULL), 1);
+	n = BIO_get_mem_data(b, &data);
+	out = malloc((size_t)n + 1);
+	assert_non_null(out);
+	memcpy(out, data, (size_t)n);
+	out[n] = '\0';
+	BIO_free(b);
+	return out;
+}
+
+static struct pki pki;
+
+static int pki_setup(void **state)
+{
+	(void)state;
+	pki.ca_key = EVP_EC_gen("P-256");
+	pki.srv_key = EVP_EC_gen("P-256");
+	pki.cli_key = EVP_EC_gen("P-256");
+	pki.other_key = EVP_EC_gen("P-256");
+	assert_true(pki.ca_key && pki.srv_key && pki.cli_key && pki.other_key);
+	pki.ca = make_cert(pki.ca_key, "test-ca", NULL, NULL, NULL);
+	pki.other_ca = make_cert(pki.other_key, "other-ca", NULL, NULL, NULL);
+	pki.srv = make_cert(pki.srv_key, "apiserver", pki.ca, pki.ca_key, "serverAuth");
+	pki.cli = make_cert(pki.cli_key, "gmg-client", pki.ca, pki.ca_key, "clientAuth");
+	pki.ca_pem = pem_of(pki.ca, NULL);
+	pki.other_ca_pem = pem_of(pki.other_ca, NULL);
+	pki.cli_pem = pem_of(pki.cli, NULL);
+	pki.cli_key_pem = pem_of(NULL, pki.cli_key);
+	return 0;
+}
+
+static int pki_teardown(void **state)
+{
+	(void)state;
+	X509_free(pki.ca);
+	X509_free(pki.other_ca);
+	X509_free(pki.srv);
+	X509_free(pki.cli);
+	EVP_PKEY_free(pki.ca_key);
+	EVP_PKEY_free(pki.srv_key);
+	EVP_PKEY_free(pki.cli_key);
+	EVP_PKEY_free(pki.other_key);
+	free(pki.ca_pem);
+	free(pki.other_ca_pem);
+	free(pki.cli_pem);
+	free(pki.cli_key_pem);
+	return 0;
+}
+
+/* A server context; require_client: verify client certificates against the CA. */
+static SSL_CTX *server_ctx(int require_client)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_server_method());
+
+	assert_non_null(ctx);
+	assert_int_equal(SSL_CTX_use_certificate(ctx, pki.srv), 1);
+	assert_int_equal(SSL_CTX_use_PrivateKey(ctx, pki.srv_key), 1);
+	if (require_client) {
+		assert_int_equal(X509_STORE_add_cert(SSL_CTX_get_cert_store(ctx), pki.ca), 1);
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	}
+	return ctx;
+}
+
+static struct kube_client *tls_client(struct kube_config *cfg)
+{
+	char url[64], err[256] = "";
+	struct kube_client *c;
+
+	snprintf(url, sizeof(url), "https://127.0.0.1:%d", srv.port);
+	cfg->server = url;
+	c = kube_client_new(cfg, 3000, observer, NULL, err, sizeof(err));
+	if (c == NULL)
+		fail_msg("kube_client_new: %s", err);
+	return c;
+}
+
+static void test_tls_blobs_and_client_cert(void **state)
+{
+	SSL_CTX *ctx = server_ctx(1);
+	struct kube_config cfg = {0};
+	struct kube_client *c;
+	cJSON *node = NULL;
+	long code = 0;
+	char err[256] = "";
+
+	(void)state;
+	server_start_tls(h_pod, ctx);
+	cfg.ca_data = pki.ca_pem;
+	cfg.ca_data_len = strlen(pki.ca_pem);
+	cfg.client_cert_data = pki.cli_pem;
+	cfg.client_cert_data_len = strlen(pki.cli_pem);
+	cfg.client_key_data = pki.cli_key_pem;
+	cfg.client_key_data_len = strlen(pki.cli_key_pem);
+	cfg.token = "tls-token";
+	c = tls_client(&cfg);
+	if (kube_get_node(c, "gpu-node-a", &node, &code, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(code, 200);
+	cJSON_Delete(node);
+	assert_string_equal(srv.peer_cn, "gmg-client");
+	assert_string_equal(srv.auth[0], "Bearer tls-token");
+	assert_int_equal(srv.tls_failures, 0);
+	kube_client_free(c);
+	server_stop();
+	SSL_CTX_free(ctx);
+}
+
+static void write_pem(const char *path, const char *pem)
+{
+	FILE *f = fopen(path, "w");
+
+	assert_non_null(f);
+	assert_int_equal(fputs(pem, f) >= 0, 1);
+	fclose(f);
+}
+
+static void test_tls_files(void **state)
+{
+	char dir[] = "/tmp/gmg-kube-tls-XXXXXX", ca[64], crt[64], key[64];
+	SSL_CTX *ctx = server_ctx(1);
+	struct kube_config cfg = {0};
+	struct kube_client *c;
+	cJSON *node = NULL;
+	char err[256] = "";
+
+	(void)state;
+	assert_non_null(mkdtemp(dir));
+	snprintf(ca, sizeof(ca), "%s/ca.crt", dir);
+	snprintf(crt, sizeof(crt), "%s/client.crt", dir);
+	snprintf(key, sizeof(key), "%s/client.key", dir);
+	write_pem(ca, pki.ca_pem);
+	write_pem(crt, pki.cli_pem);
+	write_pem(key, pki.cli_key_pem);
+	server_start_tls(h_pod, ctx);
+	cfg.ca_file = ca;
+	cfg.client_cert_file = crt;
+	cfg.client_key_file = key;
+	c = tls_client(&cfg);
+	if (kube_get_node(c, "n", &node, NULL, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	cJSON_Delete(node);
+	assert_string_equal(srv.peer_cn, "gmg-client");
+	kube_client_free(c);
+	server_stop();
+	SSL_CTX_free(ctx);
+	unlink(ca);
+	unlink(crt);
+	unlink(key);
+	rmdir(dir);
+}
+
+static void test_tls_refusals(void **state)
+{
+	SSL_CTX *ctx = server_ctx(1);
+	struct kube_config cfg = {0};
+	struct kube_client *c;
+	cJSON *node = NULL;
+	long code = -1;
+	char err[256] = "";
+
+	(void)state;
+	server_start_tls(h_pod, ctx);
+	/* Server signed by a CA we do not trust. */
+	cfg.ca_data = pki.other_ca_pem;
+	cfg.ca_data_len = strlen(pki.other_ca_pem);
+	cfg.client_cert_data = pki.cli_pem;
+	cfg.client_cert_data_len = strlen(pki.cli_pem);
+	cfg.client_key_data = pki.cli_key_pem;
+	cfg.client_key_data_len = strlen(pki.cli_key_pem);
+	c = tls_client(&cfg);
+	assert_int_equal(kube_get_node(c, "n", &node, &code, err, sizeof(err)), KUBE_ETRANSPORT);
+	assert_int_equal(code, 0);
+	assert_true(strlen(err) > 0);
+	kube_client_free(c);
+
+	/* insecure-skip-tls-verify accepts it. */
+	cfg.insecure_skip_tls_verify = 1;
+	c = tls_client(&cfg);
+	assert_int_equal(kube_get_node(c, "n", &node, &code, err, sizeof(err)), 0);
+	cJSON_Delete(node);
+	kube_client_free(c);
+
+	/* Trusted server, but no client certificate where one is required. */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.ca_data = pki.ca_pem;
+	cfg.ca_data_len = strlen(pki.ca_pem);
+	c = tls_client(&cfg);
+	assert_int_equal(kube_get_node(c, "n", &node, &code, err, sizeof(err)), KUBE_ETRANSPORT);
+	assert_null(node);
+	kube_client_free(c);
+	server_stop();
+	SSL_CTX_free(ctx);
+	assert_true(srv.tls_failures >= 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -844,12 +1165,15 @@ int main(void)
 	    cmocka_unit_test_setup(test_invalid_arguments, setup),
 	    cmocka_unit_test_setup(test_token_file_reread, setup),
 	    cmocka_unit_test_setup(test_threads_own_handles, setup),
+	    cmocka_unit_test_setup(test_tls_blobs_and_client_cert, setup),
+	    cmocka_unit_test_setup(test_tls_files, setup),
+	    cmocka_unit_test_setup(test_tls_refusals, setup),
 	};
 	int failed;
 
 	pthread_mutex_init(&obs.mu, NULL);
 	curl_global_init(CURL_GLOBAL_DEFAULT);
-	failed = cmocka_run_group_tests(tests, NULL, NULL);
+	failed = cmocka_run_group_tests(tests, pki_setup, pki_teardown);
 	curl_global_cleanup();
 	return failed;
 }
