@@ -740,20 +740,99 @@ static int list_url(struct kube_client *c, const char *node, const char *cont, c
 	return 0;
 }
 
+/* State of one list: the pages fetched so far share a deadline and a byte budget. */
+struct listing {
+	struct call k;
+	double deadline; /* CLOCK_MONOTONIC seconds */
+	size_t used;     /* body bytes so far */
+	char *cont;      /* continue token for the next page, or NULL */
+	cJSON *all;      /* items so far */
+	long code;
+};
+
+/* Fetch one page into l; 0 and l->cont NULL when it was the last. */
+static int list_page(struct kube_client *c, const char *node, struct listing *l, char *url,
+                     char *err, size_t errlen)
+{
+	const cJSON *next;
+	cJSON *page = NULL;
+	size_t bytes = 0;
+	int rc;
+
+	l->k.budget_ms = (long)((l->deadline - now_seconds()) * 1000.0);
+	if (l->k.budget_ms <= 0) {
+		set_err(err, errlen, "%s: no answer within %ld ms", l->k.what, c->timeout_ms);
+		return KUBE_ETIMEOUT;
+	}
+	if (list_url(c, node, l->cont, url, URL_MAX) < 0) {
+		set_err(err, errlen, "%s: continue token too long", l->k.what);
+		return KUBE_EPARSE;
+	}
+	rc = http_get(c, &l->k, &page, &l->code, c->body_max - l->used, &bytes, err, errlen);
+	if (rc < 0)
+		goto out;
+	l->used += bytes;
+	if (take_items(page, l->all) < 0) {
+		set_err(err, errlen, "%s: items is not an array", l->k.what);
+		rc = KUBE_EPARSE;
+		goto out;
+	}
+	next = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(page, "metadata"),
+	                                        "continue");
+	free(l->cont);
+	l->cont = NULL;
+	if (cJSON_IsString(next) && next->valuestring != NULL && next->valuestring[0] != '\0' &&
+	    (l->cont = strdup(next->valuestring)) == NULL) {
+		set_err(err, errlen, "%s: out of memory", l->k.what);
+		rc = KUBE_ENOMEM;
+	}
+out:
+	cJSON_Delete(page);
+	return rc;
+}
+
+/* Every page from the start. *gone is set when a continue token expired (410) midway. */
+static int list_pass(struct kube_client *c, const char *node, struct listing *l, char *url,
+                     int *gone, char *err, size_t errlen)
+{
+	int rc;
+
+	*gone = 0;
+	free(l->cont);
+	l->cont = NULL;
+	l->used = 0;
+	cJSON_Delete(l->all);
+	l->all = cJSON_CreateArray();
+	if (l->all == NULL) {
+		set_err(err, errlen, "%s: out of memory", l->k.what);
+		return KUBE_ENOMEM;
+	}
+	for (int pages = 1;; pages++) {
+		int midway = l->cont != NULL;
+
+		if (pages > KUBE_MAX_PAGES) {
+			set_err(err, errlen, "%s: more than %d pages", l->k.what, KUBE_MAX_PAGES);
+			return KUBE_ETOOBIG;
+		}
+		rc = list_page(c, node, l, url, err, errlen);
+		if (rc == KUBE_EHTTP && l->code == 410 && midway)
+			*gone = 1;
+		if (rc < 0 || l->cont == NULL)
+			return rc;
+	}
+}
+
 /*
  * Pages share one deadline (the call's budget) and one byte budget (body_max summed over the
- * pages), so a long list cannot exceed what a single call may take.
+ * pages), so a long list cannot exceed what a single call may take. A continue token that
+ * expires (410 Gone, etcd compaction) restarts the list from the first page, once.
  */
 int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON **items,
                            long *http_code, char *err, size_t errlen)
 {
-	char *url = NULL, *cont = NULL, what[64 + NAME_MAX_LEN];
-	struct call k = {"list", "pods", what, NULL, 0};
-	double deadline = now_seconds() + (double)(c ? c->timeout_ms : 0) / 1000.0;
-	size_t used = 0, bytes;
-	cJSON *all = NULL, *page = NULL;
-	int pages = 0, restarted = 0, rc;
-	long code = 0;
+	char what[64 + NAME_MAX_LEN], *url = NULL;
+	struct listing l = {{"list", "pods", what, NULL, 0}, 0, 0, NULL, NULL, 0};
+	int gone = 0, rc;
 
 	if (items != NULL)
 		*items = NULL;
@@ -764,82 +843,26 @@ int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON
 	if ((rc = check_name(node, "node name", err, errlen)) < 0)
 		goto out;
 	snprintf(what, sizeof(what), "list pods on node %s", node);
+	l.deadline = now_seconds() + (double)c->timeout_ms / 1000.0;
 	url = malloc(URL_MAX);
-	all = cJSON_CreateArray();
-	if (url == NULL || all == NULL) {
-		rc = KUBE_ENOMEM;
+	if (url == NULL) {
 		set_err(err, errlen, "%s: out of memory", what);
+		rc = KUBE_ENOMEM;
 		goto out;
 	}
-	k.url = url;
-	for (;;) {
-		const cJSON *next;
-
-		if (++pages > KUBE_MAX_PAGES) {
-			set_err(err, errlen, "%s: more than %d pages", what, KUBE_MAX_PAGES);
-			rc = KUBE_ETOOBIG;
-			goto out;
-		}
-		k.budget_ms = (long)((deadline - now_seconds()) * 1000.0);
-		if (k.budget_ms <= 0) {
-			set_err(err, errlen, "%s: no answer within %ld ms", what, c->timeout_ms);
-			rc = KUBE_ETIMEOUT;
-			goto out;
-		}
-		if (list_url(c, node, cont, url, URL_MAX) < 0) {
-			set_err(err, errlen, "%s: continue token too long", what);
-			rc = KUBE_EPARSE;
-			goto out;
-		}
-		rc = http_get(c, &k, &page, &code, c->body_max - used, &bytes, err, errlen);
-		if (rc == KUBE_EHTTP && code == 410 && cont != NULL && !restarted) {
-			/* The continue token expired (etcd compaction): start over, once. */
-			restarted = 1;
-			free(cont);
-			cont = NULL;
-			cJSON_Delete(all);
-			all = cJSON_CreateArray();
-			used = 0;
-			pages = 0;
-			if (all == NULL) {
-				rc = KUBE_ENOMEM;
-				goto out;
-			}
-			continue;
-		}
-		if (rc < 0)
-			goto out;
-		used += bytes;
-		if (take_items(page, all) < 0) {
-			set_err(err, errlen, "%s: items is not an array", what);
-			rc = KUBE_EPARSE;
-			goto out;
-		}
-		next = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(page, "metadata"), "continue");
-		free(cont);
-		cont = NULL;
-		if (cJSON_IsString(next) && next->valuestring != NULL && next->valuestring[0]) {
-			cont = strdup(next->valuestring);
-			if (cont == NULL) {
-				rc = KUBE_ENOMEM;
-				goto out;
-			}
-		}
-		cJSON_Delete(page);
-		page = NULL;
-		if (cont == NULL)
-			break;
-	}
-	*items = all;
-	all = NULL;
-	rc = 0;
+	l.k.url = url;
+	rc = list_pass(c, node, &l, url, &gone, err, errlen);
+	if (rc < 0 && gone)
+		rc = list_pass(c, node, &l, url, &gone, err, errlen);
+	if (rc < 0)
+		goto out;
+	*items = l.all;
+	l.all = NULL;
 out:
 	if (http_code != NULL)
-		*http_code = code;
-	cJSON_Delete(page);
-	cJSON_Delete(all);
-	free(cont);
+		*http_code = l.code;
+	cJSON_Delete(l.all);
+	free(l.cont);
 	free(url);
 	return rc;
 }
