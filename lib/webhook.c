@@ -582,6 +582,8 @@ int webhook_review(struct webhook *w, const char *body, size_t len, char **out, 
 	}
 	if (rc != 0 && req.uid[0] == '\0') {
 		snprintf(err, errlen, "invalid AdmissionReview: %s", derr);
+		log_fields(LOG_INFO, "invalid request",
+		           (struct log_field[]){LOG_STR("reason", derr), LOG_END});
 		return WEBHOOK_EBADREQUEST;
 	}
 	if (rc != 0) /* a uid to echo: answer the API server, denying what it cannot read */

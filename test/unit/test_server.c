@@ -1,0 +1,408 @@
+/*
+ * Unit tests for lib/server: the real listeners on loopback ports, driven with libcurl.
+ * Routing and status codes, body caps, TLS versions, keep-alive, health endpoints, drain.
+ * The webhook behind it reads a fake cluster (an empty GPU node).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <curl/curl.h>
+
+#include "admission.h"
+#include "certgen.h"
+#include "kube.h"
+#include "ledger.h"
+#include "log.h"
+#include "metrics.h"
+#include "server.h"
+#include "tls.h"
+#include "webhook.h"
+
+struct fx {
+	char dir[64];
+	char ca[128];
+	struct metrics *metrics;
+	struct ledger *ledger;
+	struct webhook *webhook;
+	struct tls_store *tls;
+	struct server *server;
+	uint16_t port, health_port;
+	cJSON *node;
+};
+
+static struct fx F;
+
+static char *read_fixture(const char *name, size_t *len)
+{
+	const char *dir = getenv("GMG_TEST_DATA");
+	char path[1024];
+	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "test/data", name);
+	FILE *f = fopen(path, "rb");
+	if (f == NULL)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	long n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	char *buf = calloc(1, (size_t)n + 1);
+	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+		free(buf);
+		buf = NULL;
+	}
+	fclose(f);
+	*len = (size_t)n;
+	return buf;
+}
+
+static int get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code, char *err,
+                   size_t errlen)
+{
+	*code = 404;
+	snprintf(err, errlen, "pods \"%s\" not found", name);
+	return KUBE_ENOTFOUND;
+}
+
+static int get_node(void *ctx, const char *name, cJSON **node, long *code, char *err, size_t errlen)
+{
+	*node = cJSON_Duplicate(F.node, 1);
+	*code = 200;
+	return 0;
+}
+
+static int list_pods(void *ctx, const char *node, cJSON **items, long *code, char *err,
+                     size_t errlen)
+{
+	*items = cJSON_CreateArray();
+	*code = 200;
+	return 0;
+}
+
+static int group_setup(void **state)
+{
+	char err[512], bundle[CERTGEN_BUNDLE_MAX], out[96], cert[128], key[128];
+	size_t len;
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	log_set_fd(devnull);
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	snprintf(F.dir, sizeof(F.dir), "/tmp/gmg-server-XXXXXX");
+	if (mkdtemp(F.dir) == NULL)
+		return -1;
+	struct certgen_opts o;
+	certgen_opts_init(&o);
+	snprintf(out, sizeof(out), "%s/certs", F.dir);
+	o.out_dir = out;
+	o.ip[o.n_ip++] = "127.0.0.1";
+	if (certgen_generate(&o, bundle, sizeof(bundle), err, sizeof(err)) != 0) {
+		fprintf(stderr, "certgen: %s\n", err);
+		return -1;
+	}
+	snprintf(F.ca, sizeof(F.ca), "%s/ca.crt", out);
+	snprintf(cert, sizeof(cert), "%s/tls.crt", out);
+	snprintf(key, sizeof(key), "%s/tls.key", out);
+	char *node = read_fixture("node-gpu-node-a.json", &len);
+	F.node = node ? cJSON_Parse(node) : NULL;
+	free(node);
+	F.metrics = metrics_new();
+	F.ledger = ledger_new(60000);
+	struct webhook_source src = {NULL, get_pod, get_node, list_pods};
+	struct webhook_config wc = {.threshold = 0.9, .warn_threshold = 0.8};
+	F.webhook = webhook_new(&wc, &src, F.ledger, F.metrics);
+	F.tls = tls_store_new(cert, key, F.metrics, err, sizeof(err));
+	if (F.node == NULL || F.webhook == NULL || F.tls == NULL)
+		return -1;
+	struct server_options so = {.listen_host = "127.0.0.1",
+	                            .health_host = "127.0.0.1",
+	                            .threads = 2,
+	                            .connection_timeout_s = 5};
+	F.server = server_start(&so, F.webhook, F.tls, F.metrics, err, sizeof(err));
+	if (F.server == NULL) {
+		fprintf(stderr, "server_start: %s\n", err);
+		return -1;
+	}
+	server_ports(F.server, &F.port, &F.health_port);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	char cmd[128];
+	server_free(F.server);
+	tls_store_free(F.tls);
+	webhook_free(F.webhook);
+	ledger_free(F.ledger);
+	metrics_free(F.metrics);
+	cJSON_Delete(F.node);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", F.dir);
+	if (system(cmd) != 0)
+		return -1;
+	curl_global_cleanup();
+	return 0;
+}
+
+struct reply {
+	long code;
+	CURLcode rc;
+	char body[65536];
+	size_t len;
+	char allow[64];
+	long connects;
+};
+
+static size_t on_body(char *p, size_t size, size_t n, void *ud)
+{
+	struct reply *r = ud;
+	size_t k = size * n;
+	if (r->len + k < sizeof(r->body)) {
+		memcpy(r->body + r->len, p, k);
+		r->len += k;
+		r->body[r->len] = '\0';
+	}
+	return k;
+}
+
+static size_t on_header(char *p, size_t size, size_t n, void *ud)
+{
+	struct reply *r = ud;
+	if (strncasecmp(p, "Allow:", 6) == 0)
+		snprintf(r->allow, sizeof(r->allow), "%.*s", (int)(size * n - 6), p + 6);
+	return size * n;
+}
+
+struct req {
+	const char *method; /* NULL: POST when body, else GET */
+	const char *path;
+	int health;        /* the plain-HTTP listener */
+	const char *ctype; /* NULL: application/json */
+	const char *body;
+	size_t body_len;
+	int chunked;
+	long tls_max; /* CURL_SSLVERSION_MAX_* or 0 */
+	long tls_min;
+	CURL *reuse;
+};
+
+static struct reply *do_req(const struct req *q)
+{
+	static struct reply r;
+	char url[256], ctype[128];
+	struct curl_slist *h = NULL;
+	CURL *c = q->reuse ? q->reuse : curl_easy_init();
+	memset(&r, 0, sizeof(r));
+	snprintf(url, sizeof(url), "%s://127.0.0.1:%u%s", q->health ? "http" : "https",
+	         q->health ? F.health_port : F.port, q->path);
+	curl_easy_setopt(c, CURLOPT_URL, url);
+	curl_easy_setopt(c, CURLOPT_CAINFO, F.ca);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &r);
+	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 10000L);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	if (q->tls_max || q->tls_min)
+		curl_easy_setopt(c, CURLOPT_SSLVERSION, q->tls_min | q->tls_max);
+	snprintf(ctype, sizeof(ctype), "Content-Type: %s",
+	         q->ctype ? q->ctype : "application/json");
+	h = curl_slist_append(h, ctype);
+	if (q->chunked)
+		h = curl_slist_append(h, "Transfer-Encoding: chunked");
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+	if (q->body != NULL) {
+		curl_easy_setopt(c, CURLOPT_POSTFIELDS, q->body);
+		if (!q->chunked)
+			curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)q->body_len);
+	} else {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	}
+	if (q->method)
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, q->method);
+	r.rc = curl_easy_perform(c);
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.code);
+	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &r.connects);
+	curl_slist_free_all(h);
+	if (!q->reuse)
+		curl_easy_cleanup(c);
+	return &r;
+}
+
+static void test_review_200_and_keepalive(void **state)
+{
+	size_t len;
+	char *body = read_fixture("review-binding-create.json", &len);
+	assert_non_null(body);
+	CURL *c = curl_easy_init();
+	struct req q = {.path = "/validate", .body = body, .body_len = len, .reuse = c};
+	struct reply *r = do_req(&q);
+	assert_int_equal(r->rc, CURLE_OK);
+	assert_int_equal(r->code, 200);
+	assert_non_null(strstr(r->body, "\"uid\":\"a1b2c3d4-0003-4000-8000-000000000003\""));
+	assert_non_null(strstr(r->body, "\"apiVersion\":\"admission.k8s.io/v1\""));
+	/* GET pod answered 404: a denial with the uid, still HTTP 200. */
+	assert_non_null(strstr(r->body, "\"allowed\":false"));
+	r = do_req(&q);
+	assert_int_equal(r->code, 200);
+	assert_int_equal(r->connects, 0); /* the same connection */
+	curl_easy_cleanup(c);
+	free(body);
+}
+
+static void test_unscheduled_allowed(void **state)
+{
+	size_t len;
+	char *body = read_fixture("review-pod-create-unscheduled.json", &len);
+	struct req q = {.path = "/validate",
+	                .body = body,
+	                .body_len = len,
+	                .ctype = "Application/JSON; charset=utf-8"};
+	struct reply *r = do_req(&q);
+	assert_int_equal(r->code, 200);
+	assert_non_null(strstr(r->body, "\"allowed\":true"));
+	free(body);
+}
+
+static void test_routing_and_methods(void **state)
+{
+	struct req q = {.path = "/other", .body = "{}", .body_len = 2};
+	assert_int_equal(do_req(&q)->code, 404);
+	q.path = "/validate/";
+	assert_int_equal(do_req(&q)->code, 404);
+	struct req g = {.path = "/validate"};
+	struct reply *r = do_req(&g);
+	assert_int_equal(r->code, 405);
+	assert_non_null(strstr(r->allow, "POST"));
+	struct req put = {.method = "PUT", .path = "/validate", .body = "{}", .body_len = 2};
+	assert_int_equal(do_req(&put)->code, 405);
+}
+
+static void test_bad_bodies(void **state)
+{
+	struct req q = {.path = "/validate", .body = "{}", .body_len = 2, .ctype = "text/plain"};
+	struct reply *r = do_req(&q);
+	assert_int_equal(r->code, 400);
+	assert_non_null(strstr(r->body, "application/json"));
+	q.ctype = "application/jsonl";
+	assert_int_equal(do_req(&q)->code, 400);
+	q.ctype = NULL;
+	q.body = "{\"request\":";
+	q.body_len = strlen(q.body);
+	r = do_req(&q);
+	assert_int_equal(r->code, 400);
+	assert_non_null(strstr(r->body, "invalid JSON"));
+	q.body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	         "\"request\":{\"operation\":\"CREATE\"}}";
+	q.body_len = strlen(q.body);
+	r = do_req(&q);
+	assert_int_equal(r->code, 400);
+	assert_non_null(strstr(r->body, "uid"));
+	q.body = "";
+	q.body_len = 0;
+	assert_int_equal(do_req(&q)->code, 400);
+}
+
+static void test_body_caps(void **state)
+{
+	size_t big = ADMISSION_BODY_MAX + 1;
+	char *body = malloc(big + 1);
+	memset(body, ' ', big);
+	body[big] = '\0';
+	struct req q = {.path = "/validate", .body = body, .body_len = big};
+	assert_int_equal(do_req(&q)->code, 413);
+	q.chunked = 1; /* no Content-Length: read, discarded, 413 at the end */
+	assert_int_equal(do_req(&q)->code, 413);
+	/* Exactly the cap is read (and is not JSON: 400). */
+	q.chunked = 0;
+	q.body_len = ADMISSION_BODY_MAX;
+	assert_int_equal(do_req(&q)->code, 400);
+	free(body);
+}
+
+static void test_tls_versions(void **state)
+{
+	struct req q = {.path = "/validate",
+	                .body = "{}",
+	                .body_len = 2,
+	                .tls_min = CURL_SSLVERSION_TLSv1_2,
+	                .tls_max = CURL_SSLVERSION_MAX_TLSv1_2};
+	assert_int_equal(do_req(&q)->code, 400);
+	q.tls_min = CURL_SSLVERSION_TLSv1_3;
+	q.tls_max = CURL_SSLVERSION_MAX_TLSv1_3;
+	assert_int_equal(do_req(&q)->code, 400);
+	q.tls_min = CURL_SSLVERSION_TLSv1_1;
+	q.tls_max = CURL_SSLVERSION_MAX_TLSv1_1;
+	struct reply *r = do_req(&q);
+	assert_int_not_equal(r->rc, CURLE_OK);
+	assert_int_equal(r->code, 0);
+}
+
+static void test_health_endpoints(void **state)
+{
+	struct req q = {.path = "/healthz", .health = 1};
+	assert_int_equal(do_req(&q)->code, 200);
+	q.path = "/readyz";
+	assert_int_equal(do_req(&q)->code, 200);
+	assert_true(server_ready(F.server));
+	q.path = "/metrics";
+	struct reply *r = do_req(&q);
+	assert_int_equal(r->code, 200);
+	assert_non_null(strstr(r->body, "gpu_memory_guard_reviews_total{kind=\"binding\","
+	                                "decision=\"denied\"} 2\n"));
+	assert_non_null(strstr(r->body, "gpu_memory_guard_http_requests_total{code=\"413\"} 2\n"));
+	assert_non_null(strstr(r->body, "gpu_memory_guard_ready 1\n"));
+	q.path = "/nope";
+	assert_int_equal(do_req(&q)->code, 404);
+	struct req p = {.path = "/healthz", .health = 1, .body = "x", .body_len = 1};
+	assert_int_equal(do_req(&p)->code, 405);
+}
+
+static void *shutdown_thread(void *arg)
+{
+	*(unsigned *)arg = server_shutdown(F.server, 600, 2000);
+	return NULL;
+}
+
+/* SIGTERM's sequence: readiness fails first, reviews are still served during the drain, then
+ * the listeners close. */
+static void test_drain(void **state)
+{
+	pthread_t th;
+	unsigned left = 99;
+	assert_int_equal(pthread_create(&th, NULL, shutdown_thread, &left), 0);
+	usleep(200000);
+	assert_false(server_ready(F.server));
+	struct req h = {.path = "/readyz", .health = 1};
+	struct reply *r = do_req(&h);
+	assert_int_equal(r->code, 503);
+	assert_non_null(strstr(r->body, "draining"));
+	size_t len;
+	char *body = read_fixture("review-pod-update.json", &len);
+	struct req q = {.path = "/validate", .body = body, .body_len = len};
+	assert_int_equal(do_req(&q)->code, 200);
+	pthread_join(th, NULL);
+	assert_int_equal(left, 0);
+	r = do_req(&q);
+	assert_int_not_equal(r->rc, CURLE_OK); /* closed */
+	free(body);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_review_200_and_keepalive),
+	    cmocka_unit_test(test_unscheduled_allowed),
+	    cmocka_unit_test(test_routing_and_methods),
+	    cmocka_unit_test(test_bad_bodies),
+	    cmocka_unit_test(test_body_caps),
+	    cmocka_unit_test(test_tls_versions),
+	    cmocka_unit_test(test_health_endpoints),
+	    cmocka_unit_test(test_drain),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
