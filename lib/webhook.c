@@ -161,8 +161,8 @@ static int is_exempt(const struct webhook *w, const char *ns)
 }
 
 /* Pod CREATE without a node: check the declarations so mistakes surface at kubectl apply. */
-static void check_declarations(struct webhook *w, const struct admission_request *req,
-                               const cJSON *pod, const char *pod_name, struct outcome *o)
+static void check_declarations(struct webhook *w, const cJSON *pod, const char *pod_name,
+                               struct outcome *o)
 {
 	struct demand d;
 	int rc = demand_from_pod(pod, &w->dcfg, &d);
@@ -172,7 +172,6 @@ static void check_declarations(struct webhook *w, const struct admission_request
 	}
 	allow(o, d.status == DEMAND_OK ? "DeclarationValid" : "NotGPU", d.status != DEMAND_OK);
 	add_warning(o, d.warning);
-	(void)req;
 }
 
 /* The consumers on a node: total bytes and the largest few, for the policy message. */
@@ -508,7 +507,7 @@ static void decide(struct webhook *w, const struct admission_request *req, struc
 		if (is_mirror_pod(req->object))
 			allow(o, "MirrorPod", 0);
 		else
-			check_declarations(w, req, req->object, pod_name, o);
+			check_declarations(w, req->object, pod_name, o);
 		return;
 	}
 	check_placement(w, req, req->object, pod_name, node, o);

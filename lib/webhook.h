@@ -72,10 +72,11 @@ struct webhook_config {
 	size_t n_gpu_resources;           /* <= DEMAND_MAX_RESOURCES */
 	const char *const *exempt_namespaces; /* strings copied */
 	size_t n_exempt_namespaces;           /* <= WEBHOOK_MAX_EXEMPT */
-	/* Time budget of one review, ms (0: none). A placement makes up to three API calls, each
-	 * bounded by the client's own timeout; once the budget is spent no further call is made
-	 * and the placement is denied, so a slow API server costs at most about two call
-	 * timeouts, not three. main passes --api-timeout. */
+	/* Time budget of one review, ms (0: none): no API call starts once it is spent (the
+	 * placement is denied instead), so a review ends within budget + one call timeout, even
+	 * when it waited for its node's lock behind other placements. main passes 2 x
+	 * --api-timeout: answers within 3 x --api-timeout (6 s by default, under the API
+	 * server's default webhook timeout of 10 s). */
 	uint64_t budget_ms;
 };
 
