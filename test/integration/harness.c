@@ -88,6 +88,7 @@ int harness_free_port(void)
 char *harness_read_file(const char *name, size_t *len)
 {
 	char path[HARNESS_PATHMAX * 2];
+	struct stat st;
 	FILE *f;
 	char *buf;
 	size_t n;
@@ -98,8 +99,12 @@ char *harness_read_file(const char *name, size_t *len)
 	f = fopen(path, "rb");
 	if (!f)
 		return NULL;
-	buf = malloc(FILE_MAX + 1);
-	n = buf ? fread(buf, 1, FILE_MAX, f) : 0;
+	if (fstat(fileno(f), &st) || st.st_size < 0 || (size_t)st.st_size > FILE_MAX) {
+		fclose(f);
+		return NULL;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	n = buf ? fread(buf, 1, (size_t)st.st_size, f) : 0;
 	fclose(f);
 	if (!buf)
 		return NULL;
