@@ -46,7 +46,7 @@ struct outcome {
 	int quiet;                  /* log at debug: always-allowed traffic */
 	char node[ADMISSION_NAME_MAX + 1];
 	char message[ADMISSION_MSG_MAX];
-	char warnings[2][ADMISSION_WARNING_MAX];
+	char warnings[2][POLICY_MSG_MAX]; /* admission_encode cuts each to the API's limit */
 	size_t n_warnings;
 	double t0; /* when the review started, seconds (monotonic) */
 };
@@ -98,7 +98,12 @@ static void add_warning(struct outcome *o, const char *text)
 {
 	if (text == NULL || text[0] == '\0' || o->n_warnings >= 2)
 		return;
-	snprintf(o->warnings[o->n_warnings++], ADMISSION_WARNING_MAX, "%s", text);
+	char *w = o->warnings[o->n_warnings++];
+	size_t n = strlen(text); /* producers NUL-terminate within their buffers */
+	if (n >= sizeof(o->warnings[0]))
+		n = sizeof(o->warnings[0]) - 1;
+	memcpy(w, text, n);
+	w[n] = '\0';
 }
 
 /*
@@ -398,6 +403,24 @@ out:
 	cJSON_Delete(items);
 }
 
+/*
+ * The ledger key of the pod being placed: "ns/name". A pod known only by generateName gets a
+ * key no listed pod can match ("ns/prefix?uid"): its reservation then lives until the TTL
+ * (ledger.h). 0, or -1 when it does not fit (Kubernetes caps namespace + name at 63 + 253,
+ * below LEDGER_KEY_MAX).
+ */
+static int ledger_key(const struct admission_request *req, char *key, size_t cap)
+{
+	int n;
+	if (req->name_is_generated) {
+		n = snprintf(key, cap, "%s/%s?%s", req->namespace_, req->name, req->uid);
+		if (n < 0 || (size_t)n >= cap) /* a long prefix: the uid alone is unique */
+			n = snprintf(key, cap, "%s/?%s", req->namespace_, req->uid);
+	} else
+		n = snprintf(key, cap, "%s/%s", req->namespace_, req->name);
+	return n < 0 || (size_t)n >= cap ? -1 : 0;
+}
+
 /* A placement of pod on node: the heart of the webhook. */
 static void check_placement(struct webhook *w, const struct admission_request *req,
                             const cJSON *pod, const char *pod_name, const char *node,
@@ -436,12 +459,11 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 		     pod_name, node, err);
 		goto out;
 	}
-	/* A pod known only by generateName gets a key no listed pod can match: its
-	 * reservation then lives until the TTL (ledger.h). */
-	int kn = req->name_is_generated
-	             ? snprintf(key, sizeof(key), "%s/%s?%s", req->namespace_, req->name, req->uid)
-	             : snprintf(key, sizeof(key), "%s/%s", req->namespace_, req->name);
-	(void)kn; /* namespace (63) + name (253) fit; a cut generated key stays unmatchable */
+	if (ledger_key(req, key, sizeof(key)) != 0) {
+		deny(o, METRICS_DENIED, 403, "NameTooLong", "cannot place %s: name too long",
+		     pod_name);
+		goto out;
+	}
 	struct placement p = {
 	    .pod_name = pod_name,
 	    .key = key,
