@@ -4,6 +4,8 @@
  *   gpu-memory-guard serve [flags]    run the admission webhook
  *   gpu-memory-guard version          print the version
  *   gpu-memory-guard help | --help    print the usage
+ * (`gpu-memory-guard certs` has flags of its own: main dispatches it to lib/certgen before
+ * config_parse_args, which would call it an unknown command.)
  *
  * Flags are written `--name value` or `--name=value`. Durations are written as Kubernetes
  * tools (Go's time.ParseDuration) write them: "500ms", "2s", "1m", "1h30m", "1.5s"; units
