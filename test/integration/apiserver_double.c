@@ -289,11 +289,14 @@ static struct answer list_pods(struct apiserver_double *d, struct MHD_Connection
 	if (d->max_page && (limit == 0 || limit > (long)d->max_page))
 		limit = d->max_page;
 	if (cont && *cont) {
-		if (d->expire_continue)
+		if (d->expire_continue) {
+			if (d->expire_continue > 0)
+				d->expire_continue--;
 			return status_answer(
 			    410, "Expired",
 			    "The provided continue parameter is too old to display "
 			    "a consistent list result.");
+		}
 		if (strncmp(cont, CONTINUE_PFX, strlen(CONTINUE_PFX)) ||
 		    sscanf(cont + strlen(CONTINUE_PFX), "%ld", &offset) != 1 || offset < 0)
 			return status_answer(400, "BadRequest", "invalid continue token");
@@ -454,8 +457,8 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 	         (v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ms")))
 		d->delay_ms = (unsigned)strtoul(v, NULL, 10);
 	else if (!strcmp(url, "/_double/expire-continue") &&
-	         (v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "on")))
-		d->expire_continue = atoi(v) != 0;
+	         (v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "times")))
+		d->expire_continue = atoi(v);
 	else if (strcmp(url, "/_double/stats")) {
 		pthread_mutex_unlock(&d->mu);
 		return status_answer(404, "NotFound", "unknown control");
@@ -480,7 +483,11 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 static int authorized(struct apiserver_double *d, struct MHD_Connection *c)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
-	return h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, d->token);
+	int ok;
+	pthread_mutex_lock(&d->mu);
+	ok = h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, d->token);
+	pthread_mutex_unlock(&d->mu);
+	return ok;
 }
 
 static struct answer dispatch(struct apiserver_double *d, struct MHD_Connection *c, const char *url,
@@ -856,10 +863,21 @@ void apiserver_double_set_delay_ms(struct apiserver_double *d, unsigned ms)
 	pthread_mutex_unlock(&d->mu);
 }
 
-void apiserver_double_set_expire_continue(struct apiserver_double *d, int on)
+void apiserver_double_set_expire_continue(struct apiserver_double *d, int times)
 {
 	pthread_mutex_lock(&d->mu);
-	d->expire_continue = on;
+	d->expire_continue = times;
+	pthread_mutex_unlock(&d->mu);
+}
+
+void apiserver_double_set_token(struct apiserver_double *d, const char *token)
+{
+	char *t = strdup(token);
+	if (!t)
+		return;
+	pthread_mutex_lock(&d->mu);
+	free(d->token);
+	d->token = t;
 	pthread_mutex_unlock(&d->mu);
 }
 

@@ -15,7 +15,7 @@
  *   POST /api/v1/namespaces/NS/pods/NAME/binding    set spec.nodeName from target.name (201)
  *   DELETE /api/v1/namespaces/NS/pods/NAME
  * Test controls (no token, for curl during manual testing; tests use the C functions below):
- *   POST /_double/fail?code=N (0 = off), /_double/delay?ms=N, /_double/expire-continue?on=1,
+ *   POST /_double/fail?code=N (0 = off), /_double/delay?ms=N, /_double/expire-continue?times=N,
  *   GET  /_double/stats
  *
  * Failure injection: fail (every API call answers code with a Status body), delay (each API
@@ -86,8 +86,11 @@ int apiserver_double_delete_pod(struct apiserver_double *d, const char *ns, cons
 void apiserver_double_set_fail(struct apiserver_double *d, int http_code);
 /* Every API answer is delayed by ms (0: off). */
 void apiserver_double_set_delay_ms(struct apiserver_double *d, unsigned ms);
-/* When on, a request that presents a continue token answers 410 Gone (token expired). */
-void apiserver_double_set_expire_continue(struct apiserver_double *d, int on);
+/* The next `times` requests that present a continue token answer 410 Gone (token expired);
+ * negative: all of them; 0: none. */
+void apiserver_double_set_expire_continue(struct apiserver_double *d, int times);
+/* Replace the bearer token the double requires (a rotated service-account token). */
+void apiserver_double_set_token(struct apiserver_double *d, const char *token);
 
 /* Down: close the port (connections refused) / up again on the same port. 0 / -1. */
 int apiserver_double_stop(struct apiserver_double *d);

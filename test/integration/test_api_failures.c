@@ -20,13 +20,40 @@
 
 static struct world W;
 static int seq;
+static char token_file[HARNESS_PATHMAX];
+
+/* Replace the token file the way the kubelet does: a new file renamed over the old one. */
+static int write_token(const char *token)
+{
+	char tmp[HARNESS_PATHMAX + 8];
+	FILE *f;
+	snprintf(tmp, sizeof tmp, "%s.new", token_file);
+	f = fopen(tmp, "w");
+	if (!f)
+		return -1;
+	fputs(token, f);
+	if (fclose(f))
+		return -1;
+	return rename(tmp, token_file);
+}
 
 static int group_setup(void **state)
 {
 	static const char *const extra[] = {"--api-timeout", "1s", NULL};
+	char server[64], *ca;
+	int rc;
 	if (world_init(&W, 0))
 		return -1;
 	itest_world = &W;
+	/* A kubeconfig with tokenFile, as a rotating projected token would be read. */
+	snprintf(token_file, sizeof token_file, "%s/token", W.dir);
+	snprintf(server, sizeof server, "https://127.0.0.1:%u", apiserver_double_port(W.api));
+	ca = harness_read_file(W.ca_file, NULL);
+	rc = !ca || write_token(HARNESS_TOKEN) ||
+	     testcerts_write_kubeconfig_token_file(W.kubeconfig, server, ca, token_file);
+	free(ca);
+	if (rc)
+		return -1;
 	/* An empty node: the placement below fits whenever the API server answers. */
 	if (world_add_node(&W, "gpu-node-ok", 81559, 1))
 		return -1;
@@ -138,6 +165,22 @@ static void test_non_placements_allowed_while_down(void **state)
 	free(uns);
 }
 
+/* The service-account token rotates: the client re-reads the token file. A token the API
+ * server no longer accepts (401) denies, like any failure to ask. */
+static void test_token_rotation(void **state)
+{
+	struct review_answer a;
+	double t;
+	apiserver_double_set_token(W.api, "rotated-token-2");
+	ITEST_CHECK(write_token("rotated-token-2") == 0, "write token");
+	place(1, &a);
+	apiserver_double_set_token(W.api, "rotated-token-3");
+	t = place(0, &a);
+	check_bounded(t, "API 401", &a);
+	ITEST_CHECK(write_token("rotated-token-3") == 0, "write token");
+	place(1, &a);
+}
+
 /* The failures show in the metrics as decision="error". */
 static void test_errors_counted(void **state)
 {
@@ -158,6 +201,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup(test_api_down_denies, reset),
 	    cmocka_unit_test_setup(test_binding_lookup_fails, reset),
 	    cmocka_unit_test_setup(test_non_placements_allowed_while_down, reset),
+	    cmocka_unit_test_setup(test_token_rotation, reset),
 	    cmocka_unit_test(test_errors_counted),
 	};
 	harness_init(argc, argv);

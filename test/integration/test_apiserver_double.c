@@ -115,6 +115,10 @@ static void test_token_required(void **state)
 	assert_int_equal(get(f, "/api/v1/nodes/gpu-node-a", "wrong", NULL), 401);
 	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_UNAUTHORIZED), 2);
 	assert_int_equal(get(f, "/api/v1/nodes/gpu-node-a", "tok", NULL), 200);
+	apiserver_double_set_token(f->d, "rotated");
+	assert_int_equal(get(f, "/api/v1/nodes/gpu-node-a", "tok", NULL), 401);
+	assert_int_equal(get(f, "/api/v1/nodes/gpu-node-a", "rotated", NULL), 200);
+	apiserver_double_set_token(f->d, "tok");
 }
 
 static void test_get_node_and_pod(void **state)
@@ -181,6 +185,10 @@ static void test_list_pagination_and_selector(void **state)
 	assert_int_equal(list_all(f, "fieldSelector=spec.nodeName%3Dother", 2, &pages), 0);
 	assert_int_equal(get(f, "/api/v1/pods?fieldSelector=spec.bogus%3Dx", "tok", NULL), 400);
 	apiserver_double_set_expire_continue(f->d, 1);
+	assert_int_equal(get(f, "/api/v1/pods?limit=1&continue=dbl%3A1", "tok", NULL), 410);
+	assert_int_equal(get(f, "/api/v1/pods?limit=1&continue=dbl%3A1", "tok", NULL), 200);
+	apiserver_double_set_expire_continue(f->d, -1);
+	assert_int_equal(get(f, "/api/v1/pods?limit=1&continue=dbl%3A1", "tok", NULL), 410);
 	assert_int_equal(get(f, "/api/v1/pods?limit=1&continue=dbl%3A1", "tok", NULL), 410);
 	apiserver_double_set_expire_continue(f->d, 0);
 }

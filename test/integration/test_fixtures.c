@@ -14,9 +14,26 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <cjson/cJSON.h>
+
 #include "itest.h"
 
 static struct world W;
+
+/* A node whose labels say 81559 MiB x 1 but whose annotations override memory (40Gi per GPU)
+ * and threshold (0.5): budget 20Gi. */
+static const char *ANNOTATED_NODE =
+    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"gpu-node-ann\","
+    "\"labels\":{\"nvidia.com/gpu.count\":\"1\",\"nvidia.com/gpu.memory\":\"81559\"},"
+    "\"annotations\":{\"gpu-memory-guard.io/gpu-memory\":\"40Gi\","
+    "\"gpu-memory-guard.io/threshold\":\"0.5\"}},\"status\":{\"allocatable\":"
+    "{\"nvidia.com/gpu\":\"1\"}}}";
+
+/* A node without any GPU memory information. */
+static const char *UNKNOWN_NODE =
+    "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"gpu-node-unknown\","
+    "\"labels\":{\"kubernetes.io/os\":\"linux\"}},\"status\":{\"allocatable\":"
+    "{\"nvidia.com/gpu\":\"2\"}}}";
 
 static int group_setup(void **state)
 {
@@ -31,7 +48,9 @@ static int group_setup(void **state)
 	    world_add_node(&W, "gpu-node-r", 81559, 1) ||
 	    world_add_pod(&W, "inference", "r1", "30Gi", NULL) ||
 	    world_add_pod(&W, "inference", "r2", "30Gi", NULL) ||
-	    world_add_pod(&W, "inference", "r3", "30Gi", NULL))
+	    world_add_pod(&W, "inference", "r3", "30Gi", NULL) ||
+	    apiserver_double_put_node(W.api, ANNOTATED_NODE) ||
+	    apiserver_double_put_node(W.api, UNKNOWN_NODE))
 		return -1;
 	return world_start_gmg(&W, extra, 30000);
 }
@@ -193,6 +212,74 @@ static void test_ledger_reconcile(void **state)
 	free(body);
 }
 
+/* A continue token that expired mid-list (410 Gone): the list restarts and still sees every
+ * page (legacy-notebook is on the second page); if it keeps expiring, fail closed. */
+static void test_continue_expired(void **state)
+{
+	struct review_answer a;
+	char *body = harness_pod_review("expired-1", "exp-pod", "12Gi", "gpu-node-a", 0);
+	unsigned long lists = count(APISERVER_DOUBLE_LIST_PODS);
+	apiserver_double_set_expire_continue(W.api, 1);
+	itest_review(&W, body, "expired-1", 0, &a);
+	apiserver_double_set_expire_continue(W.api, 0);
+	itest_contains(a.message, "legacy-notebook", "the restarted list reached the second page");
+	ITEST_CHECK(count(APISERVER_DOUBLE_LIST_PODS) - lists >= 4,
+	            "expected page 1, page 2 (410), page 1, page 2: %lu list calls",
+	            count(APISERVER_DOUBLE_LIST_PODS) - lists);
+	free(body);
+	apiserver_double_set_expire_continue(W.api, -1);
+	body = harness_pod_review("expired-2", "exp-pod", "12Gi", "gpu-node-a", 0);
+	itest_review(&W, body, "expired-2", 0, &a);
+	apiserver_double_set_expire_continue(W.api, 0);
+	itest_contains(a.message, "API server", "410 on every continue: fail closed");
+	free(body);
+}
+
+/* Node annotations override the labels: 40Gi per GPU at 50% = 20Gi. 16Gi fits; 8Gi more does
+ * not (with the labels' 71.68Gi, or 40Gi at 90%, it would). */
+static void test_node_annotations_override(void **state)
+{
+	struct review_answer a;
+	char *body = harness_pod_review("ann-1", "ann-1", "16Gi", "gpu-node-ann", 0);
+	itest_review(&W, body, "ann-1", 1, &a);
+	free(body);
+	body = harness_pod_review("ann-2", "ann-2", "8Gi", "gpu-node-ann", 0);
+	itest_review(&W, body, "ann-2", 0, &a);
+	itest_contains(a.message, "50%", "the node's threshold annotation");
+	free(body);
+}
+
+/* Unknown capacity: deny, telling the operator what to set. */
+static void test_unknown_capacity(void **state)
+{
+	struct review_answer a;
+	char *body = harness_pod_review("unknown-1", "unk", "1Gi", "gpu-node-unknown", 0);
+	itest_review(&W, body, "unknown-1", 0, &a);
+	itest_contains(a.message, "gpu-memory-guard.io/gpu-memory", "names the annotation to set");
+	free(body);
+}
+
+/* A mirror pod (static pod) is never refused: the kubelet runs it anyway. */
+static void test_mirror_pod_allowed(void **state)
+{
+	struct review_answer a;
+	char *text =
+	    harness_pod_review("mirror-1", "static-web-gpu-node-a", "12Gi", "gpu-node-a", 0);
+	cJSON *doc = cJSON_Parse(text), *md, *ann;
+	char *body;
+	md = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "request"),
+	                                     "object"),
+	    "metadata");
+	ann = cJSON_AddObjectToObject(md, "annotations");
+	cJSON_AddStringToObject(ann, "kubernetes.io/config.mirror", "3f1b6d0e1d");
+	body = cJSON_PrintUnformatted(doc);
+	itest_review(&W, body, "mirror-1", 1, &a);
+	cJSON_free(body);
+	cJSON_Delete(doc);
+	free(text);
+}
+
 /* Only uid present: every other request field is optional; the uid is echoed. */
 static void test_minimal_review_uid_echoed(void **state)
 {
@@ -215,6 +302,10 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_unscheduled_allowed),
 	    cmocka_unit_test(test_init_and_sidecar),
 	    cmocka_unit_test(test_ledger_reconcile),
+	    cmocka_unit_test(test_continue_expired),
+	    cmocka_unit_test(test_node_annotations_override),
+	    cmocka_unit_test(test_unknown_capacity),
+	    cmocka_unit_test(test_mirror_pod_allowed),
 	    cmocka_unit_test(test_minimal_review_uid_echoed),
 	};
 	harness_init(argc, argv);

@@ -173,8 +173,8 @@ out:
 	return rc;
 }
 
-int testcerts_write_kubeconfig(const char *path, const char *server, const char *ca_pem,
-                               const char *token)
+static int write_kubeconfig(const char *path, const char *server, const char *ca_pem,
+                            const char *user_key, const char *user_value)
 {
 	size_t len = strlen(ca_pem);
 	size_t b64len = 4 * ((len + 2) / 3) + 1;
@@ -195,20 +195,32 @@ int testcerts_write_kubeconfig(const char *path, const char *server, const char 
 	             "users:\n"
 	             "- name: webhook\n"
 	             "  user:\n"
-	             "    token: %s\n"
+	             "    %s: %s\n"
 	             "contexts:\n"
 	             "- name: test\n"
 	             "  context:\n"
 	             "    cluster: apiserver-test-double\n"
 	             "    user: webhook\n"
 	             "current-context: test\n",
-	             server, (const char *)b64, token) < 0)
+	             server, (const char *)b64, user_key, user_value) < 0)
 		doc = NULL;
 	if (doc)
 		rc = write_atomic(path, doc);
 	free(doc);
 	free(b64);
 	return rc;
+}
+
+int testcerts_write_kubeconfig(const char *path, const char *server, const char *ca_pem,
+                               const char *token)
+{
+	return write_kubeconfig(path, server, ca_pem, "token", token);
+}
+
+int testcerts_write_kubeconfig_token_file(const char *path, const char *server, const char *ca_pem,
+                                          const char *token_file)
+{
+	return write_kubeconfig(path, server, ca_pem, "tokenFile", token_file);
 }
 
 int testcerts_pem_info(const char *pem, size_t len, long *serial, long long *not_after)

@@ -39,6 +39,10 @@ int testcert_write(const struct testcert *c, const char *cert_path, const char *
 int testcerts_write_kubeconfig(const char *path, const char *server, const char *ca_pem,
                                const char *token);
 
+/* The same with tokenFile: token_file (re-read by the client as it rotates). 0 / -1. */
+int testcerts_write_kubeconfig_token_file(const char *path, const char *server, const char *ca_pem,
+                                          const char *token_file);
+
 /* Serial number and notAfter (seconds since the epoch) of a PEM certificate. 0 / -1. */
 int testcerts_pem_info(const char *pem, size_t len, long *serial, long long *not_after);
 
