@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <pthread.h>
+
 #include "itest.h"
 
 #define API_TIMEOUT_S 1.0
@@ -165,6 +167,58 @@ static void test_non_placements_allowed_while_down(void **state)
 	free(uns);
 }
 
+struct slow_job {
+	char uid[32];
+	char *body;
+	double seconds;
+	struct review_answer a;
+	int rc;
+};
+
+static void *slow_job_run(void *arg)
+{
+	struct slow_job *j = arg;
+	struct http_resp rs;
+	j->rc = world_review(&W, j->body, &rs, &j->a);
+	j->seconds = rs.seconds;
+	http_resp_free(&rs);
+	return NULL;
+}
+
+/*
+ * KNOWN ISSUE (skipped unless GMG_INTEG_KNOWN_ISSUES=1): several placements at once while the
+ * API server hangs. Each is answered within the API timeout once a worker thread takes it, but
+ * the workers (--threads, default = CPUs) block on the API calls, so the k-th review waits
+ * for k/threads earlier ones: with 2 CPUs and 16 placements the last answer came after ~28 s,
+ * past the webhook's timeout (10 s default), and an UPDATE queued behind them waited as long.
+ */
+static void test_slow_api_concurrent_placements(void **state)
+{
+	struct slow_job jobs[8];
+	pthread_t t[8];
+	int i;
+	if (!getenv("GMG_INTEG_KNOWN_ISSUES"))
+		skip();
+	apiserver_double_set_delay_ms(W.api, 8000);
+	for (i = 0; i < 8; i++) {
+		char name[32];
+		memset(&jobs[i], 0, sizeof jobs[i]);
+		snprintf(jobs[i].uid, sizeof jobs[i].uid, "slow-conc-%d", i);
+		snprintf(name, sizeof name, "slow-conc-%d", i);
+		jobs[i].body = harness_pod_review(jobs[i].uid, name, "1Gi", "gpu-node-ok", 0);
+		pthread_create(&t[i], NULL, slow_job_run, &jobs[i]);
+	}
+	for (i = 0; i < 8; i++)
+		pthread_join(t[i], NULL);
+	apiserver_double_set_delay_ms(W.api, 0);
+	for (i = 0; i < 8; i++)
+		free(jobs[i].body);
+	for (i = 0; i < 8; i++) {
+		ITEST_CHECK(jobs[i].rc == 0 && !jobs[i].a.allowed, "%s: not a denial", jobs[i].uid);
+		check_bounded(jobs[i].seconds, jobs[i].uid, &jobs[i].a);
+	}
+}
+
 /* The service-account token rotates: the client re-reads the token file. A token the API
  * server no longer accepts (401) denies, like any failure to ask. */
 static void test_token_rotation(void **state)
@@ -202,6 +256,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup(test_binding_lookup_fails, reset),
 	    cmocka_unit_test_setup(test_non_placements_allowed_while_down, reset),
 	    cmocka_unit_test_setup(test_token_rotation, reset),
+	    cmocka_unit_test_setup(test_slow_api_concurrent_placements, reset),
 	    cmocka_unit_test(test_errors_counted),
 	};
 	harness_init(argc, argv);
