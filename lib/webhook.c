@@ -607,10 +607,14 @@ int webhook_review(struct webhook *w, const char *body, size_t len, char **out, 
 		           (struct log_field[]){LOG_STR("reason", derr), LOG_END});
 		return WEBHOOK_EBADREQUEST;
 	}
-	if (rc != 0) /* a uid to echo: answer the API server, denying what it cannot read */
-		deny(&o, METRICS_ERROR, 400, "InvalidReview", "invalid AdmissionReview: %s", derr);
-	else
+	/* With a uid to echo, answer the API server: a CREATE it cannot read is denied (it may be
+	 * a placement); any other operation is never a placement and stays allowed. */
+	if (rc == 0)
 		decide(w, &req, &o);
+	else if (req.operation != ADMISSION_OP_CREATE && req.operation != ADMISSION_OP_UNKNOWN)
+		allow(&o, "NotPlacement", 0);
+	else
+		deny(&o, METRICS_ERROR, 400, "InvalidReview", "invalid AdmissionReview: %s", derr);
 	rc = encode(&req, &o, out, out_len);
 	double dt = now_seconds() - t0;
 	log_decision(&req, &o, dt);

@@ -711,6 +711,13 @@ static void test_bad_shape_with_uid_denied(void **state)
 	assert_string_equal(a.uid, "u-1");
 	assert_false(a.allowed);
 	cJSON_Delete(a.root);
+	/* An UPDATE is never a placement: allowed even when unreadable. */
+	body = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	       "\"request\":{\"uid\":\"u-2\",\"operation\":\"UPDATE\",\"object\":7}}";
+	a = review_text(e, body);
+	assert_string_equal(a.uid, "u-2");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
 }
 
 static void test_metrics_recorded(void **state)
