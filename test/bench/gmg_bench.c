@@ -188,6 +188,26 @@ static void cpu_model(char *out, size_t len)
 	fclose(f);
 }
 
+/* The first three fields of /proc/loadavg: other work on the machine skews the figures. */
+static const char *loadavg(void)
+{
+	static char buf[64];
+	FILE *f = fopen("/proc/loadavg", "r");
+	snprintf(buf, sizeof buf, "unknown");
+	if (f) {
+		if (fgets(buf, sizeof buf, f)) {
+			char *p = buf;
+			int spaces = 0;
+			while (*p && spaces < 3)
+				spaces += *p++ == ' ';
+			if (spaces == 3)
+				p[-1] = '\0';
+		}
+		fclose(f);
+	}
+	return buf;
+}
+
 static int setup_state(struct world *w, const struct opts *o)
 {
 	char node[64], pod[64];
@@ -297,8 +317,8 @@ static void report(struct shared *s, double wall, const char *m0, const char *m1
 	cpu_model(cpu, sizeof cpu);
 	strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
 	uname(&u);
-	printf("machine: %ld CPUs (nproc), %s, %s %s, %s\n", sysconf(_SC_NPROCESSORS_ONLN), cpu,
-	       u.sysname, u.release, date);
+	printf("machine: %ld CPUs (nproc), %s, %s %s, %s, load average %s\n",
+	       sysconf(_SC_NPROCESSORS_ONLN), cpu, u.sysname, u.release, date, loadavg());
 	printf("load: %d clients (keep-alive TLS, one connection each), %d nodes x %d pods, "
 	       "reviews: half pod CREATE with nodeName, half pods/binding\n",
 	       s->o->clients, s->o->nodes, s->o->pods_per_node);
