@@ -28,7 +28,6 @@
 
 struct server {
 	struct MHD_Daemon *admission, *health;
-	MHD_socket quiesced_fd;
 	struct webhook *webhook;
 	struct tls_store *tls;
 	struct metrics *metrics;
@@ -375,7 +374,6 @@ struct server *server_start(const struct server_options *opt, struct webhook *we
 	s->webhook = webhook;
 	s->tls = tls;
 	s->metrics = metrics;
-	s->quiesced_fd = MHD_INVALID_SOCKET;
 	tls_store_activate(tls);
 	s->health = listen_on(s, opt, start_health, opt->health_host, opt->health_port);
 	if (s->health == NULL) {
@@ -434,7 +432,11 @@ unsigned server_shutdown(struct server *s, uint64_t drain_ms, uint64_t shutdown_
 	log_fields(LOG_INFO, "draining: readiness failed, still serving",
 	           (struct log_field[]){LOG_INT("drain_ms", drain_ms), LOG_END});
 	sleep_ms(drain_ms);
-	s->quiesced_fd = MHD_quiesce_daemon(s->admission);
+	/* A quiesced daemon no longer accepts and leaves its listen socket to us: closed at once,
+	 * so that new connections are refused rather than left waiting in the backlog. */
+	MHD_socket fd = MHD_quiesce_daemon(s->admission);
+	if (fd != MHD_INVALID_SOCKET)
+		close(fd);
 	uint64_t waited = 0;
 	while (atomic_load(&s->in_flight) > 0 && waited < shutdown_ms) {
 		sleep_ms(10);
@@ -443,9 +445,6 @@ unsigned server_shutdown(struct server *s, uint64_t drain_ms, uint64_t shutdown_
 	unsigned left = atomic_load(&s->in_flight);
 	MHD_stop_daemon(s->admission);
 	s->admission = NULL;
-	if (s->quiesced_fd != MHD_INVALID_SOCKET)
-		close(s->quiesced_fd); /* a quiesced daemon leaves its listen socket to us */
-	s->quiesced_fd = MHD_INVALID_SOCKET;
 	if (s->health != NULL)
 		MHD_stop_daemon(s->health);
 	s->health = NULL;
@@ -460,8 +459,6 @@ void server_free(struct server *s)
 		return;
 	if (s->admission != NULL)
 		MHD_stop_daemon(s->admission);
-	if (s->quiesced_fd != MHD_INVALID_SOCKET)
-		close(s->quiesced_fd);
 	if (s->health != NULL)
 		MHD_stop_daemon(s->health);
 	free(s);

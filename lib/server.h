@@ -15,8 +15,8 @@
  *
  * Shutdown (server_shutdown): readiness fails first; the admission listener keeps serving for
  * drain_ms so that the endpoints controller and the API server stop sending; then it stops
- * accepting (MHD_quiesce_daemon), in-flight reviews get up to shutdown_ms to finish, and both
- * daemons stop.
+ * accepting (MHD_quiesce_daemon; the listen socket is closed, so new connections are refused
+ * at once), in-flight reviews get up to shutdown_ms to finish, and both daemons stop.
  *
  * Not thread-safe: one thread owns a struct server (main). The request handlers run on MHD's
  * threads and only touch thread-safe modules.
