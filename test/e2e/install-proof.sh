@@ -141,7 +141,8 @@ check_cert_manager_render() {
 	echo "$out" | grep -q "cert-manager.io/inject-ca-from: $NS/$RELEASE" || { echo "no inject-ca-from"; return 1; }
 	echo "$out" | grep -q '^kind: Certificate' || { echo "no Certificate"; return 1; }
 	! echo "$out" | grep -q 'caBundle:' || { echo "caBundle rendered in certManager mode"; return 1; }
-	"$TOOLS_BIN/kubectl" kustomize "$REPO_ROOT/certs/cert-manager" | grep -q "cert-manager.io/inject-ca-from: $NS/gpu-memory-guard" ||
+	out=$("$TOOLS_BIN/kubectl" kustomize "$REPO_ROOT/certs/cert-manager") || return 1
+	[[ $out == *"cert-manager.io/inject-ca-from: $NS/gpu-memory-guard"* ]] ||
 		{ echo "certs/cert-manager overlay lacks the annotation"; return 1; }
 }
 
@@ -210,6 +211,17 @@ start_host_webhook() { # TLS_DIR KUBECONFIG DEPLOYMENT_JSON
 		{ tail -n 5 "$STATE/logs/host-webhook.log"; return 1; }
 }
 
+host_webhook() { # NAME TLS_DIR KUBECONFIG DEPLOYMENT_JSON
+	local name=$1
+	shift
+	if start_host_webhook "$@" >"$WORK/host-webhook-start.out" 2>&1 && [ -n "$HOST_PID" ] &&
+		kill -0 "$HOST_PID" 2>/dev/null; then
+		pass "$name (pid $HOST_PID)"
+	else
+		fail "$name" "$(cat "$WORK/host-webhook-start.out")"
+	fi
+}
+
 stop_host_webhook() {
 	[ -n "$HOST_PID" ] || return 0
 	kill -TERM "$HOST_PID" 2>/dev/null || true
@@ -233,7 +245,12 @@ gpu_pod() {
 }
 
 # Placement over budget must be refused: the webhook configuration is in effect.
-in_effect() { gpu_pod gmg-probe 1000Gi gpu-l4-0 | kc create --dry-run=server -f - 2>&1 | grep -q "$DENIED_POD"; }
+# (Output captured first: with pipefail, `kubectl ... | grep -q` fails whenever kubectl does.)
+in_effect() {
+	local out
+	out=$(gpu_pod gmg-probe 1000Gi gpu-l4-0 | kc create --dry-run=server -f - 2>&1)
+	[[ $out == *"$DENIED_POD"* ]]
+}
 
 served_fingerprint() {
 	openssl s_client -connect "127.0.0.1:$WEBHOOK_PORT" -servername localhost </dev/null 2>/dev/null |
@@ -263,8 +280,8 @@ placement_checks() {
 	local label=$1 out
 	kc create namespace "$TEST_NS" >/dev/null 2>&1 || true
 	# pod CREATE with nodeName: 20Gi fits on an 80 GB H100 (90% = 71.7Gi), then 60Gi more does not.
-	check "$label: pod with nodeName within budget admitted" create_pod fits-0 20Gi gpu-h100-a
-	out=$(gpu_pod over-0 60Gi gpu-h100-a | kc create -f - 2>&1)
+	check "$label: pod with nodeName within budget admitted" create_pod "$label-fits-0" 20Gi gpu-h100-a
+	out=$(gpu_pod "$label-over-0" 60Gi gpu-h100-a | kc create -f - 2>&1)
 	if echo "$out" | grep -q "$DENIED_POD" && echo "$out" | grep -q 'gpu-h100-a'; then
 		pass "$label: pod with nodeName over budget refused with the message"
 		printf '     %s\n' "$(echo "$out" | cut -c1-240)"
@@ -272,22 +289,22 @@ placement_checks() {
 		fail "$label: pod with nodeName over budget refused with the message" "$out"
 	fi
 	# The scheduler's binding: 40Gi binds to gpu-h100-b, then 60Gi more is refused at binding.
-	create_pod bind-fits 40Gi "" gpu-h100-b >/dev/null
-	if wait_for 30 "bind-fits bound" pod_bound bind-fits; then
+	create_pod "$label-bind-fits" 40Gi "" gpu-h100-b >/dev/null
+	if wait_for 30 "$label-bind-fits bound" pod_bound "$label-bind-fits"; then
 		pass "$label: binding within budget admitted (scheduled to gpu-h100-b)"
 	else
-		fail "$label: binding within budget admitted" "$(kc -n "$TEST_NS" get events --field-selector involvedObject.name=bind-fits -o jsonpath='{..message}')"
+		fail "$label: binding within budget admitted" "$(kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$label-bind-fits" -o jsonpath='{..message}')"
 	fi
-	create_pod bind-over 60Gi "" gpu-h100-b >/dev/null
-	if wait_for 45 "a FailedScheduling event with the denial" binding_denied bind-over; then
-		out=$(kc -n "$TEST_NS" get pod bind-over -o jsonpath='{.spec.nodeName}')
+	create_pod "$label-bind-over" 60Gi "" gpu-h100-b >/dev/null
+	if wait_for 45 "a FailedScheduling event with the denial" binding_denied "$label-bind-over"; then
+		out=$(kc -n "$TEST_NS" get pod "$label-bind-over" -o jsonpath='{.spec.nodeName}')
 		if [ -z "$out" ]; then
 			pass "$label: binding over budget refused (FailedScheduling names the webhook)"
 		else
 			fail "$label: binding over budget refused" "pod was bound to $out"
 		fi
 	else
-		fail "$label: binding over budget refused" "$(kc -n "$TEST_NS" get events --field-selector involvedObject.name=bind-over -o jsonpath='{..message}')"
+		fail "$label: binding over budget refused" "$(kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$label-bind-over" -o jsonpath='{..message}')"
 	fi
 }
 
@@ -303,9 +320,9 @@ rbac_checks() { # LABEL
 		-H "Authorization: Bearer $(cat "$WORK/token")" "$(apiserver_url)/api/v1/secrets")
 	if [ "$code" = 403 ]; then pass "$label: list secrets with the ServiceAccount token refused (403)"; else fail "$label: list secrets refused" "HTTP $code"; fi
 	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$STATE/pki/ca.crt" \
-		-H "Authorization: Bearer $(cat "$WORK/token")" -X DELETE "$(apiserver_url)/api/v1/namespaces/$TEST_NS/pods/fits-0")
+		-H "Authorization: Bearer $(cat "$WORK/token")" -X DELETE "$(apiserver_url)/api/v1/namespaces/$TEST_NS/pods/$label-fits-0")
 	if [ "$code" = 403 ]; then pass "$label: delete pod with the ServiceAccount token refused (403)"; else fail "$label: delete pod refused" "HTTP $code"; fi
-	code=$(kc auth can-i watch nodes --as "system:serviceaccount:$NS:$SA" 2>&1)
+	code=$(kc auth can-i watch nodes --as "system:serviceaccount:$NS:$SA" 2>/dev/null)
 	if [ "$code" = yes ]; then pass "$label: ServiceAccount may watch nodes"; else fail "$label: ServiceAccount may watch nodes" "$code"; fi
 }
 
@@ -358,6 +375,7 @@ check "helm lint --strict (certManager)" check_lint --set certificate.mode=certM
 check "helm lint --strict (existingSecret)" check_lint --set certificate.mode=existingSecret --set certificate.existingSecret.name=my-tls
 check "schema rejects threshold 1.5" schema_rejects --set threshold=1.5
 check "schema rejects threshold 0" schema_rejects --set threshold=0
+check "schema rejects threshold 1.5 as a number (--set-json)" schema_rejects --set-json threshold=1.5
 check "schema rejects mode audit" schema_rejects --set mode=audit
 check "schema rejects failurePolicy Maybe" schema_rejects --set webhook.bindings.failurePolicy=Maybe
 check "schema rejects existingSecret without a name" schema_rejects --set certificate.mode=existingSecret
@@ -395,8 +413,9 @@ kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.ca\.crt}' | base64 -d >"$WO
 volume_update "$WORK/helm-tls" "$WORK/helm.crt" "$WORK/helm.key" "$WORK/helm-ca.crt"
 check "chart Secret: serving cert verifies against its ca.crt, names the Service and 127.0.0.1" helm_ca_bundle_ok
 check "ServiceAccount token kubeconfig (kubectl create token)" sa_kubeconfig "$WORK/helm-sa.kubeconfig"
-check "binary runs on the host with the chart's args, Secret and ServiceAccount" \
-	start_host_webhook "$WORK/helm-tls" "$WORK/helm-sa.kubeconfig" "$WORK/helm-deploy.json"
+# Not through check(): HOST_PID must be set in this shell.
+host_webhook "binary runs on the host with the chart's args, Secret and ServiceAccount" \
+	"$WORK/helm-tls" "$WORK/helm-sa.kubeconfig" "$WORK/helm-deploy.json"
 check "chart's webhook configuration in effect (URL switch)" wait_for 60 "webhook in effect" in_effect
 placement_checks "helm"
 rbac_checks "helm"
@@ -464,8 +483,8 @@ check "kubectl apply -k overlay of manifests/ (caBundle + URL patch)" kc apply -
 kc -n "$NS" get deploy gpu-memory-guard -o json >"$WORK/manifests-deploy.json"
 volume_update "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key" "$CERTS/ca.crt"
 check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfig "$WORK/manifests-sa.kubeconfig"
-check "binary runs on the host with the manifests' args, certs and ServiceAccount" \
-	start_host_webhook "$WORK/manifests-tls" "$WORK/manifests-sa.kubeconfig" "$WORK/manifests-deploy.json"
+host_webhook "binary runs on the host with the manifests' args, certs and ServiceAccount" \
+	"$WORK/manifests-tls" "$WORK/manifests-sa.kubeconfig" "$WORK/manifests-deploy.json"
 check "manifests' webhook configuration in effect" wait_for 60 "webhook in effect" in_effect
 placement_checks "manifests"
 rbac_checks "manifests"
