@@ -280,19 +280,29 @@ static enum MHD_Result health_handler(void *cls, struct MHD_Connection *c, const
 	return reply_text(s, c, MHD_HTTP_NOT_FOUND, "not found\n");
 }
 
-/* Resolve host into a sockaddr with port; *v6 set for IPv6. 0 or -1. */
+/*
+ * Resolve host into a sockaddr with port; *v6 set for IPv6. IPv4 is preferred when a name has
+ * both ("localhost" resolves to ::1 first on glibc, and clients mostly dial 127.0.0.1).
+ * 0 or -1.
+ */
 static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss, int *v6)
 {
-	struct addrinfo hints, *res = NULL;
+	struct addrinfo hints, *res = NULL, *pick;
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE;
 	if (getaddrinfo(host, NULL, &hints, &res) != 0 || res == NULL)
 		return -1;
+	pick = res;
+	for (struct addrinfo *ai = res; ai != NULL; ai = ai->ai_next)
+		if (ai->ai_family == AF_INET) {
+			pick = ai;
+			break;
+		}
 	memset(ss, 0, sizeof(*ss));
-	memcpy(ss, res->ai_addr, res->ai_addrlen);
-	*v6 = res->ai_family == AF_INET6;
+	memcpy(ss, pick->ai_addr, pick->ai_addrlen);
+	*v6 = pick->ai_family == AF_INET6;
 	if (*v6)
 		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
 	else
