@@ -198,6 +198,23 @@ static void test_exempt_namespace(void **state)
 	free(body);
 }
 
+/* The API server is down when the binary starts: it still starts and gets ready (readiness
+ * does not depend on the API server, or an outage would take the webhook down with it), denies
+ * placements meanwhile, and allows them once the API server is back. */
+static void test_start_while_api_down(void **state)
+{
+	struct review_answer a;
+	char err[256], *body = harness_pod_review("down-1", "d-1", "1Gi", "gpu-node-ok", 0);
+	ITEST_CHECK(apiserver_double_stop(W.api) == 0, "stop the test double");
+	start(NULL);
+	itest_review(&W, body, "down-1", 0, &a);
+	ITEST_CHECK(apiserver_double_start(W.api, err, sizeof err) == 0, "restart: %s", err);
+	free(body);
+	body = harness_pod_review("down-2", "d-1", "1Gi", "gpu-node-ok", 0);
+	itest_review(&W, body, "down-2", 1, &a);
+	free(body);
+}
+
 /* Run the binary with args; returns the wait status; out gets stdout + stderr. */
 static int run_cli(const char *args, char *out, size_t outlen)
 {
@@ -234,6 +251,11 @@ static void test_command_line(void **state)
 	ITEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "--help: status %d", st);
 	itest_contains(out, "--reservation-ttl", "--help documents every flag");
 	itest_contains(out, "--exempt-namespace", "--help documents every flag");
+	st = run_cli("serve --listen 127.0.0.1:0 --health-listen 127.0.0.1:0 --tls-cert-file "
+	             "/nonexistent/tls.crt --tls-key-file /nonexistent/tls.key --kubeconfig "
+	             "/nonexistent/kubeconfig",
+	             out, sizeof out);
+	ITEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 1, "missing files: status %d: %s", st, out);
 }
 
 int main(int argc, char **argv)
@@ -245,6 +267,7 @@ int main(int argc, char **argv)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_start_while_api_down, setup, teardown),
 	    cmocka_unit_test(test_command_line),
 	};
 	harness_init(argc, argv);
