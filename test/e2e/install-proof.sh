@@ -275,6 +275,29 @@ template_apply() { helm_template "$@" | kc apply --dry-run=server -f -; }
 bundle_is_ca() { [ "$BUNDLE" = "$(base64 -w0 "$CERTS/ca.crt")" ]; }
 key_mode_600() { [ "$(stat -c %a "$CERTS/tls.key")" = 600 ]; }
 
+deploy_settings_kept() {
+	local d="$WORK/manifests-deploy.json"
+	[ "$(jq -r '.spec.template.spec.containers[0].lifecycle.preStop.sleep.seconds' "$d")" = 5 ] &&
+		[ "$(jq -r '.spec.strategy.rollingUpdate.maxUnavailable' "$d")" = 0 ] &&
+		[ "$(jq -r '.spec.template.spec.priorityClassName' "$d")" = system-cluster-critical ]
+}
+webhook_pods() { [ "$(kc -n "$NS" get pods -l app.kubernetes.io/name=gpu-memory-guard -o name | wc -l)" -ge "$1" ]; }
+pod_bound_in() { [ -n "$(kc -n "$1" get pod "$2" -o jsonpath='{.spec.nodeName}')" ]; }
+# A pod that meets Pod Security "restricted", asks for no GPU and sets no nodeName.
+create_plain_pod() { # NAMESPACE NAME
+	jq -n --arg ns "$1" --arg name "$2" '{apiVersion: "v1", kind: "Pod",
+	  metadata: {name: $name, namespace: $ns},
+	  spec: {securityContext: {runAsNonRoot: true, runAsUser: 65532, seccompProfile: {type: "RuntimeDefault"}},
+	         containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
+	           securityContext: {allowPrivilegeEscalation: false, capabilities: {drop: ["ALL"]}}}]}}' |
+		kc create -f -
+}
+binding_call_failed() {
+	local out
+	out=$(kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$1,reason=FailedScheduling" -o jsonpath='{..message}')
+	[[ $out == *'failed calling webhook "bindings.gpu-memory-guard.io"'* ]]
+}
+
 # The placement checks every install path must pass. $1 = label.
 placement_checks() {
 	local label=$1 out
@@ -344,6 +367,16 @@ rotation_check() { # LABEL TLS_DIR NEW_CRT NEW_KEY
 		fail "$label: rotated serving certificate served without restart" "served: $(served_fingerprint), want $want"
 	fi
 	check "$label: API server still reaches the webhook after rotation" wait_for 20 "denial after rotation" in_effect
+	check "$label: expiry metric equals the served certificate's NotAfter" wait_for 10 "expiry metric" expiry_metric_is "$3"
+}
+
+# gpu_memory_guard_certificate_expiry_timestamp_seconds on /metrics = NotAfter of CRT.
+expiry_metric_is() { # CRT
+	local want got
+	want=$(date -d "$(openssl x509 -in "$1" -noout -enddate | cut -d= -f2)" +%s) || return 1
+	got=$(curl -sf --max-time 2 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/metrics" |
+		awk '$1 == "gpu_memory_guard_certificate_expiry_timestamp_seconds" {printf "%d", $2}')
+	[ -n "$got" ] && [ "$got" = "$want" ]
 }
 
 # The placements above needed pods get/list and nodes get; none may have been refused.
@@ -481,6 +514,8 @@ patches:
 EOF
 check "kubectl apply -k overlay of manifests/ (caBundle + URL patch)" kc apply -k "$WORK/overlay"
 kc -n "$NS" get deploy gpu-memory-guard -o json >"$WORK/manifests-deploy.json"
+check "manifests: Deployment keeps the preStop sleep action (5 s) and maxUnavailable 0" deploy_settings_kept
+check "manifests: both replicas created under Pod Security restricted" wait_for 60 "2 webhook pods" webhook_pods 2
 volume_update "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key" "$CERTS/ca.crt"
 check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfig "$WORK/manifests-sa.kubeconfig"
 host_webhook "binary runs on the host with the manifests' args, certs and ServiceAccount" \
@@ -497,7 +532,24 @@ else
 	fail "gpu-memory-guard certs --renew" "$(cat "$WORK/certs.err")"
 fi
 rotation_check "manifests" "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key"
+
+echo "== webhook down (configuration still registered): what failurePolicy Fail costs"
 stop_host_webhook
+cleanup_test_pods
+out=$(gpu_pod down-gpu 1Gi gpu-h100-a | kc create -f - 2>&1)
+if [[ $out == *'failed calling webhook "pods.gpu-memory-guard.io"'* ]]; then
+	pass "down: GPU placement refused (fails closed, pods webhook)"
+else
+	fail "down: GPU placement refused (fails closed, pods webhook)" "$out"
+fi
+check "down: ordinary pod CREATE is not sent to the webhook (matchConditions)" create_plain_pod "$TEST_NS" down-plain
+check "down: its binding waits (bindings webhook, failurePolicy Fail)" wait_for 45 "binding failure event" binding_call_failed down-plain
+check "down: a pod in the webhook's own namespace still schedules (excluded)" create_plain_pod "$NS" self-restart
+check "down: the webhook-namespace pod is bound" wait_for 45 "self-restart bound" pod_bound_in "$NS" self-restart
+check "down: a pod in kube-system still schedules (excluded)" create_plain_pod kube-system sys-pod
+check "down: the kube-system pod is bound" wait_for 45 "sys-pod bound" pod_bound_in kube-system sys-pod
+kc -n "$NS" delete pod self-restart --grace-period=0 --force >/dev/null 2>&1
+kc -n kube-system delete pod sys-pod --grace-period=0 --force >/dev/null 2>&1
 cleanup_test_pods
 
 echo
