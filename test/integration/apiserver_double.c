@@ -10,6 +10,7 @@
 #include <cjson/cJSON.h>
 #include <dirent.h>
 #include <errno.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -35,8 +36,9 @@ struct apiserver_double {
 	unsigned short port;
 	unsigned max_page;
 	int allow_old_tls;
-	cJSON *nodes; /* array of Node */
-	cJSON *pods;  /* array of Pod */
+	char *client_ca; /* PEM, or NULL */
+	cJSON *nodes;    /* array of Node */
+	cJSON *pods;     /* array of Pod */
 	unsigned long rv;
 	int fail_code;
 	unsigned delay_ms;
@@ -480,6 +482,23 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 	return a;
 }
 
+/* A client certificate chain that the configured client CA verifies (GnuTLS did the
+ * handshake; MHD only requests the certificate, verification is ours). */
+static int client_cert_ok(struct apiserver_double *d, struct MHD_Connection *c)
+{
+	const union MHD_ConnectionInfo *ci;
+	unsigned int status = 0, n = 0;
+	if (!d->client_ca)
+		return 0;
+	ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	if (!ci || !ci->tls_session)
+		return 0;
+	if (!gnutls_certificate_get_peers((gnutls_session_t)ci->tls_session, &n) || n == 0)
+		return 0;
+	return gnutls_certificate_verify_peers2((gnutls_session_t)ci->tls_session, &status) == 0 &&
+	       status == 0;
+}
+
 static int authorized(struct apiserver_double *d, struct MHD_Connection *c)
 {
 	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
@@ -487,7 +506,7 @@ static int authorized(struct apiserver_double *d, struct MHD_Connection *c)
 	pthread_mutex_lock(&d->mu);
 	ok = h && !strncmp(h, "Bearer ", 7) && !strcmp(h + 7, d->token);
 	pthread_mutex_unlock(&d->mu);
-	return ok;
+	return ok || client_cert_ok(d, c);
 }
 
 static struct answer dispatch(struct apiserver_double *d, struct MHD_Connection *c, const char *url,
@@ -601,6 +620,11 @@ int apiserver_double_start(struct apiserver_double *d, char *err, size_t errlen)
 	sin.sin_family = AF_INET;
 	sin.sin_port = htons(d->port);
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	/* Only with a client CA: MHD then asks clients for a certificate. */
+	struct MHD_OptionItem trust[] = {
+	    {d->client_ca ? MHD_OPTION_HTTPS_MEM_TRUST : MHD_OPTION_END, 0, d->client_ca},
+	    {MHD_OPTION_END, 0, NULL},
+	};
 	d->mhd = MHD_start_daemon(
 	    MHD_USE_TLS | MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
 	        MHD_USE_ERROR_LOG,
@@ -608,7 +632,8 @@ int apiserver_double_start(struct apiserver_double *d, char *err, size_t errlen)
 	    MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin, MHD_OPTION_HTTPS_MEM_KEY, d->key,
 	    MHD_OPTION_HTTPS_MEM_CERT, d->cert, MHD_OPTION_HTTPS_PRIORITIES,
 	    d->allow_old_tls ? OLD_TLS_TOO : MODERN_TLS, MHD_OPTION_NOTIFY_COMPLETED, completed,
-	    NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_END);
+	    NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30, MHD_OPTION_ARRAY, trust,
+	    MHD_OPTION_END);
 	if (!d->mhd) {
 		set_err(err, errlen, "apiserver double: MHD_start_daemon failed on port %u",
 		        (unsigned)d->port);
@@ -652,6 +677,10 @@ struct apiserver_double *apiserver_double_new(const struct apiserver_double_opts
 	d->port = o->port;
 	d->max_page = o->max_page;
 	d->allow_old_tls = o->allow_old_tls;
+	if (o->client_ca_pem && !(d->client_ca = strdup(o->client_ca_pem))) {
+		set_err(err, errlen, "apiserver double: out of memory");
+		goto err;
+	}
 	d->rv = 1000;
 	if (!d->cert || !d->key || !d->token || !d->nodes || !d->pods) {
 		set_err(err, errlen, "apiserver double: out of memory");
@@ -676,6 +705,7 @@ void apiserver_double_free(struct apiserver_double *d)
 	free(d->cert);
 	free(d->key);
 	free(d->token);
+	free(d->client_ca);
 	pthread_cond_destroy(&d->cv);
 	pthread_mutex_destroy(&d->mu);
 	free(d);

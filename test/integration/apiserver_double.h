@@ -4,7 +4,8 @@
  * makes, from in-memory state loaded from JSON files, the way kube-apiserver answers them.
  *
  * Served over HTTPS (libmicrohttpd + GnuTLS, a certificate the test harness generates), every
- * request must carry "Authorization: Bearer <token>" (401 with a Status body otherwise):
+ * request must carry "Authorization: Bearer <token>" or, when client_ca_pem is set, a client
+ * certificate that CA issued (401 with a Status body otherwise):
  *   GET  /api/v1/nodes/NAME
  *   GET  /api/v1/namespaces/NS/pods/NAME
  *   GET  /api/v1/pods?fieldSelector=...&limit=N&continue=T   (also /api/v1/namespaces/NS/pods)
@@ -38,6 +39,8 @@ struct apiserver_double_opts {
 	unsigned short port;  /* 0: the kernel picks a free loopback port */
 	unsigned max_page;    /* cap on items per list page, whatever limit asks (0: none) */
 	int allow_old_tls;    /* 1: also TLS 1.0/1.1 (a control for the TLS 1.1 refusal test) */
+	const char *client_ca_pem; /* when set, a client certificate verified against this CA
+	                              authenticates too (as with the API server's client CA) */
 };
 
 /* Counters of requests received (counted on arrival, before any delay or failure). */

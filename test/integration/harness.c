@@ -283,6 +283,10 @@ int http_do(CURL_HANDLE *handle, const struct http_req *req, struct http_resp *r
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &s);
 	if (req->ca_file)
 		curl_easy_setopt(c, CURLOPT_CAINFO, req->ca_file);
+	if (req->client_cert_file) {
+		curl_easy_setopt(c, CURLOPT_SSLCERT, req->client_cert_file);
+		curl_easy_setopt(c, CURLOPT_SSLKEY, req->client_key_file);
+	}
 	if (req->content_type)
 		snprintf(ct, sizeof ct, "Content-Type: %s", req->content_type);
 	else

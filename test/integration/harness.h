@@ -91,11 +91,13 @@ struct http_req {
 	const char *ca_file; /* https: trust this CA (peer and host always verified) */
 	const char *body;    /* may be NULL */
 	size_t body_len;
-	const char *content_type; /* NULL: no Content-Type header at all */
-	int chunked;              /* send the body with Transfer-Encoding: chunked */
-	long timeout_ms;          /* default 10000 */
-	const char *bearer;       /* Authorization: Bearer token, or NULL */
-	int expect_continue;      /* send Expect: 100-continue (default: no Expect header) */
+	const char *content_type;     /* NULL: no Content-Type header at all */
+	int chunked;                  /* send the body with Transfer-Encoding: chunked */
+	long timeout_ms;              /* default 10000 */
+	const char *bearer;           /* Authorization: Bearer token, or NULL */
+	int expect_continue;          /* send Expect: 100-continue (default: no Expect header) */
+	const char *client_cert_file; /* TLS client certificate (PEM), or NULL */
+	const char *client_key_file;
 };
 
 struct http_resp {

@@ -29,7 +29,14 @@ struct fx {
 	struct apiserver_double *d;
 };
 
+static int make_double_ca(struct fx *f, unsigned max_page, int allow_old_tls, int client_ca);
+
 static int make_double(struct fx *f, unsigned max_page, int allow_old_tls)
+{
+	return make_double_ca(f, max_page, allow_old_tls, 0);
+}
+
+static int make_double_ca(struct fx *f, unsigned max_page, int allow_old_tls, int client_ca)
 {
 	struct apiserver_double_opts o = {0};
 	char *ca = NULL, err[256];
@@ -42,9 +49,11 @@ static int make_double(struct fx *f, unsigned max_page, int allow_old_tls)
 	o.token = "tok";
 	o.max_page = max_page;
 	o.allow_old_tls = allow_old_tls;
+	o.client_ca_pem = client_ca ? testcert_cert_pem(f->ca) : NULL;
 	f->d = apiserver_double_new(&o, err, sizeof err);
 	free((char *)o.cert_pem);
 	free((char *)o.key_pem);
+	free((char *)o.client_ca_pem);
 	if (!f->d || !data)
 		return -1;
 	if (apiserver_double_load_dir(f->d, data, err, sizeof err) < 6)
@@ -277,6 +286,48 @@ static void test_tls_probe_both_ways(void **state)
 	unlink(old.ca_file);
 }
 
+/* With a client CA, a client certificate that CA issued authenticates; another CA's does not. */
+static void test_client_certificate_auth(void **state)
+{
+	struct fx f = {0};
+	struct testcert *good, *other_ca, *bad;
+	char url[128], crt[64], key[64];
+	struct http_req rq = {0};
+	struct http_resp rs;
+	assert_int_equal(make_double_ca(&f, 0, 0, 1), 0);
+	good = testcert_new_client(f.ca, "webhook", 11);
+	other_ca = testcert_new_ca("other CA");
+	bad = testcert_new_client(other_ca, "intruder", 12);
+	snprintf(crt, sizeof crt, "/tmp/gmg-client-%d.crt", (int)getpid());
+	snprintf(key, sizeof key, "/tmp/gmg-client-%d.key", (int)getpid());
+	snprintf(url, sizeof url, "%s/api/v1/nodes/gpu-node-a", f.base);
+	rq.url = url;
+	rq.ca_file = f.ca_file;
+	rq.client_cert_file = crt;
+	rq.client_key_file = key;
+	assert_int_equal(testcert_write(good, crt, key), 0);
+	assert_int_equal(http_do(NULL, &rq, &rs), 0);
+	http_resp_free(&rs);
+	assert_int_equal(rs.code, 200);
+	assert_int_equal(testcert_write(bad, crt, key), 0);
+	http_do(NULL, &rq, &rs);
+	http_resp_free(&rs);
+	assert_int_equal(rs.code, 401);
+	rq.client_cert_file = rq.client_key_file = NULL;
+	http_do(NULL, &rq, &rs);
+	http_resp_free(&rs);
+	assert_int_equal(rs.code, 401);
+	unlink(crt);
+	unlink(key);
+	testcert_free(good);
+	testcert_free(bad);
+	testcert_free(other_ca);
+	apiserver_double_free(f.d);
+	testcert_free(f.srv);
+	testcert_free(f.ca);
+	unlink(f.ca_file);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -286,6 +337,7 @@ int main(void)
 	    cmocka_unit_test(test_failure_injection),
 	    cmocka_unit_test(test_binding_makes_pod_visible),
 	    cmocka_unit_test(test_tls_probe_both_ways),
+	    cmocka_unit_test(test_client_certificate_auth),
 	};
 	curl_global_init(CURL_GLOBAL_ALL);
 	return cmocka_run_group_tests(tests, setup, teardown);

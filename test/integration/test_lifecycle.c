@@ -215,6 +215,57 @@ static void test_start_while_api_down(void **state)
 	free(body);
 }
 
+/* kubeconfig with client-certificate-data / client-key-data and no token: the binary
+ * authenticates to an API server (test double) that trusts the client CA; a client
+ * certificate from another CA gets 401, which denies (fail closed). */
+static void test_kubeconfig_client_certificate(void **state)
+{
+	struct apiserver_double_opts o = {0};
+	struct apiserver_double *mtls;
+	struct testcert *srv = testcert_new_server(W.ca, "apiserver-test-double", 5, 86400);
+	struct testcert *client = testcert_new_client(W.ca, "system:gpu-memory-guard", 6);
+	struct testcert *other_ca = testcert_new_ca("another CA");
+	struct testcert *stranger = testcert_new_client(other_ca, "stranger", 7);
+	struct review_answer a;
+	char err[256], server[64], *ca = testcert_cert_pem(W.ca), *body;
+	o.cert_pem = testcert_cert_pem(srv);
+	o.key_pem = testcert_key_pem(srv);
+	o.token = "a token nobody presents";
+	o.client_ca_pem = ca;
+	mtls = apiserver_double_new(&o, err, sizeof err);
+	free((char *)o.cert_pem);
+	free((char *)o.key_pem);
+	ITEST_CHECK(mtls != NULL, "mTLS double: %s", err);
+	ITEST_CHECK(apiserver_double_load_dir(mtls, harness_data_dir(), err, sizeof err) > 0,
+	            "load: %s", err);
+	ITEST_CHECK(apiserver_double_put_node(
+	                mtls, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-node-m\","
+	                      "\"labels\":{\"nvidia.com/gpu.count\":\"1\","
+	                      "\"nvidia.com/gpu.memory\":\"81559\"}}}") == 0,
+	            "node");
+	snprintf(server, sizeof server, "https://127.0.0.1:%u", apiserver_double_port(mtls));
+	ITEST_CHECK(testcerts_write_kubeconfig_client_cert(W.kubeconfig, server, ca, client) == 0,
+	            "kubeconfig");
+	start(NULL);
+	body = harness_pod_review("mtls-1", "m-1", "1Gi", "gpu-node-m", 0);
+	itest_review(&W, body, "mtls-1", 1, &a);
+	free(body);
+	ITEST_CHECK(world_stop_gmg(&W, SIGTERM, 20000) >= 0, "stop");
+	ITEST_CHECK(testcerts_write_kubeconfig_client_cert(W.kubeconfig, server, ca, stranger) == 0,
+	            "kubeconfig");
+	start(NULL);
+	body = harness_pod_review("mtls-2", "m-2", "1Gi", "gpu-node-m", 0);
+	itest_review(&W, body, "mtls-2", 0, &a);
+	itest_contains(a.message, "API server", "401 fails closed");
+	free(body);
+	free(ca);
+	apiserver_double_free(mtls);
+	testcert_free(srv);
+	testcert_free(client);
+	testcert_free(stranger);
+	testcert_free(other_ca);
+}
+
 /* Run the binary with args; returns the wait status; out gets stdout + stderr. */
 static int run_cli(const char *args, char *out, size_t outlen)
 {
@@ -268,6 +319,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_warn_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_while_api_down, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_kubeconfig_client_certificate, setup, teardown),
 	    cmocka_unit_test(test_command_line),
 	};
 	harness_init(argc, argv);

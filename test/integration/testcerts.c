@@ -36,8 +36,10 @@ static int add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
 	return 0;
 }
 
+enum kind { KIND_CA, KIND_SERVER, KIND_CLIENT };
+
 static struct testcert *make(const struct testcert *ca, const char *cn, long serial,
-                             long valid_seconds, int is_ca)
+                             long valid_seconds, enum kind kind)
 {
 	struct testcert *c = calloc(1, sizeof *c);
 	X509_NAME *name;
@@ -59,7 +61,7 @@ static struct testcert *make(const struct testcert *ca, const char *cn, long ser
 	issuer = ca ? ca->cert : c->cert;
 	signer = ca ? ca->key : c->key;
 	X509_set_issuer_name(c->cert, X509_get_subject_name(issuer));
-	if (is_ca) {
+	if (kind == KIND_CA) {
 		if (add_ext(c->cert, issuer, NID_basic_constraints, "critical,CA:TRUE") ||
 		    add_ext(c->cert, issuer, NID_key_usage, "critical,keyCertSign,cRLSign") ||
 		    add_ext(c->cert, issuer, NID_subject_key_identifier, "hash"))
@@ -67,8 +69,10 @@ static struct testcert *make(const struct testcert *ca, const char *cn, long ser
 	} else {
 		if (add_ext(c->cert, issuer, NID_basic_constraints, "critical,CA:FALSE") ||
 		    add_ext(c->cert, issuer, NID_key_usage, "critical,digitalSignature") ||
-		    add_ext(c->cert, issuer, NID_ext_key_usage, "serverAuth") ||
-		    add_ext(c->cert, issuer, NID_subject_alt_name, "IP:127.0.0.1,DNS:localhost") ||
+		    add_ext(c->cert, issuer, NID_ext_key_usage,
+		            kind == KIND_SERVER ? "serverAuth" : "clientAuth") ||
+		    (kind == KIND_SERVER && add_ext(c->cert, issuer, NID_subject_alt_name,
+		                                    "IP:127.0.0.1,DNS:localhost")) ||
 		    add_ext(c->cert, issuer, NID_authority_key_identifier, "keyid:always"))
 			goto err;
 	}
@@ -82,13 +86,18 @@ err:
 
 struct testcert *testcert_new_ca(const char *cn)
 {
-	return make(NULL, cn, 1, 10L * 365 * 86400, 1);
+	return make(NULL, cn, 1, 10L * 365 * 86400, KIND_CA);
 }
 
 struct testcert *testcert_new_server(const struct testcert *ca, const char *cn, long serial,
                                      long valid_seconds)
 {
-	return make(ca, cn, serial, valid_seconds, 0);
+	return make(ca, cn, serial, valid_seconds, KIND_SERVER);
+}
+
+struct testcert *testcert_new_client(const struct testcert *ca, const char *cn, long serial)
+{
+	return make(ca, cn, serial, 86400, KIND_CLIENT);
 }
 
 void testcert_free(struct testcert *c)
@@ -173,6 +182,16 @@ out:
 	return rc;
 }
 
+/* Base64 of a NUL-terminated string, one line (kubeconfig *-data fields). Caller frees. */
+static char *b64(const char *s)
+{
+	size_t len = strlen(s);
+	unsigned char *out = malloc(4 * ((len + 2) / 3) + 1);
+	if (out)
+		EVP_EncodeBlock(out, (const unsigned char *)s, (int)len);
+	return (char *)out;
+}
+
 static int write_kubeconfig(const char *path, const char *server, const char *ca_pem,
                             const char *user_key, const char *user_value)
 {
@@ -221,6 +240,23 @@ int testcerts_write_kubeconfig_token_file(const char *path, const char *server, 
                                           const char *token_file)
 {
 	return write_kubeconfig(path, server, ca_pem, "tokenFile", token_file);
+}
+
+int testcerts_write_kubeconfig_client_cert(const char *path, const char *server, const char *ca_pem,
+                                           const struct testcert *client)
+{
+	char *cert = testcert_cert_pem(client), *key = testcert_key_pem(client);
+	char *b64c = cert ? b64(cert) : NULL, *b64k = key ? b64(key) : NULL;
+	char *user = NULL;
+	int rc = -1;
+	if (b64c && b64k && asprintf(&user, "%s\n    client-key-data: %s", b64c, b64k) >= 0)
+		rc = write_kubeconfig(path, server, ca_pem, "client-certificate-data", user);
+	free(user);
+	free(b64c);
+	free(b64k);
+	free(cert);
+	free(key);
+	return rc;
 }
 
 int testcerts_pem_info(const char *pem, size_t len, long *serial, long long *not_after)

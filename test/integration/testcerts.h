@@ -24,6 +24,9 @@ struct testcert *testcert_new_ca(const char *cn);
 struct testcert *testcert_new_server(const struct testcert *ca, const char *cn, long serial,
                                      long valid_seconds);
 
+/* A client certificate (EKU clientAuth, no SANs) for cn, issued by ca, valid one day. */
+struct testcert *testcert_new_client(const struct testcert *ca, const char *cn, long serial);
+
 void testcert_free(struct testcert *c); /* NULL is a no-op */
 
 char *testcert_cert_pem(const struct testcert *c); /* caller frees */
@@ -42,6 +45,10 @@ int testcerts_write_kubeconfig(const char *path, const char *server, const char 
 /* The same with tokenFile: token_file (re-read by the client as it rotates). 0 / -1. */
 int testcerts_write_kubeconfig_token_file(const char *path, const char *server, const char *ca_pem,
                                           const char *token_file);
+
+/* The same with client-certificate-data / client-key-data of client, and no token. 0 / -1. */
+int testcerts_write_kubeconfig_client_cert(const char *path, const char *server, const char *ca_pem,
+                                           const struct testcert *client);
 
 /* Serial number and notAfter (seconds since the epoch) of a PEM certificate. 0 / -1. */
 int testcerts_pem_info(const char *pem, size_t len, long *serial, long long *not_after);
