@@ -861,6 +861,12 @@ int certgen_cli(int argc, char **argv, char *out, size_t out_len, char *err, siz
 	}
 	switch (certgen_generate(&o, out, out_len, err, errlen)) {
 	case 0:
+		/* A line of output: the caBundle and a newline, as the usage text ends in one. */
+		if (strlen(out) + 2 > out_len) {
+			fail(err, errlen, CERTGEN_ERANGE, "output buffer too small");
+			return CERTGEN_EXIT_FAIL;
+		}
+		strcat(out, "\n");
 		return CERTGEN_EXIT_OK;
 	case CERTGEN_EUSAGE:
 		return CERTGEN_EXIT_USAGE;

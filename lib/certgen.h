@@ -119,8 +119,9 @@ int certgen_not_after_pem(const char *pem, size_t len, int64_t *not_after, char 
 
 /*
  * The whole `gpu-memory-guard certs` command, without printing: parse argv (argv[0] = "certs"),
- * generate, and put what stdout should show into out (the caBundle, or the usage text for
- * --help; out_len >= CERTGEN_USAGE_MAX) and a one-line error into err. Returns a process exit
+ * generate, and put exactly what stdout should show into out (the caBundle and a newline, or
+ * the usage text for --help; out_len >= CERTGEN_USAGE_MAX) and a one-line error (no newline)
+ * into err. Returns a process exit
  * status: CERTGEN_EXIT_OK (print out), CERTGEN_EXIT_USAGE (bad flags: print err), or
  * CERTGEN_EXIT_FAIL (generation failed: print err).
  */

@@ -465,6 +465,8 @@ static void test_cli(void **state)
 	                 CERTGEN_EXIT_USAGE);
 	assert_int_equal(certgen_cli(5, run, out, sizeof(out), err, sizeof(err)), CERTGEN_EXIT_OK);
 	assert_true(strlen(out) > 100);
+	assert_non_null(strchr(out, '\n'));
+	assert_true(strchr(out, '\n') == out + strlen(out) - 1); /* one line */
 	assert_int_equal(certgen_cli(5, run, out, sizeof(out), err, sizeof(err)),
 	                 CERTGEN_EXIT_FAIL);
 	assert_non_null(strstr(err, "exists"));
