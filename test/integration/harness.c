@@ -557,7 +557,9 @@ static int process_alive(pid_t pid, int *status)
 	return waitpid(pid, status, WNOHANG) == 0;
 }
 
-int world_start_gmg(struct world *w, const char *const *extra, unsigned timeout_ms)
+/* One attempt: 0 ready, -1 failed, 1 exited early with status 1 (e.g. a port taken between
+ * harness_free_port() and the binary's bind: worth another attempt with other ports). */
+static int start_once(struct world *w, const char *const *extra, unsigned timeout_ms)
 {
 	const char *argv[MAX_ARGS];
 	char listen[64], health[64];
@@ -609,7 +611,7 @@ int world_start_gmg(struct world *w, const char *const *extra, unsigned timeout_
 			fprintf(stderr, "gpu-memory-guard exited early (status %d)\n", status);
 			w->pid = 0;
 			world_dump_log(w);
-			return -1;
+			return WIFEXITED(status) && WEXITSTATUS(status) == 1 ? 1 : -1;
 		}
 		if (world_health_get(w, "/readyz", NULL) == 200)
 			return 0;
@@ -618,6 +620,18 @@ int world_start_gmg(struct world *w, const char *const *extra, unsigned timeout_
 	fprintf(stderr, "gpu-memory-guard not ready after %u ms\n", timeout_ms);
 	world_dump_log(w);
 	return -1;
+}
+
+int world_start_gmg(struct world *w, const char *const *extra, unsigned timeout_ms)
+{
+	int attempt, rc = -1;
+	for (attempt = 0; attempt < 3; attempt++) {
+		rc = start_once(w, extra, timeout_ms);
+		if (rc <= 0)
+			break;
+		fprintf(stderr, "retrying with other ports\n");
+	}
+	return rc == 0 ? 0 : -1;
 }
 
 int world_stop_gmg(struct world *w, int sig, unsigned timeout_ms)
