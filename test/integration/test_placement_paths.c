@@ -21,6 +21,7 @@ static struct world W;
 static int group_setup(void **state)
 {
 	static const char *const extra[] = {"--exempt-namespace", "team-x", NULL};
+	int i;
 	if (world_init(&W, 0))
 		return -1;
 	itest_world = &W;
@@ -28,8 +29,16 @@ static int group_setup(void **state)
 	    world_add_node(&W, "gpu-node-roomy", 81559, 1) ||
 	    world_add_node(&W, "gpu-node-2x", 81559, 2) ||
 	    world_add_node(&W, "gpu-node-x", 81559, 1) ||
-	    world_add_pod(&W, "team-x", "hog", "60Gi", "gpu-node-x"))
+	    world_add_pod(&W, "team-x", "hog", "60Gi", "gpu-node-x") ||
+	    world_add_node(&W, "gpu-node-many", 81559, 1))
 		return -1;
+	/* 1200 pods of 50Mi (58.6Gi) on one node: three pages at the client's limit of 500. */
+	for (i = 0; i < 1200; i++) {
+		char name[32];
+		snprintf(name, sizeof name, "small-%04d", i);
+		if (world_add_pod(&W, "batch", name, "50Mi", "gpu-node-many"))
+			return -1;
+	}
 	return world_start_gmg(&W, extra, 30000);
 }
 
@@ -231,6 +240,23 @@ static void test_exempt_pods_count_as_usage(void **state)
 	send_doc(doc, "exempt-own", 1, &a);
 }
 
+/* Every page counts: 58.6Gi listed + 12Gi fits 71.68Gi, + 14Gi does not. Counting only the
+ * first page (500 pods, 24.4Gi) would allow both. */
+static void test_many_pods_all_pages(void **state)
+{
+	struct review_answer a;
+	char *body;
+	unsigned long lists = apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_PODS);
+	body = harness_pod_review("many-1", "many-1", "14Gi", "gpu-node-many", 0);
+	itest_review(&W, body, "many-1", 0, &a);
+	free(body);
+	ITEST_CHECK(apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_PODS) - lists >= 3,
+	            "1200 pods should take 3 pages");
+	body = harness_pod_review("many-2", "many-2", "12Gi", "gpu-node-many", 0);
+	itest_review(&W, body, "many-2", 1, &a);
+	free(body);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -241,6 +267,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_update_with_bad_declaration_allowed),
 	    cmocka_unit_test(test_per_gpu_fit),
 	    cmocka_unit_test(test_exempt_pods_count_as_usage),
+	    cmocka_unit_test(test_many_pods_all_pages),
 	};
 	harness_init(argc, argv);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
