@@ -58,8 +58,10 @@ static const char usage_text[] =
     "  --reservation-ttl DUR         how long an admitted placement counts before the API\n"
     "                                server shows the pod on its node (default 60s)\n"
     "  --log-level LEVEL             debug, info, warn or error (default info)\n"
-    "  --threads N                   admission worker threads (default: number of CPUs,\n"
-    "                                at least 2)\n"
+    "  --threads N                   TLS and HTTP threads (default: number of CPUs, at\n"
+    "                                least 2)\n"
+    "  --workers N                   threads that run reviews and wait for the API server\n"
+    "                                (default: 4 x number of CPUs, at least 8)\n"
     "  --connection-timeout DUR      close idle client connections after this long\n"
     "                                (default 30s, whole seconds)\n"
     "  --drain-timeout DUR           after SIGTERM: /readyz fails and reviews are still\n"
@@ -276,6 +278,7 @@ enum flag_id {
 	F_TTL,
 	F_LOG_LEVEL,
 	F_THREADS,
+	F_WORKERS,
 	F_CONN_TIMEOUT,
 	F_DRAIN,
 	F_SHUTDOWN,
@@ -300,6 +303,7 @@ static const struct {
     {"reservation-ttl", F_TTL},
     {"log-level", F_LOG_LEVEL},
     {"threads", F_THREADS},
+    {"workers", F_WORKERS},
     {"connection-timeout", F_CONN_TIMEOUT},
     {"drain-timeout", F_DRAIN},
     {"shutdown-timeout", F_SHUTDOWN},
@@ -348,14 +352,15 @@ static int set_list(const char *name, const char *v, const char **list, size_t *
 	return 0;
 }
 
-static int set_threads(const char *v, unsigned *out, char *err, size_t errlen)
+static int set_count(const char *name, const char *v, unsigned max, unsigned *out, char *err,
+                     size_t errlen)
 {
-	char *end;
+	char *end = NULL;
 	errno = 0;
 	unsigned long n = is_digit(*v) ? strtoul(v, &end, 10) : ULONG_MAX;
-	if (!is_digit(*v) || errno != 0 || *end != '\0' || n > CONFIG_MAX_THREADS) {
-		snprintf(err, errlen, "--threads: \"%s\" is not a number 0-%d (0 = number of CPUs)",
-		         v, CONFIG_MAX_THREADS);
+	if (!is_digit(*v) || errno != 0 || *end != '\0' || n > max) {
+		snprintf(err, errlen, "--%s: \"%s\" is not a number 0-%u (0 = automatic)", name, v,
+		         max);
 		return -1;
 	}
 	*out = (unsigned)n;
@@ -438,7 +443,9 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		cfg->log_level = v;
 		return 0;
 	case F_THREADS:
-		return set_threads(v, &cfg->threads, err, errlen);
+		return set_count(name, v, CONFIG_MAX_THREADS, &cfg->threads, err, errlen);
+	case F_WORKERS:
+		return set_count(name, v, CONFIG_MAX_WORKERS, &cfg->workers, err, errlen);
 	}
 	snprintf(err, errlen, "--%s: internal error", name);
 	return -1;

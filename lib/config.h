@@ -27,8 +27,9 @@
 #define CONFIG_MAX_GPU_RESOURCES 8  /* = DEMAND_MAX_RESOURCES */
 #define CONFIG_MAX_EXEMPT        64 /* --exempt-namespace occurrences */
 #define CONFIG_HOST_MAX          255
-#define CONFIG_ERR_MAX           256 /* enough for any message config writes */
-#define CONFIG_MAX_THREADS       256
+#define CONFIG_ERR_MAX           256  /* enough for any message config writes */
+#define CONFIG_MAX_THREADS       256  /* --threads */
+#define CONFIG_MAX_WORKERS       1024 /* --workers */
 #define CONFIG_DURATION_MAX_LEN  64
 
 #define CONFIG_EUSAGE (-1) /* bad command line: err holds one line */
@@ -70,6 +71,7 @@ struct config {
 	uint64_t shutdown_timeout_ms;  /* --shutdown-timeout, default 10s: then the wait for
 	                                  in-flight requests before closing connections */
 	unsigned threads;              /* --threads, 0 (default) = number of CPUs, min 2 */
+	unsigned workers;              /* --workers, 0 (default) = 4 x CPUs, min 8 */
 	unsigned connection_timeout_s; /* --connection-timeout, idle connection, default 30s */
 };
 

@@ -14,6 +14,7 @@
 #include <microhttpd.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,11 +27,30 @@
 #define BODY_INITIAL     (16u * 1024u) /* first buffer when Content-Length is absent */
 #define HEALTH_TIMEOUT_S 10
 
+struct request;
+
+/*
+ * Reviews wait for API calls, so they do not run on libmicrohttpd's threads: a thread blocked
+ * on a slow API server would stall every connection it owns (keep-alive pins connections to
+ * threads), UPDATEs included. The connection is suspended, a worker runs the review and
+ * resumes it; libmicrohttpd then calls the handler again to send the answer.
+ */
+struct workers {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct request *head, *tail;
+	size_t queued;
+	int stop;
+	pthread_t *threads;
+	unsigned n;
+};
+
 struct server {
 	struct MHD_Daemon *admission, *health;
 	struct webhook *webhook;
 	struct tls_store *tls;
 	struct metrics *metrics;
+	struct workers workers;
 	atomic_int ready;
 	atomic_int draining;
 	atomic_uint in_flight;
@@ -44,6 +64,14 @@ struct request {
 	int too_big;  /* chunked body passed ADMISSION_BODY_MAX: discard the rest, answer 413 */
 	int counted;  /* counted in in_flight */
 	int answered; /* a response is queued: ignore further calls */
+	/* Set by the worker before it resumes the connection. */
+	int reviewed;
+	int rc;
+	char *out;
+	size_t out_len;
+	char err[WEBHOOK_ERR_MAX];
+	struct MHD_Connection *conn;
+	struct request *next;
 };
 
 /* MHD's messages (refused handshakes, accept errors) as log lines. */
@@ -183,33 +211,129 @@ static void admission_chunk(struct request *r, const char *data, size_t n)
 	r->len += n;
 }
 
-/* Last call: the whole body is here. */
-static enum MHD_Result admission_finish(struct server *s, struct MHD_Connection *c,
-                                        struct request *r)
+/* Send what webhook_review() returned. */
+static enum MHD_Result send_review(struct server *s, struct MHD_Connection *c, struct request *r)
 {
-	char err[WEBHOOK_ERR_MAX], *out = NULL;
-	size_t out_len = 0;
-	if (r->too_big)
-		return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body larger than 7 MiB\n");
-	int rc = webhook_review(s->webhook, r->body, r->len, &out, &out_len, err, sizeof(err));
-	if (rc == WEBHOOK_EBADREQUEST) {
-		size_t n = strlen(err);
+	if (r->rc == WEBHOOK_EBADREQUEST) {
+		size_t n = strlen(r->err);
 		char *text = malloc(n + 2);
 		if (text == NULL)
 			return answer_text(s, c, r, MHD_HTTP_INTERNAL_SERVER_ERROR,
 			                   "out of memory\n");
-		memcpy(text, err, n);
+		memcpy(text, r->err, n);
 		memcpy(text + n, "\n", 2);
 		metrics_http(s->metrics, MHD_HTTP_BAD_REQUEST);
 		r->answered = 1;
 		return reply(s, c, MHD_HTTP_BAD_REQUEST, "text/plain; charset=utf-8", text, n + 1,
 		             MHD_RESPMEM_MUST_FREE);
 	}
-	if (rc != 0)
+	if (r->rc != 0)
 		return answer_text(s, c, r, MHD_HTTP_INTERNAL_SERVER_ERROR, "internal error\n");
 	metrics_http(s->metrics, MHD_HTTP_OK);
 	r->answered = 1;
-	return reply(s, c, MHD_HTTP_OK, "application/json", out, out_len, MHD_RESPMEM_MUST_FREE);
+	char *out = r->out;
+	r->out = NULL; /* owned by the response from here */
+	return reply(s, c, MHD_HTTP_OK, "application/json", out, r->out_len, MHD_RESPMEM_MUST_FREE);
+}
+
+static void run_review(struct server *s, struct request *r)
+{
+	r->rc = webhook_review(s->webhook, r->body, r->len, &r->out, &r->out_len, r->err,
+	                       sizeof(r->err));
+	r->reviewed = 1;
+}
+
+/*
+ * Hand r to a worker: suspend the connection, then queue (under the queue lock, so that no
+ * worker can resume it before it is suspended). 0, or -1 when the pool is stopping or the
+ * queue is full: then the caller reviews inline.
+ */
+static int submit(struct server *s, struct MHD_Connection *c, struct request *r)
+{
+	struct workers *w = &s->workers;
+	pthread_mutex_lock(&w->lock);
+	if (w->n == 0 || w->stop || w->queued >= SERVER_QUEUE_MAX) {
+		pthread_mutex_unlock(&w->lock);
+		return -1;
+	}
+	MHD_suspend_connection(c);
+	r->conn = c;
+	r->next = NULL;
+	if (w->tail)
+		w->tail->next = r;
+	else
+		w->head = r;
+	w->tail = r;
+	w->queued++;
+	pthread_cond_signal(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	return 0;
+}
+
+/* Last call: the whole body is here (or, after a worker resumed us, the review is done). */
+static enum MHD_Result admission_finish(struct server *s, struct MHD_Connection *c,
+                                        struct request *r)
+{
+	if (r->reviewed)
+		return send_review(s, c, r);
+	if (r->too_big)
+		return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body larger than 7 MiB\n");
+	if (submit(s, c, r) == 0)
+		return MHD_YES;
+	run_review(s, r);
+	return send_review(s, c, r);
+}
+
+static void *worker_main(void *arg)
+{
+	struct server *s = arg;
+	struct workers *w = &s->workers;
+	pthread_mutex_lock(&w->lock);
+	for (;;) {
+		while (w->head == NULL && !w->stop)
+			pthread_cond_wait(&w->cond, &w->lock);
+		if (w->head == NULL) /* stopping, and every queued review is done */
+			break;
+		struct request *r = w->head;
+		w->head = r->next;
+		if (w->head == NULL)
+			w->tail = NULL;
+		w->queued--;
+		pthread_mutex_unlock(&w->lock);
+		run_review(s, r);
+		MHD_resume_connection(r->conn);
+		pthread_mutex_lock(&w->lock);
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
+static int workers_start(struct server *s, unsigned n)
+{
+	struct workers *w = &s->workers;
+	w->threads = calloc(n, sizeof(*w->threads));
+	if (w->threads == NULL)
+		return -1;
+	for (; w->n < n; w->n++)
+		if (pthread_create(&w->threads[w->n], NULL, worker_main, s) != 0)
+			return -1;
+	return 0;
+}
+
+/* Finish the queued reviews and join the workers; every suspended connection is resumed
+ * after this, as MHD_stop_daemon requires. */
+static void workers_stop(struct server *s)
+{
+	struct workers *w = &s->workers;
+	pthread_mutex_lock(&w->lock);
+	w->stop = 1;
+	pthread_cond_broadcast(&w->cond);
+	pthread_mutex_unlock(&w->lock);
+	for (unsigned i = 0; i < w->n; i++)
+		pthread_join(w->threads[i], NULL);
+	w->n = 0;
+	free(w->threads);
+	w->threads = NULL;
 }
 
 static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, const char *url,
@@ -250,6 +374,7 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
 	if (r->counted)
 		atomic_fetch_sub(&s->in_flight, 1);
 	free(r->body);
+	free(r->out);
 	free(r);
 	*con_cls = NULL;
 }
@@ -317,11 +442,20 @@ static unsigned pool_size(unsigned threads)
 	return n < 2 ? 2 : (unsigned)n;
 }
 
+/* Review workers mostly wait for the API server: several per CPU. */
+static unsigned worker_count(unsigned workers)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (workers)
+		return workers;
+	return cpus * 4 > 8 ? (unsigned)(cpus * 4) : 8u;
+}
+
 static struct MHD_Daemon *start_admission(struct server *s, const struct server_options *o,
                                           const struct sockaddr *sa, unsigned extra_flags)
 {
 	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_TLS |
-	                 MHD_USE_ITC | MHD_USE_ERROR_LOG | extra_flags;
+	                 MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | extra_flags;
 	/* The logger goes first so that errors in the options that follow reach it. */
 	return MHD_start_daemon(
 	    flags, o->listen_port, NULL, NULL, admission_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
@@ -384,6 +518,12 @@ struct server *server_start(const struct server_options *opt, struct webhook *we
 	s->webhook = webhook;
 	s->tls = tls;
 	s->metrics = metrics;
+	pthread_mutex_init(&s->workers.lock, NULL);
+	pthread_cond_init(&s->workers.cond, NULL);
+	if (workers_start(s, worker_count(opt->workers)) != 0) {
+		snprintf(err, errlen, "cannot start %u review workers", worker_count(opt->workers));
+		goto err;
+	}
 	tls_store_activate(tls);
 	s->health = listen_on(s, opt, start_health, opt->health_host, opt->health_port);
 	if (s->health == NULL) {
@@ -406,7 +546,8 @@ struct server *server_start(const struct server_options *opt, struct webhook *we
 	                                LOG_INT("listen_port", s->listen_port),
 	                                LOG_STR("health_host", opt->health_host),
 	                                LOG_INT("health_port", s->health_port),
-	                                LOG_INT("threads", pool_size(opt->threads)), LOG_END});
+	                                LOG_INT("threads", pool_size(opt->threads)),
+	                                LOG_INT("workers", s->workers.n), LOG_END});
 	return s;
 err:
 	server_free(s);
@@ -453,6 +594,10 @@ unsigned server_shutdown(struct server *s, uint64_t drain_ms, uint64_t shutdown_
 		waited += 10;
 	}
 	unsigned left = atomic_load(&s->in_flight);
+	workers_stop(s); /* reviews already running finish: they are bounded by the API budget */
+	/* Let the MHD threads send what the workers just resumed before the daemon stops. */
+	for (waited = 0; atomic_load(&s->in_flight) > 0 && waited < 1000; waited += 10)
+		sleep_ms(10);
 	MHD_stop_daemon(s->admission);
 	s->admission = NULL;
 	if (s->health != NULL)
@@ -467,9 +612,12 @@ void server_free(struct server *s)
 {
 	if (s == NULL)
 		return;
+	workers_stop(s);
 	if (s->admission != NULL)
 		MHD_stop_daemon(s->admission);
 	if (s->health != NULL)
 		MHD_stop_daemon(s->health);
+	pthread_mutex_destroy(&s->workers.lock);
+	pthread_cond_destroy(&s->workers.cond);
 	free(s);
 }

@@ -8,7 +8,9 @@
  *   when Content-Length says so; chunked bodies are discarded and answered 413 at the end),
  *   another Content-Type 400, a body that is not an AdmissionReview with request.uid 400 with
  *   the reason. Keep-alive; idle connections close after the connection timeout.
- *   Threads: an MHD thread pool (epoll), one connection handled per thread at a time.
+ *   Threads: an MHD thread pool (epoll) does the I/O and TLS; each review runs on a pool of
+ *   worker threads (the connection is suspended meanwhile), because reviews wait for the API
+ *   server and a waiting MHD thread would stall every connection it owns.
  * Health listener: GET /healthz (200 while the process runs), /readyz (200 once the
  *   certificate is loaded and the admission listener is up; 503 once draining), /metrics
  *   (Prometheus text).
@@ -36,6 +38,8 @@ struct tls_store;
 #define SERVER_CONNECTION_LIMIT 4096 /* concurrent admission connections */
 #define SERVER_PER_IP_LIMIT     0    /* unlimited: the API server is one client with many */
 #define SERVER_ERR_MAX          256
+#define SERVER_QUEUE_MAX        4096 /* reviews waiting for a worker; past it, reviewed inline */
+#define SERVER_MAX_WORKERS      1024
 
 struct server_options {
 	const char *listen_host; /* "" = all addresses (dual-stack when available) */
@@ -43,6 +47,7 @@ struct server_options {
 	const char *health_host;
 	uint16_t health_port;
 	unsigned threads;              /* admission thread pool size; 0 = CPUs (min 2) */
+	unsigned workers;              /* review worker threads; 0 = 4 x CPUs (min 8) */
 	unsigned connection_timeout_s; /* idle connection timeout, seconds (> 0) */
 };
 

@@ -101,6 +101,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .health_host = cfg->health_listen.host,
 	    .health_port = cfg->health_listen.port,
 	    .threads = cfg->threads,
+	    .workers = cfg->workers,
 	    .connection_timeout_s = cfg->connection_timeout_s,
 	};
 	if ((server = server_start(&so, webhook, tls, metrics, err, sizeof(err))) == NULL) {

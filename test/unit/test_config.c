@@ -75,7 +75,7 @@ static void test_every_flag(void **state)
 	               " --exempt-namespace kube-system --exempt-namespace gpu-memory-guard"
 	               " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
 	               " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h30m"
-	               " --threads 4 --connection-timeout 1500ms",
+	               " --threads 4 --workers=32 --connection-timeout 1500ms",
 	               &cfg, err, sizeof(err));
 	if (rc != 0)
 		fail_msg("%s", err);
@@ -99,6 +99,7 @@ static void test_every_flag(void **state)
 	assert_int_equal(cfg.drain_timeout_ms, 0);
 	assert_int_equal(cfg.shutdown_timeout_ms, 5400000);
 	assert_int_equal(cfg.threads, 4);
+	assert_int_equal(cfg.workers, 32);
 	assert_int_equal(cfg.connection_timeout_s, 2); /* rounded up to whole seconds */
 }
 
@@ -156,6 +157,7 @@ static void test_flag_errors(void **state)
 	expect_error("serve " TLS " --health-listen [::1]80", "--health-listen");
 	expect_error("serve " TLS " --threads many", "--threads: \"many\"");
 	expect_error("serve " TLS " --threads 100000", "--threads");
+	expect_error("serve " TLS " --workers 1025", "--workers: \"1025\" is not a number 0-1024");
 	expect_error("serve " TLS " --kubeconfig=", "--kubeconfig: empty path");
 	expect_error("serve " TLS " --exempt-namespace=", "--exempt-namespace: empty value");
 	expect_error("serve " TLS " --gpu-resource a --gpu-resource b --gpu-resource c "
@@ -258,6 +260,7 @@ static void test_usage_documents_every_flag(void **state)
 	                       "--tls-reload-interval",
 	                       "--drain-timeout",
 	                       "--shutdown-timeout",
+	                       "--workers",
 	                       "--threads",
 	                       "--connection-timeout",
 	                       "version"};
