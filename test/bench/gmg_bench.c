@@ -20,8 +20,10 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -354,7 +356,7 @@ int main(int argc, char **argv)
 	pthread_t th[MAX_CLIENTS];
 	char *m0 = NULL, *m1 = NULL, *hargv[3];
 	const char *extra[8];
-	int i, rc = 1, ne = 0;
+	int i, rc = 1, ne = 0, status;
 	double t0, wall;
 
 	if (parse(argc, argv, &o)) {
@@ -400,6 +402,16 @@ int main(int argc, char **argv)
 	world_health_get(&w, "/metrics", &m1);
 	report(&s, wall, m0 ? m0 : "", m1 ? m1 : "");
 	rc = atomic_load(&s.failed) ? 1 : 0;
+	/* A graceful stop after the load: a sanitizer build reports leaks and races here. */
+	status = world_stop_gmg(&w, SIGTERM, 30000);
+	if (status >= 0 && WIFEXITED(status))
+		printf("binary: exit status %d after SIGTERM\n", WEXITSTATUS(status));
+	else
+		printf("binary: did not exit cleanly after SIGTERM (wait status %d)\n", status);
+	if (!(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		world_dump_log(&w);
+		rc = 1;
+	}
 out:
 	free(m0);
 	free(m1);
