@@ -298,6 +298,29 @@ binding_call_failed() {
 	[[ $out == *'failed calling webhook "bindings.gpu-memory-guard.io"'* ]]
 }
 
+# The chart (default values, release gpu-memory-guard) and manifests/ must render the same
+# objects, as the API server normalizes them (server-side dry run, defaults applied): webhooks
+# without clientConfig, ClusterRole rules, the pod spec without image and label selectors,
+# Service ports, PDB. Labels and the image tag may differ.
+normalized() { # jq filter for one object, by kind
+	jq -S '(.items // [.])[] | select(.kind != "Secret" and .kind != "Namespace") |
+	if .kind == "ValidatingWebhookConfiguration" then {kind, w: (.webhooks | map(del(.clientConfig)))}
+	elif .kind == "ClusterRole" then {kind, r: .rules}
+	elif .kind == "ClusterRoleBinding" then {kind, r: .roleRef, s: .subjects}
+	elif .kind == "ServiceAccount" then {kind, a: .automountServiceAccountToken}
+	elif .kind == "Deployment" then {kind, r: .spec.replicas, st: .spec.strategy,
+	  p: (.spec.template.spec | del(.containers[].image) | del(.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[].podAffinityTerm.labelSelector))}
+	elif .kind == "Service" then {kind, p: .spec.ports, t: .spec.type}
+	elif .kind == "PodDisruptionBudget" then {kind, m: .spec.minAvailable}
+	else {kind} end' | jq -s -S 'sort_by(.kind)'
+}
+same_objects() {
+	helm_template >"$WORK/chart.yaml" &&
+		kc apply --dry-run=server -o json -f "$WORK/chart.yaml" | normalized >"$WORK/chart.norm.json" &&
+		kc apply --dry-run=server -o json -f "$MANIFESTS" | normalized >"$WORK/manifests.norm.json" &&
+		diff -u "$WORK/manifests.norm.json" "$WORK/chart.norm.json"
+}
+
 # The placement checks every install path must pass. $1 = label.
 placement_checks() {
 	local label=$1 out
@@ -430,6 +453,7 @@ echo "== server-side dry runs"
 check "kubectl apply --dry-run=server -f manifests/" kc apply --dry-run=server -f "$MANIFESTS"
 check "kubectl apply --dry-run=server -k manifests/" kc apply --dry-run=server -k "$MANIFESTS"
 check "helm template | kubectl apply --dry-run=server -f -" template_apply
+check "chart and manifests/ render the same objects (webhooks, RBAC, pod spec, Service, PDB)" same_objects
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
 	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
