@@ -9,6 +9,7 @@
 E2E_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO_ROOT=$(cd "$E2E_DIR/../.." && pwd)
 STATE=${GMG_E2E_STATE:-${TMPDIR:-/tmp}/gpu-memory-guard-e2e}
+PKI="$STATE/pki"
 GMG_CACHE=${GMG_CACHE:-$HOME/.cache/gpu-memory-guard}
 export GMG_CACHE
 

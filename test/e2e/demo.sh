@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The demo (`make demo`): from nothing, a local cluster with fake GPU nodes and gpu-memory-guard
+# in front of it; the examples applied so that some fit and some cannot; then the operator's
+# view: each node's capacity, declared total and threshold, which pods run where, which were
+# refused and the webhook's exact words. The cluster stays up afterwards (`make down`).
+#
+# Usage: demo.sh /abs/path/to/gpu-memory-guard
+set -euo pipefail
+BINARY=${1:-}
+[ -n "$BINARY" ] && [ -x "$BINARY" ] || { echo "usage: $0 /abs/path/to/gpu-memory-guard" >&2; exit 2; }
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+EX="$REPO_ROOT/examples"
+
+section() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+say() { printf '   %s\n' "$*"; }
+# Shows a command, runs it, indents its output (stdout and stderr); keeps its exit status.
+run() {
+	printf '   $ %s\n' "$*"
+	local out rc=0
+	out=$("$@" 2>&1) || rc=$?
+	[ -z "$out" ] || printf '%s\n' "$out" | sed 's/^/     /'
+	return $rc
+}
+
+section "1/5 Control-plane tools (built once from Kubernetes' Go modules, then cached)"
+GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1)
+export GMG_TOOLS_BIN
+say "tools in $GMG_TOOLS_BIN"
+
+section "2/5 A local cluster: etcd, kube-apiserver, scheduler, controller-manager, kwok nodes, the webhook"
+if [ -f "$STATE/cluster.env" ]; then
+	say "a previous demo cluster is in $STATE: taking it down first"
+	bash "$E2E_DIR/cluster.sh" down
+fi
+bash "$E2E_DIR/cluster.sh" up --binary "$BINARY"
+load_cluster_env
+kc get nodes -o custom-columns='NODE:.metadata.name,GPU:.metadata.labels.nvidia\.com/gpu\.product,MiB/GPU:.metadata.labels.nvidia\.com/gpu\.memory,GPUS:.metadata.labels.nvidia\.com/gpu\.count,SHARING:.metadata.labels.nvidia\.com/gpu\.sharing-strategy,ALLOCATABLE:.status.allocatable.nvidia\.com/gpu,STATUS:.status.conditions[?(@.type=="Ready")].type' | sed 's/^/   /'
+
+section "3/5 Applying the examples"
+run kubectl apply -f "$EX/vllm-deployment.yaml"
+run kubectl apply -f "$EX/batch-job.yaml"
+run kubectl apply -f "$EX/embedding-server.yaml"
+wait_for 90 "4 vLLM replicas" bash -c '[ $(kubectl -n inference get pods --field-selector=status.phase=Running -o name | wc -l) -eq 4 ]' || true
+wait_for 90 "4 Job pods" bash -c '[ $(kubectl -n batch get pods --field-selector=status.phase=Running -o name | wc -l) -eq 4 ]' || true
+wait_for 30 "the embedder" bash -c '[ "$(kubectl -n search get pod bge-embedder -o jsonpath={.status.phase})" = Running ]' || true
+say "a reranker for the same L4 (16Gi next to the embedder's 6Gi):"
+REFUSED_APPLY=""
+if ! REFUSED_APPLY=$(kubectl apply -f "$EX/reranker-pod.yaml" 2>&1); then
+	printf '%s\n' "$REFUSED_APPLY" | sed 's/^/     /'
+else
+	printf '%s\n' "$REFUSED_APPLY" | sed 's/^/     /'
+	REFUSED_APPLY=""
+fi
+
+section "4/5 Scaling the vLLM Deployment past what the H100s' memory holds"
+say "each H100 80GB is time-sliced 4 ways (8 slots on 2 nodes), but 3 x 20Gi is all that fits under 90% of 79.6Gi"
+run kubectl -n inference scale deployment llama-3-8b --replicas=8
+refused_count() {
+	local p n=0
+	for p in $(kubectl -n inference get pods --field-selector=status.phase=Pending -o jsonpath='{.items[*].metadata.name}'); do
+		kubectl -n inference get events --field-selector "reason=FailedScheduling,involvedObject.name=$p" \
+			-o jsonpath='{.items[*].message}' | grep -q 'denied the request' && n=$((n + 1))
+	done
+	echo $n
+}
+wait_for 90 "the scheduler to try every replica" bash -c "$(declare -f refused_count); [ \$(refused_count) -ge 2 ]" || true
+
+section "5/5 What an operator sees"
+say "GPU memory per node (declared by GPU_MEMORY_LIMIT, read from the API server):"
+{
+	printf 'NODE\tGPU\tCAPACITY\tTHRESHOLD\tLIMIT\tDECLARED\tUSED\tPODS\n'
+	cluster_usage "$THRESHOLD" | jq -r --slurpfile nodes <(kc get nodes -o json) '
+		. as $u | ($nodes[0].items[] | select(.metadata.name == $u.node)) as $n
+		| def g: . / 1073741824 * 10 | round / 10 | tostring + "Gi";
+		[.node,
+		 "\($n.metadata.labels["nvidia.com/gpu.count"])x \($n.metadata.labels["nvidia.com/gpu.product"])",
+		 (.capacity | g), "\(.threshold * 100 | round)%", (.limit | g), (.declared | g),
+		 "\(.declared / .capacity * 100 | round)%", (.pods | length)] | @tsv'
+} | column -t -s $'\t' | sed 's/^/   /'
+say ""
+say "Pods and where they run:"
+kc get pods -A -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase,GPUS:.spec.containers[*].resources.limits.nvidia\.com/gpu,GPU_MEMORY_LIMIT:.spec.containers[*].env[?(@.name=="GPU_MEMORY_LIMIT")].value' \
+	--sort-by=.spec.nodeName | sed 's/^/   /'
+say ""
+say "Refused placements, in the webhook's words:"
+if [ -n "$REFUSED_APPLY" ]; then
+	say "- search/bge-reranker (kubectl apply, spec.nodeName=gpu-l4-0):"
+	printf '%s\n' "$REFUSED_APPLY" | fold -s -w 110 | sed 's/^/       /'
+fi
+for p in $(kc -n inference get pods --field-selector=status.phase=Pending -o jsonpath='{.items[*].metadata.name}'); do
+	msg=$(kc -n inference get events --field-selector "reason=FailedScheduling,involvedObject.name=$p" \
+		--sort-by=.lastTimestamp -o jsonpath='{range .items[*]}{.message}{"\n"}{end}' | tail -n 1)
+	say "- inference/$p (Pending; FailedScheduling event):"
+	printf '%s\n' "${msg:-no FailedScheduling event yet}" | fold -s -w 110 | sed 's/^/       /'
+done
+
+section "Look around"
+cat <<EOF
+   export KUBECONFIG=$STATE/kubeconfig PATH=$TOOLS_BIN:\$PATH
+   kubectl get pods -A -o wide
+   kubectl -n inference get events --field-selector reason=FailedScheduling
+   kubectl -n inference set env deployment/llama-3-8b GPU_MEMORY_LIMIT=16Gi   # 4 x 16Gi fit per H100: all 8 run
+   kubectl annotate node gpu-h100-a gpu-memory-guard.io/threshold=0.95   # a per-node threshold
+   curl -s http://127.0.0.1:$WEBHOOK_HEALTH_PORT/metrics | grep gpu_memory_guard_
+   webhook log (one JSON line per decision): $STATE/logs/webhook.log
+   all logs: $STATE/logs/
+   Tear down: make down   (or: bash test/e2e/cluster.sh down)
+EOF

@@ -1,0 +1,417 @@
+#!/usr/bin/env bash
+# End-to-end suite: the webhook binary against a real kube-apiserver, scheduler,
+# controller-manager and kwok nodes (test/e2e/cluster.sh), the seven tests of issue 3.
+#
+# Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]
+# Every verdict is read back from the API (pods, events, kubectl's own errors); per-node usage is
+# recomputed from `kubectl get pods -o json` by usage.jq, never taken from the webhook's logs.
+# Prints PASS/FAIL per test with the reason, then "N passed, M failed"; exits 1 on any failure.
+# The cluster lives in its own state folder (so a demo cluster left up is not disturbed) and is
+# torn down on exit; GMG_E2E_KEEP=1 keeps it up for a look.
+set -uo pipefail
+
+BINARY=${1:-}
+[ -n "$BINARY" ] && [ -x "$BINARY" ] || { echo "usage: $0 /abs/path/to/gpu-memory-guard [TEST...]" >&2; exit 2; }
+shift
+ONLY=" $* "
+export GMG_E2E_STATE=${GMG_E2E_STATE:-$(mktemp -d "${TMPDIR:-/tmp}/gmg-e2e-run.XXXXXX")}
+# shellcheck source=lib.sh
+. "$(dirname "$0")/lib.sh"
+
+START=$SECONDS
+PASSED=0
+FAILED=0
+
+# Bash runs the EXIT trap in forked subshells too (the background curls of test 6): only the
+# suite's own shell may tear the cluster down.
+MAIN_PID=$BASHPID
+teardown() {
+	local rc=$?
+	[ "$BASHPID" = "$MAIN_PID" ] || return 0
+	if [ $rc -ne 0 ] && [ -d "$STATE/logs" ]; then
+		mkdir -p "$GMG_CACHE/e2e-logs" && rm -rf "$GMG_CACHE/e2e-logs/last" && cp -r "$STATE/logs" "$GMG_CACHE/e2e-logs/last" &&
+			log "logs copied to $GMG_CACHE/e2e-logs/last"
+	fi
+	if [ "${GMG_E2E_KEEP:-0}" = 1 ]; then
+		log "cluster kept up: eval \"\$(GMG_E2E_STATE=$STATE $E2E_DIR/cluster.sh env)\"; tear down with GMG_E2E_STATE=$STATE $E2E_DIR/cluster.sh down"
+	else
+		bash "$E2E_DIR/cluster.sh" down || true
+		case $STATE in */gmg-e2e-run.*) rm -rf "$STATE" ;; esac
+	fi
+	exit $rc
+}
+
+log "e2e: building or reusing the control-plane tools"
+GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1) || die "building the tools failed"
+export GMG_TOOLS_BIN
+trap teardown EXIT
+trap 'exit 130' INT TERM
+log "e2e: cluster up in $STATE"
+bash "$E2E_DIR/cluster.sh" up --binary "$BINARY" || die "cluster up failed (logs: $STATE/logs)"
+load_cluster_env
+WEBHOOK_PID=$(cat "$STATE/pids/webhook.pid")
+DENIED_POD='admission webhook "pods.gpu-memory-guard.io" denied the request'
+DENIED_BINDING='admission webhook "bindings.gpu-memory-guard.io" denied the request'
+
+# --- helpers -------------------------------------------------------------------------------
+
+pass() { PASSED=$((PASSED + 1)); printf 'PASS %s: %s\n' "$CURRENT" "$1"; }
+fail() { FAILED=$((FAILED + 1)); printf 'FAIL %s: %s\n' "$CURRENT" "$1"; }
+want() { case "$ONLY" in "  ") return 0 ;; *" $1 "*) return 0 ;; *) return 1 ;; esac; }
+
+# pod_json NAME NAMESPACE MEMORY GPUS [NODE_NAME] [NODE_SELECTOR_HOSTNAME] [GATED]
+# A GPU pod as users write them: GPU_MEMORY_LIMIT, nvidia.com/gpu limit, the taint's toleration.
+pod_json() {
+	jq -n --arg name "$1" --arg ns "$2" --arg mem "$3" --arg gpus "$4" --arg node "${5:-}" \
+		--arg host "${6:-}" --arg gated "${7:-}" '
+	{apiVersion: "v1", kind: "Pod",
+	 metadata: {name: $name, namespace: $ns, labels: {"app.kubernetes.io/part-of": "gmg-e2e"}},
+	 spec: ({terminationGracePeriodSeconds: 0,
+	   tolerations: [{key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule"}],
+	   containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
+	     env: (if $mem == "" then [] else [{name: "GPU_MEMORY_LIMIT", value: $mem}] end),
+	     resources: (if $gpus == "0" then {} else {limits: {"nvidia.com/gpu": $gpus}} end)}]}
+	   + (if $node == "" then {} else {nodeName: $node} end)
+	   + (if $host == "" then {} else {nodeSelector: {"kubernetes.io/hostname": $host}} end)
+	   + (if $gated == "" then {} else {schedulingGates: [{name: "gmg-e2e/hold"}]} end))}'
+}
+
+fresh_ns() { kc create namespace "$1" >/dev/null; }
+drop_ns() { kc delete namespace "$1" --wait=true --timeout=120s >/dev/null 2>&1 || log "namespace $1 not gone after 120s"; }
+
+phase_count() { # NAMESPACE PHASE
+	kc get pods -n "$1" -o json | jq --arg p "$2" '[.items[] | select(.status.phase == $p)] | length'
+}
+
+# Node lines over their threshold, as the API shows them; empty when all are within.
+over_threshold() { cluster_usage "$THRESHOLD" | jq -r 'select(.over) | "\(.node): declared \(.declared / 1073741824 * 100 | round / 100)Gi > limit \(.limit / 1073741824 * 100 | round / 100)Gi (\(.pods | map(.pod) | join(", ")))"'; }
+
+node_usage() { cluster_usage "$THRESHOLD" | jq -c --arg n "$1" 'select(.node == $n)'; }
+
+fs_messages() { # NAMESPACE POD: FailedScheduling messages of that pod
+	kc get events -n "$1" --field-selector "reason=FailedScheduling,involvedObject.name=$2" \
+		-o jsonpath='{range .items[*]}{.message}{"\n"}{end}' 2>/dev/null
+}
+
+# --- 1. a Deployment scaled past what the nodes hold ------------------------------------------
+
+test_scale() {
+	CURRENT="1 deployment scaled past capacity"
+	local ns=e2e-scale demand=20Gi want=0 n cap
+	fresh_ns $ns
+	# What fits, from the API's view of the H100 nodes: min(GPU slots, floor(limit / demand)).
+	for n in gpu-h100-a gpu-h100-b; do
+		cap=$(node_usage $n | jq --argjson d $((20 * 1073741824)) '(.limit - .declared) / $d | floor')
+		want=$((want + (cap < 4 ? cap : 4)))
+	done
+	kc apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: vllm, namespace: $ns}
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: vllm}}
+  template:
+    metadata: {labels: {app: vllm}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      nodeSelector: {nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3-SHARED}
+      tolerations: [{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}]
+      containers:
+      - name: vllm
+        image: vllm/vllm-openai:v0.6.3.post1
+        env: [{name: GPU_MEMORY_LIMIT, value: $demand}]
+        resources: {limits: {nvidia.com/gpu: "1"}}
+EOF
+	if ! wait_for 60 "2 replicas running" bash -c "[ \$(kubectl -n $ns get pods --field-selector=status.phase=Running -o name | wc -l) -eq 2 ]"; then
+		fail "the first 2 replicas did not run: $(kc get pods -n $ns -o wide --no-headers 2>&1 | tr '\n' ';')"
+		drop_ns $ns; return
+	fi
+	kc scale deployment vllm -n $ns --replicas=8 >/dev/null
+	# Done when the fitting ones run and every other one has been refused by the webhook.
+	local deadline=$((SECONDS + 120)) running pending refused p
+	while :; do
+		running=$(phase_count $ns Running)
+		pending=$(kc get pods -n $ns --field-selector=status.phase=Pending -o jsonpath='{.items[*].metadata.name}')
+		refused=0
+		for p in $pending; do fs_messages $ns "$p" | grep -qF "$DENIED_BINDING" && refused=$((refused + 1)); done
+		[ "$running" -eq "$want" ] && [ "$refused" -eq $((8 - want)) ] && break
+		[ $SECONDS -lt $deadline ] || break
+		sleep 2
+	done
+	sleep 5 # the scheduler keeps retrying the refused ones: none may get through
+	running=$(phase_count $ns Running)
+	pending=$(kc get pods -n $ns --field-selector=status.phase=Pending -o jsonpath='{.items[*].metadata.name}')
+	local over sample
+	over=$(over_threshold)
+	sample=$(for p in $pending; do fs_messages $ns "$p" | grep -F "$DENIED_BINDING" | tail -n 1; break; done)
+	if [ -n "$over" ]; then
+		fail "node over threshold: $over"
+	elif [ "$running" -ne "$want" ]; then
+		fail "expected exactly $want running, got $running (pending: $(echo $pending | wc -w), refused by webhook: $refused)"
+	elif grep -q '%!' <<<"$sample"; then
+		# kube-scheduler passes the bind error to Eventf as the format string
+		# (pkg/scheduler/schedule_one.go), so a '%' in a denial reaches operators mangled.
+		fail "the FailedScheduling event does not quote the webhook's message intact ('%' in the denial is read as a format verb by kube-scheduler): ${sample:0:400}"
+	elif [ "$refused" -ne $((8 - want)) ]; then
+		fail "$((8 - want)) pending pods should carry a FailedScheduling event quoting the webhook; $refused do. Events: $(kc get events -n $ns --field-selector reason=FailedScheduling -o jsonpath='{.items[0].message}')"
+	else
+		pass "$running of 8 running (what fits), $refused pending with FailedScheduling: ${sample:0:400}"
+	fi
+	drop_ns $ns
+}
+
+# --- 2. a pod with spec.nodeName over budget -------------------------------------------------
+
+test_nodename() {
+	CURRENT="2 nodeName pod over budget"
+	local ns=e2e-nodename out
+	fresh_ns $ns
+	if ! out=$(pod_json resident $ns 50Gi 1 gpu-h100-a | kc create -f - 2>&1); then
+		fail "a fitting 50Gi pod on gpu-h100-a was refused: $out"; drop_ns $ns; return
+	fi
+	if out=$(pod_json intruder $ns 30Gi 1 gpu-h100-a | kc create -f - 2>&1); then
+		fail "30Gi more on gpu-h100-a (50Gi there, limit 71.7Gi) was admitted: $out"
+	elif ! grep -qF "$DENIED_POD" <<<"$out"; then
+		fail "kubectl create failed, but not with the webhook's denial: $out"
+	elif ! grep -q gpu-h100-a <<<"$out"; then
+		fail "the denial does not name the node: $out"
+	elif kc get pod intruder -n $ns >/dev/null 2>&1; then
+		fail "the refused pod exists anyway"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "kubectl create refused: ${out:0:400}"
+	fi
+	drop_ns $ns
+}
+
+# --- 3. server-side dry run reserves nothing --------------------------------------------------
+
+test_dryrun() {
+	CURRENT="3 dry-run reserves nothing"
+	local ns=e2e-dryrun node=gpu-l4-0 out fit i
+	fresh_ns $ns
+	# The largest whole MiB under the node's limit (0.9 x 23034 MiB = 20730.6 MiB).
+	fit=$(node_usage $node | jq '(.limit - .declared) / 1048576 | floor')
+	for i in 1 2 3; do
+		if ! out=$(pod_json "probe-$i" $ns "${fit}Mi" 1 $node | kc create --dry-run=server -f - 2>&1); then
+			fail "dry-run of a fitting ${fit}Mi pod refused: $out"; drop_ns $ns; return
+		fi
+	done
+	if ! out=$(pod_json tenant $ns "${fit}Mi" 1 $node | kc create -f - 2>&1); then
+		fail "after 3 dry-runs a real ${fit}Mi pod (fits exactly) was refused, so the dry-runs reserved memory: $out"
+	elif kc get pods -n $ns -o name | grep -q probe; then
+		fail "a dry-run created a pod"
+	elif out=$(pod_json extra $ns 1Mi 1 $node | kc create --dry-run=server -f - 2>&1); then
+		fail "with ${fit}Mi on $node another 1Mi was allowed (the real pod is not counted)"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "3 dry-runs of ${fit}Mi allowed, then the real ${fit}Mi pod admitted; 1Mi more refused"
+	fi
+	drop_ns $ns
+}
+
+# --- 4. ordinary pods and non-GPU bindings are never affected -------------------------------
+
+test_ordinary() {
+	CURRENT="4 ordinary pods unaffected"
+	local ns=e2e-ordinary node=gpu-l4-0 fit out bad=""
+	fresh_ns $ns
+	# Fill the L4 up to its limit first, so any GPU accounting of these pods would refuse them.
+	fit=$(node_usage $node | jq '(.limit - .declared) / 1048576 | floor')
+	out=$(pod_json filler $ns "${fit}Mi" 1 $node | kc create -f - 2>&1) || bad="filler refused: $out"
+	kc apply -f - >/dev/null <<EOF
+apiVersion: apps/v1
+kind: Deployment
+metadata: {name: web, namespace: $ns}
+spec:
+  replicas: 3
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      terminationGracePeriodSeconds: 0
+      containers: [{name: nginx, image: nginx:1.27, resources: {requests: {cpu: 100m}}}]
+EOF
+	# A node agent pinned with nodeName, a log shipper the scheduler binds to the full GPU node,
+	# and a plain pod pinned to the CPU node (no GPU capacity labels at all).
+	out=$(pod_json node-agent $ns "" 0 $node | kc create -f - 2>&1) || bad="$bad; node-agent (nodeName $node) refused: $out"
+	out=$(pod_json log-shipper $ns "" 0 "" $node | kc create -f - 2>&1) || bad="$bad; log-shipper refused: $out"
+	out=$(pod_json cpu-pinned $ns "" 0 cpu-0 | kc create -f - 2>&1) || bad="$bad; cpu-pinned refused: $out"
+	if [ -n "$bad" ]; then fail "$bad"; drop_ns $ns; return; fi
+	if ! wait_for 60 "7 pods running" bash -c "[ \$(kubectl -n $ns get pods --field-selector=status.phase=Running -o name | wc -l) -eq 7 ]"; then
+		fail "not all ordinary pods run: $(kc get pods -n $ns -o wide --no-headers | awk '{print $1, $3, $7}' | tr '\n' ';') events: $(kc get events -n $ns --field-selector reason=FailedScheduling -o jsonpath='{.items[*].message}')"
+	elif [ "$(kc get pod log-shipper -n $ns -o jsonpath='{.spec.nodeName}')" != $node ]; then
+		fail "log-shipper not bound to $node"
+	elif [ "$(kc get pods -n $ns -l app=web -o jsonpath='{.items[*].spec.nodeName}' | tr ' ' '\n' | sort -u)" != cpu-0 ]; then
+		fail "web replicas not on cpu-0: $(kc get pods -n $ns -l app=web -o jsonpath='{.items[*].spec.nodeName}')"
+	else
+		pass "with $node at its limit: 3 web replicas on cpu-0, a nodeName pod and a scheduler-bound pod on $node, a nodeName pod on cpu-0, all Running"
+	fi
+	drop_ns $ns
+}
+
+# --- 5. the per-node threshold annotation ---------------------------------------------------
+
+dry_allowed() { pod_json big "$1" 60Gi 1 "$2" | kc create --dry-run=server -f - >/dev/null 2>&1; }
+dry_denied() { ! dry_allowed "$@"; }
+
+test_annotation() {
+	CURRENT="5 per-node threshold annotation"
+	local ns=e2e-annotation node=gpu-h100-b out t0
+	fresh_ns $ns
+	# 60Gi on an empty H100 80GB: fits 90% (71.7Gi), not 50% (39.8Gi), fits 95% (75.7Gi).
+	if ! dry_allowed $ns $node; then
+		fail "60Gi on an empty $node refused under the default threshold"; drop_ns $ns; return
+	fi
+	kc annotate node $node --overwrite gpu-memory-guard.io/threshold=0.5 >/dev/null
+	t0=$SECONDS
+	if ! wait_for 30 "threshold 0.5 to apply" dry_denied $ns $node; then
+		fail "threshold annotation 0.5 not applied within 30s"
+	elif out=$(pod_json big $ns 60Gi 1 $node | kc create -f - 2>&1) || ! grep -qF "$DENIED_POD" <<<"$out"; then
+		fail "with threshold 0.5, kubectl create of 60Gi did not get the webhook's denial: $out"
+	else
+		local lag1=$((SECONDS - t0))
+		kc annotate node $node --overwrite gpu-memory-guard.io/threshold=0.95 >/dev/null
+		t0=$SECONDS
+		if ! wait_for 30 "threshold 0.95 to apply" dry_allowed $ns $node; then
+			fail "threshold annotation 0.95 not applied within 30s"
+		elif ! out=$(pod_json big $ns 60Gi 1 $node | kc create -f - 2>&1); then
+			fail "with threshold 0.95, 60Gi refused: $out"
+		elif [ "$(cat "$STATE/pids/webhook.pid")" != "$WEBHOOK_PID" ] || ! kill -0 "$WEBHOOK_PID"; then
+			fail "the webhook was restarted or died"
+		elif [ -n "$(over_threshold)" ]; then
+			fail "node over threshold: $(over_threshold)"
+		else
+			pass "0.5 refused 60Gi (in effect after ${lag1}s), 0.95 admitted it (after $((SECONDS - t0))s), same webhook process"
+		fi
+	fi
+	kc annotate node $node gpu-memory-guard.io/threshold- >/dev/null
+	drop_ns $ns
+}
+
+# --- 6. 40 GPU pods created in parallel against two nodes ------------------------------------
+
+test_parallel() {
+	CURRENT="6 40 parallel creates on two nodes"
+	local ns=e2e-parallel dir i node code want=0 n cap
+	fresh_ns $ns
+	dir=$(mktemp -d)
+	for n in gpu-h100-a gpu-h100-b; do
+		cap=$(node_usage $n | jq --argjson d $((10 * 1073741824)) '(.limit - .declared) / $d | floor')
+		want=$((want + cap))
+	done
+	for i in $(seq 1 40); do
+		node=gpu-h100-a
+		[ $((i % 2)) = 0 ] && node=gpu-h100-b
+		pod_json "p$i" $ns 10Gi 1 $node >"$dir/p$i.json"
+	done
+	# One curl per pod, all started before any finishes: the API server calls the webhook 40
+	# times at once, 20 per node.
+	for i in $(seq 1 40); do
+		curl -s --max-time 30 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+			-H 'Content-Type: application/json' -X POST --data-binary "@$dir/p$i.json" \
+			-o "$dir/p$i.out" -w '%{http_code}' "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$ns/pods" >"$dir/p$i.code" &
+	done
+	wait
+	local created=0 denied=0 other=0 reasons
+	for i in $(seq 1 40); do
+		code=$(cat "$dir/p$i.code")
+		case $code in
+		201) created=$((created + 1)) ;;
+		403) if grep -qF 'denied the request' "$dir/p$i.out"; then denied=$((denied + 1)); else other=$((other + 1)); fi ;;
+		*) other=$((other + 1)) ;;
+		esac
+	done
+	reasons=$(cat "$dir"/*.out | jq -r 'select(.kind == "Status") | .message' 2>/dev/null | sed -E 's/[0-9.]+(Gi|%)//g' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ';')
+	local over per
+	over=$(over_threshold)
+	per=$(cluster_usage "$THRESHOLD" | jq -r 'select(.node | startswith("gpu-h100")) | "\(.node) \(.pods | length) pods \(.declared / 1073741824)Gi/\(.limit / 1073741824 * 10 | floor / 10)Gi"' | tr '\n' ';')
+	if [ -n "$over" ]; then
+		fail "node over threshold after parallel creates: $over"
+	elif [ "$other" -ne 0 ]; then
+		fail "$other creates failed other than by a denial (created $created, denied $denied): $reasons"
+	elif [ "$created" -ne "$want" ]; then
+		fail "expected exactly $want admitted (what fits), got $created (denied $denied): $per reasons: $reasons"
+	else
+		pass "$created admitted, $denied denied, none over threshold: $per"
+	fi
+	rm -rf "$dir"
+	drop_ns $ns
+}
+
+# --- 7. webhook down: failurePolicy Fail, exempt namespaces still schedule -------------------
+
+test_outage() {
+	CURRENT="7 webhook outage"
+	local ns=e2e-outage ex=$EXEMPT_NAMESPACE out bad=""
+	fresh_ns $ns
+	# A GPU pod admitted while the webhook is up, held back from the scheduler by a gate.
+	if ! out=$(pod_json waiting $ns 8Gi 1 "" gpu-a100-0 gated | kc create -f - 2>&1); then
+		fail "gated GPU pod refused with the webhook up: $out"; drop_ns $ns; return
+	fi
+	bash "$E2E_DIR/cluster.sh" webhook-stop
+	# A placement by nodeName: refused by the API server itself (failurePolicy Fail).
+	if out=$(pod_json pinned $ns 8Gi 1 gpu-a100-0 | kc create -f - 2>&1); then
+		bad="a GPU pod with nodeName was admitted with the webhook down"
+	elif ! grep -qF 'failed calling webhook "pods.gpu-memory-guard.io"' <<<"$out"; then
+		bad="nodeName pod refused, but not by failurePolicy: $out"
+	fi
+	# A placement by the scheduler: the binding fails, the pod stays Pending.
+	kc patch pod waiting -n $ns --type=json -p '[{"op": "remove", "path": "/spec/schedulingGates"}]' >/dev/null
+	if [ -z "$bad" ] && ! wait_for 60 "a FailedScheduling event for the binding" \
+		bash -c "kubectl get events -n $ns --field-selector reason=FailedScheduling,involvedObject.name=waiting -o jsonpath='{.items[*].message}' | grep -qF 'failed calling webhook \"bindings.gpu-memory-guard.io\"'"; then
+		bad="no FailedScheduling event for the refused binding: $(fs_messages $ns waiting | tail -n 1)"
+	fi
+	if [ -z "$bad" ] && [ -n "$(kc get pod waiting -n $ns -o jsonpath='{.spec.nodeName}')" ]; then
+		bad="the GPU pod was bound with the webhook down"
+	fi
+	# Exempt namespace: GPU pods are placed both ways.
+	if [ -z "$bad" ]; then
+		out=$(pod_json exempt-scheduled "$ex" 8Gi 1 "" gpu-a100-0 | kc create -f - 2>&1) || bad="exempt GPU pod refused: $out"
+		out=$(pod_json exempt-pinned "$ex" 8Gi 1 gpu-a100-0 | kc create -f - 2>&1) || bad="$bad exempt nodeName GPU pod refused: $out"
+	fi
+	if [ -z "$bad" ] && ! wait_for 60 "exempt pods running" bash -c "[ \$(kubectl -n $ex get pods --field-selector=status.phase=Running -o name | wc -l) -eq 2 ]"; then
+		bad="exempt GPU pods not running: $(kc get pods -n "$ex" -o wide --no-headers | tr '\n' ';')"
+	fi
+	bash "$E2E_DIR/cluster.sh" webhook-start --binary "$BINARY" || bad="$bad; webhook restart failed"
+	WEBHOOK_PID=$(cat "$STATE/pids/webhook.pid" 2>/dev/null)
+	if [ -z "$bad" ] && ! wait_for 90 "the held pod to run after the restart" \
+		bash -c "[ \"\$(kubectl -n $ns get pod waiting -o jsonpath='{.status.phase}')\" = Running ]"; then
+		bad="after the restart the GPU pod still does not run: $(fs_messages $ns waiting | tail -n 1)"
+	fi
+	if [ -n "$bad" ]; then
+		fail "$bad"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "down: nodeName pod refused and binding failed (failurePolicy Fail) while 2 exempt GPU pods ran; restarted: the held pod was bound"
+	fi
+	kc delete pods -n "$ex" --all --wait=true --timeout=60s >/dev/null 2>&1
+	drop_ns $ns
+}
+
+# --- run -----------------------------------------------------------------------------------
+
+log "e2e: running tests (cluster up after $((SECONDS - START))s)"
+want 1 && test_scale
+want 2 && test_nodename
+want 3 && test_dryrun
+want 4 && test_ordinary
+want 5 && test_annotation
+want 6 && test_parallel
+want 7 && test_outage
+
+if ! daemon_alive webhook; then
+	CURRENT="webhook process"
+	fail "the webhook died during the suite; last log lines: $(tail -n 5 "$STATE/logs/webhook.log" | tr '\n' ' ')"
+fi
+if [ "$FAILED" -ne 0 ]; then
+	log "webhook log: $STATE/logs/webhook.log (last lines below)"
+	tail -n 15 "$STATE/logs/webhook.log" >&2 || true
+fi
+log "e2e: done in $((SECONDS - START))s"
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ] || exit 1
