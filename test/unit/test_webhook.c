@@ -466,7 +466,9 @@ static void test_budget_spent_denies(void **state)
 	assert_int_equal(e->fake.n_list, 0);
 	assert_int_equal(ledger_size(e->ledger), 0);
 	cJSON_Delete(a.root);
-	e->fake.node_delay_ms = 0; /* within budget: decided normally */
+	e->fake.node_delay_ms = 0; /* well within a budget: decided normally */
+	e->cfg.budget_ms = 60000;
+	env_build(e);
 	a = review_fixture(e, "review-binding-create.json");
 	assert_true(a.allowed);
 	cJSON_Delete(a.root);
