@@ -275,11 +275,47 @@ template_apply() { helm_template "$@" | kc apply --dry-run=server -f -; }
 bundle_is_ca() { [ "$BUNDLE" = "$(base64 -w0 "$CERTS/ca.crt")" ]; }
 key_mode_600() { [ "$(stat -c %a "$CERTS/tls.key")" = 600 ]; }
 
-deploy_settings_kept() {
-	local d="$WORK/manifests-deploy.json"
-	[ "$(jq -r '.spec.template.spec.containers[0].lifecycle.preStop.sleep.seconds' "$d")" = 5 ] &&
-		[ "$(jq -r '.spec.strategy.rollingUpdate.maxUnavailable' "$d")" = 0 ] &&
-		[ "$(jq -r '.spec.template.spec.priorityClassName' "$d")" = system-cluster-critical ]
+# The Deployment as the API server stored it (fields it does not know would be dropped).
+deploy_settings_kept() { # DEPLOYMENT_JSON
+	jq -e '.spec.replicas == 2 and
+	  .spec.strategy.rollingUpdate.maxUnavailable == 0 and .spec.strategy.rollingUpdate.maxSurge == 1 and
+	  (.spec.template.spec | .priorityClassName == "system-cluster-critical" and
+	    .securityContext.runAsNonRoot == true and .securityContext.runAsUser == 65532 and
+	    .securityContext.seccompProfile.type == "RuntimeDefault" and
+	    (.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution | length) == 1 and
+	    (.volumes[] | select(.name == "tls") | .secret.secretName) == "gpu-memory-guard-tls" and
+	    (.containers[0] |
+	      .lifecycle.preStop.sleep.seconds == 5 and
+	      .securityContext.readOnlyRootFilesystem == true and
+	      .securityContext.allowPrivilegeEscalation == false and
+	      .securityContext.capabilities.drop == ["ALL"] and
+	      .livenessProbe.httpGet.path == "/healthz" and .readinessProbe.httpGet.path == "/readyz" and
+	      .livenessProbe.httpGet.port == "http-health" and
+	      (.resources.requests.cpu != null) and (.resources.limits.memory != null) and
+	      ([.volumeMounts[] | select(.name == "tls") | .readOnly] == [true])))' "$1" >/dev/null
+}
+
+# The ValidatingWebhookConfiguration as stored: both webhooks, their rules and exclusions.
+webhook_config_ok() { # BINDINGS_FAILURE_POLICY
+	kc get validatingwebhookconfiguration gpu-memory-guard -o json | jq -e --arg bp "$1" --arg url "$URL" '
+	  (.webhooks | length) == 2 and
+	  all(.webhooks[]; .sideEffects == "None" and .admissionReviewVersions == ["v1"] and
+	      .timeoutSeconds == 5 and .matchPolicy == "Equivalent" and .clientConfig.url == $url and
+	      (.clientConfig.caBundle | length) > 0 and
+	      (.namespaceSelector.matchExpressions[] | select(.key == "kubernetes.io/metadata.name") |
+	        .operator == "NotIn" and (.values | index("kube-system") != null and index("gpu-memory-guard") != null))) and
+	  (.webhooks[0] | .name == "pods.gpu-memory-guard.io" and .failurePolicy == "Fail" and
+	      .rules[0].resources == ["pods"] and .rules[0].operations == ["CREATE"] and
+	      (.matchConditions | length) == 2) and
+	  (.webhooks[1] | .name == "bindings.gpu-memory-guard.io" and .failurePolicy == $bp and
+	      .rules[0].resources == ["pods/binding", "bindings"] and (.matchConditions // [] | length) == 0)' >/dev/null
+}
+
+# webhook.bindings.failurePolicy is configurable: the rendered and server-accepted value.
+bindings_policy_rendered() { # POLICY
+	helm_template --set "webhook.bindings.failurePolicy=$1" | kc apply --dry-run=server -o json -f - 2>/dev/null |
+		jq -e --arg p "$1" '.items[] | select(.kind == "ValidatingWebhookConfiguration") |
+		  .webhooks[1].failurePolicy == $p and .webhooks[0].failurePolicy == "Fail"' >/dev/null
 }
 webhook_pods() { [ "$(kc -n "$NS" get pods -l app.kubernetes.io/name=gpu-memory-guard -o name | wc -l)" -ge "$1" ]; }
 pod_bound_in() { [ -n "$(kc -n "$1" get pod "$2" -o jsonpath='{.spec.nodeName}')" ]; }
@@ -454,6 +490,7 @@ check "kubectl apply --dry-run=server -f manifests/" kc apply --dry-run=server -
 check "kubectl apply --dry-run=server -k manifests/" kc apply --dry-run=server -k "$MANIFESTS"
 check "helm template | kubectl apply --dry-run=server -f -" template_apply
 check "chart and manifests/ render the same objects (webhooks, RBAC, pod spec, Service, PDB)" same_objects
+check "chart: bindings failurePolicy Ignore renders and is accepted (pods stay Fail)" bindings_policy_rendered Ignore
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
 	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
@@ -463,6 +500,9 @@ URL="https://127.0.0.1:$WEBHOOK_PORT/validate"
 HELM_SET=(--set "webhook.url=$URL" --set 'certificate.selfSigned.extraIPs={127.0.0.1}')
 check "helm install (clientConfig.url=$URL)" helm_ install "$RELEASE" "$CHART" -n "$NS" "${HELM_SET[@]}"
 kc -n "$NS" get deploy "$RELEASE" -o json >"$WORK/helm-deploy.json"
+check "helm: Deployment stored with every setting (HA, security context, probes, preStop sleep, Secret volume)" \
+	deploy_settings_kept "$WORK/helm-deploy.json"
+check "helm: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
 # The Secret as the kubelet would mount it.
 kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$WORK/helm.crt"
 kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.key}' | base64 -d >"$WORK/helm.key"
@@ -538,7 +578,9 @@ patches:
 EOF
 check "kubectl apply -k overlay of manifests/ (caBundle + URL patch)" kc apply -k "$WORK/overlay"
 kc -n "$NS" get deploy gpu-memory-guard -o json >"$WORK/manifests-deploy.json"
-check "manifests: Deployment keeps the preStop sleep action (5 s) and maxUnavailable 0" deploy_settings_kept
+check "manifests: Deployment stored with every setting (HA, security context, probes, preStop sleep, Secret volume)" \
+	deploy_settings_kept "$WORK/manifests-deploy.json"
+check "manifests: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
 check "manifests: both replicas created under Pod Security restricted" wait_for 60 "2 webhook pods" webhook_pods 2
 volume_update "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key" "$CERTS/ca.crt"
 check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfig "$WORK/manifests-sa.kubeconfig"
