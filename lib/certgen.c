@@ -695,6 +695,56 @@ static BIO *pem_key(EVP_PKEY *k)
 	return b;
 }
 
+/* The signing CA: loaded from out_dir (--renew) or made new. On failure nothing is left. */
+static int obtain_ca(const struct certgen_opts *o, X509 **ca, EVP_PKEY **ca_key, char *err,
+                     size_t errlen)
+{
+	char cn[CERTGEN_NAME_MAX + 1];
+	int rc;
+
+	if (o->renew) {
+		rc = load_ca(o->out_dir, ca, ca_key, err, errlen);
+		if (!rc)
+			rc = check_ca_outlives(*ca, o->days, err, errlen);
+		goto out;
+	}
+	*ca_key = new_key(o->key_type);
+	if (!*ca_key) {
+		rc = ossl_fail(err, errlen, "generating the CA key");
+		goto out;
+	}
+	snprintf(cn, sizeof(cn), "%s-ca", o->service);
+	*ca = make_cert(cn, *ca_key, o->ca_days, NULL, NULL, o);
+	rc = *ca ? 0 : ossl_fail(err, errlen, "making the CA certificate");
+out:
+	if (rc) {
+		X509_free(*ca);
+		EVP_PKEY_free(*ca_key);
+		*ca = NULL;
+		*ca_key = NULL;
+	}
+	return rc;
+}
+
+/* A new serving key and certificate signed by (ca, ca_key). On failure nothing is left. */
+static int issue_leaf(const struct certgen_opts *o, X509 *ca, EVP_PKEY *ca_key, X509 **leaf,
+                      EVP_PKEY **key, char *err, size_t errlen)
+{
+	char cn[CERTGEN_NAME_MAX + 1];
+
+	*key = new_key(o->key_type);
+	if (!*key)
+		return ossl_fail(err, errlen, "generating the serving key");
+	snprintf(cn, sizeof(cn), "%s.%s.svc", o->service, o->namespace);
+	*leaf = make_cert(cn, *key, o->days, ca, ca_key, o);
+	if (!*leaf) {
+		EVP_PKEY_free(*key);
+		*key = NULL;
+		return ossl_fail(err, errlen, "making the serving certificate");
+	}
+	return 0;
+}
+
 int certgen_generate(const struct certgen_opts *o, char *bundle, size_t bundle_len, char *err,
                      size_t errlen)
 {
@@ -709,7 +759,7 @@ int certgen_generate(const struct certgen_opts *o, char *bundle, size_t bundle_l
 	size_t nfiles = o->renew ? 2 : 4, i;
 	X509 *ca = NULL, *leaf = NULL;
 	EVP_PKEY *ca_key = NULL, *key = NULL;
-	char cn[CERTGEN_NAME_MAX + 1], *pem;
+	char *pem;
 	long pem_len;
 	int rc;
 
@@ -721,36 +771,11 @@ int certgen_generate(const struct certgen_opts *o, char *bundle, size_t bundle_l
 		rc = check_free(files, nfiles, o->out_dir, err, errlen);
 	if (rc)
 		goto out;
-	if (o->renew) {
-		rc = load_ca(o->out_dir, &ca, &ca_key, err, errlen);
-		if (!rc)
-			rc = check_ca_outlives(ca, o->days, err, errlen);
-		if (rc)
-			goto out;
-	} else {
-		ca_key = new_key(o->key_type);
-		if (!ca_key) {
-			rc = ossl_fail(err, errlen, "generating the CA key");
-			goto out;
-		}
-		snprintf(cn, sizeof(cn), "%s-ca", o->service);
-		ca = make_cert(cn, ca_key, o->ca_days, NULL, NULL, o);
-		if (!ca) {
-			rc = ossl_fail(err, errlen, "making the CA certificate");
-			goto out;
-		}
-	}
-	key = new_key(o->key_type);
-	if (!key) {
-		rc = ossl_fail(err, errlen, "generating the serving key");
+	rc = obtain_ca(o, &ca, &ca_key, err, errlen);
+	if (!rc)
+		rc = issue_leaf(o, ca, ca_key, &leaf, &key, err, errlen);
+	if (rc)
 		goto out;
-	}
-	snprintf(cn, sizeof(cn), "%s.%s.svc", o->service, o->namespace);
-	leaf = make_cert(cn, key, o->days, ca, ca_key, o);
-	if (!leaf) {
-		rc = ossl_fail(err, errlen, "making the serving certificate");
-		goto out;
-	}
 	fs[0].pem = pem_cert(ca);
 	fs[1].pem = pem_key(ca_key);
 	fs[2].pem = pem_key(key);
