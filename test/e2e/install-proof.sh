@@ -563,6 +563,15 @@ out=$("$BINARY" certs --bogus 2>&1) && rc=0 || rc=$?
 if [ "$rc" = 2 ] && [ "$(echo "$out" | wc -l)" = 1 ]; then pass "gpu-memory-guard certs: bad flag is one line, exit 2"; else fail "gpu-memory-guard certs: bad flag is one line, exit 2" "rc=$rc $out"; fi
 check "Secret from the generated files" kc -n "$NS" create secret generic "$SECRET" \
 	--from-file=tls.crt="$CERTS/tls.crt" --from-file=tls.key="$CERTS/tls.key" --from-file=ca.crt="$CERTS/ca.crt"
+# docs/install.md's one-line install: kustomize | sed caBundle | apply (dry run here).
+documented_pipeline() {
+	local out
+	out=$(kc kustomize "$MANIFESTS" | sed "s|caBundle: \"\"|caBundle: \"$BUNDLE\"|" |
+		kc apply --dry-run=server -o json -f -) || return 1
+	jq -e --arg b "$BUNDLE" '.items[] | select(.kind == "ValidatingWebhookConfiguration") |
+	  all(.webhooks[]; .clientConfig.caBundle == $b)' <<<"$out" >/dev/null
+}
+check "docs' manifests command (kustomize | sed caBundle | apply) fills both caBundles, accepted" documented_pipeline
 # The operator's overlay: caBundle from `certs`; clientConfig switched to the host URL.
 mkdir -p "$WORK/overlay"
 cat >"$WORK/overlay/kustomization.yaml" <<EOF
