@@ -2,7 +2,8 @@
  * gmg-bench: throughput and latency of the real gpu-memory-guard binary, loopback only.
  *
  *   gmg-bench --binary PATH [--clients N] [--requests N] [--duration SECONDS]
- *             [--nodes N] [--pods-per-node N] [--threads N] [--data DIR]
+ *             [--nodes N] [--pods-per-node N] [--threads N] [--workers N]
+ *             [--api-delay-ms N] [--data DIR]
  *
  * Starts the Kubernetes API server TEST DOUBLE (test/integration/apiserver_double.c) with
  * --nodes GPU nodes carrying --pods-per-node declared GPU pods each, starts the binary against
@@ -45,6 +46,8 @@ struct opts {
 	int nodes;
 	int pods_per_node;
 	const char *threads;
+	const char *workers;
+	unsigned api_delay_ms;
 };
 
 struct shared {
@@ -290,6 +293,10 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->pods_per_node = atoi(v);
 		else if (!strcmp(a, "--threads"))
 			o->threads = v;
+		else if (!strcmp(a, "--workers"))
+			o->workers = v;
+		else if (!strcmp(a, "--api-delay-ms"))
+			o->api_delay_ms = (unsigned)atoi(v);
 		else
 			return -1;
 		i++;
@@ -322,8 +329,11 @@ static void report(struct shared *s, double wall, const char *m0, const char *m1
 	printf("machine: %ld CPUs (nproc), %s, %s %s, %s, load average %s\n",
 	       sysconf(_SC_NPROCESSORS_ONLN), cpu, u.sysname, u.release, date, loadavg());
 	printf("load: %d clients (keep-alive TLS, one connection each), %d nodes x %d pods, "
-	       "reviews: half pod CREATE with nodeName, half pods/binding\n",
-	       s->o->clients, s->o->nodes, s->o->pods_per_node);
+	       "reviews: half pod CREATE with nodeName, half pods/binding, API delay %u ms, "
+	       "threads %s, workers %s\n",
+	       s->o->clients, s->o->nodes, s->o->pods_per_node, s->o->api_delay_ms,
+	       s->o->threads ? s->o->threads : "default",
+	       s->o->workers ? s->o->workers : "default");
 	printf("reviews: %ld answered (%ld allowed), %ld failed, in %.2f s\n", atomic_load(&s->ok),
 	       atomic_load(&s->allowed), atomic_load(&s->failed), wall);
 	printf("throughput: %.0f reviews/s\n", (double)atomic_load(&s->ok) / wall);
@@ -355,7 +365,7 @@ int main(int argc, char **argv)
 	struct shared s;
 	pthread_t th[MAX_CLIENTS];
 	char *m0 = NULL, *m1 = NULL, *hargv[3];
-	const char *extra[8];
+	const char *extra[12];
 	int i, rc = 1, ne = 0, status;
 	double t0, wall;
 
@@ -385,12 +395,18 @@ int main(int argc, char **argv)
 		extra[ne++] = "--threads";
 		extra[ne++] = o.threads;
 	}
+	if (o.workers) {
+		extra[ne++] = "--workers";
+		extra[ne++] = o.workers;
+	}
 	extra[ne] = NULL;
 	if (world_start_gmg(&w, extra, 30000))
 		goto out;
 	s.lat = calloc((size_t)o.requests, sizeof *s.lat);
 	if (!s.lat)
 		goto out;
+	/* Models a real API server's latency (the double answers in well under 1 ms). */
+	apiserver_double_set_delay_ms(w.api, o.api_delay_ms);
 	world_health_get(&w, "/metrics", &m0);
 	t0 = now_s();
 	s.deadline = t0 + o.duration;
