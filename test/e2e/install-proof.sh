@@ -115,6 +115,39 @@ check_dockerfile_runtime_libs() {
 	[ -z "$missing" ] || { echo "not covered by the runtime stage:$missing"; return 1; }
 }
 
+# The build context as `docker build` would send it: the working tree's files minus
+# .dockerignore (root-relative patterns and **/ patterns, as Docker matches them).
+docker_context() { # DEST
+	local dest=$1 pats=() p f keep
+	while IFS= read -r p; do
+		p=${p%%#*}
+		p=$(echo "$p" | sed 's/[[:space:]]*$//')
+		[ -n "$p" ] && pats+=("$p")
+	done <"$REPO_ROOT/.dockerignore"
+	(cd "$REPO_ROOT" && git ls-files -co --exclude-standard) | while IFS= read -r f; do
+		keep=1
+		for p in "${pats[@]}"; do
+			case $p in
+			'**/'*) [[ $(basename "$f") == ${p#'**/'} ]] && keep=0 ;;
+			*) [[ $f == $p || $f == $p/* ]] && keep=0 ;;
+			esac
+		done
+		[ $keep = 0 ] || echo "$f"
+	done | (cd "$REPO_ROOT" && tar -cf - -T -) | tar -xf - -C "$dest"
+}
+
+# The builder stage's RUN line that builds (after COPY . .), run as-is in that context.
+check_dockerfile_builds_here() {
+	local ctx="$STATE/docker-context" cmd
+	rm -rf "$ctx" && mkdir -p "$ctx" && docker_context "$ctx" || return 1
+	cmd=$(sed -n '/^FROM .* AS builder/,/^FROM /p' "$REPO_ROOT/Dockerfile" |
+		sed -e ':a' -e '/\\$/N; s/\\\n//; ta' | grep -E '^RUN cmake ' | sed 's/^RUN //')
+	[ -n "$cmd" ] || { echo "no cmake RUN line in the builder stage"; return 1; }
+	(cd "$ctx" && bash -c "$cmd") 2>&1 | tail -n 5
+	[ -x "$ctx/build/gpu-memory-guard" ] || { echo "no binary built from the context"; return 1; }
+	rm -rf "$ctx"
+}
+
 # --- 2. chart without a cluster ---------------------------------------------------------------
 
 helm_() { "$TOOLS_BIN/helm" "$@"; }
@@ -460,6 +493,7 @@ kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
 echo "== static: Dockerfile"
 check "Dockerfile builder runs CI's install-deps.sh and the Makefile's cmake lines" check_dockerfile_build
 check "Dockerfile runtime stage provides every library the binary links; numeric USER; ENTRYPOINT" check_dockerfile_runtime_libs
+check "Dockerfile builder's cmake RUN line builds the binary from the .dockerignore'd context (no engine)" check_dockerfile_builds_here
 
 echo "== chart without a cluster"
 check "helm lint --strict (selfSigned)" check_lint
