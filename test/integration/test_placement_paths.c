@@ -30,7 +30,12 @@ static int group_setup(void **state)
 	    world_add_node(&W, "gpu-node-2x", 81559, 2) ||
 	    world_add_node(&W, "gpu-node-x", 81559, 1) ||
 	    world_add_pod(&W, "team-x", "hog", "60Gi", "gpu-node-x") ||
-	    world_add_node(&W, "gpu-node-many", 81559, 1))
+	    world_add_node(&W, "gpu-node-many", 81559, 1) ||
+	    apiserver_double_put_node(
+	        W.api, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-node-exact\","
+	               "\"annotations\":{\"gpu-memory-guard.io/gpu-memory\":\"10Gi\","
+	               "\"gpu-memory-guard.io/gpu-count\":\"1\","
+	               "\"gpu-memory-guard.io/threshold\":\"1\"}}}"))
 		return -1;
 	/* 1200 pods of 50Mi (58.6Gi) on one node: three pages at the client's limit of 500. */
 	for (i = 0; i < 1200; i++) {
@@ -257,6 +262,19 @@ static void test_many_pods_all_pages(void **state)
 	free(body);
 }
 
+/* The boundary: used + demand <= threshold x capacity is allowed, one byte more is not
+ * (10Gi node, threshold 1; dry runs, so nothing is reserved between the two). */
+static void test_exact_boundary(void **state)
+{
+	struct review_answer a;
+	char *body = harness_pod_review("exact-1", "exact", "10Gi", "gpu-node-exact", 1);
+	itest_review(&W, body, "exact-1", 1, &a);
+	free(body);
+	body = harness_pod_review("exact-2", "exact", "10737418241", "gpu-node-exact", 1);
+	itest_review(&W, body, "exact-2", 0, &a);
+	free(body);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -268,6 +286,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_per_gpu_fit),
 	    cmocka_unit_test(test_exempt_pods_count_as_usage),
 	    cmocka_unit_test(test_many_pods_all_pages),
+	    cmocka_unit_test(test_exact_boundary),
 	};
 	harness_init(argc, argv);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
