@@ -606,6 +606,16 @@ documented_pipeline() {
 	  all(.webhooks[]; .clientConfig.caBundle == $b)' <<<"$out" >/dev/null
 }
 check "docs' manifests command (kustomize | sed caBundle | apply) fills both caBundles, accepted" documented_pipeline
+# Chart mode existingSecret on the same Secret: the caBundle is read from its ca.crt (lookup,
+# which a server-side dry run performs).
+existing_secret_bundle() {
+	local out bundles
+	out=$(helm_ install "$RELEASE" "$CHART" -n "$NS" --dry-run=server \
+		--set certificate.mode=existingSecret --set "certificate.existingSecret.name=$SECRET") || return 1
+	bundles=$(sed -n 's/^ *caBundle: *//p' <<<"$out" | sort -u)
+	[ "$bundles" = "$BUNDLE" ] || { echo "caBundle rendered: ${bundles:0:60}..."; return 1; }
+}
+check "chart existingSecret mode takes the caBundle from the Secret's ca.crt (helm --dry-run=server)" existing_secret_bundle
 # The operator's overlay: caBundle from `certs`; clientConfig switched to the host URL.
 mkdir -p "$WORK/overlay"
 cat >"$WORK/overlay/kustomization.yaml" <<EOF
