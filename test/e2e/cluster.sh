@@ -295,9 +295,17 @@ webhook_unregister() { kc delete validatingwebhookconfiguration "$WEBHOOK_CONFIG
 do_down() {
 	local p n
 	[ -d "$STATE" ] || { log "nothing to tear down in $STATE"; return 0; }
-	for n in webhook kwok kube-controller-manager kube-scheduler kube-apiserver etcd; do
-		stop_daemon "$n"
+	# Clients first, in parallel (the webhook drains for a few seconds), then the API server, then
+	# etcd. `wait` names the stoppers: the daemons are children of this shell too after `up`.
+	local stoppers=""
+	for n in webhook kwok kube-controller-manager kube-scheduler; do
+		stop_daemon "$n" &
+		stoppers="$stoppers $!"
 	done
+	# shellcheck disable=SC2086
+	wait $stoppers
+	stop_daemon kube-apiserver
+	stop_daemon etcd
 	if [ -f "$STATE/cluster.env" ]; then
 		for p in $(sed -n 's/^[A-Z_]*_PORT=//p' "$STATE/cluster.env"); do
 			if port_listening "$p"; then log "WARNING: port $p still open after down"; fi

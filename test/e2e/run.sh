@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end suite: the webhook binary against a real kube-apiserver, scheduler,
-# controller-manager and kwok nodes (test/e2e/cluster.sh), the seven tests of issue 3.
+# controller-manager and kwok nodes (test/e2e/cluster.sh): the seven tests of issue 3, and an
+# eighth (capacity freed by a deleted pod is available at once).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]
 # Every verdict is read back from the API (pods, events, kubectl's own errors); per-node usage is
@@ -41,6 +42,14 @@ teardown() {
 	exit $rc
 }
 
+# The webhook forgets an admitted placement when a later review of the same node sees the pod,
+# or after --reservation-ttl. A pod admitted and deleted before any other review of its node
+# is thus still counted until the TTL ends (test 8 shows it). So that one test's leftovers
+# cannot decide the next one, the suite runs the webhook with a short TTL and lets it pass
+# between tests (settle).
+RESERVATION_TTL=${GMG_E2E_RESERVATION_TTL:-10}
+export GMG_WEBHOOK_ARGS="--reservation-ttl ${RESERVATION_TTL}s ${GMG_WEBHOOK_ARGS:-}"
+
 log "e2e: building or reusing the control-plane tools"
 GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1) || die "building the tools failed"
 export GMG_TOOLS_BIN
@@ -77,7 +86,10 @@ pod_json() {
 }
 
 fresh_ns() { kc create namespace "$1" >/dev/null; }
-drop_ns() { kc delete namespace "$1" --wait=true --timeout=120s >/dev/null 2>&1 || log "namespace $1 not gone after 120s"; }
+drop_ns() {
+	kc delete namespace "$1" --wait=true --timeout=120s >/dev/null 2>&1 || log "namespace $1 not gone after 120s"
+	sleep $((RESERVATION_TTL + 1)) # settle: see RESERVATION_TTL
+}
 
 phase_count() { # NAMESPACE PHASE
 	kc get pods -n "$1" -o json | jq --arg p "$2" '[.items[] | select(.status.phase == $p)] | length'
@@ -255,37 +267,37 @@ EOF
 
 # --- 5. the per-node threshold annotation ---------------------------------------------------
 
-dry_allowed() { pod_json big "$1" 60Gi 1 "$2" | kc create --dry-run=server -f - >/dev/null 2>&1; }
+dry_allowed() { pod_json big "$1" 15Gi 1 "$2" | kc create --dry-run=server -f - >/dev/null 2>&1; }
 dry_denied() { ! dry_allowed "$@"; }
 
 test_annotation() {
 	CURRENT="5 per-node threshold annotation"
-	local ns=e2e-annotation node=gpu-h100-b out t0
+	local ns=e2e-annotation node=gpu-l4-0 out t0
 	fresh_ns $ns
-	# 60Gi on an empty H100 80GB: fits 90% (71.7Gi), not 50% (39.8Gi), fits 95% (75.7Gi).
+	# 15Gi on an empty L4 (22.5Gi): fits 90% (20.2Gi), not 50% (11.2Gi), fits 95% (21.4Gi).
 	if ! dry_allowed $ns $node; then
-		fail "60Gi on an empty $node refused under the default threshold"; drop_ns $ns; return
+		fail "15Gi on an empty $node refused under the default threshold"; drop_ns $ns; return
 	fi
 	kc annotate node $node --overwrite gpu-memory-guard.io/threshold=0.5 >/dev/null
 	t0=$SECONDS
 	if ! wait_for 30 "threshold 0.5 to apply" dry_denied $ns $node; then
 		fail "threshold annotation 0.5 not applied within 30s"
-	elif out=$(pod_json big $ns 60Gi 1 $node | kc create -f - 2>&1) || ! grep -qF "$DENIED_POD" <<<"$out"; then
-		fail "with threshold 0.5, kubectl create of 60Gi did not get the webhook's denial: $out"
+	elif out=$(pod_json big $ns 15Gi 1 $node | kc create -f - 2>&1) || ! grep -qF "$DENIED_POD" <<<"$out"; then
+		fail "with threshold 0.5, kubectl create of 15Gi did not get the webhook's denial: $out"
 	else
 		local lag1=$((SECONDS - t0))
 		kc annotate node $node --overwrite gpu-memory-guard.io/threshold=0.95 >/dev/null
 		t0=$SECONDS
 		if ! wait_for 30 "threshold 0.95 to apply" dry_allowed $ns $node; then
 			fail "threshold annotation 0.95 not applied within 30s"
-		elif ! out=$(pod_json big $ns 60Gi 1 $node | kc create -f - 2>&1); then
-			fail "with threshold 0.95, 60Gi refused: $out"
+		elif ! out=$(pod_json big $ns 15Gi 1 $node | kc create -f - 2>&1); then
+			fail "with threshold 0.95, 15Gi refused: $out"
 		elif [ "$(cat "$STATE/pids/webhook.pid")" != "$WEBHOOK_PID" ] || ! kill -0 "$WEBHOOK_PID"; then
 			fail "the webhook was restarted or died"
 		elif [ -n "$(over_threshold)" ]; then
 			fail "node over threshold: $(over_threshold)"
 		else
-			pass "0.5 refused 60Gi (in effect after ${lag1}s), 0.95 admitted it (after $((SECONDS - t0))s), same webhook process"
+			pass "0.5 refused 15Gi on $node (in effect after ${lag1}s), 0.95 admitted it (after $((SECONDS - t0))s), same webhook process"
 		fi
 	fi
 	kc annotate node $node gpu-memory-guard.io/threshold- >/dev/null
@@ -393,6 +405,27 @@ test_outage() {
 	drop_ns $ns
 }
 
+# --- 8. (extra) memory of a deleted pod is free at once ----------------------------------------
+
+test_freed() {
+	CURRENT="8 deleted pod frees its memory"
+	local ns=e2e-freed node=gpu-a100-0 out
+	fresh_ns $ns
+	# 8 GPUs x 31.25Gi: 250Gi of the A100 node's 278Gi limit; two of them never fit together.
+	if ! out=$(pod_json old $ns 250Gi 8 $node | kc create -f - 2>&1); then
+		fail "a fitting 250Gi pod on $node was refused: $out"; drop_ns $ns; return
+	fi
+	kc delete pod old -n $ns --wait=true --timeout=60s >/dev/null
+	if ! out=$(pod_json new $ns 250Gi 8 $node | kc create -f - 2>&1); then
+		fail "after old (250Gi) was deleted, new (250Gi) on the empty node was refused: ${out:0:500}"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "old 250Gi admitted and deleted; new 250Gi on the same node admitted at once"
+	fi
+	drop_ns $ns
+}
+
 # --- run -----------------------------------------------------------------------------------
 
 log "e2e: running tests (cluster up after $((SECONDS - START))s)"
@@ -403,6 +436,7 @@ want 4 && test_ordinary
 want 5 && test_annotation
 want 6 && test_parallel
 want 7 && test_outage
+want 8 && test_freed
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
