@@ -421,6 +421,18 @@ placement_checks() {
 	else
 		fail "$label: binding over budget refused" "$(kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$label-bind-over" -o jsonpath='{..message}')"
 	fi
+	check "$label: legacy POST .../bindings over budget refused too" legacy_binding_refused "$label" gpu-h100-b
+}
+
+# POST /api/v1/namespaces/NS/bindings (the legacy top-level resource) for a pod no scheduler
+# handles: the webhook configuration must cover it too, or it is a way around the check.
+legacy_binding_refused() { # LABEL NODE
+	local out pod="$1-legacy"
+	gpu_pod "$pod" 60Gi | jq '.spec.schedulerName = "none"' | kc create -f - >/dev/null || return 1
+	out=$(printf 'apiVersion: v1\nkind: Binding\nmetadata: {name: %s, namespace: %s}\ntarget: {apiVersion: v1, kind: Node, name: %s}\n' \
+		"$pod" "$TEST_NS" "$2" | kc create -f - 2>&1)
+	[[ $out == *'admission webhook "bindings.gpu-memory-guard.io" denied the request'* ]] ||
+		{ echo "$out"; return 1; }
 }
 
 cleanup_test_pods() {
