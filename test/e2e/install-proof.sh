@@ -5,17 +5,24 @@
 #
 # Usage: install-proof.sh /abs/path/to/gpu-memory-guard
 #
-# 1. Static: the Dockerfile runs CI's dependency script and the Makefile's CMake lines, and its
-#    runtime stage installs a package for every library the binary links.
+# 1. Static: the Dockerfile runs CI's dependency script and the Makefile's CMake lines (its
+#    cmake RUN line is run here, in the .dockerignore-filtered context), and its runtime stage
+#    installs a package for every library the binary links.
 # 2. Chart without a cluster: helm lint (every certificate mode), values.schema.json refuses bad
 #    values, cert-manager mode renders the cainjector annotation.
-# 3. Server-side dry runs: manifests/ (kubectl apply -f and -k), helm template.
-# 4. Helm path: helm install with clientConfig switched to a URL; the binary runs on the host
-#    with the chart's own args, the chart Secret's cert/key and a token of the chart's
-#    ServiceAccount; placements admitted and refused by pod CREATE and by the scheduler's
-#    binding; the API server refuses what the ClusterRole does not allow; helm upgrade keeps the
-#    caBundle; a rotated serving certificate is served without restart.
-# 5. Manifests path: the same with certificates from `gpu-memory-guard certs`.
+# 3. Server-side dry runs: manifests/ (kubectl apply -f and -k), helm template; the chart and
+#    manifests/ render the same objects.
+# 4. Helm path: helm install with clientConfig switched to a URL; the stored Deployment and
+#    webhook configuration carry every designed setting; the binary runs on the host with the
+#    chart's own args, the chart Secret's cert/key and a token of the chart's ServiceAccount;
+#    placements admitted and refused by pod CREATE, by the scheduler's binding and by the legacy
+#    bindings resource; the API server refuses what the ClusterRole does not allow; helm
+#    upgrade keeps the caBundle; a rotated serving certificate is served without restart and
+#    shows in the expiry metric.
+# 5. Manifests path: the same with certificates from `gpu-memory-guard certs`, the documented
+#    one-line apply, and the chart's existingSecret mode on that Secret.
+# 6. Webhook down: GPU placements fail closed, ordinary pod CREATE is not sent, bindings wait,
+#    and the webhook's own namespace and kube-system still schedule.
 #
 # Prints PASS/FAIL per check, then "N passed, M failed"; exits 1 on any failure.
 # GMG_E2E_KEEP=1 keeps the cluster up afterwards.
