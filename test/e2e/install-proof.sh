@@ -518,6 +518,9 @@ echo "== chart without a cluster"
 check "helm lint --strict (selfSigned)" check_lint
 check "helm lint --strict (certManager)" check_lint --set certificate.mode=certManager
 check "helm lint --strict (existingSecret)" check_lint --set certificate.mode=existingSecret --set certificate.existingSecret.name=my-tls
+check "helm lint --strict (ServiceMonitor, PrometheusRule, Ignore, warn, URL)" check_lint --set serviceMonitor.enabled=true \
+	--set prometheusRule.enabled=true --set webhook.bindings.failurePolicy=Ignore --set mode=warn \
+	--set webhook.url=https://127.0.0.1:9443/validate
 check "schema rejects threshold 1.5" schema_rejects --set threshold=1.5
 check "schema rejects threshold 0" schema_rejects --set threshold=0
 check "schema rejects threshold 1.5 as a number (--set-json)" schema_rejects --set-json threshold=1.5
