@@ -3,7 +3,7 @@
 set -euo pipefail
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev
 libcurl4-openssl-dev libcmocka-dev libyaml-dev curl openssl etcd-server etcd-client clang-format
-gnutls-bin ca-certificates git"
+gnutls-bin ca-certificates git jq iproute2 procps psmisc"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
