@@ -30,10 +30,14 @@
 struct request;
 
 /*
- * Reviews wait for API calls, so they do not run on libmicrohttpd's threads: a thread blocked
- * on a slow API server would stall every connection it owns (keep-alive pins connections to
- * threads), UPDATEs included. The connection is suspended, a worker runs the review and
- * resumes it; libmicrohttpd then calls the handler again to send the answer.
+ * Placements wait for API calls, so they do not run on libmicrohttpd's threads: a thread
+ * blocked on a slow API server would stall every connection it owns (keep-alive pins
+ * connections to threads), UPDATEs included. The review is decoded on the MHD thread and what
+ * needs no API call is answered there at once; for a placement the connection is suspended, a
+ * worker finishes the review and resumes it; libmicrohttpd then calls the handler again to
+ * send the answer. Only placements queue for workers, so a burst of them against a hung API
+ * server never delays the UPDATEs and DELETEs behind it, and their API budget counts from
+ * arrival, so a placement that waited too long in the queue is denied without API calls.
  */
 struct workers {
 	pthread_mutex_t lock;
@@ -61,9 +65,11 @@ struct server {
 struct request {
 	char *body;
 	size_t len, cap;
-	int too_big;  /* chunked body passed ADMISSION_BODY_MAX: discard the rest, answer 413 */
-	int counted;  /* counted in in_flight */
-	int answered; /* a response is queued: ignore further calls */
+	int too_big;    /* chunked body passed ADMISSION_BODY_MAX: discard the rest, answer 413 */
+	int counted;    /* counted in in_flight */
+	int answered;   /* a response is queued: ignore further calls */
+	double arrived; /* webhook_now() at the first call: the budget's start */
+	struct webhook_review_ctx *ctx; /* prepared, waiting for a worker */
 	/* Set by the worker before it resumes the connection. */
 	int reviewed;
 	int rc;
@@ -211,7 +217,7 @@ static void admission_chunk(struct request *r, const char *data, size_t n)
 	r->len += n;
 }
 
-/* Send what webhook_review() returned. */
+/* Send what webhook_prepare() or webhook_finish() returned. */
 static enum MHD_Result send_review(struct server *s, struct MHD_Connection *c, struct request *r)
 {
 	if (r->rc == WEBHOOK_EBADREQUEST) {
@@ -236,10 +242,11 @@ static enum MHD_Result send_review(struct server *s, struct MHD_Connection *c, s
 	return reply(s, c, MHD_HTTP_OK, "application/json", out, r->out_len, MHD_RESPMEM_MUST_FREE);
 }
 
-static void run_review(struct server *s, struct request *r)
+/* The rest of a prepared review (API calls for a placement); r->ctx is consumed. */
+static void finish_review(struct request *r)
 {
-	r->rc = webhook_review(s->webhook, r->body, r->len, &r->out, &r->out_len, r->err,
-	                       sizeof(r->err));
+	r->rc = webhook_finish(r->ctx, &r->out, &r->out_len, r->err, sizeof(r->err));
+	r->ctx = NULL;
 	r->reviewed = 1;
 }
 
@@ -278,9 +285,15 @@ static enum MHD_Result admission_finish(struct server *s, struct MHD_Connection 
 		return send_review(s, c, r);
 	if (r->too_big)
 		return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body larger than 7 MiB\n");
-	if (submit(s, c, r) == 0)
+	r->rc = webhook_prepare(s->webhook, r->body, r->len, r->arrived, &r->ctx, r->err,
+	                        sizeof(r->err));
+	free(r->body); /* decoded: not needed while the review waits */
+	r->body = NULL;
+	if (r->rc != 0)
+		return send_review(s, c, r);
+	if (webhook_needs_api(r->ctx) && submit(s, c, r) == 0)
 		return MHD_YES;
-	run_review(s, r);
+	finish_review(r); /* no API call, or the pool is full or stopping: here */
 	return send_review(s, c, r);
 }
 
@@ -300,7 +313,7 @@ static void *worker_main(void *arg)
 			w->tail = NULL;
 		w->queued--;
 		pthread_mutex_unlock(&w->lock);
-		run_review(s, r);
+		finish_review(r);
 		MHD_resume_connection(r->conn);
 		pthread_mutex_lock(&w->lock);
 	}
@@ -348,6 +361,7 @@ static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, co
 		if (r == NULL)
 			return MHD_NO;
 		*con_cls = r;
+		r->arrived = webhook_now();
 		r->counted = 1;
 		atomic_fetch_add(&s->in_flight, 1);
 		return admission_begin(s, c, url, method, r);
@@ -373,6 +387,7 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
 		return;
 	if (r->counted)
 		atomic_fetch_sub(&s->in_flight, 1);
+	webhook_discard(r->ctx);
 	free(r->body);
 	free(r->out);
 	free(r);

@@ -3,14 +3,16 @@
  *
  * Admission listener (TLS 1.2/1.3 only, certificate from tls.h's callback, hot-reloaded):
  *   POST /validate with Content-Type application/json and a body of at most
- *   ADMISSION_BODY_MAX bytes -> webhook_review() -> 200 application/json.
+ *   ADMISSION_BODY_MAX bytes -> webhook_prepare() / webhook_finish() -> 200 application/json.
  *   Other paths 404, other methods on /validate 405 (Allow: POST), a bigger body 413 (at once
  *   when Content-Length says so; chunked bodies are discarded and answered 413 at the end),
  *   another Content-Type 400, a body that is not an AdmissionReview with request.uid 400 with
  *   the reason. Keep-alive; idle connections close after the connection timeout.
- *   Threads: an MHD thread pool (epoll) does the I/O and TLS; each review runs on a pool of
- *   worker threads (the connection is suspended meanwhile), because reviews wait for the API
- *   server and a waiting MHD thread would stall every connection it owns.
+ *   Threads: an MHD thread pool (epoll) does the I/O and TLS, decodes each review and answers
+ *   at once those that need no API call; placements are finished on a pool of worker threads
+ *   (the connection is suspended meanwhile), because they wait for the API server and a
+ *   waiting MHD thread would stall every connection it owns. A placement's API budget counts
+ *   from the request's arrival, queue wait included.
  * Health listener: GET /healthz (200 while the process runs), /readyz (200 once the
  *   certificate is loaded and the admission listener is up; 503 once draining), /metrics
  *   (Prometheus text).
@@ -38,7 +40,7 @@ struct tls_store;
 #define SERVER_CONNECTION_LIMIT 4096 /* concurrent admission connections */
 #define SERVER_PER_IP_LIMIT     0    /* unlimited: the API server is one client with many */
 #define SERVER_ERR_MAX          256
-#define SERVER_QUEUE_MAX        4096 /* reviews waiting for a worker; past it, reviewed inline */
+#define SERVER_QUEUE_MAX        4096 /* placements waiting for a worker; past it, run inline */
 #define SERVER_MAX_WORKERS      1024
 
 struct server_options {

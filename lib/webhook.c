@@ -48,10 +48,10 @@ struct outcome {
 	char message[ADMISSION_MSG_MAX];
 	char warnings[2][POLICY_MSG_MAX]; /* admission_encode cuts each to the API's limit */
 	size_t n_warnings;
-	double t0; /* when the review started, seconds (monotonic) */
+	double t0; /* when the review arrived, webhook_now() seconds */
 };
 
-static double now_seconds(void)
+double webhook_now(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -125,18 +125,20 @@ static void fail_closed(struct outcome *o, const char *pod, const char *call, in
 }
 
 /*
- * Before a further API call: when the review already spent its budget (slow API server), deny
- * now rather than answer after the API server gave up on us. Returns 1 when denied.
+ * Before each API call: when the review already spent its budget since it arrived (slow API
+ * server, or a wait for a thread or the node lock), deny now rather than answer after the API
+ * server gave up on us. Returns 1 when denied.
  */
 static int over_budget(const struct webhook *w, struct outcome *o, const char *pod,
                        const char *call)
 {
-	double spent_ms = (now_seconds() - o->t0) * 1000.0;
+	double spent_ms = (webhook_now() - o->t0) * 1000.0;
 	if (w->budget_ms == 0 || spent_ms < (double)w->budget_ms)
 		return 0;
 	deny(o, METRICS_ERROR, 500, "APIServerUnavailable",
-	     "cannot check %s: the API server is too slow (%.0f ms spent before %s, budget %llu "
-	     "ms); denied to keep GPU memory safe, retry later",
+	     "cannot check %s: no time left to ask the API server (%.0f ms since the review "
+	     "arrived, before %s; budget %llu ms): the API server is too slow or the webhook too "
+	     "busy; denied to keep GPU memory safe, retry later",
 	     pod, spent_ms, call, (unsigned long long)w->budget_ms);
 	return 1;
 }
@@ -421,31 +423,42 @@ static int ledger_key(const struct admission_request *req, char *key, size_t cap
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-/* A placement of pod on node: the heart of the webhook. */
+/*
+ * The part of a placement of pod on node decided from the pod alone. Returns 1 when decided
+ * (mirror pod, invalid declaration, not a GPU pod), 0 when the node must be checked: *d then
+ * holds the pod's demand.
+ */
+static int placement_precheck(struct webhook *w, const cJSON *pod, const char *pod_name,
+                              const char *node, struct demand *d, struct outcome *o)
+{
+	snprintf(o->node, sizeof(o->node), "%s", node);
+	if (is_mirror_pod(pod)) {
+		allow(o, "MirrorPod", 0);
+		return 1;
+	}
+	if (demand_from_pod(pod, &w->dcfg, d) != 0 || d->status == DEMAND_INVALID) {
+		deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name,
+		     d->error);
+		return 1;
+	}
+	if (d->status == DEMAND_NOT_GPU) {
+		allow(o, "NotGPU", 0);
+		add_warning(o, d->warning);
+		return 1;
+	}
+	return 0;
+}
+
+/* A GPU placement (demand d) on node: the heart of the webhook. */
 static void check_placement(struct webhook *w, const struct admission_request *req,
-                            const cJSON *pod, const char *pod_name, const char *node,
+                            const char *pod_name, const char *node, const struct demand *d,
                             struct outcome *o)
 {
-	struct demand d;
 	struct capacity cap;
 	cJSON *node_obj = NULL;
 	long code = 0;
 	char err[ERR_MAX], key[KEY_MAX], call[ADMISSION_NAME_MAX + 32];
 
-	snprintf(o->node, sizeof(o->node), "%s", node);
-	if (is_mirror_pod(pod)) {
-		allow(o, "MirrorPod", 0);
-		return;
-	}
-	if (demand_from_pod(pod, &w->dcfg, &d) != 0 || d.status == DEMAND_INVALID) {
-		deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name, d.error);
-		return;
-	}
-	if (d.status == DEMAND_NOT_GPU) {
-		allow(o, "NotGPU", 0);
-		add_warning(o, d.warning);
-		return;
-	}
 	snprintf(call, sizeof(call), "GET node %s", node);
 	if (over_budget(w, o, pod_name, call))
 		return;
@@ -468,71 +481,91 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	    .pod_name = pod_name,
 	    .key = key,
 	    .node = node,
-	    .demand = &d,
+	    .demand = d,
 	    .cap = &cap,
 	    .threshold = cap.has_threshold ? cap.threshold : w->threshold,
 	    .dry_run = req->dry_run,
 	};
 	check_node(w, &p, o);
-	add_warning(o, d.warning);
+	add_warning(o, d->warning);
 out:
 	cJSON_Delete(node_obj);
 }
 
+/* A pods/binding CREATE to a node: the pod is read from the API server, then placed. */
 static void check_binding(struct webhook *w, const struct admission_request *req,
                           const char *pod_name, struct outcome *o)
 {
+	struct demand d;
 	cJSON *pod = NULL;
 	long code = 0;
 	char err[ERR_MAX], call[2 * ADMISSION_NAME_MAX + 32];
 
-	if (!req->binding_target_is_node || req->binding_node[0] == '\0') {
-		allow(o, "NotNodeTarget", 0);
+	snprintf(call, sizeof(call), "GET pod %s", pod_name);
+	if (over_budget(w, o, pod_name, call))
 		return;
-	}
-	snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
 	int rc =
 	    w->src.get_pod(w->src.ctx, req->namespace_, req->name, &pod, &code, err, sizeof(err));
 	if (rc != 0 || !cJSON_IsObject(pod)) {
-		snprintf(call, sizeof(call), "GET pod %s", pod_name);
 		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Pod");
 		goto out;
 	}
-	check_placement(w, req, pod, pod_name, req->binding_node, o);
+	if (!placement_precheck(w, pod, pod_name, req->binding_node, &d, o))
+		check_placement(w, req, pod_name, req->binding_node, &d, o);
 out:
 	cJSON_Delete(pod);
 }
 
-static void decide(struct webhook *w, const struct admission_request *req, struct outcome *o)
-{
+/* One review from webhook_prepare() to webhook_finish(). */
+struct webhook_review_ctx {
+	struct webhook *w;
+	cJSON *review; /* keeps req's borrowed pointers alive */
+	struct admission_request req;
+	struct outcome o;
+	int decided;      /* o is final: nothing to ask the API server */
+	const char *node; /* pod CREATE with nodeName: the node (in review); NULL for a binding */
+	struct demand d;  /* ... and the pod's demand */
 	char pod_name[2 * ADMISSION_NAME_MAX + 2];
-	snprintf(pod_name, sizeof(pod_name), "%s/%s", req->namespace_, req->name);
+};
+
+/* Decide what the request alone decides. Returns 1 when decided, 0 when a placement must be
+ * checked against the API server (a binding to a node, or a GPU pod CREATE with nodeName). */
+static int classify(struct webhook_review_ctx *x)
+{
+	struct webhook *w = x->w;
+	const struct admission_request *req = &x->req;
+	struct outcome *o = &x->o;
 
 	if (req->operation != ADMISSION_OP_CREATE || req->target == ADMISSION_OTHER) {
 		allow(o, "NotPlacement", 1);
-		return;
+		return 1;
 	}
 	if (is_exempt(w, req->namespace_)) {
 		allow(o, "ExemptNamespace", 0);
-		return;
+		return 1;
 	}
 	if (req->target == ADMISSION_BINDING) {
-		check_binding(w, req, pod_name, o);
-		return;
+		if (!req->binding_target_is_node || req->binding_node[0] == '\0') {
+			allow(o, "NotNodeTarget", 0);
+			return 1;
+		}
+		snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
+		return 0;
 	}
 	if (req->object == NULL) {
 		allow(o, "NoObject", 0);
-		return;
+		return 1;
 	}
 	const char *node = str_at(req->object, "spec", "nodeName", NULL);
 	if (node == NULL || node[0] == '\0') {
 		if (is_mirror_pod(req->object))
 			allow(o, "MirrorPod", 0);
 		else
-			check_declarations(w, req->object, pod_name, o);
-		return;
+			check_declarations(w, req->object, x->pod_name, o);
+		return 1;
 	}
-	check_placement(w, req, req->object, pod_name, node, o);
+	x->node = node;
+	return placement_precheck(w, req->object, x->pod_name, node, &x->d, o);
 }
 
 static const char *kind_name(enum admission_target t)
@@ -583,50 +616,101 @@ static int encode(const struct admission_request *req, const struct outcome *o, 
 	return *out ? 0 : WEBHOOK_ENOMEM;
 }
 
-int webhook_review(struct webhook *w, const char *body, size_t len, char **out, size_t *out_len,
-                   char *err, size_t errlen)
+void webhook_discard(struct webhook_review_ctx *x)
 {
-	double t0 = now_seconds();
-	struct admission_request req;
-	struct outcome o;
-	cJSON *review = NULL;
-	char derr[ADMISSION_MSG_MAX];
+	if (x == NULL)
+		return;
+	cJSON_Delete(x->review);
+	free(x);
+}
 
-	memset(&o, 0, sizeof(o));
-	o.t0 = t0;
-	*out = NULL;
-	*out_len = 0;
-	int rc = admission_decode(body, len, &review, &req, derr, sizeof(derr));
-	if (rc == ADMISSION_ENOMEM) {
+int webhook_prepare(struct webhook *w, const char *body, size_t len, double arrived,
+                    struct webhook_review_ctx **ctx, char *err, size_t errlen)
+{
+	char derr[ADMISSION_MSG_MAX];
+	struct webhook_review_ctx *x = calloc(1, sizeof(*x));
+
+	*ctx = NULL;
+	if (x == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return WEBHOOK_ENOMEM;
 	}
-	if (rc != 0 && req.uid[0] == '\0') {
+	x->w = w;
+	x->o.t0 = arrived;
+	int rc = admission_decode(body, len, &x->review, &x->req, derr, sizeof(derr));
+	if (rc == ADMISSION_ENOMEM) {
+		snprintf(err, errlen, "out of memory");
+		webhook_discard(x);
+		return WEBHOOK_ENOMEM;
+	}
+	if (rc != 0 && x->req.uid[0] == '\0') {
 		snprintf(err, errlen, "invalid AdmissionReview: %s", derr);
 		log_fields(LOG_INFO, "invalid request",
 		           (struct log_field[]){LOG_STR("reason", derr), LOG_END});
+		webhook_discard(x);
 		return WEBHOOK_EBADREQUEST;
 	}
+	snprintf(x->pod_name, sizeof(x->pod_name), "%s/%s", x->req.namespace_, x->req.name);
 	/* With a uid to echo, answer the API server: a CREATE it cannot read is denied (it may be
 	 * a placement); any other operation is never a placement and stays allowed. */
+	x->decided = 1;
 	if (rc == 0)
-		decide(w, &req, &o);
-	else if (req.operation != ADMISSION_OP_CREATE && req.operation != ADMISSION_OP_UNKNOWN)
-		allow(&o, "NotPlacement", 0);
+		x->decided = classify(x);
+	else if (x->req.operation != ADMISSION_OP_CREATE &&
+	         x->req.operation != ADMISSION_OP_UNKNOWN)
+		allow(&x->o, "NotPlacement", 0);
 	else
-		deny(&o, METRICS_ERROR, 400, "InvalidReview", "invalid AdmissionReview: %s", derr);
-	rc = encode(&req, &o, out, out_len);
-	double dt = now_seconds() - t0;
-	log_decision(&req, &o, dt);
+		deny(&x->o, METRICS_ERROR, 400, "InvalidReview", "invalid AdmissionReview: %s",
+		     derr);
+	*ctx = x;
+	return 0;
+}
+
+int webhook_needs_api(const struct webhook_review_ctx *x)
+{
+	return x != NULL && !x->decided;
+}
+
+int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, char *err,
+                   size_t errlen)
+{
+	struct webhook *w = x->w;
+	const struct admission_request *req = &x->req;
+	struct outcome *o = &x->o;
+
+	*out = NULL;
+	*out_len = 0;
+	if (!x->decided) {
+		if (req->target == ADMISSION_BINDING)
+			check_binding(w, req, x->pod_name, o);
+		else
+			check_placement(w, req, x->pod_name, x->node, &x->d, o);
+	}
+	int rc = encode(req, o, out, out_len);
+	double dt = webhook_now() - o->t0;
+	log_decision(req, o, dt);
 	metrics_review(w->metrics,
-	               req.target == ADMISSION_POD       ? METRICS_KIND_POD
-	               : req.target == ADMISSION_BINDING ? METRICS_KIND_BINDING
-	                                                 : METRICS_KIND_OTHER,
-	               o.mdec, dt);
-	cJSON_Delete(review);
+	               req->target == ADMISSION_POD       ? METRICS_KIND_POD
+	               : req->target == ADMISSION_BINDING ? METRICS_KIND_BINDING
+	                                                  : METRICS_KIND_OTHER,
+	               o->mdec, dt);
+	webhook_discard(x);
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory encoding the response");
 	return rc;
+}
+
+int webhook_review(struct webhook *w, const char *body, size_t len, char **out, size_t *out_len,
+                   char *err, size_t errlen)
+{
+	struct webhook_review_ctx *x = NULL;
+
+	*out = NULL;
+	*out_len = 0;
+	int rc = webhook_prepare(w, body, len, webhook_now(), &x, err, errlen);
+	if (rc != 0)
+		return rc;
+	return webhook_finish(x, out, out_len, err, errlen);
 }
 
 struct webhook *webhook_new(const struct webhook_config *cfg, const struct webhook_source *src,

@@ -23,8 +23,8 @@
  * and declaration checks at info; always-allowed reviews at debug, they are the bulk of the
  * traffic: every kubelet status update) and records metrics.
  *
- * Thread-safe: webhook_review() may run on many threads at once; the per-node serialization is
- * the ledger's.
+ * Thread-safe: reviews may run on many threads at once; the per-node serialization is the
+ * ledger's.
  */
 #ifndef GMG_WEBHOOK_H
 #define GMG_WEBHOOK_H
@@ -72,9 +72,10 @@ struct webhook_config {
 	size_t n_gpu_resources;           /* <= DEMAND_MAX_RESOURCES */
 	const char *const *exempt_namespaces; /* strings copied */
 	size_t n_exempt_namespaces;           /* <= WEBHOOK_MAX_EXEMPT */
-	/* Time budget of one review, ms (0: none): no API call starts once it is spent (the
-	 * placement is denied instead), so a review ends within budget + one call timeout, even
-	 * when it waited for its node's lock behind other placements. main passes 2 x
+	/* Time budget of one review, ms from its arrival (0: none): no API call starts once it
+	 * is spent (the placement is denied instead), so a review ends within budget + one call
+	 * timeout of its arrival, even when it waited for a thread or for its node's lock behind
+	 * other placements. main passes 2 x
 	 * --api-timeout: answers within 3 x --api-timeout (6 s by default, under the API
 	 * server's default webhook timeout of 10 s). */
 	uint64_t budget_ms;
@@ -91,12 +92,58 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 void webhook_free(struct webhook *w); /* NULL is a no-op; no review may be running */
 
 /*
- * Review body[0..len) (an AdmissionReview request, untrusted). Returns 0 with *out (caller
- * owns, free()) holding the AdmissionReview response and *out_len its length: answer 200.
- * Returns WEBHOOK_EBADREQUEST with a reason in err when the body is not JSON or has no
- * request.uid (answer 400), WEBHOOK_ENOMEM otherwise (answer 500).
+ * Review body[0..len) (an AdmissionReview request, untrusted) in one call: webhook_prepare()
+ * with arrived = now, then webhook_finish(). Returns 0 with *out (caller owns, free()) holding
+ * the AdmissionReview response and *out_len its length: answer 200. Returns
+ * WEBHOOK_EBADREQUEST with a reason in err when the body is not JSON or has no request.uid
+ * (answer 400), WEBHOOK_ENOMEM otherwise (answer 500).
  */
 int webhook_review(struct webhook *w, const char *body, size_t len, char **out, size_t *out_len,
                    char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * The same review in two steps, so that a server can answer at once what needs no API call
+ * and hand only placements to threads that may wait for the API server:
+ *
+ *   webhook_prepare()   decode and decide whatever the request alone decides (UPDATE,
+ *                       DELETE, other kinds, pod CREATE without nodeName, exempt namespaces,
+ *                       mirror and non-GPU pods, malformed reviews with a uid). No I/O.
+ *   webhook_needs_api() 1 when the decision still needs the API server (a GPU placement).
+ *   webhook_finish()    make the API calls if needed, encode, log, count; frees the review.
+ *
+ * The review's API budget (webhook_config.budget_ms) runs from `arrived`, not from
+ * webhook_finish(): a placement that waited for a thread past its budget is denied at once
+ * (fail closed, "too busy / too slow") instead of starting API calls the API server would no
+ * longer wait for.
+ */
+struct webhook_review_ctx; /* opaque: one review between prepare and finish */
+
+/* CLOCK_MONOTONIC in seconds: the clock of `arrived`. Thread-safe. */
+double webhook_now(void);
+
+/*
+ * Decode body[0..len) (untrusted; not referenced after the call) and decide what needs no API
+ * server. arrived: when the request reached the server, webhook_now() seconds. Returns 0 with
+ * *ctx (caller owns: pass it to webhook_finish() or webhook_discard()); WEBHOOK_EBADREQUEST
+ * with a reason in err (answer 400) or WEBHOOK_ENOMEM (answer 500), *ctx NULL. Thread-safe.
+ */
+int webhook_prepare(struct webhook *w, const char *body, size_t len, double arrived,
+                    struct webhook_review_ctx **ctx, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* 1 when webhook_finish(ctx) will ask the API server (and may wait up to the budget plus one
+ * call timeout), 0 when it only encodes the decision already made. */
+int webhook_needs_api(const struct webhook_review_ctx *ctx);
+
+/*
+ * Finish the review and free ctx (ownership passes in, whatever the result). Returns 0 with
+ * *out (caller owns, free()) and *out_len: answer 200; WEBHOOK_ENOMEM with a reason in err
+ * (answer 500). May run on another thread than webhook_prepare().
+ */
+int webhook_finish(struct webhook_review_ctx *ctx, char **out, size_t *out_len, char *err,
+                   size_t errlen) __attribute__((warn_unused_result));
+
+/* Free a prepared review without answering it (not logged or counted). NULL is a no-op. */
+void webhook_discard(struct webhook_review_ctx *ctx);
 
 #endif

@@ -84,6 +84,9 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .n_gpu_resources = cfg->n_gpu_resources,
 	    .exempt_namespaces = cfg->exempt_namespaces,
 	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
+	    /* No API call starts after 2 x --api-timeout: answered within 3 x of arrival. */
+	    .budget_ms =
+	        cfg->api_timeout_ms > UINT64_MAX / 2 ? UINT64_MAX : 2 * cfg->api_timeout_ms,
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;

@@ -29,6 +29,8 @@
 #include "tls.h"
 #include "webhook.h"
 
+#define WORKERS 6
+
 struct fx {
 	char dir[64];
 	char ca[128];
@@ -133,6 +135,7 @@ static int group_setup(void **state)
 	struct server_options so = {.listen_host = "127.0.0.1",
 	                            .health_host = "127.0.0.1",
 	                            .threads = 2,
+	                            .workers = WORKERS,
 	                            .connection_timeout_s = 5};
 	F.server = server_start(&so, F.webhook, F.tls, F.metrics, err, sizeof(err));
 	if (F.server == NULL) {
@@ -414,7 +417,7 @@ static void *slow_review(void *arg)
  */
 static void test_slow_reviews_do_not_block_others(void **state)
 {
-	enum { N = 6 }; /* > the 2 MHD threads, <= the default 8 workers */
+	enum { N = WORKERS }; /* > the 2 MHD threads, <= the workers */
 	struct slow jobs[N];
 	pthread_t th[N];
 	size_t len;
@@ -442,6 +445,60 @@ static void test_slow_reviews_do_not_block_others(void **state)
 		assert_int_equal(jobs[i].code, 200);
 	free(body);
 	free(update);
+}
+
+/*
+ * Every worker held by a hung API server and one more placement queued behind them: what
+ * needs no API call (an UPDATE, an unscheduled CREATE, a malformed review) is still answered
+ * at once, from the MHD threads, instead of waiting in the workers' queue. No timing: the
+ * placements are held at the gate until the others have been answered (or timed out).
+ */
+static void test_non_placements_not_queued(void **state)
+{
+	enum { N = WORKERS + 1 };
+	struct slow jobs[N];
+	pthread_t th[N];
+	size_t len;
+	char *body = read_fixture("review-pod-create-nodename.json", &len);
+	char *update = read_fixture("review-pod-update.json", &len);
+	char *unsched = read_fixture("review-pod-create-unscheduled.json", &len);
+	atomic_store(&gate_closed, 1);
+	for (int i = 0; i < N; i++) {
+		jobs[i] = (struct slow){.body = body, .len = strlen(body)};
+		assert_int_equal(pthread_create(&th[i], NULL, slow_review, &jobs[i]), 0);
+	}
+	for (int i = 0; i < 10000 && atomic_load(&inside) < WORKERS; i++)
+		usleep(1000);
+	usleep(100000); /* the last placement reaches the queue */
+	int waiting = atomic_load(&inside);
+	long codes[3];
+	CURLcode rcs[3];
+	int allowed[2];
+	const char *bodies[3] = {update, unsched, "{\"request\":{}}"};
+	for (int i = 0; i < 3; i++) {
+		struct req q = {
+		    .path = "/validate", .body = bodies[i], .body_len = strlen(bodies[i])};
+		struct reply *r = do_req(&q);
+		rcs[i] = r->rc;
+		codes[i] = r->code;
+		if (i < 2)
+			allowed[i] = strstr(r->body, "\"allowed\":true") != NULL;
+	}
+	atomic_store(&gate_closed, 0); /* before any assertion: never leave the server stuck */
+	for (int i = 0; i < N; i++)
+		pthread_join(th[i], NULL);
+	assert_int_equal(waiting, WORKERS);
+	for (int i = 0; i < 3; i++)
+		assert_int_equal(rcs[i], CURLE_OK);
+	assert_int_equal(codes[0], 200);
+	assert_int_equal(codes[1], 200);
+	assert_int_equal(codes[2], 400);
+	assert_true(allowed[0] && allowed[1]);
+	for (int i = 0; i < N; i++)
+		assert_int_equal(jobs[i].code, 200);
+	free(body);
+	free(update);
+	free(unsched);
 }
 
 static void *shutdown_thread(void *arg)
@@ -485,6 +542,7 @@ int main(void)
 	    cmocka_unit_test(test_tls_versions),
 	    cmocka_unit_test(test_health_endpoints),
 	    cmocka_unit_test(test_slow_reviews_do_not_block_others),
+	    cmocka_unit_test(test_non_placements_not_queued),
 	    cmocka_unit_test(test_drain),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -474,6 +474,91 @@ static void test_budget_spent_denies(void **state)
 	cJSON_Delete(a.root);
 }
 
+/* Which reviews need the API server: only GPU placements (the server queues only those). */
+static void test_needs_api(void **state)
+{
+	struct env *e = *state;
+	const char *names[] = {
+	    "review-pod-update.json",          "review-pod-create-unscheduled.json",
+	    "review-pod-create-nodename.json", "review-binding-create.json",
+	    "review-pod-create-dryrun.json",
+	};
+	const int want[] = {0, 0, 1, 1, 1};
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *body = read_fixture(names[i]), *out = NULL, err[WEBHOOK_ERR_MAX];
+		struct webhook_review_ctx *x = NULL;
+		size_t len;
+		assert_int_equal(
+		    webhook_prepare(e->w, body, strlen(body), webhook_now(), &x, err, sizeof(err)),
+		    0);
+		free(body);
+		assert_int_equal(webhook_needs_api(x), want[i]);
+		/* prepare alone never asks the API server */
+		assert_int_equal(e->fake.n_get_node + e->fake.n_list + e->fake.n_get_pod, 0);
+		if (i == 0) { /* a prepared review may be dropped unanswered */
+			webhook_discard(x);
+			continue;
+		}
+		assert_int_equal(webhook_finish(x, &out, &len, err, sizeof(err)), 0);
+		free(out);
+		e->fake.n_get_node = e->fake.n_list = e->fake.n_get_pod = 0;
+	}
+	/* Malformed with a uid, and exempt: decided at once too. */
+	const char *bad = "{\"apiVersion\":\"admission.k8s.io/v1\",\"kind\":\"AdmissionReview\","
+	                  "\"request\":{\"uid\":\"u-1\",\"operation\":\"CREATE\",\"object\":7}}";
+	struct webhook_review_ctx *x = NULL;
+	char err[WEBHOOK_ERR_MAX];
+	assert_int_equal(
+	    webhook_prepare(e->w, bad, strlen(bad), webhook_now(), &x, err, sizeof(err)), 0);
+	assert_int_equal(webhook_needs_api(x), 0);
+	webhook_discard(x);
+	webhook_discard(NULL);
+	assert_int_equal(webhook_prepare(e->w, "{}", 2, webhook_now(), &x, err, sizeof(err)),
+	                 WEBHOOK_EBADREQUEST);
+	assert_null(x);
+}
+
+/*
+ * The budget runs from the review's arrival: a placement that waited (for a worker) past it
+ * is denied at once, without a single API call, for a pod CREATE and for a binding.
+ */
+static void test_budget_counts_from_arrival(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	e->cfg.budget_ms = 100;
+	env_build(e);
+	const char *names[] = {"review-pod-create-nodename.json", "review-binding-create.json"};
+	for (size_t i = 0; i < 2; i++) {
+		char *body = read_fixture(names[i]), *out = NULL, err[WEBHOOK_ERR_MAX];
+		struct webhook_review_ctx *x = NULL;
+		size_t len;
+		/* Arrived 300 ms ago: three budgets spent waiting in a queue. */
+		assert_int_equal(webhook_prepare(e->w, body, strlen(body), webhook_now() - 0.3, &x,
+		                                 err, sizeof(err)),
+		                 0);
+		free(body);
+		assert_int_equal(webhook_needs_api(x), 1);
+		assert_int_equal(webhook_finish(x, &out, &len, err, sizeof(err)), 0);
+		cJSON *root = cJSON_Parse(out);
+		free(out);
+		const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+		assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "allowed")));
+		const char *msg = cJSON_GetObjectItemCaseSensitive(
+		                      cJSON_GetObjectItemCaseSensitive(resp, "status"), "message")
+		                      ->valuestring;
+		assert_non_null(strstr(msg, "too busy"));
+		assert_non_null(strstr(msg, "since the review arrived"));
+		cJSON_Delete(root);
+	}
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list + e->fake.n_get_pod, 0);
+	assert_int_equal(ledger_size(e->ledger), 0);
+	/* Arrived just now: the same placement is decided normally. */
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+}
+
 static void test_binding_pod_not_found_denied(void **state)
 {
 	struct env *e = *state;
@@ -789,6 +874,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_init_and_sidecar_demand, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_errors_deny_with_uid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_spent_denies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_needs_api, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_budget_counts_from_arrival, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_pod_not_found_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mirror_pod_allowed, setup, teardown),
