@@ -23,12 +23,19 @@ export CGO_ENABLED=0
 step() { echo "build-tools: $*" >&2; }
 fail() { echo "build-tools: FAILED: $1 (log: $2)" >&2; tail -n 20 "$2" >&2 || true; exit 1; }
 
-# etcd: Debian's etcd-server 3.4 (its client protocol is what v1.33's apiserver speaks).
-if ! command -v etcd >/dev/null 2>&1; then
-	step "installing etcd-server from Debian"
-	log="$LOGS/apt-etcd.log"
-	{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y etcd-server; } \
-		>"$log" 2>&1 || fail "apt-get install etcd-server" "$log"
+# etcd: Debian's etcd-server 3.4 (its client protocol is what v1.33's apiserver speaks); and what
+# the scripts around the cluster use: jq (reading the API's JSON), openssl (certificates), curl.
+pkgs=""
+command -v etcd >/dev/null 2>&1 || pkgs="$pkgs etcd-server"
+command -v jq >/dev/null 2>&1 || pkgs="$pkgs jq"
+command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
+command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
+if [ -n "$pkgs" ]; then
+	step "installing from Debian:$pkgs"
+	log="$LOGS/apt-packages.log"
+	# shellcheck disable=SC2086
+	{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $pkgs; } \
+		>"$log" 2>&1 || fail "apt-get install$pkgs" "$log"
 fi
 ln -sf "$(command -v etcd)" "$BIN/etcd"
 

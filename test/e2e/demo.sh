@@ -12,7 +12,8 @@ BINARY=${1:-}
 . "$(dirname "$0")/lib.sh"
 EX="$REPO_ROOT/examples"
 
-section() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+if [ -t 1 ]; then BOLD=$'\033[1m' RESET=$'\033[0m'; else BOLD="" RESET=""; fi
+section() { printf '\n%s== %s%s\n' "$BOLD" "$*" "$RESET"; }
 say() { printf '   %s\n' "$*"; }
 # Shows a command, runs it, indents its output (stdout and stderr); keeps its exit status.
 run() {
@@ -35,7 +36,7 @@ if [ -f "$STATE/cluster.env" ]; then
 fi
 bash "$E2E_DIR/cluster.sh" up --binary "$BINARY"
 load_cluster_env
-kc get nodes -o custom-columns='NODE:.metadata.name,GPU:.metadata.labels.nvidia\.com/gpu\.product,MiB/GPU:.metadata.labels.nvidia\.com/gpu\.memory,GPUS:.metadata.labels.nvidia\.com/gpu\.count,SHARING:.metadata.labels.nvidia\.com/gpu\.sharing-strategy,ALLOCATABLE:.status.allocatable.nvidia\.com/gpu,STATUS:.status.conditions[?(@.type=="Ready")].type' | sed 's/^/   /'
+kc get nodes -o custom-columns='NODE:.metadata.name,GPU:.metadata.labels.nvidia\.com/gpu\.product,MiB/GPU:.metadata.labels.nvidia\.com/gpu\.memory,GPUS:.metadata.labels.nvidia\.com/gpu\.count,SHARING:.metadata.labels.nvidia\.com/gpu\.sharing-strategy,ALLOCATABLE:.status.allocatable.nvidia\.com/gpu,READY:.status.conditions[?(@.type=="Ready")].status' | sed 's/^/   /'
 
 section "3/5 Applying the examples"
 run kubectl apply -f "$EX/vllm-deployment.yaml"
@@ -77,7 +78,7 @@ say "GPU memory per node (declared by GPU_MEMORY_LIMIT, read from the API server
 		 "\($n.metadata.labels["nvidia.com/gpu.count"])x \($n.metadata.labels["nvidia.com/gpu.product"])",
 		 (.capacity | g), "\(.threshold * 100 | round)%", (.limit | g), (.declared | g),
 		 "\(.declared / .capacity * 100 | round)%", (.pods | length)] | @tsv'
-} | column -t -s $'\t' | sed 's/^/   /'
+} | table | sed 's/^/   /'
 say ""
 say "Pods and where they run:"
 kc get pods -A -o custom-columns='NAMESPACE:.metadata.namespace,POD:.metadata.name,NODE:.spec.nodeName,PHASE:.status.phase,GPUS:.spec.containers[*].resources.limits.nvidia\.com/gpu,GPU_MEMORY_LIMIT:.spec.containers[*].env[?(@.name=="GPU_MEMORY_LIMIT")].value' \
@@ -100,8 +101,9 @@ cat <<EOF
    export KUBECONFIG=$STATE/kubeconfig PATH=$TOOLS_BIN:\$PATH
    kubectl get pods -A -o wide
    kubectl -n inference get events --field-selector reason=FailedScheduling
-   kubectl -n inference set env deployment/llama-3-8b GPU_MEMORY_LIMIT=16Gi   # 4 x 16Gi fit per H100: all 8 run
-   kubectl annotate node gpu-h100-a gpu-memory-guard.io/threshold=0.95   # a per-node threshold
+   kubectl annotate node gpu-l4-0 gpu-memory-guard.io/threshold=1.0   # a per-node threshold: then
+   kubectl apply -f examples/reranker-pod.yaml                        # 22Gi of 22.5Gi is allowed
+   kubectl -n inference scale deployment llama-3-8b --replicas=6      # no more Pending replicas
    curl -s http://127.0.0.1:$WEBHOOK_HEALTH_PORT/metrics | grep gpu_memory_guard_
    webhook log (one JSON line per decision): $STATE/logs/webhook.log
    all logs: $STATE/logs/

@@ -48,6 +48,15 @@ load_cluster_env() {
 
 kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
 
+# Whether anything listens on TCP port $1 (any address), from /proc/net/tcp{,6}: state 0A is
+# LISTEN; the local address ends in ":PORT" in upper-case hex. (No dependency on ss/netstat.)
+port_listening() {
+	local hex
+	hex=$(printf ':%04X' "$1")
+	awk -v h="$hex" '$4 == "0A" && substr($2, length($2) - 4) == h { f = 1 } END { exit !f }' \
+		/proc/net/tcp /proc/net/tcp6 2>/dev/null
+}
+
 # A TCP port on 127.0.0.1 nobody listens on, outside the ephemeral range (32768+) and not in
 # $PICKED (ports already handed out by this run). Random so that two runs rarely race for one.
 PICKED=""
@@ -56,7 +65,7 @@ free_port() {
 	for i in $(seq 1 200); do
 		p=$((20000 + RANDOM % 12000))
 		case " $PICKED " in *" $p "*) continue ;; esac
-		if ! ss -Htln "sport = :$p" 2>/dev/null | grep -q .; then
+		if ! port_listening "$p"; then
 			PICKED="$PICKED $p"
 			echo "$p"
 			return 0
@@ -65,7 +74,13 @@ free_port() {
 	die "no free port found"
 }
 
-port_listening() { ss -Htln "sport = :$1" 2>/dev/null | grep -q .; }
+# Aligns tab-separated lines into columns (like column -t, which Debian ships in an optional
+# package).
+table() {
+	awk -F'\t' '{ for (i = 1; i <= NF; i++) { c[NR, i] = $i; if (length($i) > w[i]) w[i] = length($i) }
+		if (NF > n) n = NF }
+		END { for (r = 1; r <= NR; r++) { l = ""; for (i = 1; i <= n; i++) l = l sprintf("%-*s", w[i] + 2, c[r, i]); sub(/ +$/, "", l); print l } }'
+}
 
 # wait_for SECONDS DESCRIPTION COMMAND...: polls COMMAND every 0.5 s until it succeeds.
 wait_for() {
