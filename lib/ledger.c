@@ -299,6 +299,24 @@ size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size
 	return copied;
 }
 
+size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, void *ctx)
+{
+	size_t visited = 0;
+
+	if (n == NULL || fn == NULL)
+		return 0;
+	observe_now(n->owner, now_ms);
+	for (size_t i = 0; i < n->n; i++) {
+		const struct entry *e = &n->entries[i];
+
+		if (e->expires_ms <= now_ms)
+			continue;
+		fn(ctx, e->key, e->bytes);
+		visited++;
+	}
+	return visited;
+}
+
 /* Make room for one more entry: drop expired ones, then grow up to the cap. */
 static int make_room(struct ledger_node *n, uint64_t now_ms)
 {

@@ -68,6 +68,14 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
                       uint64_t now_ms);
 
+/* One live reservation, for ledger_visit(); key is valid during the call only. */
+typedef void (*ledger_visit_fn)(void *ctx, const char *key, uint64_t bytes);
+
+/* With the node locked: call fn(ctx, key, bytes) for each live entry, oldest first, without
+ * copying (ledger_entries copies LEDGER_KEY_MAX bytes per entry). fn must not call ledger
+ * functions. Returns how many entries were visited; 0 when n or fn is NULL. */
+size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, void *ctx);
+
 /* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */
 int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
     __attribute__((warn_unused_result));

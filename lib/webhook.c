@@ -284,23 +284,29 @@ static int usage_from_pods(struct webhook *w, const cJSON *items, const char *se
 	return 0;
 }
 
-/* Add the node's in-flight reservations (except self_key) to the consumers. */
-static int usage_add_pending(struct ledger_node *ln, const char *self_key, uint64_t now,
-                             struct usage *u)
+struct pending {
+	struct usage *u;
+	const char *self_key;
+};
+
+static void add_reservation(void *ctx, const char *key, uint64_t bytes)
 {
+	struct pending *p = ctx;
+	if (strcmp(key, p->self_key) != 0)
+		top_insert(p->u, key, " (admitting)", bytes);
+}
+
+/* Add the node's in-flight reservations (except self_key) to the consumers: visited in place,
+ * only the largest POLICY_TOP_CONSUMERS are kept (and the count of the rest). */
+static void usage_add_pending(struct ledger_node *ln, const char *self_key, uint64_t now,
+                              struct usage *u)
+{
+	struct pending p = {u, self_key};
 	uint64_t pending = ledger_pending_bytes(ln, self_key, now);
 	if (pending == 0)
-		return 0;
-	struct ledger_entry_view *v = malloc(LEDGER_MAX_PER_NODE * sizeof(*v));
-	if (v == NULL)
-		return -1;
-	size_t n = ledger_entries(ln, v, LEDGER_MAX_PER_NODE, now);
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(v[i].key, self_key) != 0)
-			top_insert(u, v[i].key, " (admitting)", v[i].bytes);
-	free(v);
+		return;
+	ledger_visit(ln, now, add_reservation, &p);
 	u->used = sat_add(u->used, pending);
-	return 0;
 }
 
 struct placement {
@@ -393,8 +399,7 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	if (usage_from_pods(w, items, p->key, p->cap->per_gpu_bytes, &u) != 0)
 		goto nomem;
 	ledger_reconcile(ln, u.keys, u.n_keys, now);
-	if (usage_add_pending(ln, p->key, now, &u) != 0)
-		goto nomem;
+	usage_add_pending(ln, p->key, now, &u);
 	apply_decision(w, ln, p, &u, now, o);
 	goto out;
 nomem:

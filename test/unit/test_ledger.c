@@ -76,6 +76,53 @@ static void test_reserve_pending_entries(void **state)
 	ledger_free(l);
 }
 
+struct visited {
+	char keys[4][LEDGER_KEY_MAX];
+	uint64_t bytes[4];
+	size_t n;
+};
+
+static void visit(void *ctx, const char *key, uint64_t bytes)
+{
+	struct visited *v = ctx;
+
+	if (v->n < 4) {
+		snprintf(v->keys[v->n], sizeof(v->keys[0]), "%s", key);
+		v->bytes[v->n] = bytes;
+	}
+	v->n++;
+}
+
+/* ledger_visit: the live entries, oldest first, in place of a copy. */
+static void test_visit(void **state)
+{
+	struct ledger *l = ledger_new(1000);
+	struct ledger_node *n = ledger_lock(l, "gpu-node-a");
+	struct visited v = {0};
+
+	assert_int_equal(ledger_visit(n, 100, visit, &v), 0);
+	assert_int_equal(v.n, 0);
+	assert_int_equal(ledger_reserve(n, "ns/a", 10 * GI, 100), 0);
+	assert_int_equal(ledger_reserve(n, "ns/b", 20 * GI, 600), 0);
+	assert_int_equal(ledger_reserve(n, "ns/c", 30 * GI, 700), 0);
+	assert_int_equal(ledger_visit(n, 800, visit, &v), 3);
+	assert_int_equal(v.n, 3);
+	assert_string_equal(v.keys[0], "ns/a");
+	assert_int_equal(v.bytes[0], 10 * GI);
+	assert_string_equal(v.keys[2], "ns/c");
+	assert_int_equal(v.bytes[2], 30 * GI);
+	/* ns/a expires at 1100: skipped (not dropped: visiting does not change the node). */
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(ledger_visit(n, 1100, visit, &v), 2);
+	assert_string_equal(v.keys[0], "ns/b");
+	assert_string_equal(v.keys[1], "ns/c");
+	assert_int_equal(ledger_size(l), 3);
+	assert_int_equal(ledger_visit(n, 1100, NULL, &v), 0);
+	assert_int_equal(ledger_visit(NULL, 1100, visit, &v), 0);
+	ledger_unlock(n);
+	ledger_free(l);
+}
+
 static void test_ttl_expiry(void **state)
 {
 	struct ledger *l = ledger_new(60000);
@@ -494,6 +541,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_new_and_free),
 	    cmocka_unit_test(test_reserve_pending_entries),
+	    cmocka_unit_test(test_visit),
 	    cmocka_unit_test(test_ttl_expiry),
 	    cmocka_unit_test(test_pod_appears),
 	    cmocka_unit_test(test_invalid_keys_and_caps),

@@ -703,6 +703,29 @@ static void test_reservation_counted_by_next_placement(void **state)
 	assert_int_equal(ledger_size(e->ledger), 1);
 }
 
+/* Many reservations in flight: the largest few are named, the rest counted. */
+static void test_many_reservations_named_and_counted(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	struct ledger_node *n = ledger_lock(e->ledger, "gpu-node-a");
+	assert_non_null(n);
+	for (int i = 0; i < 8; i++) { /* 6..13 Gi, 76Gi in all: no room for 24Gi more */
+		char key[32];
+		snprintf(key, sizeof(key), "batch/r-%d", i);
+		assert_int_equal(ledger_reserve(n, key, (uint64_t)(6 + i) * GI, ledger_now_ms()),
+		                 0);
+	}
+	ledger_unlock(n);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "batch/r-7 (admitting) 13Gi"));
+	assert_non_null(strstr(a.message, "batch/r-3 (admitting) 9Gi"));
+	assert_null(strstr(a.message, "batch/r-2 (admitting)"));
+	assert_non_null(strstr(a.message, "and 3 more"));
+	cJSON_Delete(a.root);
+}
+
 static void test_warn_threshold_warning(void **state)
 {
 	struct env *e = *state;
@@ -882,6 +905,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_mirror_pod_on_node_counts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_mode_allows_with_warning, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reservation_counted_by_next_placement, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_many_reservations_named_and_counted, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_threshold_warning, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_capacity_denied, setup, teardown),
