@@ -114,6 +114,24 @@ go_install_tool() { # name version package ldflags
 	) >"$log" 2>&1 || fail "$name $ver build" "$log"
 }
 
+# Go: Kubernetes v1.33 needs Go >= 1.24. A Go >= 1.21 fetches a newer toolchain through the
+# module proxy by itself (GOTOOLCHAIN=auto); an older one (Debian 12's golang-go is 1.19) cannot.
+need_go() {
+	command -v go >/dev/null 2>&1 || { echo "build-tools: FAILED: no Go toolchain (install Go >= 1.21, e.g. in /usr/local/go)" >&2; exit 1; }
+	local v minor
+	v=$(go env GOVERSION 2>/dev/null || true)
+	minor=$(echo "${v#go}" | awk -F. '{ print ($1 > 1) ? 99 : $2 + 0 }')
+	if [ "${minor:-0}" -lt 21 ]; then
+		echo "build-tools: FAILED: ${v:-go} is too old to build Kubernetes $K8S_VERSION (needs >= 1.21, which fetches 1.24+ itself)" >&2
+		exit 1
+	fi
+}
+
+need_all=0
+for t in kube-apiserver kube-scheduler kube-controller-manager kubectl helm kwok; do
+	[ -x "$BIN/$t" ] || need_all=1
+done
+[ $need_all = 0 ] || need_go
 build_k8s
 go_install_tool helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
 	"-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"

@@ -141,8 +141,10 @@ EOF
 	fi
 	kc scale deployment vllm -n $ns --replicas=8 >/dev/null
 	# Done when the fitting ones run and every other one has been refused by the webhook.
-	local deadline=$((SECONDS + 120)) running pending refused p
+	local deadline=$((SECONDS + 120)) running pending refused p ever_over="" o
 	while :; do
+		o=$(over_threshold) # sampled all along, not only at the end
+		[ -z "$o" ] || ever_over=$o
 		running=$(phase_count $ns Running)
 		pending=$(kc get pods -n $ns --field-selector=status.phase=Pending -o jsonpath='{.items[*].metadata.name}')
 		refused=0
@@ -156,6 +158,7 @@ EOF
 	pending=$(kc get pods -n $ns --field-selector=status.phase=Pending -o jsonpath='{.items[*].metadata.name}')
 	local over sample
 	over=$(over_threshold)
+	[ -n "$over" ] || over=$ever_over
 	sample=$(for p in $pending; do fs_messages $ns "$p" | grep -F "$DENIED_BINDING" | tail -n 1; break; done)
 	if [ -n "$over" ]; then
 		fail "node over threshold: $over"
