@@ -15,7 +15,10 @@ BINARY=${1:-}
 [ -n "$BINARY" ] && [ -x "$BINARY" ] || { echo "usage: $0 /abs/path/to/gpu-memory-guard [TEST...]" >&2; exit 2; }
 shift
 ONLY=" $* "
-export GMG_E2E_STATE=${GMG_E2E_STATE:-$(mktemp -d "${TMPDIR:-/tmp}/gmg-e2e-run.XXXXXX")}
+# Always a state folder of its own: an inherited GMG_E2E_STATE (after `eval "$(cluster.sh env)"`)
+# names somebody's cluster, which this suite must neither reuse nor tear down.
+GMG_E2E_STATE=$(mktemp -d "${TMPDIR:-/tmp}/gmg-e2e-run.XXXXXX")
+export GMG_E2E_STATE
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -178,6 +181,17 @@ EOF
 
 # --- 2. a pod with spec.nodeName over budget -------------------------------------------------
 
+# legacy_binding NAMESPACE NODE: a pending 30Gi GPU pod "stray" (held by an unmatched
+# nodeSelector), then bound through the legacy top-level bindings resource, as old clients and
+# custom schedulers do; prints the API server's Status message.
+legacy_binding() {
+	pod_json stray "$1" 30Gi 1 | jq '.spec.nodeSelector = {"gmg-e2e/nowhere": "true"}' | kc create -f - >/dev/null || return 1
+	curl -s --max-time 15 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" \
+		-H 'Content-Type: application/json' -X POST "https://127.0.0.1:$APISERVER_PORT/api/v1/namespaces/$1/bindings" \
+		-d "{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":\"stray\"},\"target\":{\"kind\":\"Node\",\"name\":\"$2\"}}" |
+		jq -r '.message // .'
+}
+
 test_nodename() {
 	CURRENT="2 nodeName pod over budget"
 	local ns=e2e-nodename out
@@ -193,10 +207,12 @@ test_nodename() {
 		fail "the denial does not name the node: $out"
 	elif kc get pod intruder -n $ns >/dev/null 2>&1; then
 		fail "the refused pod exists anyway"
+	elif ! out=$(legacy_binding $ns gpu-h100-a) || ! grep -qF "$DENIED_BINDING" <<<"$out"; then
+		fail "the same placement through the legacy POST .../bindings API was not refused by the webhook: $out"
 	elif [ -n "$(over_threshold)" ]; then
 		fail "node over threshold: $(over_threshold)"
 	else
-		pass "kubectl create refused: ${out:0:400}"
+		pass "kubectl create refused (and the legacy bindings API too): $(pod_json intruder $ns 30Gi 1 gpu-h100-a | kc create -f - 2>&1 | cut -c1-400)"
 	fi
 	drop_ns $ns
 }
