@@ -27,10 +27,16 @@ static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};
 static const double review_buckets[] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                         0.1,    0.25,  0.5,    1,     2.5,  5,     10};
 #define N_BUCKETS (sizeof(review_buckets) / sizeof(review_buckets[0]))
+/* A review's own time (no waiting) is meant to stay well under a millisecond: finer buckets,
+ * as many, so that both histograms share one layout. */
+static const double self_buckets[] = {0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001,
+                                      0.0025,  0.005,    0.01,    0.025,  0.05,    0.1,    1};
+_Static_assert(sizeof(self_buckets) == sizeof(review_buckets), "one histogram layout");
 
 /* Histogram: cumulative counts are computed at render time from per-bucket counts; the sum is
  * kept in nanoseconds so that it is an integer atomic. */
 struct histogram {
+	const double *bounds;                        /* N_BUCKETS upper bounds, seconds */
 	atomic_uint_fast64_t buckets[N_BUCKETS + 1]; /* last: +Inf */
 	atomic_uint_fast64_t count;
 	atomic_uint_fast64_t sum_ns;
@@ -46,6 +52,7 @@ struct api_series {
 struct metrics {
 	atomic_uint_fast64_t reviews[N_KINDS][N_DECISIONS];
 	struct histogram review_latency;
+	struct histogram review_self;
 	atomic_uint_fast64_t http[N_HTTP];
 	struct api_series api[N_VERBS][N_RESOURCES];
 	atomic_int_fast64_t cert_expiry;
@@ -62,10 +69,14 @@ struct metrics *metrics_new(void)
 		return NULL;
 	/* calloc zeroes every atomic, which is a valid initial state for lock-free integer
 	 * atomics on this platform; only the code slots need a non-zero start. */
+	m->review_latency.bounds = review_buckets;
+	m->review_self.bounds = self_buckets;
 	for (int v = 0; v < N_VERBS; v++)
-		for (int r = 0; r < N_RESOURCES; r++)
+		for (int r = 0; r < N_RESOURCES; r++) {
+			m->api[v][r].latency.bounds = review_buckets;
 			for (int c = 0; c < METRICS_MAX_CODES; c++)
 				atomic_init(&m->api[v][r].codes[c], CODE_FREE);
+		}
 	return m;
 }
 
@@ -87,7 +98,7 @@ static void histogram_observe(struct histogram *h, double seconds)
 	size_t i = 0;
 	if (!(seconds >= 0)) /* NaN or negative: a clock oddity, count as 0 */
 		seconds = 0;
-	while (i < N_BUCKETS && seconds > review_buckets[i])
+	while (i < N_BUCKETS && seconds > h->bounds[i])
 		i++;
 	atomic_fetch_add_explicit(&h->buckets[i], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
@@ -97,12 +108,13 @@ static void histogram_observe(struct histogram *h, double seconds)
 }
 
 void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_decision decision,
-                    double seconds)
+                    double seconds, double self_seconds)
 {
 	if (m == NULL || (unsigned)kind >= N_KINDS || (unsigned)decision >= N_DECISIONS)
 		return;
 	atomic_fetch_add_explicit(&m->reviews[kind][decision], 1, memory_order_relaxed);
 	histogram_observe(&m->review_latency, seconds);
+	histogram_observe(&m->review_self, self_seconds);
 }
 
 void metrics_http(struct metrics *m, unsigned code)
@@ -226,7 +238,7 @@ static void render_histogram(struct buf *b, const char *name, const char *labels
 	const char *sep = labels[0] ? "," : "";
 	for (size_t i = 0; i < N_BUCKETS; i++) {
 		cum += load(&h->buckets[i]);
-		bprintf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, review_buckets[i],
+		bprintf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, sep, h->bounds[i],
 		        (unsigned long long)cum);
 	}
 	cum += load(&h->buckets[N_BUCKETS]);
@@ -253,6 +265,11 @@ static void render_reviews(struct buf *b, struct metrics *m)
 	bprintf(b, "# HELP gpu_memory_guard_review_duration_seconds Time to answer one "
 	           "AdmissionReview.\n# TYPE gpu_memory_guard_review_duration_seconds histogram\n");
 	render_histogram(b, "gpu_memory_guard_review_duration_seconds", "", &m->review_latency);
+	bprintf(b, "# HELP gpu_memory_guard_review_self_duration_seconds Time the webhook itself "
+	           "spent on one AdmissionReview: decode to encode, without waiting for a worker, "
+	           "the API server or the node lock.\n"
+	           "# TYPE gpu_memory_guard_review_self_duration_seconds histogram\n");
+	render_histogram(b, "gpu_memory_guard_review_self_duration_seconds", "", &m->review_self);
 	bprintf(b, "# HELP gpu_memory_guard_http_requests_total HTTP answers of the admission "
 	           "listener, by status code.\n# TYPE gpu_memory_guard_http_requests_total "
 	           "counter\n");

@@ -7,7 +7,9 @@
  *       kind: pod | binding | other; decision: allowed | warned | denied | error
  *       (warned = allowed with a warning; error = denied because the API server could not be
  *       asked or an internal limit was hit: fail closed)
- *   gpu_memory_guard_review_duration_seconds                  histogram
+ *   gpu_memory_guard_review_duration_seconds                  histogram, arrival to answer
+ *   gpu_memory_guard_review_self_duration_seconds             histogram, the review's own time:
+ *       working on it, without waiting for a worker, the API server or the node lock
  *   gpu_memory_guard_http_requests_total{code}                counter (admission listener)
  *   gpu_memory_guard_api_requests_total{verb,resource,code}   counter (code 0: no answer)
  *   gpu_memory_guard_api_request_duration_seconds{verb,resource}  histogram
@@ -54,9 +56,11 @@ void metrics_free(struct metrics *m);
 /* Source of gpu_memory_guard_ledger_reservations. Call before threads start. */
 void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx);
 
-/* One review answered (seconds: wall time spent in the pipeline). m may be NULL (no-op). */
+/* One review answered. seconds: from the request's arrival to the answer; self_seconds: the
+ * part spent working on it (seconds minus the waits for a worker thread, API calls and the
+ * node lock). m may be NULL (no-op). */
 void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_decision decision,
-                    double seconds);
+                    double seconds, double self_seconds);
 
 /* One HTTP answer on the admission listener, by status code. m may be NULL. */
 void metrics_http(struct metrics *m, unsigned code);

@@ -48,7 +48,8 @@ struct outcome {
 	char message[ADMISSION_MSG_MAX];
 	char warnings[2][POLICY_MSG_MAX]; /* admission_encode cuts each to the API's limit */
 	size_t n_warnings;
-	double t0; /* when the review arrived, webhook_now() seconds */
+	double t0;     /* when the review arrived, webhook_now() seconds */
+	double waited; /* seconds blocked in API calls and on the node lock: not our own time */
 };
 
 double webhook_now(void)
@@ -378,7 +379,9 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 
 	memset(&u, 0, sizeof(u));
 	snprintf(call, sizeof(call), "LIST pods on node %s", p->node);
+	double t = webhook_now();
 	struct ledger_node *ln = ledger_lock(w->ledger, p->node);
+	o->waited += webhook_now() - t;
 	if (ln == NULL) {
 		deny(o, METRICS_ERROR, 500, "LedgerFull",
 		     "cannot admit %s on %s: too many nodes tracked; denied to keep GPU memory "
@@ -389,7 +392,9 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	/* Checked after the lock: waiting behind other placements on this node counts too. */
 	if (over_budget(w, o, p->pod_name, call))
 		goto out;
+	t = webhook_now();
 	int rc = w->src.list_pods_on_node(w->src.ctx, p->node, &items, &code, err, sizeof(err));
+	o->waited += webhook_now() - t;
 	if (rc != 0 || !cJSON_IsArray(items)) {
 		fail_closed(o, p->pod_name, call, rc ? rc : KUBE_EPARSE,
 		            rc ? err : "not a list of pods");
@@ -467,7 +472,9 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	snprintf(call, sizeof(call), "GET node %s", node);
 	if (over_budget(w, o, pod_name, call))
 		return;
+	double t = webhook_now();
 	int rc = w->src.get_node(w->src.ctx, node, &node_obj, &code, err, sizeof(err));
+	o->waited += webhook_now() - t;
 	if (rc != 0 || !cJSON_IsObject(node_obj)) {
 		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Node");
 		goto out;
@@ -509,8 +516,10 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	snprintf(call, sizeof(call), "GET pod %s", pod_name);
 	if (over_budget(w, o, pod_name, call))
 		return;
+	double t = webhook_now();
 	int rc =
 	    w->src.get_pod(w->src.ctx, req->namespace_, req->name, &pod, &code, err, sizeof(err));
+	o->waited += webhook_now() - t;
 	if (rc != 0 || !cJSON_IsObject(pod)) {
 		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Pod");
 		goto out;
@@ -530,6 +539,7 @@ struct webhook_review_ctx {
 	int decided;      /* o is final: nothing to ask the API server */
 	const char *node; /* pod CREATE with nodeName: the node (in review); NULL for a binding */
 	struct demand d;  /* ... and the pod's demand */
+	double busy;      /* seconds inside prepare and finish (o.waited of them blocked) */
 	char pod_name[2 * ADMISSION_NAME_MAX + 2];
 };
 
@@ -585,7 +595,7 @@ static const char *op_name(enum admission_operation op)
 }
 
 static void log_decision(const struct admission_request *req, const struct outcome *o,
-                         double latency_s)
+                         double latency_s, double self_s)
 {
 	const char *text = o->allowed ? (o->n_warnings ? o->warnings[0] : NULL) : o->message;
 	struct log_field f[] = {
@@ -600,6 +610,7 @@ static void log_decision(const struct admission_request *req, const struct outco
 	    LOG_STR("message", text),
 	    LOG_BOOL("dry_run", req->dry_run),
 	    LOG_DBL("latency_ms", latency_s * 1000.0),
+	    LOG_DBL("self_ms", self_s * 1000.0),
 	    LOG_END,
 	};
 	log_fields(o->quiet ? LOG_DEBUG : LOG_INFO, "review", f);
@@ -633,6 +644,7 @@ int webhook_prepare(struct webhook *w, const char *body, size_t len, double arri
                     struct webhook_review_ctx **ctx, char *err, size_t errlen)
 {
 	char derr[ADMISSION_MSG_MAX];
+	double t = webhook_now();
 	struct webhook_review_ctx *x = calloc(1, sizeof(*x));
 
 	*ctx = NULL;
@@ -667,6 +679,7 @@ int webhook_prepare(struct webhook *w, const char *body, size_t len, double arri
 	else
 		deny(&x->o, METRICS_ERROR, 400, "InvalidReview", "invalid AdmissionReview: %s",
 		     derr);
+	x->busy = webhook_now() - t;
 	*ctx = x;
 	return 0;
 }
@@ -682,6 +695,7 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	struct webhook *w = x->w;
 	const struct admission_request *req = &x->req;
 	struct outcome *o = &x->o;
+	double t = webhook_now();
 
 	*out = NULL;
 	*out_len = 0;
@@ -692,13 +706,18 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 			check_placement(w, req, x->pod_name, x->node, &x->d, o);
 	}
 	int rc = encode(req, o, out, out_len);
-	double dt = webhook_now() - o->t0;
-	log_decision(req, o, dt);
+	double end = webhook_now();
+	double dt = end - o->t0;
+	/* Our own time: working on the review, not waiting for a worker, the API or a lock. */
+	double self = x->busy + (end - t) - o->waited;
+	if (self < 0)
+		self = 0;
+	log_decision(req, o, dt, self);
 	metrics_review(w->metrics,
 	               req->target == ADMISSION_POD       ? METRICS_KIND_POD
 	               : req->target == ADMISSION_BINDING ? METRICS_KIND_BINDING
 	                                                  : METRICS_KIND_OTHER,
-	               o->mdec, dt);
+	               o->mdec, dt, self);
 	webhook_discard(x);
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory encoding the response");

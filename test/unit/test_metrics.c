@@ -73,11 +73,11 @@ static void test_zero_state(void **state)
 static void test_reviews_and_histogram(void **state)
 {
 	struct metrics *m = metrics_new();
-	metrics_review(m, METRICS_KIND_BINDING, METRICS_DENIED, 0.0003);
-	metrics_review(m, METRICS_KIND_BINDING, METRICS_DENIED, 0.004);
-	metrics_review(m, METRICS_KIND_POD, METRICS_WARNED, 0.2);
-	metrics_review(m, METRICS_KIND_OTHER, METRICS_ERROR, 30);
-	metrics_review(NULL, METRICS_KIND_POD, METRICS_ALLOWED, 1); /* no-op */
+	metrics_review(m, METRICS_KIND_BINDING, METRICS_DENIED, 0.0003, 0.00002);
+	metrics_review(m, METRICS_KIND_BINDING, METRICS_DENIED, 0.004, 0.00003);
+	metrics_review(m, METRICS_KIND_POD, METRICS_WARNED, 0.2, 0.0004);
+	metrics_review(m, METRICS_KIND_OTHER, METRICS_ERROR, 30, 2);
+	metrics_review(NULL, METRICS_KIND_POD, METRICS_ALLOWED, 1, 1); /* no-op */
 	char *t = render(m);
 	expect_line(t, "gpu_memory_guard_reviews_total{kind=\"binding\",decision=\"denied\"} 2");
 	expect_line(t, "gpu_memory_guard_reviews_total{kind=\"pod\",decision=\"warned\"} 1");
@@ -90,6 +90,15 @@ static void test_reviews_and_histogram(void **state)
 	expect_line(t, "gpu_memory_guard_review_duration_seconds_bucket{le=\"+Inf\"} 4");
 	expect_line(t, "gpu_memory_guard_review_duration_seconds_count 4");
 	expect_line(t, "gpu_memory_guard_review_duration_seconds_sum 30.204300000");
+	/* The review's own time: its own, finer buckets. */
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_bucket{le=\"1e-05\"} 0");
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_bucket{le=\"2.5e-05\"} 1");
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_bucket{le=\"5e-05\"} 2");
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_bucket{le=\"0.0005\"} 3");
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_bucket{le=\"1\"} 3");
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_bucket{le=\"+Inf\"} 4");
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_count 4");
+	expect_line(t, "gpu_memory_guard_review_self_duration_seconds_sum 2.000450000");
 	free(t);
 	metrics_free(m);
 }
@@ -163,7 +172,7 @@ static void *hammer(void *arg)
 {
 	struct metrics *m = arg;
 	for (int i = 0; i < PER; i++) {
-		metrics_review(m, METRICS_KIND_BINDING, METRICS_ALLOWED, 0.001);
+		metrics_review(m, METRICS_KIND_BINDING, METRICS_ALLOWED, 0.001, 0.0001);
 		metrics_api_call(m, "list", "pods", 200 + (i % 3), 0.001);
 	}
 	return NULL;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <unistd.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
@@ -848,6 +849,75 @@ static void test_metrics_recorded(void **state)
 	free(text);
 }
 
+static double metric_value(struct metrics *m, const char *name)
+{
+	char *text, key[128];
+	size_t len;
+	assert_int_equal(metrics_render(m, &text, &len), 0);
+	snprintf(key, sizeof(key), "\n%s ", name);
+	const char *p = strstr(text, key);
+	assert_non_null(p);
+	double v = strtod(p + strlen(key), NULL);
+	free(text);
+	return v;
+}
+
+struct bg_review {
+	struct env *e;
+	int allowed;
+};
+
+static void *review_in_background(void *arg)
+{
+	struct bg_review *b = arg;
+	struct answer a = review_fixture(b->e, "review-binding-create.json");
+	b->allowed = a.allowed;
+	cJSON_Delete(a.root);
+	return NULL;
+}
+
+/*
+ * review_self_duration_seconds is the review's time minus its waits: 300 ms in a slow API
+ * call, then 300 ms behind another holder of the node's lock, are in review_duration_seconds
+ * and not in the review's own time.
+ */
+static void test_self_time_excludes_waits(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	e->fake.node_delay_ms = 300;
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	double total = metric_value(e->metrics, "gpu_memory_guard_review_duration_seconds_sum");
+	double self = metric_value(e->metrics, "gpu_memory_guard_review_self_duration_seconds_sum");
+	assert_true(total >= 0.3);
+	assert_true(self >= 0 && self <= total - 0.29);
+	assert_int_equal(
+	    metric_value(e->metrics, "gpu_memory_guard_review_self_duration_seconds_count"), 1);
+
+	e->fake.node_delay_ms = 0;
+	struct ledger_node *n = ledger_lock(e->ledger, "gpu-node-a");
+	assert_non_null(n);
+	struct bg_review b = {e, 0};
+	pthread_t th;
+	int before = e->fake.n_get_node;
+	assert_int_equal(pthread_create(&th, NULL, review_in_background, &b), 0);
+	/* Once it asked for the node, the review is a few steps from the node's lock. */
+	while (__atomic_load_n(&e->fake.n_get_node, __ATOMIC_SEQ_CST) == before)
+		usleep(1000);
+	usleep(300 * 1000);
+	ledger_unlock(n);
+	pthread_join(th, NULL);
+	assert_true(b.allowed);
+	double total2 = metric_value(e->metrics, "gpu_memory_guard_review_duration_seconds_sum");
+	double self2 =
+	    metric_value(e->metrics, "gpu_memory_guard_review_self_duration_seconds_sum");
+	/* The second review waited about 300 ms for the lock: less only by the few steps from
+	 * GET node to the lock. */
+	assert_true(self2 - self <= (total2 - total) - 0.2);
+}
+
 static void test_one_log_line_per_decision(void **state)
 {
 	struct env *e = *state;
@@ -915,6 +985,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_shape_with_uid_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_recorded, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_self_time_excludes_waits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_one_log_line_per_decision, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
