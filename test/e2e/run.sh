@@ -29,10 +29,10 @@ FAILED=0
 # Bash runs the EXIT trap in forked subshells too (the background curls of test 6): only the
 # suite's own shell may tear the cluster down.
 MAIN_PID=$BASHPID
-teardown() {
-	local rc=$?
-	[ "$BASHPID" = "$MAIN_PID" ] || return 0
-	if [ $rc -ne 0 ] && [ -d "$STATE/logs" ]; then
+# cleanup RC: keeps the logs of a failed run, then takes the cluster down (or leaves it up with
+# GMG_E2E_KEEP=1).
+cleanup() {
+	if [ "$1" -ne 0 ] && [ -d "$STATE/logs" ]; then
 		mkdir -p "$GMG_CACHE/e2e-logs" && rm -rf "$GMG_CACHE/e2e-logs/last" && cp -r "$STATE/logs" "$GMG_CACHE/e2e-logs/last" &&
 			log "logs copied to $GMG_CACHE/e2e-logs/last"
 	fi
@@ -42,6 +42,11 @@ teardown() {
 		bash "$E2E_DIR/cluster.sh" down || true
 		case $STATE in */gmg-e2e-run.*) rm -rf "$STATE" ;; esac
 	fi
+}
+teardown() {
+	local rc=$?
+	[ "$BASHPID" = "$MAIN_PID" ] || return 0
+	cleanup $rc
 	exit $rc
 }
 
@@ -465,6 +470,11 @@ if [ "$FAILED" -ne 0 ]; then
 	log "webhook log: $STATE/logs/webhook.log (last lines below)"
 	tail -n 15 "$STATE/logs/webhook.log" >&2 || true
 fi
+# Tear down before the verdict, so that "N passed, M failed" is the last line printed.
+rc=0
+[ "$FAILED" -eq 0 ] || rc=1
+trap - EXIT
+cleanup $rc
 log "e2e: done in $((SECONDS - START))s"
 echo "$PASSED passed, $FAILED failed"
-[ "$FAILED" -eq 0 ] || exit 1
+exit $rc
