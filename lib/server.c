@@ -59,6 +59,7 @@ struct server {
 	atomic_int draining;
 	atomic_uint in_flight;
 	uint16_t listen_port, health_port;
+	uint64_t cert_warn_s;
 };
 
 /* Per-request state on the admission listener, from the headers to the completion. */
@@ -253,7 +254,7 @@ static void finish_review(struct request *r)
 /*
  * Hand r to a worker: suspend the connection, then queue (under the queue lock, so that no
  * worker can resume it before it is suspended). 0, or -1 when the pool is stopping or the
- * queue is full: then the caller reviews inline.
+ * queue is full: then the caller denies the placement at once.
  */
 static int submit(struct server *s, struct MHD_Connection *c, struct request *r)
 {
@@ -291,9 +292,14 @@ static enum MHD_Result admission_finish(struct server *s, struct MHD_Connection 
 	r->body = NULL;
 	if (r->rc != 0)
 		return send_review(s, c, r);
-	if (webhook_needs_api(r->ctx) && submit(s, c, r) == 0)
-		return MHD_YES;
-	finish_review(r); /* no API call, or the pool is full or stopping: here */
+	if (webhook_needs_api(r->ctx)) {
+		if (submit(s, c, r) == 0)
+			return MHD_YES;
+		/* Never wait for the API server on an MHD thread: that stalls every connection
+		 * the thread owns. Deny (fail closed); the scheduler retries with backoff. */
+		webhook_refuse_busy(r->ctx, "review queue full or shutting down");
+	}
+	finish_review(r); /* decided without the API server: answer here */
 	return send_review(s, c, r);
 }
 
@@ -394,6 +400,24 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
 	*con_cls = NULL;
 }
 
+/* Ready: 200 "ok", plus a warning line when the certificate expires soon (a probe still
+ * passes: an expiring certificate is the operator's to renew, not a reason to stop serving). */
+static enum MHD_Result readyz(struct server *s, struct MHD_Connection *c)
+{
+	char warn[160], text[192];
+	if (!server_ready(s))
+		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
+		                  atomic_load(&s->draining) ? "draining\n" : "not ready\n");
+	if (!tls_expiry_warning(tls_store_not_after(s->tls), (int64_t)time(NULL), s->cert_warn_s,
+	                        warn, sizeof(warn)))
+		return reply_text(s, c, MHD_HTTP_OK, "ok\n");
+	int n = snprintf(text, sizeof(text), "ok\nwarning: %s\n", warn);
+	if (n < 0 || (size_t)n >= sizeof(text))
+		n = (int)strlen(text);
+	return reply(s, c, MHD_HTTP_OK, "text/plain; charset=utf-8", text, (size_t)n,
+	             MHD_RESPMEM_MUST_COPY); /* text is on this stack */
+}
+
 static enum MHD_Result health_handler(void *cls, struct MHD_Connection *c, const char *url,
                                       const char *method, const char *version,
                                       const char *upload_data, size_t *upload_data_size,
@@ -405,10 +429,7 @@ static enum MHD_Result health_handler(void *cls, struct MHD_Connection *c, const
 	if (strcmp(url, "/healthz") == 0 || strcmp(url, "/livez") == 0)
 		return reply_text(s, c, MHD_HTTP_OK, "ok\n");
 	if (strcmp(url, "/readyz") == 0)
-		return server_ready(s)
-		           ? reply_text(s, c, MHD_HTTP_OK, "ok\n")
-		           : reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
-		                        atomic_load(&s->draining) ? "draining\n" : "not ready\n");
+		return readyz(s, c);
 	if (strcmp(url, "/metrics") == 0) {
 		char *text;
 		size_t len;
@@ -532,6 +553,7 @@ struct server *server_start(const struct server_options *opt, struct webhook *we
 	}
 	s->webhook = webhook;
 	s->tls = tls;
+	s->cert_warn_s = opt->cert_warn_s;
 	s->metrics = metrics;
 	pthread_mutex_init(&s->workers.lock, NULL);
 	pthread_cond_init(&s->workers.cond, NULL);

@@ -40,7 +40,7 @@ struct tls_store;
 #define SERVER_CONNECTION_LIMIT 4096 /* concurrent admission connections */
 #define SERVER_PER_IP_LIMIT     0    /* unlimited: the API server is one client with many */
 #define SERVER_ERR_MAX          256
-#define SERVER_QUEUE_MAX        4096 /* placements waiting for a worker; past it, run inline */
+#define SERVER_QUEUE_MAX        4096 /* placements waiting for a worker; past it, denied at once */
 #define SERVER_MAX_WORKERS      1024
 
 struct server_options {
@@ -51,6 +51,8 @@ struct server_options {
 	unsigned threads;              /* admission thread pool size; 0 = CPUs (min 2) */
 	unsigned workers;              /* review worker threads; 0 = 4 x CPUs (min 8) */
 	unsigned connection_timeout_s; /* idle connection timeout, seconds (> 0) */
+	uint64_t cert_warn_s; /* /readyz warns when the certificate expires within this, seconds;
+	                         0: never */
 };
 
 struct server; /* opaque */

@@ -632,6 +632,17 @@ static int encode(const struct admission_request *req, const struct outcome *o, 
 	return *out ? 0 : WEBHOOK_ENOMEM;
 }
 
+void webhook_refuse_busy(struct webhook_review_ctx *x, const char *why)
+{
+	if (x == NULL || x->decided)
+		return;
+	deny(&x->o, METRICS_ERROR, 500, "WebhookBusy",
+	     "cannot check %s: the webhook is too busy (%s); denied to keep GPU memory safe, "
+	     "retry later",
+	     x->pod_name, why ? why : "no thread free");
+	x->decided = 1;
+}
+
 void webhook_discard(struct webhook_review_ctx *x)
 {
 	if (x == NULL)

@@ -143,6 +143,13 @@ int webhook_needs_api(const struct webhook_review_ctx *ctx);
 int webhook_finish(struct webhook_review_ctx *ctx, char **out, size_t *out_len, char *err,
                    size_t errlen) __attribute__((warn_unused_result));
 
+/*
+ * Decide a prepared placement without asking the API server: denied (fail closed) because the
+ * server cannot give it a thread now (why: e.g. "review queue full"). A later webhook_finish()
+ * only encodes, logs and counts. No-op when ctx needs no API call. Thread-safe per ctx.
+ */
+void webhook_refuse_busy(struct webhook_review_ctx *ctx, const char *why);
+
 /* Free a prepared review without answering it (not logged or counted). NULL is a no-op. */
 void webhook_discard(struct webhook_review_ctx *ctx);
 

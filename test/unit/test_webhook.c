@@ -519,6 +519,43 @@ static void test_needs_api(void **state)
 	assert_null(x);
 }
 
+/* A placement the server cannot give a thread is denied at once, uid echoed, no API call. */
+static void test_refuse_busy(void **state)
+{
+	struct env *e = *state;
+	char *body = read_fixture("review-binding-create.json"), *out = NULL, err[WEBHOOK_ERR_MAX];
+	struct webhook_review_ctx *x = NULL;
+	size_t len = 0;
+	assert_int_equal(
+	    webhook_prepare(e->w, body, strlen(body), webhook_now(), &x, err, sizeof(err)), 0);
+	free(body);
+	assert_int_equal(webhook_needs_api(x), 1);
+	webhook_refuse_busy(x, "review queue full");
+	assert_int_equal(webhook_finish(x, &out, &len, err, sizeof(err)), 0);
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list + e->fake.n_get_pod, 0);
+	cJSON *root = cJSON_Parse(out);
+	free(out);
+	const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "allowed")));
+	assert_string_equal(cJSON_GetObjectItemCaseSensitive(resp, "uid")->valuestring,
+	                    "a1b2c3d4-0003-4000-8000-000000000003");
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(resp, "status");
+	assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(st, "message")->valuestring,
+	                       "too busy (review queue full)"));
+	cJSON_Delete(root);
+	assert_int_equal(pending_on(e, "gpu-node-a"), 0);
+
+	/* A review decided without the API server is left as it is. */
+	body = read_fixture("review-pod-update.json");
+	assert_int_equal(
+	    webhook_prepare(e->w, body, strlen(body), webhook_now(), &x, err, sizeof(err)), 0);
+	free(body);
+	webhook_refuse_busy(x, "review queue full");
+	assert_int_equal(webhook_finish(x, &out, &len, err, sizeof(err)), 0);
+	assert_non_null(strstr(out, "\"allowed\":true"));
+	free(out);
+}
+
 /*
  * The budget runs from the review's arrival: a placement that waited (for a worker) past it
  * is denied at once, without a single API call, for a pod CREATE and for a binding.
@@ -968,6 +1005,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_api_errors_deny_with_uid, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_spent_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_needs_api, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_refuse_busy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_counts_from_arrival, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_pod_not_found_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
