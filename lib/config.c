@@ -34,6 +34,9 @@ static const char usage_text[] =
     "  --tls-key-file PATH           private key of the certificate, PEM (required); a new\n"
     "                                pair that does not load or match is refused and the\n"
     "                                old one kept\n"
+    "  --cert-expiry-warning DUR     /readyz still answers 200 but adds a warning line when\n"
+    "                                the serving certificate expires within DUR (default\n"
+    "                                720h = 30 days; 0 disables)\n"
     "  --tls-reload-interval DUR     how often the certificate files are re-read (default 2s)\n"
     "  --health-listen ADDR:PORT     plain HTTP for /healthz, /readyz, /metrics\n"
     "                                (default :8080)\n"
@@ -94,6 +97,7 @@ void config_defaults(struct config *cfg)
 	cfg->log_level = "info";
 	cfg->drain_timeout_ms = 5000;
 	cfg->shutdown_timeout_ms = 10000;
+	cfg->cert_expiry_warning_ms = 720ull * 3600 * 1000;
 	cfg->connection_timeout_s = 30;
 }
 
@@ -282,6 +286,7 @@ enum flag_id {
 	F_CONN_TIMEOUT,
 	F_DRAIN,
 	F_SHUTDOWN,
+	F_CERT_WARN,
 };
 
 static const struct {
@@ -307,6 +312,7 @@ static const struct {
     {"connection-timeout", F_CONN_TIMEOUT},
     {"drain-timeout", F_DRAIN},
     {"shutdown-timeout", F_SHUTDOWN},
+    {"cert-expiry-warning", F_CERT_WARN},
 };
 
 /* A duration flag that must be > 0 when positive is set. */
@@ -403,6 +409,8 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		return set_duration(name, v, 0, &cfg->drain_timeout_ms, err, errlen);
 	case F_SHUTDOWN:
 		return set_duration(name, v, 0, &cfg->shutdown_timeout_ms, err, errlen);
+	case F_CERT_WARN:
+		return set_duration(name, v, 0, &cfg->cert_expiry_warning_ms, err, errlen);
 	case F_CONN_TIMEOUT:
 		if (set_duration(name, v, 1, &ms, err, errlen) != 0)
 			return -1;

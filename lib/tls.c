@@ -404,6 +404,27 @@ void tls_store_free(struct tls_store *s)
 	free(s);
 }
 
+int tls_expiry_warning(int64_t not_after, int64_t now, uint64_t warn_s, char *buf, size_t cap)
+{
+	char when[32] = "?";
+	struct tm tm;
+	time_t t = (time_t)not_after;
+
+	if (cap > 0)
+		buf[0] = '\0';
+	if (warn_s == 0 || not_after <= 0 ||
+	    (not_after > now && (uint64_t)(not_after - now) > warn_s))
+		return 0;
+	if (gmtime_r(&t, &tm) != NULL)
+		strftime(when, sizeof(when), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (not_after <= now)
+		snprintf(buf, cap, "the serving certificate expired at %s: renew it", when);
+	else
+		snprintf(buf, cap, "the serving certificate expires in %lld days (%s): renew it",
+		         (long long)((not_after - now) / 86400), when);
+	return 1;
+}
+
 int64_t tls_store_not_after(struct tls_store *s)
 {
 	struct generation *g = atomic_load_explicit(&s->current, memory_order_acquire);

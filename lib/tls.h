@@ -78,6 +78,13 @@ void tls_store_stop(struct tls_store *s);
 /* NotAfter of the current leaf certificate, Unix seconds. */
 int64_t tls_store_not_after(struct tls_store *s);
 
+/*
+ * When not_after (Unix seconds) is within warn_s seconds of now (or past), write a one-line
+ * warning such as "the serving certificate expires in 12 days (2026-12-11T00:00:00Z): renew
+ * it" into buf and return 1; else return 0 and leave buf empty. warn_s 0 never warns. Pure.
+ */
+int tls_expiry_warning(int64_t not_after, int64_t now, uint64_t warn_s, char *buf, size_t cap);
+
 /* How many generations were loaded (1 after tls_store_new). */
 unsigned tls_store_generations(struct tls_store *s);
 

@@ -106,6 +106,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .threads = cfg->threads,
 	    .workers = cfg->workers,
 	    .connection_timeout_s = cfg->connection_timeout_s,
+	    .cert_warn_s = cfg->cert_expiry_warning_ms / 1000,
 	};
 	if ((server = server_start(&so, webhook, tls, metrics, err, sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot serve",

@@ -61,6 +61,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.reservation_ttl_ms, 60000);
 	assert_int_equal(cfg.api_timeout_ms, 2000);
 	assert_int_equal(cfg.tls_reload_interval_ms, 2000);
+	assert_int_equal(cfg.cert_expiry_warning_ms, 720ull * 3600 * 1000);
 	assert_string_equal(cfg.log_level, "info");
 	assert_int_equal(cfg.threads, 0);
 }
@@ -75,7 +76,8 @@ static void test_every_flag(void **state)
 	               " --exempt-namespace kube-system --exempt-namespace gpu-memory-guard"
 	               " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
 	               " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h30m"
-	               " --threads 4 --workers=32 --connection-timeout 1500ms",
+	               " --threads 4 --workers=32 --connection-timeout 1500ms"
+	               " --cert-expiry-warning 168h",
 	               &cfg, err, sizeof(err));
 	if (rc != 0)
 		fail_msg("%s", err);
@@ -98,6 +100,7 @@ static void test_every_flag(void **state)
 	assert_int_equal(cfg.tls_reload_interval_ms, 10000);
 	assert_int_equal(cfg.drain_timeout_ms, 0);
 	assert_int_equal(cfg.shutdown_timeout_ms, 5400000);
+	assert_int_equal(cfg.cert_expiry_warning_ms, 168ull * 3600 * 1000);
 	assert_int_equal(cfg.threads, 4);
 	assert_int_equal(cfg.workers, 32);
 	assert_int_equal(cfg.connection_timeout_s, 2); /* rounded up to whole seconds */

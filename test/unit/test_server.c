@@ -136,7 +136,9 @@ static int group_setup(void **state)
 	                            .health_host = "127.0.0.1",
 	                            .threads = 2,
 	                            .workers = WORKERS,
-	                            .connection_timeout_s = 5};
+	                            .connection_timeout_s = 5,
+	                            /* the test certificate (365 days) is inside this window */
+	                            .cert_warn_s = 400 * 86400};
 	F.server = server_start(&so, F.webhook, F.tls, F.metrics, err, sizeof(err));
 	if (F.server == NULL) {
 		fprintf(stderr, "server_start: %s\n", err);
@@ -367,6 +369,8 @@ static void test_health_endpoints(void **state)
 	assert_int_equal(do_req(&q)->code, 200);
 	q.path = "/readyz";
 	assert_int_equal(do_req(&q)->code, 200);
+	assert_non_null(
+	    strstr(do_req(&q)->body, "ok\nwarning: the serving certificate expires in 36"));
 	assert_true(server_ready(F.server));
 	q.path = "/metrics";
 	struct reply *r = do_req(&q);

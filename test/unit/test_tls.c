@@ -119,6 +119,23 @@ static const gnutls_datum_t *served_leaf(void)
 	return &pcert[0].cert;
 }
 
+static void test_expiry_warning(void **state)
+{
+	char buf[160];
+	const int64_t day = 86400, now = 1800000000; /* 2027-01-15T08:00:00Z */
+	(void)state;
+	assert_int_equal(tls_expiry_warning(now + 60 * day, now, 30 * day, buf, sizeof(buf)), 0);
+	assert_string_equal(buf, "");
+	assert_int_equal(tls_expiry_warning(now + 12 * day, now, 30 * day, buf, sizeof(buf)), 1);
+	assert_string_equal(buf, "the serving certificate expires in 12 days "
+	                         "(2027-01-27T08:00:00Z): renew it");
+	assert_int_equal(tls_expiry_warning(now - 1, now, 30 * day, buf, sizeof(buf)), 1);
+	assert_non_null(strstr(buf, "expired at 2027-01-15T07:59:59Z"));
+	/* 0 disables; an unknown NotAfter never warns */
+	assert_int_equal(tls_expiry_warning(now + day, now, 0, buf, sizeof(buf)), 0);
+	assert_int_equal(tls_expiry_warning(0, now, 30 * day, buf, sizeof(buf)), 0);
+}
+
 static void test_load_and_serve(void **state)
 {
 	struct fx *f = *state;
@@ -234,6 +251,7 @@ static void test_symlink_swap_with_poller(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_expiry_warning),
 	    cmocka_unit_test_setup_teardown(test_load_and_serve, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_refuses_bad_first_pair, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reload_in_place_and_refusal, setup, teardown),
