@@ -203,6 +203,7 @@ static CURLcode handle_setup(struct kube_client *c, struct handle *h)
 	} while (0)
 	SET(CURLOPT_ERRORBUFFER, h->errbuf);
 	SET(CURLOPT_NOSIGNAL, 1L);
+	SET(CURLOPT_PATH_AS_IS, 1L); /* never squash dot segments: names are escaped, not paths */
 	SET(CURLOPT_PROTOCOLS_STR, "http,https");
 	SET(CURLOPT_FOLLOWLOCATION, 0L);
 	SET(CURLOPT_TCP_KEEPALIVE, 1L);
@@ -637,6 +638,11 @@ static int check_name(const char *s, const char *what, char *err, size_t errlen)
 {
 	if (s == NULL || s[0] == '\0' || strlen(s) > NAME_MAX_LEN) {
 		set_err(err, errlen, "%s must be 1..%d bytes", what, NAME_MAX_LEN);
+		return KUBE_EINVAL;
+	}
+	/* Escaped or not, "." and ".." are path segments: the URL would name another object. */
+	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
+		set_err(err, errlen, "%s \"%s\" is not a valid name", what, s);
 		return KUBE_EINVAL;
 	}
 	return 0;

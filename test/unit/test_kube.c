@@ -755,6 +755,11 @@ static void test_invalid_arguments(void **state)
 	assert_int_equal(kube_get_pod(c, "ns", NULL, &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
 	assert_int_equal(kube_get_node(c, longname, &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
 	assert_int_equal(kube_list_pods_on_node(c, "", &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
+	/* dot segments would address another object (".../pods/." is the pod list) */
+	assert_int_equal(kube_get_pod(c, "t", ".", &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
+	assert_non_null(strstr(err, "\".\" is not a valid name"));
+	assert_int_equal(kube_get_pod(c, "..", "p", &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
+	assert_int_equal(kube_get_node(c, "..", &obj, NULL, err, sizeof(err)), KUBE_EINVAL);
 	assert_int_equal(srv.nreq, 0);
 	assert_string_equal(kube_strerror(KUBE_EINVAL), "invalid argument");
 	assert_string_equal(kube_strerror(KUBE_ETIMEOUT), "timeout");
