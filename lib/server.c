@@ -91,8 +91,11 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 	size_t n = strlen(line);
 	while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
+	/* A failed handshake is what every TCP probe, port scan or refused TLS 1.1 client causes
+	 * (MHD words them all "received handshake message out of context"): debug, not info, so
+	 * a flood of connects cannot flood the log. */
 	log_fields(
-	    LOG_INFO, "httpd",
+	    strstr(line, "handshake") != NULL ? LOG_DEBUG : LOG_INFO, "httpd",
 	    (struct log_field[]){LOG_STR("listener", listener), LOG_STR("detail", line), LOG_END});
 }
 
@@ -318,7 +321,12 @@ static void *worker_main(void *arg)
 		if (w->head == NULL)
 			w->tail = NULL;
 		w->queued--;
+		int stopping = w->stop;
 		pthread_mutex_unlock(&w->lock);
+		/* Past the drain, what has not started is denied without an API call, so that the
+		 * exit stays within --shutdown-timeout however long the queue. */
+		if (stopping)
+			webhook_refuse_busy(r->ctx, "shutting down");
 		finish_review(r);
 		MHD_resume_connection(r->conn);
 		pthread_mutex_lock(&w->lock);
