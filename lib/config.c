@@ -315,19 +315,27 @@ static const struct {
     {"cert-expiry-warning", F_CERT_WARN},
 };
 
-/* A duration flag that must be > 0 when positive is set. */
-static int set_duration(const char *name, const char *v, int positive, uint64_t *out, char *err,
+/*
+ * A duration flag within [min_ms, max_ms]; min_text/max_text say the bounds as a user writes
+ * them. The bounds keep a typo from turning into a busy loop (--tls-reload-interval 1ns) or a
+ * process that never exits (--drain-timeout 999999h).
+ */
+static int set_duration(const char *name, const char *v, uint64_t min_ms, const char *min_text,
+                        uint64_t max_ms, const char *max_text, uint64_t *out, char *err,
                         size_t errlen)
 {
 	char why[128];
-	if (config_parse_duration(v, out, why, sizeof(why)) != 0) {
+	uint64_t ms;
+	if (config_parse_duration(v, &ms, why, sizeof(why)) != 0) {
 		snprintf(err, errlen, "--%s: \"%s\": %s", name, v, why);
 		return -1;
 	}
-	if (positive && *out == 0) {
-		snprintf(err, errlen, "--%s: must be more than 0 (e.g. 2s)", name);
+	if (ms < min_ms || ms > max_ms) {
+		snprintf(err, errlen, "--%s: \"%s\" must be from %s to %s", name, v, min_text,
+		         max_text);
 		return -1;
 	}
+	*out = ms;
 	return 0;
 }
 
@@ -400,25 +408,32 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		                : &cfg->kubeconfig) = v;
 		return 0;
 	case F_RELOAD:
-		return set_duration(name, v, 1, &cfg->tls_reload_interval_ms, err, errlen);
+		return set_duration(name, v, 100, "100ms", 3600000, "1h",
+		                    &cfg->tls_reload_interval_ms, err, errlen);
 	case F_API_TIMEOUT:
-		return set_duration(name, v, 1, &cfg->api_timeout_ms, err, errlen);
+		/* the API server waits for a webhook at most 30 s */
+		return set_duration(name, v, 10, "10ms", 30000, "30s", &cfg->api_timeout_ms, err,
+		                    errlen);
 	case F_TTL:
-		return set_duration(name, v, 1, &cfg->reservation_ttl_ms, err, errlen);
+		return set_duration(name, v, 1000, "1s", 86400000, "24h", &cfg->reservation_ttl_ms,
+		                    err, errlen);
 	case F_DRAIN:
-		return set_duration(name, v, 0, &cfg->drain_timeout_ms, err, errlen);
+		return set_duration(name, v, 0, "0s", 3600000, "1h", &cfg->drain_timeout_ms, err,
+		                    errlen);
 	case F_SHUTDOWN:
-		return set_duration(name, v, 0, &cfg->shutdown_timeout_ms, err, errlen);
+		return set_duration(name, v, 0, "0s", 3600000, "1h", &cfg->shutdown_timeout_ms, err,
+		                    errlen);
 	case F_CERT_WARN:
-		return set_duration(name, v, 0, &cfg->cert_expiry_warning_ms, err, errlen);
+		return set_duration(name, v, 0, "0s", 8760ull * 3600000, "8760h",
+		                    &cfg->cert_expiry_warning_ms, err, errlen);
 	case F_CONN_TIMEOUT:
-		if (set_duration(name, v, 1, &ms, err, errlen) != 0)
+		if (set_duration(name, v, 1000, "1s", 86400000, "24h", &ms, err, errlen) != 0)
 			return -1;
-		if (ms > 86400000ull) {
-			snprintf(err, errlen, "--%s: at most 24h", name);
+		if (ms % 1000 != 0) { /* libmicrohttpd counts whole seconds */
+			snprintf(err, errlen, "--%s: \"%s\" must be whole seconds", name, v);
 			return -1;
 		}
-		cfg->connection_timeout_s = (unsigned)((ms + 999) / 1000);
+		cfg->connection_timeout_s = (unsigned)(ms / 1000);
 		return 0;
 	case F_THRESHOLD:
 		return set_ratio(name, v, &cfg->threshold, err, errlen);

@@ -75,8 +75,8 @@ static void test_every_flag(void **state)
 	               " --gpu-resource nvidia.com/gpu.shared --gpu-resource=amd.com/gpu"
 	               " --exempt-namespace kube-system --exempt-namespace gpu-memory-guard"
 	               " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
-	               " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h30m"
-	               " --threads 4 --workers=32 --connection-timeout 1500ms"
+	               " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h"
+	               " --threads 4 --workers=32 --connection-timeout 2000ms"
 	               " --cert-expiry-warning 168h",
 	               &cfg, err, sizeof(err));
 	if (rc != 0)
@@ -99,11 +99,11 @@ static void test_every_flag(void **state)
 	assert_string_equal(cfg.log_level, "debug");
 	assert_int_equal(cfg.tls_reload_interval_ms, 10000);
 	assert_int_equal(cfg.drain_timeout_ms, 0);
-	assert_int_equal(cfg.shutdown_timeout_ms, 5400000);
+	assert_int_equal(cfg.shutdown_timeout_ms, 3600000);
 	assert_int_equal(cfg.cert_expiry_warning_ms, 168ull * 3600 * 1000);
 	assert_int_equal(cfg.threads, 4);
 	assert_int_equal(cfg.workers, 32);
-	assert_int_equal(cfg.connection_timeout_s, 2); /* rounded up to whole seconds */
+	assert_int_equal(cfg.connection_timeout_s, 2);
 }
 
 static void test_repeated_values_deduplicated(void **state)
@@ -151,7 +151,14 @@ static void test_flag_errors(void **state)
 	expect_error("serve " TLS " --mode audit", "--mode: \"audit\" is not enforce or warn");
 	expect_error("serve " TLS " --log-level trace", "--log-level: \"trace\"");
 	expect_error("serve " TLS " --api-timeout 2", "--api-timeout: \"2\": missing unit");
-	expect_error("serve " TLS " --api-timeout 0s", "--api-timeout: must be more than 0");
+	expect_error("serve " TLS " --api-timeout 0s",
+	             "--api-timeout: \"0s\" must be from 10ms to 30s");
+	expect_error("serve " TLS " --api-timeout 9223372036854775807ns", "from 10ms to 30s");
+	expect_error("serve " TLS " --tls-reload-interval 1ns", "from 100ms to 1h");
+	expect_error("serve " TLS " --drain-timeout 999999h", "--drain-timeout");
+	expect_error("serve " TLS " --shutdown-timeout 1h30m", "from 0s to 1h");
+	expect_error("serve " TLS " --reservation-ttl 500ms", "from 1s to 24h");
+	expect_error("serve " TLS " --connection-timeout 1.5s", "must be whole seconds");
 	expect_error("serve " TLS " --reservation-ttl 1d", "unknown unit \"d\"");
 	expect_error("serve " TLS " --reservation-ttl -5s", "negative");
 	expect_error("serve " TLS " --listen 8443", "--listen: \"8443\" is not ADDR:PORT");
