@@ -81,7 +81,8 @@ int capacity_parse_ratio(const char *s, double *out)
 	if (digits == 0)
 		return -1;
 	v = strtod(s, &end);
-	if (end == NULL || *end != '\0' || !(v > 0.0 && v <= 1.0))
+	/* 1e-6 is the policy's resolution (budgets in parts per million): below it, 0. */
+	if (end == NULL || *end != '\0' || !(v >= 1e-6 && v <= 1.0))
 		return -1;
 	*out = v;
 	return 0;

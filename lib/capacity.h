@@ -75,7 +75,8 @@ int capacity_from_node(const struct cJSON *node, const struct demand_config *cfg
 /* MiB per GPU for a GFD product name (a -SHARED suffix is stripped), 0 if unknown. */
 uint64_t capacity_product_mib(const char *product);
 
-/* Parse a ratio 0 < t <= 1 ("0.9", "1"). 0 on success, -1 otherwise. Shared with config. */
+/* Parse a ratio 0 < t <= 1 ("0.9", "1"), plain decimal, at least 0.000001 (the policy's
+ * parts-per-million resolution). 0 on success, -1 otherwise. Shared with config. */
 int capacity_parse_ratio(const char *s, double *out) __attribute__((warn_unused_result));
 
 #endif

@@ -286,8 +286,9 @@ static void test_threshold_annotation(void **state)
 static void test_parse_ratio(void **state)
 {
 	static const char *const good[] = {"0.9", "1", "1.0", ".5", "0.000001", "1.", "0.95"};
-	static const char *const bad[] = {"0",   "0.0", "1.01", "-0.5", " 0.9", "0.9 ", "9e-1",
-	                                  "nan", "inf", "",     "0x1",  "1..",  ".",    "90%"};
+	static const char *const bad[] = {"0",    "0.0", "1.01",      "-0.5",     " 0.9", "0.9 ",
+	                                  "9e-1", "nan", "inf",       "",         "0x1",  "1..",
+	                                  ".",    "90%", "0.0000001", "0.0000009"};
 	double v = 0;
 
 	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
