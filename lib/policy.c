@@ -9,7 +9,8 @@
 
 #include "quantity.h"
 
-#define PPM 1000000ull
+#define PPM       1000000ull
+#define RATIO_MAX 32 /* "4294967295.9 percent" */
 
 /* A bounded string builder over a fixed buffer: appends stop at the cap, never overflow. */
 struct msgbuf {
@@ -69,15 +70,18 @@ static unsigned percent(uint64_t part, uint64_t whole)
 	return (unsigned)((part / whole) * 100 + (part % whole) * 100 / whole);
 }
 
-/* "90%" or "92.5%" for a threshold in ppm (at most one decimal shown). */
+/* "90 percent" or "92.5 percent" for a threshold in ppm (at most one decimal shown). No '%'
+ * in any message: kube-scheduler passes a bind error to Eventf as the format string
+ * (pkg/scheduler/schedule_one.go), so "90%" would reach users as "90%!l(MISSING)". */
 static void fmt_ratio(uint64_t ppm, char *buf, size_t cap)
 {
 	uint64_t tenths = (ppm + 500) / 1000; /* per mille, rounded */
 
 	if (tenths % 10 == 0)
-		snprintf(buf, cap, "%u%%", (unsigned)(tenths / 10));
+		snprintf(buf, cap, "%u percent", (unsigned)(tenths / 10));
 	else
-		snprintf(buf, cap, "%u.%u%%", (unsigned)(tenths / 10), (unsigned)(tenths % 10));
+		snprintf(buf, cap, "%u.%u percent", (unsigned)(tenths / 10),
+		         (unsigned)(tenths % 10));
 }
 
 static int check_input(const struct policy_input *in, struct policy_decision *out)
@@ -139,17 +143,18 @@ static void over_message(const struct policy_input *in, const struct policy_deci
                          uint64_t ppm, struct msgbuf *m)
 {
 	char d[QUANTITY_FMT_MAX], t[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX];
-	char r[16];
+	char r[RATIO_MAX];
 
 	quantity_format(in->demand_bytes, d, sizeof(d));
 	quantity_format(out->total_bytes, t, sizeof(t));
 	quantity_format(in->capacity_bytes, c, sizeof(c));
 	quantity_format(out->budget_bytes, b, sizeof(b));
 	fmt_ratio(ppm, r, sizeof(r));
-	msg_add(m,
-	        "placing %s (%s) on %s would declare %s of %s GPU memory (%u%%), above the %s "
-	        "limit (%s)",
-	        in->pod, d, in->node, t, c, percent(out->total_bytes, in->capacity_bytes), r, b);
+	msg_add(
+	    m,
+	    "placing %s (%s) on %s would declare %s of %s GPU memory (%u percent), above the %s "
+	    "limit (%s)",
+	    in->pod, d, in->node, t, c, percent(out->total_bytes, in->capacity_bytes), r, b);
 	add_consumers(m, in);
 }
 
@@ -160,7 +165,7 @@ static void over_message(const struct policy_input *in, const struct policy_deci
 static int never_fits(const struct policy_input *in, const struct policy_decision *out,
                       uint64_t ppm, struct msgbuf *m)
 {
-	char d[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX], r[16];
+	char d[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX], r[RATIO_MAX];
 	uint64_t gpu_budget = mul_frac(in->per_gpu_bytes, ppm, PPM);
 
 	fmt_ratio(ppm, r, sizeof(r));
@@ -193,7 +198,7 @@ static void warn_message(const struct policy_input *in, const struct policy_deci
                          uint64_t ppm, uint64_t warn_ppm, struct msgbuf *m)
 {
 	char d[QUANTITY_FMT_MAX], t[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX];
-	char r[16], w[16];
+	char r[RATIO_MAX], w[RATIO_MAX];
 
 	quantity_format(in->demand_bytes, d, sizeof(d));
 	quantity_format(out->total_bytes, t, sizeof(t));
@@ -202,7 +207,7 @@ static void warn_message(const struct policy_input *in, const struct policy_deci
 	fmt_ratio(ppm, r, sizeof(r));
 	fmt_ratio(warn_ppm, w, sizeof(w));
 	msg_add(m,
-	        "placing %s (%s) on %s brings it to %s of %s GPU memory (%u%%), above the %s "
+	        "placing %s (%s) on %s brings it to %s of %s GPU memory (%u percent), above the %s "
 	        "warning level; the limit is %s (%s)",
 	        in->pod, d, in->node, t, c, percent(out->total_bytes, in->capacity_bytes), w, r, b);
 }

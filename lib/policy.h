@@ -8,19 +8,22 @@
  *
  * Message shape (deny; the user reads it after `admission webhook "..." denied the request: `):
  *   placing inference/llama-0 (24Gi) on gpu-node-a would declare 100.2Gi of 79.6Gi GPU memory
- *   (125%), above the 90% limit (71.7Gi); already there: team-b/chat-0 20Gi, team-b/chat-1 20Gi,
- *   ... and 3 more
- * Percentages are rounded down; sizes use quantity_format() (nearest tenth). Consumers that do
+ *   (125 percent), above the 90 percent limit (71.7Gi); already there: team-b/chat-0 20Gi,
+ *   team-b/chat-1 20Gi, ... and 3 more
+ * Percentages are rounded down and spelled "percent": no message contains '%', because
+ * kube-scheduler passes a refused binding's message to Eventf as the format string
+ * (pkg/scheduler/schedule_one.go) and "90%" would reach users as "90%!l(MISSING)". Sizes use
+ * quantity_format() (nearest tenth). Consumers that do
  * not fit in POLICY_MSG_MAX are counted in "... and N more", never cut. With no consumer list
  * the text ends "; already there: <used_bytes>" (or "; nothing else there" when used is 0).
  * Never fits (checked first; enforce mode denies, warn mode allows with it as a warning):
  *   inference/llama-0 can never fit on gpu-node-a: container "vllm" declares 75Gi per GPU,
- *   above the 90% limit of one GPU's 80Gi (72Gi)
- *   inference/llama-0 can never fit on gpu-node-a: it declares 600Gi, above the 90% limit of
- *   the node's 640Gi GPU memory (576Gi)
+ *   above the 90 percent limit of one GPU's 80Gi (72Gi)
+ *   inference/llama-0 can never fit on gpu-node-a: it declares 600Gi, above the 90 percent
+ *   limit of the node's 640Gi GPU memory (576Gi)
  * Early warning (allowed, total above warn_threshold x capacity):
- *   placing ns/p (24Gi) on n1 brings it to 524Gi of 640Gi GPU memory (81%), above the 80%
- *   warning level; the limit is 90% (576Gi)
+ *   placing ns/p (24Gi) on n1 brings it to 524Gi of 640Gi GPU memory (81 percent), above the
+ *   80 percent warning level; the limit is 90 percent (576Gi)
  * Ratios are applied at parts-per-million resolution so budgets are exact integers:
  * budget = floor(capacity x round(threshold x 1e6) / 1e6); at the budget exactly is allowed.
  *

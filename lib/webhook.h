@@ -18,6 +18,12 @@
  * Fail closed: when the API server cannot be asked (error, timeout, unexpected answer) the
  * placement is denied with a message naming the call that failed.
  *
+ * No message or warning contains '%': kube-scheduler passes a refused binding's message to
+ * Eventf as the format string (pkg/scheduler/schedule_one.go), which would garble it in the
+ * FailedScheduling event users read. The policy spells "percent"; a '%' in echoed text (a
+ * declared value, an annotation, an API server error) is replaced by U+FF05 FULLWIDTH PERCENT
+ * SIGN, which reads the same.
+ *
  * The pipeline reads the cluster only through struct webhook_source, which the real API client
  * satisfies (webhook_source_kube) and tests fake. It logs one JSON line per decision (placements
  * and declaration checks at info; always-allowed reviews at debug, they are the bulk of the

@@ -361,7 +361,7 @@ test_parallel() {
 		*) other=$((other + 1)) ;;
 		esac
 	done
-	reasons=$(cat "$dir"/*.out | jq -r 'select(.kind == "Status") | .message' 2>/dev/null | sed -E 's/[0-9.]+(Gi|%)//g' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ';')
+	reasons=$(cat "$dir"/*.out | jq -r 'select(.kind == "Status") | .message' 2>/dev/null | sed -E 's/[0-9.]+(Gi| percent)//g' | sort | uniq -c | sort -rn | head -n 3 | tr '\n' ';')
 	local over per
 	over=$(over_threshold)
 	per=$(cluster_usage "$THRESHOLD" | jq -r 'select(.node | startswith("gpu-h100")) | "\(.node) \(.pods | length) pods \(.declared / 1073741824)Gi/\(.limit / 1073741824 * 10 | floor / 10)Gi"' | tr '\n' ';')

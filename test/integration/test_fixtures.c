@@ -245,7 +245,7 @@ static void test_node_annotations_override(void **state)
 	free(body);
 	body = harness_pod_review("ann-2", "ann-2", "8Gi", "gpu-node-ann", 0);
 	itest_review(&W, body, "ann-2", 0, &a);
-	itest_contains(a.message, "50%", "the node's threshold annotation");
+	itest_contains(a.message, "50 percent", "the node's threshold annotation");
 	free(body);
 }
 

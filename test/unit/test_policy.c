@@ -75,11 +75,12 @@ static void test_fixture_node_a_denied(void **state)
 	assert_string_equal(d.reason, "OverThreshold");
 	assert_int_equal(d.budget_bytes, 76968728985ull); /* floor(0.9 x 85,520,809,984) */
 	assert_int_equal(d.total_bytes, H100 + 52 * GI);
-	assert_string_equal(d.message,
-	                    "placing inference/embedder-0 (12Gi) on gpu-node-a would declare "
-	                    "131.6Gi of 79.6Gi GPU memory (165%), above the 90% limit (71.7Gi); "
-	                    "already there: default/legacy-notebook 79.6Gi, team-b/chat-7b-0 20Gi, "
-	                    "team-b/chat-7b-1 20Gi");
+	assert_string_equal(
+	    d.message,
+	    "placing inference/embedder-0 (12Gi) on gpu-node-a would declare "
+	    "131.6Gi of 79.6Gi GPU memory (165 percent), above the 90 percent limit (71.7Gi); "
+	    "already there: default/legacy-notebook 79.6Gi, team-b/chat-7b-0 20Gi, "
+	    "team-b/chat-7b-1 20Gi");
 }
 
 static void test_header_example_shape(void **state)
@@ -100,11 +101,11 @@ static void test_header_example_shape(void **state)
 	in.n_consumers_total = 5;
 	assert_int_equal(policy_decide(&in, &d), 0);
 	assert_int_equal(d.verdict, POLICY_DENY);
-	assert_string_equal(d.message,
-	                    "placing inference/llama-0 (24Gi) on gpu-node-a would declare "
-	                    "100.2Gi of 79.6Gi GPU memory (125%), above the 90% limit "
-	                    "(71.7Gi); already there: team-b/chat-0 20Gi, team-b/chat-1 "
-	                    "20Gi, ... and 3 more");
+	assert_string_equal(
+	    d.message, "placing inference/llama-0 (24Gi) on gpu-node-a would declare "
+	               "100.2Gi of 79.6Gi GPU memory (125 percent), above the 90 percent limit "
+	               "(71.7Gi); already there: team-b/chat-0 20Gi, team-b/chat-1 "
+	               "20Gi, ... and 3 more");
 }
 
 static void test_fits(void **state)
@@ -133,9 +134,10 @@ static void test_boundary(void **state)
 	in.used_bytes++;
 	assert_int_equal(policy_decide(&in, &d), 0);
 	assert_int_equal(d.verdict, POLICY_DENY);
-	assert_string_equal(d.message, "placing ns/p (24Gi) on n1 would declare 576Gi of 640Gi GPU "
-	                               "memory (90%), above the 90% limit (576Gi); already there: "
-	                               "552Gi");
+	assert_string_equal(
+	    d.message, "placing ns/p (24Gi) on n1 would declare 576Gi of 640Gi GPU "
+	               "memory (90 percent), above the 90 percent limit (576Gi); already there: "
+	               "552Gi");
 
 	/* Threshold 1: the whole card may be declared. */
 	in = empty_input(40 * GI, 600 * GI);
@@ -168,10 +170,11 @@ static void test_warn_threshold(void **state)
 	assert_int_equal(d.verdict, POLICY_ALLOW_WARN);
 	assert_int_equal(d.allowed, 1);
 	assert_string_equal(d.reason, "WarnThreshold");
-	assert_string_equal(d.message,
-	                    "placing ns/p (24Gi) on n1 brings it to 524Gi of 640Gi GPU "
-	                    "memory (81%), above the 80% warning level; the limit is 90% "
-	                    "(576Gi)");
+	assert_string_equal(
+	    d.message,
+	    "placing ns/p (24Gi) on n1 brings it to 524Gi of 640Gi GPU "
+	    "memory (81 percent), above the 80 percent warning level; the limit is 90 percent "
+	    "(576Gi)");
 
 	/* At the warn level exactly: no warning. */
 	in.used_bytes = 512 * GI - 24 * GI;
@@ -200,8 +203,9 @@ static void test_never_fits_per_gpu(void **state)
 	assert_int_equal(d.verdict, POLICY_DENY_NEVER_FITS);
 	assert_int_equal(d.allowed, 0);
 	assert_string_equal(d.reason, "NeverFits");
-	assert_string_equal(d.message, "ns/p can never fit on n1: container \"vllm\" declares 75Gi "
-	                               "per GPU, above the 90% limit of one GPU's 80Gi (72Gi)");
+	assert_string_equal(d.message,
+	                    "ns/p can never fit on n1: container \"vllm\" declares 75Gi "
+	                    "per GPU, above the 90 percent limit of one GPU's 80Gi (72Gi)");
 
 	in.mode = POLICY_WARN;
 	assert_int_equal(policy_decide(&in, &d), 0);
@@ -223,8 +227,9 @@ static void test_never_fits_whole_node(void **state)
 
 	assert_int_equal(policy_decide(&in, &d), 0);
 	assert_int_equal(d.verdict, POLICY_DENY_NEVER_FITS);
-	assert_string_equal(d.message, "ns/p can never fit on n1: it declares 600Gi, above the 90% "
-	                               "limit of the node's 640Gi GPU memory (576Gi)");
+	assert_string_equal(d.message,
+	                    "ns/p can never fit on n1: it declares 600Gi, above the 90 percent "
+	                    "limit of the node's 640Gi GPU memory (576Gi)");
 }
 
 static void test_fractional_threshold(void **state)
@@ -236,7 +241,7 @@ static void test_fractional_threshold(void **state)
 	in.warn_threshold = 0.5;
 	assert_int_equal(policy_decide(&in, &d), 0);
 	assert_int_equal(d.verdict, POLICY_DENY);
-	assert_non_null(strstr(d.message, "above the 92.5% limit (592Gi)"));
+	assert_non_null(strstr(d.message, "above the 92.5 percent limit (592Gi)"));
 	assert_int_equal(d.budget_bytes, 592 * GI);
 }
 
@@ -319,7 +324,7 @@ static void test_saturation(void **state)
 	in.used_bytes = UINT64_MAX;
 	assert_int_equal(policy_decide(&in, &d), 0);
 	assert_int_equal(d.verdict, POLICY_DENY);
-	assert_non_null(strstr(d.message, "(100%)"));
+	assert_non_null(strstr(d.message, "(100 percent)"));
 }
 
 int main(void)

@@ -59,6 +59,7 @@ struct fake {
 	int node_delay_ms;            /* a slow API server */
 	int n_get_pod, n_get_node, n_list;
 	char last_pod[256];
+	const char *list_err; /* the error text of a forced list error (NULL: a timeout) */
 };
 
 static const char *meta_str(const cJSON *o, const char *key)
@@ -123,7 +124,8 @@ static int fake_list(void *ctx, const char *node, cJSON **items, long *code, cha
 	f->n_list++;
 	if (f->list_rc) {
 		*code = 0;
-		snprintf(err, errlen, "LIST pods: timeout after 2000 ms");
+		snprintf(err, errlen, "%s",
+		         f->list_err ? f->list_err : "LIST pods: timeout after 2000 ms");
 		return f->list_rc;
 	}
 	*items = cJSON_Duplicate(f->items, 1);
@@ -804,7 +806,124 @@ static void test_threshold_annotation_overrides(void **state)
 	                        "gpu-memory-guard.io/threshold", "0.25");
 	struct answer a = review_fixture(e, "review-binding-create.json"); /* 24Gi > 19.9Gi */
 	assert_false(a.allowed);
-	assert_non_null(strstr(a.message, "25%"));
+	assert_non_null(strstr(a.message, "25 percent"));
+	cJSON_Delete(a.root);
+}
+
+/* No '%' in a message or warning: kube-scheduler reads a refused binding's message as a format
+ * string. Nor may an echoed '%' (a declared value, an annotation, an API error) slip through. */
+static void assert_no_percent(const struct answer *a)
+{
+	const cJSON *w;
+	if (a->message != NULL && strchr(a->message, '%') != NULL)
+		fail_msg("'%%' in message: %s", a->message);
+	cJSON_ArrayForEach(w, a->warnings)
+	{
+		if (cJSON_IsString(w) && strchr(w->valuestring, '%') != NULL)
+			fail_msg("'%%' in warning: %s", w->valuestring);
+	}
+}
+
+static void set_percent_declaration(cJSON *req)
+{
+	cJSON *c =
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+	                           cJSON_GetObjectItemCaseSensitive(
+	                               cJSON_GetObjectItemCaseSensitive(req, "object"), "spec"),
+	                           "containers"),
+	                       0);
+	cJSON *env = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(c, "env"), 0);
+	cJSON_ReplaceItemInObjectCaseSensitive(env, "value", cJSON_CreateString("50%"));
+}
+
+static void set_threshold_annotation(struct env *e, const char *value)
+{
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(e->fake.node, "metadata");
+	cJSON_DeleteItemFromObjectCaseSensitive(meta, "annotations");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"),
+	                        "gpu-memory-guard.io/threshold", value);
+}
+
+static void test_no_percent_in_messages(void **state)
+{
+	struct env *e = *state;
+	const char *fixtures[] = {"review-pod-create-nodename.json", "review-binding-create.json",
+	                          "review-binding-create-target-kind-omitted.json",
+	                          "review-pod-create-dryrun.json"};
+	struct answer a;
+	/* Over the threshold on the fixtures' full node, for each placement fixture. */
+	for (size_t i = 0; i < sizeof(fixtures) / sizeof(fixtures[0]); i++) {
+		a = review_fixture(e, fixtures[i]);
+		assert_false(a.allowed);
+		assert_non_null(strstr(a.message, "percent), above the 90 percent limit"));
+		assert_no_percent(&a);
+		cJSON_Delete(a.root);
+	}
+	/* Never fits: a threshold of 0.25 leaves less than the pod alone. */
+	set_threshold_annotation(e, "0.25");
+	a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "25 percent"));
+	assert_no_percent(&a);
+	cJSON_Delete(a.root);
+	/* An annotation value with '%' echoed in the error: shown as the fullwidth sign. */
+	set_threshold_annotation(e, "90%");
+	a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "90\xef\xbc\x85"));
+	assert_no_percent(&a);
+	cJSON_Delete(a.root);
+	cJSON_DeleteItemFromObjectCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(e->fake.node, "metadata"), "annotations");
+	/* A declared value with '%', at kubectl apply and at placement. */
+	a = review_edited(e, "review-pod-create-unscheduled.json", set_percent_declaration);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "\"50\xef\xbc\x85\""));
+	assert_no_percent(&a);
+	cJSON_Delete(a.root);
+	a = review_edited(e, "review-pod-create-nodename.json", set_percent_declaration);
+	assert_false(a.allowed);
+	assert_no_percent(&a);
+	cJSON_Delete(a.root);
+	/* An API server error text with '%' (an escaped URL, say). */
+	e->fake.list_rc = KUBE_EHTTP;
+	e->fake.list_err = "GET /api/v1/pods?fieldSelector=spec.nodeName%3Dgpu-node-a: HTTP 503";
+	a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "spec.nodeName\xef\xbc\x85"
+	                                  "3Dgpu-node-a"));
+	assert_no_percent(&a);
+	cJSON_Delete(a.root);
+	/* 400 of them: the wider sign pushes the text past the message cap, cut whole. */
+	char many[401];
+	memset(many, '%', 400);
+	many[400] = '\0';
+	e->fake.list_err = many;
+	a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_no_percent(&a);
+	size_t mlen = strlen(a.message);
+	assert_true(mlen > 900 && mlen < 1024);
+	assert_int_equal((mlen - (size_t)(strstr(a.message, "\xef\xbc\x85") - a.message)) % 3, 0);
+	cJSON_Delete(a.root);
+	e->fake.list_rc = 0;
+	/* Warnings: warn mode over the threshold, and the early warning. */
+	e->cfg.mode_warn = 1;
+	env_build(e);
+	a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_true(a.allowed);
+	assert_non_null(warning0(&a));
+	assert_no_percent(&a);
+	cJSON_Delete(a.root);
+	e->cfg.mode_warn = 0;
+	e->cfg.warn_threshold = 0.30;
+	env_build(e);
+	empty_node(e);
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_non_null(warning0(&a));
+	assert_non_null(strstr(warning0(&a), "30 percent warning level"));
+	assert_no_percent(&a);
 	cJSON_Delete(a.root);
 }
 
@@ -1019,6 +1138,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_warn_threshold_warning, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_capacity_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_threshold_annotation_overrides, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_percent_in_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_non_gpu_placement_allowed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_shape_with_uid_denied, setup, teardown),
