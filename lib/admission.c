@@ -8,6 +8,8 @@
  */
 #include "admission.h"
 
+#include "errbuf.h"
+
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -15,20 +17,6 @@
 #include <string.h>
 
 #define WARNINGS_TOTAL_MAX 4096 /* bytes; the API server drops warnings past this */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Case-sensitive child lookup that tolerates a NULL or non-object parent. */
 static const cJSON *child(const cJSON *obj, const char *key)
@@ -52,12 +40,12 @@ static int copy_opt_string(const cJSON *obj, const char *key, const char *what, 
 	if (it == NULL || cJSON_IsNull(it))
 		return 0;
 	if (!cJSON_IsString(it) || it->valuestring == NULL) {
-		set_err(err, errlen, "%s is not a string", what);
+		errbuf_set(err, errlen, "%s is not a string", what);
 		return ADMISSION_ESHAPE;
 	}
 	n = strlen(it->valuestring);
 	if (n >= dstsize) {
-		set_err(err, errlen, "%s is longer than %zu bytes", what, dstsize - 1);
+		errbuf_set(err, errlen, "%s is longer than %zu bytes", what, dstsize - 1);
 		return ADMISSION_ESHAPE;
 	}
 	memcpy(dst, it->valuestring, n + 1);
@@ -167,7 +155,7 @@ static int decode_binding(struct admission_request *req, char *err, size_t errle
 	int rc;
 
 	if (target != NULL && !cJSON_IsNull(target) && !cJSON_IsObject(target)) {
-		set_err(err, errlen, "object.target is not an object");
+		errbuf_set(err, errlen, "object.target is not an object");
 		return ADMISSION_ESHAPE;
 	}
 	if ((rc = copy_opt_string(target, "name", "object.target.name", req->binding_node,
@@ -196,7 +184,7 @@ static int decode_request(const cJSON *request, struct admission_request *req, c
 
 	it = child(request, "dryRun");
 	if (it != NULL && !cJSON_IsNull(it) && !cJSON_IsBool(it)) {
-		set_err(err, errlen, "request.dryRun is not a boolean");
+		errbuf_set(err, errlen, "request.dryRun is not a boolean");
 		return ADMISSION_ESHAPE;
 	}
 	req->dry_run = it != NULL && cJSON_IsTrue(it);
@@ -208,7 +196,7 @@ static int decode_request(const cJSON *request, struct admission_request *req, c
 
 	it = child(request, "object");
 	if (it != NULL && !cJSON_IsNull(it) && !cJSON_IsObject(it)) {
-		set_err(err, errlen, "request.object is not an object");
+		errbuf_set(err, errlen, "request.object is not an object");
 		return ADMISSION_ESHAPE;
 	}
 	req->object = cJSON_IsObject(it) ? it : NULL;
@@ -230,29 +218,30 @@ static int decode_envelope(const cJSON *root, const cJSON **request_out,
 	const char *api = str_or_empty(root, "apiVersion");
 
 	if (!cJSON_IsObject(root)) {
-		set_err(err, errlen, "body is not a JSON object");
+		errbuf_set(err, errlen, "body is not a JSON object");
 		return ADMISSION_ESHAPE;
 	}
 	request = child(root, "request");
 	if (request == NULL || !cJSON_IsObject(request)) {
-		set_err(err, errlen, "no request object: not an AdmissionReview");
+		errbuf_set(err, errlen, "no request object: not an AdmissionReview");
 		return ADMISSION_ESHAPE;
 	}
 	uid = child(request, "uid");
 	if (uid == NULL || !cJSON_IsString(uid) || uid->valuestring == NULL ||
 	    uid->valuestring[0] == '\0') {
-		set_err(err, errlen, "request.uid missing or not a string");
+		errbuf_set(err, errlen, "request.uid missing or not a string");
 		return ADMISSION_ESHAPE;
 	}
 	if (strlen(uid->valuestring) > ADMISSION_UID_MAX) {
-		set_err(err, errlen, "request.uid longer than %d bytes", ADMISSION_UID_MAX);
+		errbuf_set(err, errlen, "request.uid longer than %d bytes", ADMISSION_UID_MAX);
 		return ADMISSION_ESHAPE;
 	}
 	strcpy(req->uid, uid->valuestring);
 	if ((kind[0] != '\0' && strcmp(kind, "AdmissionReview") != 0) ||
 	    (api[0] != '\0' && strncmp(api, "admission.k8s.io/", 17) != 0)) {
-		set_err(err, errlen,
-		        "not an AdmissionReview (kind \"%.64s\", apiVersion \"%.64s\")", kind, api);
+		errbuf_set(err, errlen,
+		           "not an AdmissionReview (kind \"%.64s\", apiVersion \"%.64s\")", kind,
+		           api);
 		return ADMISSION_ESHAPE;
 	}
 	*request_out = request;
@@ -280,23 +269,24 @@ int admission_decode(const char *body, size_t len, struct cJSON **review_out,
 	if (err != NULL && errlen > 0)
 		err[0] = '\0';
 	if (review_out == NULL || req == NULL || (body == NULL && len > 0)) {
-		set_err(err, errlen, "invalid arguments");
+		errbuf_set(err, errlen, "invalid arguments");
 		rc = ADMISSION_ESHAPE;
 		goto out;
 	}
 	if (len == 0 || len > ADMISSION_BODY_MAX) {
-		set_err(err, errlen, "body is %zu bytes (must be 1..%u)", len, ADMISSION_BODY_MAX);
+		errbuf_set(err, errlen, "body is %zu bytes (must be 1..%u)", len,
+		           ADMISSION_BODY_MAX);
 		rc = ADMISSION_EJSON;
 		goto out;
 	}
 	if (memchr(body, '\0', len) != NULL) {
-		set_err(err, errlen, "body contains a NUL byte");
+		errbuf_set(err, errlen, "body contains a NUL byte");
 		rc = ADMISSION_EJSON;
 		goto out;
 	}
 	buf = malloc(len + 1);
 	if (buf == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		rc = ADMISSION_ENOMEM;
 		goto out;
 	}
@@ -305,7 +295,7 @@ int admission_decode(const char *body, size_t len, struct cJSON **review_out,
 	root = cJSON_ParseWithLengthOpts(buf, len + 1, &end, 1);
 	if (root == NULL) {
 		size_t off = end != NULL && end >= buf ? (size_t)(end - buf) : 0;
-		set_err(err, errlen, "invalid JSON at byte %zu", off);
+		errbuf_set(err, errlen, "invalid JSON at byte %zu", off);
 		rc = ADMISSION_EJSON;
 		goto out;
 	}

@@ -4,6 +4,8 @@
  */
 #include "capacity.h"
 
+#include "errbuf.h"
+
 #include <cjson/cJSON.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -28,21 +30,6 @@ static const struct {
     {"NVIDIA-H100-80GB-HBM3", 81559}, {"NVIDIA-H200", 143771}, {"NVIDIA-A100-SXM4-40GB", 39538},
     {"NVIDIA-A100-PCIE-40GB", 40536}, {"NVIDIA-L40S", 46068},  {"NVIDIA-L4", 23034},
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	if (vsnprintf(err, errlen, fmt, ap) < 0)
-		err[0] = '\0';
-	va_end(ap);
-}
 
 uint64_t capacity_product_mib(const char *product)
 {
@@ -145,11 +132,11 @@ static int memory_per_gpu(const struct node_view *nv, struct capacity *out, char
 
 	if (ann != NULL) {
 		if (quantity_parse_str(ann, &v, qerr, sizeof(qerr)) != 0 || v < MIB) {
-			set_err(err, errlen,
-			        "node %s: annotation " CAPACITY_ANN_GPU_MEMORY
-			        " \"%.64s\" is not the memory of one GPU (%s): write a "
-			        "quantity such as \"80Gi\"",
-			        nv->name, ann, v < MIB && qerr[0] == 0 ? "under 1Mi" : qerr);
+			errbuf_set(err, errlen,
+			           "node %s: annotation " CAPACITY_ANN_GPU_MEMORY
+			           " \"%.64s\" is not the memory of one GPU (%s): write a "
+			           "quantity such as \"80Gi\"",
+			           nv->name, ann, v < MIB && qerr[0] == 0 ? "under 1Mi" : qerr);
 			return CAPACITY_EINVALID;
 		}
 		out->memory_source = CAPACITY_SRC_ANNOTATION;
@@ -158,11 +145,11 @@ static int memory_per_gpu(const struct node_view *nv, struct capacity *out, char
 	}
 	if (label != NULL) {
 		if (parse_positive(label, &v) != 0) {
-			set_err(err, errlen,
-			        "node %s: label " CAPACITY_LABEL_MEMORY
-			        " \"%.64s\" is not a positive number of MiB per GPU: fix it or "
-			        "set annotation " CAPACITY_ANN_GPU_MEMORY " (e.g. \"80Gi\")",
-			        nv->name, label);
+			errbuf_set(err, errlen,
+			           "node %s: label " CAPACITY_LABEL_MEMORY
+			           " \"%.64s\" is not a positive number of MiB per GPU: fix it or "
+			           "set annotation " CAPACITY_ANN_GPU_MEMORY " (e.g. \"80Gi\")",
+			           nv->name, label);
 			return CAPACITY_EINVALID;
 		}
 		/* One 2022 GFD release wrote bytes; no GPU has 16 TiB, so a larger value is. */
@@ -177,18 +164,18 @@ static int memory_per_gpu(const struct node_view *nv, struct capacity *out, char
 		return 0;
 	}
 	if (product != NULL)
-		set_err(err, errlen,
-		        "node %s: GPU memory unknown for product \"%.64s\": set "
-		        "label " CAPACITY_LABEL_MEMORY
-		        " (MiB per GPU, as GPU Feature Discovery does) or "
-		        "annotation " CAPACITY_ANN_GPU_MEMORY " (e.g. 80Gi)",
-		        nv->name, product);
+		errbuf_set(err, errlen,
+		           "node %s: GPU memory unknown for product \"%.64s\": set "
+		           "label " CAPACITY_LABEL_MEMORY
+		           " (MiB per GPU, as GPU Feature Discovery does) or "
+		           "annotation " CAPACITY_ANN_GPU_MEMORY " (e.g. 80Gi)",
+		           nv->name, product);
 	else
-		set_err(err, errlen,
-		        "node %s: GPU memory unknown: set label " CAPACITY_LABEL_MEMORY
-		        " (MiB per GPU, as GPU Feature Discovery does) or "
-		        "annotation " CAPACITY_ANN_GPU_MEMORY " (e.g. 80Gi)",
-		        nv->name);
+		errbuf_set(err, errlen,
+		           "node %s: GPU memory unknown: set label " CAPACITY_LABEL_MEMORY
+		           " (MiB per GPU, as GPU Feature Discovery does) or "
+		           "annotation " CAPACITY_ANN_GPU_MEMORY " (e.g. 80Gi)",
+		           nv->name);
 	return CAPACITY_EUNKNOWN;
 }
 
@@ -208,9 +195,9 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 		    ann ? "annotation " CAPACITY_ANN_GPU_COUNT : "label " CAPACITY_LABEL_COUNT;
 
 		if (parse_positive(ann ? ann : label, &v) != 0) {
-			set_err(err, errlen,
-			        "node %s: %s \"%.64s\" is not a positive number of GPUs", nv->name,
-			        what, ann ? ann : label);
+			errbuf_set(err, errlen,
+			           "node %s: %s \"%.64s\" is not a positive number of GPUs",
+			           nv->name, what, ann ? ann : label);
 			return CAPACITY_EINVALID;
 		}
 		out->gpu_count = v;
@@ -218,10 +205,10 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 		return 0;
 	}
 	if (replicas_s != NULL && parse_positive(replicas_s, &replicas) != 0) {
-		set_err(err, errlen,
-		        "node %s: label " CAPACITY_LABEL_REPLICAS
-		        " \"%.64s\" is not a positive number",
-		        nv->name, replicas_s);
+		errbuf_set(err, errlen,
+		           "node %s: label " CAPACITY_LABEL_REPLICAS
+		           " \"%.64s\" is not a positive number",
+		           nv->name, replicas_s);
 		return CAPACITY_EINVALID;
 	}
 	if (cfg != NULL && cfg->gpu_resources != NULL && cfg->n_gpu_resources > 0) {
@@ -237,10 +224,10 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 	/* Time-slicing and MPS advertise count x replicas; rounding down errs on the safe side. */
 	v = alloc / replicas;
 	if (v == 0) {
-		set_err(err, errlen,
-		        "node %s: GPU count unknown: set label " CAPACITY_LABEL_COUNT
-		        " or annotation " CAPACITY_ANN_GPU_COUNT,
-		        nv->name);
+		errbuf_set(err, errlen,
+		           "node %s: GPU count unknown: set label " CAPACITY_LABEL_COUNT
+		           " or annotation " CAPACITY_ANN_GPU_COUNT,
+		           nv->name);
 		return CAPACITY_EUNKNOWN;
 	}
 	out->gpu_count = v;
@@ -279,10 +266,10 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 	thr = str_item(nv.annotations, CAPACITY_ANN_THRESHOLD);
 	if (thr != NULL) {
 		if (capacity_parse_ratio(thr, &out->threshold) != 0) {
-			set_err(err, errlen,
-			        "node %s: annotation " CAPACITY_ANN_THRESHOLD
-			        " \"%.64s\" is not a ratio 0 < t <= 1 (e.g. \"0.9\")",
-			        nv.name, thr);
+			errbuf_set(err, errlen,
+			           "node %s: annotation " CAPACITY_ANN_THRESHOLD
+			           " \"%.64s\" is not a ratio 0 < t <= 1 (e.g. \"0.9\")",
+			           nv.name, thr);
 			rc = CAPACITY_EINVALID;
 			goto out;
 		}

@@ -9,6 +9,8 @@
  */
 #include "kube.h"
 
+#include "errbuf.h"
+
 #include "kubeconfig.h"
 
 #include <cjson/cJSON.h>
@@ -56,20 +58,6 @@ struct body {
 	size_t len, cap, max;
 	int too_big;
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 const char *kube_strerror(int code)
 {
@@ -251,13 +239,13 @@ static struct handle *handle_new(struct kube_client *c, char *err, size_t errlen
 	CURLcode cc;
 
 	if (h == NULL || (h->easy = curl_easy_init()) == NULL) {
-		set_err(err, errlen, "kube client: out of memory");
+		errbuf_set(err, errlen, "kube client: out of memory");
 		goto err;
 	}
 	h->owner = c;
 	if ((cc = handle_setup(c, h)) != CURLE_OK) {
-		set_err(err, errlen, "kube client: curl option refused: %s",
-		        curl_easy_strerror(cc));
+		errbuf_set(err, errlen, "kube client: curl option refused: %s",
+		           curl_easy_strerror(cc));
 		goto err;
 	}
 	return h;
@@ -277,7 +265,7 @@ static struct handle *thread_handle(struct kube_client *c, char *err, size_t err
 	if (h == NULL)
 		return NULL;
 	if (pthread_setspecific(c->key, h) != 0) {
-		set_err(err, errlen, "kube client: out of thread resources");
+		errbuf_set(err, errlen, "kube client: out of thread resources");
 		handle_destroy(h);
 		return NULL;
 	}
@@ -298,12 +286,12 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_
 	int key_ok = 0, mu_ok = 0, tok_ok = 0;
 
 	if (cfg == NULL || cfg->server == NULL || cfg->server[0] == '\0' || timeout_ms <= 0) {
-		set_err(err, errlen, "kube client: no server URL or timeout not positive");
+		errbuf_set(err, errlen, "kube client: no server URL or timeout not positive");
 		return NULL;
 	}
 	c = calloc(1, sizeof(*c));
 	if (c == NULL || copy_config(&c->cfg, cfg) < 0) {
-		set_err(err, errlen, "kube client: out of memory");
+		errbuf_set(err, errlen, "kube client: out of memory");
 		goto err;
 	}
 	c->timeout_ms = timeout_ms;
@@ -326,7 +314,7 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_
 	handle_destroy(probe);
 	return c;
 err_sys:
-	set_err(err, errlen, "kube client: out of thread resources");
+	errbuf_set(err, errlen, "kube client: out of thread resources");
 err:
 	if (tok_ok)
 		pthread_mutex_destroy(&c->tok_mu);
@@ -377,12 +365,12 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, errlen, "token file %s: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "token file %s: %s", path, strerror(errno));
 		goto out;
 	}
 	buf = malloc(TOKEN_MAX + 1);
 	if (buf == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (;;) {
@@ -390,14 +378,14 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			set_err(err, errlen, "token file %s: %s", path, strerror(errno));
+			errbuf_set(err, errlen, "token file %s: %s", path, strerror(errno));
 			goto out;
 		}
 		if (r == 0)
 			break;
 		got += (size_t)r;
 		if (got > TOKEN_MAX) {
-			set_err(err, errlen, "token file %s: over %u bytes", path, TOKEN_MAX);
+			errbuf_set(err, errlen, "token file %s: over %u bytes", path, TOKEN_MAX);
 			goto out;
 		}
 	}
@@ -405,7 +393,7 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 		got--;
 	buf[got] = '\0';
 	if (got == 0 || strpbrk(buf, "\r\n") != NULL) {
-		set_err(err, errlen, "token file %s: empty or multi-line", path);
+		errbuf_set(err, errlen, "token file %s: empty or multi-line", path);
 		goto out;
 	}
 	*out = buf;
@@ -443,7 +431,7 @@ static int current_token(struct kube_client *c, char **tok, char *err, size_t er
 		return 0;
 	pthread_mutex_lock(&c->tok_mu);
 	if (stat(c->cfg.token_file, &st) < 0) {
-		set_err(err, errlen, "token file %s: %s", c->cfg.token_file, strerror(errno));
+		errbuf_set(err, errlen, "token file %s: %s", c->cfg.token_file, strerror(errno));
 		rc = KUBE_ETRANSPORT;
 		goto out;
 	}
@@ -542,25 +530,25 @@ static int transfer_result(const struct call *k, struct handle *h, CURLcode cc, 
 	char msg[STATUS_MSG];
 
 	if (b->too_big || cc == CURLE_FILESIZE_EXCEEDED) {
-		set_err(err, errlen, "%s: response over %zu bytes", k->what, b->max);
+		errbuf_set(err, errlen, "%s: response over %zu bytes", k->what, b->max);
 		return KUBE_ETOOBIG;
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
-		set_err(err, errlen, "%s: no answer within %ld ms", k->what, k->budget_ms);
+		errbuf_set(err, errlen, "%s: no answer within %ld ms", k->what, k->budget_ms);
 		return KUBE_ETIMEOUT;
 	}
 	if (cc == CURLE_OUT_OF_MEMORY || (cc == CURLE_WRITE_ERROR && !b->too_big)) {
-		set_err(err, errlen, "%s: out of memory", k->what);
+		errbuf_set(err, errlen, "%s: out of memory", k->what);
 		return KUBE_ENOMEM;
 	}
 	if (cc != CURLE_OK) {
-		set_err(err, errlen, "%s: %s", k->what,
-		        h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+		errbuf_set(err, errlen, "%s: %s", k->what,
+		           h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
 		return KUBE_ETRANSPORT;
 	}
 	if (code < 200 || code > 299) {
 		status_message(b, msg, sizeof(msg));
-		set_err(err, errlen, "%s: HTTP %ld%s%s", k->what, code, msg[0] ? ": " : "", msg);
+		errbuf_set(err, errlen, "%s: HTTP %ld%s%s", k->what, code, msg[0] ? ": " : "", msg);
 		return code == 404 ? KUBE_ENOTFOUND : KUBE_EHTTP;
 	}
 	return 0;
@@ -589,7 +577,7 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 		goto out;
 	h->errbuf[0] = '\0';
 	if (curl_easy_setopt(h->easy, CURLOPT_URL, k->url) != CURLE_OK) {
-		set_err(err, errlen, "%s: out of memory", k->what);
+		errbuf_set(err, errlen, "%s: out of memory", k->what);
 		rc = KUBE_ENOMEM;
 		goto out;
 	}
@@ -602,7 +590,7 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 		/* CURLAUTH_BEARER alone: curl sends the header on the first request. */
 		curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
 		if (curl_easy_setopt(h->easy, CURLOPT_XOAUTH2_BEARER, tok) != CURLE_OK) {
-			set_err(err, errlen, "%s: out of memory", k->what);
+			errbuf_set(err, errlen, "%s: out of memory", k->what);
 			rc = KUBE_ENOMEM;
 			goto out;
 		}
@@ -621,7 +609,7 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 	if (*out == NULL || !cJSON_IsObject(*out)) {
 		cJSON_Delete(*out);
 		*out = NULL;
-		set_err(err, errlen, "%s: response is not a JSON object", k->what);
+		errbuf_set(err, errlen, "%s: response is not a JSON object", k->what);
 		rc = KUBE_EPARSE;
 		goto out;
 	}
@@ -637,12 +625,12 @@ out:
 static int check_name(const char *s, const char *what, char *err, size_t errlen)
 {
 	if (s == NULL || s[0] == '\0' || strlen(s) > NAME_MAX_LEN) {
-		set_err(err, errlen, "%s must be 1..%d bytes", what, NAME_MAX_LEN);
+		errbuf_set(err, errlen, "%s must be 1..%d bytes", what, NAME_MAX_LEN);
 		return KUBE_EINVAL;
 	}
 	/* Escaped or not, "." and ".." are path segments: the URL would name another object. */
 	if (strcmp(s, ".") == 0 || strcmp(s, "..") == 0) {
-		set_err(err, errlen, "%s \"%s\" is not a valid name", what, s);
+		errbuf_set(err, errlen, "%s \"%s\" is not a valid name", what, s);
 		return KUBE_EINVAL;
 	}
 	return 0;
@@ -664,7 +652,7 @@ static int get_object(struct kube_client *c, const char *path_prefix, const char
 	    (ns != NULL && (url_append_escaped(url, sizeof(url), &pos, ns) < 0 ||
 	                    url_append(url, sizeof(url), &pos, kind_path) < 0)) ||
 	    url_append_escaped(url, sizeof(url), &pos, name) < 0) {
-		set_err(err, errlen, "%s: URL too long", what);
+		errbuf_set(err, errlen, "%s: URL too long", what);
 		rc = KUBE_EINVAL;
 		goto out;
 	}
@@ -767,11 +755,11 @@ static int list_page(struct kube_client *c, const char *node, struct listing *l,
 
 	l->k.budget_ms = (long)((l->deadline - now_seconds()) * 1000.0);
 	if (l->k.budget_ms <= 0) {
-		set_err(err, errlen, "%s: no answer within %ld ms", l->k.what, c->timeout_ms);
+		errbuf_set(err, errlen, "%s: no answer within %ld ms", l->k.what, c->timeout_ms);
 		return KUBE_ETIMEOUT;
 	}
 	if (list_url(c, node, l->cont, url, URL_MAX) < 0) {
-		set_err(err, errlen, "%s: continue token too long", l->k.what);
+		errbuf_set(err, errlen, "%s: continue token too long", l->k.what);
 		return KUBE_EPARSE;
 	}
 	rc = http_get(c, &l->k, &page, &l->code, c->body_max - l->used, &bytes, err, errlen);
@@ -779,7 +767,7 @@ static int list_page(struct kube_client *c, const char *node, struct listing *l,
 		goto out;
 	l->used += bytes;
 	if (take_items(page, l->all) < 0) {
-		set_err(err, errlen, "%s: items is not an array", l->k.what);
+		errbuf_set(err, errlen, "%s: items is not an array", l->k.what);
 		rc = KUBE_EPARSE;
 		goto out;
 	}
@@ -789,7 +777,7 @@ static int list_page(struct kube_client *c, const char *node, struct listing *l,
 	l->cont = NULL;
 	if (cJSON_IsString(next) && next->valuestring != NULL && next->valuestring[0] != '\0' &&
 	    (l->cont = strdup(next->valuestring)) == NULL) {
-		set_err(err, errlen, "%s: out of memory", l->k.what);
+		errbuf_set(err, errlen, "%s: out of memory", l->k.what);
 		rc = KUBE_ENOMEM;
 	}
 out:
@@ -810,14 +798,15 @@ static int list_pass(struct kube_client *c, const char *node, struct listing *l,
 	cJSON_Delete(l->all);
 	l->all = cJSON_CreateArray();
 	if (l->all == NULL) {
-		set_err(err, errlen, "%s: out of memory", l->k.what);
+		errbuf_set(err, errlen, "%s: out of memory", l->k.what);
 		return KUBE_ENOMEM;
 	}
 	for (int pages = 1;; pages++) {
 		int midway = l->cont != NULL;
 
 		if (pages > KUBE_MAX_PAGES) {
-			set_err(err, errlen, "%s: more than %d pages", l->k.what, KUBE_MAX_PAGES);
+			errbuf_set(err, errlen, "%s: more than %d pages", l->k.what,
+			           KUBE_MAX_PAGES);
 			return KUBE_ETOOBIG;
 		}
 		rc = list_page(c, node, l, url, err, errlen);
@@ -852,7 +841,7 @@ int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON
 	l.deadline = now_seconds() + (double)c->timeout_ms / 1000.0;
 	url = malloc(URL_MAX);
 	if (url == NULL) {
-		set_err(err, errlen, "%s: out of memory", what);
+		errbuf_set(err, errlen, "%s: out of memory", what);
 		rc = KUBE_ENOMEM;
 		goto out;
 	}

@@ -6,6 +6,8 @@
  */
 #include "kubeconfig.h"
 
+#include "errbuf.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -19,20 +21,6 @@
 #include <yaml.h>
 
 #define ENV_VALUE_MAX 255 /* bytes, KUBERNETES_SERVICE_HOST/PORT */
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* The scalar value of node, or NULL if node is not a scalar (or holds a NUL byte). */
 static const char *scalar(yaml_document_t *doc, yaml_node_t *node)
@@ -100,7 +88,7 @@ static int dup_str(char **dst, const char *s, char *err, size_t errlen)
 {
 	*dst = strdup(s);
 	if (*dst == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	return 0;
@@ -115,12 +103,12 @@ static int dup_path(char **dst, const char *path, const char *base_dir, char *er
 		return dup_str(dst, path, err, errlen);
 	n = strlen(base_dir) + 1 + strlen(path) + 1;
 	if (n > PATH_MAX) {
-		set_err(err, errlen, "path %.64s... is longer than PATH_MAX", path);
+		errbuf_set(err, errlen, "path %.64s... is longer than PATH_MAX", path);
 		return -1;
 	}
 	*dst = malloc(n);
 	if (*dst == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		return -1;
 	}
 	snprintf(*dst, n, "%s/%s", base_dir, path);
@@ -141,7 +129,7 @@ static int dup_base64(char **dst, size_t *len, const char *b64, const char *what
 
 	clean = malloc(in + 1);
 	if (clean == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < in; i++) {
@@ -149,23 +137,23 @@ static int dup_base64(char **dst, size_t *len, const char *b64, const char *what
 			clean[m++] = (unsigned char)b64[i];
 	}
 	if (m == 0 || m % 4 != 0 || m > INT_MAX) {
-		set_err(err, errlen, "%s: not valid base64 (length %zu)", what, m);
+		errbuf_set(err, errlen, "%s: not valid base64 (length %zu)", what, m);
 		goto out;
 	}
 	pad = clean[m - 1] == '=' ? (clean[m - 2] == '=' ? 2 : 1) : 0;
 	/* EVP_DecodeBlock accepts '=' in odd places: allow it only as the final padding. */
 	if (memchr(clean, '=', m - pad) != NULL) {
-		set_err(err, errlen, "%s: not valid base64 (padding)", what);
+		errbuf_set(err, errlen, "%s: not valid base64 (padding)", what);
 		goto out;
 	}
 	out = malloc(m / 4 * 3 + 1);
 	if (out == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	n = EVP_DecodeBlock(out, clean, (int)m);
 	if (n < 0 || (size_t)n < pad) {
-		set_err(err, errlen, "%s: not valid base64", what);
+		errbuf_set(err, errlen, "%s: not valid base64", what);
 		goto out;
 	}
 	*len = (size_t)n - pad;
@@ -187,12 +175,13 @@ static int load_cluster(yaml_document_t *doc, yaml_node_t *cluster, const char *
 	size_t n;
 
 	if (server == NULL) {
-		set_err(err, errlen, "cluster \"%.64s\" has no server", name);
+		errbuf_set(err, errlen, "cluster \"%.64s\" has no server", name);
 		return -1;
 	}
 	if (strncmp(server, "https://", 8) != 0 && strncmp(server, "http://", 7) != 0) {
-		set_err(err, errlen, "cluster \"%.64s\": server \"%.128s\" is not an http(s) URL",
-		        name, server);
+		errbuf_set(err, errlen,
+		           "cluster \"%.64s\": server \"%.128s\" is not an http(s) URL", name,
+		           server);
 		return -1;
 	}
 	if (dup_str(&out->server, server, err, errlen) < 0)
@@ -236,7 +225,7 @@ static int load_user(yaml_document_t *doc, yaml_node_t *user, const char *name,
 	if (user == NULL)
 		return 0; /* no credentials: anonymous */
 	if (map_get(doc, user, "exec") != NULL || map_get(doc, user, "auth-provider") != NULL) {
-		set_err(
+		errbuf_set(
 		    err, errlen,
 		    "user \"%.64s\" uses an %s plugin, which gpu-memory-guard does not run; give "
 		    "it a token, tokenFile or client certificate",
@@ -244,9 +233,9 @@ static int load_user(yaml_document_t *doc, yaml_node_t *user, const char *name,
 		return -1;
 	}
 	if (map_str(doc, user, "username") != NULL || map_str(doc, user, "password") != NULL) {
-		set_err(err, errlen,
-		        "user \"%.64s\" uses basic auth, which Kubernetes no longer supports",
-		        name);
+		errbuf_set(err, errlen,
+		           "user \"%.64s\" uses basic auth, which Kubernetes no longer supports",
+		           name);
 		return -1;
 	}
 	if (load_pem(doc, user, "client-certificate", &out->client_cert_file,
@@ -271,30 +260,31 @@ static int load_document(yaml_document_t *doc, const char *base_dir, struct kube
 	const char *cur, *cluster_name, *user_name;
 
 	if (root == NULL || root->type != YAML_MAPPING_NODE) {
-		set_err(err, errlen, "kubeconfig is not a YAML mapping");
+		errbuf_set(err, errlen, "kubeconfig is not a YAML mapping");
 		return -1;
 	}
 	cur = map_str(doc, root, "current-context");
 	if (cur == NULL) {
-		set_err(err, errlen, "kubeconfig has no current-context");
+		errbuf_set(err, errlen, "kubeconfig has no current-context");
 		return -1;
 	}
 	ctx = named_entry(doc, root, "contexts", "context", cur);
 	if (ctx == NULL) {
-		set_err(err, errlen, "context \"%.64s\" not found in contexts", cur);
+		errbuf_set(err, errlen, "context \"%.64s\" not found in contexts", cur);
 		return -1;
 	}
 	cluster_name = map_str(doc, ctx, "cluster");
 	cluster = cluster_name ? named_entry(doc, root, "clusters", "cluster", cluster_name) : NULL;
 	if (cluster == NULL) {
-		set_err(err, errlen, "context \"%.64s\": cluster \"%.64s\" not found", cur,
-		        cluster_name ? cluster_name : "");
+		errbuf_set(err, errlen, "context \"%.64s\": cluster \"%.64s\" not found", cur,
+		           cluster_name ? cluster_name : "");
 		return -1;
 	}
 	user_name = map_str(doc, ctx, "user");
 	if (user_name != NULL &&
 	    (user = named_entry(doc, root, "users", "user", user_name)) == NULL) {
-		set_err(err, errlen, "context \"%.64s\": user \"%.64s\" not found", cur, user_name);
+		errbuf_set(err, errlen, "context \"%.64s\": user \"%.64s\" not found", cur,
+		           user_name);
 		return -1;
 	}
 	if (load_cluster(doc, cluster, cluster_name, base_dir, out, err, errlen) < 0)
@@ -313,19 +303,20 @@ int kubeconfig_parse(const char *yaml, size_t len, const char *base_dir, struct 
 		return -1;
 	memset(out, 0, sizeof(*out));
 	if (yaml == NULL || len == 0 || len > KUBECONFIG_FILE_MAX) {
-		set_err(err, errlen, "kubeconfig is %zu bytes (must be 1..%u)", len,
-		        KUBECONFIG_FILE_MAX);
+		errbuf_set(err, errlen, "kubeconfig is %zu bytes (must be 1..%u)", len,
+		           KUBECONFIG_FILE_MAX);
 		goto out;
 	}
 	if (!yaml_parser_initialize(&parser)) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	parser_ok = 1;
 	yaml_parser_set_input_string(&parser, (const unsigned char *)yaml, len);
 	if (!yaml_parser_load(&parser, &doc)) {
-		set_err(err, errlen, "kubeconfig: YAML error at line %zu: %s",
-		        parser.problem_mark.line + 1, parser.problem ? parser.problem : "unknown");
+		errbuf_set(err, errlen, "kubeconfig: YAML error at line %zu: %s",
+		           parser.problem_mark.line + 1,
+		           parser.problem ? parser.problem : "unknown");
 		goto out;
 	}
 	doc_ok = 1;
@@ -351,16 +342,16 @@ static int read_file(const char *path, size_t max, char **buf_out, size_t *len_o
 
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
-		set_err(err, errlen, "%s: %s", path, strerror(errno));
+		errbuf_set(err, errlen, "%s: %s", path, strerror(errno));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		set_err(err, errlen, "%s: not a regular file of at most %zu bytes", path, max);
+		errbuf_set(err, errlen, "%s: not a regular file of at most %zu bytes", path, max);
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (buf == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	while (got < (size_t)st.st_size) {
@@ -368,7 +359,7 @@ static int read_file(const char *path, size_t max, char **buf_out, size_t *len_o
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			set_err(err, errlen, "%s: %s", path, strerror(errno));
+			errbuf_set(err, errlen, "%s: %s", path, strerror(errno));
 			goto out;
 		}
 		if (r == 0)
@@ -397,14 +388,14 @@ int kubeconfig_load(const char *path, struct kube_config *out, char *err, size_t
 		return -1;
 	memset(out, 0, sizeof(*out));
 	if (path == NULL || path[0] == '\0') {
-		set_err(err, errlen, "no kubeconfig path");
+		errbuf_set(err, errlen, "no kubeconfig path");
 		goto out;
 	}
 	if (read_file(path, KUBECONFIG_FILE_MAX, &yaml, &len, err, errlen) < 0)
 		goto out;
 	dir = strdup(path);
 	if (dir == NULL) {
-		set_err(err, errlen, "out of memory");
+		errbuf_set(err, errlen, "out of memory");
 		goto out;
 	}
 	slash = strrchr(dir, '/');
@@ -428,11 +419,11 @@ static int env_value(const char *name, const char **value, char *err, size_t err
 {
 	*value = getenv(name);
 	if (*value == NULL || (*value)[0] == '\0') {
-		set_err(err, errlen, "%s is not set: not running in a cluster?", name);
+		errbuf_set(err, errlen, "%s is not set: not running in a cluster?", name);
 		return -1;
 	}
 	if (strlen(*value) > ENV_VALUE_MAX) {
-		set_err(err, errlen, "%s is longer than %d bytes", name, ENV_VALUE_MAX);
+		errbuf_set(err, errlen, "%s is longer than %d bytes", name, ENV_VALUE_MAX);
 		return -1;
 	}
 	return 0;
@@ -462,7 +453,7 @@ int kubeconfig_in_cluster(const char *sa_dir, struct kube_config *out, char *err
 	    dup_path(&out->ca_file, "ca.crt", sa_dir, err, errlen) < 0)
 		goto out;
 	if (access(out->token_file, R_OK) != 0 || access(out->ca_file, R_OK) != 0) {
-		set_err(err, errlen, "service account files in %s: %s", sa_dir, strerror(errno));
+		errbuf_set(err, errlen, "service account files in %s: %s", sa_dir, strerror(errno));
 		goto out;
 	}
 	rc = 0;

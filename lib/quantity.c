@@ -8,6 +8,8 @@
  */
 #include "quantity.h"
 
+#include "errbuf.h"
+
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -23,21 +25,6 @@ struct bignum {
 	size_t len;
 	long exp10; /* value = d * 10^exp10 */
 };
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err == NULL || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	if (vsnprintf(err, errlen, fmt, ap) < 0)
-		err[0] = '\0';
-	va_end(ap);
-}
 
 static int is_digit(char c)
 {
@@ -192,33 +179,33 @@ int quantity_parse(const char *s, size_t len, uint64_t *bytes, char *err, size_t
 	int rc;
 
 	if (s == NULL || len == 0) {
-		set_err(err, errlen, "empty quantity");
+		errbuf_set(err, errlen, "empty quantity");
 		return QUANTITY_EEMPTY;
 	}
 	if (len > QUANTITY_MAX_LEN) {
-		set_err(err, errlen, "quantity longer than %d characters", QUANTITY_MAX_LEN);
+		errbuf_set(err, errlen, "quantity longer than %d characters", QUANTITY_MAX_LEN);
 		return QUANTITY_ETOOLONG;
 	}
 	if (parse_mantissa(s, len, &pos, &negative, &b) != 0) {
-		set_err(err, errlen, "\"%.*s\" does not start with a number", (int)len, s);
+		errbuf_set(err, errlen, "\"%.*s\" does not start with a number", (int)len, s);
 		return QUANTITY_EINVAL;
 	}
 	if (apply_suffix(s + pos, len - pos, &b) != 0) {
-		set_err(err, errlen,
-		        "unknown suffix \"%.*s\" (use Ki Mi Gi Ti Pi Ei, or k M G T P E; "
-		        "case matters)",
-		        (int)(len - pos), s + pos);
+		errbuf_set(err, errlen,
+		           "unknown suffix \"%.*s\" (use Ki Mi Gi Ti Pi Ei, or k M G T P E; "
+		           "case matters)",
+		           (int)(len - pos), s + pos);
 		return QUANTITY_EINVAL;
 	}
 	if (b.len == 0) /* zero, whatever its sign or suffix */
 		goto out;
 	if (negative) {
-		set_err(err, errlen, "\"%.*s\" is negative", (int)len, s);
+		errbuf_set(err, errlen, "\"%.*s\" is negative", (int)len, s);
 		return QUANTITY_ENEGATIVE;
 	}
 	rc = round_up(&b, &v);
 	if (rc != 0) {
-		set_err(err, errlen, "\"%.*s\" is more than 16Ei", (int)len, s);
+		errbuf_set(err, errlen, "\"%.*s\" is more than 16Ei", (int)len, s);
 		return rc;
 	}
 out:
