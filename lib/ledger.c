@@ -22,6 +22,7 @@
 struct entry {
 	char key[LEDGER_KEY_MAX];
 	uint64_t bytes;
+	uint64_t reserved_ms;
 	uint64_t expires_ms;
 };
 
@@ -293,6 +294,7 @@ size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size
 			continue;
 		memcpy(out[copied].key, e->key, sizeof(out[copied].key));
 		out[copied].bytes = e->bytes;
+		out[copied].reserved_ms = e->reserved_ms;
 		out[copied].expires_ms = e->expires_ms;
 		copied++;
 	}
@@ -311,7 +313,7 @@ size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, 
 
 		if (e->expires_ms <= now_ms)
 			continue;
-		fn(ctx, e->key, e->bytes);
+		fn(ctx, e->key, e->bytes, e->reserved_ms);
 		visited++;
 	}
 	return visited;
@@ -360,6 +362,7 @@ int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint6
 			continue;
 		/* A retried placement refreshes its reservation instead of adding a second. */
 		n->entries[i].bytes = bytes;
+		n->entries[i].reserved_ms = now_ms;
 		n->entries[i].expires_ms = expires;
 		return 0;
 	}
@@ -368,10 +371,21 @@ int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint6
 		return rc;
 	memcpy(n->entries[n->n].key, key, len + 1);
 	n->entries[n->n].bytes = bytes;
+	n->entries[n->n].reserved_ms = now_ms;
 	n->entries[n->n].expires_ms = expires;
 	n->n++;
 	atomic_fetch_add(&n->owner->n_entries, 1);
 	return 0;
+}
+
+size_t ledger_remove(struct ledger_node *n, const char *key)
+{
+	const char *keys[1] = {key};
+
+	if (n == NULL || key == NULL)
+		return 0;
+	/* At time 0 nothing has expired: only the key decides. Keys are unique per node. */
+	return node_filter(n, keys, 1, 0);
 }
 
 size_t ledger_size(struct ledger *l)

@@ -6,7 +6,8 @@
  * placement was admitted and persisted. Two bindings to one node checked concurrently would
  * both see the old usage. So a placement check holds its node's lock from reading the node's
  * pods to recording the reservation; the reservation is counted by later checks until the pod
- * appears in a pod list of that node (ledger_reconcile) or the TTL passes.
+ * appears in a pod list of that node (ledger_reconcile), its owner drops it (ledger_remove: the
+ * webhook does when the API server says the pod is gone) or the TTL passes.
  *
  * Reservations are keyed by "namespace/name" (a Binding names its pod; a pod CREATE with
  * nodeName has a name, or only generateName: then the caller passes a key that will never
@@ -36,6 +37,7 @@ struct ledger_node; /* a locked node, between ledger_lock() and ledger_unlock() 
 struct ledger_entry_view {
 	char key[LEDGER_KEY_MAX];
 	uint64_t bytes;
+	uint64_t reserved_ms; /* now_ms of the latest ledger_reserve of this key */
 	uint64_t expires_ms;
 };
 
@@ -68,10 +70,12 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
                       uint64_t now_ms);
 
-/* One live reservation, for ledger_visit(); key is valid during the call only. */
-typedef void (*ledger_visit_fn)(void *ctx, const char *key, uint64_t bytes);
+/* One live reservation, for ledger_visit(); key is valid during the call only. reserved_ms is
+ * the now_ms of its latest ledger_reserve (a refresh restarts it). */
+typedef void (*ledger_visit_fn)(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms);
 
-/* With the node locked: call fn(ctx, key, bytes) for each live entry, oldest first, without
+/* With the node locked: call fn(ctx, key, bytes, reserved_ms) for each live entry, in the order
+ * they were first reserved (a refresh keeps its place), without
  * copying (ledger_entries copies LEDGER_KEY_MAX bytes per entry). fn must not call ledger
  * functions. Returns how many entries were visited; 0 when n or fn is NULL. */
 size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, void *ctx);
@@ -79,6 +83,11 @@ size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, 
 /* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */
 int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
     __attribute__((warn_unused_result));
+
+/* With the node locked: drop the reservation of key (live or expired), e.g. when its pod is
+ * known to be deleted. Returns 1 when one was dropped, 0 when there was none (or n or key is
+ * NULL). */
+size_t ledger_remove(struct ledger_node *n, const char *key);
 
 /* Reservations held over all nodes (for the ledger-size metric). Thread-safe, never blocks.
  * An expired reservation is counted until a reconcile, reserve or sweep on its node drops it;

@@ -31,6 +31,7 @@ struct webhook {
 	char *exempt[WEBHOOK_MAX_EXEMPT];
 	size_t n_exempt;
 	uint64_t budget_ms;
+	uint64_t grace_ms;
 	struct webhook_source src;
 	struct ledger *ledger;
 	struct metrics *metrics;
@@ -323,8 +324,9 @@ struct pending {
 	const char *self_key;
 };
 
-static void add_reservation(void *ctx, const char *key, uint64_t bytes)
+static void add_reservation(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms)
 {
+	(void)reserved_ms;
 	struct pending *p = ctx;
 	if (strcmp(key, p->self_key) != 0)
 		top_insert(p->u, key, " (admitting)", bytes);
@@ -401,6 +403,105 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 	}
 }
 
+/* A reservation the list does not show, past the grace period: its pod is looked up. */
+struct stale {
+	char key[KEY_MAX];
+	uint64_t reserved_ms;
+};
+
+struct stale_scan {
+	struct stale s[WEBHOOK_MAX_STALE_CHECKS]; /* oldest first */
+	size_t n;
+	uint64_t before;      /* reserved at or before this: past the grace period */
+	const char *self_key; /* the pod being placed: not stale, it is being placed again */
+};
+
+/* Keep the WEBHOOK_MAX_STALE_CHECKS oldest reservations past the grace period. Keys of pods
+ * known only by generateName ("ns/prefix?uid", ledger_key) name no pod: skipped. */
+static void collect_stale(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms)
+{
+	struct stale_scan *sc = ctx;
+	size_t i = sc->n;
+
+	(void)bytes;
+	if (reserved_ms > sc->before || strcmp(key, sc->self_key) == 0 || strchr(key, '?'))
+		return;
+	if (i == WEBHOOK_MAX_STALE_CHECKS) {
+		if (reserved_ms >= sc->s[i - 1].reserved_ms)
+			return;
+		i--;
+	} else {
+		sc->n++;
+	}
+	while (i > 0 && sc->s[i - 1].reserved_ms > reserved_ms) {
+		sc->s[i] = sc->s[i - 1];
+		i--;
+	}
+	snprintf(sc->s[i].key, sizeof(sc->s[i].key), "%s", key);
+	sc->s[i].reserved_ms = reserved_ms;
+}
+
+/* Why a reserved pod the list does not show no longer needs its reservation, or NULL to keep
+ * it (unbound: its binding has not landed, or failed and will be retried). */
+static const char *pod_gone(const cJSON *pod, const char *node)
+{
+	const char *bound = str_at(pod, "spec", "nodeName", NULL);
+	int unbound = bound == NULL || bound[0] == '\0';
+
+	if (!unbound && strcmp(bound, node) != 0)
+		return "bound to another node";
+	if (is_finished(pod))
+		return "finished";
+	if (unbound && str_at(pod, "metadata", "deletionTimestamp", NULL) != NULL)
+		return "deleted before binding";
+	return NULL;
+}
+
+/*
+ * Drop the reservations of pods deleted since they were admitted (webhook.h, "Deleted pods"):
+ * up to WEBHOOK_MAX_STALE_CHECKS lookups, oldest first, while the review's budget lasts. Never
+ * denies: a reservation that cannot be checked stays counted (fail safe).
+ */
+static void drop_deleted(struct webhook *w, struct ledger_node *ln, const struct placement *p,
+                         uint64_t now, struct outcome *o)
+{
+	struct stale_scan sc;
+
+	if (now < w->grace_ms)
+		return;
+	memset(&sc, 0, sizeof(sc));
+	sc.before = now - w->grace_ms;
+	sc.self_key = p->key;
+	ledger_visit(ln, now, collect_stale, &sc);
+	for (size_t i = 0; i < sc.n; i++) {
+		char ns[KEY_MAX], err[ERR_MAX];
+		const char *key = sc.s[i].key, *slash = strchr(key, '/'), *why = NULL;
+		cJSON *pod = NULL;
+		long code = 0;
+
+		if (w->budget_ms && (webhook_now() - o->t0) * 1000.0 >= (double)w->budget_ms)
+			break; /* no time left: counting them is the safe side */
+		if (slash == NULL)
+			continue;
+		memcpy(ns, key, (size_t)(slash - key));
+		ns[slash - key] = '\0';
+		double t = webhook_now();
+		int rc = w->src.get_pod(w->src.ctx, ns, slash + 1, &pod, &code, err, sizeof(err));
+		o->waited += webhook_now() - t;
+		if (rc == KUBE_ENOTFOUND)
+			why = "deleted";
+		else if (rc == 0 && cJSON_IsObject(pod))
+			why = pod_gone(pod, p->node);
+		cJSON_Delete(pod);
+		if (why == NULL)
+			continue;
+		ledger_remove(ln, key);
+		log_fields(LOG_INFO, "reservation dropped",
+		           (struct log_field[]){LOG_STR("node", p->node), LOG_STR("pod", key),
+		                                LOG_STR("reason", why), LOG_END});
+	}
+}
+
 /* With the node's capacity known: lock, count, decide, reserve, unlock. */
 static void check_node(struct webhook *w, struct placement *p, struct outcome *o)
 {
@@ -437,6 +538,7 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	if (usage_from_pods(w, items, p->key, p->cap->per_gpu_bytes, &u) != 0)
 		goto nomem;
 	ledger_reconcile(ln, u.keys, u.n_keys, now);
+	drop_deleted(w, ln, p, now, o);
 	usage_add_pending(ln, p->key, now, &u);
 	apply_decision(w, ln, p, &u, now, o);
 	goto out;
@@ -800,6 +902,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->warn_threshold = cfg->warn_threshold;
 	w->mode_warn = cfg->mode_warn;
 	w->budget_ms = cfg->budget_ms;
+	w->grace_ms = cfg->grace_ms ? cfg->grace_ms : WEBHOOK_GRACE_MS_DEFAULT;
 	w->src = *src;
 	w->ledger = ledger;
 	w->metrics = metrics;

@@ -13,8 +13,17 @@
  *   lock N in the ledger -> list pods on N -> used = sum of their demands (P itself and
  *   Succeeded/Failed pods skipped; terminating pods count; a GPU pod without a valid
  *   declaration counts its GPUs x memory per GPU) -> drop reservations the list now shows ->
- *   add the other pending reservations -> policy_decide -> if allowed and not dry-run, reserve
- *   -> unlock.
+ *   drop reservations of deleted pods (below) -> add the other pending reservations ->
+ *   policy_decide -> if allowed and not dry-run, reserve -> unlock.
+ *
+ * Deleted pods: a reservation is dropped when the list shows its pod, but a pod admitted and
+ * deleted before any later list of its node would otherwise count until the TTL. So for up to
+ * WEBHOOK_MAX_STALE_CHECKS reservations (oldest first) older than the grace period
+ * (webhook_config.grace_ms) that the list does not show, the pipeline GETs the pod, within the
+ * review's budget: not found, bound to another node, Succeeded/Failed, or being deleted while
+ * unbound -> dropped; unbound (binding not landed or failed) or any error -> kept until the TTL
+ * (counting too much never overfills a node). Reservations of pods known only by generateName
+ * cannot be looked up and are kept.
  * Fail closed: when the API server cannot be asked (error, timeout, unexpected answer) the
  * placement is denied with a message naming the call that failed.
  *
@@ -48,6 +57,14 @@ struct metrics;
 #define WEBHOOK_ERR_MAX           512
 #define WEBHOOK_MAX_EXEMPT        64
 #define WEBHOOK_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
+/* The time within which an admitted placement is persisted and shown by a list of its node: a
+ * reservation younger than this is not looked up. The API server stores a request once every
+ * validating webhook answered; they are called in parallel, so persistence follows our answer
+ * by milliseconds unless another validating webhook on pods is slower than 5 s. Then a pod
+ * CREATE still in flight could read as deleted (404) and lose its reservation early: raise
+ * grace_ms above the slowest such webhook's timeout. */
+#define WEBHOOK_GRACE_MS_DEFAULT 5000
+#define WEBHOOK_MAX_STALE_CHECKS 4 /* pods looked up per review for stale reservations */
 
 /*
  * Where the pipeline reads pods and nodes. Each callback returns 0 and an owned cJSON tree
@@ -85,6 +102,9 @@ struct webhook_config {
 	 * --api-timeout: answers within 3 x --api-timeout (6 s by default, under the API
 	 * server's default webhook timeout of 10 s). */
 	uint64_t budget_ms;
+	/* A reservation the list does not show is looked up once older than this, ms
+	 * (0: WEBHOOK_GRACE_MS_DEFAULT). */
+	uint64_t grace_ms;
 };
 
 struct webhook; /* opaque */

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # End-to-end suite: the webhook binary against a real kube-apiserver, scheduler,
 # controller-manager and kwok nodes (test/e2e/cluster.sh): the seven tests of issue 3, and an
-# eighth (capacity freed by a deleted pod is available at once).
+# eighth (capacity of a deleted pod is free once the grace period is over, long before the TTL).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]
 # Every verdict is read back from the API (pods, events, kubectl's own errors); per-node usage is
@@ -51,12 +51,12 @@ teardown() {
 }
 
 # The webhook forgets an admitted placement when a later review of the same node sees the pod,
-# or after --reservation-ttl. A pod admitted and deleted before any other review of its node
-# is thus still counted until the TTL ends (test 8 shows it). So that one test's leftovers
-# cannot decide the next one, the suite runs the webhook with a short TTL and lets it pass
-# between tests (settle).
-RESERVATION_TTL=${GMG_E2E_RESERVATION_TTL:-10}
-export GMG_WEBHOOK_ARGS="--reservation-ttl ${RESERVATION_TTL}s ${GMG_WEBHOOK_ARGS:-}"
+# or, once the placement is older than its grace period (5 s, WEBHOOK_GRACE_MS_DEFAULT), when
+# the API server says the pod is gone; else after --reservation-ttl (60 s, the default here).
+# So that a test's deleted pods cannot count in the next one, the suite pauses a little longer
+# than the grace period after each test (settle); test 8 checks the grace period is enough.
+GRACE=5
+SETTLE=${GMG_E2E_SETTLE:-$((GRACE + 1))}
 
 log "e2e: building or reusing the control-plane tools"
 GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1) || die "building the tools failed"
@@ -96,7 +96,7 @@ pod_json() {
 fresh_ns() { kc create namespace "$1" >/dev/null; }
 drop_ns() {
 	kc delete namespace "$1" --wait=true --timeout=120s >/dev/null 2>&1 || log "namespace $1 not gone after 120s"
-	sleep $((RESERVATION_TTL + 1)) # settle: see RESERVATION_TTL
+	sleep "$SETTLE" # see GRACE
 }
 
 phase_count() { # NAMESPACE PHASE
@@ -429,23 +429,30 @@ test_outage() {
 	drop_ns $ns
 }
 
-# --- 8. (extra) memory of a deleted pod is free at once ----------------------------------------
+# --- 8. (extra) memory of a deleted pod is free after the grace period, not the TTL --------------
+
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 test_freed() {
 	CURRENT="8 deleted pod frees its memory"
-	local ns=e2e-freed node=gpu-a100-0 out
+	local ns=e2e-freed node=gpu-a100-0 out admitted wait_ms
 	fresh_ns $ns
 	# 8 GPUs x 31.25Gi: 250Gi of the A100 node's 278Gi limit; two of them never fit together.
 	if ! out=$(pod_json old $ns 250Gi 8 $node | kc create -f - 2>&1); then
 		fail "a fitting 250Gi pod on $node was refused: $out"; drop_ns $ns; return
 	fi
+	admitted=$(now_ms) # old was admitted before kubectl returned
 	kc delete pod old -n $ns --wait=true --timeout=60s >/dev/null
+	# No review of the node saw old: its reservation goes once the grace period is over (the
+	# webhook then asks the API server, which no longer has the pod), not after the 60 s TTL.
+	wait_ms=$((admitted + (GRACE + 1) * 1000 - $(now_ms)))
+	[ "$wait_ms" -le 0 ] || sleep "$((wait_ms / 1000)).$(printf '%03d' $((wait_ms % 1000)))"
 	if ! out=$(pod_json new $ns 250Gi 8 $node | kc create -f - 2>&1); then
-		fail "after old (250Gi) was deleted, new (250Gi) on the empty node was refused: ${out:0:500}"
+		fail "old (250Gi) deleted, $((GRACE + 1))s after its admission new (250Gi) on the empty node was refused: ${out:0:500}"
 	elif [ -n "$(over_threshold)" ]; then
 		fail "node over threshold: $(over_threshold)"
 	else
-		pass "old 250Gi admitted and deleted; new 250Gi on the same node admitted at once"
+		pass "old 250Gi admitted and deleted; new 250Gi on the same node admitted $(($(now_ms) - admitted)) ms after old's admission (grace ${GRACE}s, TTL 60s)"
 	fi
 	drop_ns $ns
 }

@@ -79,16 +79,18 @@ static void test_reserve_pending_entries(void **state)
 struct visited {
 	char keys[4][LEDGER_KEY_MAX];
 	uint64_t bytes[4];
+	uint64_t reserved[4];
 	size_t n;
 };
 
-static void visit(void *ctx, const char *key, uint64_t bytes)
+static void visit(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms)
 {
 	struct visited *v = ctx;
 
 	if (v->n < 4) {
 		snprintf(v->keys[v->n], sizeof(v->keys[0]), "%s", key);
 		v->bytes[v->n] = bytes;
+		v->reserved[v->n] = reserved_ms;
 	}
 	v->n++;
 }
@@ -109,8 +111,10 @@ static void test_visit(void **state)
 	assert_int_equal(v.n, 3);
 	assert_string_equal(v.keys[0], "ns/a");
 	assert_int_equal(v.bytes[0], 10 * GI);
+	assert_int_equal(v.reserved[0], 100);
 	assert_string_equal(v.keys[2], "ns/c");
 	assert_int_equal(v.bytes[2], 30 * GI);
+	assert_int_equal(v.reserved[2], 700);
 	/* ns/a expires at 1100: skipped (not dropped: visiting does not change the node). */
 	memset(&v, 0, sizeof(v));
 	assert_int_equal(ledger_visit(n, 1100, visit, &v), 2);
@@ -119,7 +123,45 @@ static void test_visit(void **state)
 	assert_int_equal(ledger_size(l), 3);
 	assert_int_equal(ledger_visit(n, 1100, NULL, &v), 0);
 	assert_int_equal(ledger_visit(NULL, 1100, visit, &v), 0);
+	/* A refresh restarts reserved_ms and keeps the entry's place. */
+	assert_int_equal(ledger_reserve(n, "ns/b", 20 * GI, 900), 0);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(ledger_visit(n, 1000, visit, &v), 3);
+	assert_string_equal(v.keys[1], "ns/b");
+	assert_int_equal(v.reserved[1], 900);
 	ledger_unlock(n);
+	ledger_free(l);
+}
+
+/* ledger_remove: one key dropped at once, whatever its age; the others keep their order. */
+static void test_remove(void **state)
+{
+	struct ledger *l = ledger_new(1000);
+	struct ledger_node *n = ledger_lock(l, "gpu-node-a");
+	struct ledger_entry_view e[4];
+	struct visited v = {0};
+
+	assert_int_equal(ledger_reserve(n, "ns/a", 10 * GI, 100), 0);
+	assert_int_equal(ledger_reserve(n, "ns/b", 20 * GI, 200), 0);
+	assert_int_equal(ledger_reserve(n, "ns/c", 30 * GI, 300), 0);
+	assert_int_equal(ledger_remove(n, "ns/b"), 1);
+	assert_int_equal(ledger_remove(n, "ns/b"), 0);
+	assert_int_equal(ledger_remove(n, "ns/x"), 0);
+	assert_int_equal(ledger_remove(n, NULL), 0);
+	assert_int_equal(ledger_remove(NULL, "ns/a"), 0);
+	assert_int_equal(ledger_size(l), 2);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 400), 40 * GI);
+	assert_int_equal(ledger_visit(n, 400, visit, &v), 2);
+	assert_string_equal(v.keys[0], "ns/a");
+	assert_string_equal(v.keys[1], "ns/c");
+	assert_int_equal(ledger_entries(n, e, 4, 400), 2);
+	assert_int_equal(e[1].reserved_ms, 300);
+	/* Removing every entry empties the node. */
+	assert_int_equal(ledger_remove(n, "ns/a"), 1);
+	assert_int_equal(ledger_remove(n, "ns/c"), 1);
+	assert_int_equal(ledger_size(l), 0);
+	ledger_unlock(n); /* the last user of an empty node frees it */
+	assert_int_equal(ledger_size(l), 0);
 	ledger_free(l);
 }
 
@@ -542,6 +584,7 @@ int main(void)
 	    cmocka_unit_test(test_new_and_free),
 	    cmocka_unit_test(test_reserve_pending_entries),
 	    cmocka_unit_test(test_visit),
+	    cmocka_unit_test(test_remove),
 	    cmocka_unit_test(test_ttl_expiry),
 	    cmocka_unit_test(test_pod_appears),
 	    cmocka_unit_test(test_invalid_keys_and_caps),

@@ -60,6 +60,7 @@ struct fake {
 	int n_get_pod, n_get_node, n_list;
 	char last_pod[256];
 	const char *list_err; /* the error text of a forced list error (NULL: a timeout) */
+	const char *fail_pod; /* get_pod of this name fails (API error) */
 };
 
 static const char *meta_str(const cJSON *o, const char *key)
@@ -76,10 +77,10 @@ static int fake_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod
 	const cJSON *p;
 	f->n_get_pod++;
 	snprintf(f->last_pod, sizeof(f->last_pod), "%s/%s", ns, name);
-	if (f->pod_rc) {
+	if (f->pod_rc || (f->fail_pod && strcmp(f->fail_pod, name) == 0)) {
 		*code = 0;
 		snprintf(err, errlen, "GET pod: connection refused");
-		return f->pod_rc;
+		return f->pod_rc ? f->pod_rc : KUBE_ETRANSPORT;
 	}
 	cJSON_ArrayForEach(p, f->pods)
 	{
@@ -743,6 +744,141 @@ static void test_reservation_counted_by_next_placement(void **state)
 	assert_int_equal(ledger_size(e->ledger), 1);
 }
 
+/* A reservation of key (bytes) on gpu-node-a made age_ms ago. */
+static void reserve_aged(struct env *e, const char *key, uint64_t bytes, uint64_t age_ms)
+{
+	struct ledger_node *n = ledger_lock(e->ledger, "gpu-node-a");
+	assert_non_null(n);
+	assert_int_equal(ledger_reserve(n, key, bytes, ledger_now_ms() - age_ms), 0);
+	ledger_unlock(n);
+}
+
+/* A pod named name in inference known to get_pod (the llama pod, unbound), edited by fn. */
+static cJSON *known_pod(struct env *e, const char *name)
+{
+	cJSON *pod = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 0), 1);
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+	                                       "name", cJSON_CreateString(name));
+	cJSON_AddItemToArray(e->fake.pods, pod);
+	return pod;
+}
+
+/*
+ * A pod admitted (reserved) and deleted before any list of its node showed it: once past the
+ * grace period, the next placement asks for the pod, gets 404 and no longer counts it. The
+ * binding (24Gi) fits only without the 60Gi reservation.
+ */
+static void test_deleted_pod_reservation_dropped(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	reserve_aged(e, "inference/gone", 60 * GI, 10000); /* past the 5 s default grace */
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_get_pod, 2); /* the binding's pod, then inference/gone */
+	assert_string_equal(e->fake.last_pod, "inference/gone");
+	assert_int_equal(ledger_size(e->ledger), 1); /* only the new placement's */
+	assert_int_equal(pending_on(e, "gpu-node-a"), 24 * GI);
+	cJSON_Delete(a.root);
+}
+
+/* Within the grace period the pod may not be persisted yet: no lookup, still counted. */
+static void test_young_reservation_counted(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	reserve_aged(e, "inference/gone", 60 * GI, 0);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "inference/gone (admitting) 60Gi"));
+	assert_int_equal(e->fake.n_get_pod, 1);
+	cJSON_Delete(a.root);
+	/* The grace period is configurable: 30 s, and a reservation 10 s old is young. */
+	e->cfg.grace_ms = 30000;
+	env_build(e);
+	reserve_aged(e, "inference/gone", 60 * GI, 10000);
+	a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_int_equal(e->fake.n_get_pod, 2); /* the binding's own lookup only, again */
+	cJSON_Delete(a.root);
+	/* ... and 100 ms: 10 s old is stale. */
+	e->cfg.grace_ms = 100;
+	env_build(e);
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+}
+
+/* Kept: the pod exists without a node (binding not landed), the lookup fails, the key names no
+ * pod (generateName), or the pod is bound to this node after the list. */
+static void test_unverifiable_reservations_counted(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	known_pod(e, "waiting");
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(known_pod(e, "late"), "spec"),
+	                        "nodeName", "gpu-node-a");
+	e->fake.fail_pod = "flaky";
+	reserve_aged(e, "inference/waiting", 15 * GI, 10000);
+	reserve_aged(e, "inference/flaky", 15 * GI, 10000);
+	reserve_aged(e, "inference/late", 15 * GI, 10000);
+	reserve_aged(e, "inference/gen-?uid-1", 15 * GI, 10000);
+	struct answer a = review_fixture(e, "review-binding-create.json"); /* 60 + 24 > 71.7 */
+	assert_false(a.allowed);
+	assert_int_equal(e->fake.n_get_pod, 4); /* the binding's pod, waiting, flaky, late */
+	assert_int_equal(ledger_size(e->ledger), 4);
+	assert_non_null(strstr(a.message, "inference/waiting (admitting)"));
+	assert_non_null(strstr(a.message, "inference/flaky (admitting)"));
+	cJSON_Delete(a.root);
+}
+
+static void set_other_node(cJSON *pod)
+{
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(pod, "spec"), "nodeName",
+	                        "gpu-node-b");
+}
+
+static void set_failed(cJSON *pod)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(pod, "status");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(pod, "status"), "phase", "Failed");
+}
+
+static void set_deleting(cJSON *pod)
+{
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+	                        "deletionTimestamp", "2026-11-29T18:00:00Z");
+}
+
+/* Dropped: bound elsewhere, finished, being deleted unbound; at most 4 lookups, oldest first. */
+static void test_gone_reservations_dropped_oldest_first(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	set_other_node(known_pod(e, "moved"));
+	set_failed(known_pod(e, "failed"));
+	set_deleting(known_pod(e, "deleting"));
+	reserve_aged(e, "inference/moved", 10 * GI, 9000);
+	reserve_aged(e, "inference/young-gone", 10 * GI, 6000); /* the 5th oldest: not asked */
+	reserve_aged(e, "inference/failed", 10 * GI, 8000);
+	reserve_aged(e, "inference/deleting", 10 * GI, 7000);
+	reserve_aged(e, "inference/old-gone", 10 * GI, 20000);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_get_pod, 1 + WEBHOOK_MAX_STALE_CHECKS);
+	assert_string_equal(e->fake.last_pod, "inference/deleting"); /* the 4th oldest */
+	/* young-gone and the new placement remain. */
+	assert_int_equal(ledger_size(e->ledger), 2);
+	assert_int_equal(pending_on(e, "gpu-node-a"), 34 * GI);
+	cJSON_Delete(a.root);
+	/* The next placement asks about young-gone. */
+	a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_int_equal(e->fake.n_get_pod, 2 + WEBHOOK_MAX_STALE_CHECKS);
+	assert_string_equal(e->fake.last_pod, "inference/young-gone");
+	assert_int_equal(ledger_size(e->ledger), 2);
+	cJSON_Delete(a.root);
+}
+
 /* Many reservations in flight: the largest few are named, the rest counted. */
 static void test_many_reservations_named_and_counted(void **state)
 {
@@ -1134,6 +1270,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_reservation_counted_by_next_placement, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_many_reservations_named_and_counted, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_deleted_pod_reservation_dropped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_young_reservation_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unverifiable_reservations_counted, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_gone_reservations_dropped_oldest_first, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_threshold_warning, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unknown_capacity_denied, setup, teardown),
