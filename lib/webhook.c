@@ -297,13 +297,19 @@ static int usage_from_pods(struct webhook *w, const cJSON *items, const char *se
 	{
 		struct demand d;
 		uint64_t bytes;
-		if (pod_key(pod, key, sizeof(key)) != 0)
-			continue;
-		size_t klen = strlen(key) + 1;
-		memcpy(u->pool + off, key, klen);
-		u->keys[u->n_keys++] = u->pool + off;
-		off += klen;
-		if (strcmp(key, self_key) == 0 || is_finished(pod))
+		if (pod_key(pod, key, sizeof(key)) == 0) {
+			size_t klen = strlen(key) + 1;
+			memcpy(u->pool + off, key, klen);
+			u->keys[u->n_keys++] = u->pool + off;
+			off += klen;
+			if (strcmp(key, self_key) == 0)
+				continue;
+		} else {
+			/* A listed pod without a usable name still holds GPU memory: count it
+			 * (fail safe); it just cannot match a reservation or be named. */
+			snprintf(key, sizeof(key), "(unnamed pod)");
+		}
+		if (is_finished(pod))
 			continue;
 		int drc = demand_from_pod(pod, &w->dcfg, &d); /* d.status says it all */
 		(void)drc;
@@ -640,6 +646,18 @@ out:
 }
 
 /* A pods/binding CREATE to a node: the pod is read from the API server, then placed. */
+/* The object a GET pod returned is that Pod: kind Pod (when present) and the name asked for.
+ * Anything else (a PodList, another object) would be read as a pod without GPUs: fail open. */
+static int is_pod_named(const cJSON *pod, const char *ns, const char *name)
+{
+	const char *kind = str_at(pod, "kind", NULL, NULL);
+	const char *got = str_at(pod, "metadata", "name", NULL);
+	const char *got_ns = str_at(pod, "metadata", "namespace", NULL);
+	if (!cJSON_IsObject(pod) || (kind != NULL && strcmp(kind, "Pod") != 0))
+		return 0;
+	return got != NULL && strcmp(got, name) == 0 && (got_ns == NULL || strcmp(got_ns, ns) == 0);
+}
+
 static void check_binding(struct webhook *w, const struct admission_request *req,
                           const char *pod_name, struct outcome *o)
 {
@@ -655,8 +673,9 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	int rc =
 	    w->src.get_pod(w->src.ctx, req->namespace_, req->name, &pod, &code, err, sizeof(err));
 	o->waited += webhook_now() - t;
-	if (rc != 0 || !cJSON_IsObject(pod)) {
-		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Pod");
+	if (rc != 0 || !is_pod_named(pod, req->namespace_, req->name)) {
+		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE,
+		            rc ? err : "the answer is not the Pod asked for");
 		goto out;
 	}
 	if (!placement_precheck(w, pod, pod_name, req->binding_node, &d, o))

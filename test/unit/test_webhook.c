@@ -57,6 +57,7 @@ struct fake {
 	cJSON *pods;                  /* array of pods get_pod finds by namespace/name */
 	int node_rc, list_rc, pod_rc; /* forced errors */
 	int node_delay_ms;            /* a slow API server */
+	cJSON *pod_override;          /* when set, every get_pod answers this (borrowed) */
 	int n_get_pod, n_get_node, n_list;
 	char last_pod[256];
 	const char *list_err; /* the error text of a forced list error (NULL: a timeout) */
@@ -81,6 +82,11 @@ static int fake_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod
 		*code = 0;
 		snprintf(err, errlen, "GET pod: connection refused");
 		return f->pod_rc ? f->pod_rc : KUBE_ETRANSPORT;
+	}
+	if (f->pod_override != NULL) { /* a confused or hostile API server */
+		*pod = cJSON_Duplicate(f->pod_override, 1);
+		*code = 200;
+		return 0;
 	}
 	cJSON_ArrayForEach(p, f->pods)
 	{
@@ -611,6 +617,27 @@ static void test_binding_pod_not_found_denied(void **state)
 	cJSON_Delete(a.root);
 }
 
+/* A GET pod answered with anything but the Pod asked for is denied (it would read as no GPU). */
+static void test_binding_wrong_object_denied(void **state)
+{
+	struct env *e = *state;
+	cJSON *list = cJSON_Parse("{\"kind\":\"PodList\",\"apiVersion\":\"v1\",\"items\":[]}");
+	cJSON *other = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 0), 1);
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(other, "metadata"),
+	                                       "name", cJSON_CreateString("someone-else"));
+	cJSON *answers[] = {list, other};
+	for (size_t i = 0; i < 2; i++) {
+		e->fake.pod_override = answers[i];
+		struct answer a = review_fixture(e, "review-binding-create.json");
+		assert_false(a.allowed);
+		assert_non_null(strstr(a.message, "not the Pod asked for"));
+		cJSON_Delete(a.root);
+	}
+	e->fake.pod_override = NULL;
+	cJSON_Delete(list);
+	cJSON_Delete(other);
+}
+
 static void test_exempt_namespace(void **state)
 {
 	struct env *e = *state;
@@ -672,6 +699,32 @@ static void test_mirror_pod_on_node_counts(void **state)
 	struct answer a = review_fixture(e, "review-binding-create.json"); /* 24Gi */
 	assert_false(a.allowed);
 	assert_non_null(strstr(a.message, "inference/static-gpu 60Gi"));
+	cJSON_Delete(a.root);
+}
+
+/* A listed pod without a usable metadata.name still counts (fail safe), named "(unnamed pod)". */
+static void test_unnamed_listed_pod_counts(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	cJSON *review = load_fixture("review-pod-create-nodename.json");
+	cJSON *req = cJSON_GetObjectItemCaseSensitive(review, "request");
+	cJSON *obj = cJSON_DetachItemFromObjectCaseSensitive(req, "object");
+	cJSON_Delete(review);
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	cJSON_ReplaceItemInObjectCaseSensitive(meta, "name", cJSON_CreateNumber(5));
+	cJSON *env = cJSON_GetArrayItem(
+	    cJSON_GetObjectItemCaseSensitive(
+	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+	                               cJSON_GetObjectItemCaseSensitive(obj, "spec"), "containers"),
+	                           0),
+	        "env"),
+	    0);
+	cJSON_ReplaceItemInObjectCaseSensitive(env, "value", cJSON_CreateString("60Gi"));
+	cJSON_AddItemToArray(e->fake.items, obj);
+	struct answer a = review_fixture(e, "review-binding-create.json"); /* 24Gi */
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "(unnamed pod) 60Gi"));
 	cJSON_Delete(a.root);
 }
 
@@ -1263,9 +1316,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_refuse_busy, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_budget_counts_from_arrival, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_pod_not_found_denied, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_wrong_object_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mirror_pod_allowed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_mirror_pod_on_node_counts, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_unnamed_listed_pod_counts, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_mode_allows_with_warning, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reservation_counted_by_next_placement, setup,
 	                                    teardown),
