@@ -12,37 +12,14 @@
 #include <string.h>
 
 #include "admission.h"
-
-static char *read_fixture(const char *name, size_t *len)
-{
-	const char *dir = getenv("GMG_TEST_DATA");
-	char path[1024];
-	FILE *f;
-	long n;
-	char *buf;
-
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "test/data", name);
-	f = fopen(path, "rb");
-	if (f == NULL)
-		fail_msg("cannot open %s (set GMG_TEST_DATA)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = malloc((size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	buf[n] = '\0';
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
+#include "fixture.h"
 
 /* Decode a fixture after applying edit (may be NULL) to its parsed form. */
 static int decode_edited(const char *fixture, void (*edit)(cJSON *request), cJSON **review,
                          struct admission_request *req, char *err, size_t errlen)
 {
 	size_t len;
-	char *body = read_fixture(fixture, &len);
+	char *body = fixture_read(fixture, &len);
 	cJSON *j = cJSON_Parse(body);
 	char *out;
 	int rc;
@@ -103,7 +80,7 @@ static void test_every_fixture(void **state)
 		cJSON *review = NULL;
 		char err[256];
 		size_t len;
-		char *body = read_fixture(e->file, &len);
+		char *body = fixture_read(e->file, &len);
 
 		assert_int_equal(admission_decode(body, len, &review, &req, err, sizeof(err)), 0);
 		assert_non_null(review);
@@ -594,7 +571,7 @@ static void test_roundtrip_fixture_uid(void **state)
 		cJSON *review = NULL;
 		char err[256];
 		size_t len;
-		char *body = read_fixture(fixtures[i].file, &len);
+		char *body = fixture_read(fixtures[i].file, &len);
 
 		assert_int_equal(admission_decode(body, len, &review, &req, err, sizeof(err)), 0);
 		struct admission_response r = {

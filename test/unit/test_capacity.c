@@ -10,36 +10,11 @@
 #include <cjson/cJSON.h>
 
 #include "capacity.h"
+#include "fixture.h"
 #include "demand.h"
 
 #define MIB (1024ull * 1024)
 #define GI  (1024ull * MIB)
-
-static cJSON *load_fixture(const char *name)
-{
-	const char *dir = getenv("GMG_TEST_DATA");
-	char path[1024];
-	char *buf;
-	long n;
-	FILE *f;
-	cJSON *j;
-
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "test/data", name);
-	f = fopen(path, "rb");
-	if (f == NULL)
-		fail_msg("cannot open %s (set GMG_TEST_DATA)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	j = cJSON_ParseWithLength(buf, (size_t)n);
-	free(buf);
-	assert_non_null(j);
-	return j;
-}
 
 /* A node named gpu-node-b with the given labels, annotations and allocatable (JSON object
  * bodies with single quotes for readability). */
@@ -73,7 +48,7 @@ static int read_node(const char *labels, const char *annotations, const char *al
 
 static void test_fixture_gpu_node_a(void **state)
 {
-	cJSON *j = load_fixture("node-gpu-node-a.json");
+	cJSON *j = fixture_json("node-gpu-node-a.json");
 	struct capacity c;
 	char err[CAPACITY_MSG_MAX];
 

@@ -10,36 +10,11 @@
 #include <cjson/cJSON.h>
 
 #include "demand.h"
+#include "fixture.h"
 
 #define GI (1024ull * 1024 * 1024)
 
 /* Read a fixture from $GMG_TEST_DATA (set by CTest) into a parsed cJSON tree. */
-static cJSON *load_fixture(const char *name)
-{
-	const char *dir = getenv("GMG_TEST_DATA");
-	char path[1024];
-	char *buf = NULL;
-	long n;
-	FILE *f;
-	cJSON *j = NULL;
-
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "test/data", name);
-	f = fopen(path, "rb");
-	if (f == NULL)
-		fail_msg("cannot open %s (set GMG_TEST_DATA)", path);
-	fseek(f, 0, SEEK_END);
-	n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	buf = calloc(1, (size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	j = cJSON_ParseWithLength(buf, (size_t)n);
-	free(buf);
-	assert_non_null(j);
-	return j;
-}
-
 /* Parse a pod written in JSON with single quotes (for readability) instead of double. */
 static cJSON *pod(const char *text)
 {
@@ -76,7 +51,7 @@ static struct demand decide(const char *text, const struct demand_config *cfg)
 
 static void test_fixture_init_and_sidecar(void **state)
 {
-	cJSON *review = load_fixture("review-pod-create-init-and-sidecar.json");
+	cJSON *review = fixture_json("review-pod-create-init-and-sidecar.json");
 	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(review, "request"), "object");
 	struct demand d;
@@ -96,7 +71,7 @@ static void test_fixture_init_and_sidecar(void **state)
 
 static void test_fixture_unscheduled(void **state)
 {
-	cJSON *review = load_fixture("review-pod-create-unscheduled.json");
+	cJSON *review = fixture_json("review-pod-create-unscheduled.json");
 	const cJSON *obj = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(review, "request"), "object");
 	struct demand d;
@@ -123,7 +98,7 @@ static void test_every_pod_fixture(void **state)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *review = load_fixture(cases[i].file);
+		cJSON *review = fixture_json(cases[i].file);
 		const cJSON *obj = cJSON_GetObjectItemCaseSensitive(
 		    cJSON_GetObjectItemCaseSensitive(review, "request"), "object");
 		struct demand d;
@@ -140,7 +115,7 @@ static void test_every_pod_fixture(void **state)
 
 static void test_fixture_podlist(void **state)
 {
-	cJSON *list = load_fixture("podlist-gpu-node-a.json");
+	cJSON *list = fixture_json("podlist-gpu-node-a.json");
 	const cJSON *item;
 	int seen = 0;
 

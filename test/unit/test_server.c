@@ -28,6 +28,7 @@
 #include "server.h"
 #include "tls.h"
 #include "webhook.h"
+#include "fixture.h"
 
 #define WORKERS 6
 
@@ -44,27 +45,6 @@ struct fx {
 };
 
 static struct fx F;
-
-static char *read_fixture(const char *name, size_t *len)
-{
-	const char *dir = getenv("GMG_TEST_DATA");
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "test/data", name);
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		return NULL;
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = calloc(1, (size_t)n + 1);
-	if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	*len = (size_t)n;
-	return buf;
-}
 
 static int get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code, char *err,
                    size_t errlen)
@@ -121,7 +101,7 @@ static int group_setup(void **state)
 	snprintf(F.ca, sizeof(F.ca), "%s/ca.crt", out);
 	snprintf(cert, sizeof(cert), "%s/tls.crt", out);
 	snprintf(key, sizeof(key), "%s/tls.key", out);
-	char *node = read_fixture("node-gpu-node-a.json", &len);
+	char *node = fixture_read("node-gpu-node-a.json", &len);
 	F.node = node ? cJSON_Parse(node) : NULL;
 	free(node);
 	F.metrics = metrics_new();
@@ -257,7 +237,7 @@ static struct reply *do_req(const struct req *q)
 static void test_review_200_and_keepalive(void **state)
 {
 	size_t len;
-	char *body = read_fixture("review-binding-create.json", &len);
+	char *body = fixture_read("review-binding-create.json", &len);
 	assert_non_null(body);
 	CURL *c = curl_easy_init();
 	struct req q = {.path = "/validate", .body = body, .body_len = len, .reuse = c};
@@ -278,7 +258,7 @@ static void test_review_200_and_keepalive(void **state)
 static void test_unscheduled_allowed(void **state)
 {
 	size_t len;
-	char *body = read_fixture("review-pod-create-unscheduled.json", &len);
+	char *body = fixture_read("review-pod-create-unscheduled.json", &len);
 	struct req q = {.path = "/validate",
 	                .body = body,
 	                .body_len = len,
@@ -425,7 +405,7 @@ static void test_slow_reviews_do_not_block_others(void **state)
 	struct slow jobs[N];
 	pthread_t th[N];
 	size_t len;
-	char *body = read_fixture("review-pod-create-nodename.json", &len);
+	char *body = fixture_read("review-pod-create-nodename.json", &len);
 	atomic_store(&gate_closed, 1);
 	for (int i = 0; i < N; i++) {
 		jobs[i] = (struct slow){.body = body, .len = len};
@@ -434,7 +414,7 @@ static void test_slow_reviews_do_not_block_others(void **state)
 	for (int i = 0; i < 10000 && atomic_load(&inside) < N; i++)
 		usleep(1000);
 	int waiting = atomic_load(&inside);
-	char *update = read_fixture("review-pod-update.json", &len);
+	char *update = fixture_read("review-pod-update.json", &len);
 	struct req q = {.path = "/validate", .body = update, .body_len = len};
 	struct reply *r = do_req(&q);
 	CURLcode rc = r->rc;
@@ -463,9 +443,9 @@ static void test_non_placements_not_queued(void **state)
 	struct slow jobs[N];
 	pthread_t th[N];
 	size_t len;
-	char *body = read_fixture("review-pod-create-nodename.json", &len);
-	char *update = read_fixture("review-pod-update.json", &len);
-	char *unsched = read_fixture("review-pod-create-unscheduled.json", &len);
+	char *body = fixture_read("review-pod-create-nodename.json", &len);
+	char *update = fixture_read("review-pod-update.json", &len);
+	char *unsched = fixture_read("review-pod-create-unscheduled.json", &len);
 	atomic_store(&gate_closed, 1);
 	for (int i = 0; i < N; i++) {
 		jobs[i] = (struct slow){.body = body, .len = strlen(body)};
@@ -525,7 +505,7 @@ static void test_drain(void **state)
 	assert_int_equal(r->code, 503);
 	assert_non_null(strstr(r->body, "draining"));
 	size_t len;
-	char *body = read_fixture("review-pod-update.json", &len);
+	char *body = fixture_read("review-pod-update.json", &len);
 	struct req q = {.path = "/validate", .body = body, .body_len = len};
 	assert_int_equal(do_req(&q)->code, 200);
 	pthread_join(th, NULL);

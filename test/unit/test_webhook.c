@@ -20,35 +20,9 @@
 #include "log.h"
 #include "metrics.h"
 #include "webhook.h"
+#include "fixture.h"
 
 #define GI (1024ull * 1024 * 1024)
-
-static char *read_fixture(const char *name)
-{
-	const char *dir = getenv("GMG_TEST_DATA");
-	char path[1024];
-	snprintf(path, sizeof(path), "%s/%s", dir ? dir : "test/data", name);
-	FILE *f = fopen(path, "rb");
-	if (f == NULL)
-		fail_msg("cannot open %s (set GMG_TEST_DATA)", path);
-	fseek(f, 0, SEEK_END);
-	long n = ftell(f);
-	fseek(f, 0, SEEK_SET);
-	char *buf = calloc(1, (size_t)n + 1);
-	assert_non_null(buf);
-	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-	fclose(f);
-	return buf;
-}
-
-static cJSON *load_fixture(const char *name)
-{
-	char *text = read_fixture(name);
-	cJSON *j = cJSON_Parse(text);
-	free(text);
-	assert_non_null(j);
-	return j;
-}
 
 /* The fake cluster: one node, a list of pods on it, pods by name. */
 struct fake {
@@ -152,12 +126,12 @@ struct env {
 /* The state of gpu-node-a from the fixtures; get_pod knows the unscheduled llama pod. */
 static void fake_fixture_state(struct fake *f)
 {
-	cJSON *list = load_fixture("podlist-gpu-node-a.json");
-	f->node = load_fixture("node-gpu-node-a.json");
+	cJSON *list = fixture_json("podlist-gpu-node-a.json");
+	f->node = fixture_json("node-gpu-node-a.json");
 	f->items = cJSON_DetachItemFromObjectCaseSensitive(list, "items");
 	cJSON_Delete(list);
 	f->pods = cJSON_CreateArray();
-	cJSON *review = load_fixture("review-pod-create-unscheduled.json");
+	cJSON *review = fixture_json("review-pod-create-unscheduled.json");
 	cJSON *req = cJSON_GetObjectItemCaseSensitive(review, "request");
 	cJSON_AddItemToArray(f->pods, cJSON_DetachItemFromObjectCaseSensitive(req, "object"));
 	cJSON_Delete(review);
@@ -256,7 +230,7 @@ static struct answer review_text(struct env *e, const char *body)
 
 static struct answer review_fixture(struct env *e, const char *name)
 {
-	char *body = read_fixture(name);
+	char *body = fixture_read(name, NULL);
 	struct answer a = review_text(e, body);
 	free(body);
 	return a;
@@ -265,7 +239,7 @@ static struct answer review_fixture(struct env *e, const char *name)
 /* A fixture with one edit made through cJSON: fn changes the request. */
 static struct answer review_edited(struct env *e, const char *name, void (*fn)(cJSON *req))
 {
-	cJSON *r = load_fixture(name);
+	cJSON *r = fixture_json(name);
 	fn(cJSON_GetObjectItemCaseSensitive(r, "request"));
 	char *body = cJSON_PrintUnformatted(r);
 	cJSON_Delete(r);
@@ -364,7 +338,7 @@ static void test_dryrun_reserves_nothing(void **state)
 	cJSON_Delete(a.root);
 	/* On the full node a dry run is refused as the real request would be. */
 	cJSON_Delete(e->fake.items);
-	cJSON *list = load_fixture("podlist-gpu-node-a.json");
+	cJSON *list = fixture_json("podlist-gpu-node-a.json");
 	e->fake.items = cJSON_DetachItemFromObjectCaseSensitive(list, "items");
 	cJSON_Delete(list);
 	a = review_fixture(e, "review-pod-create-dryrun.json");
@@ -495,7 +469,7 @@ static void test_needs_api(void **state)
 	};
 	const int want[] = {0, 0, 1, 1, 1};
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		char *body = read_fixture(names[i]), *out = NULL, err[WEBHOOK_ERR_MAX];
+		char *body = fixture_read(names[i], NULL), *out = NULL, err[WEBHOOK_ERR_MAX];
 		struct webhook_review_ctx *x = NULL;
 		size_t len;
 		assert_int_equal(
@@ -532,7 +506,8 @@ static void test_needs_api(void **state)
 static void test_refuse_busy(void **state)
 {
 	struct env *e = *state;
-	char *body = read_fixture("review-binding-create.json"), *out = NULL, err[WEBHOOK_ERR_MAX];
+	char *body = fixture_read("review-binding-create.json", NULL), *out = NULL,
+	     err[WEBHOOK_ERR_MAX];
 	struct webhook_review_ctx *x = NULL;
 	size_t len = 0;
 	assert_int_equal(
@@ -555,7 +530,7 @@ static void test_refuse_busy(void **state)
 	assert_int_equal(pending_on(e, "gpu-node-a"), 0);
 
 	/* A review decided without the API server is left as it is. */
-	body = read_fixture("review-pod-update.json");
+	body = fixture_read("review-pod-update.json", NULL);
 	assert_int_equal(
 	    webhook_prepare(e->w, body, strlen(body), webhook_now(), &x, err, sizeof(err)), 0);
 	free(body);
@@ -577,7 +552,7 @@ static void test_budget_counts_from_arrival(void **state)
 	env_build(e);
 	const char *names[] = {"review-pod-create-nodename.json", "review-binding-create.json"};
 	for (size_t i = 0; i < 2; i++) {
-		char *body = read_fixture(names[i]), *out = NULL, err[WEBHOOK_ERR_MAX];
+		char *body = fixture_read(names[i], NULL), *out = NULL, err[WEBHOOK_ERR_MAX];
 		struct webhook_review_ctx *x = NULL;
 		size_t len;
 		/* Arrived 300 ms ago: three budgets spent waiting in a queue. */
@@ -673,29 +648,31 @@ static void test_mirror_pod_allowed(void **state)
 }
 
 /* An exempt or mirror pod already on a node still counts as usage there. */
+/* The GPU pod of review-pod-create-nodename.json, declaring `value`, added to the node's pod
+ * list; returns its metadata for the caller to edit. */
+static cJSON *add_listed_gpu_pod(struct env *e, const char *value)
+{
+	cJSON *review = fixture_json("review-pod-create-nodename.json");
+	cJSON *req = cJSON_GetObjectItemCaseSensitive(review, "request");
+	cJSON *obj = cJSON_DetachItemFromObjectCaseSensitive(req, "object");
+	cJSON_Delete(review);
+	cJSON *containers = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(obj, "spec"), "containers");
+	cJSON *env = cJSON_GetArrayItem(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(containers, 0), "env"), 0);
+	cJSON_ReplaceItemInObjectCaseSensitive(env, "value", cJSON_CreateString(value));
+	cJSON_AddItemToArray(e->fake.items, obj);
+	return cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+}
+
 static void test_mirror_pod_on_node_counts(void **state)
 {
 	struct env *e = *state;
 	empty_node(e);
-	cJSON *review = load_fixture("review-pod-create-nodename.json");
-	cJSON *obj = cJSON_DetachItemViaPointer(
-	    cJSON_GetObjectItemCaseSensitive(review, "request"),
-	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(review, "request"),
-	                                     "object"));
-	cJSON_Delete(review);
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	cJSON *meta = add_listed_gpu_pod(e, "60Gi");
 	cJSON_ReplaceItemInObjectCaseSensitive(meta, "name", cJSON_CreateString("static-gpu"));
 	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"),
 	                        "kubernetes.io/config.mirror", "x");
-	cJSON *env = cJSON_GetArrayItem(
-	    cJSON_GetObjectItemCaseSensitive(
-	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-	                               cJSON_GetObjectItemCaseSensitive(obj, "spec"), "containers"),
-	                           0),
-	        "env"),
-	    0);
-	cJSON_ReplaceItemInObjectCaseSensitive(env, "value", cJSON_CreateString("60Gi"));
-	cJSON_AddItemToArray(e->fake.items, obj);
 	struct answer a = review_fixture(e, "review-binding-create.json"); /* 24Gi */
 	assert_false(a.allowed);
 	assert_non_null(strstr(a.message, "inference/static-gpu 60Gi"));
@@ -707,21 +684,8 @@ static void test_unnamed_listed_pod_counts(void **state)
 {
 	struct env *e = *state;
 	empty_node(e);
-	cJSON *review = load_fixture("review-pod-create-nodename.json");
-	cJSON *req = cJSON_GetObjectItemCaseSensitive(review, "request");
-	cJSON *obj = cJSON_DetachItemFromObjectCaseSensitive(req, "object");
-	cJSON_Delete(review);
-	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	cJSON *meta = add_listed_gpu_pod(e, "60Gi");
 	cJSON_ReplaceItemInObjectCaseSensitive(meta, "name", cJSON_CreateNumber(5));
-	cJSON *env = cJSON_GetArrayItem(
-	    cJSON_GetObjectItemCaseSensitive(
-	        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
-	                               cJSON_GetObjectItemCaseSensitive(obj, "spec"), "containers"),
-	                           0),
-	        "env"),
-	    0);
-	cJSON_ReplaceItemInObjectCaseSensitive(env, "value", cJSON_CreateString("60Gi"));
-	cJSON_AddItemToArray(e->fake.items, obj);
 	struct answer a = review_fixture(e, "review-binding-create.json"); /* 24Gi */
 	assert_false(a.allowed);
 	assert_non_null(strstr(a.message, "(unnamed pod) 60Gi"));
@@ -748,7 +712,7 @@ static char *binding_for(struct env *e, const char *uid, const char *name, const
 	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
 	                                       "name", cJSON_CreateString(name));
 	cJSON_AddItemToArray(e->fake.pods, pod);
-	cJSON *r = load_fixture("review-binding-create.json");
+	cJSON *r = fixture_json("review-binding-create.json");
 	cJSON *req = cJSON_GetObjectItemCaseSensitive(r, "request");
 	cJSON_ReplaceItemInObjectCaseSensitive(req, "uid", cJSON_CreateString(uid));
 	cJSON_ReplaceItemInObjectCaseSensitive(req, "name", cJSON_CreateString(name));
