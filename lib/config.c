@@ -60,6 +60,10 @@ static const char usage_text[] =
     "                                as usage); repeatable\n"
     "  --reservation-ttl DUR         how long an admitted placement counts before the API\n"
     "                                server shows the pod on its node (default 60s)\n"
+    "  --reservation-grace DUR       an admitted placement its node's pod list still does\n"
+    "                                not show after this is looked up; a deleted pod then\n"
+    "                                stops counting (default 5s; raise it above the timeout\n"
+    "                                of any slower validating webhook on pods)\n"
     "  --log-level LEVEL             debug, info, warn or error (default info)\n"
     "  --threads N                   TLS and HTTP threads (default: number of CPUs, at\n"
     "                                least 2)\n"
@@ -93,6 +97,7 @@ void config_defaults(struct config *cfg)
 	cfg->gpu_resources[0] = DEFAULT_GPU_RESOURCE;
 	cfg->n_gpu_resources = 1;
 	cfg->reservation_ttl_ms = 60000;
+	cfg->reservation_grace_ms = 5000;
 	cfg->api_timeout_ms = 2000;
 	cfg->log_level = "info";
 	cfg->drain_timeout_ms = 5000;
@@ -287,6 +292,7 @@ enum flag_id {
 	F_DRAIN,
 	F_SHUTDOWN,
 	F_CERT_WARN,
+	F_GRACE,
 };
 
 static const struct {
@@ -313,6 +319,7 @@ static const struct {
     {"drain-timeout", F_DRAIN},
     {"shutdown-timeout", F_SHUTDOWN},
     {"cert-expiry-warning", F_CERT_WARN},
+    {"reservation-grace", F_GRACE},
 };
 
 /*
@@ -423,6 +430,9 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_SHUTDOWN:
 		return set_duration(name, v, 0, "0s", 3600000, "1h", &cfg->shutdown_timeout_ms, err,
 		                    errlen);
+	case F_GRACE:
+		return set_duration(name, v, 1000, "1s", 3600000, "1h", &cfg->reservation_grace_ms,
+		                    err, errlen);
 	case F_CERT_WARN:
 		return set_duration(name, v, 0, "0s", 8760ull * 3600000, "8760h",
 		                    &cfg->cert_expiry_warning_ms, err, errlen);

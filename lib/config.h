@@ -64,6 +64,9 @@ struct config {
 	const char *exempt_namespaces[CONFIG_MAX_EXEMPT]; /* --exempt-namespace */
 	size_t n_exempt_namespaces;
 	uint64_t reservation_ttl_ms;     /* --reservation-ttl, default 60s (> 0) */
+	uint64_t reservation_grace_ms;   /* --reservation-grace, default 5s: an admitted placement
+	                                    the node's pod list does not show after this is
+	                                    looked up (deleted pods stop counting) */
 	uint64_t api_timeout_ms;         /* --api-timeout, default 2s (> 0) */
 	const char *log_level;           /* --log-level debug|info|warn|error, default info */
 	uint64_t drain_timeout_ms;       /* --drain-timeout, default 5s: after SIGTERM, /readyz

@@ -62,7 +62,7 @@ struct metrics;
  * validating webhook answered; they are called in parallel, so persistence follows our answer
  * by milliseconds unless another validating webhook on pods is slower than 5 s. Then a pod
  * CREATE still in flight could read as deleted (404) and lose its reservation early: raise
- * grace_ms above the slowest such webhook's timeout. */
+ * grace_ms (--reservation-grace) above the slowest such webhook's timeout. */
 #define WEBHOOK_GRACE_MS_DEFAULT 5000
 #define WEBHOOK_MAX_STALE_CHECKS 4 /* pods looked up per review for stale reservations */
 

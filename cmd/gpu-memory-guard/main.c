@@ -87,6 +87,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    /* No API call starts after 2 x --api-timeout: answered within 3 x of arrival. */
 	    .budget_ms =
 	        cfg->api_timeout_ms > UINT64_MAX / 2 ? UINT64_MAX : 2 * cfg->api_timeout_ms,
+	    .grace_ms = cfg->reservation_grace_ms,
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
