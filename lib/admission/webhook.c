@@ -10,6 +10,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "metrics.h"
+#include "placement.h"
 #include "policy.h"
 #include "quantity.h"
 
@@ -58,16 +59,6 @@ double webhook_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
-
-static uint64_t sat_mul(uint64_t a, uint64_t b)
-{
-	return b != 0 && a > UINT64_MAX / b ? UINT64_MAX : a * b;
 }
 
 static void allow(struct outcome *o, const char *reason, int quiet)
@@ -216,40 +207,21 @@ static void check_declarations(struct webhook *w, const cJSON *pod, const char *
 	add_warning(o, d.warning);
 }
 
-/* The consumers on a node: total bytes and the largest few, for the policy message. */
-struct usage {
-	uint64_t used;
-	struct policy_consumer top[POLICY_TOP_CONSUMERS];
-	size_t n_top;
-	size_t n_total;
-	const char **keys; /* "ns/name" of every listed pod, for ledger_reconcile */
+/* The pods a list shows on a node, as the placement core's items ("ns/name" keys in one
+ * pool), and every listed key for ledger_reconcile. */
+struct visible {
+	struct placement_item *items;
+	size_t n_items;
+	const char **keys;
 	char *pool;
 	size_t n_keys;
 };
 
-static void top_insert(struct usage *u, const char *name, const char *suffix, uint64_t bytes)
+static void visible_free(struct visible *v)
 {
-	size_t i = u->n_top;
-	u->n_total++;
-	if (i == POLICY_TOP_CONSUMERS) {
-		if (bytes <= u->top[i - 1].bytes)
-			return;
-		i--;
-	} else {
-		u->n_top++;
-	}
-	while (i > 0 && u->top[i - 1].bytes < bytes) {
-		u->top[i] = u->top[i - 1];
-		i--;
-	}
-	snprintf(u->top[i].name, POLICY_NAME_MAX, "%s%s", name, suffix);
-	u->top[i].bytes = bytes;
-}
-
-static void usage_free(struct usage *u)
-{
-	free(u->keys);
-	free(u->pool);
+	free(v->items);
+	free(v->keys);
+	free(v->pool);
 }
 
 /* "ns/name" of a listed pod into buf; 0, or -1 if it has no name. */
@@ -270,85 +242,81 @@ static int is_finished(const cJSON *pod)
 }
 
 /*
- * Sum the demands of the pods listed on the node, except self_key. A GPU pod without a valid
- * declaration counts its GPUs x one GPU's memory (conservative: it may use them whole).
- * Returns 0, or -1 on allocation failure.
+ * The consumers among the pods listed on a node: GPU pods not Succeeded/Failed, each with its
+ * demand (a GPU pod without a valid declaration as undeclared GPUs: placement.h). A listed pod
+ * without a usable name still holds GPU memory: it counts as "(unnamed pod)" (fail safe), it
+ * just cannot match a reservation. Returns 0, or -1 on allocation failure.
  */
-static int usage_from_pods(struct webhook *w, const cJSON *items, const char *self_key,
-                           uint64_t per_gpu_bytes, struct usage *u)
+static int visible_from_pods(struct webhook *w, const cJSON *items, struct visible *v)
 {
+	static const char unnamed[] = "(unnamed pod)";
 	char key[KEY_MAX];
-	size_t n = 0, pool_len = 0, off = 0;
+	size_t n = 0, pool_len = sizeof(unnamed), off = sizeof(unnamed);
 	const cJSON *pod;
 
 	/* Size the key pool exactly: a node may list thousands of pods. */
 	cJSON_ArrayForEach(pod, items)
 	{
-		if (pod_key(pod, key, sizeof(key)) == 0) {
-			n++;
+		n++;
+		if (pod_key(pod, key, sizeof(key)) == 0)
 			pool_len += strlen(key) + 1;
-		}
 	}
-	u->keys = calloc(n ? n : 1, sizeof(*u->keys));
-	u->pool = malloc(pool_len ? pool_len : 1);
-	if (u->keys == NULL || u->pool == NULL)
+	v->items = calloc(n ? n : 1, sizeof(*v->items));
+	v->keys = calloc(n ? n : 1, sizeof(*v->keys));
+	v->pool = malloc(pool_len);
+	if (v->items == NULL || v->keys == NULL || v->pool == NULL)
 		return -1;
+	memcpy(v->pool, unnamed, sizeof(unnamed));
 	cJSON_ArrayForEach(pod, items)
 	{
 		struct demand d;
-		uint64_t bytes;
+		const char *k = v->pool; /* "(unnamed pod)" */
+
 		if (pod_key(pod, key, sizeof(key)) == 0) {
 			size_t klen = strlen(key) + 1;
-			memcpy(u->pool + off, key, klen);
-			u->keys[u->n_keys++] = u->pool + off;
+			memcpy(v->pool + off, key, klen);
+			k = v->keys[v->n_keys++] = v->pool + off;
 			off += klen;
-			if (strcmp(key, self_key) == 0)
-				continue;
-		} else {
-			/* A listed pod without a usable name still holds GPU memory: count it
-			 * (fail safe); it just cannot match a reservation or be named. */
-			snprintf(key, sizeof(key), "(unnamed pod)");
 		}
 		if (is_finished(pod))
 			continue;
 		int drc = demand_from_pod(pod, &w->dcfg, &d); /* d.status says it all */
 		(void)drc;
-		if (d.status == DEMAND_OK)
-			bytes = d.bytes;
-		else if (d.status == DEMAND_INVALID)
-			bytes = sat_mul(d.gpus ? d.gpus : 1, per_gpu_bytes);
-		else
+		if (d.status == DEMAND_NOT_GPU)
 			continue;
-		u->used = sat_add(u->used, bytes);
-		top_insert(u, key, "", bytes);
+		struct placement_item *it = &v->items[v->n_items++];
+		it->key = k;
+		if (d.status == DEMAND_OK)
+			it->bytes = d.bytes;
+		else
+			it->undeclared_gpus = d.gpus ? d.gpus : 1;
 	}
 	return 0;
 }
 
-struct pending {
-	struct usage *u;
-	const char *self_key;
+/* A node's live reservations as placement items; keys point into the locked ledger node. */
+struct reserved {
+	struct placement_item *items;
+	size_t n, cap;
 };
 
 static void add_reservation(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms)
 {
 	(void)reserved_ms;
-	struct pending *p = ctx;
-	if (strcmp(key, p->self_key) != 0)
-		top_insert(p->u, key, " (admitting)", bytes);
+	struct reserved *r = ctx;
+	if (r->n < r->cap)
+		r->items[r->n++] = (struct placement_item){.key = key, .bytes = bytes};
 }
 
-/* Add the node's in-flight reservations (except self_key) to the consumers: visited in place,
- * only the largest POLICY_TOP_CONSUMERS are kept (and the count of the rest). */
-static void usage_add_pending(struct ledger_node *ln, const char *self_key, uint64_t now,
-                              struct usage *u)
+/* Fill r from the locked node (LEDGER_MAX_PER_NODE at most). 0, or -1 on allocation failure. */
+static int reserved_from_ledger(struct ledger_node *ln, uint64_t now, struct reserved *r)
 {
-	struct pending p = {u, self_key};
-	uint64_t pending = ledger_pending_bytes(ln, self_key, now);
-	if (pending == 0)
-		return;
-	ledger_visit(ln, now, add_reservation, &p);
-	u->used = sat_add(u->used, pending);
+	r->cap = ledger_visit(ln, now, NULL, NULL);
+	r->items = calloc(r->cap ? r->cap : 1, sizeof(*r->items));
+	if (r->items == NULL)
+		return -1;
+	ledger_visit(ln, now, add_reservation, r);
+	return 0;
 }
 
 struct placement {
@@ -361,38 +329,35 @@ struct placement {
 	int dry_run;
 };
 
+/* Decide with the placement core over the node's snapshot; reserve when allowed. */
 static void apply_decision(struct webhook *w, struct ledger_node *ln, const struct placement *p,
-                           const struct usage *u, uint64_t now, struct outcome *o)
+                           const struct placement_node *pn, uint64_t now, struct outcome *o)
 {
-	struct policy_decision dec;
-	struct policy_input in = {
-	    .pod = p->pod_name,
-	    .node = p->node,
-	    .demand_bytes = p->demand->bytes,
-	    .max_per_gpu_bytes = p->demand->max_per_gpu_bytes,
-	    .max_per_gpu_container = p->demand->max_per_gpu_container,
-	    .capacity_bytes = p->cap->total_bytes,
-	    .per_gpu_bytes = p->cap->per_gpu_bytes,
-	    .gpu_count = p->cap->gpu_count,
-	    .threshold = p->threshold,
+	struct placement_result res;
+	struct placement_pod pod = {
+	    .name = p->pod_name,
+	    .key = p->key,
+	    .demand = p->demand,
+	    .dry_run = p->dry_run,
+	};
+	struct placement_policy pol = {
+	    .threshold = w->threshold,
 	    .warn_threshold = w->warn_threshold,
 	    .mode = w->mode_warn ? POLICY_WARN : POLICY_ENFORCE,
-	    .used_bytes = u->used,
-	    .consumers = u->top,
-	    .n_consumers = u->n_top,
-	    .n_consumers_total = u->n_total,
 	};
-	if (policy_decide(&in, &dec) != 0) {
+	const struct policy_decision *dec = &res.decision;
+
+	if (placement_decide(pn, &pod, &pol, now, &res) != 0) {
 		deny(o, METRICS_DENIED, 403, "InvalidCapacity", "node %s: %s", p->node,
-		     dec.message);
+		     dec->message);
 		return;
 	}
-	if (!dec.allowed) {
-		deny(o, METRICS_DENIED, 403, dec.reason, "%s", dec.message);
+	if (!dec->allowed) {
+		deny(o, METRICS_DENIED, 403, dec->reason, "%s", dec->message);
 		return;
 	}
-	if (!p->dry_run) {
-		int rc = ledger_reserve(ln, p->key, p->demand->bytes, now);
+	if (res.reserve) {
+		int rc = ledger_reserve(ln, p->key, res.reserve_bytes, now);
 		if (rc != 0) {
 			deny(o, METRICS_ERROR, 500, "LedgerFull",
 			     "cannot admit %s on %s: too many placements in flight (%s); denied to "
@@ -402,10 +367,10 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 			return;
 		}
 	}
-	allow(o, dec.reason, 0);
-	if (dec.verdict != POLICY_ALLOW) {
+	allow(o, dec->reason, 0);
+	if (dec->verdict != POLICY_ALLOW) {
 		o->mdec = METRICS_WARNED;
-		add_warning(o, dec.message);
+		add_warning(o, dec->message);
 	}
 }
 
@@ -511,13 +476,15 @@ static void drop_deleted(struct webhook *w, struct ledger_node *ln, const struct
 /* With the node's capacity known: lock, count, decide, reserve, unlock. */
 static void check_node(struct webhook *w, struct placement *p, struct outcome *o)
 {
-	struct usage u;
+	struct visible v;
+	struct reserved r;
 	cJSON *items = NULL;
 	long code = 0;
 	char err[ERR_MAX];
 	char call[ADMISSION_NAME_MAX + 32];
 
-	memset(&u, 0, sizeof(u));
+	memset(&v, 0, sizeof(v));
+	memset(&r, 0, sizeof(r));
 	snprintf(call, sizeof(call), "LIST pods on node %s", p->node);
 	double t = webhook_now();
 	struct ledger_node *ln = ledger_lock(w->ledger, p->node);
@@ -541,18 +508,28 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 		goto out;
 	}
 	uint64_t now = ledger_now_ms();
-	if (usage_from_pods(w, items, p->key, p->cap->per_gpu_bytes, &u) != 0)
+	if (visible_from_pods(w, items, &v) != 0)
 		goto nomem;
-	ledger_reconcile(ln, u.keys, u.n_keys, now);
+	ledger_reconcile(ln, v.keys, v.n_keys, now);
 	drop_deleted(w, ln, p, now, o);
-	usage_add_pending(ln, p->key, now, &u);
-	apply_decision(w, ln, p, &u, now, o);
+	if (reserved_from_ledger(ln, now, &r) != 0)
+		goto nomem;
+	struct placement_node pn = {
+	    .name = p->node,
+	    .cap = p->cap,
+	    .pods = v.items,
+	    .n_pods = v.n_items,
+	    .reserved = r.items,
+	    .n_reserved = r.n,
+	};
+	apply_decision(w, ln, p, &pn, now, o);
 	goto out;
 nomem:
 	deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory", p->pod_name);
 out:
 	ledger_unlock(ln);
-	usage_free(&u);
+	visible_free(&v);
+	free(r.items);
 	cJSON_Delete(items);
 }
 

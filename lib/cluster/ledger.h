@@ -70,14 +70,16 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
                       uint64_t now_ms);
 
-/* One live reservation, for ledger_visit(); key is valid during the call only. reserved_ms is
- * the now_ms of its latest ledger_reserve (a refresh restarts it). */
+/* One live reservation, for ledger_visit(); key stays valid until the node is modified
+ * (ledger_reconcile, ledger_reserve, ledger_remove) or unlocked. reserved_ms is the now_ms of
+ * its latest ledger_reserve (a refresh restarts it). */
 typedef void (*ledger_visit_fn)(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms);
 
 /* With the node locked: call fn(ctx, key, bytes, reserved_ms) for each live entry, in the order
  * they were first reserved (a refresh keeps its place), without
  * copying (ledger_entries copies LEDGER_KEY_MAX bytes per entry). fn must not call ledger
- * functions. Returns how many entries were visited; 0 when n or fn is NULL. */
+ * functions; a NULL fn only counts. Returns how many live entries there are (visited); 0 when n
+ * is NULL. */
 size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, void *ctx);
 
 /* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */

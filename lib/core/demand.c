@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "quantity.h"
+#include "satmath.h"
 
 static const char *const default_resources[] = {"nvidia.com/gpu"};
 
@@ -27,11 +28,6 @@ struct rule_acc {
 	uint64_t init_max; /* max over init containers of (init_i + sidecars before i) */
 	uint64_t apps;     /* sum over app containers */
 };
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
-}
 
 static void set_msg(char *buf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "quantity.h"
+#include "satmath.h"
 
 #define PPM       1000000ull
 #define RATIO_MAX 32 /* "4294967295.9 percent" */
@@ -34,11 +35,6 @@ static void msg_add(struct msgbuf *m, const char *fmt, ...)
 		m->buf[m->len] = '\0';
 	else
 		m->len = (size_t)n < m->cap - m->len ? m->len + (size_t)n : m->cap - 1;
-}
-
-static uint64_t sat_add(uint64_t a, uint64_t b)
-{
-	return a > UINT64_MAX - b ? UINT64_MAX : a + b;
 }
 
 /* floor(a * num / den) for num <= den <= 2^32, exact, without 128-bit arithmetic. */

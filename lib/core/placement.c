@@ -1,0 +1,161 @@
+/*
+ * placement: the placement decision over a snapshot. See placement.h for the contract.
+ */
+#include "placement.h"
+
+#include "capacity.h"
+#include "demand.h"
+#include "satmath.h"
+
+#include <stdio.h>
+#include <string.h>
+
+/* The consumers on the node: their sum and the largest few, for the policy message. */
+struct tally {
+	uint64_t used, reserved;
+	struct policy_consumer top[POLICY_TOP_CONSUMERS];
+	size_t n_top, n_total, n_settled;
+};
+
+/* Keep the POLICY_TOP_CONSUMERS largest, sorted by bytes descending; an equal one keeps the
+ * place of the first seen (visible pods before reservations, each in their given order). */
+static void top_insert(struct tally *t, const char *name, const char *suffix, uint64_t bytes)
+{
+	size_t i = t->n_top;
+
+	t->n_total++;
+	if (i == POLICY_TOP_CONSUMERS) {
+		if (bytes <= t->top[i - 1].bytes)
+			return;
+		i--;
+	} else {
+		t->n_top++;
+	}
+	while (i > 0 && t->top[i - 1].bytes < bytes) {
+		t->top[i] = t->top[i - 1];
+		i--;
+	}
+	snprintf(t->top[i].name, POLICY_NAME_MAX, "%s%s", name, suffix);
+	t->top[i].bytes = bytes;
+}
+
+/* The same pod: same key, or same uid when both are known. */
+static int same_pod(const struct placement_item *it, const char *key, const char *uid)
+{
+	if (key != NULL && strcmp(it->key, key) == 0)
+		return 1;
+	return uid != NULL && uid[0] != '\0' && it->uid != NULL && strcmp(it->uid, uid) == 0;
+}
+
+static int visible(const struct placement_node *node, const struct placement_item *r)
+{
+	for (size_t i = 0; i < node->n_pods; i++)
+		if (same_pod(&node->pods[i], r->key, r->uid))
+			return 1;
+	return 0;
+}
+
+uint64_t placement_item_bytes(const struct placement_item *it, uint64_t per_gpu_bytes)
+{
+	return it->undeclared_gpus > 0 ? sat_mul(it->undeclared_gpus, per_gpu_bytes) : it->bytes;
+}
+
+static int items_valid(const struct placement_item *v, size_t n)
+{
+	if (n > 0 && v == NULL)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (v[i].key == NULL)
+			return 0;
+	return 1;
+}
+
+static void tally(const struct placement_node *node, const struct placement_pod *pod,
+                  uint64_t now_ms, struct tally *t)
+{
+	uint64_t per_gpu = node->cap->per_gpu_bytes;
+
+	for (size_t i = 0; i < node->n_pods; i++) {
+		const struct placement_item *it = &node->pods[i];
+		uint64_t b = placement_item_bytes(it, per_gpu);
+
+		if (same_pod(it, pod->key, pod->uid))
+			continue;
+		t->used = sat_add(t->used, b);
+		top_insert(t, it->key, "", b);
+	}
+	for (size_t i = 0; i < node->n_reserved; i++) {
+		const struct placement_item *r = &node->reserved[i];
+		uint64_t b = placement_item_bytes(r, per_gpu);
+
+		if (same_pod(r, pod->key, pod->uid) ||
+		    (r->expires_ms != 0 && r->expires_ms <= now_ms))
+			continue;
+		if (visible(node, r)) {
+			t->n_settled++;
+			continue;
+		}
+		t->reserved = sat_add(t->reserved, b);
+		top_insert(t, r->key, " (admitting)", b);
+	}
+	t->used = sat_add(t->used, t->reserved);
+}
+
+static int invalid(struct placement_result *out, const char *why)
+{
+	out->invalid_input = 1;
+	out->decision.verdict = POLICY_DENY;
+	out->decision.allowed = 0;
+	out->decision.reason = "InvalidInput";
+	snprintf(out->decision.message, sizeof(out->decision.message), "%s", why);
+	return -1;
+}
+
+int placement_decide(const struct placement_node *node, const struct placement_pod *pod,
+                     const struct placement_policy *pol, uint64_t now_ms,
+                     struct placement_result *out)
+{
+	struct tally t;
+
+	memset(out, 0, sizeof(*out));
+	if (node == NULL || node->cap == NULL || pod == NULL || pod->demand == NULL || pol == NULL)
+		return invalid(out, "invalid placement input: missing node, pod or policy");
+	if (pod->demand->status != DEMAND_OK)
+		return invalid(out, "invalid placement input: the pod has no valid declaration");
+	if (!items_valid(node->pods, node->n_pods) ||
+	    !items_valid(node->reserved, node->n_reserved))
+		return invalid(out, "invalid placement input: a consumer without a key");
+	memset(&t, 0, sizeof(t));
+	tally(node, pod, now_ms, &t);
+	out->used_bytes = t.used;
+	out->reserved_bytes = t.reserved;
+	out->n_settled = t.n_settled;
+
+	const struct capacity *cap = node->cap;
+	struct policy_input in = {
+	    .pod = pod->name,
+	    .node = node->name,
+	    .demand_bytes = pod->demand->bytes,
+	    .max_per_gpu_bytes = pod->demand->max_per_gpu_bytes,
+	    .max_per_gpu_container = pod->demand->max_per_gpu_container,
+	    .capacity_bytes = cap->total_bytes,
+	    .per_gpu_bytes = cap->per_gpu_bytes,
+	    .gpu_count = cap->gpu_count,
+	    .threshold = cap->has_threshold ? cap->threshold : pol->threshold,
+	    .warn_threshold = pol->warn_threshold,
+	    .mode = pol->mode,
+	    .used_bytes = t.used,
+	    .consumers = t.top,
+	    .n_consumers = t.n_top,
+	    .n_consumers_total = t.n_total,
+	};
+	if (policy_decide(&in, &out->decision) != 0) {
+		out->invalid_input = 1;
+		return -1;
+	}
+	if (out->decision.allowed && !pod->dry_run) {
+		out->reserve = 1;
+		out->reserve_bytes = pod->demand->bytes;
+	}
+	return 0;
+}

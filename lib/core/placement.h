@@ -1,0 +1,97 @@
+/*
+ * placement: the one place a placement is decided (ARCHITECTURE.md, "placement core").
+ *
+ * A placement of pod P on node N is decided by placement_decide() over a snapshot, all plain
+ * values: the node (its capacity, from capacity.h, with the per-node threshold), the consumers
+ * visible on it (pods with their demand already computed), the pending reservations (admitted
+ * placements not yet visible), the pod being placed (its demand, from demand.h), the policy
+ * (threshold, warn threshold, mode) and `now`. It returns the verdict, the message, and the
+ * reservation the caller records when the placement is allowed.
+ *
+ * Counting rules (the README's "What is already on the node"):
+ *   - a visible consumer counts its declared bytes; a GPU pod without a valid declaration counts
+ *     its GPUs x one GPU's memory (undeclared_gpus; it may use them whole);
+ *   - the pod being placed never counts itself (visible or reserved, matched by key or uid: a
+ *     retried Binding, a re-sent CREATE);
+ *   - a reservation counts unless expired at now_ms or settled: a visible consumer with the
+ *     same key or uid is the same pod, counted once (as the visible pod);
+ *   - the total is used + demand, saturating (an 8Ei declaration cannot wrap to a small sum).
+ * The threshold in force is the node's (capacity.has_threshold: its annotation) or the policy's.
+ * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
+ * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
+ *
+ * Who calls it: the admission adapter (webhook.c), with a snapshot from the API server (live
+ * path) or from the watch cache. Pure: no I/O, no clock (now_ms is an argument), no locks, no
+ * allocation; every pointer in the input is borrowed for the call. Thread-safe.
+ */
+#ifndef GMG_PLACEMENT_H
+#define GMG_PLACEMENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "policy.h"
+
+struct capacity;
+struct demand;
+
+/* A consumer of GPU memory on the node: a visible pod, or a reservation. Borrowed. */
+struct placement_item {
+	const char *key;          /* "namespace/name" (required) */
+	const char *uid;          /* metadata.uid, or NULL when unknown */
+	uint64_t bytes;           /* declared demand, bytes */
+	uint64_t undeclared_gpus; /* > 0: a GPU pod without a valid declaration; counts
+	                             undeclared_gpus x capacity.per_gpu_bytes instead of bytes */
+	uint64_t expires_ms;      /* reservations: expiry on the now_ms clock; 0: never */
+};
+
+/* The node and what is on it. */
+struct placement_node {
+	const char *name;                  /* node name, for messages */
+	const struct capacity *cap;        /* from capacity_from_node() */
+	const struct placement_item *pods; /* visible consumers: pods bound to the node, not
+	                                      Succeeded/Failed, holding GPU memory */
+	size_t n_pods;
+	const struct placement_item *reserved; /* pending reservations on the node */
+	size_t n_reserved;
+};
+
+/* The pod being placed. */
+struct placement_pod {
+	const char *name;            /* "namespace/name", for messages */
+	const char *key;             /* its reservation key ("namespace/name" or a unique key) */
+	const char *uid;             /* metadata.uid, or NULL */
+	const struct demand *demand; /* status DEMAND_OK */
+	int dry_run;                 /* 1: decide, but reserve nothing */
+};
+
+struct placement_policy {
+	double threshold;      /* ratio (0,1], used when the node has no threshold annotation */
+	double warn_threshold; /* ratio (0,1] */
+	enum policy_mode mode;
+};
+
+struct placement_result {
+	struct policy_decision decision; /* verdict, allowed, reason, message, budget, total */
+	int invalid_input;       /* 1: policy_decide refused the input (e.g. zero capacity) */
+	uint64_t used_bytes;     /* counted on the node besides the pod being placed */
+	uint64_t reserved_bytes; /* of which pending reservations */
+	size_t n_settled;        /* reservations not counted because their pod is visible */
+	int reserve;             /* 1: allowed and not dry-run: record the reservation below */
+	uint64_t reserve_bytes;  /* = demand bytes */
+};
+
+/*
+ * Decide placing pod on node under pol at now_ms. Always fills *out. Returns 0; -1 (with
+ * out->invalid_input set, out->decision.allowed 0 and its message saying why) for an input that
+ * makes no sense: NULL arguments, a demand that is not DEMAND_OK, an item without a key, or
+ * what policy_decide() refuses.
+ */
+int placement_decide(const struct placement_node *node, const struct placement_pod *pod,
+                     const struct placement_policy *pol, uint64_t now_ms,
+                     struct placement_result *out) __attribute__((warn_unused_result));
+
+/* Bytes one consumer counts on a node whose GPUs have per_gpu_bytes each (saturating). */
+uint64_t placement_item_bytes(const struct placement_item *it, uint64_t per_gpu_bytes);
+
+#endif
