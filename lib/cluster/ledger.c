@@ -21,6 +21,7 @@
 
 struct entry {
 	char key[LEDGER_KEY_MAX];
+	char uid[LEDGER_UID_MAX]; /* "" when unknown */
 	uint64_t bytes;
 	uint64_t reserved_ms;
 	uint64_t expires_ms;
@@ -346,11 +347,17 @@ static int make_room(struct ledger_node *n, uint64_t now_ms)
 
 int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
 {
+	return ledger_reserve_uid(n, key, NULL, bytes, now_ms);
+}
+
+int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
+                       uint64_t now_ms)
+{
 	uint64_t ttl, expires;
-	size_t len;
+	size_t len, ulen = uid ? strnlen(uid, LEDGER_UID_MAX) : 0;
 	int rc;
 
-	if (n == NULL || key == NULL)
+	if (n == NULL || key == NULL || ulen >= LEDGER_UID_MAX)
 		return LEDGER_EINVAL;
 	len = strnlen(key, LEDGER_KEY_MAX);
 	if (len == 0 || len >= LEDGER_KEY_MAX)
@@ -365,12 +372,14 @@ int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint6
 		n->entries[i].bytes = bytes;
 		n->entries[i].reserved_ms = now_ms;
 		n->entries[i].expires_ms = expires;
+		memcpy(n->entries[i].uid, uid ? uid : "", ulen + 1);
 		return 0;
 	}
 	rc = make_room(n, now_ms);
 	if (rc != 0)
 		return rc;
 	memcpy(n->entries[n->n].key, key, len + 1);
+	memcpy(n->entries[n->n].uid, uid ? uid : "", ulen + 1);
 	n->entries[n->n].bytes = bytes;
 	n->entries[n->n].reserved_ms = now_ms;
 	n->entries[n->n].expires_ms = expires;
@@ -387,6 +396,57 @@ size_t ledger_remove(struct ledger_node *n, const char *key)
 		return 0;
 	/* At time 0 nothing has expired: only the key decides. Keys are unique per node. */
 	return node_filter(n, keys, 1, 0);
+}
+
+/* Drop the entries of key on one locked node; with a uid on both sides, only the same pod. */
+static size_t forget_on(struct ledger_node *n, const char *key, const char *uid)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n->n; i++) {
+		const struct entry *e = &n->entries[i];
+		int drop =
+		    strcmp(e->key, key) == 0 && (uid == NULL || uid[0] == '\0' ||
+		                                 e->uid[0] == '\0' || strcmp(e->uid, uid) == 0);
+		if (drop)
+			continue;
+		if (kept != i)
+			n->entries[kept] = n->entries[i];
+		kept++;
+	}
+	size_t dropped = n->n - kept;
+	n->n = kept;
+	atomic_fetch_sub(&n->owner->n_entries, dropped);
+	return dropped;
+}
+
+size_t ledger_forget(struct ledger *l, const char *key, const char *uid)
+{
+	struct ledger_node **held = NULL;
+	size_t n_held = 0, dropped = 0;
+
+	if (l == NULL || key == NULL || key[0] == '\0')
+		return 0;
+	/* Pin every node (users++) under the table mutex, then lock each one alone: never hold
+	 * the table mutex while waiting for a node (ledger_unlock takes them the other way). The
+	 * table holds only nodes with recent placements, so this is short. */
+	pthread_mutex_lock(&l->mu);
+	if (l->n_nodes > 0 && (held = calloc(l->n_nodes, sizeof(*held))) != NULL) {
+		for (size_t b = 0; b < BUCKETS; b++)
+			for (struct ledger_node *n = l->buckets[b];
+			     n != NULL && n_held < l->n_nodes; n = n->next) {
+				n->users++;
+				held[n_held++] = n;
+			}
+	}
+	pthread_mutex_unlock(&l->mu);
+	for (size_t i = 0; i < n_held; i++) {
+		pthread_mutex_lock(&held[i]->mu);
+		dropped += forget_on(held[i], key, uid);
+		ledger_unlock(held[i]);
+	}
+	free(held);
+	return dropped;
 }
 
 size_t ledger_size(struct ledger *l)

@@ -26,6 +26,7 @@
 #define LEDGER_MAX_NODES    65536
 #define LEDGER_MAX_PER_NODE 1024
 #define LEDGER_KEY_MAX      320
+#define LEDGER_UID_MAX      64 /* metadata.uid (a UUID is 36) */
 
 #define LEDGER_EFULL  (-1) /* caps reached */
 #define LEDGER_ENOMEM (-2)
@@ -85,6 +86,18 @@ size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, 
 /* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */
 int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
     __attribute__((warn_unused_result));
+
+/* The same with the pod's metadata.uid (NULL or "" when unknown), so that ledger_forget can
+ * tell this pod from an earlier pod of the same name. LEDGER_EINVAL for a uid not shorter than
+ * LEDGER_UID_MAX. A refresh replaces the uid. */
+int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
+                       uint64_t now_ms) __attribute__((warn_unused_result));
+
+/* The pod key (uid) stopped holding GPU memory before it was seen on its node (deleted,
+ * finished): drop its reservations on every node. An entry whose uid and the given uid are
+ * both known and differ is another pod of the same name, and is kept. Takes the node locks
+ * itself: the caller must hold none. Returns how many entries were dropped. Thread-safe. */
+size_t ledger_forget(struct ledger *l, const char *key, const char *uid);
 
 /* With the node locked: drop the reservation of key (live or expired), e.g. when its pod is
  * known to be deleted. Returns 1 when one was dropped, 0 when there was none (or n or key is

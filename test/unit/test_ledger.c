@@ -579,6 +579,40 @@ static void test_node_churn(void **state)
 	ledger_free(l);
 }
 
+/* A pod gone before it showed up: its reservations are dropped on every node, but not those
+ * of a newer pod of the same name (another uid). */
+static void test_forget(void **state)
+{
+	(void)state;
+	struct ledger *l = ledger_new(60000);
+	struct ledger_node *a = ledger_lock(l, "node-a");
+
+	assert_int_equal(ledger_reserve_uid(a, "ns/p", "uid-1", 10 * GI, 100), 0);
+	assert_int_equal(ledger_reserve_uid(a, "ns/q", "uid-2", 10 * GI, 100), 0);
+	assert_int_equal(ledger_reserve(a, "ns/r", 10 * GI, 100), 0); /* uid unknown */
+	ledger_unlock(a);
+	struct ledger_node *b = ledger_lock(l, "node-b");
+	assert_int_equal(ledger_reserve_uid(b, "ns/p", "uid-3", 10 * GI, 100), 0);
+	ledger_unlock(b);
+	assert_int_equal(ledger_size(l), 4);
+
+	assert_int_equal(ledger_forget(l, "ns/p", "uid-1"), 1); /* uid-3 is another pod */
+	assert_int_equal(ledger_forget(l, "ns/r", "uid-9"), 1); /* unknown uid: by key */
+	assert_int_equal(ledger_forget(l, "ns/none", NULL), 0);
+	assert_int_equal(ledger_forget(l, "ns/p", NULL), 1); /* no uid given: by key */
+	assert_int_equal(ledger_forget(l, "", NULL), 0);
+	assert_int_equal(ledger_forget(NULL, "ns/q", NULL), 0);
+	assert_int_equal(ledger_size(l), 1);
+	a = ledger_lock(l, "node-a");
+	assert_int_equal(ledger_pending_bytes(a, NULL, 200), 10 * GI); /* ns/q */
+	char uid[LEDGER_UID_MAX + 1];
+	memset(uid, 'u', LEDGER_UID_MAX);
+	uid[LEDGER_UID_MAX] = '\0';
+	assert_int_equal(ledger_reserve_uid(a, "ns/x", uid, GI, 200), LEDGER_EINVAL);
+	ledger_unlock(a);
+	ledger_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -595,6 +629,7 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_check_and_reserve),
 	    cmocka_unit_test(test_concurrent_budget_without_api),
 	    cmocka_unit_test(test_node_churn),
+	    cmocka_unit_test(test_forget),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
