@@ -42,6 +42,7 @@ struct kube_client {
 	struct kube_config cfg; /* deep copy */
 	long timeout_ms;
 	size_t body_max;
+	long watch_slack; /* seconds of silence past timeoutSeconds before a watch is dead */
 	kube_observer obs;
 	void *obs_ctx;
 	pthread_key_t key;
@@ -80,6 +81,10 @@ const char *kube_strerror(int code)
 		return "timeout";
 	case KUBE_EINVAL:
 		return "invalid argument";
+	case KUBE_EGONE:
+		return "gone (resource version too old)";
+	case KUBE_ESTOP:
+		return "stopped";
 	}
 	return "unknown error";
 }
@@ -296,6 +301,7 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_
 	}
 	c->timeout_ms = timeout_ms;
 	c->body_max = KUBE_BODY_MAX;
+	c->watch_slack = KUBE_WATCH_IDLE_SLACK;
 	c->obs = obs;
 	c->obs_ctx = obs_ctx;
 	if (pthread_key_create(&c->key, handle_release) != 0)
@@ -332,6 +338,12 @@ void kube_client_set_body_max(struct kube_client *c, size_t bytes)
 {
 	if (c != NULL && bytes > 0)
 		c->body_max = bytes;
+}
+
+void kube_client_set_watch_idle_slack(struct kube_client *c, long seconds)
+{
+	if (c != NULL && seconds >= 0)
+		c->watch_slack = seconds;
 }
 
 void kube_client_free(struct kube_client *c)
@@ -859,5 +871,408 @@ out:
 	cJSON_Delete(l.all);
 	free(l.cont);
 	free(url);
+	return rc;
+}
+
+/* A collection name for a cluster-wide path: 1..63 bytes of [a-z0-9] (nothing to escape). */
+static int check_resource(const char *s, char *err, size_t errlen)
+{
+	size_t n = s != NULL ? strlen(s) : 0;
+
+	if (n == 0 || n > 63 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") != n) {
+		errbuf_set(err, errlen, "resource must be 1..63 bytes of [a-z0-9]");
+		return KUBE_EINVAL;
+	}
+	return 0;
+}
+
+/* GET /api/v1/<resource>?limit=N[&continue=T] */
+static int list_all_url(struct kube_client *c, const char *resource, long limit, const char *cont,
+                        char *url, size_t cap)
+{
+	char q[64];
+	size_t pos = 0;
+
+	snprintf(q, sizeof(q), "?limit=%ld", limit);
+	if (url_append(url, cap, &pos, c->cfg.server) < 0 ||
+	    url_append(url, cap, &pos, "/api/v1/") < 0 ||
+	    url_append(url, cap, &pos, resource) < 0 || url_append(url, cap, &pos, q) < 0)
+		return -1;
+	if (cont != NULL && (url_append(url, cap, &pos, "&continue=") < 0 ||
+	                     url_append_escaped(url, cap, &pos, cont) < 0))
+		return -1;
+	return 0;
+}
+
+/* metadata.<field> of a list page as a string, NULL when absent or empty. */
+static const char *list_meta(const cJSON *page, const char *field)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(page, "metadata"), field);
+
+	return cJSON_IsString(v) && v->valuestring != NULL && v->valuestring[0] != '\0'
+	           ? v->valuestring
+	           : NULL;
+}
+
+/* One page of kube_list_all: fn per item, the page's RV (first page) and next continue token. */
+static int list_all_page(const cJSON *page, const char *what, kube_item_fn fn, void *ctx,
+                         char *first_rv, char **cont, char *err, size_t errlen)
+{
+	const cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items"), *it, *arr;
+	const char *v;
+
+	if (first_rv[0] == '\0') {
+		v = list_meta(page, "resourceVersion");
+		if (v == NULL || strlen(v) >= KUBE_RV_MAX) {
+			errbuf_set(err, errlen,
+			           "%s: list without a usable metadata.resourceVersion", what);
+			return KUBE_EPARSE;
+		}
+		snprintf(first_rv, KUBE_RV_MAX, "%s", v);
+	}
+	if (items != NULL && !cJSON_IsNull(items) && !cJSON_IsArray(items)) {
+		errbuf_set(err, errlen, "%s: items is not an array", what);
+		return KUBE_EPARSE;
+	}
+	arr = cJSON_IsArray(items) ? items : NULL;
+	cJSON_ArrayForEach(it, arr)
+	{
+		if (fn(ctx, it) != 0) {
+			errbuf_set(err, errlen, "%s: stopped by the caller", what);
+			return KUBE_ESTOP;
+		}
+	}
+	free(*cont);
+	*cont = NULL;
+	v = list_meta(page, "continue");
+	if (v != NULL && (*cont = strdup(v)) == NULL) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		return KUBE_ENOMEM;
+	}
+	return 0;
+}
+
+/*
+ * Pages one at a time, each with the whole client timeout: unlike kube_list_pods_on_node (a
+ * placement's budget), a full list is a cache's startup or relist, bounded by the page cap.
+ */
+int kube_list_all(struct kube_client *c, const char *resource, long page_limit, kube_item_fn fn,
+                  void *ctx, char *rv, size_t rvlen, long *http_code, char *err, size_t errlen)
+{
+	char what[96], first_rv[KUBE_RV_MAX] = "", *url = NULL, *cont = NULL;
+	struct call k = {"list", resource, what, NULL, 0};
+	long code = 0;
+	int rc;
+
+	if (rv != NULL && rvlen > 0)
+		rv[0] = '\0';
+	if (c == NULL || fn == NULL || page_limit < 0 || (rv == NULL) != (rvlen == 0)) {
+		errbuf_set(err, errlen, "list: bad arguments");
+		rc = KUBE_EINVAL;
+		goto out;
+	}
+	if ((rc = check_resource(resource, err, errlen)) < 0)
+		goto out;
+	snprintf(what, sizeof(what), "list %s", resource);
+	if ((url = malloc(URL_MAX)) == NULL) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	k.url = url;
+	k.budget_ms = c->timeout_ms;
+	for (long pages = 1;; pages++) {
+		cJSON *page = NULL;
+
+		if (pages > KUBE_LIST_MAX_PAGES) {
+			errbuf_set(err, errlen, "%s: more than %d pages", what,
+			           KUBE_LIST_MAX_PAGES);
+			rc = KUBE_ETOOBIG;
+			goto out;
+		}
+		if (list_all_url(c, resource, page_limit ? page_limit : KUBE_PAGE_LIMIT, cont, url,
+		                 URL_MAX) < 0) {
+			errbuf_set(err, errlen, "%s: continue token too long", what);
+			rc = KUBE_EPARSE;
+			goto out;
+		}
+		rc = http_get(c, &k, &page, &code, c->body_max, NULL, err, errlen);
+		if (rc == KUBE_EHTTP && code == 410)
+			rc = KUBE_EGONE;
+		if (rc == 0)
+			rc = list_all_page(page, what, fn, ctx, first_rv, &cont, err, errlen);
+		cJSON_Delete(page);
+		if (rc < 0)
+			goto out;
+		if (cont == NULL)
+			break;
+	}
+	if (rv != NULL && strlen(first_rv) >= rvlen) {
+		errbuf_set(err, errlen, "%s: resourceVersion over %zu bytes", what, rvlen - 1);
+		rc = KUBE_ETOOBIG;
+		goto out;
+	}
+	if (rv != NULL)
+		snprintf(rv, rvlen, "%s", first_rv);
+	rc = 0;
+out:
+	if (http_code != NULL)
+		*http_code = code;
+	free(cont);
+	free(url);
+	return rc;
+}
+
+/* ---- watch ---- */
+
+#define WATCH_ERRBODY_MAX (64u * 1024u) /* bytes of a non-2xx watch answer kept for err */
+
+/* State of one watch transfer, shared by the curl callbacks. */
+struct watch_xfer {
+	CURL *easy;
+	struct watch_decoder *dec;
+	watch_event_fn fn;
+	void *ctx;
+	const volatile int *stop;
+	long code;      /* HTTP status, read at the first body byte */
+	int dec_rc;     /* a WATCH_E* that ended decoding, 0 */
+	int stopped;    /* *stop was seen set */
+	int user_stop;  /* fn returned nonzero */
+	int error_code; /* an ERROR event's Status code (-1: none seen) */
+	char error_msg[STATUS_MSG];
+	char dec_err[256]; /* the decoder's reason */
+	struct body errbody;
+};
+
+static int stop_requested(struct watch_xfer *w)
+{
+	if (w->stop != NULL && *w->stop != 0)
+		w->stopped = 1;
+	return w->stopped;
+}
+
+/* Decoder callback: the caller's fn, then an ERROR event ends the watch. */
+static int on_watch_event(void *ctx, enum watch_event_type type, const struct cJSON *object)
+{
+	struct watch_xfer *w = ctx;
+
+	if (stop_requested(w))
+		return 1;
+	if (w->fn(w->ctx, type, object) != 0) {
+		w->user_stop = 1;
+		return 1;
+	}
+	if (type == WATCH_ERROR) {
+		const cJSON *m = cJSON_GetObjectItemCaseSensitive(object, "message");
+
+		w->error_code = watch_status_code(object);
+		snprintf(w->error_msg, sizeof(w->error_msg), "%s",
+		         cJSON_IsString(m) && m->valuestring ? m->valuestring : "");
+		return 1;
+	}
+	return 0;
+}
+
+static size_t on_watch_body(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct watch_xfer *w = userp;
+	size_t n = size * nmemb;
+	int rc;
+
+	if (stop_requested(w))
+		return 0;
+	if (w->code == 0)
+		curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &w->code);
+	if (w->code < 200 || w->code > 299) {
+		/* An error answer: keep its start for the message, drop the rest. */
+		size_t room = w->errbody.max - w->errbody.len;
+		if (on_body(data, 1, n < room ? n : room, &w->errbody) != (n < room ? n : room))
+			return 0;
+		return n;
+	}
+	rc = watch_decoder_feed(w->dec, data, n, on_watch_event, w, w->dec_err, sizeof(w->dec_err));
+	if (rc < 0) {
+		w->dec_rc = rc;
+		return 0; /* aborts the transfer with CURLE_WRITE_ERROR */
+	}
+	return n;
+}
+
+static int on_watch_progress(void *userp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                             curl_off_t ulnow)
+{
+	return stop_requested(userp);
+}
+
+/* GET /api/v1/<resource>?watch=1[&resourceVersion=RV]&allowWatchBookmarks=true&timeoutSeconds= */
+static int watch_url(struct kube_client *c, const char *resource, const char *rv, long timeout_s,
+                     char *url, size_t cap)
+{
+	char q[96];
+	size_t pos = 0;
+
+	if (url_append(url, cap, &pos, c->cfg.server) < 0 ||
+	    url_append(url, cap, &pos, "/api/v1/") < 0 ||
+	    url_append(url, cap, &pos, resource) < 0 || url_append(url, cap, &pos, "?watch=1") < 0)
+		return -1;
+	if (rv != NULL && rv[0] != '\0' &&
+	    (url_append(url, cap, &pos, "&resourceVersion=") < 0 ||
+	     url_append_escaped(url, cap, &pos, rv) < 0))
+		return -1;
+	snprintf(q, sizeof(q), "&allowWatchBookmarks=true&timeoutSeconds=%ld", timeout_s);
+	return url_append(url, cap, &pos, q);
+}
+
+/* Options of a watch on a fresh handle (handle_setup already applied). */
+static int watch_setup(struct kube_client *c, struct handle *h, struct watch_xfer *w,
+                       const char *url, long timeout_s, const char *tok)
+{
+	CURLcode rc = CURLE_OK;
+
+#define SET(opt, val)                                                                              \
+	do {                                                                                       \
+		if (rc == CURLE_OK)                                                                \
+			rc = curl_easy_setopt(h->easy, opt, val);                                  \
+	} while (0)
+	SET(CURLOPT_URL, url);
+	SET(CURLOPT_WRITEFUNCTION, on_watch_body);
+	SET(CURLOPT_WRITEDATA, w);
+	SET(CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)0); /* a stream: the cap is per event */
+	SET(CURLOPT_TIMEOUT_MS, 0L);
+	SET(CURLOPT_CONNECTTIMEOUT_MS, c->timeout_ms);
+	/* Below 1 byte/s for that long: curl's speed is a ~5 s window, so silence is what counts.
+	 */
+	SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
+	SET(CURLOPT_LOW_SPEED_TIME, timeout_s + c->watch_slack);
+	SET(CURLOPT_NOPROGRESS, 0L);
+	SET(CURLOPT_XFERINFOFUNCTION, on_watch_progress);
+	SET(CURLOPT_XFERINFODATA, w);
+	if (tok != NULL) {
+		SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
+		SET(CURLOPT_XOAUTH2_BEARER, tok);
+	}
+#undef SET
+	return rc == CURLE_OK ? 0 : -1;
+}
+
+/* The KUBE_E* of a finished watch, most specific cause first. */
+static int watch_result(const char *what, struct handle *h, struct watch_xfer *w, CURLcode cc,
+                        long timeout_s, long slack, char *err, size_t errlen)
+{
+	char msg[STATUS_MSG];
+
+	if (w->stopped || w->user_stop) {
+		errbuf_set(err, errlen, "%s: stopped by the caller", what);
+		return KUBE_ESTOP;
+	}
+	if (w->error_code >= 0) {
+		errbuf_set(err, errlen, "%s: ERROR event, code %d: %s", what, w->error_code,
+		           w->error_msg);
+		return w->error_code == 410 ? KUBE_EGONE : KUBE_EHTTP;
+	}
+	if (w->dec_rc < 0) {
+		errbuf_set(err, errlen, "%s: %s", what, w->dec_err);
+		return w->dec_rc == WATCH_ETOOBIG  ? KUBE_ETOOBIG
+		       : w->dec_rc == WATCH_ENOMEM ? KUBE_ENOMEM
+		                                   : KUBE_EPARSE;
+	}
+	if (w->code != 0 && (w->code < 200 || w->code > 299)) {
+		status_message(&w->errbody, msg, sizeof(msg));
+		errbuf_set(err, errlen, "%s: HTTP %ld%s%s", what, w->code, msg[0] ? ": " : "", msg);
+		return w->code == 410 ? KUBE_EGONE : w->code == 404 ? KUBE_ENOTFOUND : KUBE_EHTTP;
+	}
+	if (cc == CURLE_OPERATION_TIMEDOUT) {
+		errbuf_set(err, errlen, "%s: no connection within the timeout or no byte for %ld s",
+		           what, timeout_s + slack);
+		return KUBE_ETIMEOUT;
+	}
+	if (cc == CURLE_OUT_OF_MEMORY || cc == CURLE_WRITE_ERROR) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		return KUBE_ENOMEM;
+	}
+	if (cc != CURLE_OK) {
+		errbuf_set(err, errlen, "%s: %s", what,
+		           h->errbuf[0] ? h->errbuf : curl_easy_strerror(cc));
+		return KUBE_ETRANSPORT;
+	}
+	return 0;
+}
+
+static int check_watch_args(struct kube_client *c, const char *resource, const char *rv,
+                            long timeout_s, watch_event_fn fn, char *err, size_t errlen)
+{
+	if (c == NULL || fn == NULL || timeout_s < 1 || timeout_s > KUBE_WATCH_TIMEOUT_MAX ||
+	    (rv != NULL && strlen(rv) >= KUBE_RV_MAX)) {
+		errbuf_set(
+		    err, errlen,
+		    "watch: bad arguments (timeout 1..%ld s, resourceVersion under %d bytes)",
+		    KUBE_WATCH_TIMEOUT_MAX, KUBE_RV_MAX);
+		return KUBE_EINVAL;
+	}
+	return check_resource(resource, err, errlen);
+}
+
+int kube_watch(struct kube_client *c, const char *resource, const char *resource_version,
+               long timeout_seconds, watch_event_fn fn, void *ctx, const volatile int *stop,
+               long *http_code, char *err, size_t errlen)
+{
+	struct watch_xfer w = {.fn = fn, .ctx = ctx, .stop = stop, .error_code = -1};
+	char what[96], *url = NULL, *tok = NULL;
+	struct handle *h = NULL;
+	double t0;
+	CURLcode cc;
+	int rc;
+
+	if ((rc = check_watch_args(c, resource, resource_version, timeout_seconds, fn, err,
+	                           errlen)) < 0)
+		goto out;
+	snprintf(what, sizeof(what), "watch %s", resource);
+	w.errbody.max = WATCH_ERRBODY_MAX;
+	w.dec = watch_decoder_new(c->body_max < WATCH_EVENT_MAX ? c->body_max : WATCH_EVENT_MAX);
+	url = malloc(URL_MAX);
+	if (w.dec == NULL || url == NULL) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	if (watch_url(c, resource, resource_version, timeout_seconds, url, URL_MAX) < 0) {
+		errbuf_set(err, errlen, "%s: URL too long", what);
+		rc = KUBE_EINVAL;
+		goto out;
+	}
+	if ((rc = current_token(c, &tok, err, errlen)) < 0)
+		goto out;
+	if ((h = handle_new(c, err, errlen)) == NULL) {
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	w.easy = h->easy;
+	if (watch_setup(c, h, &w, url, timeout_seconds, tok) < 0) {
+		errbuf_set(err, errlen, "%s: curl option refused", what);
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	t0 = now_seconds();
+	cc = curl_easy_perform(h->easy);
+	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &w.code);
+	if (c->obs != NULL)
+		c->obs(c->obs_ctx, "watch", resource, w.code, now_seconds() - t0);
+	/* A clean end: the server may have left a last event without its newline. */
+	if (cc == CURLE_OK && w.code >= 200 && w.code <= 299 && w.dec_rc == 0 && w.error_code < 0 &&
+	    !w.user_stop && !w.stopped)
+		w.dec_rc =
+		    watch_decoder_finish(w.dec, on_watch_event, &w, w.dec_err, sizeof(w.dec_err));
+	if (w.dec_rc == WATCH_ESTOP)
+		w.dec_rc = 0; /* the reason is in stopped, user_stop or error_code */
+	rc = watch_result(what, h, &w, cc, timeout_seconds, c->watch_slack, err, errlen);
+out:
+	if (http_code != NULL)
+		*http_code = w.code;
+	handle_destroy(h);
+	free(tok);
+	free(url);
+	free(w.errbody.p);
+	watch_decoder_free(w.dec);
 	return rc;
 }

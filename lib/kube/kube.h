@@ -9,7 +9,10 @@
  *
  * Results are parsed cJSON trees the caller owns (cJSON_Delete). Response bodies are capped at
  * KUBE_BODY_MAX; list pagination uses limit=KUBE_PAGE_LIMIT and continue tokens, at most
- * KUBE_MAX_PAGES pages.
+ * KUBE_MAX_PAGES pages (KUBE_LIST_MAX_PAGES for kube_list_all, which holds one page at a time).
+ *
+ * Watches (kube_watch) are the exception to the per-thread handle: each watch has its own easy
+ * handle and connection for its life, with no total timeout (see kube_watch).
  *
  * Errors: 0 on success; KUBE_E* codes; err gets a one-line reason that names the call and, for
  * HTTP errors, the status code and the API server's Status message.
@@ -17,14 +20,20 @@
 #ifndef GMG_KUBE_H
 #define GMG_KUBE_H
 
+#include "watch.h"
+
 #include <stddef.h>
 
 struct cJSON;
 struct kube_config;
 
-#define KUBE_BODY_MAX   (64u * 1024u * 1024u) /* bytes per response */
-#define KUBE_PAGE_LIMIT 500
-#define KUBE_MAX_PAGES  100
+#define KUBE_BODY_MAX          (64u * 1024u * 1024u) /* bytes per response */
+#define KUBE_PAGE_LIMIT        500
+#define KUBE_MAX_PAGES         100
+#define KUBE_LIST_MAX_PAGES    100000 /* pages of a kube_list_all */
+#define KUBE_RV_MAX            128 /* bytes of a resourceVersion with its NUL: size rv buffers so */
+#define KUBE_WATCH_TIMEOUT_MAX 86400L /* seconds, timeoutSeconds of a watch */
+#define KUBE_WATCH_IDLE_SLACK  30L    /* seconds without a byte past timeoutSeconds: dead */
 
 #define KUBE_ETRANSPORT (-1) /* connect, TLS, unreadable token file: err has the cause */
 #define KUBE_EHTTP      (-2) /* non-2xx: *http_code set */
@@ -32,8 +41,10 @@ struct kube_config;
 #define KUBE_EPARSE     (-4) /* body not the JSON expected */
 #define KUBE_ETOOBIG    (-5) /* body over KUBE_BODY_MAX or pages over KUBE_MAX_PAGES */
 #define KUBE_ENOMEM     (-6)
-#define KUBE_ETIMEOUT   (-7) /* total timeout passed */
-#define KUBE_EINVAL     (-8) /* bad argument (empty or over-long name); no request made */
+#define KUBE_ETIMEOUT   (-7)  /* total timeout passed */
+#define KUBE_EINVAL     (-8)  /* bad argument (empty or over-long name); no request made */
+#define KUBE_EGONE      (-9)  /* 410 Gone: resourceVersion or continue token too old: relist */
+#define KUBE_ESTOP      (-10) /* the caller's callback or stop flag ended the call */
 
 struct kube_client;
 
@@ -71,6 +82,70 @@ int kube_get_node(struct kube_client *c, const char *name, struct cJSON **node, 
 int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON **items,
                            long *http_code, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* Called per item of kube_list_all; item is borrowed, valid during the call only. Return 0 to
+ * go on, nonzero to stop (kube_list_all then returns KUBE_ESTOP). */
+typedef int (*kube_item_fn)(void *ctx, const struct cJSON *item);
+
+/*
+ * Every object of a cluster-wide collection: GET /api/v1/<resource>?limit=<page_limit>&continue=
+ * page by page, resource a lowercase plural ("pods", "nodes"; 1..63 bytes of [a-z0-9]). Each
+ * page is parsed, fn called per item in order, then the page freed: memory is bounded by one
+ * page, and each page by the body cap. page_limit 0 -> KUBE_PAGE_LIMIT; at most
+ * KUBE_LIST_MAX_PAGES pages (KUBE_ETOOBIG past it). Each page request has the client's timeout
+ * (there is no budget for the whole list: a cluster's list may take minutes).
+ *
+ * On success rv (rvlen bytes; KUBE_RV_MAX is enough for any API server) gets the list's
+ * metadata.resourceVersion, the point a watch continues from. It is the first page's: the API
+ * server gives every page of one list the same version, and a server that answers each page from
+ * live state gives the oldest one there, so a watch from it replays changes made during the list
+ * (which a cache applies idempotently) instead of missing them. rv may be NULL with rvlen 0 when
+ * not wanted. A list without a resourceVersion is KUBE_EPARSE; one longer than rvlen - 1,
+ * KUBE_ETOOBIG.
+ *
+ * Errors: a 410 Gone (on any page; mid-list: the continue token expired) is KUBE_EGONE and is
+ * not retried: the caller relists from scratch (items already delivered are from an abandoned
+ * list). fn returning nonzero: KUBE_ESTOP. Else as kube_get_pod. *http_code (may be NULL) is the
+ * last page's status. The observer sees one "list" call per page. Thread-safe.
+ */
+int kube_list_all(struct kube_client *c, const char *resource, long page_limit, kube_item_fn fn,
+                  void *ctx, char *rv, size_t rvlen, long *http_code, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * A streamed watch: GET /api/v1/<resource>?watch=1&resourceVersion=RV&allowWatchBookmarks=true
+ * &timeoutSeconds=T (resource as for kube_list_all; resource_version NULL or "" omits it: the
+ * server then starts from its current state; 1..KUBE_RV_MAX-1 bytes otherwise; timeout_seconds
+ * 1..KUBE_WATCH_TIMEOUT_MAX). The body is decoded with a watch_decoder as it arrives (never
+ * buffered whole; one event may be up to min(body cap, WATCH_EVENT_MAX) bytes) and fn is called
+ * per event, in order, on the calling thread; object is borrowed for the call.
+ *
+ * Transport: its own easy handle and connection for the call (not the thread's cached one), no
+ * total timeout, connect timeout = the client timeout, and a low-speed limit: no byte at all (not
+ * even a bookmark) for timeout_seconds + KUBE_WATCH_IDLE_SLACK s (plus up to ~6 s: curl measures
+ * speed over a few seconds' window) ends it as KUBE_ETIMEOUT (a dead peer behind a silent
+ * network). Token, TLS and path handling as the other calls.
+ *
+ * *stop (may be NULL) is polled between events and about once a second while idle: another
+ * thread sets it nonzero to end the watch within ~1 s (KUBE_ESTOP).
+ *
+ * Returns 0 when the server ends the stream normally (timeoutSeconds passed, or it closed the
+ * watch cleanly): the caller rewatches from the last resourceVersion it saw. KUBE_EGONE on HTTP
+ * 410, and also after an ERROR event whose Status code is 410 (fn sees that event first): the
+ * caller relists. Another ERROR event ends the watch with KUBE_EHTTP (its Status message in
+ * err). KUBE_ESTOP when fn returned nonzero or *stop was set. An undecodable event: KUBE_EPARSE;
+ * one over the cap: KUBE_ETOOBIG. Other KUBE_E* as kube_get_pod. *http_code (may be NULL) is the
+ * HTTP status (200 for a stream, even one that carried an ERROR event). The observer is called
+ * once per watch, when it ends, with verb "watch" and the watch's whole duration. Thread-safe:
+ * any number of watches may run at once, on different threads.
+ */
+int kube_watch(struct kube_client *c, const char *resource, const char *resource_version,
+               long timeout_seconds, watch_event_fn fn, void *ctx, const volatile int *stop,
+               long *http_code, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Seconds of silence tolerated past timeoutSeconds before a watch is dead (default
+ * KUBE_WATCH_IDLE_SLACK); for tests. Call before use. */
+void kube_client_set_watch_idle_slack(struct kube_client *c, long seconds);
 
 /* Name of a KUBE_E* code. */
 const char *kube_strerror(int code);

@@ -41,6 +41,11 @@ struct reply {
 	char *body; /* malloc'd, freed by the server */
 	int hang;   /* never answer; wait for the client to go away */
 	int stream; /* no Content-Length: body until the server closes */
+	/* A watch: chunked, each part one chunk (malloc'd, freed by the server) after pause_ms;
+	 * then the last chunk, or with hang_after, silence until the client goes away. */
+	int chunked;
+	char *parts[8];
+	int nparts, pause_ms, hang_after;
 };
 typedef void (*handler_fn)(int n, const char *path, struct reply *r);
 
@@ -170,12 +175,49 @@ static int conn_accept_tls(struct conn *c)
 	return 0;
 }
 
+static void sleep_ms(int ms)
+{
+	struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* A streamed (chunked) answer, as the API server writes a watch. */
+static void serve_chunked(struct conn *conn, struct reply *r, char *buf, size_t cap)
+{
+	char *head = dupf("HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
+	                  "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n",
+	                  r->status);
+	int bad = write_all(conn, head, strlen(head)) < 0;
+
+	free(head);
+	for (int i = 0; i < r->nparts; i++) {
+		char *chunk = dupf("%zx\r\n%s\r\n", strlen(r->parts[i]), r->parts[i]);
+		sleep_ms(r->pause_ms);
+		if (!bad && strlen(r->parts[i]) > 0)
+			bad = write_all(conn, chunk, strlen(chunk)) < 0;
+		free(chunk);
+		free(r->parts[i]);
+	}
+	if (r->hang_after) {
+		while (conn_recv(conn, buf, cap) > 0)
+			;
+		return;
+	}
+	if (!bad)
+		(void)write_all(conn, "0\r\n\r\n", 5);
+	if (conn->ssl != NULL)
+		SSL_shutdown(conn->ssl);
+	shutdown(conn->fd, SHUT_WR);
+}
+
 static void serve_conn(struct conn *conn)
 {
 	char buf[16384];
 
 	while (read_head(conn, buf, sizeof(buf)) > 0) {
-		struct reply r = {200, NULL, 0, 0};
+		struct reply r = {.status = 200};
 		char path[4096] = "", auth[256] = "", *line, *save = NULL;
 		int n;
 
@@ -203,6 +245,11 @@ static void serve_conn(struct conn *conn)
 			break;
 		}
 		const char *body = r.body ? r.body : "";
+		if (r.chunked) {
+			serve_chunked(conn, &r, buf, sizeof(buf));
+			free(r.body);
+			break;
+		}
 		if (r.stream) {
 			char *head = dupf("HTTP/1.1 %d X\r\nContent-Type: application/json\r\n"
 			                  "Connection: close\r\n\r\n",
@@ -1154,6 +1201,413 @@ static void test_tls_refusals(void **state)
 	assert_true(srv.tls_failures >= 2);
 }
 
+/* ---- kube_list_all ---- */
+
+struct items_seen {
+	int n;
+	char names[16][32];
+	int stop_at; /* nonzero: stop on that item (1-based) */
+};
+
+static int on_item(void *ctx, const struct cJSON *item)
+{
+	struct items_seen *s = ctx;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(item, "metadata");
+	const cJSON *name = cJSON_GetObjectItemCaseSensitive(m, "name");
+
+	assert_true(s->n < 16);
+	snprintf(s->names[s->n], sizeof(s->names[s->n]), "%s",
+	         cJSON_IsString(name) ? name->valuestring : "?");
+	s->n++;
+	return s->stop_at != 0 && s->n == s->stop_at;
+}
+
+/* Nodes in three pages; the first page's resourceVersion is the list's. */
+static void h_nodes_pages(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	if (strncmp(path, "/api/v1/nodes?limit=2", 21) != 0)
+		r->status = 400;
+	else if (strstr(path, "continue=") == NULL)
+		r->body = dupf("{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":\"100\","
+		               "\"continue\":\"c/1\"},\"items\":[{\"metadata\":{\"name\":\"n1\"}},"
+		               "{\"metadata\":{\"name\":\"n2\"}}]}");
+	else if (strstr(path, "continue=c%2F1") != NULL)
+		r->body = dupf("{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":\"100\","
+		               "\"continue\":\"c2\"},\"items\":[{\"metadata\":{\"name\":\"n3\"}},"
+		               "{\"metadata\":{\"name\":\"n4\"}}]}");
+	else if (strstr(path, "continue=c2") != NULL)
+		r->body = dupf("{\"kind\":\"NodeList\",\"metadata\":{\"resourceVersion\":\"104\"},"
+		               "\"items\":[{\"metadata\":{\"name\":\"n5\"}}]}");
+	else
+		r->status = 400;
+}
+
+static void test_list_all_pages(void **state)
+{
+	struct kube_client *c;
+	struct items_seen s = {0};
+	char rv[KUBE_RV_MAX] = "x", err[256] = "";
+	long code = 0;
+
+	(void)state;
+	server_start(h_nodes_pages);
+	c = client("t", NULL, 2000);
+	if (kube_list_all(c, "nodes", 2, on_item, &s, rv, sizeof(rv), &code, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(s.n, 5);
+	for (int i = 0; i < 5; i++) {
+		char want[8];
+		snprintf(want, sizeof(want), "n%d", i + 1);
+		assert_string_equal(s.names[i], want);
+	}
+	assert_string_equal(rv, "100");
+	assert_int_equal(code, 200);
+	assert_int_equal(srv.nreq, 3);
+	assert_string_equal(srv.paths[0], "/api/v1/nodes?limit=2");
+	assert_string_equal(srv.paths[1], "/api/v1/nodes?limit=2&continue=c%2F1");
+	assert_string_equal(srv.auth[2], "Bearer t");
+	assert_int_equal(obs.calls, 3);
+	assert_string_equal(obs.verb, "list");
+	assert_string_equal(obs.resource, "nodes");
+	assert_int_equal(srv.nconn, 1);
+
+	/* The callback stops it: no further page is asked for. */
+	s = (struct items_seen){.stop_at = 2};
+	assert_int_equal(kube_list_all(c, "nodes", 2, on_item, &s, NULL, 0, NULL, err, sizeof(err)),
+	                 KUBE_ESTOP);
+	assert_int_equal(s.n, 2);
+	assert_int_equal(srv.nreq, 4);
+
+	/* An rv buffer too small for the version. */
+	s = (struct items_seen){0};
+	assert_int_equal(kube_list_all(c, "nodes", 2, on_item, &s, rv, 3, NULL, err, sizeof(err)),
+	                 KUBE_ETOOBIG);
+
+	/* Bad arguments: no request. */
+	assert_int_equal(kube_list_all(c, "Nodes", 2, on_item, &s, NULL, 0, NULL, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(kube_list_all(c, "", 2, on_item, &s, NULL, 0, NULL, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(
+	    kube_list_all(c, "pods/x", 2, on_item, &s, NULL, 0, NULL, err, sizeof(err)),
+	    KUBE_EINVAL);
+	assert_int_equal(kube_list_all(c, "pods", -1, on_item, &s, NULL, 0, NULL, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(kube_list_all(c, "pods", 0, NULL, &s, NULL, 0, NULL, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(srv.nreq, 7);
+	kube_client_free(c);
+	server_stop();
+}
+
+/* Page 2 answers 410 (continue token expired); a list without a resourceVersion. */
+static void h_pods_gone_midway(int n, const char *path, struct reply *r)
+{
+	if (strstr(path, "nodes") != NULL) {
+		r->body = dupf("{\"metadata\":{},\"items\":[{\"metadata\":{\"name\":\"x\"}}]}");
+	} else if (strstr(path, "continue=") == NULL) {
+		assert_string_equal(path, "/api/v1/pods?limit=500");
+		r->body = dupf("{\"metadata\":{\"resourceVersion\":\"7\",\"continue\":\"t1\"},"
+		               "\"items\":[{\"metadata\":{\"name\":\"a\"}}]}");
+	} else {
+		(void)n;
+		r->status = 410;
+		r->body = dupf("{\"kind\":\"Status\",\"reason\":\"Expired\",\"message\":\"The "
+		               "provided continue parameter is too old\",\"code\":410}");
+	}
+}
+
+static void test_list_all_gone_midway(void **state)
+{
+	struct kube_client *c;
+	struct items_seen s = {0};
+	char rv[KUBE_RV_MAX] = "", err[256] = "";
+	long code = 0;
+
+	(void)state;
+	server_start(h_pods_gone_midway);
+	c = client(NULL, NULL, 2000);
+	assert_int_equal(
+	    kube_list_all(c, "pods", 0, on_item, &s, rv, sizeof(rv), &code, err, sizeof(err)),
+	    KUBE_EGONE);
+	assert_int_equal(code, 410);
+	assert_int_equal(s.n, 1);
+	assert_int_equal(srv.nreq, 2); /* not retried: the caller relists */
+	assert_string_equal(rv, "");
+	assert_non_null(strstr(err, "too old"));
+	assert_string_equal(kube_strerror(KUBE_EGONE), "gone (resource version too old)");
+
+	s = (struct items_seen){0};
+	assert_int_equal(
+	    kube_list_all(c, "nodes", 0, on_item, &s, rv, sizeof(rv), &code, err, sizeof(err)),
+	    KUBE_EPARSE);
+	assert_non_null(strstr(err, "resourceVersion"));
+	kube_client_free(c);
+	server_stop();
+}
+
+/* ---- kube_watch ---- */
+
+#define EV(type, name, rv)                                                                         \
+	"{\"type\":\"" type "\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name       \
+	"\",\"resourceVersion\":\"" rv "\"}}}\n"
+#define BOOKMARK(rv)                                                                               \
+	"{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"Pod\",\"metadata\":{\"resourceVersion\":"   \
+	"\"" rv "\"}}}\n"
+
+struct events_seen {
+	pthread_mutex_t mu;
+	int n;
+	enum watch_event_type type[16];
+	char rv[16][32];
+	int stop_at;
+};
+
+static int on_event(void *ctx, enum watch_event_type type, const struct cJSON *object)
+{
+	struct events_seen *s = ctx;
+	const char *rv = watch_resource_version(object);
+
+	pthread_mutex_lock(&s->mu);
+	assert_true(s->n < 16);
+	s->type[s->n] = type;
+	snprintf(s->rv[s->n], sizeof(s->rv[s->n]), "%s", rv ? rv : "-");
+	s->n++;
+	pthread_mutex_unlock(&s->mu);
+	return s->stop_at != 0 && s->n == s->stop_at;
+}
+
+/* Events with pauses, the first cut inside a token, two events and a bookmark in one chunk. */
+static void h_watch_stream(int n, const char *path, struct reply *r)
+{
+	static const char e1[] = EV("ADDED", "a", "5001");
+
+	(void)n;
+	(void)path;
+	r->chunked = 1;
+	r->pause_ms = 30;
+	r->parts[0] = dupf("%.17s", e1);
+	r->parts[1] = dupf("%s", e1 + 17);
+	r->parts[2] = dupf(EV("MODIFIED", "a", "5002") "\n" BOOKMARK("5003"));
+	r->parts[3] = dupf(EV("DELETED", "a", "5004"));
+	r->nparts = 4;
+}
+
+static void test_watch_stream(void **state)
+{
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	struct kube_client *c;
+	char err[256] = "";
+	long code = 0;
+
+	(void)state;
+	server_start(h_watch_stream);
+	c = client("wt", NULL, 2000);
+	if (kube_watch(c, "pods", "5000", 30, on_event, &s, NULL, &code, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(code, 200);
+	assert_int_equal(s.n, 4);
+	assert_int_equal(s.type[0], WATCH_ADDED);
+	assert_int_equal(s.type[1], WATCH_MODIFIED);
+	assert_int_equal(s.type[2], WATCH_BOOKMARK);
+	assert_int_equal(s.type[3], WATCH_DELETED);
+	assert_string_equal(s.rv[0], "5001");
+	assert_string_equal(s.rv[2], "5003");
+	assert_string_equal(s.rv[3], "5004");
+	assert_string_equal(srv.paths[0], "/api/v1/pods?watch=1&resourceVersion=5000&"
+	                                  "allowWatchBookmarks=true&timeoutSeconds=30");
+	assert_string_equal(srv.auth[0], "Bearer wt");
+	assert_int_equal(obs.calls, 1);
+	assert_string_equal(obs.verb, "watch");
+	assert_string_equal(obs.resource, "pods");
+	assert_int_equal(obs.code, 200);
+	assert_true(obs.seconds >= 0.09);
+
+	/* No resourceVersion: from the server's current state; the callback stops it. */
+	s.n = 0;
+	s.stop_at = 2;
+	assert_int_equal(
+	    kube_watch(c, "nodes", NULL, 5, on_event, &s, NULL, &code, err, sizeof(err)),
+	    KUBE_ESTOP);
+	assert_int_equal(s.n, 2);
+	assert_string_equal(srv.paths[1],
+	                    "/api/v1/nodes?watch=1&allowWatchBookmarks=true&timeoutSeconds=5");
+	/* Its own connection each time (the per-thread handle is not used). */
+	assert_int_equal(srv.nconn, 2);
+
+	assert_int_equal(kube_watch(c, "pods", "1", 0, on_event, &s, NULL, NULL, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(kube_watch(c, "po ds", "1", 5, on_event, &s, NULL, NULL, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(kube_watch(c, "pods", "1", 5, NULL, &s, NULL, NULL, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(srv.nreq, 2);
+	kube_client_free(c);
+	server_stop();
+}
+
+/* 0: HTTP 410; 1: an ERROR event with a 410 Status; 2: an ERROR event with a 500; 3: garbage;
+ * 4: a last event without its newline; 5: a 403. */
+static void h_watch_errors(int n, const char *path, struct reply *r)
+{
+	(void)path;
+	if (n == 0 || n == 5) {
+		r->status = n == 0 ? 410 : 403;
+		r->body =
+		    dupf("{\"kind\":\"Status\",\"message\":\"%s\",\"code\":%d}",
+		         n == 0 ? "too old resource version: 1 (20)" : "forbidden", r->status);
+		return;
+	}
+	r->chunked = 1;
+	r->parts[0] = dupf(EV("ADDED", "a", "21"));
+	if (n == 1 || n == 2)
+		r->parts[1] = dupf("{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\","
+		                   "\"message\":\"m%d\",\"reason\":\"Expired\",\"code\":%d}}\n",
+		                   n, n == 1 ? 410 : 500);
+	else if (n == 3)
+		r->parts[1] = dupf("<html>oops</html>\n");
+	else
+		r->parts[1] =
+		    dupf("%.*s", (int)strlen(EV("ADDED", "b", "22")) - 1, EV("ADDED", "b", "22"));
+	r->nparts = 2;
+}
+
+static void test_watch_errors(void **state)
+{
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	struct kube_client *c;
+	char err[256] = "";
+	long code = 0;
+
+	(void)state;
+	server_start(h_watch_errors);
+	c = client(NULL, NULL, 2000);
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 30, on_event, &s, NULL, &code, err, sizeof(err)),
+	    KUBE_EGONE);
+	assert_int_equal(code, 410);
+	assert_non_null(strstr(err, "too old resource version"));
+	assert_int_equal(s.n, 0);
+	assert_int_equal(obs.code, 410);
+
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 30, on_event, &s, NULL, &code, err, sizeof(err)),
+	    KUBE_EGONE);
+	assert_int_equal(code, 200);
+	assert_int_equal(s.n, 2); /* the caller saw the ERROR event */
+	assert_int_equal(s.type[1], WATCH_ERROR);
+	assert_non_null(strstr(err, "m1"));
+
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 30, on_event, &s, NULL, &code, err, sizeof(err)),
+	    KUBE_EHTTP);
+	assert_non_null(strstr(err, "code 500"));
+	assert_int_equal(s.n, 4);
+
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 30, on_event, &s, NULL, &code, err, sizeof(err)),
+	    KUBE_EPARSE);
+	assert_non_null(strstr(err, "oops"));
+	assert_int_equal(s.n, 5);
+
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 30, on_event, &s, NULL, &code, err, sizeof(err)), 0);
+	assert_int_equal(s.n, 7);
+	assert_string_equal(s.rv[6], "22");
+
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 30, on_event, &s, NULL, &code, err, sizeof(err)),
+	    KUBE_EHTTP);
+	assert_int_equal(code, 403);
+	assert_non_null(strstr(err, "forbidden"));
+	kube_client_free(c);
+	server_stop();
+}
+
+/* One event, then silence with the connection open. */
+static void h_watch_hang(int n, const char *path, struct reply *r)
+{
+	(void)n;
+	(void)path;
+	r->chunked = 1;
+	r->hang_after = 1;
+	r->parts[0] = dupf(EV("ADDED", "a", "9"));
+	r->nparts = 1;
+}
+
+struct stopper {
+	volatile int *flag;
+	int after_ms;
+};
+
+static void *stopper_main(void *arg)
+{
+	struct stopper *st = arg;
+
+	sleep_ms(st->after_ms);
+	__atomic_store_n(st->flag, 1, __ATOMIC_SEQ_CST);
+	return NULL;
+}
+
+static void test_watch_stop_flag(void **state)
+{
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	volatile int stop = 0;
+	struct stopper st = {&stop, 300};
+	struct kube_client *c;
+	char err[256] = "";
+	pthread_t t;
+	double t0;
+
+	(void)state;
+	server_start(h_watch_hang);
+	c = client(NULL, NULL, 2000);
+	t0 = now();
+	assert_int_equal(pthread_create(&t, NULL, stopper_main, &st), 0);
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 600, on_event, &s, &stop, NULL, err, sizeof(err)),
+	    KUBE_ESTOP);
+	pthread_join(t, NULL);
+	assert_true(now() - t0 < 2.5);
+	assert_true(now() - t0 >= 0.29);
+	assert_int_equal(s.n, 1);
+	assert_string_equal(kube_strerror(KUBE_ESTOP), "stopped");
+
+	/* Already set: ends before the first event is passed on. */
+	t0 = now();
+	assert_int_equal(
+	    kube_watch(c, "pods", "1", 600, on_event, &s, &stop, NULL, err, sizeof(err)),
+	    KUBE_ESTOP);
+	assert_true(now() - t0 < 2.5);
+	assert_int_equal(s.n, 1);
+	kube_client_free(c);
+	server_stop();
+}
+
+/* A connection that stays open with no byte: dead after timeoutSeconds + the slack. */
+static void test_watch_dead_connection(void **state)
+{
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	struct kube_client *c;
+	char err[256] = "";
+	double t0;
+
+	(void)state;
+	server_start(h_watch_hang);
+	c = client(NULL, NULL, 2000);
+	kube_client_set_watch_idle_slack(c, 1);
+	t0 = now();
+	assert_int_equal(kube_watch(c, "pods", "1", 1, on_event, &s, NULL, NULL, err, sizeof(err)),
+	                 KUBE_ETIMEOUT);
+	assert_true(now() - t0 >= 1.9);
+	assert_true(now() - t0 < 15.0);
+	assert_int_equal(s.n, 1);
+	assert_non_null(strstr(err, "no byte for 2 s"));
+	kube_client_free(c);
+	server_stop();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1173,6 +1627,12 @@ int main(void)
 	    cmocka_unit_test_setup(test_tls_blobs_and_client_cert, setup),
 	    cmocka_unit_test_setup(test_tls_files, setup),
 	    cmocka_unit_test_setup(test_tls_refusals, setup),
+	    cmocka_unit_test_setup(test_list_all_pages, setup),
+	    cmocka_unit_test_setup(test_list_all_gone_midway, setup),
+	    cmocka_unit_test_setup(test_watch_stream, setup),
+	    cmocka_unit_test_setup(test_watch_errors, setup),
+	    cmocka_unit_test_setup(test_watch_stop_flag, setup),
+	    cmocka_unit_test_setup(test_watch_dead_connection, setup),
 	};
 	int failed;
 
