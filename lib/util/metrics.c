@@ -11,14 +11,14 @@
 
 #define N_KINDS     3
 #define N_DECISIONS 4
-#define N_VERBS     3 /* get, list, other */
+#define N_VERBS     4 /* get, list, watch, other */
 #define N_RESOURCES 3 /* pods, nodes, other */
 #define N_HTTP      7 /* 200 400 404 405 413 500 other */
 #define CODE_FREE   (-1)
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
-static const char *const verb_names[N_VERBS] = {"get", "list", "other"};
+static const char *const verb_names[N_VERBS] = {"get", "list", "watch", "other"};
 static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "other"};
 static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};
 
@@ -60,6 +60,9 @@ struct metrics {
 	atomic_int ready;
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
+	metrics_collector_fn collectors[METRICS_MAX_COLLECTORS];
+	void *collector_ctx[METRICS_MAX_COLLECTORS];
+	size_t n_collectors;
 };
 
 struct metrics *metrics_new(void)
@@ -183,13 +186,14 @@ void metrics_set_ready(struct metrics *m, int ready)
 }
 
 /* Output buffer with a hard cap: exceeding it is an error, never a silent truncation. */
-struct buf {
+struct metrics_writer {
 	char *p;
 	size_t len, cap;
 	int failed;
 };
 
-static void __attribute__((format(printf, 2, 3))) bprintf(struct buf *b, const char *fmt, ...)
+static void __attribute__((format(printf, 2, 3)))
+bprintf(struct metrics_writer *b, const char *fmt, ...)
 {
 	va_list ap;
 	if (b->failed)
@@ -231,7 +235,7 @@ static uint64_t load(atomic_uint_fast64_t *a)
 }
 
 /* One histogram's series; labels is "" or `verb="get",resource="pods"` style. */
-static void render_histogram(struct buf *b, const char *name, const char *labels,
+static void render_histogram(struct metrics_writer *b, const char *name, const char *labels,
                              struct histogram *h)
 {
 	uint64_t cum = 0;
@@ -252,7 +256,7 @@ static void render_histogram(struct buf *b, const char *name, const char *labels
 	}
 }
 
-static void render_reviews(struct buf *b, struct metrics *m)
+static void render_reviews(struct metrics_writer *b, struct metrics *m)
 {
 	bprintf(b, "# HELP gpu_memory_guard_reviews_total AdmissionReviews answered, by kind "
 	           "and decision.\n# TYPE gpu_memory_guard_reviews_total counter\n");
@@ -284,7 +288,7 @@ static void render_reviews(struct buf *b, struct metrics *m)
 	}
 }
 
-static void render_api_counts(struct buf *b, struct api_series *s, const char *labels)
+static void render_api_counts(struct metrics_writer *b, struct api_series *s, const char *labels)
 {
 	for (int i = 0; i < METRICS_MAX_CODES; i++) {
 		long code = atomic_load_explicit(&s->codes[i], memory_order_acquire);
@@ -308,7 +312,7 @@ static void render_api_counts(struct buf *b, struct api_series *s, const char *l
 		        (unsigned long long)load(&s->other));
 }
 
-static void render_api(struct buf *b, struct metrics *m)
+static void render_api(struct metrics_writer *b, struct metrics *m)
 {
 	char labels[64];
 	bprintf(b, "# HELP gpu_memory_guard_api_requests_total Kubernetes API calls, by verb, "
@@ -335,7 +339,7 @@ static void render_api(struct buf *b, struct metrics *m)
 		}
 }
 
-static void render_gauges(struct buf *b, struct metrics *m)
+static void render_gauges(struct metrics_writer *b, struct metrics *m)
 {
 	size_t ledger = m->ledger_fn ? m->ledger_fn(m->ledger_ctx) : 0;
 	bprintf(b,
@@ -371,15 +375,55 @@ static void render_gauges(struct buf *b, struct metrics *m)
 	);
 }
 
+void metrics_printf(struct metrics_writer *w, const char *fmt, ...)
+{
+	va_list ap;
+	char small[512];
+
+	va_start(ap, fmt);
+	int n = vsnprintf(small, sizeof(small), fmt, ap);
+	va_end(ap);
+	if (n < 0) {
+		w->failed = 1;
+		return;
+	}
+	if ((size_t)n < sizeof(small)) {
+		bprintf(w, "%s", small);
+		return;
+	}
+	char *big = malloc((size_t)n + 1);
+	if (big == NULL) {
+		w->failed = 1;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(big, (size_t)n + 1, fmt, ap);
+	va_end(ap);
+	bprintf(w, "%s", big);
+	free(big);
+}
+
+int metrics_add_collector(struct metrics *m, metrics_collector_fn fn, void *ctx)
+{
+	if (m == NULL || fn == NULL || m->n_collectors == METRICS_MAX_COLLECTORS)
+		return -1;
+	m->collectors[m->n_collectors] = fn;
+	m->collector_ctx[m->n_collectors] = ctx;
+	m->n_collectors++;
+	return 0;
+}
+
 int metrics_render(struct metrics *m, char **text, size_t *len)
 {
-	struct buf b = {.p = malloc(16384), .len = 0, .cap = 16384, .failed = 0};
+	struct metrics_writer b = {.p = malloc(16384), .len = 0, .cap = 16384, .failed = 0};
 	if (b.p == NULL)
 		return -1;
 	b.p[0] = '\0';
 	render_reviews(&b, m);
 	render_api(&b, m);
 	render_gauges(&b, m);
+	for (size_t i = 0; i < m->n_collectors; i++)
+		m->collectors[i](m->collector_ctx[i], &b);
 	if (b.failed) {
 		free(b.p);
 		return -1;

@@ -19,6 +19,8 @@
  *   gpu_memory_guard_ready                                    gauge, 1 when /readyz passes
  *   gpu_memory_guard_build_info{version}                      gauge, always 1
  *
+ *   gpu_memory_guard_api_requests_total{verb="watch",...} counts a watch when it ends.
+ * Collectors (metrics_add_collector) add the watch cache's series: see informer.h.
  * Recording is lock-free (C11 atomics, relaxed ordering: a scrape may see one series a few
  * increments ahead of another, which Prometheus tolerates). Every recording function and
  * metrics_render() are thread-safe. Recording never allocates; the set of label values is fixed
@@ -31,8 +33,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define METRICS_TEXT_MAX  (256u * 1024u) /* bytes of one rendering; more is an error */
-#define METRICS_MAX_CODES 16             /* distinct API status codes per verb/resource */
+#define METRICS_TEXT_MAX                                                                           \
+	(16u * 1024u * 1024u) /* bytes of one rendering (per-node gauges of a                      \
+	                         large cluster); more is an error */
+#define METRICS_MAX_COLLECTORS 4
+#define METRICS_MAX_CODES      16 /* distinct API status codes per verb/resource */
 
 enum metrics_kind { METRICS_KIND_POD = 0, METRICS_KIND_BINDING, METRICS_KIND_OTHER };
 enum metrics_decision {
@@ -74,6 +79,16 @@ void metrics_api_call(void *m, const char *verb, const char *resource, long code
 void metrics_set_cert_expiry(struct metrics *m, int64_t not_after);
 void metrics_cert_reload(struct metrics *m, enum metrics_reload result);
 void metrics_set_ready(struct metrics *m, int ready);
+
+/* Series another module renders at scrape time (the watch cache's state and its per-node
+ * gauges): fn appends exposition text with metrics_printf(). At most METRICS_MAX_COLLECTORS;
+ * call before threads start. 0, or -1 when full. fn runs on the scraping thread. */
+struct metrics_writer;
+typedef void (*metrics_collector_fn)(void *ctx, struct metrics_writer *w);
+int metrics_add_collector(struct metrics *m, metrics_collector_fn fn, void *ctx);
+/* Append formatted text to a rendering; past METRICS_TEXT_MAX the rendering fails. */
+void metrics_printf(struct metrics_writer *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /*
  * Render every series. Returns 0 with *text (caller owns, free()) and *len, or -1 on

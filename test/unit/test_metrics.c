@@ -111,7 +111,7 @@ static void test_api_calls_by_code(void **state)
 	metrics_api_call(m, "get", "pods", 404, 0.01);
 	metrics_api_call(m, "list", "pods", 0, 2.0);
 	metrics_api_call(m, "get", "nodes", 500, 0.001);
-	metrics_api_call(m, "watch", "secrets", 200, 0.001);
+	metrics_api_call(m, "patch", "secrets", 200, 0.001);
 	for (long code = 1; code <= METRICS_MAX_CODES + 3; code++)
 		metrics_api_call(m, "get", "nodes", 600 + code, 0.001);
 	char *t = render(m);
@@ -211,6 +211,33 @@ static void test_concurrent_recording(void **state)
 	metrics_free(m);
 }
 
+static void emit(void *ctx, struct metrics_writer *w)
+{
+	metrics_printf(w, "gpu_memory_guard_test_gauge{node=\"%s\"} 1\n", (const char *)ctx);
+}
+
+/* Collectors add their series at scrape time; watches are a verb of their own. */
+static void test_collectors_and_watch_verb(void **state)
+{
+	(void)state;
+	struct metrics *m = metrics_new();
+	char *text = NULL;
+	size_t len = 0;
+
+	assert_int_equal(metrics_add_collector(m, emit, "gpu-1"), 0);
+	for (int i = 1; i < METRICS_MAX_COLLECTORS; i++)
+		assert_int_equal(metrics_add_collector(m, emit, "gpu-x"), 0);
+	assert_int_equal(metrics_add_collector(m, emit, "gpu-y"), -1);
+	metrics_api_call(m, "watch", "pods", 200, 300.0);
+	assert_int_equal(metrics_render(m, &text, &len), 0);
+	assert_non_null(strstr(text, "gpu_memory_guard_test_gauge{node=\"gpu-1\"} 1\n"));
+	assert_null(strstr(text, "gpu-y"));
+	assert_non_null(strstr(text, "gpu_memory_guard_api_requests_total{verb=\"watch\",resource="
+	                             "\"pods\",code=\"200\"} 1"));
+	free(text);
+	metrics_free(m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +246,7 @@ int main(void)
 	    cmocka_unit_test(test_api_calls_by_code),
 	    cmocka_unit_test(test_gauges_and_reloads),
 	    cmocka_unit_test(test_concurrent_recording),
+	    cmocka_unit_test(test_collectors_and_watch_verb),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
