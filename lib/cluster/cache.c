@@ -1,0 +1,703 @@
+/*
+ * cache: the watch cache's store. See cache.h for the contract.
+ *
+ * Two chained hash tables (pods by "namespace/name", nodes by name) under one rwlock. Each node
+ * keeps an array of placement items for its counted pods (GPU pods bound to it, not finished)
+ * and a parallel array of their owners; a pod remembers its slot, so attaching and detaching
+ * are O(1) (swap with the last). Item key and uid point into the pod record, which does not
+ * move while it is counted.
+ *
+ * Every pod bound to a node points at the node's record, counted or not (a non-GPU pod, a
+ * finished one): a record is freed only when its Node object is not known and no pod points at
+ * it (refs), never while a pod could still read its name.
+ */
+#include "cache.h"
+
+#include "jsonpath.h"
+#include "satmath.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MIN_BUCKETS     1024
+#define MIRROR_ANNOT    "kubernetes.io/config.mirror"
+#define NODE_NAME_MAX   253
+#define GONE_INLINE_MAX 2
+/* capacity_error of a node whose Node object is not (or no longer) in the store */
+#define UNSEEN_MSG "GPU memory unknown: the Node object is not in the watch cache"
+/* capacity_error when the message could not be kept (out of memory) */
+#define NOMSG_MSG "GPU memory unknown"
+
+/* What a decision may quote of a pod's demand, kept compact (struct demand is ~1.3 KB). */
+struct pod_demand {
+	enum demand_status status;
+	uint64_t bytes, gpus, max_per_gpu_bytes;
+	char *container; /* max_per_gpu_container, NULL when empty */
+	char *error;     /* NULL when empty */
+	char *warning;   /* NULL when empty */
+};
+
+struct node;
+
+struct pod {
+	struct pod *next;
+	char *key;
+	char uid[CACHE_UID_MAX];
+	struct node *node; /* spec.nodeName's record, NULL when unbound */
+	size_t slot;       /* index in node->items when counted */
+	unsigned counted : 1, finished : 1, mirror : 1, mark : 1;
+	unsigned gone_sent : 1; /* the gone callback was queued for it (once per pod) */
+	struct pod_demand d;
+};
+
+struct node {
+	struct node *next;
+	char *name;
+	unsigned known : 1, mark : 1;
+	int cap_rc;
+	struct capacity cap;
+	char *cap_err;
+	struct placement_item *items;
+	struct pod **owners;
+	size_t n, n_cap;
+	size_t refs; /* pods whose node is this record, counted or not (n <= refs) */
+	uint64_t declared, undeclared_gpus;
+};
+
+struct table {
+	void **buckets;
+	size_t n_buckets, count;
+};
+
+struct gone {
+	char *key;
+	char uid[CACHE_UID_MAX];
+};
+
+struct cache {
+	pthread_rwlock_t lock;
+	struct table pods, nodes;
+	size_t gpu_pods;
+	size_t known_nodes; /* records with known set (nodes.count also has records for pods) */
+	char *resources[DEMAND_MAX_RESOURCES];
+	struct demand_config dcfg;
+	cache_gone_fn gone;
+	void *gone_ctx;
+};
+
+static size_t hash(const char *s)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 1099511628211ull;
+	}
+	return (size_t)h;
+}
+
+static int table_init(struct table *t)
+{
+	t->buckets = calloc(MIN_BUCKETS, sizeof(void *));
+	t->n_buckets = MIN_BUCKETS;
+	t->count = 0;
+	return t->buckets ? 0 : -1;
+}
+
+/* Both record types start with a next pointer and a name pointer. */
+struct rec {
+	struct rec *next;
+	char *name;
+};
+
+static struct rec *table_find(const struct table *t, const char *name)
+{
+	struct rec *r = t->buckets[hash(name) & (t->n_buckets - 1)];
+	while (r != NULL && strcmp(r->name, name) != 0)
+		r = r->next;
+	return r;
+}
+
+/* Double the buckets when the load passes 1; a failed grow keeps the old table (slower). */
+static void table_grow(struct table *t)
+{
+	size_t nb = t->n_buckets * 2;
+	void **b;
+
+	if (t->count <= t->n_buckets || (b = calloc(nb, sizeof(void *))) == NULL)
+		return;
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		struct rec *r = t->buckets[i], *next;
+		for (; r != NULL; r = next) {
+			next = r->next;
+			size_t j = hash(r->name) & (nb - 1);
+			r->next = b[j];
+			b[j] = r;
+		}
+	}
+	free(t->buckets);
+	t->buckets = b;
+	t->n_buckets = nb;
+}
+
+static void table_insert(struct table *t, struct rec *r)
+{
+	size_t i = hash(r->name) & (t->n_buckets - 1);
+	r->next = t->buckets[i];
+	t->buckets[i] = r;
+	t->count++;
+	table_grow(t);
+}
+
+static void table_remove(struct table *t, struct rec *r)
+{
+	struct rec **pp = (struct rec **)&t->buckets[hash(r->name) & (t->n_buckets - 1)];
+	while (*pp != NULL && *pp != r)
+		pp = &(*pp)->next;
+	if (*pp == r) {
+		*pp = r->next;
+		t->count--;
+	}
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? strdup(s) : NULL;
+}
+
+static void pod_demand_clear(struct pod_demand *d)
+{
+	free(d->container);
+	free(d->error);
+	free(d->warning);
+	memset(d, 0, sizeof(*d));
+}
+
+static void node_free(struct node *n)
+{
+	if (n == NULL)
+		return;
+	free(n->name);
+	free(n->cap_err);
+	free(n->items);
+	free(n->owners);
+	free(n);
+}
+
+static void pod_free(struct pod *p)
+{
+	if (p == NULL)
+		return;
+	pod_demand_clear(&p->d);
+	free(p->key);
+	free(p);
+}
+
+static struct node *node_get(struct cache *c, const char *name, int create)
+{
+	struct node *n = (struct node *)table_find(&c->nodes, name);
+
+	if (n != NULL || !create)
+		return n;
+	if (c->nodes.count >= CACHE_MAX_NODES || (n = calloc(1, sizeof(*n))) == NULL)
+		return NULL;
+	if ((n->name = strdup(name)) == NULL) {
+		free(n);
+		return NULL;
+	}
+	n->cap_rc = CAPACITY_EUNKNOWN;
+	table_insert(&c->nodes, (struct rec *)n);
+	return n;
+}
+
+/* A node record with nothing left to say, and no pod pointing at it, is dropped. */
+static void node_maybe_drop(struct cache *c, struct node *n)
+{
+	if (n != NULL && !n->known && n->refs == 0) {
+		table_remove(&c->nodes, (struct rec *)n);
+		node_free(n);
+	}
+}
+
+static uint64_t item_gpus(const struct pod *p)
+{
+	return p->d.status == DEMAND_INVALID ? (p->d.gpus ? p->d.gpus : 1) : 0;
+}
+
+/* The sums again from the items: a saturated sum cannot be decremented (it lost the excess). */
+static void node_resum(struct node *n)
+{
+	n->declared = 0;
+	n->undeclared_gpus = 0;
+	for (size_t i = 0; i < n->n; i++) {
+		n->declared = sat_add(n->declared, n->items[i].bytes);
+		n->undeclared_gpus = sat_add(n->undeclared_gpus, n->items[i].undeclared_gpus);
+	}
+}
+
+static void detach(struct cache *c, struct pod *p)
+{
+	struct node *n = p->node;
+
+	if (n == NULL)
+		return;
+	if (p->counted) {
+		size_t last = n->n - 1;
+		int saturated = n->declared == UINT64_MAX || n->undeclared_gpus == UINT64_MAX;
+		n->declared -= n->items[p->slot].bytes;
+		n->undeclared_gpus -= n->items[p->slot].undeclared_gpus;
+		if (p->slot != last) {
+			n->items[p->slot] = n->items[last];
+			n->owners[p->slot] = n->owners[last];
+			n->owners[p->slot]->slot = p->slot;
+		}
+		n->n--;
+		p->counted = 0;
+		if (saturated)
+			node_resum(n);
+	}
+	n->refs--;
+	p->node = NULL;
+	node_maybe_drop(c, n);
+}
+
+/* Count p on node name (when it holds GPU memory). 0 or CACHE_E*. */
+static int attach(struct cache *c, struct pod *p, const char *name)
+{
+	struct node *n = node_get(c, name, 1);
+
+	if (n == NULL)
+		return c->nodes.count >= CACHE_MAX_NODES ? CACHE_EFULL : CACHE_ENOMEM;
+	p->node = n;
+	n->refs++;
+	if (p->finished || p->d.status == DEMAND_NOT_GPU)
+		return 0;
+	if (n->n == n->n_cap) {
+		size_t cap = n->n_cap ? n->n_cap * 2 : 4;
+		struct placement_item *it = realloc(n->items, cap * sizeof(*it));
+		if (it == NULL)
+			return CACHE_ENOMEM;
+		n->items = it;
+		struct pod **ow = realloc(n->owners, cap * sizeof(*ow));
+		if (ow == NULL)
+			return CACHE_ENOMEM;
+		n->owners = ow;
+		n->n_cap = cap;
+	}
+	p->slot = n->n++;
+	n->items[p->slot] = (struct placement_item){
+	    .key = p->key,
+	    .uid = p->uid,
+	    .bytes = p->d.status == DEMAND_OK ? p->d.bytes : 0,
+	    .undeclared_gpus = item_gpus(p),
+	};
+	n->owners[p->slot] = p;
+	n->declared = sat_add(n->declared, p->d.status == DEMAND_OK ? p->d.bytes : 0);
+	n->undeclared_gpus = sat_add(n->undeclared_gpus, item_gpus(p));
+	p->counted = 1;
+	return 0;
+}
+
+/* Queue the gone callback for p, once per pod: a finished pod already had it. */
+static void gone_add(struct gone *g, size_t *n, struct pod *p)
+{
+	if (p->gone_sent)
+		return;
+	p->gone_sent = 1;
+	if (*n >= GONE_INLINE_MAX || (g[*n].key = strdup(p->key)) == NULL)
+		return; /* the reservation then lives until its TTL: counting more is safe */
+	memcpy(g[*n].uid, p->uid, sizeof(g[*n].uid));
+	(*n)++;
+}
+
+static void gone_flush(struct cache *c, struct gone *g, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (c->gone != NULL)
+			c->gone(c->gone_ctx, g[i].key, g[i].uid);
+		free(g[i].key);
+	}
+}
+
+static void pod_remove(struct cache *c, struct pod *p)
+{
+	if (p->d.status != DEMAND_NOT_GPU)
+		c->gpu_pods--;
+	detach(c, p);
+	table_remove(&c->pods, (struct rec *)p);
+	pod_free(p);
+}
+
+static int pod_key(const cJSON *pod, char *key, size_t cap)
+{
+	const char *ns = json_str(pod, "metadata", "namespace", NULL);
+	const char *name = json_str(pod, "metadata", "name", NULL);
+	if (name == NULL || name[0] == '\0')
+		return -1;
+	size_t a = ns ? strlen(ns) : 0, b = strlen(name);
+	if (a + b + 2 > cap)
+		return -1;
+	memcpy(key, ns ? ns : "", a);
+	key[a] = '/';
+	memcpy(key + a + 1, name, b + 1);
+	return 0;
+}
+
+static int is_finished(const cJSON *pod)
+{
+	const char *phase = json_str(pod, "status", "phase", NULL);
+	return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
+}
+
+/* The pod's fields from its object. 0 or CACHE_ENOMEM (p unchanged but its demand). */
+static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
+{
+	struct demand d;
+	const char *uid = json_str(obj, "metadata", "uid", NULL);
+	const cJSON *ann = json_at(obj, "metadata", "annotations", NULL);
+
+	if (demand_from_pod(obj, &c->dcfg, &d) != 0 && d.status != DEMAND_INVALID)
+		d.status = DEMAND_INVALID; /* demand_from_pod fills status either way */
+	if (p->d.status != DEMAND_NOT_GPU)
+		c->gpu_pods--;
+	pod_demand_clear(&p->d);
+	p->d.status = d.status;
+	p->d.bytes = d.bytes;
+	p->d.gpus = d.gpus;
+	p->d.max_per_gpu_bytes = d.max_per_gpu_bytes;
+	p->d.container = dup_or_null(d.max_per_gpu_container);
+	p->d.error = dup_or_null(d.error);
+	p->d.warning = dup_or_null(d.warning);
+	if (p->d.status != DEMAND_NOT_GPU)
+		c->gpu_pods++;
+	if ((d.max_per_gpu_container[0] && !p->d.container) || (d.error[0] && !p->d.error) ||
+	    (d.warning[0] && !p->d.warning))
+		return CACHE_ENOMEM;
+	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
+	p->finished = is_finished(obj);
+	p->mirror = cJSON_GetObjectItemCaseSensitive(ann, MIRROR_ANNOT) != NULL;
+	return 0;
+}
+
+static int apply_pod_locked(struct cache *c, enum watch_event_type type, const cJSON *obj,
+                            struct gone *g, size_t *ng)
+{
+	char key[CACHE_KEY_MAX];
+	const char *uid = json_str(obj, "metadata", "uid", NULL);
+	struct pod *p;
+
+	if (!cJSON_IsObject(obj) || pod_key(obj, key, sizeof(key)) != 0)
+		return CACHE_EINVAL;
+	if (uid != NULL && strlen(uid) >= CACHE_UID_MAX)
+		return CACHE_EINVAL; /* cut, it would differ from itself: every event a new pod */
+	p = (struct pod *)table_find(&c->pods, key);
+	if (type == WATCH_DELETED) {
+		if (p != NULL && (uid == NULL || p->uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
+			gone_add(g, ng, p);
+			pod_remove(c, p);
+		}
+		return 0;
+	}
+	if (p != NULL && uid != NULL && p->uid[0] != '\0' && strcmp(p->uid, uid) != 0) {
+		gone_add(g, ng, p); /* same name, another pod: the old one was deleted */
+		pod_remove(c, p);
+		p = NULL;
+	}
+	if (p == NULL) {
+		if (c->pods.count >= CACHE_MAX_PODS)
+			return CACHE_EFULL;
+		if ((p = calloc(1, sizeof(*p))) == NULL || (p->key = strdup(key)) == NULL) {
+			free(p);
+			return CACHE_ENOMEM;
+		}
+		table_insert(&c->pods, (struct rec *)p);
+	}
+	p->mark = 0;
+	int was_finished = p->finished;
+	detach(c, p);
+	int rc = pod_fill(c, p, obj);
+	const char *node = json_str(obj, "spec", "nodeName", NULL);
+	if (rc == 0 && node != NULL && node[0] != '\0' && strlen(node) <= NODE_NAME_MAX)
+		rc = attach(c, p, node);
+	if (rc != 0) { /* never keep a pod half known: drop it, as if deleted */
+		gone_add(g, ng, p);
+		pod_remove(c, p);
+		return rc;
+	}
+	if (p->finished && !was_finished)
+		gone_add(g, ng, p);
+	return 0;
+}
+
+int cache_apply_pod(struct cache *c, enum watch_event_type type, const cJSON *pod)
+{
+	struct gone g[GONE_INLINE_MAX];
+	size_t ng = 0;
+	int rc = 0;
+
+	if (type != WATCH_ADDED && type != WATCH_MODIFIED && type != WATCH_DELETED)
+		return 0;
+	pthread_rwlock_wrlock(&c->lock);
+	rc = apply_pod_locked(c, type, pod, g, &ng);
+	pthread_rwlock_unlock(&c->lock);
+	gone_flush(c, g, ng);
+	return rc;
+}
+
+/* The Node object is gone (deleted, or resynced away): the record stays while pods point at it. */
+static void node_forget(struct cache *c, struct node *n)
+{
+	if (n->known)
+		c->known_nodes--;
+	n->known = 0;
+	n->mark = 0;
+	n->cap_rc = CAPACITY_EUNKNOWN;
+	free(n->cap_err);
+	n->cap_err = NULL;
+	node_maybe_drop(c, n);
+}
+
+int cache_apply_node(struct cache *c, enum watch_event_type type, const cJSON *obj)
+{
+	char err[CAPACITY_MSG_MAX];
+	const char *name = json_str(obj, "metadata", "name", NULL);
+	int rc = 0;
+
+	if (type != WATCH_ADDED && type != WATCH_MODIFIED && type != WATCH_DELETED)
+		return 0;
+	if (!cJSON_IsObject(obj) || name == NULL || name[0] == '\0' || strlen(name) > NODE_NAME_MAX)
+		return CACHE_EINVAL;
+	pthread_rwlock_wrlock(&c->lock);
+	struct node *n = node_get(c, name, type != WATCH_DELETED);
+	if (n == NULL) {
+		if (type != WATCH_DELETED)
+			rc = c->nodes.count >= CACHE_MAX_NODES ? CACHE_EFULL : CACHE_ENOMEM;
+		goto out;
+	}
+	n->mark = 0;
+	if (type == WATCH_DELETED) {
+		node_forget(c, n);
+		goto out;
+	}
+	free(n->cap_err);
+	n->cap_err = NULL;
+	if (!n->known)
+		c->known_nodes++;
+	n->known = 1;
+	err[0] = '\0';
+	n->cap_rc = capacity_from_node(obj, &c->dcfg, &n->cap, err, sizeof(err));
+	if (n->cap_rc != 0 && (n->cap_err = strdup(err)) == NULL)
+		rc = CACHE_ENOMEM; /* the node reads as unknown capacity without a message */
+out:
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+void cache_resync_begin(struct cache *c, enum cache_kind kind)
+{
+	struct table *t = kind == CACHE_PODS ? &c->pods : &c->nodes;
+
+	pthread_rwlock_wrlock(&c->lock);
+	for (size_t i = 0; i < t->n_buckets; i++)
+		for (struct rec *r = t->buckets[i]; r != NULL; r = r->next) {
+			if (kind == CACHE_PODS)
+				((struct pod *)r)->mark = 1;
+			else
+				((struct node *)r)->mark = ((struct node *)r)->known;
+		}
+	pthread_rwlock_unlock(&c->lock);
+}
+
+size_t cache_resync_end(struct cache *c, enum cache_kind kind)
+{
+	struct table *t = kind == CACHE_PODS ? &c->pods : &c->nodes;
+	struct gone *g = NULL;
+	size_t removed = 0, ng = 0, cap = 0;
+
+	pthread_rwlock_wrlock(&c->lock);
+	for (size_t i = 0; i < t->n_buckets; i++) {
+		struct rec *r = t->buckets[i], *next;
+		for (; r != NULL; r = next) {
+			next = r->next;
+			if (kind == CACHE_NODES) {
+				struct node *n = (struct node *)r;
+				if (n->mark) {
+					removed++;
+					node_forget(c, n);
+				}
+				continue;
+			}
+			struct pod *p = (struct pod *)r;
+			if (!p->mark)
+				continue;
+			removed++;
+			if (p->gone_sent) { /* finished: reported when it finished */
+				pod_remove(c, p);
+				continue;
+			}
+			p->gone_sent = 1;
+			if (ng == cap) {
+				size_t nc = cap ? cap * 2 : 16;
+				struct gone *ngp = realloc(g, nc * sizeof(*g));
+				if (ngp != NULL) {
+					g = ngp;
+					cap = nc;
+				}
+			}
+			if (ng < cap && (g[ng].key = strdup(p->key)) != NULL) {
+				memcpy(g[ng].uid, p->uid, sizeof(g[ng].uid));
+				ng++;
+			}
+			pod_remove(c, p);
+		}
+	}
+	pthread_rwlock_unlock(&c->lock);
+	gone_flush(c, g, ng);
+	free(g);
+	return removed;
+}
+
+int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cache_pod *out)
+{
+	char key[CACHE_KEY_MAX];
+	int rc = CACHE_ENOTFOUND;
+	size_t a = strlen(ns), b = strlen(name);
+
+	memset(out, 0, sizeof(*out));
+	if (a + b + 2 > sizeof(key))
+		return rc;
+	memcpy(key, ns, a);
+	key[a] = '/';
+	memcpy(key + a + 1, name, b + 1);
+	pthread_rwlock_rdlock(&c->lock);
+	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
+	if (p != NULL) {
+		struct demand *d = &out->demand;
+		snprintf(out->uid, sizeof(out->uid), "%s", p->uid);
+		snprintf(out->node, sizeof(out->node), "%s", p->node ? p->node->name : "");
+		out->finished = p->finished;
+		out->mirror = p->mirror;
+		d->status = p->d.status;
+		d->bytes = p->d.bytes;
+		d->gpus = p->d.gpus;
+		d->max_per_gpu_bytes = p->d.max_per_gpu_bytes;
+		snprintf(d->max_per_gpu_container, sizeof(d->max_per_gpu_container), "%s",
+		         p->d.container ? p->d.container : "");
+		snprintf(d->error, sizeof(d->error), "%s", p->d.error ? p->d.error : "");
+		snprintf(d->warning, sizeof(d->warning), "%s", p->d.warning ? p->d.warning : "");
+		rc = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+static void view_of(const struct node *n, const char *name, struct cache_node_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->name = name;
+	v->capacity_rc = CAPACITY_EUNKNOWN;
+	v->capacity_error = UNSEEN_MSG;
+	if (n == NULL)
+		return;
+	v->known = n->known;
+	if (n->known) {
+		v->capacity_rc = n->cap_rc;
+		v->cap = n->cap_rc == 0 ? &n->cap : NULL;
+		v->capacity_error = n->cap_rc == 0 ? "" : n->cap_err ? n->cap_err : NOMSG_MSG;
+	}
+	v->pods = n->items;
+	v->n_pods = n->n;
+	v->declared_bytes = n->declared;
+	v->undeclared_gpus = n->undeclared_gpus;
+}
+
+void cache_with_node(struct cache *c, const char *node, cache_node_fn fn, void *ctx)
+{
+	struct cache_node_view v;
+
+	pthread_rwlock_rdlock(&c->lock);
+	view_of((const struct node *)table_find(&c->nodes, node), node, &v);
+	fn(ctx, &v);
+	pthread_rwlock_unlock(&c->lock);
+}
+
+void cache_each_gpu_node(struct cache *c, cache_node_fn fn, void *ctx)
+{
+	struct cache_node_view v;
+
+	pthread_rwlock_rdlock(&c->lock);
+	for (size_t i = 0; i < c->nodes.n_buckets; i++)
+		for (struct rec *r = c->nodes.buckets[i]; r != NULL; r = r->next) {
+			const struct node *n = (const struct node *)r;
+			if (!n->known || (n->cap_rc != 0 && n->n == 0))
+				continue;
+			view_of(n, n->name, &v);
+			fn(ctx, &v);
+		}
+	pthread_rwlock_unlock(&c->lock);
+}
+
+void cache_stats(struct cache *c, struct cache_stats *out)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	out->pods = c->pods.count;
+	out->gpu_pods = c->gpu_pods;
+	out->nodes = c->known_nodes;
+	pthread_rwlock_unlock(&c->lock);
+}
+
+struct cache *cache_new(const struct demand_config *dcfg, cache_gone_fn gone, void *gone_ctx)
+{
+	struct cache *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	if (pthread_rwlock_init(&c->lock, NULL) != 0) {
+		free(c);
+		return NULL;
+	}
+	c->gone = gone;
+	c->gone_ctx = gone_ctx;
+	if (table_init(&c->pods) != 0 || table_init(&c->nodes) != 0)
+		goto err;
+	for (size_t i = 0;
+	     dcfg && dcfg->gpu_resources && i < dcfg->n_gpu_resources && i < DEMAND_MAX_RESOURCES;
+	     i++) {
+		if ((c->resources[i] = strdup(dcfg->gpu_resources[i])) == NULL)
+			goto err;
+		c->dcfg.n_gpu_resources++;
+	}
+	c->dcfg.gpu_resources = c->dcfg.n_gpu_resources ? (const char *const *)c->resources : NULL;
+	return c;
+err:
+	cache_free(c);
+	return NULL;
+}
+
+void cache_free(struct cache *c)
+{
+	if (c == NULL)
+		return;
+	for (size_t i = 0; c->pods.buckets && i < c->pods.n_buckets; i++) {
+		struct rec *r = c->pods.buckets[i], *next;
+		for (; r != NULL; r = next) {
+			next = r->next;
+			pod_free((struct pod *)r);
+		}
+	}
+	for (size_t i = 0; c->nodes.buckets && i < c->nodes.n_buckets; i++) {
+		struct rec *r = c->nodes.buckets[i], *next;
+		for (; r != NULL; r = next) {
+			next = r->next;
+			node_free((struct node *)r);
+		}
+	}
+	free(c->pods.buckets);
+	free(c->nodes.buckets);
+	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
+		free(c->resources[i]);
+	pthread_rwlock_destroy(&c->lock);
+	free(c);
+}

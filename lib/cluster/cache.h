@@ -1,0 +1,126 @@
+/*
+ * cache: the watch cache's store of Nodes and Pods (ARCHITECTURE.md, "cluster view", the cache
+ * backend). The informer (informer.h) fills it from a LIST then a WATCH; placements read it.
+ *
+ * It keeps only what decisions need, computed once when an event arrives:
+ *   - per node: its capacity (capacity_from_node(), or the error that says what to set), and
+ *     the GPU pods bound to it that are not Succeeded/Failed, as placement items (placement.h)
+ *     with a running sum of their declared bytes and of their undeclared GPUs;
+ *   - per pod (every pod, GPU or not, so a Binding of any pod seen needs no API call): its
+ *     "namespace/name", uid, node, whether it is finished, a mirror pod, and its demand
+ *     (demand.h) with the texts a decision may quote (error, warning, container name).
+ * Pods are keyed by "namespace/name" (unique at any moment in the API server); an event for
+ * the same name with another uid replaces the old pod.
+ *
+ * Relist: cache_resync_begin() marks every object of a kind; each listed object applied
+ * unmarks it; cache_resync_end() removes what the list did not show (a DELETE missed while the
+ * watch was down). In between, reads see the old objects plus the new ones (more counted, never
+ * less than the list shows: the safe side).
+ *
+ * Gone pods: when a pod is deleted, turns Succeeded/Failed (or is first seen so), is replaced by
+ * another pod of the same name, or is removed by a resync, the gone callback (cache_new) is
+ * called with its key and uid after the store's lock is released, so the caller can drop an
+ * in-flight reservation for it (ledger_forget). Once per pod: a finished pod deleted later is
+ * not reported again. Non-GPU pods are reported too (the callback is cheap, and a reservation
+ * is keyed by name).
+ *
+ * Thread-safe: one writer (the informer's threads) and any number of readers; readers hold a
+ * read lock only for the duration of a callback (cache_with_node) or a copy.
+ * Units: bytes. Caps: CACHE_MAX_PODS pods and CACHE_MAX_NODES nodes (past them an event is
+ * refused with CACHE_EFULL and the informer reports an error).
+ */
+#ifndef GMG_CACHE_H
+#define GMG_CACHE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capacity.h"
+#include "demand.h"
+#include "placement.h"
+#include "watch.h"
+
+struct cJSON;
+
+#define CACHE_MAX_PODS  2000000
+#define CACHE_MAX_NODES 100000
+#define CACHE_UID_MAX   64  /* metadata.uid (a UUID is 36) */
+#define CACHE_KEY_MAX   320 /* "namespace/name": 63 + 1 + 253 */
+
+#define CACHE_EINVAL    (-1) /* not an object of the kind, or no name: skipped */
+#define CACHE_ENOMEM    (-2)
+#define CACHE_EFULL     (-3)
+#define CACHE_ENOTFOUND (-4)
+
+enum cache_kind { CACHE_PODS = 0, CACHE_NODES = 1 };
+
+/* Called for each pod that stopped holding GPU memory (deleted, finished, resynced away). key
+ * and uid are borrowed for the call; uid may be "". Called without the store's lock held. */
+typedef void (*cache_gone_fn)(void *ctx, const char *key, const char *uid);
+
+struct cache;
+
+/* New empty store. dcfg (GPU resource names) is copied. gone may be NULL. NULL on allocation
+ * failure. Caller owns it (cache_free). */
+struct cache *cache_new(const struct demand_config *dcfg, cache_gone_fn gone, void *gone_ctx);
+void cache_free(struct cache *c); /* NULL is a no-op; no call may be running */
+
+/* Apply one watch event (or one listed object, as WATCH_ADDED) of a Pod / a Node, borrowed.
+ * BOOKMARK and ERROR are ignored (0). Returns 0 or CACHE_E*: CACHE_EINVAL (store unchanged)
+ * for a non-object, a missing or empty metadata.name, a "namespace/name" not shorter than
+ * CACHE_KEY_MAX, a node name over 253 bytes, a metadata.uid not shorter than CACHE_UID_MAX.
+ * A DELETED whose uid differs from the stored pod's is an older pod's: ignored. A pod that
+ * cannot be stored (CACHE_ENOMEM, CACHE_EFULL) is dropped, as if deleted. */
+int cache_apply_pod(struct cache *c, enum watch_event_type type, const struct cJSON *pod);
+int cache_apply_node(struct cache *c, enum watch_event_type type, const struct cJSON *node);
+
+/* Relist of one kind: mark everything, apply the list, remove what is still marked. end
+ * returns how many objects were removed: pods (gone called), or Node objects (their nodes
+ * become unknown; pods bound to them stay counted). */
+void cache_resync_begin(struct cache *c, enum cache_kind kind);
+size_t cache_resync_end(struct cache *c, enum cache_kind kind);
+
+/* A pod as a Binding needs it. */
+struct cache_pod {
+	char uid[CACHE_UID_MAX];
+	char node[CACHE_KEY_MAX]; /* spec.nodeName, "" when not bound */
+	int finished;             /* phase Succeeded or Failed */
+	int mirror;               /* annotation kubernetes.io/config.mirror */
+	struct demand demand;     /* as demand_from_pod() gave it */
+};
+
+/* Copy pod ns/name into *out. 0, or CACHE_ENOTFOUND when the cache has not seen it. */
+int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cache_pod *out);
+
+/* A node's snapshot for the placement core, borrowed during the callback only. */
+struct cache_node_view {
+	const char *name;
+	int known;                         /* the Node object has been seen */
+	int capacity_rc;                   /* 0, or CAPACITY_E* */
+	const struct capacity *cap;        /* valid when capacity_rc == 0, else NULL */
+	const char *capacity_error;        /* the message when capacity_rc != 0 (never NULL;
+	                                      "" when 0) */
+	const struct placement_item *pods; /* GPU pods bound to it, not finished */
+	size_t n_pods;
+	uint64_t declared_bytes;  /* sum of the declared bytes of pods */
+	uint64_t undeclared_gpus; /* sum of the GPUs of pods without a valid declaration */
+};
+
+/* Call fn(ctx, view) with the store read-locked (fn must not call cache functions that write,
+ * and must not block). A node never seen is given with known 0 and no pods unless pods were
+ * seen bound to it. Thread-safe. */
+typedef void (*cache_node_fn)(void *ctx, const struct cache_node_view *v);
+void cache_with_node(struct cache *c, const char *node, cache_node_fn fn, void *ctx);
+
+/* Call fn for every node whose Node object is known and has a GPU capacity or GPU pods (the
+ * per-node gauges), with the store read-locked. */
+void cache_each_gpu_node(struct cache *c, cache_node_fn fn, void *ctx);
+
+/* pods: all pods stored; gpu_pods: of which GPU pods (finished included); nodes: Node
+ * objects known (not the nodes only named by a pod's spec.nodeName). */
+struct cache_stats {
+	size_t pods, gpu_pods, nodes;
+};
+void cache_stats(struct cache *c, struct cache_stats *out);
+
+#endif
