@@ -1,9 +1,15 @@
 /*
  * apiserver_double: a TEST DOUBLE of the Kubernetes API server (see apiserver_double.h).
  *
- * One thread per connection, so an injected delay in one answer never holds the others; the
- * state (two cJSON arrays) sits behind one mutex, and every answer is printed under it.
+ * One thread per connection, so an injected delay in one answer never holds the others, and a
+ * watch stream may block its own thread on the condition variable until there is something to
+ * send. The state sits behind one mutex: objects are kept serialized (their JSON text, plus the
+ * few fields selectors read), in a hash by namespace/name for O(1) puts and gets, and in an
+ * array by insertion sequence, which is the list order and what a continue token points into
+ * (a page costs its own items, not the items before it). Every mutation bumps the global
+ * resourceVersion and appends its event to a bounded per-resource history that watches read.
  */
+#define _GNU_SOURCE /* asprintf */
 #include "apiserver_double.h"
 
 #include <arpa/inet.h>
@@ -15,6 +21,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,19 +34,65 @@
 #define CONTINUE_PFX "dbl:"
 #define MODERN_TLS   "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define OLD_TLS_TOO  "NORMAL:+VERS-TLS1.1:+VERS-TLS1.0"
+#define HISTORY_MAX  10000u /* events kept per resource for watches */
+#define WATCH_BLOCK  16384u /* bytes MHD asks of a watch stream per read */
+#define WATCH_T_DEF  1800L  /* seconds, a watch without timeoutSeconds */
+#define WATCH_T_MAX  86400L /* seconds, cap on timeoutSeconds */
+#define BOOKMARK_DEF 1000u  /* ms between bookmarks */
+#define NAME_MAX_DBL 253    /* bytes of a namespace or name */
+
+enum res { RES_PODS = 0, RES_NODES, RES_N };
+
+static const char *const RES_KIND[RES_N] = {"Pod", "Node"};
+static const char *const RES_LIST_KIND[RES_N] = {"PodList", "NodeList"};
+
+/* One stored object. ns is "" for nodes. */
+struct obj {
+	char *json; /* the object, serialized, metadata.resourceVersion set */
+	char *ns, *name, *node, *phase;
+	unsigned long seq; /* insertion order: list order, continue position */
+	struct obj *hnext;
+	int dead; /* deleted: out of the hash, still in order[] until compaction */
+};
+
+struct store {
+	struct obj **order; /* by seq, ascending, dead entries included */
+	size_t n, cap, dead;
+	struct obj **bucket;
+	size_t nbucket, live;
+	unsigned long next_seq;
+};
+
+struct event {
+	unsigned long rv;
+	char *line; /* {"type":...,"object":...}\n */
+	size_t len;
+};
+
+/* Ring of the last HISTORY_MAX events of one resource, oldest first. */
+struct history {
+	struct event *ev;
+	size_t head, n;
+	unsigned long oldest_rv; /* every event with rv > oldest_rv is in the ring */
+};
 
 struct apiserver_double {
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv; /* broadcast on every count, mutation, stop, cut */
 	struct MHD_Daemon *mhd;
 	char *cert, *key, *token;
 	unsigned short port;
 	unsigned max_page;
 	int allow_old_tls;
 	char *client_ca; /* PEM, or NULL */
-	cJSON *nodes;    /* array of Node */
-	cJSON *pods;     /* array of Pod */
+	struct store store[RES_N];
+	struct history hist[RES_N];
 	unsigned long rv;
+	unsigned long compacted_rv; /* continue tokens older than this answer 410 */
+	unsigned long watch_epoch;  /* bumped by cut: streams of an older epoch end */
+	unsigned long open_watches;
+	unsigned bookmark_ms;
+	int watch_gone;
 	int fail_code;
 	unsigned delay_ms;
 	int expire_continue;
@@ -56,10 +109,57 @@ struct upload {
 	int too_big;
 };
 
+struct watch_stream;
+
 struct answer {
 	unsigned code;
-	char *body; /* malloc'd JSON */
+	char *body;              /* malloc'd JSON */
+	struct watch_stream *ws; /* instead of body: a watch to stream */
 };
+
+/* A growing string; oom sticks. */
+struct sbuf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void sb_add(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t cap = b->cap ? b->cap : 4096;
+		char *np;
+		while (cap < b->len + n + 1)
+			cap *= 2;
+		np = realloc(b->p, cap);
+		if (!np) {
+			b->oom = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+static void sb_str(struct sbuf *b, const char *s)
+{
+	sb_add(b, s, strlen(s));
+}
+
+/* The text, or NULL (freed) when memory ran out. Caller frees. */
+static char *sb_take(struct sbuf *b)
+{
+	if (b->oom || !b->p) {
+		free(b->p);
+		return NULL;
+	}
+	return b->p;
+}
 
 static void set_err(char *err, size_t errlen, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
@@ -82,9 +182,8 @@ static const char *str_at(const cJSON *o, const char *a, const char *b)
 }
 
 /* A kube Status object, as the API server writes it for errors and some successes. */
-static struct answer status_answer(unsigned code, const char *reason, const char *message)
+static cJSON *status_object(unsigned code, const char *reason, const char *message)
 {
-	struct answer a = {code, NULL};
 	cJSON *s = cJSON_CreateObject();
 	cJSON_AddStringToObject(s, "kind", "Status");
 	cJSON_AddStringToObject(s, "apiVersion", "v1");
@@ -93,14 +192,21 @@ static struct answer status_answer(unsigned code, const char *reason, const char
 	cJSON_AddStringToObject(s, "message", message);
 	cJSON_AddStringToObject(s, "reason", reason);
 	cJSON_AddNumberToObject(s, "code", code);
+	return s;
+}
+
+static struct answer status_answer(unsigned code, const char *reason, const char *message)
+{
+	struct answer a = {code, NULL, NULL};
+	cJSON *s = status_object(code, reason, message);
 	a.body = cJSON_PrintUnformatted(s);
 	cJSON_Delete(s);
 	return a;
 }
 
-static struct answer json_answer(unsigned code, const cJSON *o)
+static struct answer text_answer(unsigned code, const char *json)
 {
-	struct answer a = {code, cJSON_PrintUnformatted(o)};
+	struct answer a = {code, strdup(json), NULL};
 	return a;
 }
 
@@ -112,15 +218,20 @@ static void count(struct apiserver_double *d, enum apiserver_double_counter c)
 	pthread_mutex_unlock(&d->mu);
 }
 
-static void deadline_after(struct timespec *ts, unsigned ms)
+static void deadline_after(struct timespec *ts, unsigned long ms)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
-	ts->tv_sec += ms / 1000;
+	ts->tv_sec += (time_t)(ms / 1000);
 	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts->tv_nsec >= 1000000000L) {
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;
 	}
+}
+
+static int ts_before(const struct timespec *a, const struct timespec *b)
+{
+	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
 /* The injected delay: a condition wait, so stop() wakes sleepers at once. */
@@ -136,73 +247,321 @@ static void injected_delay(struct apiserver_double *d)
 	pthread_mutex_unlock(&d->mu);
 }
 
-/* Index of pod ns/name in d->pods, or -1. Caller holds mu. */
-static int find_pod(struct apiserver_double *d, const char *ns, const char *name)
+/* ---- store: hash by namespace/name, array by insertion sequence ---- */
+
+static size_t key_hash(const char *ns, const char *name)
 {
-	int i = 0;
-	const cJSON *p;
-	cJSON_ArrayForEach(p, d->pods)
-	{
-		if (!strcmp(str_at(p, "metadata", "namespace"), ns) &&
-		    !strcmp(str_at(p, "metadata", "name"), name))
-			return i;
-		i++;
-	}
-	return -1;
+	size_t h = 1469598103934665603ull;
+	for (const unsigned char *p = (const unsigned char *)ns; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	h = (h ^ '/') * 1099511628211ull;
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return h;
 }
 
-static int find_node(struct apiserver_double *d, const char *name)
+static struct obj *store_find(const struct store *s, const char *ns, const char *name)
 {
-	int i = 0;
-	const cJSON *n;
-	cJSON_ArrayForEach(n, d->nodes)
-	{
-		if (!strcmp(str_at(n, "metadata", "name"), name))
-			return i;
-		i++;
-	}
-	return -1;
+	struct obj *o;
+	if (!s->nbucket)
+		return NULL;
+	for (o = s->bucket[key_hash(ns, name) % s->nbucket]; o; o = o->hnext)
+		if (!strcmp(o->name, name) && !strcmp(o->ns, ns))
+			return o;
+	return NULL;
 }
 
-/* Takes ownership of pod. Caller holds mu. */
-static int put_pod_locked(struct apiserver_double *d, const char *ns, cJSON *pod)
+static void obj_free(struct obj *o)
 {
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
-	int i;
-	if (!cJSON_IsObject(md) || !*str_at(pod, "metadata", "name")) {
-		cJSON_Delete(pod);
+	if (!o)
+		return;
+	free(o->json);
+	free(o->ns);
+	free(o->name);
+	free(o->node);
+	free(o->phase);
+	free(o);
+}
+
+static int store_rehash(struct store *s, size_t nbucket)
+{
+	struct obj **b = calloc(nbucket, sizeof *b);
+	if (!b)
 		return -1;
+	for (size_t i = 0; i < s->n; i++) {
+		struct obj *o = s->order[i];
+		size_t h;
+		if (o->dead)
+			continue;
+		h = key_hash(o->ns, o->name) % nbucket;
+		o->hnext = b[h];
+		b[h] = o;
 	}
-	if (ns) {
+	free(s->bucket);
+	s->bucket = b;
+	s->nbucket = nbucket;
+	return 0;
+}
+
+/* Add a new object (owned by the store from here). -1 when out of memory (o not taken). */
+static int store_add(struct store *s, struct obj *o)
+{
+	size_t h;
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? s->cap * 2 : 256;
+		struct obj **no = realloc(s->order, cap * sizeof *no);
+		if (!no)
+			return -1;
+		s->order = no;
+		s->cap = cap;
+	}
+	if (s->live + 1 > s->nbucket && store_rehash(s, s->nbucket ? s->nbucket * 2 : 256))
+		return -1;
+	o->seq = ++s->next_seq;
+	s->order[s->n++] = o;
+	h = key_hash(o->ns, o->name) % s->nbucket;
+	o->hnext = s->bucket[h];
+	s->bucket[h] = o;
+	s->live++;
+	return 0;
+}
+
+/* Unhash o and mark it dead; the order array drops dead entries once they are half of it. */
+static void store_remove(struct store *s, struct obj *o)
+{
+	struct obj **pp = &s->bucket[key_hash(o->ns, o->name) % s->nbucket];
+	while (*pp != o)
+		pp = &(*pp)->hnext;
+	*pp = o->hnext;
+	o->dead = 1;
+	s->live--;
+	s->dead++;
+	if (s->dead > 1024 && s->dead * 2 > s->n) {
+		size_t j = 0;
+		for (size_t i = 0; i < s->n; i++) {
+			if (s->order[i]->dead)
+				obj_free(s->order[i]);
+			else
+				s->order[j++] = s->order[i];
+		}
+		s->n = j;
+		s->dead = 0;
+	}
+}
+
+static void store_free(struct store *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		obj_free(s->order[i]);
+	free(s->order);
+	free(s->bucket);
+	memset(s, 0, sizeof *s);
+}
+
+/* Index of the first entry with seq > after (binary search: seqs ascend). */
+static size_t store_after(const struct store *s, unsigned long after)
+{
+	size_t lo = 0, hi = s->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->order[mid]->seq <= after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* ---- history: the events watches read ---- */
+
+static void history_free(struct history *h)
+{
+	for (size_t i = 0; i < h->n; i++)
+		free(h->ev[(h->head + i) % HISTORY_MAX].line);
+	free(h->ev);
+	h->ev = NULL;
+	h->head = h->n = 0;
+}
+
+/* Append an event (type, object text) of rv; the oldest falls out when full. Caller holds mu. */
+static int history_add(struct apiserver_double *d, enum res r, const char *type, const char *json,
+                       unsigned long rv)
+{
+	struct history *h = &d->hist[r];
+	struct sbuf b = {0};
+	struct event *e;
+	if (!h->ev && !(h->ev = calloc(HISTORY_MAX, sizeof *h->ev)))
+		return -1;
+	sb_str(&b, "{\"type\":\"");
+	sb_str(&b, type);
+	sb_str(&b, "\",\"object\":");
+	sb_str(&b, json);
+	sb_str(&b, "}\n");
+	if (!sb_take(&b))
+		return -1;
+	if (h->n == HISTORY_MAX) {
+		e = &h->ev[h->head];
+		h->oldest_rv = e->rv;
+		free(e->line);
+		h->head = (h->head + 1) % HISTORY_MAX;
+		h->n--;
+	}
+	e = &h->ev[(h->head + h->n) % HISTORY_MAX];
+	e->rv = rv;
+	e->line = b.p;
+	e->len = b.len;
+	h->n++;
+	pthread_cond_broadcast(&d->cv);
+	return 0;
+}
+
+/* The first event with rv > after, or NULL. */
+static const struct event *history_after(const struct history *h, unsigned long after)
+{
+	size_t lo = 0, hi = h->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (h->ev[(h->head + mid) % HISTORY_MAX].rv <= after)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < h->n ? &h->ev[(h->head + lo) % HISTORY_MAX] : NULL;
+}
+
+/* ---- mutations: each bumps rv, stamps the object and records its event ---- */
+
+static char *dup_or_empty(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/* Stamp tree with the next resourceVersion and serialize it. Caller holds mu. */
+static char *stamp(struct apiserver_double *d, cJSON *tree)
+{
+	char rv[32];
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(tree, "metadata");
+	d->rv++;
+	snprintf(rv, sizeof rv, "%lu", d->rv);
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "resourceVersion");
+	cJSON_AddStringToObject(md, "resourceVersion", rv);
+	return cJSON_PrintUnformatted(tree);
+}
+
+/*
+ * Add or replace an object (tree owned: freed here). Pods get metadata.namespace from ns when
+ * given, else "default" when absent. 0, or -1 (no name, bad sizes, out of memory).
+ */
+static int put_locked(struct apiserver_double *d, enum res r, const char *ns, cJSON *tree)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(tree, "metadata");
+	struct obj *o = NULL, *old;
+	char *json = NULL;
+	int rc = -1;
+	if (!cJSON_IsObject(md) || !*str_at(tree, "metadata", "name") ||
+	    strlen(str_at(tree, "metadata", "name")) > NAME_MAX_DBL)
+		goto out;
+	if (r == RES_PODS && ns) {
 		cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
 		cJSON_AddStringToObject(md, "namespace", ns);
 	}
-	if (!*str_at(pod, "metadata", "namespace"))
+	if (r == RES_PODS && !*str_at(tree, "metadata", "namespace"))
 		cJSON_AddStringToObject(md, "namespace", "default");
-	i = find_pod(d, str_at(pod, "metadata", "namespace"), str_at(pod, "metadata", "name"));
-	if (i >= 0)
-		cJSON_ReplaceItemInArray(d->pods, i, pod);
-	else
-		cJSON_AddItemToArray(d->pods, pod);
-	d->rv++;
-	return 0;
+	if (strlen(str_at(tree, "metadata", "namespace")) > NAME_MAX_DBL)
+		goto out;
+	o = calloc(1, sizeof *o);
+	if (!o)
+		goto out;
+	o->ns = dup_or_empty(r == RES_PODS ? str_at(tree, "metadata", "namespace") : "");
+	o->name = dup_or_empty(str_at(tree, "metadata", "name"));
+	o->node = dup_or_empty(str_at(tree, "spec", "nodeName"));
+	o->phase = dup_or_empty(str_at(tree, "status", "phase"));
+	if (!o->ns || !o->name || !o->node || !o->phase || !(json = stamp(d, tree)))
+		goto out;
+	old = store_find(&d->store[r], o->ns, o->name);
+	if (old) {
+		/* In place: the object keeps its list position, as with etcd's key order. */
+		free(old->json);
+		free(old->node);
+		free(old->phase);
+		old->json = json;
+		old->node = o->node;
+		old->phase = o->phase;
+		o->node = o->phase = NULL;
+		json = NULL;
+		rc = history_add(d, r, "MODIFIED", old->json, d->rv);
+		goto out;
+	}
+	o->json = json;
+	json = NULL;
+	if (store_add(&d->store[r], o))
+		goto out;
+	rc = history_add(d, r, "ADDED", o->json, d->rv);
+	o = NULL;
+out:
+	obj_free(o); /* NULL once the store took it */
+	free(json);
+	cJSON_Delete(tree);
+	return rc;
+}
+
+static int put_pod_locked(struct apiserver_double *d, const char *ns, cJSON *pod)
+{
+	return put_locked(d, RES_PODS, ns, pod);
 }
 
 static int put_node_locked(struct apiserver_double *d, cJSON *node)
 {
-	int i;
-	if (!*str_at(node, "metadata", "name")) {
-		cJSON_Delete(node);
-		return -1;
-	}
-	i = find_node(d, str_at(node, "metadata", "name"));
-	if (i >= 0)
-		cJSON_ReplaceItemInArray(d->nodes, i, node);
-	else
-		cJSON_AddItemToArray(d->nodes, node);
-	d->rv++;
-	return 0;
+	return put_locked(d, RES_NODES, NULL, node);
 }
+
+/* Delete o; the DELETED event carries its last state with the deletion's resourceVersion. */
+static int delete_locked(struct apiserver_double *d, enum res r, struct obj *o)
+{
+	cJSON *tree = cJSON_Parse(o->json);
+	char *json = tree ? stamp(d, tree) : NULL;
+	int rc = json ? history_add(d, r, "DELETED", json, d->rv) : -1;
+	cJSON_Delete(tree);
+	free(json);
+	store_remove(&d->store[r], o);
+	return rc;
+}
+
+static struct obj *find_pod(struct apiserver_double *d, const char *ns, const char *name)
+{
+	return store_find(&d->store[RES_PODS], ns, name);
+}
+
+static struct obj *find_node(struct apiserver_double *d, const char *name)
+{
+	return store_find(&d->store[RES_NODES], "", name);
+}
+
+/* Set spec.nodeName / status.phase of a stored pod (a MODIFIED event). Caller holds mu. */
+static int set_pod_field(struct apiserver_double *d, struct obj *o, const char *top,
+                         const char *field, const char *value)
+{
+	cJSON *tree = cJSON_Parse(o->json), *sub;
+	if (!tree)
+		return -1;
+	sub = cJSON_GetObjectItemCaseSensitive(tree, top);
+	if (!cJSON_IsObject(sub)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(tree, top);
+		sub = cJSON_AddObjectToObject(tree, top);
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(sub, field);
+	cJSON_AddStringToObject(sub, field, value);
+	return put_locked(d, RES_PODS, NULL, tree);
+}
+
+static int bind_locked(struct apiserver_double *d, const char *ns, const char *name,
+                       const char *node)
+{
+	struct obj *o = find_pod(d, ns, name);
+	return o ? set_pod_field(d, o, "spec", "nodeName", node) : -1;
+}
+
+/* ---- lists ---- */
 
 struct term {
 	char field[64];
@@ -210,14 +569,17 @@ struct term {
 	int negate;
 };
 
-/* Parse "a=b,c!=d" into terms. 0, or -1 with the offending term in bad. */
-static int parse_selector(const char *sel, struct term *t, int *n, char *bad, size_t badlen)
+/* Parse "a=b,c!=d" into terms; nodes know only metadata.name. 0, or -1 with the reason. */
+static int parse_selector(const char *sel, enum res r, struct term *t, int *n, char *bad,
+                          size_t badlen)
 {
 	char buf[1024];
 	char *save = NULL, *tok;
 	*n = 0;
 	if (!sel || !*sel)
 		return 0;
+	if (strlen(sel) >= sizeof buf)
+		goto bad;
 	snprintf(buf, sizeof buf, "%s", sel);
 	for (tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		char *op = strstr(tok, "!=");
@@ -237,8 +599,10 @@ static int parse_selector(const char *sel, struct term *t, int *n, char *bad, si
 		vlen = strlen(val);
 		if (strlen(tok) >= sizeof t[*n].field || vlen >= sizeof t[*n].value)
 			goto bad;
-		if (strcmp(tok, "spec.nodeName") && strcmp(tok, "status.phase") &&
-		    strcmp(tok, "metadata.name") && strcmp(tok, "metadata.namespace")) {
+		if (strcmp(tok, "metadata.name") &&
+		    (r != RES_PODS ||
+		     (strcmp(tok, "spec.nodeName") && strcmp(tok, "status.phase") &&
+		      strcmp(tok, "metadata.namespace")))) {
 			snprintf(bad, badlen, "field label not supported: %s", tok);
 			return -1;
 		}
@@ -248,43 +612,68 @@ static int parse_selector(const char *sel, struct term *t, int *n, char *bad, si
 	}
 	return 0;
 bad:
-	snprintf(bad, badlen, "invalid selector: '%s'", sel);
+	snprintf(bad, badlen, "invalid selector: '%.200s'", sel);
 	return -1;
 }
 
-static int pod_matches(const cJSON *p, const char *ns, const struct term *t, int n)
+static const char *obj_field(const struct obj *o, const char *field)
 {
-	int i;
-	if (ns && strcmp(str_at(p, "metadata", "namespace"), ns))
+	if (!strcmp(field, "metadata.name"))
+		return o->name;
+	if (!strcmp(field, "metadata.namespace"))
+		return o->ns;
+	if (!strcmp(field, "spec.nodeName"))
+		return o->node;
+	return o->phase;
+}
+
+static int obj_matches(const struct obj *o, const char *ns, const struct term *t, int n)
+{
+	if (ns && strcmp(o->ns, ns))
 		return 0;
-	for (i = 0; i < n; i++) {
-		const char *dot = strchr(t[i].field, '.');
-		char top[32];
-		snprintf(top, sizeof top, "%.*s", (int)(dot - t[i].field), t[i].field);
-		int eq = !strcmp(str_at(p, top, dot + 1), t[i].value);
-		if (eq == t[i].negate)
+	for (int i = 0; i < n; i++)
+		if ((strcmp(obj_field(o, t[i].field), t[i].value) == 0) == t[i].negate)
 			return 0;
-	}
 	return 1;
 }
 
-/* GET pods list with fieldSelector, limit and continue. Caller holds mu. */
-static struct answer list_pods(struct apiserver_double *d, struct MHD_Connection *c, const char *ns)
+/* Continue token "dbl:SEQ:RV" (after seq; the list's resourceVersion); "dbl:SEQ" also read. */
+static int parse_continue(const char *cont, unsigned long *seq, unsigned long *rv)
+{
+	const char *p = cont + strlen(CONTINUE_PFX);
+	char *end;
+	if (strncmp(cont, CONTINUE_PFX, strlen(CONTINUE_PFX)) || *p < '0' || *p > '9')
+		return -1;
+	*seq = strtoul(p, &end, 10);
+	if (*end == ':' && end[1] >= '0' && end[1] <= '9')
+		*rv = strtoul(end + 1, &end, 10);
+	return *end ? -1 : 0;
+}
+
+/*
+ * GET a list with fieldSelector, limit and continue. Pages are served from live state, in
+ * insertion order; every page of one list reports the first page's resourceVersion (carried in
+ * the token), as kube-apiserver does, and a token older than the last compaction is 410 Expired.
+ * Caller holds mu.
+ */
+static struct answer list_objects(struct apiserver_double *d, struct MHD_Connection *c, enum res r,
+                                  const char *ns)
 {
 	const char *sel = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldSelector");
 	const char *lim = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "limit");
 	const char *cont = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "continue");
+	const struct store *s = &d->store[r];
 	struct term t[MAX_TERMS];
-	int n_terms;
-	char bad[300], tok[64], rv[32];
-	long limit = 0, offset = 0, matched = 0, emitted = 0;
-	const cJSON *p;
-	cJSON *list, *items, *md;
-	struct answer a;
+	int n_terms, more = 0;
+	char bad[300], tok[96], num[32];
+	long limit = 0, emitted = 0;
+	unsigned long after = 0, list_rv = d->rv, last = 0;
+	struct sbuf b = {0};
+	struct answer a = {200, NULL, NULL};
 
 	snprintf(d->last_sel, sizeof d->last_sel, "%s", sel ? sel : "");
 	snprintf(d->last_limit, sizeof d->last_limit, "%s", lim ? lim : "");
-	if (parse_selector(sel, t, &n_terms, bad, sizeof bad))
+	if (parse_selector(sel, r, t, &n_terms, bad, sizeof bad))
 		return status_answer(400, "BadRequest", bad);
 	if (lim && *lim && (sscanf(lim, "%ld", &limit) != 1 || limit < 0))
 		return status_answer(400, "BadRequest", "invalid limit");
@@ -299,36 +688,40 @@ static struct answer list_pods(struct apiserver_double *d, struct MHD_Connection
 			    "The provided continue parameter is too old to display "
 			    "a consistent list result.");
 		}
-		if (strncmp(cont, CONTINUE_PFX, strlen(CONTINUE_PFX)) ||
-		    sscanf(cont + strlen(CONTINUE_PFX), "%ld", &offset) != 1 || offset < 0)
+		if (parse_continue(cont, &after, &list_rv))
 			return status_answer(400, "BadRequest", "invalid continue token");
+		if (list_rv < d->compacted_rv)
+			return status_answer(410, "Expired",
+			                     "The provided continue parameter is too old to "
+			                     "display a consistent list result.");
 	}
-	list = cJSON_CreateObject();
-	cJSON_AddStringToObject(list, "kind", "PodList");
-	cJSON_AddStringToObject(list, "apiVersion", "v1");
-	md = cJSON_AddObjectToObject(list, "metadata");
-	snprintf(rv, sizeof rv, "%lu", d->rv);
-	cJSON_AddStringToObject(md, "resourceVersion", rv);
-	items = cJSON_AddArrayToObject(list, "items");
-	cJSON_ArrayForEach(p, d->pods)
-	{
-		if (!pod_matches(p, ns, t, n_terms))
+	sb_str(&b, "{\"kind\":\"");
+	sb_str(&b, RES_LIST_KIND[r]);
+	sb_str(&b, "\",\"apiVersion\":\"v1\",\"items\":[");
+	for (size_t i = store_after(s, after); i < s->n; i++) {
+		const struct obj *o = s->order[i];
+		if (o->dead || !obj_matches(o, ns, t, n_terms))
 			continue;
-		if (matched++ < offset)
-			continue;
-		if (limit && emitted == limit)
-			continue; /* keep counting for remainingItemCount */
-		cJSON_AddItemToArray(items, cJSON_Duplicate(p, 1));
-		emitted++;
+		if (limit && emitted == limit) {
+			more = 1;
+			break;
+		}
+		if (emitted++)
+			sb_str(&b, ",");
+		sb_str(&b, o->json);
+		last = o->seq;
 	}
-	if (offset + emitted < matched) {
-		snprintf(tok, sizeof tok, CONTINUE_PFX "%ld", offset + emitted);
-		cJSON_AddStringToObject(md, "continue", tok);
-		cJSON_AddNumberToObject(md, "remainingItemCount",
-		                        (double)(matched - offset - emitted));
+	snprintf(num, sizeof num, "%lu", list_rv);
+	sb_str(&b, "],\"metadata\":{\"resourceVersion\":\"");
+	sb_str(&b, num);
+	sb_str(&b, "\"");
+	if (more) {
+		snprintf(tok, sizeof tok, ",\"continue\":\"" CONTINUE_PFX "%lu:%lu\"", last,
+		         list_rv);
+		sb_str(&b, tok);
 	}
-	a = json_answer(200, list);
-	cJSON_Delete(list);
+	sb_str(&b, "}}");
+	a.body = sb_take(&b);
 	return a;
 }
 
@@ -336,7 +729,6 @@ static struct answer post_pod(struct apiserver_double *d, const char *ns, const 
 {
 	cJSON *pod = body ? cJSON_Parse(body) : NULL;
 	char name[256];
-	struct answer a;
 	if (!cJSON_IsObject(pod)) {
 		cJSON_Delete(pod);
 		return status_answer(400, "BadRequest", "body is not a Pod");
@@ -346,48 +738,207 @@ static struct answer post_pod(struct apiserver_double *d, const char *ns, const 
 		cJSON_Delete(pod);
 		return status_answer(422, "Invalid", "metadata.name: Required value");
 	}
-	if (find_pod(d, ns, name) >= 0) {
+	if (find_pod(d, ns, name)) {
 		cJSON_Delete(pod);
 		return status_answer(409, "AlreadyExists", "pods already exists");
 	}
-	if (put_pod_locked(d, ns, pod))
+	if (put_pod_locked(d, ns, pod) || !find_pod(d, ns, name))
 		return status_answer(422, "Invalid", "pod rejected");
-	a = json_answer(201, cJSON_GetArrayItem(d->pods, find_pod(d, ns, name)));
-	return a;
-}
-
-static int bind_locked(struct apiserver_double *d, const char *ns, const char *name,
-                       const char *node)
-{
-	int i = find_pod(d, ns, name);
-	cJSON *pod, *spec;
-	if (i < 0)
-		return -1;
-	pod = cJSON_GetArrayItem(d->pods, i);
-	spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
-	if (!spec)
-		spec = cJSON_AddObjectToObject(pod, "spec");
-	cJSON_DeleteItemFromObjectCaseSensitive(spec, "nodeName");
-	cJSON_AddStringToObject(spec, "nodeName", node);
-	d->rv++;
-	return 0;
+	return text_answer(201, find_pod(d, ns, name)->json);
 }
 
 static struct answer post_binding(struct apiserver_double *d, const char *ns, const char *name,
                                   const char *body)
 {
 	cJSON *b = body ? cJSON_Parse(body) : NULL;
+	struct obj *o;
 	char node[256];
 	snprintf(node, sizeof node, "%s", str_at(b, "target", "name"));
 	cJSON_Delete(b);
 	if (!*node)
 		return status_answer(400, "BadRequest", "binding without target.name");
-	if (find_pod(d, ns, name) < 0)
+	o = find_pod(d, ns, name);
+	if (!o)
 		return status_answer(404, "NotFound", "pods not found");
-	if (*str_at(cJSON_GetArrayItem(d->pods, find_pod(d, ns, name)), "spec", "nodeName"))
+	if (*o->node)
 		return status_answer(409, "Conflict", "pod is already assigned to a node");
-	bind_locked(d, ns, name, node);
+	if (bind_locked(d, ns, name, node))
+		return status_answer(500, "InternalError", "binding failed (out of memory)");
 	return status_answer(201, "", "");
+}
+
+/* ---- watches ---- */
+
+/* One open watch stream; MHD's reader callback runs on the connection's own thread. */
+struct watch_stream {
+	struct apiserver_double *d;
+	enum res r;
+	unsigned long next_rv; /* events with rv > next_rv are still to send */
+	unsigned long epoch;   /* d->watch_epoch when opened */
+	struct timespec deadline, next_bookmark;
+	int bookmarks;
+	int ending; /* end once out is sent */
+	char *out;  /* bytes being sent */
+	size_t out_len, out_off;
+};
+
+static int is_watch(struct MHD_Connection *c)
+{
+	const char *w = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "watch");
+	return w && (!strcmp(w, "1") || !strcmp(w, "true"));
+}
+
+/* The ERROR event the API server sends when a watch's resourceVersion is compacted away. */
+static char *gone_line(const struct apiserver_double *d, unsigned long from)
+{
+	char msg[128], *obj, *line = NULL;
+	cJSON *s;
+	snprintf(msg, sizeof msg, "too old resource version: %lu (%lu)", from, d->rv);
+	s = status_object(410, "Expired", msg);
+	obj = cJSON_PrintUnformatted(s);
+	cJSON_Delete(s);
+	if (obj && asprintf(&line, "{\"type\":\"ERROR\",\"object\":%s}\n", obj) < 0)
+		line = NULL;
+	free(obj);
+	return line;
+}
+
+static char *bookmark_line(const struct apiserver_double *d, enum res r)
+{
+	char *line = NULL;
+	if (asprintf(&line,
+	             "{\"type\":\"BOOKMARK\",\"object\":{\"kind\":\"%s\",\"apiVersion\":\"v1\","
+	             "\"metadata\":{\"resourceVersion\":\"%lu\"}}}\n",
+	             RES_KIND[r], d->rv) < 0)
+		return NULL;
+	return line;
+}
+
+/*
+ * Decide what w sends next: 1 with w->out set, 0 to end the stream, -1 on out of memory.
+ * Blocks on the condition variable while there is nothing to send. Caller holds mu.
+ */
+static int watch_next(struct apiserver_double *d, struct watch_stream *w)
+{
+	const struct history *h = &d->hist[w->r];
+	const struct event *e;
+	struct timespec now, until;
+	for (;;) {
+		if (d->stopping || w->epoch != d->watch_epoch)
+			return 0;
+		clock_gettime(CLOCK_REALTIME, &now);
+		if (!ts_before(&now, &w->deadline))
+			return 0;
+		if (w->next_rv < h->oldest_rv) {
+			w->out = gone_line(d, w->next_rv);
+			w->ending = 1;
+			break;
+		}
+		if ((e = history_after(h, w->next_rv))) {
+			w->out = strdup(e->line);
+			w->next_rv = e->rv;
+			break;
+		}
+		/* Caught up: every event of this resource up to d->rv was sent. */
+		if (w->bookmarks && !ts_before(&now, &w->next_bookmark)) {
+			w->out = bookmark_line(d, w->r);
+			w->next_rv = d->rv;
+			deadline_after(&w->next_bookmark, d->bookmark_ms);
+			break;
+		}
+		until = w->bookmarks && ts_before(&w->next_bookmark, &w->deadline)
+		            ? w->next_bookmark
+		            : w->deadline;
+		pthread_cond_timedwait(&d->cv, &d->mu, &until);
+	}
+	if (!w->out)
+		return -1;
+	w->out_len = strlen(w->out);
+	w->out_off = 0;
+	return 1;
+}
+
+static ssize_t watch_read(void *cls, uint64_t pos, char *buf, size_t max)
+{
+	struct watch_stream *w = cls;
+	int rc;
+	for (;;) {
+		if (w->out_off < w->out_len) {
+			size_t n = w->out_len - w->out_off < max ? w->out_len - w->out_off : max;
+			memcpy(buf, w->out + w->out_off, n);
+			w->out_off += n;
+			return (ssize_t)n;
+		}
+		free(w->out);
+		w->out = NULL;
+		w->out_len = w->out_off = 0;
+		if (w->ending)
+			return MHD_CONTENT_READER_END_OF_STREAM;
+		pthread_mutex_lock(&w->d->mu);
+		rc = watch_next(w->d, w);
+		pthread_mutex_unlock(&w->d->mu);
+		if (rc <= 0)
+			return rc < 0 ? MHD_CONTENT_READER_END_WITH_ERROR
+			              : MHD_CONTENT_READER_END_OF_STREAM;
+	}
+}
+
+static void watch_free(void *cls)
+{
+	struct watch_stream *w = cls;
+	struct apiserver_double *d = w->d;
+	pthread_mutex_lock(&d->mu);
+	d->open_watches--;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+	free(w->out);
+	free(w);
+}
+
+/*
+ * GET .../pods?watch=1 (or nodes): a stream from resourceVersion (absent, "" or "0": from now;
+ * the real server would first send the current objects as ADDED). Caller holds mu.
+ */
+static struct answer start_watch(struct apiserver_double *d, struct MHD_Connection *c, enum res r)
+{
+	const char *rv = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "resourceVersion");
+	const char *ts = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "timeoutSeconds");
+	const char *bm =
+	    MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "allowWatchBookmarks");
+	struct answer a = {200, NULL, NULL};
+	struct watch_stream *w;
+	unsigned long from = d->rv;
+	long timeout = WATCH_T_DEF;
+	char *end;
+	if (d->watch_gone)
+		return status_answer(410, "Expired", "too old resource version (injected)");
+	if (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "fieldSelector"))
+		return status_answer(400, "BadRequest",
+		                     "fieldSelector on a watch: not supported by the test double");
+	if (rv && *rv && strcmp(rv, "0")) {
+		from = strtoul(rv, &end, 10);
+		if (*rv < '0' || *rv > '9' || *end)
+			return status_answer(400, "BadRequest", "resourceVersion: Invalid value");
+	}
+	if (ts && *ts) {
+		timeout = strtol(ts, &end, 10);
+		if (*end || timeout < 0)
+			return status_answer(400, "BadRequest", "timeoutSeconds: Invalid value");
+		if (timeout == 0 || timeout > WATCH_T_MAX)
+			timeout = timeout ? WATCH_T_MAX : WATCH_T_DEF;
+	}
+	w = calloc(1, sizeof *w);
+	if (!w)
+		return status_answer(500, "InternalError", "out of memory");
+	w->d = d;
+	w->r = r;
+	w->next_rv = from;
+	w->epoch = d->watch_epoch;
+	w->bookmarks = bm && (!strcmp(bm, "true") || !strcmp(bm, "1"));
+	deadline_after(&w->deadline, (unsigned long)timeout * 1000ul);
+	deadline_after(&w->next_bookmark, d->bookmark_ms);
+	a.ws = w;
+	return a;
 }
 
 /* Route an authorized API request. seg[] is the path split on '/'. Caller holds mu. */
@@ -395,39 +946,43 @@ static struct answer route_api(struct apiserver_double *d, struct MHD_Connection
                                const char *method, char **seg, int n, const char *body)
 {
 	int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
-	int i;
+	struct obj *o;
 	char msg[600];
 	if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
 		return status_answer(404, "NotFound",
 		                     "the server could not find the requested resource");
+	if (n == 3 && get && (!strcmp(seg[2], "pods") || !strcmp(seg[2], "nodes"))) {
+		enum res r = !strcmp(seg[2], "pods") ? RES_PODS : RES_NODES;
+		return is_watch(c) ? start_watch(d, c, r) : list_objects(d, c, r, NULL);
+	}
 	if (n == 4 && !strcmp(seg[2], "nodes") && get) {
-		i = find_node(d, seg[3]);
-		if (i < 0) {
-			snprintf(msg, sizeof msg, "nodes \"%s\" not found", seg[3]);
+		o = find_node(d, seg[3]);
+		if (!o) {
+			snprintf(msg, sizeof msg, "nodes \"%.250s\" not found", seg[3]);
 			return status_answer(404, "NotFound", msg);
 		}
-		return json_answer(200, cJSON_GetArrayItem(d->nodes, i));
+		return text_answer(200, o->json);
 	}
-	if (n == 3 && !strcmp(seg[2], "pods") && get)
-		return list_pods(d, c, NULL);
 	if (n >= 5 && !strcmp(seg[2], "namespaces") && !strcmp(seg[4], "pods")) {
+		if (n == 5 && get && is_watch(c))
+			return status_answer(400, "BadRequest",
+			                     "namespaced watch: not supported by the test double");
 		if (n == 5 && get)
-			return list_pods(d, c, seg[3]);
+			return list_objects(d, c, RES_PODS, seg[3]);
 		if (n == 5 && post)
 			return post_pod(d, seg[3], body);
 		if (n == 7 && post && !strcmp(seg[6], "binding"))
 			return post_binding(d, seg[3], seg[5], body);
 		if (n == 6) {
-			i = find_pod(d, seg[3], seg[5]);
-			if (i < 0) {
-				snprintf(msg, sizeof msg, "pods \"%s\" not found", seg[5]);
+			o = find_pod(d, seg[3], seg[5]);
+			if (!o) {
+				snprintf(msg, sizeof msg, "pods \"%.250s\" not found", seg[5]);
 				return status_answer(404, "NotFound", msg);
 			}
 			if (get)
-				return json_answer(200, cJSON_GetArrayItem(d->pods, i));
+				return text_answer(200, o->json);
 			if (!strcmp(method, "DELETE")) {
-				cJSON_DeleteItemFromArray(d->pods, i);
-				d->rv++;
+				delete_locked(d, RES_PODS, o);
 				return status_answer(200, "", "");
 			}
 		}
@@ -435,14 +990,20 @@ static struct answer route_api(struct apiserver_double *d, struct MHD_Connection
 	return status_answer(405, "MethodNotAllowed", "the server does not allow this method");
 }
 
-static enum apiserver_double_counter classify(const char *method, char **seg, int n)
+static enum apiserver_double_counter classify(struct MHD_Connection *c, const char *method,
+                                              char **seg, int n)
 {
+	int nodes = n >= 3 && !strcmp(seg[2], "nodes");
 	if (strcmp(method, "GET"))
 		return APISERVER_DOUBLE_WRITE;
-	if (n == 4 && !strcmp(seg[2], "nodes"))
+	if (n == 4 && nodes)
 		return APISERVER_DOUBLE_GET_NODE;
 	if (n == 6)
 		return APISERVER_DOUBLE_GET_POD;
+	if (n == 3 && is_watch(c))
+		return nodes ? APISERVER_DOUBLE_WATCH_NODES : APISERVER_DOUBLE_WATCH_PODS;
+	if (n == 3 && nodes)
+		return APISERVER_DOUBLE_LIST_NODES;
 	return APISERVER_DOUBLE_LIST_PODS;
 }
 
@@ -450,7 +1011,7 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 {
 	const char *v;
 	cJSON *o;
-	struct answer a;
+	struct answer a = {200, NULL, NULL};
 	pthread_mutex_lock(&d->mu);
 	if (!strcmp(url, "/_double/fail") &&
 	    (v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "code")))
@@ -469,14 +1030,19 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 	cJSON_AddNumberToObject(o, "getNode", (double)d->counts[APISERVER_DOUBLE_GET_NODE]);
 	cJSON_AddNumberToObject(o, "getPod", (double)d->counts[APISERVER_DOUBLE_GET_POD]);
 	cJSON_AddNumberToObject(o, "listPods", (double)d->counts[APISERVER_DOUBLE_LIST_PODS]);
+	cJSON_AddNumberToObject(o, "listNodes", (double)d->counts[APISERVER_DOUBLE_LIST_NODES]);
+	cJSON_AddNumberToObject(o, "watchPods", (double)d->counts[APISERVER_DOUBLE_WATCH_PODS]);
+	cJSON_AddNumberToObject(o, "watchNodes", (double)d->counts[APISERVER_DOUBLE_WATCH_NODES]);
+	cJSON_AddNumberToObject(o, "openWatches", (double)d->open_watches);
 	cJSON_AddNumberToObject(o, "writes", (double)d->counts[APISERVER_DOUBLE_WRITE]);
 	cJSON_AddNumberToObject(o, "unauthorized",
 	                        (double)d->counts[APISERVER_DOUBLE_UNAUTHORIZED]);
 	cJSON_AddNumberToObject(o, "failCode", d->fail_code);
 	cJSON_AddNumberToObject(o, "delayMs", d->delay_ms);
-	cJSON_AddNumberToObject(o, "pods", cJSON_GetArraySize(d->pods));
-	cJSON_AddNumberToObject(o, "nodes", cJSON_GetArraySize(d->nodes));
-	a = json_answer(200, o);
+	cJSON_AddNumberToObject(o, "resourceVersion", (double)d->rv);
+	cJSON_AddNumberToObject(o, "pods", (double)d->store[RES_PODS].live);
+	cJSON_AddNumberToObject(o, "nodes", (double)d->store[RES_NODES].live);
+	a.body = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	pthread_mutex_unlock(&d->mu);
 	return a;
@@ -526,7 +1092,7 @@ static struct answer dispatch(struct apiserver_double *d, struct MHD_Connection 
 	for (tok = strtok_r(path, "/", &save); tok && n < MAX_SEGMENTS;
 	     tok = strtok_r(NULL, "/", &save))
 		seg[n++] = tok;
-	count(d, classify(method, seg, n));
+	count(d, classify(c, method, seg, n));
 	injected_delay(d);
 	pthread_mutex_lock(&d->mu);
 	fail = d->fail_code;
@@ -536,10 +1102,31 @@ static struct answer dispatch(struct apiserver_double *d, struct MHD_Connection 
 		                     "injected failure (apiserver test double)");
 	}
 	a = route_api(d, c, method, seg, n, body);
+	if (a.ws)
+		d->open_watches++; /* until watch_free */
 	pthread_mutex_unlock(&d->mu);
 	if (a.code == 400)
 		count(d, APISERVER_DOUBLE_BAD_REQUEST);
 	return a;
+}
+
+/* A watch: chunked (size unknown), the reader blocking on its own connection's thread. */
+static enum MHD_Result queue_watch(struct MHD_Connection *c, struct watch_stream *ws)
+{
+	struct MHD_Response *r;
+	enum MHD_Result ret;
+	r = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, WATCH_BLOCK, watch_read, ws,
+	                                      watch_free);
+	if (!r) {
+		watch_free(ws);
+		return MHD_NO;
+	}
+	/* The stream may be silent for long (no bookmarks): no idle timeout on it. */
+	MHD_set_connection_option(c, MHD_CONNECTION_OPTION_TIMEOUT, 0u);
+	MHD_add_response_header(r, "Content-Type", "application/json");
+	ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
@@ -582,11 +1169,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 		a = status_answer(413, "RequestEntityTooLarge", "request body too large");
 	else
 		a = dispatch(d, c, url, method, u->buf);
+	if (a.ws)
+		return queue_watch(c, a.ws);
 	if (!a.body)
 		return MHD_NO;
 	r = MHD_create_response_from_buffer(strlen(a.body), a.body, MHD_RESPMEM_MUST_FREE);
 	if (!r) {
-		cJSON_free(a.body);
+		free(a.body);
 		return MHD_NO;
 	}
 	MHD_add_response_header(r, "Content-Type", "application/json");
@@ -645,6 +1234,7 @@ int apiserver_double_start(struct apiserver_double *d, char *err, size_t errlen)
 	return 0;
 }
 
+/* Open watch streams end (stopping), then MHD closes the port and joins every connection. */
 int apiserver_double_stop(struct apiserver_double *d)
 {
 	if (!d->mhd)
@@ -672,17 +1262,18 @@ struct apiserver_double *apiserver_double_new(const struct apiserver_double_opts
 	d->cert = strdup(o->cert_pem);
 	d->key = strdup(o->key_pem);
 	d->token = strdup(o->token);
-	d->nodes = cJSON_CreateArray();
-	d->pods = cJSON_CreateArray();
 	d->port = o->port;
 	d->max_page = o->max_page;
 	d->allow_old_tls = o->allow_old_tls;
+	d->bookmark_ms = BOOKMARK_DEF;
 	if (o->client_ca_pem && !(d->client_ca = strdup(o->client_ca_pem))) {
 		set_err(err, errlen, "apiserver double: out of memory");
 		goto err;
 	}
 	d->rv = 1000;
-	if (!d->cert || !d->key || !d->token || !d->nodes || !d->pods) {
+	for (int r = 0; r < RES_N; r++)
+		d->hist[r].oldest_rv = d->rv;
+	if (!d->cert || !d->key || !d->token) {
 		set_err(err, errlen, "apiserver double: out of memory");
 		goto err;
 	}
@@ -700,8 +1291,10 @@ void apiserver_double_free(struct apiserver_double *d)
 		return;
 	if (d->mhd)
 		apiserver_double_stop(d);
-	cJSON_Delete(d->nodes);
-	cJSON_Delete(d->pods);
+	for (int r = 0; r < RES_N; r++) {
+		store_free(&d->store[r]);
+		history_free(&d->hist[r]);
+	}
 	free(d->cert);
 	free(d->key);
 	free(d->token);
@@ -846,36 +1439,91 @@ int apiserver_double_bind(struct apiserver_double *d, const char *ns, const char
 int apiserver_double_set_phase(struct apiserver_double *d, const char *ns, const char *name,
                                const char *phase)
 {
-	int i, rc = -1;
-	cJSON *pod, *st;
+	struct obj *o;
+	int rc = -1;
 	pthread_mutex_lock(&d->mu);
-	i = find_pod(d, ns, name);
-	if (i >= 0) {
-		pod = cJSON_GetArrayItem(d->pods, i);
-		st = cJSON_GetObjectItemCaseSensitive(pod, "status");
-		if (!st)
-			st = cJSON_AddObjectToObject(pod, "status");
-		cJSON_DeleteItemFromObjectCaseSensitive(st, "phase");
-		cJSON_AddStringToObject(st, "phase", phase);
-		d->rv++;
-		rc = 0;
-	}
+	o = find_pod(d, ns, name);
+	if (o)
+		rc = set_pod_field(d, o, "status", "phase", phase);
 	pthread_mutex_unlock(&d->mu);
 	return rc;
 }
 
 int apiserver_double_delete_pod(struct apiserver_double *d, const char *ns, const char *name)
 {
-	int i, rc = -1;
+	struct obj *o;
+	int rc = -1;
 	pthread_mutex_lock(&d->mu);
-	i = find_pod(d, ns, name);
-	if (i >= 0) {
-		cJSON_DeleteItemFromArray(d->pods, i);
-		d->rv++;
-		rc = 0;
-	}
+	o = find_pod(d, ns, name);
+	if (o)
+		rc = delete_locked(d, RES_PODS, o);
 	pthread_mutex_unlock(&d->mu);
 	return rc;
+}
+
+int apiserver_double_delete_node(struct apiserver_double *d, const char *name)
+{
+	struct obj *o;
+	int rc = -1;
+	pthread_mutex_lock(&d->mu);
+	o = find_node(d, name);
+	if (o)
+		rc = delete_locked(d, RES_NODES, o);
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+unsigned long apiserver_double_resource_version(struct apiserver_double *d)
+{
+	unsigned long rv;
+	pthread_mutex_lock(&d->mu);
+	rv = d->rv;
+	pthread_mutex_unlock(&d->mu);
+	return rv;
+}
+
+void apiserver_double_cut_watches(struct apiserver_double *d)
+{
+	pthread_mutex_lock(&d->mu);
+	d->watch_epoch++;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+void apiserver_double_compact(struct apiserver_double *d)
+{
+	pthread_mutex_lock(&d->mu);
+	for (int r = 0; r < RES_N; r++) {
+		history_free(&d->hist[r]);
+		d->hist[r].oldest_rv = d->rv;
+	}
+	d->compacted_rv = d->rv;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+void apiserver_double_set_bookmark_ms(struct apiserver_double *d, unsigned ms)
+{
+	pthread_mutex_lock(&d->mu);
+	d->bookmark_ms = ms ? ms : 1;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
+}
+
+void apiserver_double_set_watch_gone(struct apiserver_double *d, int on)
+{
+	pthread_mutex_lock(&d->mu);
+	d->watch_gone = on;
+	pthread_mutex_unlock(&d->mu);
+}
+
+unsigned long apiserver_double_open_watches(struct apiserver_double *d)
+{
+	unsigned long n;
+	pthread_mutex_lock(&d->mu);
+	n = d->open_watches;
+	pthread_mutex_unlock(&d->mu);
+	return n;
 }
 
 void apiserver_double_set_fail(struct apiserver_double *d, int http_code)

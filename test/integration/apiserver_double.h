@@ -1,7 +1,8 @@
 /*
  * apiserver_double: a TEST DOUBLE of the Kubernetes API server, for integration tests and the
- * benchmark only. It is not a Kubernetes implementation: it serves the few reads the webhook
- * makes, from in-memory state loaded from JSON files, the way kube-apiserver answers them.
+ * benchmark only. It is not a Kubernetes implementation: it serves the few reads, writes and
+ * watches the webhook and its cache make, from in-memory state loaded from JSON files, the way
+ * kube-apiserver answers them.
  *
  * Served over HTTPS (libmicrohttpd + GnuTLS, a certificate the test harness generates), every
  * request must carry "Authorization: Bearer <token>" or, when client_ca_pem is set, a client
@@ -12,6 +13,9 @@
  *        fieldSelector terms: spec.nodeName, status.phase, metadata.name, metadata.namespace
  *        with =, == or != (an unknown field is a 400, as the real API server answers); pages of
  *        at most min(limit, max_page) items with an opaque continue token.
+ *   GET  /api/v1/nodes?fieldSelector=metadata.name...&limit=N&continue=T   (the same for nodes)
+ *   GET  /api/v1/pods?watch=1&resourceVersion=N&allowWatchBookmarks=true&timeoutSeconds=T
+ *        (watch=true too; /api/v1/nodes likewise): see "Watches" below.
  *   POST /api/v1/namespaces/NS/pods                 create a pod (201)
  *   POST /api/v1/namespaces/NS/pods/NAME/binding    set spec.nodeName from target.name (201)
  *   DELETE /api/v1/namespaces/NS/pods/NAME
@@ -19,9 +23,32 @@
  *   POST /_double/fail?code=N (0 = off), /_double/delay?ms=N, /_double/expire-continue?times=N,
  *   GET  /_double/stats
  *
- * Failure injection: fail (every API call answers code with a Status body), delay (each API
- * answer waits; woken early by stop), down (apiserver_double_stop: the port is closed, then
- * apiserver_double_start reopens it on the same port).
+ * Resource versions: one global counter (starting at 1000). Every mutation (put, bind,
+ * set_phase, delete, POST pod, POST binding, DELETE) bumps it, writes it into the object's
+ * metadata.resourceVersion and appends an event (ADDED, MODIFIED, DELETED with the object) to
+ * its resource's history, the last 10,000 events per resource. Lists carry
+ * metadata.resourceVersion; every page of one list reports the first page's (the token carries
+ * it), as kube-apiserver does, but the pages are read from live state, not a snapshot (a change
+ * made between pages shows in a later page, and a watch from the list's version replays it).
+ * Order is insertion order (a replaced object keeps its place). Gets and puts are O(1) (hash by
+ * namespace/name), a page costs its own items: 150,000 pods load and list fine.
+ *
+ * Watches: a chunked stream of newline-terminated events: every event with resourceVersion > N,
+ * then new ones as they happen; with allowWatchBookmarks, a BOOKMARK (an object of the kind with
+ * only metadata.resourceVersion, the current version) whenever the stream has been caught up for
+ * the bookmark interval (default 1 s). If N is older than the history kept (or a compaction),
+ * one ERROR event with a Status 410 (reason Expired, "too old resource version") then the end of
+ * the stream, as the real API server does; the same when a watcher falls more than the history
+ * behind. The stream ends cleanly after timeoutSeconds (default 1800, at most 86400), at
+ * apiserver_double_cut_watches and at apiserver_double_stop. resourceVersion absent, "" or "0":
+ * from now on (unlike the real server, no synthetic ADDED events of the current objects first).
+ * Not supported (400): fieldSelector on a watch, namespaced watches. A watch stream has no idle
+ * timeout; a vanished client is noticed at the next write (a bookmark at the latest).
+ *
+ * Failure injection: fail (every API call answers code with a Status body, watches included),
+ * delay (each API answer waits; woken early by stop), down (apiserver_double_stop: the port is
+ * closed, then apiserver_double_start reopens it on the same port), expired continue tokens,
+ * compaction, watch cuts, watches answered 410.
  *
  * Thread-safe: all functions may be called while the double serves requests.
  */
@@ -51,6 +78,9 @@ enum apiserver_double_counter {
 	APISERVER_DOUBLE_WRITE,     /* POST / DELETE */
 	APISERVER_DOUBLE_UNAUTHORIZED,
 	APISERVER_DOUBLE_BAD_REQUEST,
+	APISERVER_DOUBLE_LIST_NODES, /* one per page */
+	APISERVER_DOUBLE_WATCH_PODS, /* watch requests (streams opened or refused) */
+	APISERVER_DOUBLE_WATCH_NODES,
 	APISERVER_DOUBLE_N_COUNTERS
 };
 
@@ -84,6 +114,24 @@ int apiserver_double_set_phase(struct apiserver_double *d, const char *ns, const
                                const char *phase);
 /* Remove pod ns/name. 0 / -1. */
 int apiserver_double_delete_pod(struct apiserver_double *d, const char *ns, const char *name);
+/* Remove node name. 0 / -1. */
+int apiserver_double_delete_node(struct apiserver_double *d, const char *name);
+/* The current resourceVersion (the last mutation's). */
+unsigned long apiserver_double_resource_version(struct apiserver_double *d);
+
+/* End every open watch stream now (cleanly: the client sees the stream end, as at its
+ * timeoutSeconds). Watches opened afterwards are not affected. */
+void apiserver_double_cut_watches(struct apiserver_double *d);
+/* Drop the event history (etcd compaction): a watch from a version older than now gets the 410
+ * ERROR event; so does an open stream that has not caught up; continue tokens of lists begun
+ * before now answer 410 Expired. */
+void apiserver_double_compact(struct apiserver_double *d);
+/* Interval between bookmarks of a caught-up stream, ms (0 is taken as 1). Default 1000. */
+void apiserver_double_set_bookmark_ms(struct apiserver_double *d, unsigned ms);
+/* 1: every watch request answers HTTP 410 with a Status body; 0: off. */
+void apiserver_double_set_watch_gone(struct apiserver_double *d, int on);
+/* Watch streams currently open (opened and not yet torn down by the server). */
+unsigned long apiserver_double_open_watches(struct apiserver_double *d);
 
 /* Every API request answers http_code (>= 400) with a Status body; 0 turns it off. */
 void apiserver_double_set_fail(struct apiserver_double *d, int http_code);
@@ -95,7 +143,8 @@ void apiserver_double_set_expire_continue(struct apiserver_double *d, int times)
 /* Replace the bearer token the double requires (a rotated service-account token). */
 void apiserver_double_set_token(struct apiserver_double *d, const char *token);
 
-/* Down: close the port (connections refused) / up again on the same port. 0 / -1. */
+/* Down: close the port (connections refused; open watch streams end) / up again on the same
+ * port. 0 / -1. */
 int apiserver_double_stop(struct apiserver_double *d);
 int apiserver_double_start(struct apiserver_double *d, char *err, size_t errlen);
 

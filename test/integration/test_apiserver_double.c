@@ -1,8 +1,9 @@
 /*
  * Tests of the API server TEST DOUBLE itself (no gpu-memory-guard binary involved), so the
  * integration tests built on it rest on a checked foundation: token check, GETs, list
- * pagination and field selectors, failure injection, down/up, binding, and the TLS probe
- * (both outcomes, so the TLS 1.1 refusal test of the webhook can fail).
+ * pagination and field selectors, failure injection, down/up, binding, the TLS probe (both
+ * outcomes, so the TLS 1.1 refusal test of the webhook can fail), resource versions, node lists
+ * and watches (events after a change, replay, 410 after compaction, bookmarks, cut, stop).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +14,7 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -328,6 +330,440 @@ static void test_client_certificate_auth(void **state)
 	unlink(f.ca_file);
 }
 
+/* ---- watches: a raw libcurl reader on its own thread, collecting the stream's bytes ---- */
+
+struct watcher {
+	char url[512];
+	char ca_file[256];
+	pthread_t t;
+	pthread_mutex_t mu;
+	char *buf;
+	size_t len;
+	long code;
+	int cc;
+	int done;
+	volatile int stop;
+};
+
+static size_t watcher_write(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct watcher *w = userp;
+	size_t n = size * nmemb;
+	char *nb;
+	pthread_mutex_lock(&w->mu);
+	nb = realloc(w->buf, w->len + n + 1);
+	assert_non_null(nb);
+	w->buf = nb;
+	memcpy(w->buf + w->len, data, n);
+	w->len += n;
+	w->buf[w->len] = '\0';
+	pthread_mutex_unlock(&w->mu);
+	return n;
+}
+
+static int watcher_progress(void *userp, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+	struct watcher *w = userp;
+	return __atomic_load_n(&w->stop, __ATOMIC_SEQ_CST);
+}
+
+static void *watcher_main(void *arg)
+{
+	struct watcher *w = arg;
+	CURL *e = curl_easy_init();
+	struct curl_slist *h = curl_slist_append(NULL, "Authorization: Bearer tok");
+	CURLcode cc;
+	long code = 0;
+	curl_easy_setopt(e, CURLOPT_URL, w->url);
+	curl_easy_setopt(e, CURLOPT_CAINFO, w->ca_file);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, h);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, watcher_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, w);
+	curl_easy_setopt(e, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(e, CURLOPT_XFERINFOFUNCTION, watcher_progress);
+	curl_easy_setopt(e, CURLOPT_XFERINFODATA, w);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT, 60L);
+	cc = curl_easy_perform(e);
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &code);
+	curl_slist_free_all(h);
+	curl_easy_cleanup(e);
+	pthread_mutex_lock(&w->mu);
+	w->cc = (int)cc;
+	w->code = code;
+	w->done = 1;
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+static struct watcher *watch_open(struct fx *f, const char *path)
+{
+	struct watcher *w = calloc(1, sizeof *w);
+	assert_non_null(w);
+	snprintf(w->url, sizeof w->url, "%s%s", f->base, path);
+	snprintf(w->ca_file, sizeof w->ca_file, "%s", f->ca_file);
+	pthread_mutex_init(&w->mu, NULL);
+	assert_int_equal(pthread_create(&w->t, NULL, watcher_main, w), 0);
+	return w;
+}
+
+/* Occurrences of needle in what was received so far. */
+static int watch_count(struct watcher *w, const char *needle)
+{
+	int n = 0;
+	pthread_mutex_lock(&w->mu);
+	for (const char *p = w->buf; p && (p = strstr(p, needle)); p += strlen(needle))
+		n++;
+	pthread_mutex_unlock(&w->mu);
+	return n;
+}
+
+static int watch_done(struct watcher *w)
+{
+	int done;
+	pthread_mutex_lock(&w->mu);
+	done = w->done;
+	pthread_mutex_unlock(&w->mu);
+	return done;
+}
+
+/* Wait until needle was received n times (needle NULL: until the stream ended). 0 / -1. */
+static int watch_wait(struct watcher *w, const char *needle, int n, double timeout_s)
+{
+	double until = harness_now() + timeout_s;
+	while (harness_now() < until) {
+		if (needle ? watch_count(w, needle) >= n : watch_done(w))
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+static void watch_close(struct watcher *w)
+{
+	__atomic_store_n(&w->stop, 1, __ATOMIC_SEQ_CST);
+	pthread_join(w->t, NULL);
+	pthread_mutex_destroy(&w->mu);
+	free(w->buf);
+	free(w);
+}
+
+/* The received lines parsed; every line must be one JSON event. Caller frees (cJSON array). */
+static cJSON *watch_events(struct watcher *w)
+{
+	cJSON *all = cJSON_CreateArray();
+	char *copy, *save = NULL, *line;
+	pthread_mutex_lock(&w->mu);
+	copy = strdup(w->buf ? w->buf : "");
+	pthread_mutex_unlock(&w->mu);
+	for (line = strtok_r(copy, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		cJSON *ev = cJSON_Parse(line);
+		assert_non_null(ev);
+		cJSON_AddItemToArray(all, ev);
+	}
+	free(copy);
+	return all;
+}
+
+static unsigned long ev_rv(const cJSON *ev)
+{
+	return strtoul(
+	    jstr(cJSON_GetObjectItemCaseSensitive(ev, "object"), "metadata", "resourceVersion"),
+	    NULL, 10);
+}
+
+static int wait_open_watches(struct fx *f, unsigned long n)
+{
+	double until = harness_now() + 5;
+	while (harness_now() < until) {
+		if (apiserver_double_open_watches(f->d) == n)
+			return 0;
+		usleep(10000);
+	}
+	return -1;
+}
+
+static void test_watch_events_after_put(void **state)
+{
+	struct fx *f = *state;
+	char path[256];
+	unsigned long rv0 = apiserver_double_resource_version(f->d), prev;
+	struct watcher *w, *replay, *nodes;
+	const char *types[] = {"ADDED", "MODIFIED", "MODIFIED", "DELETED"};
+	cJSON *evs, *ev;
+	int i = 0;
+	snprintf(path, sizeof path, "/api/v1/pods?watch=1&resourceVersion=%lu&timeoutSeconds=30",
+	         rv0);
+	apiserver_double_reset_counts(f->d);
+	w = watch_open(f, path);
+	nodes = watch_open(f, "/api/v1/nodes?watch=true&timeoutSeconds=30");
+	assert_int_equal(wait_open_watches(f, 2), 0);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_WATCH_PODS), 1);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_WATCH_NODES), 1);
+	assert_int_equal(apiserver_double_put_pod(f->d, "w", "{\"metadata\":{\"name\":\"pw\"}}"),
+	                 0);
+	assert_int_equal(apiserver_double_bind(f->d, "w", "pw", "gpu-node-a"), 0);
+	assert_int_equal(apiserver_double_set_phase(f->d, "w", "pw", "Running"), 0);
+	assert_int_equal(apiserver_double_delete_pod(f->d, "w", "pw"), 0);
+	assert_int_equal(watch_wait(w, "\"type\":", 4, 5), 0);
+	assert_int_equal(apiserver_double_resource_version(f->d), rv0 + 4);
+	evs = watch_events(w);
+	assert_int_equal(cJSON_GetArraySize(evs), 4);
+	prev = rv0;
+	cJSON_ArrayForEach(ev, evs)
+	{
+		const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+		assert_string_equal(jstr(ev, "type", NULL), types[i]);
+		assert_string_equal(jstr(obj, "metadata", "name"), "pw");
+		assert_string_equal(jstr(obj, "metadata", "namespace"), "w");
+		assert_int_equal(ev_rv(ev), prev + 1);
+		prev = ev_rv(ev);
+		if (i >= 1)
+			assert_string_equal(jstr(obj, "spec", "nodeName"), "gpu-node-a");
+		if (i >= 2)
+			assert_string_equal(jstr(obj, "status", "phase"), "Running");
+		i++;
+	}
+	cJSON_Delete(evs);
+	/* A second watch from the same version replays the history at once. */
+	replay = watch_open(f, path);
+	assert_int_equal(watch_wait(replay, "\"type\":", 4, 5), 0);
+	assert_int_equal(watch_count(replay, "\"DELETED\""), 1);
+	/* The node watch saw no pod; it sees a node. */
+	assert_int_equal(apiserver_double_put_node(f->d, "{\"metadata\":{\"name\":\"nw\"}}"), 0);
+	assert_int_equal(watch_wait(nodes, "\"name\":\"nw\"", 1, 5), 0);
+	assert_int_equal(watch_count(nodes, "\"type\":\"ADDED\""), 1);
+	assert_int_equal(watch_count(nodes, "\"pw\""), 0);
+	assert_int_equal(watch_count(w, "\"nw\""), 0);
+	assert_int_equal(apiserver_double_delete_node(f->d, "nw"), 0);
+	assert_int_equal(watch_wait(nodes, "\"type\":\"DELETED\"", 1, 5), 0);
+	/* Cut: every stream ends cleanly (200, complete chunked body). */
+	assert_int_equal(apiserver_double_open_watches(f->d), 3);
+	apiserver_double_cut_watches(f->d);
+	assert_int_equal(watch_wait(w, NULL, 0, 5), 0);
+	assert_int_equal(watch_wait(replay, NULL, 0, 5), 0);
+	assert_int_equal(watch_wait(nodes, NULL, 0, 5), 0);
+	assert_int_equal(w->cc, CURLE_OK);
+	assert_int_equal(w->code, 200);
+	assert_int_equal(wait_open_watches(f, 0), 0);
+	watch_close(w);
+	watch_close(replay);
+	watch_close(nodes);
+}
+
+static void test_watch_gone_after_compact(void **state)
+{
+	struct fx *f = *state;
+	char path[256];
+	unsigned long rv0 = apiserver_double_resource_version(f->d);
+	struct watcher *w;
+	cJSON *evs, *obj;
+	assert_int_equal(apiserver_double_put_pod(f->d, "w", "{\"metadata\":{\"name\":\"pc\"}}"),
+	                 0);
+	apiserver_double_compact(f->d);
+	snprintf(path, sizeof path, "/api/v1/pods?watch=1&resourceVersion=%lu", rv0);
+	w = watch_open(f, path);
+	assert_int_equal(watch_wait(w, NULL, 0, 5), 0);
+	evs = watch_events(w);
+	assert_int_equal(cJSON_GetArraySize(evs), 1);
+	assert_string_equal(jstr(cJSON_GetArrayItem(evs, 0), "type", NULL), "ERROR");
+	obj = cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(evs, 0), "object");
+	assert_string_equal(jstr(obj, "kind", NULL), "Status");
+	assert_string_equal(jstr(obj, "reason", NULL), "Expired");
+	assert_non_null(strstr(jstr(obj, "message", NULL), "too old resource version"));
+	assert_int_equal(cJSON_GetObjectItemCaseSensitive(obj, "code")->valueint, 410);
+	assert_int_equal(w->code, 200);
+	cJSON_Delete(evs);
+	watch_close(w);
+	/* From the current version: fine, and it sees what comes next. */
+	snprintf(path, sizeof path, "/api/v1/pods?watch=1&resourceVersion=%lu",
+	         apiserver_double_resource_version(f->d));
+	w = watch_open(f, path);
+	assert_int_equal(wait_open_watches(f, 1), 0);
+	assert_int_equal(apiserver_double_delete_pod(f->d, "w", "pc"), 0);
+	assert_int_equal(watch_wait(w, "\"DELETED\"", 1, 5), 0);
+	assert_int_equal(watch_count(w, "ERROR"), 0);
+	watch_close(w);
+	/* A list's continue token from before a compaction has expired. */
+	{
+		cJSON *j = NULL;
+		char cont[128];
+		assert_int_equal(get(f, "/api/v1/pods?limit=1", "tok", &j), 200);
+		snprintf(cont, sizeof cont, "/api/v1/pods?limit=1&continue=%s",
+		         jstr(j, "metadata", "continue"));
+		cJSON_Delete(j);
+		assert_int_equal(get(f, cont, "tok", NULL), 200);
+		assert_int_equal(
+		    apiserver_double_put_node(f->d, "{\"metadata\":{\"name\":\"nc\"}}"), 0);
+		apiserver_double_compact(f->d);
+		assert_int_equal(get(f, cont, "tok", &j), 410);
+		assert_string_equal(jstr(j, "reason", NULL), "Expired");
+		cJSON_Delete(j);
+		assert_int_equal(apiserver_double_delete_node(f->d, "nc"), 0);
+	}
+	/* Injected: the watch request itself answers 410. */
+	apiserver_double_set_watch_gone(f->d, 1);
+	assert_int_equal(get(f, "/api/v1/nodes?watch=1&resourceVersion=5", "tok", NULL), 410);
+	apiserver_double_set_watch_gone(f->d, 0);
+	assert_int_equal(get(f, "/api/v1/pods?watch=1&resourceVersion=x", "tok", NULL), 400);
+	assert_int_equal(
+	    get(f, "/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Da", "tok", NULL), 400);
+	assert_int_equal(get(f, "/api/v1/namespaces/w/pods?watch=1", "tok", NULL), 400);
+}
+
+static void test_watch_bookmarks_and_timeout(void **state)
+{
+	struct fx *f = *state;
+	struct watcher *w, *plain;
+	char want[64];
+	double t0 = harness_now();
+	cJSON *evs, *ev;
+	apiserver_double_set_bookmark_ms(f->d, 100);
+	w = watch_open(f, "/api/v1/pods?watch=1&allowWatchBookmarks=true&timeoutSeconds=2");
+	plain = watch_open(f, "/api/v1/pods?watch=1&timeoutSeconds=1");
+	assert_int_equal(watch_wait(w, "\"BOOKMARK\"", 3, 5), 0);
+	/* Ends by itself after timeoutSeconds. */
+	assert_int_equal(watch_wait(w, NULL, 0, 5), 0);
+	assert_true(harness_now() - t0 >= 1.9);
+	assert_int_equal(w->cc, CURLE_OK);
+	evs = watch_events(w);
+	assert_true(cJSON_GetArraySize(evs) >= 10);
+	snprintf(want, sizeof want, "%lu", apiserver_double_resource_version(f->d));
+	cJSON_ArrayForEach(ev, evs)
+	{
+		const cJSON *obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+		assert_string_equal(jstr(ev, "type", NULL), "BOOKMARK");
+		assert_string_equal(jstr(obj, "kind", NULL), "Pod");
+		assert_string_equal(jstr(obj, "metadata", "resourceVersion"), want);
+	}
+	cJSON_Delete(evs);
+	assert_int_equal(watch_wait(plain, NULL, 0, 5), 0);
+	assert_int_equal(plain->len, 0); /* no bookmarks unless asked */
+	watch_close(w);
+	watch_close(plain);
+	apiserver_double_set_bookmark_ms(f->d, 1000);
+}
+
+static void test_stop_ends_watches(void **state)
+{
+	struct fx *f = *state;
+	struct watcher *w = watch_open(f, "/api/v1/nodes?watch=1&timeoutSeconds=60");
+	char err[256];
+	double t0;
+	assert_int_equal(wait_open_watches(f, 1), 0);
+	t0 = harness_now();
+	assert_int_equal(apiserver_double_stop(f->d), 0);
+	assert_true(harness_now() - t0 < 3);
+	assert_int_equal(watch_wait(w, NULL, 0, 5), 0);
+	assert_int_equal(apiserver_double_open_watches(f->d), 0);
+	watch_close(w);
+	assert_int_equal(apiserver_double_start(f->d, err, sizeof err), 0);
+}
+
+/* Node lists page like pod lists; every page of a list reports the first page's version. */
+static void test_node_list_and_versions(void **state)
+{
+	struct fx *f = *state;
+	cJSON *j = NULL, *p;
+	char path[256], rv[32];
+	int total = 0, pages = 0;
+	apiserver_double_reset_counts(f->d);
+	snprintf(path, sizeof path, "/api/v1/nodes?limit=1");
+	for (;;) {
+		assert_int_equal(get(f, path, "tok", &j), 200);
+		assert_string_equal(jstr(j, "kind", NULL), "NodeList");
+		if (!pages++) {
+			snprintf(rv, sizeof rv, "%s", jstr(j, "metadata", "resourceVersion"));
+			assert_true(strtoul(rv, NULL, 10) >= 1000);
+			/* A change between pages does not change the list's version. */
+			assert_int_equal(
+			    apiserver_double_put_pod(f->d, "v", "{\"metadata\":{\"name\":\"pv\"}}"),
+			    0);
+		}
+		assert_string_equal(jstr(j, "metadata", "resourceVersion"), rv);
+		cJSON_ArrayForEach(p, cJSON_GetObjectItemCaseSensitive(j, "items"))
+		{
+			assert_non_null(strstr(jstr(p, "metadata", "resourceVersion"), ""));
+			assert_true(*jstr(p, "metadata", "resourceVersion"));
+			total++;
+		}
+		if (!*jstr(j, "metadata", "continue")) {
+			cJSON_Delete(j);
+			break;
+		}
+		snprintf(path, sizeof path, "/api/v1/nodes?limit=1&continue=%s",
+		         jstr(j, "metadata", "continue"));
+		cJSON_Delete(j);
+	}
+	assert_true(total >= 1);
+	assert_int_equal(pages, total); /* the last page is full: no empty page after it */
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LIST_NODES),
+	                 (unsigned long)pages);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LIST_PODS), 0);
+	assert_int_equal(
+	    get(f, "/api/v1/nodes?fieldSelector=metadata.name%3Dgpu-node-a", "tok", &j), 200);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "items")), 1);
+	cJSON_Delete(j);
+	assert_int_equal(get(f, "/api/v1/nodes?fieldSelector=spec.nodeName%3Dx", "tok", NULL), 400);
+	assert_int_equal(apiserver_double_delete_pod(f->d, "v", "pv"), 0);
+}
+
+static const char *pod_name(char *buf, int i)
+{
+	snprintf(buf, 32, "p%d", i);
+	return buf;
+}
+
+/* Many pods: puts, pages and deletes stay cheap (hash, sequence index, compaction). */
+static void test_many_pods(void **state)
+{
+	struct fx big = {0};
+	char pod[256], path[256];
+	int n = 30000, total = 0, pages = 0;
+	double t0;
+	(void)state;
+	assert_int_equal(make_double(&big, 0, 0), 0);
+	t0 = harness_now();
+	for (int i = 0; i < n; i++) {
+		snprintf(pod, sizeof pod,
+		         "{\"metadata\":{\"name\":\"p%d\",\"namespace\":\"bulk\"},\"spec\":{"
+		         "\"nodeName\":\"n%d\"}}",
+		         i, i % 100);
+		assert_int_equal(apiserver_double_put_pod(big.d, NULL, pod), 0);
+	}
+	/* Replace one: same place, new version. */
+	assert_int_equal(apiserver_double_put_pod(big.d, NULL,
+	                                          "{\"metadata\":{\"name\":\"p7\",\"namespace\":"
+	                                          "\"bulk\"},\"spec\":{\"nodeName\":\"n9\"}}"),
+	                 0);
+	for (int i = 0; i < n; i += 2)
+		assert_int_equal(apiserver_double_delete_pod(big.d, "bulk", pod_name(pod, i)), 0);
+	snprintf(path, sizeof path, "/api/v1/namespaces/bulk/pods?limit=500");
+	for (;;) {
+		cJSON *j = NULL;
+		assert_int_equal(get(&big, path, "tok", &j), 200);
+		total += cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(j, "items"));
+		pages++;
+		if (!*jstr(j, "metadata", "continue")) {
+			cJSON_Delete(j);
+			break;
+		}
+		snprintf(path, sizeof path, "/api/v1/namespaces/bulk/pods?limit=500&continue=%s",
+		         jstr(j, "metadata", "continue"));
+		cJSON_Delete(j);
+	}
+	assert_int_equal(total, n / 2);
+	assert_int_equal(pages, n / 2 / 500);
+	assert_int_equal(get(&big, "/api/v1/namespaces/bulk/pods/p7", "tok", NULL), 200);
+	assert_int_equal(get(&big, "/api/v1/namespaces/bulk/pods/p8", "tok", NULL), 404);
+	/* Generous: the quadratic version took minutes here. */
+	assert_true(harness_now() - t0 < 60);
+	apiserver_double_free(big.d);
+	testcert_free(big.srv);
+	testcert_free(big.ca);
+	unlink(big.ca_file);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -338,6 +774,12 @@ int main(void)
 	    cmocka_unit_test(test_binding_makes_pod_visible),
 	    cmocka_unit_test(test_tls_probe_both_ways),
 	    cmocka_unit_test(test_client_certificate_auth),
+	    cmocka_unit_test(test_watch_events_after_put),
+	    cmocka_unit_test(test_watch_gone_after_compact),
+	    cmocka_unit_test(test_watch_bookmarks_and_timeout),
+	    cmocka_unit_test(test_stop_ends_watches),
+	    cmocka_unit_test(test_node_list_and_versions),
+	    cmocka_unit_test(test_many_pods),
 	};
 	curl_global_init(CURL_GLOBAL_ALL);
 	return cmocka_run_group_tests(tests, setup, teardown);
