@@ -420,26 +420,35 @@ static size_t forget_on(struct ledger_node *n, const char *key, const char *uid)
 	return dropped;
 }
 
-size_t ledger_forget(struct ledger *l, const char *key, const char *uid)
+/* Pin every node (users++) under the table mutex, so each can then be locked alone: never
+ * hold the table mutex while waiting for a node (ledger_unlock takes them the other way). The
+ * table holds only nodes with recent placements, so this is short. Returns the pinned nodes
+ * (caller frees the array and ledger_unlock()s each after locking it), NULL when none. */
+static struct ledger_node **pin_all(struct ledger *l, size_t *n_held)
 {
 	struct ledger_node **held = NULL;
-	size_t n_held = 0, dropped = 0;
 
-	if (l == NULL || key == NULL || key[0] == '\0')
-		return 0;
-	/* Pin every node (users++) under the table mutex, then lock each one alone: never hold
-	 * the table mutex while waiting for a node (ledger_unlock takes them the other way). The
-	 * table holds only nodes with recent placements, so this is short. */
+	*n_held = 0;
 	pthread_mutex_lock(&l->mu);
 	if (l->n_nodes > 0 && (held = calloc(l->n_nodes, sizeof(*held))) != NULL) {
 		for (size_t b = 0; b < BUCKETS; b++)
 			for (struct ledger_node *n = l->buckets[b];
-			     n != NULL && n_held < l->n_nodes; n = n->next) {
+			     n != NULL && *n_held < l->n_nodes; n = n->next) {
 				n->users++;
-				held[n_held++] = n;
+				held[(*n_held)++] = n;
 			}
 	}
 	pthread_mutex_unlock(&l->mu);
+	return held;
+}
+
+size_t ledger_forget(struct ledger *l, const char *key, const char *uid)
+{
+	size_t n_held = 0, dropped = 0;
+
+	if (l == NULL || key == NULL || key[0] == '\0')
+		return 0;
+	struct ledger_node **held = pin_all(l, &n_held);
 	for (size_t i = 0; i < n_held; i++) {
 		pthread_mutex_lock(&held[i]->mu);
 		dropped += forget_on(held[i], key, uid);
@@ -447,6 +456,26 @@ size_t ledger_forget(struct ledger *l, const char *key, const char *uid)
 	}
 	free(held);
 	return dropped;
+}
+
+size_t ledger_each(struct ledger *l, uint64_t now_ms, ledger_each_fn fn, void *ctx)
+{
+	size_t n_held = 0, visited = 0;
+
+	if (l == NULL || fn == NULL)
+		return 0;
+	struct ledger_node **held = pin_all(l, &n_held);
+	for (size_t i = 0; i < n_held; i++) {
+		pthread_mutex_lock(&held[i]->mu);
+		uint64_t bytes = ledger_pending_bytes(held[i], NULL, now_ms);
+		if (bytes > 0) {
+			fn(ctx, held[i]->name, bytes);
+			visited++;
+		}
+		ledger_unlock(held[i]);
+	}
+	free(held);
+	return visited;
 }
 
 size_t ledger_size(struct ledger *l)

@@ -99,6 +99,12 @@ int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, 
  * itself: the caller must hold none. Returns how many entries were dropped. Thread-safe. */
 size_t ledger_forget(struct ledger *l, const char *key, const char *uid);
 
+/* Call fn(ctx, node, bytes) for each node holding live reservations (bytes: their sum at
+ * now_ms), with that node locked: fn must not call ledger functions. Takes the node locks
+ * itself: the caller must hold none. Returns the number of nodes visited. Thread-safe. */
+typedef void (*ledger_each_fn)(void *ctx, const char *node, uint64_t bytes);
+size_t ledger_each(struct ledger *l, uint64_t now_ms, ledger_each_fn fn, void *ctx);
+
 /* With the node locked: drop the reservation of key (live or expired), e.g. when its pod is
  * known to be deleted. Returns 1 when one was dropped, 0 when there was none (or n or key is
  * NULL). */

@@ -60,6 +60,8 @@ struct server {
 	atomic_uint in_flight;
 	uint16_t listen_port, health_port;
 	uint64_t cert_warn_s;
+	void (*ready_note)(void *ctx, char *buf, size_t cap);
+	void *ready_note_ctx;
 };
 
 /* Per-request state on the admission listener, from the headers to the completion. */
@@ -412,14 +414,19 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
  * passes: an expiring certificate is the operator's to renew, not a reason to stop serving). */
 static enum MHD_Result readyz(struct server *s, struct MHD_Connection *c)
 {
-	char warn[160], text[192];
+	char warn[160], note[256], text[448];
 	if (!server_ready(s))
 		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 		                  atomic_load(&s->draining) ? "draining\n" : "not ready\n");
-	if (!tls_expiry_warning(tls_store_not_after(s->tls), (int64_t)time(NULL), s->cert_warn_s,
-	                        warn, sizeof(warn)))
+	note[0] = '\0';
+	if (s->ready_note != NULL)
+		s->ready_note(s->ready_note_ctx, note, sizeof(note));
+	int warned = tls_expiry_warning(tls_store_not_after(s->tls), (int64_t)time(NULL),
+	                                s->cert_warn_s, warn, sizeof(warn));
+	if (!warned && note[0] == '\0')
 		return reply_text(s, c, MHD_HTTP_OK, "ok\n");
-	int n = snprintf(text, sizeof(text), "ok\nwarning: %s\n", warn);
+	int n = snprintf(text, sizeof(text), "ok\n%s%s%s%s%s", warned ? "warning: " : "",
+	                 warned ? warn : "", warned ? "\n" : "", note, note[0] ? "\n" : "");
 	if (n < 0 || (size_t)n >= sizeof(text))
 		n = (int)strlen(text);
 	return reply(s, c, MHD_HTTP_OK, "text/plain; charset=utf-8", text, (size_t)n,
@@ -562,6 +569,8 @@ struct server *server_start(const struct server_options *opt, struct webhook *we
 	s->webhook = webhook;
 	s->tls = tls;
 	s->cert_warn_s = opt->cert_warn_s;
+	s->ready_note = opt->ready_note;
+	s->ready_note_ctx = opt->ready_note_ctx;
 	s->metrics = metrics;
 	pthread_mutex_init(&s->workers.lock, NULL);
 	pthread_cond_init(&s->workers.cond, NULL);

@@ -53,6 +53,11 @@ struct server_options {
 	unsigned connection_timeout_s; /* idle connection timeout, seconds (> 0) */
 	uint64_t cert_warn_s; /* /readyz warns when the certificate expires within this, seconds;
 	                         0: never */
+	/* Optional: one more line of /readyz (e.g. the watch cache's state), written into buf
+	 * (cap bytes, NUL-terminated); it never changes the status. Called on the health
+	 * thread; must be thread-safe and must not block. */
+	void (*ready_note)(void *ctx, char *buf, size_t cap);
+	void *ready_note_ctx;
 };
 
 struct server; /* opaque */

@@ -1,0 +1,494 @@
+/*
+ * informer: LIST then WATCH into the cache, one thread per kind. See informer.h.
+ */
+#include "informer.h"
+
+#include "cache.h"
+#include "kube.h"
+#include "ledger.h"
+#include "log.h"
+#include "metrics.h"
+#include "monotime.h"
+#include "watch.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define RV_MAX 128
+
+struct informer;
+
+struct kind {
+	struct informer *inf;
+	enum cache_kind which;
+	const char *resource; /* "pods" / "nodes" */
+	pthread_t thread;
+	int started;
+	/* Under inf->mu: */
+	int synced, in_watch, watch_event;
+	double broken_since, watch_started, last_event;
+	unsigned long relists, watch_restarts, events[5];
+	char last_error[256];
+	/* The thread's own: */
+	char rv[RV_MAX];
+	unsigned seed;
+};
+
+struct informer {
+	struct kube_client *kc;
+	struct cache *cache;
+	struct informer_config cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t wake; /* stop */
+	volatile int stop;
+	struct kind pods, nodes;
+};
+
+static void set_error(struct kind *k, const char *what, int rc, const char *err)
+{
+	pthread_mutex_lock(&k->inf->mu);
+	snprintf(k->last_error, sizeof(k->last_error), "%s %s: %s", what, k->resource,
+	         err[0] ? err : kube_strerror(rc));
+	if (k->broken_since == 0)
+		k->broken_since = monotime_s();
+	pthread_mutex_unlock(&k->inf->mu);
+	log_fields(LOG_WARN, "cache: API server call failed",
+	           (struct log_field[]){LOG_STR("resource", k->resource), LOG_STR("call", what),
+	                                LOG_STR("error", err[0] ? err : kube_strerror(rc)),
+	                                LOG_END});
+}
+
+/* Sleep ms, or less when stopped. 1 when stopped. */
+static int nap(struct informer *inf, unsigned ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&inf->mu);
+	while (!inf->stop && pthread_cond_timedwait(&inf->wake, &inf->mu, &ts) != ETIMEDOUT)
+		;
+	int stopped = inf->stop;
+	pthread_mutex_unlock(&inf->mu);
+	return stopped;
+}
+
+/* Capped exponential backoff with jitter: a draw from [d/2, d], d = min * 2^fails <= max. */
+static int backoff(struct kind *k, unsigned fails)
+{
+	unsigned d = INFORMER_BACKOFF_MIN_MS;
+	for (unsigned i = 0; i < fails && d < INFORMER_BACKOFF_MAX_MS; i++)
+		d *= 2;
+	if (d > INFORMER_BACKOFF_MAX_MS)
+		d = INFORMER_BACKOFF_MAX_MS;
+	return nap(k->inf, d / 2 + (unsigned)rand_r(&k->seed) % (d / 2 + 1));
+}
+
+static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
+{
+	int rc = k->which == CACHE_PODS ? cache_apply_pod(k->inf->cache, type, obj)
+	                                : cache_apply_node(k->inf->cache, type, obj);
+	if (rc == CACHE_ENOMEM || rc == CACHE_EFULL)
+		log_fields(LOG_ERROR, "cache: object not stored",
+		           (struct log_field[]){
+		               LOG_STR("resource", k->resource),
+		               LOG_STR("error", rc == CACHE_EFULL ? "cache full" : "out of memory"),
+		               LOG_END});
+	return rc;
+}
+
+static int on_listed(void *ctx, const cJSON *item)
+{
+	struct kind *k = ctx;
+	(void)apply(k, WATCH_ADDED, item); /* an object the store refuses is logged, not fatal */
+	return 0;
+}
+
+static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
+{
+	struct kind *k = ctx;
+	const char *rv = NULL;
+
+	if (type != WATCH_ERROR) {
+		rv = watch_resource_version(obj);
+		if (type != WATCH_BOOKMARK)
+			(void)apply(k, type, obj);
+		if (rv != NULL && strlen(rv) < sizeof(k->rv))
+			memcpy(k->rv, rv, strlen(rv) + 1);
+	}
+	pthread_mutex_lock(&k->inf->mu);
+	k->events[type - WATCH_ADDED]++;
+	k->last_event = monotime_s();
+	if (type != WATCH_ERROR) {
+		k->watch_event = 1;
+		k->broken_since = 0;
+	}
+	pthread_mutex_unlock(&k->inf->mu);
+	return k->inf->stop;
+}
+
+/* LIST into the cache. 0, or a KUBE_E* code (already logged). */
+static int relist(struct kind *k)
+{
+	char err[512] = "";
+	long code = 0;
+
+	cache_resync_begin(k->inf->cache, k->which);
+	int rc = kube_list_all(k->inf->kc, k->resource, k->inf->cfg.page_limit, on_listed, k, k->rv,
+	                       sizeof(k->rv), &code, err, sizeof(err));
+	if (rc != 0) {
+		set_error(k, "LIST", rc, err);
+		return rc;
+	}
+	size_t removed = cache_resync_end(k->inf->cache, k->which);
+	pthread_mutex_lock(&k->inf->mu);
+	if (k->synced)
+		k->relists++;
+	k->synced = 1;
+	pthread_mutex_unlock(&k->inf->mu);
+	log_fields(LOG_INFO, "cache: listed",
+	           (struct log_field[]){LOG_STR("resource", k->resource),
+	                                LOG_STR("resource_version", k->rv),
+	                                LOG_INT("removed", (long long)removed), LOG_END});
+	return 0;
+}
+
+/* WATCH from k->rv until it must relist (returns 1) or the informer stops (returns 0). */
+static int watch_loop(struct kind *k)
+{
+	unsigned fails = 0;
+
+	while (!k->inf->stop) {
+		char err[512] = "";
+		long code = 0;
+		long timeout = INFORMER_WATCH_TIMEOUT + rand_r(&k->seed) % 61;
+
+		pthread_mutex_lock(&k->inf->mu);
+		k->in_watch = 1;
+		k->watch_event = 0;
+		k->watch_started = monotime_s();
+		pthread_mutex_unlock(&k->inf->mu);
+		int rc = kube_watch(k->inf->kc, k->resource, k->rv, timeout, on_event, k,
+		                    &k->inf->stop, &code, err, sizeof(err));
+		pthread_mutex_lock(&k->inf->mu);
+		k->in_watch = 0;
+		pthread_mutex_unlock(&k->inf->mu);
+		if (rc == 0) { /* the server ended it (timeoutSeconds): resume */
+			fails = 0;
+			continue;
+		}
+		if (rc == KUBE_ESTOP && k->inf->stop)
+			return 0;
+		pthread_mutex_lock(&k->inf->mu);
+		k->watch_restarts++;
+		pthread_mutex_unlock(&k->inf->mu);
+		set_error(k, "WATCH", rc, err);
+		if (rc == KUBE_EGONE)
+			return 1;
+		if (backoff(k, fails++))
+			return 0;
+	}
+	return 0;
+}
+
+static void *run(void *arg)
+{
+	struct kind *k = arg;
+	unsigned fails = 0, gone = 0;
+
+	while (!k->inf->stop) {
+		if (relist(k) != 0) {
+			if (backoff(k, fails++))
+				break;
+			continue;
+		}
+		fails = 0;
+		if (!watch_loop(k))
+			break;
+		/* 410 again and again (a server that cannot keep up): relist with backoff, not in
+		 * a tight loop. A watch that delivered events first resets the streak. */
+		pthread_mutex_lock(&k->inf->mu);
+		gone = k->watch_event ? 0 : gone + 1;
+		pthread_mutex_unlock(&k->inf->mu);
+		if (gone > 1 && backoff(k, gone - 2))
+			break;
+	}
+	return NULL;
+}
+
+static void kind_init(struct informer *inf, struct kind *k, enum cache_kind which,
+                      const char *resource)
+{
+	k->inf = inf;
+	k->which = which;
+	k->resource = resource;
+	k->seed = (unsigned)time(NULL) ^ (unsigned)(which + 1) * 2654435761u;
+}
+
+struct informer *informer_new(struct kube_client *kc, struct cache *cache,
+                              const struct informer_config *cfg)
+{
+	struct informer *inf;
+
+	if (kc == NULL || cache == NULL || cfg == NULL || (inf = calloc(1, sizeof(*inf))) == NULL)
+		return NULL;
+	inf->kc = kc;
+	inf->cache = cache;
+	inf->cfg = *cfg;
+	pthread_mutex_init(&inf->mu, NULL);
+	pthread_cond_init(&inf->wake, NULL);
+	kind_init(inf, &inf->pods, CACHE_PODS, "pods");
+	kind_init(inf, &inf->nodes, CACHE_NODES, "nodes");
+	return inf;
+}
+
+int informer_start(struct informer *inf)
+{
+	if (pthread_create(&inf->nodes.thread, NULL, run, &inf->nodes) != 0)
+		return -1;
+	inf->nodes.started = 1;
+	if (pthread_create(&inf->pods.thread, NULL, run, &inf->pods) != 0)
+		return -1;
+	inf->pods.started = 1;
+	return 0;
+}
+
+void informer_free(struct informer *inf)
+{
+	if (inf == NULL)
+		return;
+	pthread_mutex_lock(&inf->mu);
+	inf->stop = 1;
+	pthread_cond_broadcast(&inf->wake);
+	pthread_mutex_unlock(&inf->mu);
+	if (inf->pods.started)
+		pthread_join(inf->pods.thread, NULL);
+	if (inf->nodes.started)
+		pthread_join(inf->nodes.thread, NULL);
+	pthread_cond_destroy(&inf->wake);
+	pthread_mutex_destroy(&inf->mu);
+	free(inf);
+}
+
+/* How long k's watch has been broken at now (0: not broken). Holds inf->mu. */
+static double broken_for(const struct informer *inf, const struct kind *k, double now)
+{
+	if (k->broken_since == 0)
+		return 0;
+	if (k->in_watch &&
+	    (k->watch_event || now - k->watch_started > inf->cfg.connect_timeout_s + 0.5))
+		return 0; /* a new watch is open and past its connect timeout: reconnected */
+	return now - k->broken_since;
+}
+
+int informer_fresh(struct informer *inf, double now_s, double max_staleness_s)
+{
+	int fresh;
+
+	if (inf == NULL)
+		return 0;
+	pthread_mutex_lock(&inf->mu);
+	fresh = inf->pods.synced && inf->nodes.synced &&
+	        broken_for(inf, &inf->pods, now_s) <= max_staleness_s &&
+	        broken_for(inf, &inf->nodes, now_s) <= max_staleness_s;
+	pthread_mutex_unlock(&inf->mu);
+	return fresh;
+}
+
+int informer_fresh_fn(void *ctx, double now_s)
+{
+	struct informer *inf = ctx;
+	return informer_fresh(inf, now_s, inf->cfg.max_staleness_s);
+}
+
+static void kind_status(const struct informer *inf, const struct kind *k, double now,
+                        struct informer_kind_status *s)
+{
+	s->synced = k->synced;
+	s->watching = k->in_watch;
+	s->broken_for_s = broken_for(inf, k, now);
+	s->last_event_age = k->last_event > 0 ? now - k->last_event : -1;
+	s->relists = k->relists;
+	s->watch_restarts = k->watch_restarts;
+	memcpy(s->events, k->events, sizeof(s->events));
+	memcpy(s->last_error, k->last_error, sizeof(s->last_error));
+}
+
+void informer_status(struct informer *inf, struct informer_status *out)
+{
+	double now = monotime_s();
+
+	memset(out, 0, sizeof(*out));
+	if (inf == NULL)
+		return;
+	pthread_mutex_lock(&inf->mu);
+	kind_status(inf, &inf->pods, now, &out->pods);
+	kind_status(inf, &inf->nodes, now, &out->nodes);
+	pthread_mutex_unlock(&inf->mu);
+}
+
+void informer_ready_note(void *ctx, char *buf, size_t cap)
+{
+	struct informer *inf = ctx;
+	struct informer_status st;
+	struct cache_stats cs;
+	const struct informer_kind_status *bad = NULL;
+	const char *which = NULL;
+
+	informer_status(inf, &st);
+	cache_stats(inf->cache, &cs);
+	if (!st.pods.synced || !st.nodes.synced) {
+		const struct informer_kind_status *k = !st.pods.synced ? &st.pods : &st.nodes;
+		snprintf(buf, cap, "cache: syncing %s (placements read the API server)%s%s",
+		         !st.pods.synced ? "pods" : "nodes", k->last_error[0] ? ": " : "",
+		         k->last_error);
+		return;
+	}
+	if (st.pods.broken_for_s > 0)
+		bad = &st.pods, which = "pods";
+	else if (st.nodes.broken_for_s > 0)
+		bad = &st.nodes, which = "nodes";
+	if (bad != NULL) {
+		snprintf(buf, cap, "cache: %s watch broken for %.1fs%s: %s", which,
+		         bad->broken_for_s,
+		         bad->broken_for_s > inf->cfg.max_staleness_s
+		             ? " (placements read the API server)"
+		             : "",
+		         bad->last_error);
+		return;
+	}
+	snprintf(buf, cap, "cache: synced (%zu pods, %zu nodes)", cs.pods, cs.nodes);
+}
+
+struct gauge_ctx {
+	struct metrics_writer *w;
+	struct ledger *ledger;
+	double threshold;
+	int pass; /* 0 capacity, 1 declared, 2 reserved, 3 limit */
+};
+
+/* floor(bytes x ratio) at the policy's ppm resolution (policy.h). */
+static unsigned long long limit_of(unsigned long long bytes, double ratio)
+{
+	unsigned long long ppm = (unsigned long long)(ratio * 1e6 + 0.5);
+	return (bytes / 1000000ull) * ppm + (bytes % 1000000ull) * ppm / 1000000ull;
+}
+
+static void node_gauge(void *ctx, const struct cache_node_view *v)
+{
+	struct gauge_ctx *g = ctx;
+	int has_cap = v->capacity_rc == 0;
+	unsigned long long cap = has_cap ? v->cap->total_bytes : 0, val = 0;
+
+	switch (g->pass) {
+	case 0:
+		val = cap;
+		break;
+	case 1: {
+		struct placement_item it = {.key = "", .undeclared_gpus = v->undeclared_gpus};
+		val = v->declared_bytes;
+		if (v->undeclared_gpus && has_cap)
+			val += placement_item_bytes(&it, v->cap->per_gpu_bytes);
+		break;
+	}
+	default:
+		val = has_cap
+		          ? limit_of(cap, v->cap->has_threshold ? v->cap->threshold : g->threshold)
+		          : 0;
+	}
+	metrics_printf(g->w, "gpu_memory_guard_node_%s_bytes{node=\"%s\"} %llu\n",
+	               g->pass == 0   ? "capacity"
+	               : g->pass == 1 ? "declared"
+	                              : "limit",
+	               v->name, val);
+}
+
+/* Reservations come from the ledger, outside the cache's lock (placements take the ledger's
+ * node lock first, then the cache's). */
+static void node_reserved(void *ctx, const char *node, uint64_t bytes)
+{
+	struct gauge_ctx *g = ctx;
+	metrics_printf(g->w, "gpu_memory_guard_node_reserved_bytes{node=\"%s\"} %llu\n", node,
+	               (unsigned long long)bytes);
+}
+
+void informer_collect(void *ctx, struct metrics_writer *w)
+{
+	static const char *const types[5] = {"added", "modified", "deleted", "bookmark", "error"};
+	static const char *const help[4] = {
+	    "GPU memory of the node (HBM), bytes.",
+	    "GPU memory declared by the pods on the node (watch cache), bytes.",
+	    "GPU memory admitted by this replica and not yet shown by the API server, bytes.",
+	    "GPU memory placements may declare on the node (capacity x threshold), bytes."};
+	static const char *const names[4] = {"capacity", "declared", "reserved", "limit"};
+	struct informer *inf = ctx;
+	struct informer_status st;
+	struct cache_stats cs;
+
+	informer_status(inf, &st);
+	cache_stats(inf->cache, &cs);
+	const struct informer_kind_status *ks[2] = {&st.pods, &st.nodes};
+	const char *res[2] = {"pods", "nodes"};
+	metrics_printf(w, "# HELP gpu_memory_guard_cache_synced 1 when the watch cache of the "
+	                  "resource is listed and its watch not broken.\n"
+	                  "# TYPE gpu_memory_guard_cache_synced gauge\n");
+	for (int i = 0; i < 2; i++)
+		metrics_printf(w, "gpu_memory_guard_cache_synced{resource=\"%s\"} %d\n", res[i],
+		               ks[i]->synced && ks[i]->broken_for_s == 0);
+	metrics_printf(w, "# HELP gpu_memory_guard_cache_events_total Watch events received.\n"
+	                  "# TYPE gpu_memory_guard_cache_events_total counter\n");
+	for (int i = 0; i < 2; i++)
+		for (int t = 0; t < 5; t++)
+			metrics_printf(
+			    w,
+			    "gpu_memory_guard_cache_events_total{resource=\"%s\",type=\"%s\"} "
+			    "%lu\n",
+			    res[i], types[t], ks[i]->events[t]);
+	metrics_printf(w, "# HELP gpu_memory_guard_cache_relists_total Full lists after the first "
+	                  "(watch too old, 410 Gone).\n"
+	                  "# TYPE gpu_memory_guard_cache_relists_total counter\n");
+	for (int i = 0; i < 2; i++)
+		metrics_printf(w, "gpu_memory_guard_cache_relists_total{resource=\"%s\"} %lu\n",
+		               res[i], ks[i]->relists);
+	metrics_printf(w, "# HELP gpu_memory_guard_cache_watch_restarts_total Watches that ended "
+	                  "in an error.\n"
+	                  "# TYPE gpu_memory_guard_cache_watch_restarts_total counter\n");
+	for (int i = 0; i < 2; i++)
+		metrics_printf(w,
+		               "gpu_memory_guard_cache_watch_restarts_total{resource=\"%s\"} %lu\n",
+		               res[i], ks[i]->watch_restarts);
+	metrics_printf(w, "# HELP gpu_memory_guard_cache_last_event_age_seconds Age of the newest "
+	                  "watch event, bookmarks included (-1 before any).\n"
+	                  "# TYPE gpu_memory_guard_cache_last_event_age_seconds gauge\n");
+	for (int i = 0; i < 2; i++)
+		metrics_printf(
+		    w, "gpu_memory_guard_cache_last_event_age_seconds{resource=\"%s\"} %.3f\n",
+		    res[i], ks[i]->last_event_age);
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_cache_objects Objects held by the watch cache.\n"
+	               "# TYPE gpu_memory_guard_cache_objects gauge\n"
+	               "gpu_memory_guard_cache_objects{resource=\"pods\"} %zu\n"
+	               "gpu_memory_guard_cache_objects{resource=\"nodes\"} %zu\n",
+	               cs.pods, cs.nodes);
+	for (int pass = 0; pass < 4; pass++) {
+		struct gauge_ctx g = {w, inf->cfg.ledger, inf->cfg.threshold, pass};
+		metrics_printf(w,
+		               "# HELP gpu_memory_guard_node_%s_bytes %s\n"
+		               "# TYPE gpu_memory_guard_node_%s_bytes gauge\n",
+		               names[pass], help[pass], names[pass]);
+		if (pass == 2)
+			ledger_each(inf->cfg.ledger, ledger_now_ms(), node_reserved, &g);
+		else
+			cache_each_gpu_node(inf->cache, node_gauge, &g);
+	}
+}

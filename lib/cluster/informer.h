@@ -1,0 +1,101 @@
+/*
+ * informer: keeps the watch cache (cache.h) in step with the API server, the way client-go's
+ * reflector does (ARCHITECTURE.md, "cluster view").
+ *
+ * One thread per kind (pods, nodes): LIST every object (paginated, kube_list_all), replace the
+ * cache's content with it (cache_resync_*), then WATCH from the list's resourceVersion with
+ * bookmarks (kube_watch), applying each event as it arrives. A watch the server ends normally
+ * (timeoutSeconds) is resumed from the last resourceVersion seen. A 410 Gone (as an HTTP status
+ * or an ERROR event: the version is too old) relists. Any other failure retries the watch after
+ * a capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
+ * INFORMER_BACKOFF_MAX_MS, each sleep drawn from [d/2, d]); a failed LIST retries the LIST.
+ *
+ * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed
+ * and while neither watch has been broken for longer than the staleness bound. A watch counts
+ * as broken from the moment one ends in an error until a new one delivers an event or has been
+ * open longer than the API client's connect timeout (a watch that could not connect fails
+ * within it). Callers use the direct API path otherwise ("staleness never admits").
+ *
+ * Metrics (informer_collect, a metrics collector):
+ *   gpu_memory_guard_cache_synced{resource}                  gauge 1 when listed and watching
+ *   gpu_memory_guard_cache_events_total{resource,type}       counter (added, modified, deleted,
+ *                                                            bookmark, error)
+ *   gpu_memory_guard_cache_relists_total{resource}           counter (lists after the first)
+ *   gpu_memory_guard_cache_watch_restarts_total{resource}    counter (watches ended in error)
+ *   gpu_memory_guard_cache_last_event_age_seconds{resource}  gauge, age of the newest event
+ *                                                            (bookmarks included); -1 before any
+ *   gpu_memory_guard_cache_objects{resource}                 gauge, objects held
+ *   per GPU node (a known Node with a GPU capacity, or with GPU pods), label node:
+ *   gpu_memory_guard_node_capacity_bytes, gpu_memory_guard_node_declared_bytes (the cached pods'
+ *   demands), gpu_memory_guard_node_reserved_bytes (this replica's in-flight reservations),
+ *   gpu_memory_guard_node_limit_bytes (capacity x the threshold in force).
+ *
+ * Thread-safe: informer_fresh, informer_status and informer_collect may be called from any
+ * thread while the informer runs. Clock: CLOCK_MONOTONIC seconds (the webhook's clock).
+ */
+#ifndef GMG_INFORMER_H
+#define GMG_INFORMER_H
+
+#include <stddef.h>
+
+struct cache;
+struct kube_client;
+struct ledger;
+struct metrics_writer;
+
+#define INFORMER_BACKOFF_MIN_MS 250
+#define INFORMER_BACKOFF_MAX_MS 30000
+#define INFORMER_WATCH_TIMEOUT  300 /* seconds asked of the server per watch (+ up to 60 jitter) */
+
+struct informer_config {
+	long page_limit;          /* items per LIST page (0: KUBE_PAGE_LIMIT) */
+	double connect_timeout_s; /* the API client's connect timeout, seconds */
+	double threshold;         /* ratio (0,1] for the node_limit_bytes gauge */
+	struct ledger *ledger;    /* for node_reserved_bytes; may be NULL (borrowed) */
+	double max_staleness_s;   /* --cache-max-staleness, for informer_fresh_fn */
+};
+
+struct informer_kind_status {
+	int synced;            /* listed at least once */
+	int watching;          /* a watch is open now (or being opened) */
+	double broken_for_s;   /* how long the watch has been broken; 0 when not broken */
+	double last_event_age; /* seconds since the newest event, -1 before any */
+	unsigned long relists, watch_restarts;
+	unsigned long events[5]; /* by type: added, modified, deleted, bookmark, error */
+	char last_error[256];    /* the latest list/watch failure, "" when none */
+};
+
+struct informer_status {
+	struct informer_kind_status pods, nodes;
+};
+
+struct informer;
+
+/* New informer over kc and cache (both borrowed; they must outlive it). cfg copied. NULL on
+ * allocation failure. Nothing runs before informer_start(). */
+struct informer *informer_new(struct kube_client *kc, struct cache *cache,
+                              const struct informer_config *cfg);
+/* Start the two threads. 0, or -1 when a thread cannot be created. */
+int informer_start(struct informer *inf) __attribute__((warn_unused_result));
+/* Stop the threads (within about a second: watches poll a stop flag) and free. NULL no-op. */
+void informer_free(struct informer *inf);
+
+/* 1 when placements may read the cache at now_s (webhook_now() seconds): both kinds listed and
+ * no watch broken for longer than max_staleness_s. */
+int informer_fresh(struct informer *inf, double now_s, double max_staleness_s);
+
+/* informer_fresh(ctx, now_s, cfg.max_staleness_s), shaped for webhook_config.cache_fresh. */
+int informer_fresh_fn(void *ctx, double now_s);
+
+/* The /readyz line (server_options.ready_note): "cache: synced (N pods, M nodes)", or why
+ * placements read the API server now ("cache: syncing", "cache: pods watch broken for 7.1s:
+ * ..."). ctx is the informer. */
+void informer_ready_note(void *ctx, char *buf, size_t cap);
+
+/* A copy of the state, for /readyz and tests. */
+void informer_status(struct informer *inf, struct informer_status *out);
+
+/* metrics_collector_fn: the series listed above. ctx is the informer. */
+void informer_collect(void *ctx, struct metrics_writer *w);
+
+#endif
