@@ -5,8 +5,10 @@
  * Exit status: 0 (done, or drained after a signal), 1 (serving failed to start), 2 (bad
  * command line: one line on stderr).
  */
+#include "cache.h"
 #include "certgen.h"
 #include "config.h"
+#include "informer.h"
 #include "kube.h"
 #include "kubeconfig.h"
 #include "ledger.h"
@@ -32,6 +34,12 @@
 static size_t ledger_gauge(void *ctx)
 {
 	return ledger_size(ctx);
+}
+
+/* The watch cache tells the ledger about pods gone before they showed up on their node. */
+static void pod_gone(void *ctx, const char *key, const char *uid)
+{
+	ledger_forget(ctx, key, uid);
 }
 
 /* The API client from --kubeconfig, else the in-cluster service account. */
@@ -66,6 +74,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct kube_client *kube = NULL;
 	struct ledger *ledger = NULL;
 	struct webhook *webhook = NULL;
+	struct cache *cache = NULL;
+	struct informer *informer = NULL;
 	struct tls_store *tls = NULL;
 	struct server *server = NULL;
 	struct metrics *metrics = metrics_new();
@@ -75,6 +85,23 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	metrics_set_ledger_gauge(metrics, ledger_gauge, ledger);
 	if ((kube = make_kube(cfg, metrics)) == NULL)
 		goto out;
+	if (cfg->cache_watch) {
+		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
+		struct informer_config icfg = {
+		    .connect_timeout_s = (double)cfg->api_timeout_ms / 1000.0,
+		    .threshold = cfg->threshold,
+		    .ledger = ledger,
+		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
+		};
+		if ((cache = cache_new(&dcfg, pod_gone, ledger)) == NULL ||
+		    (informer = informer_new(kube, cache, &icfg)) == NULL ||
+		    metrics_add_collector(metrics, informer_collect, informer) != 0)
+			goto out;
+		if (informer_start(informer) != 0) {
+			log_msg(LOG_ERROR, "cannot start the watch cache's threads");
+			goto out;
+		}
+	}
 	struct webhook_source src = webhook_source_kube(kube);
 	struct webhook_config wcfg = {
 	    .threshold = cfg->threshold,
@@ -88,6 +115,9 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .budget_ms =
 	        cfg->api_timeout_ms > UINT64_MAX / 2 ? UINT64_MAX : 2 * cfg->api_timeout_ms,
 	    .grace_ms = cfg->reservation_grace_ms,
+	    .cache = cache,
+	    .cache_fresh = informer_fresh_fn,
+	    .cache_ctx = informer,
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
@@ -108,6 +138,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .workers = cfg->workers,
 	    .connection_timeout_s = cfg->connection_timeout_s,
 	    .cert_warn_s = cfg->cert_expiry_warning_ms / 1000,
+	    .ready_note = informer ? informer_ready_note : NULL,
+	    .ready_note_ctx = informer,
 	};
 	if ((server = server_start(&so, webhook, tls, metrics, err, sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot serve",
@@ -123,6 +155,8 @@ out:
 	server_free(server);
 	tls_store_free(tls);
 	webhook_free(webhook);
+	informer_free(informer); /* stops its threads: no more ledger_forget */
+	cache_free(cache);
 	kube_client_free(kube);
 	ledger_free(ledger);
 	metrics_free(metrics);

@@ -4,6 +4,7 @@
 #include "webhook.h"
 
 #include "admission.h"
+#include "cache.h"
 #include "capacity.h"
 #include "demand.h"
 #include "kube.h"
@@ -34,6 +35,9 @@ struct webhook {
 	uint64_t budget_ms;
 	uint64_t grace_ms;
 	struct webhook_source src;
+	struct cache *cache;
+	int (*cache_fresh)(void *ctx, double now_s);
+	void *cache_ctx;
 	struct ledger *ledger;
 	struct metrics *metrics;
 };
@@ -52,6 +56,7 @@ struct outcome {
 	size_t n_warnings;
 	double t0;     /* when the review arrived, webhook_now() seconds */
 	double waited; /* seconds blocked in API calls and on the node lock: not our own time */
+	const char *source; /* placements: "cache" or "api" */
 };
 
 double webhook_now(void)
@@ -322,6 +327,7 @@ static int reserved_from_ledger(struct ledger_node *ln, uint64_t now, struct res
 struct placement {
 	const char *pod_name; /* "ns/name" for messages */
 	const char *key;      /* ledger key */
+	const char *uid;      /* the pod's metadata.uid, or NULL */
 	const char *node;
 	const struct demand *demand;
 	const struct capacity *cap;
@@ -337,6 +343,7 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 	struct placement_pod pod = {
 	    .name = p->pod_name,
 	    .key = p->key,
+	    .uid = p->uid,
 	    .demand = p->demand,
 	    .dry_run = p->dry_run,
 	};
@@ -357,7 +364,7 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 		return;
 	}
 	if (res.reserve) {
-		int rc = ledger_reserve(ln, p->key, res.reserve_bytes, now);
+		int rc = ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
 		if (rc != 0) {
 			deny(o, METRICS_ERROR, 500, "LedgerFull",
 			     "cannot admit %s on %s: too many placements in flight (%s); denied to "
@@ -580,13 +587,14 @@ static int placement_precheck(struct webhook *w, const cJSON *pod, const char *p
 /* A GPU placement (demand d) on node: the heart of the webhook. */
 static void check_placement(struct webhook *w, const struct admission_request *req,
                             const char *pod_name, const char *node, const struct demand *d,
-                            struct outcome *o)
+                            const char *uid, struct outcome *o)
 {
 	struct capacity cap;
 	cJSON *node_obj = NULL;
 	long code = 0;
 	char err[ERR_MAX], key[KEY_MAX], call[ADMISSION_NAME_MAX + 32];
 
+	o->source = "api";
 	snprintf(call, sizeof(call), "GET node %s", node);
 	if (over_budget(w, o, pod_name, call))
 		return;
@@ -610,6 +618,7 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	struct placement p = {
 	    .pod_name = pod_name,
 	    .key = key,
+	    .uid = uid,
 	    .node = node,
 	    .demand = d,
 	    .cap = &cap,
@@ -620,6 +629,136 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	add_warning(o, d->warning);
 out:
 	cJSON_Delete(node_obj);
+}
+
+/* The watch cache may decide now (webhook_config.cache). */
+static int cache_usable(const struct webhook *w)
+{
+	return w->cache != NULL &&
+	       (w->cache_fresh == NULL || w->cache_fresh(w->cache_ctx, webhook_now()));
+}
+
+/* One placement decided from the cache, inside cache_with_node(). */
+struct cached {
+	struct webhook *w;
+	const struct placement *p;
+	struct ledger_node *ln;
+	struct outcome *o;
+	int decided; /* 0: the cache does not know the node: take the API path */
+};
+
+static void decide_cached(void *ctx, const struct cache_node_view *v)
+{
+	struct cached *c = ctx;
+	struct reserved r = {0};
+	const char **keys = NULL;
+	uint64_t now = ledger_now_ms();
+
+	if (!v->known)
+		return;
+	c->decided = 1;
+	c->o->source = "cache";
+	if (v->capacity_rc != 0) {
+		deny(c->o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
+		     c->p->pod_name, c->p->node, v->capacity_error);
+		return;
+	}
+	/* Reservations whose pods the cache now shows on the node are settled. */
+	if (v->n_pods > 0 && (keys = calloc(v->n_pods, sizeof(*keys))) == NULL)
+		goto nomem;
+	for (size_t i = 0; i < v->n_pods; i++)
+		keys[i] = v->pods[i].key;
+	ledger_reconcile(c->ln, keys, v->n_pods, now);
+	if (reserved_from_ledger(c->ln, now, &r) != 0)
+		goto nomem;
+	struct placement_node pn = {
+	    .name = c->p->node,
+	    .cap = v->cap,
+	    .pods = v->pods,
+	    .n_pods = v->n_pods,
+	    .reserved = r.items,
+	    .n_reserved = r.n,
+	};
+	apply_decision(c->w, c->ln, c->p, &pn, now, c->o);
+	goto out;
+nomem:
+	deny(c->o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+	     c->p->pod_name);
+out:
+	free(keys);
+	free(r.items);
+}
+
+/*
+ * A GPU placement (demand d) on node decided from the watch cache, with no API call. Returns 1
+ * when decided (o set), 0 when the cache cannot decide it (off, not fresh, node unknown): the
+ * caller takes the API path.
+ */
+static int place_cached(struct webhook *w, const struct admission_request *req,
+                        const char *pod_name, const char *node, const struct demand *d,
+                        const char *uid, struct outcome *o)
+{
+	char key[KEY_MAX];
+
+	if (!cache_usable(w))
+		return 0;
+	if (ledger_key(req, key, sizeof(key)) != 0) {
+		deny(o, METRICS_DENIED, 403, "NameTooLong", "cannot place %s: name too long",
+		     pod_name);
+		return 1;
+	}
+	double t = webhook_now();
+	struct ledger_node *ln = ledger_lock(w->ledger, node);
+	o->waited += webhook_now() - t;
+	if (ln == NULL) {
+		deny(o, METRICS_ERROR, 500, "LedgerFull",
+		     "cannot admit %s on %s: too many nodes tracked; denied to keep GPU memory "
+		     "safe, retry later",
+		     pod_name, node);
+		return 1;
+	}
+	struct placement p = {
+	    .pod_name = pod_name,
+	    .key = key,
+	    .uid = uid,
+	    .node = node,
+	    .demand = d,
+	    .dry_run = req->dry_run,
+	};
+	struct cached c = {w, &p, ln, o, 0};
+	cache_with_node(w->cache, node, decide_cached, &c);
+	ledger_unlock(ln);
+	if (c.decided)
+		add_warning(o, d->warning);
+	return c.decided;
+}
+
+/* A Binding whose pod the cache knows, decided without asking the API server. 1 when decided,
+ * 0 to take the API path (GET pod). */
+static int binding_cached(struct webhook *w, const struct admission_request *req,
+                          const char *pod_name, struct outcome *o)
+{
+	struct cache_pod cp;
+
+	if (!cache_usable(w) || cache_get_pod(w->cache, req->namespace_, req->name, &cp) != 0)
+		return 0;
+	snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
+	o->source = "cache";
+	if (cp.mirror) {
+		allow(o, "MirrorPod", 0);
+		return 1;
+	}
+	if (cp.demand.status == DEMAND_INVALID) {
+		deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name,
+		     cp.demand.error);
+		return 1;
+	}
+	if (cp.demand.status == DEMAND_NOT_GPU) {
+		allow(o, "NotGPU", 0);
+		add_warning(o, cp.demand.warning);
+		return 1;
+	}
+	return place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, o);
 }
 
 /* A pods/binding CREATE to a node: the pod is read from the API server, then placed. */
@@ -643,6 +782,7 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	long code = 0;
 	char err[ERR_MAX], call[2 * ADMISSION_NAME_MAX + 32];
 
+	o->source = "api";
 	snprintf(call, sizeof(call), "GET pod %s", pod_name);
 	if (over_budget(w, o, pod_name, call))
 		return;
@@ -655,8 +795,11 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 		            rc ? err : "the answer is not the Pod asked for");
 		goto out;
 	}
-	if (!placement_precheck(w, pod, pod_name, req->binding_node, &d, o))
-		check_placement(w, req, pod_name, req->binding_node, &d, o);
+	if (!placement_precheck(w, pod, pod_name, req->binding_node, &d, o) &&
+	    !place_cached(w, req, pod_name, req->binding_node, &d,
+	                  str_at(pod, "metadata", "uid", NULL), o))
+		check_placement(w, req, pod_name, req->binding_node, &d,
+		                str_at(pod, "metadata", "uid", NULL), o);
 out:
 	cJSON_Delete(pod);
 }
@@ -670,6 +813,7 @@ struct webhook_review_ctx {
 	int decided;      /* o is final: nothing to ask the API server */
 	const char *node; /* pod CREATE with nodeName: the node (in review); NULL for a binding */
 	struct demand d;  /* ... and the pod's demand */
+	const char *uid;  /* ... and its metadata.uid (in review), or NULL */
 	double busy;      /* seconds inside prepare and finish (o.waited of them blocked) */
 	char pod_name[2 * ADMISSION_NAME_MAX + 2];
 };
@@ -696,7 +840,7 @@ static int classify(struct webhook_review_ctx *x)
 			return 1;
 		}
 		snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
-		return 0;
+		return binding_cached(w, req, x->pod_name, o);
 	}
 	if (req->object == NULL) {
 		allow(o, "NoObject", 0);
@@ -711,7 +855,11 @@ static int classify(struct webhook_review_ctx *x)
 		return 1;
 	}
 	x->node = node;
-	return placement_precheck(w, req->object, x->pod_name, node, &x->d, o);
+	x->uid = str_at(req->object, "metadata", "uid", NULL);
+	if (placement_precheck(w, req->object, x->pod_name, node, &x->d, o))
+		return 1;
+	/* With a fresh watch cache the placement is decided here, on the server's thread. */
+	return place_cached(w, req, x->pod_name, node, &x->d, x->uid, o);
 }
 
 static const char *kind_name(enum admission_target t)
@@ -738,6 +886,7 @@ static void log_decision(const struct admission_request *req, const struct outco
 	    LOG_STR("node", o->node[0] ? o->node : NULL),
 	    LOG_STR("decision", o->allowed ? "allow" : "deny"),
 	    LOG_STR("reason", o->reason),
+	    LOG_STR("source", o->source),
 	    LOG_STR("message", text),
 	    LOG_BOOL("dry_run", req->dry_run),
 	    LOG_DBL("latency_ms", latency_s * 1000.0),
@@ -844,8 +993,8 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	if (!x->decided) {
 		if (req->target == ADMISSION_BINDING)
 			check_binding(w, req, x->pod_name, o);
-		else
-			check_placement(w, req, x->pod_name, x->node, &x->d, o);
+		else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, o))
+			check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, o);
 	}
 	no_percent(o->message, sizeof(o->message));
 	for (size_t i = 0; i < o->n_warnings; i++)
@@ -900,6 +1049,9 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->budget_ms = cfg->budget_ms;
 	w->grace_ms = cfg->grace_ms ? cfg->grace_ms : WEBHOOK_GRACE_MS_DEFAULT;
 	w->src = *src;
+	w->cache = cfg->cache;
+	w->cache_fresh = cfg->cache_fresh;
+	w->cache_ctx = cfg->cache_ctx;
 	w->ledger = ledger;
 	w->metrics = metrics;
 	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {

@@ -33,6 +33,16 @@
  * declared value, an annotation, an API server error) is replaced by U+FF05 FULLWIDTH PERCENT
  * SIGN, which reads the same.
  *
+ * Watch cache: with webhook_config.cache set and fresh, a placement reads the node and its pods
+ * from the cache (cache.h: demands computed when the events arrived) and the node's reservations
+ * from the ledger, and is decided by placement_decide() (placement.h) with no API call; a
+ * Binding's pod comes from the cache too. A node the cache has not seen, a Binding of a pod it
+ * has not seen (created milliseconds ago), or a cache that is not synced or whose watch has been
+ * broken too long take the API path above. A reservation counts until the cache shows its pod
+ * on the node (matched by key or uid), its pod is gone (the informer calls ledger_forget on the
+ * DELETE), or its TTL passes. Each decision's log line says which path decided it ("source":
+ * "cache" or "api").
+ *
  * The pipeline reads the cluster only through struct webhook_source, which the real API client
  * satisfies (webhook_source_kube) and tests fake. It logs one JSON line per decision (placements
  * and declaration checks at info; always-allowed reviews at debug, they are the bulk of the
@@ -48,6 +58,7 @@
 #include <stdint.h>
 
 struct cJSON;
+struct cache;
 struct kube_client;
 struct ledger;
 struct metrics;
@@ -105,6 +116,13 @@ struct webhook_config {
 	/* A reservation the list does not show is looked up once older than this, ms
 	 * (0: WEBHOOK_GRACE_MS_DEFAULT). */
 	uint64_t grace_ms;
+	/* The watch cache (cache.h), or NULL (--cache off), borrowed. While cache_fresh(cache_ctx,
+	 * now) returns 1, a placement whose node (and, for a Binding, whose pod) the cache knows
+	 * is decided from it in webhook_prepare(), with no API call and no worker thread; any
+	 * other placement takes the API server path of webhook_finish(). */
+	struct cache *cache;
+	int (*cache_fresh)(void *ctx, double now_s);
+	void *cache_ctx;
 };
 
 struct webhook; /* opaque */

@@ -60,10 +60,18 @@ static const char usage_text[] =
     "                                as usage); repeatable\n"
     "  --reservation-ttl DUR         how long an admitted placement counts before the API\n"
     "                                server shows the pod on its node (default 60s)\n"
-    "  --reservation-grace DUR       an admitted placement its node's pod list still does\n"
+    "  --reservation-grace DUR       (--cache off and the fallback path) an admitted\n"
+    "                                placement its node's pod list still does\n"
     "                                not show after this is looked up; a deleted pod then\n"
     "                                stops counting (default 5s; raise it above the timeout\n"
     "                                of any slower validating webhook on pods)\n"
+    "  --cache watch|off             watch: placements read a watch cache of Nodes and\n"
+    "                                Pods (LIST then WATCH), no API call per placement;\n"
+    "                                off: every placement reads the API server (GET node,\n"
+    "                                LIST its pods), for debugging (default watch)\n"
+    "  --cache-max-staleness DUR     until the cache is first synced, and while its watch\n"
+    "                                has been broken longer than DUR, placements read the\n"
+    "                                API server instead (default 5s)\n"
     "  --log-level LEVEL             debug, info, warn or error (default info)\n"
     "  --threads N                   TLS and HTTP threads (default: number of CPUs, at\n"
     "                                least 2)\n"
@@ -98,6 +106,8 @@ void config_defaults(struct config *cfg)
 	cfg->n_gpu_resources = 1;
 	cfg->reservation_ttl_ms = 60000;
 	cfg->reservation_grace_ms = 5000;
+	cfg->cache_watch = 1;
+	cfg->cache_max_staleness_ms = 5000;
 	cfg->api_timeout_ms = 2000;
 	cfg->log_level = "info";
 	cfg->drain_timeout_ms = 5000;
@@ -293,6 +303,8 @@ enum flag_id {
 	F_SHUTDOWN,
 	F_CERT_WARN,
 	F_GRACE,
+	F_CACHE,
+	F_CACHE_STALENESS,
 };
 
 static const struct {
@@ -320,6 +332,8 @@ static const struct {
     {"shutdown-timeout", F_SHUTDOWN},
     {"cert-expiry-warning", F_CERT_WARN},
     {"reservation-grace", F_GRACE},
+    {"cache", F_CACHE},
+    {"cache-max-staleness", F_CACHE_STALENESS},
 };
 
 /*
@@ -430,6 +444,16 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_SHUTDOWN:
 		return set_duration(name, v, 0, "0s", 3600000, "1h", &cfg->shutdown_timeout_ms, err,
 		                    errlen);
+	case F_CACHE:
+		if (strcmp(v, "watch") != 0 && strcmp(v, "off") != 0) {
+			snprintf(err, errlen, "--cache: \"%s\" is not watch or off", v);
+			return -1;
+		}
+		cfg->cache_watch = strcmp(v, "watch") == 0;
+		return 0;
+	case F_CACHE_STALENESS:
+		return set_duration(name, v, 100, "100ms", 3600000, "1h",
+		                    &cfg->cache_max_staleness_ms, err, errlen);
 	case F_GRACE:
 		return set_duration(name, v, 1000, "1s", 3600000, "1h", &cfg->reservation_grace_ms,
 		                    err, errlen);

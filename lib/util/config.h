@@ -67,6 +67,10 @@ struct config {
 	uint64_t reservation_grace_ms;   /* --reservation-grace, default 5s: an admitted placement
 	                                    the node's pod list does not show after this is
 	                                    looked up (deleted pods stop counting) */
+	int cache_watch;                 /* --cache watch (default): 1; off: 0 */
+	uint64_t cache_max_staleness_ms; /* --cache-max-staleness, default 5s: placements read
+	                                    the API server while the cache's watch has been
+	                                    broken longer than this */
 	uint64_t api_timeout_ms;         /* --api-timeout, default 2s (> 0) */
 	const char *log_level;           /* --log-level debug|info|warn|error, default info */
 	uint64_t drain_timeout_ms;       /* --drain-timeout, default 5s: after SIGTERM, /readyz

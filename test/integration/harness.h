@@ -38,6 +38,9 @@ struct world {
 	int health_port;
 	char url[128];        /* https://127.0.0.1:PORT/validate */
 	char health_url[128]; /* http://127.0.0.1:HEALTH */
+	/* --cache passed to the binary: "off" (world_init's default: these tests check the API
+	 * path call by call) or "watch" (the watch cache; test_watch_cache.c). */
+	const char *cache_mode;
 };
 
 /* Binary path and test data directory: argv[1] (or $GMG_BINARY) and $GMG_TEST_DATA (or
