@@ -457,6 +457,45 @@ test_freed() {
 	drop_ns $ns
 }
 
+# --- 9. (extra) the watch cache: placements make no API call ------------------------------------
+
+api_reads() { # the webhook's GET and LIST calls so far (watches excluded)
+	curl -sf --max-time 5 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/metrics" |
+		awk '/^gpu_memory_guard_api_requests_total\{verb="(get|list)"/ {s += $NF} END {print s + 0}'
+}
+pod_reviews() { # pod reviews answered so far
+	curl -sf --max-time 5 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/metrics" |
+		awk '/^gpu_memory_guard_reviews_total\{kind="pod"/ {s += $NF} END {print s + 0}'
+}
+
+test_cache() {
+	CURRENT="9 placements from the watch cache"
+	local ns=e2e-cache node=gpu-a100-0 n=50 out reads0 reads1 rev0 rev1
+	fresh_ns $ns
+	if ! wait_for 30 "the webhook's watch cache to be synced" \
+		bash -c "curl -sf --max-time 2 'http://127.0.0.1:$WEBHOOK_HEALTH_PORT/readyz' | grep -q 'cache: synced'"; then
+		fail "the watch cache is not synced: $(curl -s --max-time 2 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/readyz" | tr '\n' ' ')"
+		drop_ns $ns; return
+	fi
+	reads0=$(api_reads) rev0=$(pod_reviews)
+	# n pods of 1Gi with spec.nodeName, created in one request each, in parallel batches.
+	for i in $(seq 1 $n); do pod_json "c-$i" $ns 1Gi 1 $node; done | jq -s '{apiVersion: "v1", kind: "List", items: .}' >"$STATE/cache-pods.json"
+	if ! out=$(kc create -f "$STATE/cache-pods.json" 2>&1); then
+		fail "creating $n fitting nodeName pods on $node failed: ${out:0:400}"; drop_ns $ns; return
+	fi
+	reads1=$(api_reads) rev1=$(pod_reviews)
+	if [ $((rev1 - rev0)) -lt $n ]; then
+		fail "the webhook answered $((rev1 - rev0)) pod reviews for $n pod creations"
+	elif [ "$reads1" -ne "$reads0" ]; then
+		fail "$n nodeName placements made $((reads1 - reads0)) API reads (GET/LIST; watches excluded); want 0"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "$n nodeName placements on $node admitted with 0 API reads (api_requests_total{verb=get|list} $reads0 -> $reads1; $((rev1 - rev0)) pod reviews)"
+	fi
+	drop_ns $ns
+}
+
 # --- run -----------------------------------------------------------------------------------
 
 log "e2e: running tests (cluster up after $((SECONDS - START))s)"
@@ -468,6 +507,7 @@ want 5 && test_annotation
 want 6 && test_parallel
 want 7 && test_outage
 want 8 && test_freed
+want 9 && test_cache
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
