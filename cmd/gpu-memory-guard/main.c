@@ -39,7 +39,8 @@ static size_t ledger_gauge(void *ctx)
 /* The watch cache tells the ledger about pods gone before they showed up on their node. */
 static void pod_gone(void *ctx, const char *key, const char *uid)
 {
-	ledger_forget(ctx, key, uid);
+	if (ledger_size(ctx) > 0) /* most pods end with nothing reserved anywhere */
+		ledger_forget(ctx, key, uid);
 }
 
 /* The API client from --kubeconfig, else the in-cluster service account. */
@@ -88,7 +89,6 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	if (cfg->cache_watch) {
 		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
 		struct informer_config icfg = {
-		    .connect_timeout_s = (double)cfg->api_timeout_ms / 1000.0,
 		    .threshold = cfg->threshold,
 		    .ledger = ledger,
 		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
@@ -117,6 +117,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .grace_ms = cfg->reservation_grace_ms,
 	    .cache = cache,
 	    .cache_fresh = informer_fresh_fn,
+	    .cache_progress_ms = informer_progress_ms,
 	    .cache_ctx = informer,
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)

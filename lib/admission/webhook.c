@@ -37,6 +37,7 @@ struct webhook {
 	struct webhook_source src;
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
 	struct ledger *ledger;
 	struct metrics *metrics;
@@ -305,12 +306,14 @@ struct reserved {
 	size_t n, cap;
 };
 
-static void add_reservation(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms)
+static void add_reservation(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                            uint64_t reserved_ms)
 {
 	(void)reserved_ms;
 	struct reserved *r = ctx;
 	if (r->n < r->cap)
-		r->items[r->n++] = (struct placement_item){.key = key, .bytes = bytes};
+		r->items[r->n++] =
+		    (struct placement_item){.key = key, .uid = uid[0] ? uid : NULL, .bytes = bytes};
 }
 
 /* Fill r from the locked node (LEDGER_MAX_PER_NODE at most). 0, or -1 on allocation failure. */
@@ -396,12 +399,14 @@ struct stale_scan {
 
 /* Keep the WEBHOOK_MAX_STALE_CHECKS oldest reservations past the grace period. Keys of pods
  * known only by generateName ("ns/prefix?uid", ledger_key) name no pod: skipped. */
-static void collect_stale(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms)
+static void collect_stale(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                          uint64_t reserved_ms)
 {
 	struct stale_scan *sc = ctx;
 	size_t i = sc->n;
 
 	(void)bytes;
+	(void)uid;
 	if (reserved_ms > sc->before || strcmp(key, sc->self_key) == 0 || strchr(key, '?'))
 		return;
 	if (i == WEBHOOK_MAX_STALE_CHECKS) {
@@ -654,6 +659,14 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 	const char **keys = NULL;
 	uint64_t now = ledger_now_ms();
 
+	/* A reservation expires by the cache's clock, not the wall's: it must not stop counting
+	 * before the cache has caught up past its expiry (a watch that went quiet). Counting it
+	 * longer is the safe side. */
+	if (c->w->cache_progress_ms != NULL) {
+		uint64_t seen = c->w->cache_progress_ms(c->w->cache_ctx);
+		if (seen < now)
+			now = seen;
+	}
 	if (!v->known)
 		return;
 	c->decided = 1;
@@ -663,12 +676,15 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 		     c->p->pod_name, c->p->node, v->capacity_error);
 		return;
 	}
-	/* Reservations whose pods the cache now shows on the node are settled. */
-	if (v->n_pods > 0 && (keys = calloc(v->n_pods, sizeof(*keys))) == NULL)
+	/* Reservations whose pods (same name and uid) the cache now shows on the node are
+	 * settled. */
+	if (v->n_pods > 0 && (keys = calloc(2 * v->n_pods, sizeof(*keys))) == NULL)
 		goto nomem;
-	for (size_t i = 0; i < v->n_pods; i++)
+	for (size_t i = 0; i < v->n_pods; i++) {
 		keys[i] = v->pods[i].key;
-	ledger_reconcile(c->ln, keys, v->n_pods, now);
+		keys[v->n_pods + i] = v->pods[i].uid;
+	}
+	ledger_settle(c->ln, keys, keys ? keys + v->n_pods : NULL, v->n_pods, now);
 	if (reserved_from_ledger(c->ln, now, &r) != 0)
 		goto nomem;
 	struct placement_node pn = {
@@ -696,9 +712,11 @@ out:
  */
 static int place_cached(struct webhook *w, const struct admission_request *req,
                         const char *pod_name, const char *node, const struct demand *d,
-                        const char *uid, struct outcome *o)
+                        const char *uid, int may_block, struct outcome *o)
 {
 	char key[KEY_MAX];
+	int busy = 0;
+	struct ledger_node *ln;
 
 	if (!cache_usable(w))
 		return 0;
@@ -708,7 +726,15 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 		return 1;
 	}
 	double t = webhook_now();
-	struct ledger_node *ln = ledger_lock(w->ledger, node);
+	if (may_block) {
+		ln = ledger_lock(w->ledger, node);
+	} else {
+		/* On a server thread: never wait for a node a worker holds across API calls
+		 * (the API path); a worker will decide it instead. */
+		ln = ledger_trylock(w->ledger, node, &busy);
+		if (busy)
+			return 0;
+	}
 	o->waited += webhook_now() - t;
 	if (ln == NULL) {
 		deny(o, METRICS_ERROR, 500, "LedgerFull",
@@ -736,11 +762,17 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 /* A Binding whose pod the cache knows, decided without asking the API server. 1 when decided,
  * 0 to take the API path (GET pod). */
 static int binding_cached(struct webhook *w, const struct admission_request *req,
-                          const char *pod_name, struct outcome *o)
+                          const char *pod_name, int may_block, struct outcome *o)
 {
 	struct cache_pod cp;
+	const char *uid = str_at(req->object, "metadata", "uid", NULL);
 
 	if (!cache_usable(w) || cache_get_pod(w->cache, req->namespace_, req->name, &cp) != 0)
+		return 0;
+	/* Only the very pod the Binding names (kube-scheduler sets the Binding's uid to the
+	 * pod's): an older pod of the same name, or one already bound or finished, is not it;
+	 * nor can a Binding without a uid be matched. The API path GETs the pod as it is. */
+	if (uid == NULL || strcmp(uid, cp.uid) != 0 || cp.node[0] != '\0' || cp.finished)
 		return 0;
 	snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
 	o->source = "cache";
@@ -758,7 +790,7 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 		add_warning(o, cp.demand.warning);
 		return 1;
 	}
-	return place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, o);
+	return place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, may_block, o);
 }
 
 /* A pods/binding CREATE to a node: the pod is read from the API server, then placed. */
@@ -797,7 +829,7 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	}
 	if (!placement_precheck(w, pod, pod_name, req->binding_node, &d, o) &&
 	    !place_cached(w, req, pod_name, req->binding_node, &d,
-	                  str_at(pod, "metadata", "uid", NULL), o))
+	                  str_at(pod, "metadata", "uid", NULL), 1, o))
 		check_placement(w, req, pod_name, req->binding_node, &d,
 		                str_at(pod, "metadata", "uid", NULL), o);
 out:
@@ -840,7 +872,7 @@ static int classify(struct webhook_review_ctx *x)
 			return 1;
 		}
 		snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
-		return binding_cached(w, req, x->pod_name, o);
+		return binding_cached(w, req, x->pod_name, 0, o);
 	}
 	if (req->object == NULL) {
 		allow(o, "NoObject", 0);
@@ -859,7 +891,7 @@ static int classify(struct webhook_review_ctx *x)
 	if (placement_precheck(w, req->object, x->pod_name, node, &x->d, o))
 		return 1;
 	/* With a fresh watch cache the placement is decided here, on the server's thread. */
-	return place_cached(w, req, x->pod_name, node, &x->d, x->uid, o);
+	return place_cached(w, req, x->pod_name, node, &x->d, x->uid, 0, o);
 }
 
 static const char *kind_name(enum admission_target t)
@@ -991,9 +1023,10 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	*out = NULL;
 	*out_len = 0;
 	if (!x->decided) {
-		if (req->target == ADMISSION_BINDING)
-			check_binding(w, req, x->pod_name, o);
-		else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, o))
+		if (req->target == ADMISSION_BINDING) {
+			if (!binding_cached(w, req, x->pod_name, 1, o))
+				check_binding(w, req, x->pod_name, o);
+		} else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, 1, o))
 			check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, o);
 	}
 	no_percent(o->message, sizeof(o->message));
@@ -1051,6 +1084,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->src = *src;
 	w->cache = cfg->cache;
 	w->cache_fresh = cfg->cache_fresh;
+	w->cache_progress_ms = cfg->cache_progress_ms;
 	w->cache_ctx = cfg->cache_ctx;
 	w->ledger = ledger;
 	w->metrics = metrics;

@@ -122,6 +122,10 @@ struct webhook_config {
 	 * other placement takes the API server path of webhook_finish(). */
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	/* When the cache last heard from the API server (ledger_now_ms() clock): reservations
+	 * expire by this clock on the cache path, so a quiet watch never lets one lapse before
+	 * the cache could have shown its pod. NULL: the wall clock. */
+	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
 };
 

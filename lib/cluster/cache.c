@@ -300,10 +300,11 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	return 0;
 }
 
-/* Queue the gone callback for p, once per pod: a finished pod already had it. */
+/* Queue the gone callback for p, once per pod: a finished pod already had it. Pods that ask
+ * for no GPU never hold a reservation: not reported. */
 static void gone_add(struct gone *g, size_t *n, struct pod *p)
 {
-	if (p->gone_sent)
+	if (p->gone_sent || p->d.status == DEMAND_NOT_GPU)
 		return;
 	p->gone_sent = 1;
 	if (*n >= GONE_INLINE_MAX || (g[*n].key = strdup(p->key)) == NULL)
@@ -421,8 +422,10 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 	const char *node = json_str(obj, "spec", "nodeName", NULL);
 	if (rc == 0 && node != NULL && node[0] != '\0' && strlen(node) <= NODE_NAME_MAX)
 		rc = attach(c, p, node);
-	if (rc != 0) { /* never keep a pod half known: drop it, as if deleted */
-		gone_add(g, ng, p);
+	if (rc != 0) {
+		/* Never keep a pod half known: drop it. It is not gone (no callback: its
+		 * reservation must keep counting); the caller learns the store is incomplete from
+		 * rc. */
 		pod_remove(c, p);
 		return rc;
 	}
@@ -533,7 +536,8 @@ size_t cache_resync_end(struct cache *c, enum cache_kind kind)
 			if (!p->mark)
 				continue;
 			removed++;
-			if (p->gone_sent) { /* finished: reported when it finished */
+			if (p->gone_sent || p->d.status == DEMAND_NOT_GPU) {
+				/* finished (reported then), or never reserved */
 				pod_remove(c, p);
 				continue;
 			}

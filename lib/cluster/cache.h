@@ -21,8 +21,8 @@
  * another pod of the same name, or is removed by a resync, the gone callback (cache_new) is
  * called with its key and uid after the store's lock is released, so the caller can drop an
  * in-flight reservation for it (ledger_forget). Once per pod: a finished pod deleted later is
- * not reported again. Non-GPU pods are reported too (the callback is cheap, and a reservation
- * is keyed by name).
+ * not reported again. Pods that ask for no GPU are not reported (they never hold a
+ * reservation). A pod dropped because it could not be stored is not reported either.
  *
  * Thread-safe: one writer (the informer's threads) and any number of readers; readers hold a
  * read lock only for the duration of a callback (cache_with_node) or a copy.
@@ -70,7 +70,9 @@ void cache_free(struct cache *c); /* NULL is a no-op; no call may be running */
  * for a non-object, a missing or empty metadata.name, a "namespace/name" not shorter than
  * CACHE_KEY_MAX, a node name over 253 bytes, a metadata.uid not shorter than CACHE_UID_MAX.
  * A DELETED whose uid differs from the stored pod's is an older pod's: ignored. A pod that
- * cannot be stored (CACHE_ENOMEM, CACHE_EFULL) is dropped, as if deleted. */
+ * cannot be stored (CACHE_ENOMEM, CACHE_EFULL) is dropped without a gone callback (its
+ * reservation keeps counting): the caller must treat the store as incomplete (the informer
+ * relists and keeps placements on the API path meanwhile). */
 int cache_apply_pod(struct cache *c, enum watch_event_type type, const struct cJSON *pod);
 int cache_apply_node(struct cache *c, enum watch_event_type type, const struct cJSON *node);
 

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
+#include "satmath.h"
 #include "watch.h"
 
 #include <cjson/cJSON.h>
@@ -30,8 +31,10 @@ struct kind {
 	pthread_t thread;
 	int started;
 	/* Under inf->mu: */
-	int synced, in_watch, watch_event;
+	int synced, in_watch, watch_event, watch_opened, store_failed;
 	double broken_since, watch_started, last_event;
+	uint64_t progress_ms; /* when the API server last spoke on this kind (event, bookmark,
+	                         open, list done), monotime_ms() */
 	unsigned long relists, watch_restarts, events[5];
 	char last_error[256];
 	/* The thread's own: */
@@ -98,6 +101,13 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 {
 	int rc = k->which == CACHE_PODS ? cache_apply_pod(k->inf->cache, type, obj)
 	                                : cache_apply_node(k->inf->cache, type, obj);
+	if (rc == CACHE_ENOMEM || rc == CACHE_EFULL) {
+		/* The cache no longer holds everything: it must not decide until a relist stored
+		 * it all (placements take the API path meanwhile). */
+		pthread_mutex_lock(&k->inf->mu);
+		k->store_failed = 1;
+		pthread_mutex_unlock(&k->inf->mu);
+	}
 	if (rc == CACHE_ENOMEM || rc == CACHE_EFULL)
 		log_fields(LOG_ERROR, "cache: object not stored",
 		           (struct log_field[]){
@@ -110,8 +120,8 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 static int on_listed(void *ctx, const cJSON *item)
 {
 	struct kind *k = ctx;
-	(void)apply(k, WATCH_ADDED, item); /* an object the store refuses is logged, not fatal */
-	return 0;
+	(void)apply(k, WATCH_ADDED, item); /* a refusal marks the store (apply) */
+	return k->inf->stop;               /* shutdown does not wait for a long LIST */
 }
 
 static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
@@ -119,6 +129,13 @@ static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
 	struct kind *k = ctx;
 	const char *rv = NULL;
 
+	if (type == WATCH_OPENED) {
+		pthread_mutex_lock(&k->inf->mu);
+		k->watch_opened = 1; /* no progress yet: the events since k->rv are still to come */
+		k->broken_since = 0;
+		pthread_mutex_unlock(&k->inf->mu);
+		return k->inf->stop;
+	}
 	if (type != WATCH_ERROR) {
 		rv = watch_resource_version(obj);
 		if (type != WATCH_BOOKMARK)
@@ -127,11 +144,13 @@ static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
 			memcpy(k->rv, rv, strlen(rv) + 1);
 	}
 	pthread_mutex_lock(&k->inf->mu);
-	k->events[type - WATCH_ADDED]++;
+	if (type >= WATCH_ADDED && type <= WATCH_ERROR)
+		k->events[type - WATCH_ADDED]++;
 	k->last_event = monotime_s();
 	if (type != WATCH_ERROR) {
 		k->watch_event = 1;
 		k->broken_since = 0;
+		k->progress_ms = monotime_ms();
 	}
 	pthread_mutex_unlock(&k->inf->mu);
 	return k->inf->stop;
@@ -143,11 +162,19 @@ static int relist(struct kind *k)
 	char err[512] = "";
 	long code = 0;
 
+	pthread_mutex_lock(&k->inf->mu);
+	int failed_before = k->store_failed;
+	k->store_failed = 0;
+	pthread_mutex_unlock(&k->inf->mu);
 	cache_resync_begin(k->inf->cache, k->which);
 	int rc = kube_list_all(k->inf->kc, k->resource, k->inf->cfg.page_limit, on_listed, k, k->rv,
 	                       sizeof(k->rv), &code, err, sizeof(err));
 	if (rc != 0) {
-		set_error(k, "LIST", rc, err);
+		pthread_mutex_lock(&k->inf->mu);
+		k->store_failed |= failed_before; /* still incomplete */
+		pthread_mutex_unlock(&k->inf->mu);
+		if (rc != KUBE_ESTOP || !k->inf->stop)
+			set_error(k, "LIST", rc, err);
 		return rc;
 	}
 	size_t removed = cache_resync_end(k->inf->cache, k->which);
@@ -155,6 +182,7 @@ static int relist(struct kind *k)
 	if (k->synced)
 		k->relists++;
 	k->synced = 1;
+	k->progress_ms = monotime_ms();
 	pthread_mutex_unlock(&k->inf->mu);
 	log_fields(LOG_INFO, "cache: listed",
 	           (struct log_field[]){LOG_STR("resource", k->resource),
@@ -166,7 +194,7 @@ static int relist(struct kind *k)
 /* WATCH from k->rv until it must relist (returns 1) or the informer stops (returns 0). */
 static int watch_loop(struct kind *k)
 {
-	unsigned fails = 0;
+	unsigned fails = 0, decode_errors = 0;
 
 	while (!k->inf->stop) {
 		char err[512] = "";
@@ -176,15 +204,22 @@ static int watch_loop(struct kind *k)
 		pthread_mutex_lock(&k->inf->mu);
 		k->in_watch = 1;
 		k->watch_event = 0;
+		k->watch_opened = 0;
 		k->watch_started = monotime_s();
 		pthread_mutex_unlock(&k->inf->mu);
 		int rc = kube_watch(k->inf->kc, k->resource, k->rv, timeout, on_event, k,
 		                    &k->inf->stop, &code, err, sizeof(err));
 		pthread_mutex_lock(&k->inf->mu);
 		k->in_watch = 0;
+		int had_events = k->watch_event, store_failed = k->store_failed;
 		pthread_mutex_unlock(&k->inf->mu);
-		if (rc == 0) { /* the server ended it (timeoutSeconds): resume */
+		if (had_events)
 			fails = 0;
+		if (store_failed)
+			return 1; /* relist: the store lost an object */
+		if (rc == 0) {    /* the server ended it (timeoutSeconds): resume */
+			if (!had_events && backoff(k, fails++))
+				return 0; /* ... but not in a tight loop when it ends at once */
 			continue;
 		}
 		if (rc == KUBE_ESTOP && k->inf->stop)
@@ -194,6 +229,9 @@ static int watch_loop(struct kind *k)
 		pthread_mutex_unlock(&k->inf->mu);
 		set_error(k, "WATCH", rc, err);
 		if (rc == KUBE_EGONE)
+			return 1;
+		/* An event it cannot read will come again from the same version: relist. */
+		if ((rc == KUBE_EPARSE || rc == KUBE_ETOOBIG) && ++decode_errors >= 3)
 			return 1;
 		if (backoff(k, fails++))
 			return 0;
@@ -283,11 +321,16 @@ void informer_free(struct informer *inf)
 /* How long k's watch has been broken at now (0: not broken). Holds inf->mu. */
 static double broken_for(const struct informer *inf, const struct kind *k, double now)
 {
+	(void)inf;
+	/* An open watch the API server has not spoken on (not even a bookmark, sent about once
+	 * a minute) for INFORMER_SILENCE_S is as good as broken, since its last word. */
+	double quiet_since = k->last_event > k->watch_started ? k->last_event : k->watch_started;
+	if (k->in_watch && k->watch_opened && now - quiet_since > INFORMER_SILENCE_S)
+		return now - quiet_since;
 	if (k->broken_since == 0)
 		return 0;
-	if (k->in_watch &&
-	    (k->watch_event || now - k->watch_started > inf->cfg.connect_timeout_s + 0.5))
-		return 0; /* a new watch is open and past its connect timeout: reconnected */
+	if (k->in_watch && k->watch_opened)
+		return 0; /* reconnected: the new watch's answer arrived */
 	return now - k->broken_since;
 }
 
@@ -298,11 +341,23 @@ int informer_fresh(struct informer *inf, double now_s, double max_staleness_s)
 	if (inf == NULL)
 		return 0;
 	pthread_mutex_lock(&inf->mu);
-	fresh = inf->pods.synced && inf->nodes.synced &&
-	        broken_for(inf, &inf->pods, now_s) <= max_staleness_s &&
+	fresh = inf->pods.synced && inf->nodes.synced && !inf->pods.store_failed &&
+	        !inf->nodes.store_failed && broken_for(inf, &inf->pods, now_s) <= max_staleness_s &&
 	        broken_for(inf, &inf->nodes, now_s) <= max_staleness_s;
 	pthread_mutex_unlock(&inf->mu);
 	return fresh;
+}
+
+uint64_t informer_progress_ms(void *ctx)
+{
+	struct informer *inf = ctx;
+	uint64_t p;
+
+	pthread_mutex_lock(&inf->mu);
+	p = inf->pods.progress_ms < inf->nodes.progress_ms ? inf->pods.progress_ms
+	                                                   : inf->nodes.progress_ms;
+	pthread_mutex_unlock(&inf->mu);
+	return p;
 }
 
 int informer_fresh_fn(void *ctx, double now_s)
@@ -398,7 +453,7 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		struct placement_item it = {.key = "", .undeclared_gpus = v->undeclared_gpus};
 		val = v->declared_bytes;
 		if (v->undeclared_gpus && has_cap)
-			val += placement_item_bytes(&it, v->cap->per_gpu_bytes);
+			val = sat_add(val, placement_item_bytes(&it, v->cap->per_gpu_bytes));
 		break;
 	}
 	default:

@@ -10,11 +10,14 @@
  * a capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
  * INFORMER_BACKOFF_MAX_MS, each sleep drawn from [d/2, d]); a failed LIST retries the LIST.
  *
- * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed
- * and while neither watch has been broken for longer than the staleness bound. A watch counts
- * as broken from the moment one ends in an error until a new one delivers an event or has been
- * open longer than the API client's connect timeout (a watch that could not connect fails
- * within it). Callers use the direct API path otherwise ("staleness never admits").
+ * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
+ * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM or
+ * CACHE_EFULL, forces a relist and keeps the cache from deciding until one succeeds), and while
+ * neither watch has been broken for longer than the staleness bound. A watch counts as broken
+ * from the moment one ends in an error until a new one is open (its 2xx answer arrived:
+ * WATCH_OPENED), and an open watch silent for INFORMER_SILENCE_S counts as broken since its last
+ * word. Callers use the direct API path otherwise. Progress (informer_progress_ms) is when both
+ * kinds last heard from the API server: the webhook expires reservations by that clock.
  *
  * Metrics (informer_collect, a metrics collector):
  *   gpu_memory_guard_cache_synced{resource}                  gauge 1 when listed and watching
@@ -37,6 +40,7 @@
 #define GMG_INFORMER_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 struct cache;
 struct kube_client;
@@ -46,13 +50,15 @@ struct metrics_writer;
 #define INFORMER_BACKOFF_MIN_MS 250
 #define INFORMER_BACKOFF_MAX_MS 30000
 #define INFORMER_WATCH_TIMEOUT  300 /* seconds asked of the server per watch (+ up to 60 jitter) */
+/* An open watch silent this long (no event, no bookmark: the API server sends one about once a
+ * minute, k8s.io/apiserver pkg/storage/cacher defaultBookmarkFrequency) counts as broken. */
+#define INFORMER_SILENCE_S 75.0
 
 struct informer_config {
-	long page_limit;          /* items per LIST page (0: KUBE_PAGE_LIMIT) */
-	double connect_timeout_s; /* the API client's connect timeout, seconds */
-	double threshold;         /* ratio (0,1] for the node_limit_bytes gauge */
-	struct ledger *ledger;    /* for node_reserved_bytes; may be NULL (borrowed) */
-	double max_staleness_s;   /* --cache-max-staleness, for informer_fresh_fn */
+	long page_limit;        /* items per LIST page (0: KUBE_PAGE_LIMIT) */
+	double threshold;       /* ratio (0,1] for the node_limit_bytes gauge */
+	struct ledger *ledger;  /* for node_reserved_bytes; may be NULL (borrowed) */
+	double max_staleness_s; /* --cache-max-staleness, for informer_fresh_fn */
 };
 
 struct informer_kind_status {
@@ -91,6 +97,10 @@ int informer_fresh_fn(void *ctx, double now_s);
  * placements read the API server now ("cache: syncing", "cache: pods watch broken for 7.1s:
  * ..."). ctx is the informer. */
 void informer_ready_note(void *ctx, char *buf, size_t cap);
+
+/* When the API server last spoke on both kinds (the older of the two), monotime_ms(); shaped
+ * for webhook_config.cache_progress_ms. */
+uint64_t informer_progress_ms(void *ctx);
 
 /* A copy of the state, for /readyz and tests. */
 void informer_status(struct informer *inf, struct informer_status *out);

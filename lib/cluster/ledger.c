@@ -254,6 +254,59 @@ void ledger_unlock(struct ledger_node *n)
 	pthread_mutex_unlock(&l->mu);
 }
 
+size_t ledger_settle(struct ledger_node *n, const char *const *keys, const char *const *uids,
+                     size_t n_keys, uint64_t now_ms)
+{
+	size_t kept = 0, dropped;
+
+	if (n == NULL)
+		return 0;
+	observe_now(n->owner, now_ms);
+	for (size_t i = 0; i < n->n; i++) {
+		const struct entry *e = &n->entries[i];
+		int drop = e->expires_ms <= now_ms;
+
+		for (size_t k = 0; !drop && keys != NULL && k < n_keys; k++) {
+			const char *uid = uids ? uids[k] : NULL;
+			drop = keys[k] != NULL && strcmp(keys[k], e->key) == 0 &&
+			       (uid == NULL || uid[0] == '\0' || e->uid[0] == '\0' ||
+			        strcmp(uid, e->uid) == 0);
+		}
+		if (drop)
+			continue;
+		if (kept != i)
+			n->entries[kept] = n->entries[i];
+		kept++;
+	}
+	dropped = n->n - kept;
+	n->n = kept;
+	atomic_fetch_sub(&n->owner->n_entries, dropped);
+	return dropped;
+}
+
+struct ledger_node *ledger_trylock(struct ledger *l, const char *node, int *busy)
+{
+	struct ledger_node *n;
+	size_t len;
+
+	*busy = 0;
+	if (l == NULL || node == NULL)
+		return NULL;
+	len = strnlen(node, NODE_NAME_MAX + 1);
+	if (len == 0 || len > NODE_NAME_MAX)
+		return NULL;
+	pthread_mutex_lock(&l->mu);
+	n = acquire(l, node, len);
+	if (n != NULL && pthread_mutex_trylock(&n->mu) != 0) {
+		/* Held: give the use back (the holder outlives us, so n is not freed here). */
+		n->users--;
+		n = NULL;
+		*busy = 1;
+	}
+	pthread_mutex_unlock(&l->mu);
+	return n;
+}
+
 size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, size_t n_keys,
                         uint64_t now_ms)
 {
@@ -315,7 +368,7 @@ size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, 
 		if (e->expires_ms <= now_ms)
 			continue;
 		if (fn != NULL)
-			fn(ctx, e->key, e->bytes, e->reserved_ms);
+			fn(ctx, e->key, e->uid, e->bytes, e->reserved_ms);
 		visited++;
 	}
 	return visited;

@@ -63,6 +63,17 @@ void ledger_unlock(struct ledger_node *n);
 size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, size_t n_keys,
                         uint64_t now_ms);
 
+/* With the node locked: drop expired entries and the entries of pods now visible on the node:
+ * keys[i] with uids[i] (uids may be NULL, an element NULL or "": unknown). An entry matches when
+ * the keys are equal and, if both uids are known, the uids too (a newer pod of the same name is
+ * not the pod reserved). Returns how many were dropped. */
+size_t ledger_settle(struct ledger_node *n, const char *const *keys, const char *const *uids,
+                     size_t n_keys, uint64_t now_ms);
+
+/* Like ledger_lock, but never waits: NULL with *busy = 1 when another thread holds the node
+ * (the caller retries where it may block); NULL with *busy = 0 as ledger_lock's NULL. */
+struct ledger_node *ledger_trylock(struct ledger *l, const char *node, int *busy);
+
 /* With the node locked: total bytes of the live reservations, optionally excluding one key
  * (the pod being admitted again: a retried binding must not count itself). */
 uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, uint64_t now_ms);
@@ -71,10 +82,11 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
                       uint64_t now_ms);
 
-/* One live reservation, for ledger_visit(); key stays valid until the node is modified
- * (ledger_reconcile, ledger_reserve, ledger_remove) or unlocked. reserved_ms is the now_ms of
- * its latest ledger_reserve (a refresh restarts it). */
-typedef void (*ledger_visit_fn)(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms);
+/* One live reservation, for ledger_visit(); key and uid ("" when unknown) stay valid until the node
+ * is modified (ledger_reconcile, ledger_reserve, ledger_remove) or unlocked. reserved_ms is the
+ * now_ms of its latest ledger_reserve (a refresh restarts it). */
+typedef void (*ledger_visit_fn)(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                                uint64_t reserved_ms);
 
 /* With the node locked: call fn(ctx, key, bytes, reserved_ms) for each live entry, in the order
  * they were first reserved (a refresh keeps its place), without

@@ -39,12 +39,13 @@ static void top_insert(struct tally *t, const char *name, const char *suffix, ui
 	t->top[i].bytes = bytes;
 }
 
-/* The same pod: same key, or same uid when both are known. */
+/* The same pod: the same uid when both are known (a newer pod of the same name is another
+ * pod), else the same key. */
 static int same_pod(const struct placement_item *it, const char *key, const char *uid)
 {
-	if (key != NULL && strcmp(it->key, key) == 0)
-		return 1;
-	return uid != NULL && uid[0] != '\0' && it->uid != NULL && strcmp(it->uid, uid) == 0;
+	if (uid != NULL && uid[0] != '\0' && it->uid != NULL && it->uid[0] != '\0')
+		return strcmp(it->uid, uid) == 0;
+	return key != NULL && strcmp(it->key, key) == 0;
 }
 
 static int visible(const struct placement_node *node, const struct placement_item *r)

@@ -11,10 +11,12 @@
  * Counting rules (the README's "What is already on the node"):
  *   - a visible consumer counts its declared bytes; a GPU pod without a valid declaration counts
  *     its GPUs x one GPU's memory (undeclared_gpus; it may use them whole);
- *   - the pod being placed never counts itself (visible or reserved, matched by key or uid: a
- *     retried Binding, a re-sent CREATE);
- *   - a reservation counts unless expired at now_ms or settled: a visible consumer with the
- *     same key or uid is the same pod, counted once (as the visible pod);
+ *   - two items are the same pod when their uids are equal, where both uids are known, and
+ *     otherwise when their keys are equal (a newer pod of an old pod's name is another pod);
+ *   - the pod being placed never counts itself (visible or reserved: a retried Binding, a
+ *     re-sent CREATE);
+ *   - a reservation counts unless expired at now_ms or settled: a visible consumer that is the
+ *     same pod is counted once (as the visible pod);
  *   - the total is used + demand, saturating (an 8Ei declaration cannot wrap to a small sum).
  * The threshold in force is the node's (capacity.has_threshold: its annotation) or the policy's.
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a

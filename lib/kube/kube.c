@@ -1040,6 +1040,7 @@ struct watch_xfer {
 	int stopped;    /* *stop was seen set */
 	int user_stop;  /* fn returned nonzero */
 	int error_code; /* an ERROR event's Status code (-1: none seen) */
+	int opened;     /* a 2xx status and its headers arrived */
 	char error_msg[STATUS_MSG];
 	char dec_err[256]; /* the decoder's reason */
 	struct body errbody;
@@ -1124,6 +1125,29 @@ static int watch_url(struct kube_client *c, const char *resource, const char *rv
 	return url_append(url, cap, &pos, q);
 }
 
+/* The end of the response headers: a 2xx means the watch is open, which the caller learns
+ * (WATCH_OPENED) before any event: a quiet watch is a healthy one. */
+static size_t on_watch_header(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct watch_xfer *w = userp;
+	size_t n = size * nmemb;
+	long code = 0;
+
+	int end = (n == 2 && data[0] == '\r' && data[1] == '\n') || (n == 1 && data[0] == '\n');
+
+	if (w->opened || !end)
+		return n;
+	curl_easy_getinfo(w->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (code >= 200 && code <= 299) {
+		w->opened = 1;
+		if (w->fn(w->ctx, WATCH_OPENED, NULL) != 0) {
+			w->user_stop = 1;
+			return 0;
+		}
+	}
+	return n;
+}
+
 /* Options of a watch on a fresh handle (handle_setup already applied). */
 static int watch_setup(struct kube_client *c, struct handle *h, struct watch_xfer *w,
                        const char *url, long timeout_s, const char *tok)
@@ -1144,7 +1168,10 @@ static int watch_setup(struct kube_client *c, struct handle *h, struct watch_xfe
 	/* Below 1 byte/s for that long: curl's speed is a ~5 s window, so silence is what counts.
 	 */
 	SET(CURLOPT_LOW_SPEED_LIMIT, 1L);
-	SET(CURLOPT_LOW_SPEED_TIME, timeout_s + c->watch_slack);
+	SET(CURLOPT_LOW_SPEED_TIME,
+	    (timeout_s < KUBE_WATCH_SILENCE ? timeout_s : KUBE_WATCH_SILENCE) + c->watch_slack);
+	SET(CURLOPT_HEADERFUNCTION, on_watch_header);
+	SET(CURLOPT_HEADERDATA, w);
 	SET(CURLOPT_NOPROGRESS, 0L);
 	SET(CURLOPT_XFERINFOFUNCTION, on_watch_progress);
 	SET(CURLOPT_XFERINFODATA, w);

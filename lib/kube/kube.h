@@ -41,10 +41,14 @@ struct kube_config;
 #define KUBE_EPARSE     (-4) /* body not the JSON expected */
 #define KUBE_ETOOBIG    (-5) /* body over KUBE_BODY_MAX or pages over KUBE_MAX_PAGES */
 #define KUBE_ENOMEM     (-6)
-#define KUBE_ETIMEOUT   (-7)  /* total timeout passed */
-#define KUBE_EINVAL     (-8)  /* bad argument (empty or over-long name); no request made */
-#define KUBE_EGONE      (-9)  /* 410 Gone: resourceVersion or continue token too old: relist */
-#define KUBE_ESTOP      (-10) /* the caller's callback or stop flag ended the call */
+#define KUBE_ETIMEOUT   (-7) /* total timeout passed */
+#define KUBE_EINVAL     (-8) /* bad argument (empty or over-long name); no request made */
+/* Seconds without a byte after which an open watch is dead: the API server sends a bookmark
+ * about once a minute (k8s.io/apiserver pkg/storage/cacher, defaultBookmarkFrequency), so a
+ * healthy watch is never this quiet. Plus the idle slack. */
+#define KUBE_WATCH_SILENCE 60
+#define KUBE_EGONE         (-9)  /* 410 Gone: resourceVersion or continue token too old: relist */
+#define KUBE_ESTOP         (-10) /* the caller's callback or stop flag ended the call */
 
 struct kube_client;
 
@@ -122,9 +126,12 @@ int kube_list_all(struct kube_client *c, const char *resource, long page_limit, 
  *
  * Transport: its own easy handle and connection for the call (not the thread's cached one), no
  * total timeout, connect timeout = the client timeout, and a low-speed limit: no byte at all (not
- * even a bookmark) for timeout_seconds + KUBE_WATCH_IDLE_SLACK s (plus up to ~6 s: curl measures
- * speed over a few seconds' window) ends it as KUBE_ETIMEOUT (a dead peer behind a silent
- * network). Token, TLS and path handling as the other calls.
+ * even a bookmark) for min(timeout_seconds, KUBE_WATCH_SILENCE) + KUBE_WATCH_IDLE_SLACK s (plus up
+ * to ~6 s: curl measures speed over a few seconds' window) ends it as KUBE_ETIMEOUT (a dead peer
+ * behind a silent network). Token, TLS and path handling as the other calls.
+ *
+ * When the response headers of a 2xx answer arrive, fn is called once with WATCH_OPENED and a
+ * NULL object, before any event: the watch is established (a quiet watch is a healthy one).
  *
  * *stop (may be NULL) is polled between events and about once a second while idle: another
  * thread sets it nonzero to end the watch within ~1 s (KUBE_ESTOP).

@@ -59,6 +59,8 @@ const char *watch_event_type_name(enum watch_event_type type)
 		return "BOOKMARK";
 	case WATCH_ERROR:
 		return "ERROR";
+	case WATCH_OPENED:
+		return "OPENED";
 	}
 	return "UNKNOWN";
 }

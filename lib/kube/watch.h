@@ -28,7 +28,9 @@ enum watch_event_type {
 	WATCH_MODIFIED,
 	WATCH_DELETED,
 	WATCH_BOOKMARK,
-	WATCH_ERROR
+	WATCH_ERROR,
+	WATCH_OPENED /* not an event of the stream: kube_watch's "the watch is open" (object NULL)
+	              */
 };
 
 #define WATCH_EVENT_MAX (16u * 1024u * 1024u) /* default cap on one event, bytes */

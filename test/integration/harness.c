@@ -122,6 +122,11 @@ static void replace_str(cJSON *obj, const char *key, const char *value)
 	cJSON_AddStringToObject(obj, key, value);
 }
 
+void harness_pod_uid(const char *ns, const char *name, char *buf, size_t cap)
+{
+	snprintf(buf, cap, "uid-%s-%s", ns ? ns : "", name);
+}
+
 char *harness_review_from_fixture(const char *fixture, const char *uid, const char *pod_name,
                                   const char *node)
 {
@@ -136,8 +141,17 @@ char *harness_review_from_fixture(const char *fixture, const char *uid, const ch
 	if (uid)
 		replace_str(req, "uid", uid);
 	if (pod_name) {
+		const cJSON *ns = cJSON_GetObjectItemCaseSensitive(req, "namespace");
+		char pod_uid[HARNESS_UID_MAX];
 		replace_str(req, "name", pod_name);
 		replace_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name", pod_name);
+		/* Every pod has its own uid (a pod CREATE's object carries it), and a Binding
+		 * carries its pod's (kube-scheduler sets it): the pod world_add_pod made. */
+		if (cJSON_IsString(ns)) {
+			harness_pod_uid(ns->valuestring, pod_name, pod_uid, sizeof(pod_uid));
+			replace_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid",
+			            pod_uid);
+		}
 	}
 	if (node) {
 		target = cJSON_GetObjectItemCaseSensitive(obj, "target");
@@ -397,9 +411,12 @@ char *harness_pod_review(const char *uid, const char *name, const char *limit, c
 		cJSON_Delete(doc);
 		return NULL;
 	}
+	char pod_uid[HARNESS_UID_MAX];
+	harness_pod_uid("inference", name, pod_uid, sizeof(pod_uid)); /* each pod its own */
 	replace_str(req, "uid", uid);
 	replace_str(req, "name", name);
 	replace_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name", name);
+	replace_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid", pod_uid);
 	replace_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "nodeName", node);
 	set_limit(obj, limit);
 	cJSON_DeleteItemFromObjectCaseSensitive(req, "dryRun");
@@ -473,7 +490,10 @@ int world_add_pod(struct world *w, const char *ns, const char *name, const char 
 	int rc = -1;
 	free(text);
 	if (md) {
+		char pod_uid[HARNESS_UID_MAX];
+		harness_pod_uid(ns, name, pod_uid, sizeof(pod_uid));
 		replace_str(md, "name", name);
+		replace_str(md, "uid", pod_uid); /* unique, as the API server makes them */
 		cJSON_DeleteItemFromObjectCaseSensitive(md, "generateName");
 		set_limit(obj, limit);
 		if (node)

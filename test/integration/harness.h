@@ -79,6 +79,11 @@ int world_add_node(struct world *w, const char *name, long mem_mib, int count);
 int world_add_pod(struct world *w, const char *ns, const char *name, const char *limit,
                   const char *node);
 
+/* The metadata.uid world_add_pod gives pod ns/name ("uid-NS-NAME"), and that a Binding review
+ * of a renamed pod carries (harness_binding_review). */
+#define HARNESS_UID_MAX 384
+void harness_pod_uid(const char *ns, const char *name, char *buf, size_t cap);
+
 /* A pod CREATE review (the nodename fixture) for ns "inference", pod name, GPU_MEMORY_LIMIT
  * limit, spec.nodeName node, request.uid uid, dryRun as given. Caller frees. */
 char *harness_pod_review(const char *uid, const char *name, const char *limit, const char *node,

@@ -104,6 +104,7 @@ static void test_generate_name_only_pods(void **state)
 		set_str(md, "name", NULL);
 		set_str(md, "generateName", "worker-");
 		set_str(request_of(doc), "name", NULL);
+		set_str(md, "uid", uid); /* each pod its own, as the API server gives */
 		send_doc(doc, uid, i == 0, &a);
 	}
 }

@@ -161,6 +161,45 @@ static void test_deleted_pod_reservation_dropped(void **state)
 	}
 }
 
+/* A Binding decided from the cache only for the very pod it names: another uid (an older pod
+ * of the same name in the cache) takes the API path, which reads the pod as it is now. */
+static void test_binding_of_another_uid_reads_the_pod(void **state)
+{
+	struct review_answer a;
+	double end = harness_now() + 5;
+
+	ITEST_CHECK(world_add_pod(&W, "inference", "same-name", "10Gi", NULL) == 0, "put pod");
+	for (int i = 0;; i++) { /* the cache has the pod: a Binding with its uid makes no call */
+		char uid[32];
+		snprintf(uid, sizeof uid, "wc-same-%d", i);
+		apiserver_double_reset_counts(W.api);
+		char *body = harness_binding_review(uid, "same-name", "wc-node-b");
+		itest_review(&W, body, uid, -1, &a);
+		free(body);
+		if (apiserver_double_count(W.api, APISERVER_DOUBLE_GET_POD) == 0)
+			break;
+		ITEST_CHECK(harness_now() < end, "the pod never came from the cache");
+		usleep(20 * 1000);
+	}
+	char *text = harness_binding_review("wc-same-other", "same-name", "wc-node-b");
+	cJSON *doc = cJSON_Parse(text);
+	free(text);
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "request"),
+	                                     "object"),
+	    "metadata");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "uid");
+	cJSON_AddStringToObject(md, "uid", "a-newer-pod-of-that-name");
+	text = cJSON_PrintUnformatted(doc);
+	cJSON_Delete(doc);
+	apiserver_double_reset_counts(W.api);
+	itest_review(&W, text, "wc-same-other", -1, &a);
+	free(text);
+	ITEST_CHECK(apiserver_double_count(W.api, APISERVER_DOUBLE_GET_POD) == 1,
+	            "a Binding of another uid made %lu GET pod calls, want 1",
+	            apiserver_double_count(W.api, APISERVER_DOUBLE_GET_POD));
+}
+
 /* A relist after 410 Gone converges: the pod created while the watch was down is seen. */
 static void test_relist_after_gone(void **state)
 {
@@ -229,6 +268,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_placements_make_no_api_call),
 	    cmocka_unit_test(test_pod_added_by_watch_is_counted),
 	    cmocka_unit_test(test_deleted_pod_reservation_dropped),
+	    cmocka_unit_test(test_binding_of_another_uid_reads_the_pod),
 	    cmocka_unit_test(test_relist_after_gone),
 	    cmocka_unit_test(test_stale_cache_falls_back),
 	};

@@ -1362,11 +1362,20 @@ struct events_seen {
 	enum watch_event_type type[16];
 	char rv[16][32];
 	int stop_at;
+	int opened; /* WATCH_OPENED notifications (kept apart from the events) */
 };
 
 static int on_event(void *ctx, enum watch_event_type type, const struct cJSON *object)
 {
 	struct events_seen *s = ctx;
+
+	if (type == WATCH_OPENED) { /* before any event, with no object, once per watch */
+		pthread_mutex_lock(&s->mu);
+		assert_null(object);
+		s->opened++;
+		pthread_mutex_unlock(&s->mu);
+		return 0;
+	}
 	const char *rv = watch_resource_version(object);
 
 	pthread_mutex_lock(&s->mu);
@@ -1396,7 +1405,7 @@ static void h_watch_stream(int n, const char *path, struct reply *r)
 
 static void test_watch_stream(void **state)
 {
-	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0, 0};
 	struct kube_client *c;
 	char err[256] = "";
 	long code = 0;
@@ -1475,7 +1484,7 @@ static void h_watch_errors(int n, const char *path, struct reply *r)
 
 static void test_watch_errors(void **state)
 {
-	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0, 0};
 	struct kube_client *c;
 	char err[256] = "";
 	long code = 0;
@@ -1552,7 +1561,7 @@ static void *stopper_main(void *arg)
 
 static void test_watch_stop_flag(void **state)
 {
-	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0, 0};
 	volatile int stop = 0;
 	struct stopper st = {&stop, 300};
 	struct kube_client *c;
@@ -1588,7 +1597,7 @@ static void test_watch_stop_flag(void **state)
 /* A connection that stays open with no byte: dead after timeoutSeconds + the slack. */
 static void test_watch_dead_connection(void **state)
 {
-	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0};
+	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0, 0};
 	struct kube_client *c;
 	char err[256] = "";
 	double t0;

@@ -83,8 +83,9 @@ struct visited {
 	size_t n;
 };
 
-static void visit(void *ctx, const char *key, uint64_t bytes, uint64_t reserved_ms)
+static void visit(void *ctx, const char *key, const char *uid, uint64_t bytes, uint64_t reserved_ms)
 {
+	(void)uid;
 	struct visited *v = ctx;
 
 	if (v->n < 4) {
@@ -613,6 +614,35 @@ static void test_forget(void **state)
 	ledger_free(l);
 }
 
+/* Settling by key and uid: a newer pod of the same name does not settle the reservation of the
+ * pod admitted; trylock never waits. */
+static void test_settle_and_trylock(void **state)
+{
+	(void)state;
+	struct ledger *l = ledger_new(60000);
+	struct ledger_node *n = ledger_lock(l, "node-a");
+	int busy = -1;
+
+	assert_int_equal(ledger_reserve_uid(n, "ns/p", "uid-2", 10 * GI, 100), 0);
+	assert_int_equal(ledger_reserve(n, "ns/q", 10 * GI, 100), 0);
+	const char *keys[] = {"ns/p", "ns/q"}, *old_uid[] = {"uid-1", "uid-9"};
+	assert_int_equal(ledger_settle(n, keys, old_uid, 2, 200), 1); /* ns/q: uid unknown */
+	const char *new_uid[] = {"uid-2", NULL};
+	assert_int_equal(ledger_settle(n, keys, new_uid, 1, 200), 1);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 200), 0);
+	/* Held by this thread: trylock from another use reports busy. */
+	assert_null(ledger_trylock(l, "node-a", &busy));
+	assert_int_equal(busy, 1);
+	ledger_unlock(n);
+	n = ledger_trylock(l, "node-a", &busy);
+	assert_non_null(n);
+	assert_int_equal(busy, 0);
+	ledger_unlock(n);
+	assert_null(ledger_trylock(l, "", &busy));
+	assert_int_equal(busy, 0);
+	ledger_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -630,6 +660,7 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_budget_without_api),
 	    cmocka_unit_test(test_node_churn),
 	    cmocka_unit_test(test_forget),
+	    cmocka_unit_test(test_settle_and_trylock),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

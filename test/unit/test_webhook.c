@@ -708,14 +708,21 @@ static void test_warn_mode_allows_with_warning(void **state)
 /* A binding review for pod ns/name to node, and that pod (24Gi, 1 GPU) known to get_pod. */
 static char *binding_for(struct env *e, const char *uid, const char *name, const char *node)
 {
+	char pod_uid[300];
 	cJSON *pod = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 0), 1);
-	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
-	                                       "name", cJSON_CreateString(name));
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+	snprintf(pod_uid, sizeof(pod_uid), "uid-of-%s", name); /* unique, as in a cluster */
+	cJSON_ReplaceItemInObjectCaseSensitive(md, "name", cJSON_CreateString(name));
+	cJSON_ReplaceItemInObjectCaseSensitive(md, "uid", cJSON_CreateString(pod_uid));
 	cJSON_AddItemToArray(e->fake.pods, pod);
 	cJSON *r = fixture_json("review-binding-create.json");
 	cJSON *req = cJSON_GetObjectItemCaseSensitive(r, "request");
 	cJSON_ReplaceItemInObjectCaseSensitive(req, "uid", cJSON_CreateString(uid));
 	cJSON_ReplaceItemInObjectCaseSensitive(req, "name", cJSON_CreateString(name));
+	cJSON_ReplaceItemInObjectCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(req, "object"),
+	                                     "metadata"),
+	    "uid", cJSON_CreateString(pod_uid));
 	cJSON *target = cJSON_GetObjectItemCaseSensitive(
 	    cJSON_GetObjectItemCaseSensitive(req, "object"), "target");
 	cJSON_ReplaceItemInObjectCaseSensitive(target, "name", cJSON_CreateString(node));
@@ -773,9 +780,13 @@ static void reserve_aged(struct env *e, const char *key, uint64_t bytes, uint64_
 /* A pod named name in inference known to get_pod (the llama pod, unbound), edited by fn. */
 static cJSON *known_pod(struct env *e, const char *name)
 {
+	char pod_uid[300];
 	cJSON *pod = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 0), 1);
+	snprintf(pod_uid, sizeof(pod_uid), "uid-of-%s", name);
 	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
 	                                       "name", cJSON_CreateString(name));
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+	                                       "uid", cJSON_CreateString(pod_uid));
 	cJSON_AddItemToArray(e->fake.pods, pod);
 	return pod;
 }
