@@ -53,8 +53,10 @@ demo: build
 down:
 	bash test/e2e/cluster.sh down
 
+# Benchmark (not a test): installs nginx, the reference it measures beside the webhook.
+# BENCH_ARGS: gmg-bench options, e.g. BENCH_ARGS="--nodes 500 --pods 15000 --gpu-pods 2000".
 bench: build
-	$(BUILD)/test/bench/gmg-bench --binary $(abspath $(BIN))
+	bash test/bench/run-bench.sh $(BUILD)/test/bench/gmg-bench $(abspath $(BIN)) $(BENCH_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

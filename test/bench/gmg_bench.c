@@ -1,22 +1,39 @@
 /*
- * gmg-bench: throughput and latency of the real gpu-memory-guard binary, loopback only.
+ * gmg-bench: the real gpu-memory-guard binary measured side by side with nginx, loopback only.
+ * Not a test: it prints figures (docs/benchmark.md) and asserts nothing about time.
  *
- *   gmg-bench --binary PATH [--clients N] [--requests N] [--duration SECONDS]
- *             [--nodes N] [--pods-per-node N] [--threads N] [--workers N]
- *             [--api-delay-ms N] [--data DIR]
+ *   gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] [--gpu-pods N]
+ *             [--clients N] [--duration S] [--rounds N] [--nginx PATH|none]
+ *             [--api-nodes N] [--api-pods-per-node N] [--api-duration S] [--api-delay-ms N]
+ *             [--no-api-path] [--threads N] [--workers N] [--data DIR]
  *
- * Starts the Kubernetes API server TEST DOUBLE (test/integration/apiserver_double.c) with
- * --nodes GPU nodes carrying --pods-per-node declared GPU pods each, starts the binary against
- * it, then drives --clients concurrent keep-alive TLS clients (one thread and one libcurl
- * handle each) sending placement reviews made from the fixtures, half pod CREATEs with
- * spec.nodeName and half pods/binding CREATEs (each a pod GET, a node GET and a paginated pod
- * list at the API server), until --requests reviews were answered or --duration passed.
- *
- * Prints reviews per second, client-side latency percentiles (p50/p99/p999), the server's
- * time per review from its metrics (review_duration_seconds: arrival to answer) and its own
- * time (review_self_duration_seconds: without waiting for a worker, API calls or node locks),
- * and the machine. No assertions: the figures go to docs/benchmark.md.
+ * 1. A synthetic world in the Kubernetes API server TEST DOUBLE (test/integration/
+ *    apiserver_double.c): --nodes nodes (5,000), of which --cpu-nodes (a tenth) are CPU nodes and
+ *    the rest GPU nodes with GFD labels (nvidia.com/gpu.memory / gpu.count, 8 x 80 GB), and
+ *    --pods pods (150,000), of which --gpu-pods (20,000) are GPU pods declaring
+ *    GPU_MEMORY_LIMIT (a tenth of them unscheduled, in namespace "inference", for Bindings), the
+ *    rest plain pods, spread round-robin over the nodes.
+ * 2. The binary started against it with --cache watch: the initial sync time (fork to /readyz
+ *    "cache: synced (N pods" with every pod of the double) and its peak RSS (VmHWM of
+ *    /proc/PID/status) after the sync and after the load.
+ * 3. --rounds rounds (3) of three phases of --duration seconds (5) each, interleaved so that
+ *    other load on the machine hits them alike, the same client (--clients keep-alive TLS
+ *    connections, one thread and one libcurl handle each, handshake before the clock starts):
+ *      placements: half pod CREATEs with spec.nodeName, half pods/binding of the unscheduled GPU
+ *        pods, onto GPU nodes of the big world (small declarations, so allowed), decided from
+ *        the cache; the webhook's api_requests_total (get, list) and the double's own counters
+ *        are read around the phase to prove no API call was made;
+ *      pod UPDATE reviews (the fixture; not a placement: no API call on any path);
+ *      nginx (Debian's, started here on a loopback port with the webhook's certificate) answering
+ *        every POST with a fixed 200 whose body is a copy of the webhook's answer.
+ *    Then the API path (--cache off) on a small world (--api-nodes 8 GPU nodes with
+ *    --api-pods-per-node 40 declared pods each), as the benchmark measured it before the cache.
+ * 4. The webhook's own time per placement (review_self_duration_seconds, difference of /metrics
+ *    scrapes around the placement phases), p50 and p99 interpolated in the histogram's buckets.
+ * 5. A summary table and the targets, each met or not met, and the load average at start and
+ *    end (this is a shared machine).
  */
+#include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +41,9 @@
 #include <stdlib.h>
 #include <signal.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -35,32 +55,70 @@
 #define GMG_BENCH_DATA "test/data"
 #endif
 
-#define POD_POOL    64 /* distinct pod names per node: keeps the ledger bounded */
+#define POD_POOL    64   /* API path: distinct pod names per node, keeps the ledger bounded */
+#define PLACEMENTS  4096 /* cache path: distinct placement reviews, cycled */
+#define UPDATES     1024 /* distinct UPDATE reviews, cycled */
 #define MAX_CLIENTS 512
+#define MAX_BUCKETS 40
 
 struct opts {
 	const char *binary;
 	const char *data;
-	int clients;
-	long requests;
+	const char *nginx;
+	int nodes, cpu_nodes;
+	long pods, gpu_pods;
+	int clients, rounds;
 	double duration;
-	int nodes;
-	int pods_per_node;
+	int api_nodes, api_pods_per_node;
+	double api_duration;
+	unsigned api_delay_ms;
+	int api_path;
 	const char *threads;
 	const char *workers;
-	unsigned api_delay_ms;
 };
 
-struct shared {
-	struct world *w;
-	struct opts *o;
-	char **bodies; /* prepared reviews, cycled */
-	char **uids;
-	long n_bodies;
+/* What the clients send and how an answer is checked. */
+struct target {
+	const char *url;
+	const char *ca_file;
+	char **bodies;
+	char **uids; /* NULL: no uid check (nginx answers a fixed body) */
+	long n;
+};
+
+struct client_out {
+	double *lat;
+	long n, cap;
+	long ok, allowed, failed, connects;
+};
+
+struct phase {
+	const struct target *t;
+	double duration;
+	pthread_barrier_t start;
 	atomic_long next;
-	double deadline;
-	double *lat; /* seconds per request index */
-	atomic_long ok, allowed, failed;
+	struct client_out out[MAX_CLIENTS];
+};
+
+/* A phase's figures, accumulated over rounds. */
+struct result {
+	const char *name;
+	double wall;
+	long ok, allowed, failed, connects;
+	double *lat;
+	long n, cap;
+	/* from the binary's /metrics (differences around the phase) */
+	int n_buckets;
+	double le[MAX_BUCKETS], self_cum[MAX_BUCKETS];
+	double self_sum, self_cnt, srv_sum, srv_cnt;
+	double api_get_list; /* gpu_memory_guard_api_requests_total, verb get + list */
+	double api_sum, api_cnt;
+	double kind_pod, kind_binding, allowed_srv; /* reviews_total by kind; allowed */
+	unsigned long double_reads; /* the double: GET node + GET pod + LIST pods pages */
+	double round_rate[16];
+	int rounds;
+	double srv_cpu,
+	    cli_cpu; /* CPU seconds (user + system): the server's processes, gmg-bench */
 };
 
 static double now_s(void)
@@ -68,43 +126,241 @@ static double now_s(void)
 	return harness_now();
 }
 
+static void push_lat(double **lat, long *n, long *cap, double v)
+{
+	if (*n == *cap) {
+		long nc = *cap ? *cap * 2 : 4096;
+		double *p = realloc(*lat, sizeof(double) * (size_t)nc);
+		if (!p)
+			return;
+		*lat = p;
+		*cap = nc;
+	}
+	(*lat)[(*n)++] = v;
+}
+
 static void *client(void *arg)
 {
-	struct shared *s = arg;
+	struct phase *ph = ((void **)arg)[0];
+	struct client_out *o = ((void **)arg)[1];
+	const struct target *t = ph->t;
 	CURL_HANDLE *h = http_handle_new();
 	struct http_req rq = {0};
 	struct http_resp rs;
 	struct review_answer a;
+	double deadline;
 	long i;
-	rq.url = s->w->url;
-	rq.ca_file = s->w->ca_file;
+	rq.url = t->url;
+	rq.ca_file = t->ca_file;
 	rq.content_type = "application/json";
 	rq.timeout_ms = 30000;
-	/* Warm-up: connect and handshake (not measured). */
+	/* Connect and handshake before the clock starts (not measured). */
 	rq.body = "{\"request\":{\"uid\":\"warm-up\"}}";
 	rq.body_len = strlen(rq.body);
 	http_do(h, &rq, &rs);
 	http_resp_free(&rs);
-	while ((i = atomic_fetch_add(&s->next, 1)) < s->o->requests && now_s() < s->deadline) {
-		const char *body = s->bodies[i % s->n_bodies];
+	pthread_barrier_wait(&ph->start);
+	deadline = now_s() + ph->duration;
+	while (now_s() < deadline) {
+		i = atomic_fetch_add(&ph->next, 1);
+		rq.body = t->bodies[i % t->n];
+		rq.body_len = strlen(rq.body);
 		double t0 = now_s();
-		rq.body = body;
-		rq.body_len = strlen(body);
 		int rc = http_do(h, &rq, &rs);
-		s->lat[i] = now_s() - t0;
+		double dt = now_s() - t0;
 		if (rc == 0 && rs.code == 200 && harness_parse_review(rs.body, &a) == 0 &&
-		    !strcmp(a.uid, s->uids[i % s->n_bodies])) {
-			atomic_fetch_add(&s->ok, 1);
-			if (a.allowed)
-				atomic_fetch_add(&s->allowed, 1);
+		    (!t->uids || !strcmp(a.uid, t->uids[i % t->n]))) {
+			o->ok++;
+			o->allowed += a.allowed;
+			push_lat(&o->lat, &o->n, &o->cap, dt);
 		} else {
-			atomic_fetch_add(&s->failed, 1);
-			s->lat[i] = -1;
+			o->failed++;
 		}
+		o->connects += rs.connects;
 		http_resp_free(&rs);
 	}
 	http_handle_free(h);
 	return NULL;
+}
+
+/* CPU seconds (user + system) pid used so far, from /proc/PID/stat; 0 when unreadable. */
+static double proc_cpu(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	unsigned long long ut = 0, st = 0;
+	FILE *f;
+	size_t n;
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	p = strrchr(buf, ')'); /* fields after the command name: state is field 3 */
+	if (!p ||
+	    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+		return 0;
+	return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* CPU seconds of pid and its children (nginx: the master and its workers). */
+static double tree_cpu(pid_t pid)
+{
+	DIR *d;
+	struct dirent *e;
+	double sum;
+	if (pid <= 0)
+		return 0;
+	sum = proc_cpu(pid);
+	d = opendir("/proc");
+	while (d && (e = readdir(d))) {
+		char path[300], buf[512], *p;
+		int ppid = 0;
+		FILE *f;
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof path, "/proc/%s/stat", e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof buf, f) && (p = strrchr(buf, ')')) &&
+		    sscanf(p + 2, "%*c %d", &ppid) == 1 && ppid == pid)
+			sum += proc_cpu(atoi(e->d_name));
+		fclose(f);
+	}
+	if (d)
+		closedir(d);
+	return sum;
+}
+
+static double self_cpu(void)
+{
+	struct rusage ru;
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	       (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
+/* Run clients against t for duration seconds; adds to r. server: the process answering (its
+ * CPU time is measured, children included). */
+static void run_phase(const struct target *t, int clients, double duration, pid_t server,
+                      struct result *r)
+{
+	double srv0, cli0;
+	struct phase *ph = calloc(1, sizeof *ph);
+	pthread_t th[MAX_CLIENTS];
+	void *args[MAX_CLIENTS][2];
+	double t0, wall;
+	long ok = 0;
+	int i;
+	if (!ph)
+		return;
+	ph->t = t;
+	ph->duration = duration;
+	pthread_barrier_init(&ph->start, NULL, (unsigned)clients + 1);
+	for (i = 0; i < clients; i++) {
+		args[i][0] = ph;
+		args[i][1] = &ph->out[i];
+		pthread_create(&th[i], NULL, client, args[i]);
+	}
+	pthread_barrier_wait(&ph->start);
+	t0 = now_s();
+	srv0 = tree_cpu(server);
+	cli0 = self_cpu();
+	for (i = 0; i < clients; i++)
+		pthread_join(th[i], NULL);
+	wall = now_s() - t0;
+	r->srv_cpu += tree_cpu(server) - srv0;
+	r->cli_cpu += self_cpu() - cli0;
+	for (i = 0; i < clients; i++) {
+		struct client_out *o = &ph->out[i];
+		for (long k = 0; k < o->n; k++)
+			push_lat(&r->lat, &r->n, &r->cap, o->lat[k]);
+		free(o->lat);
+		ok += o->ok;
+		r->ok += o->ok;
+		r->allowed += o->allowed;
+		r->failed += o->failed;
+		r->connects += o->connects;
+	}
+	r->wall += wall;
+	if (r->rounds < 16)
+		r->round_rate[r->rounds] = (double)ok / wall;
+	r->rounds++;
+	pthread_barrier_destroy(&ph->start);
+	free(ph);
+}
+
+static double metric(const char *m, const char *name, const char *label)
+{
+	double v = harness_metric(m, name, label, 1);
+	return v < 0 ? 0 : v;
+}
+
+/* Adds the difference of two /metrics scrapes to r. */
+static void add_metrics(struct result *r, const char *m0, const char *m1)
+{
+	static const char self[] = "gpu_memory_guard_review_self_duration_seconds_bucket{le=\"";
+	const char *p = m1;
+	int n = 0;
+	while ((p = strstr(p, self)) && n < MAX_BUCKETS) {
+		const char *le = p + sizeof self - 1;
+		char label[64];
+		r->le[n] = strncmp(le, "+Inf", 4) ? strtod(le, NULL) : INFINITY;
+		snprintf(label, sizeof label, "le=\"%.*s\"", (int)(strchr(le, '"') - le), le);
+		r->self_cum[n] +=
+		    metric(m1, "gpu_memory_guard_review_self_duration_seconds_bucket", label) -
+		    metric(m0, "gpu_memory_guard_review_self_duration_seconds_bucket", label);
+		n++;
+		p = le;
+	}
+	r->n_buckets = n;
+#define D(name, label) (metric(m1, name, label) - metric(m0, name, label))
+	r->self_sum += D("gpu_memory_guard_review_self_duration_seconds_sum", NULL);
+	r->self_cnt += D("gpu_memory_guard_review_self_duration_seconds_count", NULL);
+	r->srv_sum += D("gpu_memory_guard_review_duration_seconds_sum", NULL);
+	r->srv_cnt += D("gpu_memory_guard_review_duration_seconds_count", NULL);
+	r->api_get_list += D("gpu_memory_guard_api_requests_total", "verb=\"get\"") +
+	                   D("gpu_memory_guard_api_requests_total", "verb=\"list\"");
+	r->kind_pod += D("gpu_memory_guard_reviews_total", "kind=\"pod\"");
+	r->kind_binding += D("gpu_memory_guard_reviews_total", "kind=\"binding\"");
+	r->allowed_srv += D("gpu_memory_guard_reviews_total", "decision=\"allowed\"");
+	r->api_sum += D("gpu_memory_guard_api_request_duration_seconds_sum", NULL);
+	r->api_cnt += D("gpu_memory_guard_api_request_duration_seconds_count", NULL);
+#undef D
+}
+
+/* Quantile of the own-time histogram, linear within a bucket. */
+static double self_quantile(const struct result *r, double q)
+{
+	double total, prev_le = 0, prev_c = 0;
+	int i;
+	if (r->n_buckets == 0 || (total = r->self_cum[r->n_buckets - 1]) <= 0)
+		return NAN;
+	for (i = 0; i < r->n_buckets; i++) {
+		if (r->self_cum[i] >= q * total) {
+			if (isinf(r->le[i]))
+				return prev_le;
+			return prev_le +
+			       (r->le[i] - prev_le) * (q * total - prev_c) /
+			           (r->self_cum[i] - prev_c > 0 ? r->self_cum[i] - prev_c : 1);
+		}
+		prev_le = r->le[i];
+		prev_c = r->self_cum[i];
+	}
+	return NAN;
+}
+
+/* Fraction of own times within bound seconds (exact when bound is a bucket bound). */
+static double self_within(const struct result *r, double bound)
+{
+	int i;
+	double total = r->n_buckets ? r->self_cum[r->n_buckets - 1] : 0;
+	for (i = 0; i < r->n_buckets && total > 0; i++)
+		if (fabs(r->le[i] - bound) < bound * 1e-9)
+			return r->self_cum[i] / total;
+	return NAN;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -126,51 +382,38 @@ static double pct(const double *sorted, long n, double p)
 	return sorted[k];
 }
 
-/* Quantile from a Prometheus histogram (cumulative buckets le="..."), linear in a bucket,
- * using the difference between two scrapes. */
-static double hist_quantile(const char *before, const char *after, const char *name, double q)
+static double rate(const struct result *r)
 {
-	double les[64], cnt[64], total, prev_le = 0, prev_c = 0;
-	int n = 0, i;
-	char bucket[160];
-	const char *p = after;
-	snprintf(bucket, sizeof bucket, "%s_bucket", name);
-	while ((p = strstr(p, bucket)) && n < 64) {
-		const char *le = strstr(p, "le=\"");
-		char label[96];
-		const char *eol = strchr(p, '\n');
-		if (!le || (eol && le > eol))
-			break;
-		les[n] = strncmp(le + 4, "+Inf", 4) ? strtod(le + 4, NULL) : INFINITY;
-		snprintf(label, sizeof label, "le=\"%.*s\"", (int)(strchr(le + 4, '"') - le - 4),
-		         le + 4);
-		cnt[n] = harness_metric(after, bucket, label, 1) -
-		         fmax(0, harness_metric(before, bucket, label, 1));
-		n++;
-		p = eol ? eol : p + strlen(p);
-	}
-	if (n == 0)
-		return NAN;
-	total = cnt[n - 1];
-	if (total <= 0)
-		return NAN;
-	for (i = 0; i < n; i++) {
-		if (cnt[i] >= q * total) {
-			if (isinf(les[i]))
-				return prev_le;
-			return prev_le + (les[i] - prev_le) * (q * total - prev_c) /
-			                     (cnt[i] - prev_c > 0 ? cnt[i] - prev_c : 1);
-		}
-		prev_le = les[i];
-		prev_c = cnt[i];
-	}
-	return NAN;
+	return r->wall > 0 ? (double)r->ok / r->wall : 0;
 }
 
-static double delta(const char *before, const char *after, const char *name)
+static void print_result(const struct result *r)
 {
-	return harness_metric(after, name, NULL, 1) -
-	       fmax(0, harness_metric(before, name, NULL, 1));
+	int i;
+	qsort(r->lat, (size_t)r->n, sizeof *r->lat, cmp_double);
+	printf("  %-28s %8.0f /s (rounds:", r->name, rate(r));
+	for (i = 0; i < r->rounds && i < 16; i++)
+		printf(" %.0f", r->round_rate[i]);
+	printf("), %ld answered (%ld allowed), %ld failed, %ld reconnects; client p50 %.2f ms, "
+	       "p99 %.2f ms, p999 %.2f ms\n",
+	       r->ok, r->allowed, r->failed, r->connects, pct(r->lat, r->n, 0.5) * 1e3,
+	       pct(r->lat, r->n, 0.99) * 1e3, pct(r->lat, r->n, 0.999) * 1e3);
+	if (r->ok > 0)
+		printf("  %-28s CPU per request: server %.1f us, gmg-bench (clients and test "
+		       "double) %.1f us\n",
+		       "", r->srv_cpu / (double)r->ok * 1e6, r->cli_cpu / (double)r->ok * 1e6);
+	if (r->self_cnt > 0)
+		printf("  %-28s server time mean %.3f ms; own time mean %.3f ms, p50 ~%.3f ms, "
+		       "p99 ~%.3f ms, %.2f%% <= 1 ms; API get+list %.0f (%.2f per review), "
+		       "double reads %lu\n",
+		       "", r->srv_sum / r->srv_cnt * 1e3, r->self_sum / r->self_cnt * 1e3,
+		       self_quantile(r, 0.5) * 1e3, self_quantile(r, 0.99) * 1e3,
+		       self_within(r, 0.001) * 100, r->api_get_list, r->api_get_list / r->self_cnt,
+		       r->double_reads);
+	if (r->self_cnt > 0)
+		printf(
+		    "  %-28s the webhook counted %.0f pod and %.0f binding reviews, %.0f allowed\n",
+		    "", r->kind_pod, r->kind_binding, r->allowed_srv);
 }
 
 static void cpu_model(char *out, size_t len)
@@ -195,13 +438,12 @@ static void cpu_model(char *out, size_t len)
 }
 
 /* The first three fields of /proc/loadavg: other work on the machine skews the figures. */
-static const char *loadavg(void)
+static void loadavg(char *buf, size_t len)
 {
-	static char buf[64];
 	FILE *f = fopen("/proc/loadavg", "r");
-	snprintf(buf, sizeof buf, "unknown");
+	snprintf(buf, len, "unknown");
 	if (f) {
-		if (fgets(buf, sizeof buf, f)) {
+		if (fgets(buf, (int)len, f)) {
 			char *p = buf;
 			int spaces = 0;
 			while (*p && spaces < 3)
@@ -211,19 +453,260 @@ static const char *loadavg(void)
 		}
 		fclose(f);
 	}
-	return buf;
 }
 
-static int setup_state(struct world *w, const struct opts *o)
+/* VmHWM and VmRSS of pid, in KiB (-1 when unreadable). */
+static void rss_kib(pid_t pid, long *hwm, long *rss)
+{
+	char path[64], line[256];
+	FILE *f;
+	*hwm = *rss = -1;
+	snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return;
+	while (fgets(line, sizeof line, f)) {
+		if (!strncmp(line, "VmHWM:", 6))
+			*hwm = atol(line + 6);
+		else if (!strncmp(line, "VmRSS:", 6))
+			*rss = atol(line + 6);
+	}
+	fclose(f);
+}
+
+/* ---- the big world ---- */
+
+static const char *const limits[] = {"4Gi", "8Gi", "10Gi", "16Gi"};
+
+static int put_node(struct world *w, int i, int gpu)
+{
+	char json[2048];
+	snprintf(json, sizeof json,
+	         "{\"kind\":\"Node\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"node-%05d\","
+	         "\"uid\":\"10000000-0000-4000-8000-%012d\",\"creationTimestamp\":"
+	         "\"2026-11-01T00:00:00Z\",\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\","
+	         "\"beta.kubernetes.io/os\":\"linux\",\"kubernetes.io/arch\":\"amd64\","
+	         "\"kubernetes.io/hostname\":\"node-%05d\",\"kubernetes.io/os\":\"linux\","
+	         "\"topology.kubernetes.io/zone\":\"zone-%d\"%s},\"annotations\":{\"node.alpha."
+	         "kubernetes.io/ttl\":\"0\"}},\"spec\":{\"podCIDR\":\"10.%d.%d.0/24\"%s},"
+	         "\"status\":{\"capacity\":{\"cpu\":\"%s\",\"memory\":\"%s\",\"pods\":\"110\""
+	         "%s},\"allocatable\":{\"cpu\":\"%s\",\"memory\":\"%s\",\"pods\":\"110\"%s},"
+	         "\"conditions\":[{\"type\":\"Ready\",\"status\":\"True\",\"reason\":"
+	         "\"KubeletReady\",\"lastHeartbeatTime\":\"2026-11-29T00:00:00Z\"}],"
+	         "\"nodeInfo\":{\"kubeletVersion\":\"v1.34.1\",\"containerRuntimeVersion\":"
+	         "\"containerd://2.1.4\",\"architecture\":\"amd64\",\"operatingSystem\":"
+	         "\"linux\"}}}",
+	         i, i, i, i % 3,
+	         gpu ? ",\"nvidia.com/gpu.present\":\"true\",\"nvidia.com/gpu.count\":\"8\","
+	               "\"nvidia.com/gpu.memory\":\"81559\",\"nvidia.com/gpu.product\":"
+	               "\"NVIDIA-H100-80GB-HBM3\",\"nvidia.com/gpu.machine\":\"DGX-H100\""
+	             : "",
+	         (i / 256) % 256, i % 256,
+	         gpu ? ",\"taints\":[{\"key\":\"nvidia.com/gpu\",\"value\":\"present\","
+	               "\"effect\":\"NoSchedule\"}]"
+	             : "",
+	         gpu ? "224" : "64", gpu ? "2113309012Ki" : "263854976Ki",
+	         gpu ? ",\"nvidia.com/gpu\":\"8\"" : "", gpu ? "222" : "63",
+	         gpu ? "2113206612Ki" : "263752576Ki", gpu ? ",\"nvidia.com/gpu\":\"8\"" : "");
+	return apiserver_double_put_node(w->api, json);
+}
+
+/* A pod as the API server stores it (about 1.3 KB): a GPU pod declaring limit when limit is not
+ * NULL; on node when not NULL (Running), else Pending. */
+static int put_pod(struct world *w, const char *ns, const char *name, long uid, const char *node,
+                   const char *limit)
+{
+	char json[4096], node_field[96] = "", res[256], env[160] = "";
+	if (node)
+		snprintf(node_field, sizeof node_field, ",\"nodeName\":\"%s\"", node);
+	if (limit) {
+		snprintf(
+		    res, sizeof res,
+		    "{\"limits\":{\"cpu\":\"4\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\"},"
+		    "\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\"}}");
+		snprintf(env, sizeof env,
+		         ",\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"%s\"},{\"name\":"
+		         "\"VLLM_GPU_MEMORY_UTILIZATION\",\"value\":\"0.2\"}]",
+		         limit);
+	} else {
+		snprintf(res, sizeof res,
+		         "{\"limits\":{\"memory\":\"512Mi\"},\"requests\":{\"cpu\":\"100m\","
+		         "\"memory\":\"256Mi\"}}");
+	}
+	snprintf(json, sizeof json,
+	         "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
+	         "\"namespace\":\"%s\",\"uid\":\"20000000-0000-4000-8000-%012ld\","
+	         "\"creationTimestamp\":\"2026-11-20T10:00:00Z\",\"labels\":{\"app\":\"%s\","
+	         "\"pod-template-hash\":\"6d5f9c7b8\"},\"ownerReferences\":[{\"apiVersion\":"
+	         "\"apps/v1\",\"kind\":\"ReplicaSet\",\"name\":\"%s-6d5f9c7b8\",\"uid\":"
+	         "\"30000000-0000-4000-8000-%012ld\",\"controller\":true,"
+	         "\"blockOwnerDeletion\":true}]},\"spec\":{\"containers\":[{\"name\":\"main\","
+	         "\"image\":\"registry.example.com/%s:1.0\",\"resources\":%s%s,"
+	         "\"terminationMessagePath\":\"/dev/termination-log\","
+	         "\"terminationMessagePolicy\":\"File\",\"imagePullPolicy\":\"IfNotPresent\"}],"
+	         "\"restartPolicy\":\"Always\",\"terminationGracePeriodSeconds\":30,"
+	         "\"dnsPolicy\":\"ClusterFirst\",\"serviceAccountName\":\"default\","
+	         "\"schedulerName\":\"default-scheduler\"%s,\"tolerations\":[{\"key\":"
+	         "\"node.kubernetes.io/not-ready\",\"operator\":\"Exists\",\"effect\":"
+	         "\"NoExecute\",\"tolerationSeconds\":300},{\"key\":\"nvidia.com/gpu\","
+	         "\"operator\":\"Exists\",\"effect\":\"NoSchedule\"}],\"priority\":0,"
+	         "\"enableServiceLinks\":true},\"status\":{\"phase\":\"%s\",\"qosClass\":"
+	         "\"Burstable\"%s}}",
+	         name, ns, uid, name, name, uid, limit ? "vllm" : "app", res, env, node_field,
+	         node ? "Running" : "Pending",
+	         node ? ",\"podIP\":\"10.244.1.7\",\"startTime\":\"2026-11-20T10:00:05Z\"" : "");
+	return apiserver_double_put_pod(w->api, ns, json);
+}
+
+static int gpu_nodes(const struct opts *o)
+{
+	return o->nodes - o->cpu_nodes;
+}
+
+static long pending_pods(const struct opts *o)
+{
+	return o->gpu_pods / 10;
+}
+
+/* GPU node k of the world (nodes 0 .. gpu_nodes-1 are the GPU nodes). */
+static void gpu_node_name(char *buf, size_t len, long k, const struct opts *o)
+{
+	snprintf(buf, len, "node-%05ld", k % gpu_nodes(o));
+}
+
+static int build_world(struct world *w, const struct opts *o)
+{
+	char node[32], name[64], ns[32];
+	long i, pending = pending_pods(o), uid = 0;
+	int n;
+	for (n = 0; n < o->nodes; n++)
+		if (put_node(w, n, n < gpu_nodes(o)))
+			return -1;
+	/* GPU pods: the unscheduled ones first (namespace inference, for the Bindings), then
+	 * round-robin over the GPU nodes. */
+	for (i = 0; i < o->gpu_pods; i++) {
+		if (i < pending) {
+			snprintf(name, sizeof name, "pending-%ld", i);
+			if (put_pod(w, "inference", name, uid++, NULL, "2Gi"))
+				return -1;
+			continue;
+		}
+		gpu_node_name(node, sizeof node, i, o);
+		snprintf(ns, sizeof ns, "ml-%ld", i % 20);
+		snprintf(name, sizeof name, "vllm-%ld", i);
+		if (put_pod(w, ns, name, uid++, node, limits[i % 4]))
+			return -1;
+	}
+	/* Plain pods over all nodes. */
+	for (i = 0; i < o->pods - o->gpu_pods; i++) {
+		snprintf(node, sizeof node, "node-%05ld", i % o->nodes);
+		snprintf(ns, sizeof ns, "team-%ld", i % 50);
+		snprintf(name, sizeof name, "web-%ld", i);
+		if (put_pod(w, ns, name, uid++, node, NULL))
+			return -1;
+	}
+	return 0;
+}
+
+static void free_target(struct target *t)
+{
+	for (long i = 0; t->bodies && i < t->n; i++) {
+		free(t->bodies[i]);
+		if (t->uids)
+			free(t->uids[i]);
+	}
+	free(t->bodies);
+	free(t->uids);
+	memset(t, 0, sizeof *t);
+}
+
+static int alloc_target(struct target *t, const struct world *w, long n)
+{
+	t->url = w->url;
+	t->ca_file = w->ca_file;
+	t->n = n;
+	t->bodies = calloc((size_t)n, sizeof *t->bodies);
+	t->uids = calloc((size_t)n, sizeof *t->uids);
+	return t->bodies && t->uids ? 0 : -1;
+}
+
+/* kube-scheduler sets a Binding's metadata.uid to its pod's, and the webhook decides from the
+ * cache only for the very pod the Binding names (same uid): put the uid put_pod gave the world's
+ * pod number k. Frees body. */
+static char *with_pod_uid(char *body, long k)
+{
+	cJSON *doc = body ? cJSON_Parse(body) : NULL;
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "request"),
+	                                     "object"),
+	    "metadata");
+	char uid[64], *out = NULL;
+	free(body);
+	if (cJSON_IsObject(md)) {
+		snprintf(uid, sizeof uid, "20000000-0000-4000-8000-%012ld", k);
+		cJSON_DeleteItemFromObjectCaseSensitive(md, "uid");
+		cJSON_AddStringToObject(md, "uid", uid);
+		out = cJSON_PrintUnformatted(doc);
+	}
+	cJSON_Delete(doc);
+	return out;
+}
+
+/* Cache placements: even: pod CREATE with nodeName (1Gi); odd: Binding of an unscheduled pod
+ * (2Gi), each pod always onto the same node. */
+static int prepare_placements(struct target *t, const struct world *w, const struct opts *o)
+{
+	long pending = pending_pods(o);
+	char uid[64], name[64], node[32];
+	if (alloc_target(t, w, PLACEMENTS))
+		return -1;
+	for (long i = 0; i < t->n; i++) {
+		snprintf(uid, sizeof uid, "place-%ld", i);
+		if (i % 2 && pending > 0) {
+			long p = (i / 2) % pending;
+			snprintf(name, sizeof name, "pending-%ld", p);
+			gpu_node_name(node, sizeof node, p * 13, o);
+			t->bodies[i] = with_pod_uid(harness_binding_review(uid, name, node), p);
+		} else {
+			snprintf(name, sizeof name, "new-%ld", i);
+			gpu_node_name(node, sizeof node, i * 7919, o);
+			t->bodies[i] = harness_pod_review(uid, name, "1Gi", node, 0);
+		}
+		t->uids[i] = strdup(uid);
+		if (!t->bodies[i] || !t->uids[i])
+			return -1;
+	}
+	return 0;
+}
+
+static int prepare_updates(struct target *t, const struct world *w)
+{
+	char uid[64];
+	if (alloc_target(t, w, UPDATES))
+		return -1;
+	for (long i = 0; i < t->n; i++) {
+		snprintf(uid, sizeof uid, "update-%ld", i);
+		t->bodies[i] =
+		    harness_review_from_fixture("review-pod-update.json", uid, NULL, NULL);
+		t->uids[i] = strdup(uid);
+		if (!t->bodies[i] || !t->uids[i])
+			return -1;
+	}
+	return 0;
+}
+
+/* ---- the small world (API path) ---- */
+
+static int setup_small(struct world *w, const struct opts *o)
 {
 	char node[64], pod[64];
 	int n, p;
-	for (n = 0; n < o->nodes; n++) {
+	for (n = 0; n < o->api_nodes; n++) {
 		snprintf(node, sizeof node, "bench-node-%d", n);
 		/* 8 GPUs of 80 GB: room for every pod of the pool. */
 		if (world_add_node(w, node, 81559, 8))
 			return -1;
-		for (p = 0; p < o->pods_per_node; p++) {
+		for (p = 0; p < o->api_pods_per_node; p++) {
 			snprintf(pod, sizeof pod, "running-%d-%d", n, p);
 			if (world_add_pod(w, "bench", pod, "1Gi", node))
 				return -1;
@@ -237,222 +720,495 @@ static int setup_state(struct world *w, const struct opts *o)
 	return 0;
 }
 
-static int prepare(struct shared *s)
+static int prepare_small(struct target *t, const struct world *w, const struct opts *o)
 {
-	const struct opts *o = s->o;
-	long i;
 	char uid[64], name[64], node[64];
-	s->n_bodies = (long)o->nodes * POD_POOL * 2;
-	s->bodies = calloc((size_t)s->n_bodies, sizeof *s->bodies);
-	s->uids = calloc((size_t)s->n_bodies, sizeof *s->uids);
-	if (!s->bodies || !s->uids)
+	if (alloc_target(t, w, (long)o->api_nodes * POD_POOL * 2))
 		return -1;
-	for (i = 0; i < s->n_bodies; i++) {
-		int n = (int)(i % o->nodes), p = (int)((i / o->nodes) % POD_POOL);
+	for (long i = 0; i < t->n; i++) {
+		int n = (int)(i % o->api_nodes), p = (int)((i / o->api_nodes) % POD_POOL);
 		snprintf(uid, sizeof uid, "bench-%ld", i);
 		snprintf(node, sizeof node, "bench-node-%d", n);
 		if (i % 2) {
 			snprintf(name, sizeof name, "pending-%d-%d", n, p);
-			s->bodies[i] = harness_binding_review(uid, name, node);
+			t->bodies[i] = harness_binding_review(uid, name, node);
 		} else {
 			snprintf(name, sizeof name, "direct-%d-%d", n, p);
-			s->bodies[i] = harness_pod_review(uid, name, "1Gi", node, 0);
+			t->bodies[i] = harness_pod_review(uid, name, "1Gi", node, 0);
 		}
-		s->uids[i] = strdup(uid);
-		if (!s->bodies[i] || !s->uids[i])
+		t->uids[i] = strdup(uid);
+		if (!t->bodies[i] || !t->uids[i])
 			return -1;
 	}
 	return 0;
 }
 
+/* ---- nginx ---- */
+
+/* Start nginx on a free loopback port with the world's certificate, answering every request
+ * (POST included) 200 with body. Returns its pid (0 when not started) and the URL. */
+static pid_t start_nginx(const struct opts *o, const struct world *w, const char *body, char *url,
+                         size_t url_len)
+{
+	char conf[HARNESS_PATHMAX + 32], errlog[HARNESS_PATHMAX + 32], quoted[8192];
+	FILE *f;
+	pid_t pid;
+	size_t k = 0;
+	int port = harness_free_port();
+	double until;
+	if (!o->nginx || !strcmp(o->nginx, "none") || access(o->nginx, X_OK)) {
+		printf("nginx: %s not found or disabled: the nginx column is left empty\n",
+		       o->nginx ? o->nginx : "(none)");
+		return 0;
+	}
+	/* nginx single-quoted string: escape ' and \; $ would start a variable. */
+	for (const char *p = body; *p && k + 3 < sizeof quoted; p++) {
+		if (*p == '\'' || *p == '\\')
+			quoted[k++] = '\\';
+		quoted[k++] = *p == '$' ? '_' : *p;
+	}
+	quoted[k] = '\0';
+	snprintf(conf, sizeof conf, "%s/nginx.conf", w->dir);
+	snprintf(errlog, sizeof errlog, "%s/nginx-error.log", w->dir);
+	f = fopen(conf, "w");
+	if (!f)
+		return 0;
+	fprintf(f,
+	        "daemon off;\nmaster_process on;\nworker_processes auto;\n%s"
+	        "pid %s/nginx.pid;\nerror_log %s warn;\n"
+	        "events { worker_connections 1024; }\n"
+	        "http {\n  access_log off;\n"
+	        "  client_body_temp_path %s/nginx-body;\n  proxy_temp_path %s/nginx-proxy;\n"
+	        "  fastcgi_temp_path %s/nginx-fastcgi;\n  uwsgi_temp_path %s/nginx-uwsgi;\n"
+	        "  scgi_temp_path %s/nginx-scgi;\n"
+	        "  keepalive_requests 100000000;\n  keepalive_timeout 600s;\n"
+	        "  server {\n    listen 127.0.0.1:%d ssl;\n"
+	        "    ssl_certificate %s;\n    ssl_certificate_key %s;\n"
+	        "    ssl_protocols TLSv1.2 TLSv1.3;\n"
+	        "    location / {\n      default_type application/json;\n"
+	        "      return 200 '%s';\n    }\n  }\n}\n",
+	        geteuid() == 0 ? "user root;\n" : "", w->dir, errlog, w->dir, w->dir, w->dir,
+	        w->dir, w->dir, port, w->cert_file, w->key_file, quoted);
+	fclose(f);
+	pid = fork();
+	if (pid == 0) {
+		execl(o->nginx, o->nginx, "-p", w->dir, "-e", errlog, "-c", conf, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return 0;
+	snprintf(url, url_len, "https://127.0.0.1:%d/validate", port);
+	until = now_s() + 10;
+	while (now_s() < until) {
+		struct http_req rq = {0};
+		struct http_resp rs;
+		int status;
+		rq.url = url;
+		rq.ca_file = w->ca_file;
+		rq.body = "{}";
+		rq.body_len = 2;
+		rq.content_type = "application/json";
+		rq.timeout_ms = 2000;
+		if (http_do(NULL, &rq, &rs) == 0 && rs.code == 200) {
+			http_resp_free(&rs);
+			return pid;
+		}
+		http_resp_free(&rs);
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			char *log = harness_read_file(errlog, NULL);
+			printf("nginx: exited at start (status %d): %s\n", status, log ? log : "");
+			free(log);
+			return 0;
+		}
+		usleep(50 * 1000);
+	}
+	printf("nginx: not answering after 10 s\n");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
+static void stop_nginx(pid_t pid)
+{
+	if (pid <= 0)
+		return;
+	kill(pid, SIGTERM);
+	waitpid(pid, NULL, 0);
+}
+
+/* ---- options ---- */
+
 static int parse(int argc, char **argv, struct opts *o)
 {
-	int i;
+	int i, cpu_set = 0;
 	o->data = GMG_BENCH_DATA;
+	o->nginx = "/usr/sbin/nginx";
+	o->nodes = 5000;
+	o->pods = 150000;
+	o->gpu_pods = 20000;
 	o->clients = 32;
-	o->requests = 20000;
-	o->duration = 20;
-	o->nodes = 8;
-	o->pods_per_node = 40;
+	o->rounds = 3;
+	o->duration = 5;
+	o->api_nodes = 8;
+	o->api_pods_per_node = 40;
+	o->api_duration = 10;
+	o->api_path = 1;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (!strcmp(a, "--no-api-path")) {
+			o->api_path = 0;
+			continue;
+		}
 		if (!v)
 			return -1;
 		if (!strcmp(a, "--binary"))
 			o->binary = v;
 		else if (!strcmp(a, "--data"))
 			o->data = v;
-		else if (!strcmp(a, "--clients"))
-			o->clients = atoi(v);
-		else if (!strcmp(a, "--requests"))
-			o->requests = atol(v);
-		else if (!strcmp(a, "--duration"))
-			o->duration = atof(v);
+		else if (!strcmp(a, "--nginx"))
+			o->nginx = v;
 		else if (!strcmp(a, "--nodes"))
 			o->nodes = atoi(v);
-		else if (!strcmp(a, "--pods-per-node"))
-			o->pods_per_node = atoi(v);
+		else if (!strcmp(a, "--cpu-nodes"))
+			o->cpu_nodes = atoi(v), cpu_set = 1;
+		else if (!strcmp(a, "--pods"))
+			o->pods = atol(v);
+		else if (!strcmp(a, "--gpu-pods"))
+			o->gpu_pods = atol(v);
+		else if (!strcmp(a, "--clients"))
+			o->clients = atoi(v);
+		else if (!strcmp(a, "--rounds"))
+			o->rounds = atoi(v);
+		else if (!strcmp(a, "--duration"))
+			o->duration = atof(v);
+		else if (!strcmp(a, "--api-nodes"))
+			o->api_nodes = atoi(v);
+		else if (!strcmp(a, "--api-pods-per-node"))
+			o->api_pods_per_node = atoi(v);
+		else if (!strcmp(a, "--api-duration"))
+			o->api_duration = atof(v);
+		else if (!strcmp(a, "--api-delay-ms"))
+			o->api_delay_ms = (unsigned)atoi(v);
 		else if (!strcmp(a, "--threads"))
 			o->threads = v;
 		else if (!strcmp(a, "--workers"))
 			o->workers = v;
-		else if (!strcmp(a, "--api-delay-ms"))
-			o->api_delay_ms = (unsigned)atoi(v);
 		else
 			return -1;
 		i++;
 	}
-	if (!o->binary || o->clients < 1 || o->clients > MAX_CLIENTS || o->requests < 1 ||
-	    o->duration <= 0 || o->nodes < 1 || o->pods_per_node < 0)
+	if (!cpu_set)
+		o->cpu_nodes = o->nodes / 10;
+	if (!o->binary || o->clients < 1 || o->clients > MAX_CLIENTS || o->duration <= 0 ||
+	    o->rounds < 1 || o->rounds > 16 || o->nodes < 1 || o->cpu_nodes < 0 ||
+	    o->cpu_nodes >= o->nodes || o->gpu_pods < 0 || o->pods < o->gpu_pods ||
+	    o->api_nodes < 1 || o->api_pods_per_node < 0 || o->api_duration <= 0)
 		return -1;
 	return 0;
 }
 
-static void report(struct shared *s, double wall, const char *m0, const char *m1)
+static int gmg_args(const struct opts *o, const char **extra)
 {
-	long n = atomic_load(&s->next), i, k = 0;
-	double *sorted;
-	char cpu[256];
-	time_t t = time(NULL);
-	char date[64];
-	struct utsname u;
-	double cnt, sum, api_cnt, api_sum, self_cnt, self_sum;
-	if (n > s->o->requests)
-		n = s->o->requests;
-	sorted = malloc(sizeof(double) * (size_t)(n ? n : 1));
-	for (i = 0; i < n; i++)
-		if (s->lat[i] >= 0)
-			sorted[k++] = s->lat[i];
-	qsort(sorted, (size_t)k, sizeof *sorted, cmp_double);
-	cpu_model(cpu, sizeof cpu);
-	strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
-	uname(&u);
-	printf("machine: %ld CPUs (nproc), %s, %s %s, %s, load average %s\n",
-	       sysconf(_SC_NPROCESSORS_ONLN), cpu, u.sysname, u.release, date, loadavg());
-	printf("load: %d clients (keep-alive TLS, one connection each), %d nodes x %d pods, "
-	       "reviews: half pod CREATE with nodeName, half pods/binding, API delay %u ms, "
-	       "threads %s, workers %s\n",
-	       s->o->clients, s->o->nodes, s->o->pods_per_node, s->o->api_delay_ms,
-	       s->o->threads ? s->o->threads : "default",
-	       s->o->workers ? s->o->workers : "default");
-	printf("reviews: %ld answered (%ld allowed), %ld failed, in %.2f s\n", atomic_load(&s->ok),
-	       atomic_load(&s->allowed), atomic_load(&s->failed), wall);
-	printf("throughput: %.0f reviews/s\n", (double)atomic_load(&s->ok) / wall);
-	printf("client latency: p50 %.2f ms, p99 %.2f ms, p999 %.2f ms, max %.2f ms\n",
-	       pct(sorted, k, 0.50) * 1e3, pct(sorted, k, 0.99) * 1e3, pct(sorted, k, 0.999) * 1e3,
-	       k ? sorted[k - 1] * 1e3 : NAN);
-	cnt = delta(m0, m1, "gpu_memory_guard_review_duration_seconds_count");
-	sum = delta(m0, m1, "gpu_memory_guard_review_duration_seconds_sum");
-	api_cnt = delta(m0, m1, "gpu_memory_guard_api_request_duration_seconds_count");
-	api_sum = delta(m0, m1, "gpu_memory_guard_api_request_duration_seconds_sum");
-	if (cnt > 0)
-		printf("server time (review_duration_seconds, arrival to answer): mean %.2f ms, "
-		       "p50 ~%.2f ms, "
-		       "p99 ~%.2f ms (histogram-interpolated) over %.0f reviews\n",
-		       sum / cnt * 1e3,
-		       hist_quantile(m0, m1, "gpu_memory_guard_review_duration_seconds", 0.5) * 1e3,
-		       hist_quantile(m0, m1, "gpu_memory_guard_review_duration_seconds", 0.99) *
-		           1e3,
-		       cnt);
-	self_cnt = delta(m0, m1, "gpu_memory_guard_review_self_duration_seconds_count");
-	self_sum = delta(m0, m1, "gpu_memory_guard_review_self_duration_seconds_sum");
-	if (self_cnt > 0)
-		printf(
-		    "server own time (review_self_duration_seconds: without waiting for a worker, "
-		    "API calls or node locks): mean %.3f ms, p50 ~%.3f ms, p99 ~%.3f ms "
-		    "(histogram-interpolated) over %.0f reviews\n",
-		    self_sum / self_cnt * 1e3,
-		    hist_quantile(m0, m1, "gpu_memory_guard_review_self_duration_seconds", 0.5) *
-		        1e3,
-		    hist_quantile(m0, m1, "gpu_memory_guard_review_self_duration_seconds", 0.99) *
-		        1e3,
-		    self_cnt);
-	if (api_cnt > 0)
-		printf("API server calls (test double): %.0f, %.2f per review, mean %.2f ms\n",
-		       api_cnt, cnt > 0 ? api_cnt / cnt : NAN, api_sum / api_cnt * 1e3);
-	free(sorted);
+	int ne = 0;
+	extra[ne++] = "--log-level";
+	extra[ne++] = "warn"; /* one decision line per review would measure the terminal */
+	if (o->threads) {
+		extra[ne++] = "--threads";
+		extra[ne++] = o->threads;
+	}
+	if (o->workers) {
+		extra[ne++] = "--workers";
+		extra[ne++] = o->workers;
+	}
+	extra[ne] = NULL;
+	return ne;
+}
+
+static unsigned long double_reads(struct apiserver_double *d)
+{
+	return apiserver_double_count(d, APISERVER_DOUBLE_GET_NODE) +
+	       apiserver_double_count(d, APISERVER_DOUBLE_GET_POD) +
+	       apiserver_double_count(d, APISERVER_DOUBLE_LIST_PODS) +
+	       apiserver_double_count(d, APISERVER_DOUBLE_LIST_NODES);
+}
+
+/* One webhook phase: scrape, reset the double's counters, run, scrape. */
+static void webhook_phase(struct world *w, const struct target *t, int clients, double duration,
+                          struct result *r)
+{
+	char *m0 = NULL, *m1 = NULL;
+	world_health_get(w, "/metrics", &m0);
+	apiserver_double_reset_counts(w->api);
+	run_phase(t, clients, duration, w->pid, r);
+	r->double_reads += double_reads(w->api);
+	world_health_get(w, "/metrics", &m1);
+	add_metrics(r, m0 ? m0 : "", m1 ? m1 : "");
+	free(m0);
+	free(m1);
+}
+
+static int stop_binary(struct world *w)
+{
+	int status = world_stop_gmg(w, SIGTERM, 30000);
+	if (status >= 0 && WIFEXITED(status))
+		printf("binary: exit status %d after SIGTERM\n", WEXITSTATUS(status));
+	else
+		printf("binary: did not exit cleanly after SIGTERM (wait status %d)\n", status);
+	if (!(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+		world_dump_log(w);
+		return -1;
+	}
+	return 0;
+}
+
+static const char *verdict(int met)
+{
+	return met ? "met" : "NOT MET";
 }
 
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
-	struct world w;
-	struct shared s;
-	pthread_t th[MAX_CLIENTS];
-	char *m0 = NULL, *m1 = NULL, *hargv[3];
+	struct world w, sw;
+	struct target place = {0}, upd = {0}, ngx = {0}, small = {0};
+	struct result rp = {.name = "placements (cache)"},
+	              ru = {.name = "pod UPDATE (no API call)"}, rn = {.name = "nginx static 200"},
+	              ra = {.name = "placements (API path)"};
+	char *hargv[3], *ready = NULL, *nginx_body = NULL, nginx_url[128] = "", cpu[256], date[64];
+	char load0[64], load1[64], ngx_rate[32] = "-";
 	const char *extra[12];
-	int i, rc = 1, ne = 0, status;
-	double t0, wall;
+	pid_t nginx = 0;
+	int rc = 1, world_up = 0, small_up = 0;
+	long hwm_sync = -1, rss_sync = -1, hwm_load = -1, rss_load = -1, cached_pods = 0,
+	     cached_nodes = 0;
+	double t0, build_s, sync_s = NAN;
+	struct utsname u;
+	time_t now = time(NULL);
 
 	if (parse(argc, argv, &o)) {
 		fprintf(stderr,
-		        "usage: gmg-bench --binary PATH [--clients N] [--requests N] "
-		        "[--duration SECONDS] [--nodes N] [--pods-per-node N] [--threads N] "
-		        "[--workers N] [--api-delay-ms N] [--data DIR]\n");
+		        "usage: gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] "
+		        "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] "
+		        "[--nginx PATH|none] [--api-nodes N] [--api-pods-per-node N] "
+		        "[--api-duration S] [--api-delay-ms N] [--no-api-path] [--threads N] "
+		        "[--workers N] [--data DIR]\n");
 		return 2;
 	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	loadavg(load0, sizeof load0);
+	cpu_model(cpu, sizeof cpu);
+	strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&now));
+	uname(&u);
+	printf("machine: %ld CPUs (nproc), %s, %s %s, %s\n", sysconf(_SC_NPROCESSORS_ONLN), cpu,
+	       u.sysname, u.release, date);
+	printf("load average at start: %s\n", load0);
 	hargv[0] = argv[0];
 	hargv[1] = (char *)o.binary;
 	hargv[2] = (char *)o.data;
 	if (!getenv("GMG_TEST_DATA"))
 		setenv("GMG_TEST_DATA", o.data, 1);
 	harness_init(3, hargv);
-	memset(&s, 0, sizeof s);
-	s.w = &w;
-	s.o = &o;
-	if (world_init(&w, 0) || setup_state(&w, &o) || prepare(&s)) {
+	gmg_args(&o, extra);
+
+	/* 1. The big world. */
+	t0 = now_s();
+	if (world_init(&w, 0)) {
 		fprintf(stderr, "gmg-bench: set-up failed\n");
+		return 1;
+	}
+	world_up = 1;
+	if (build_world(&w, &o)) {
+		fprintf(stderr, "gmg-bench: building the world failed\n");
 		goto out;
 	}
-	extra[ne++] = "--log-level";
-	extra[ne++] = "warn"; /* one decision line per review would measure the terminal */
-	if (o.threads) {
-		extra[ne++] = "--threads";
-		extra[ne++] = o.threads;
-	}
-	if (o.workers) {
-		extra[ne++] = "--workers";
-		extra[ne++] = o.workers;
-	}
-	extra[ne] = NULL;
+	build_s = now_s() - t0;
+	printf("world: %d nodes (%d GPU nodes, 8 x 81559 MiB, GFD labels; %d CPU nodes), %ld "
+	       "pods (%ld GPU pods declaring GPU_MEMORY_LIMIT, %ld of them unscheduled; %ld plain "
+	       "pods), plus the fixtures; loaded into the test double in %.1f s\n",
+	       o.nodes, gpu_nodes(&o), o.cpu_nodes, o.pods, o.gpu_pods, pending_pods(&o),
+	       o.pods - o.gpu_pods, build_s);
+
+	/* 2. The binary with the watch cache: sync time and RSS. */
+	w.cache_mode = "watch";
+	t0 = now_s();
 	if (world_start_gmg(&w, extra, 30000))
 		goto out;
-	s.lat = calloc((size_t)o.requests, sizeof *s.lat);
-	if (!s.lat)
+	for (;;) {
+		long code;
+		free(ready);
+		ready = NULL;
+		code = world_health_get(&w, "/readyz", &ready);
+		if (code == 200 && ready && strstr(ready, "cache: synced (") &&
+		    sscanf(strstr(ready, "cache: synced (") + 15, "%ld pods, %ld nodes",
+		           &cached_pods, &cached_nodes) == 2 &&
+		    cached_pods >= o.pods && cached_nodes >= o.nodes) {
+			sync_s = now_s() - t0;
+			break;
+		}
+		if (now_s() - t0 > 300) {
+			printf("sync: not synced after 300 s; /readyz: %s\n", ready ? ready : "");
+			goto out;
+		}
+		usleep(20 * 1000);
+	}
+	rss_kib(w.pid, &hwm_sync, &rss_sync);
+	printf("sync: --cache watch, fork to /readyz \"cache: synced (%ld pods, %ld nodes)\" in "
+	       "%.2f s (polled every 20 ms); RSS %.1f MiB, peak (VmHWM) %.1f MiB\n",
+	       cached_pods, cached_nodes, sync_s, rss_sync / 1024.0, hwm_sync / 1024.0);
+
+	/* 3. Placements, UPDATEs and nginx, interleaved. */
+	if (prepare_placements(&place, &w, &o) || prepare_updates(&upd, &w)) {
+		fprintf(stderr, "gmg-bench: preparing reviews failed\n");
 		goto out;
-	/* Models a real API server's latency (the double answers in well under 1 ms). */
-	apiserver_double_set_delay_ms(w.api, o.api_delay_ms);
-	world_health_get(&w, "/metrics", &m0);
-	t0 = now_s();
-	s.deadline = t0 + o.duration;
-	for (i = 0; i < o.clients; i++)
-		pthread_create(&th[i], NULL, client, &s);
-	for (i = 0; i < o.clients; i++)
-		pthread_join(th[i], NULL);
-	wall = now_s() - t0;
-	world_health_get(&w, "/metrics", &m1);
-	report(&s, wall, m0 ? m0 : "", m1 ? m1 : "");
-	rc = atomic_load(&s.failed) ? 1 : 0;
-	/* A graceful stop after the load: a sanitizer build reports leaks and races here. */
-	status = world_stop_gmg(&w, SIGTERM, 30000);
-	if (status >= 0 && WIFEXITED(status))
-		printf("binary: exit status %d after SIGTERM\n", WEXITSTATUS(status));
-	else
-		printf("binary: did not exit cleanly after SIGTERM (wait status %d)\n", status);
-	if (!(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-		world_dump_log(&w);
-		rc = 1;
 	}
-out:
-	free(m0);
-	free(m1);
-	free(s.lat);
-	for (i = 0; s.bodies && i < s.n_bodies; i++) {
-		free(s.bodies[i]);
-		free(s.uids[i]);
+	{
+		struct http_resp rs;
+		struct review_answer a;
+		if (world_review(&w, place.bodies[0], &rs, &a) == 0)
+			nginx_body = strdup(rs.body);
+		http_resp_free(&rs);
 	}
-	free(s.bodies);
-	free(s.uids);
+	if (nginx_body && (nginx = start_nginx(&o, &w, nginx_body, nginx_url, sizeof nginx_url))) {
+		ngx.url = nginx_url;
+		ngx.ca_file = w.ca_file;
+		ngx.bodies = place.bodies; /* the same requests; the answer is fixed */
+		ngx.n = place.n;
+		printf("nginx: %s, %d workers, answering %zu bytes (a copy of the webhook's "
+		       "answer) to every POST\n",
+		       nginx_url, (int)sysconf(_SC_NPROCESSORS_ONLN), strlen(nginx_body));
+	}
+	printf("load: %d keep-alive TLS clients, %d rounds x %.0f s per phase; placements: %d "
+	       "distinct reviews (half pod CREATE with nodeName 1Gi, half pods/binding of "
+	       "unscheduled 2Gi pods) over the GPU nodes\n",
+	       o.clients, o.rounds, o.duration, PLACEMENTS);
+	for (int r = 0; r < o.rounds; r++) {
+		webhook_phase(&w, &place, o.clients, o.duration, &rp);
+		webhook_phase(&w, &upd, o.clients, o.duration, &ru);
+		if (nginx)
+			run_phase(&ngx, o.clients, o.duration, nginx, &rn);
+	}
+	rss_kib(w.pid, &hwm_load, &rss_load);
+	{
+		char *m = NULL;
+		world_health_get(&w, "/metrics", &m);
+		printf("after the load: in-flight reservations in the ledger: %.0f "
+		       "(gpu_memory_guard_ledger_reservations)\n",
+		       m ? metric(m, "gpu_memory_guard_ledger_reservations", NULL) : NAN);
+		free(m);
+	}
+	free(ready);
+	ready = NULL;
+	world_health_get(&w, "/readyz", &ready);
+	for (char *c = ready; c && *c; c++)
+		if (*c == '\n')
+			*c = c[1] ? ';' : '\0';
+	printf("after the load: RSS %.1f MiB, peak (VmHWM) %.1f MiB; /readyz: %s\n",
+	       rss_load / 1024.0, hwm_load / 1024.0, ready ? ready : "");
+	if (stop_binary(&w))
+		goto out;
+	stop_nginx(nginx);
+	nginx = 0;
 	world_free(&w);
+	world_up = 0;
+
+	/* The API path on the small world, as before the cache. */
+	if (o.api_path) {
+		small_up = 1; /* world_init clears sw first: world_free is safe after it */
+		if (world_init(&sw, 0) || setup_small(&sw, &o) || prepare_small(&small, &sw, &o)) {
+			fprintf(stderr, "gmg-bench: small world set-up failed\n");
+			goto out;
+		}
+		sw.cache_mode = "off";
+		if (world_start_gmg(&sw, extra, 30000))
+			goto out;
+		apiserver_double_set_delay_ms(sw.api, o.api_delay_ms);
+		printf("API path: --cache off, %d GPU nodes x %d declared pods, API delay %u ms, "
+		       "%.0f s\n",
+		       o.api_nodes, o.api_pods_per_node, o.api_delay_ms, o.api_duration);
+		webhook_phase(&sw, &small, o.clients, o.api_duration, &ra);
+		if (stop_binary(&sw))
+			goto out;
+	}
+
+	/* 4, 5. Report. */
+	loadavg(load1, sizeof load1);
+	printf("\nresults (same client, same run):\n");
+	print_result(&rp);
+	print_result(&ru);
+	if (nginx_url[0])
+		print_result(&rn);
+	if (o.api_path)
+		print_result(&ra);
+	printf("\n| | placements (cache) | pod UPDATE | nginx static 200 | placements (API "
+	       "path, small world) |\n|---|---|---|---|---|\n");
+	if (nginx_url[0])
+		snprintf(ngx_rate, sizeof ngx_rate, "%.0f", rate(&rn));
+	/* Columns not measured (no nginx, --no-api-path) print nan. */
+	printf("| reviews/s | %.0f | %.0f | %s | %.0f |\n", rate(&rp), rate(&ru), ngx_rate,
+	       rate(&ra));
+	printf("| client p50 / p99 ms | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n",
+	       pct(rp.lat, rp.n, 0.5) * 1e3, pct(rp.lat, rp.n, 0.99) * 1e3,
+	       pct(ru.lat, ru.n, 0.5) * 1e3, pct(ru.lat, ru.n, 0.99) * 1e3,
+	       pct(rn.lat, rn.n, 0.5) * 1e3, pct(rn.lat, rn.n, 0.99) * 1e3,
+	       pct(ra.lat, ra.n, 0.5) * 1e3, pct(ra.lat, ra.n, 0.99) * 1e3);
+	printf("| own time p50 / p99 ms | %.3f / %.3f | %.3f / %.3f | - | %.3f / %.3f |\n",
+	       self_quantile(&rp, 0.5) * 1e3, self_quantile(&rp, 0.99) * 1e3,
+	       self_quantile(&ru, 0.5) * 1e3, self_quantile(&ru, 0.99) * 1e3,
+	       self_quantile(&ra, 0.5) * 1e3, self_quantile(&ra, 0.99) * 1e3);
+	printf("| server CPU per request us | %.1f | %.1f | %.1f | %.1f |\n",
+	       rp.ok ? rp.srv_cpu / (double)rp.ok * 1e6 : NAN,
+	       ru.ok ? ru.srv_cpu / (double)ru.ok * 1e6 : NAN,
+	       rn.ok ? rn.srv_cpu / (double)rn.ok * 1e6 : NAN,
+	       ra.ok ? ra.srv_cpu / (double)ra.ok * 1e6 : NAN);
+	printf("| API calls per review | %.2f | %.2f | - | %.2f |\n",
+	       rp.self_cnt > 0 ? rp.api_get_list / rp.self_cnt : NAN,
+	       ru.self_cnt > 0 ? ru.api_get_list / ru.self_cnt : NAN,
+	       ra.self_cnt > 0 ? ra.api_get_list / ra.self_cnt : NAN);
+	{
+		int full = o.pods >= 150000 && o.nodes >= 5000;
+		double place_rate = rate(&rp);
+		const char *scale = full ? "" : " (world smaller than the target's)";
+		printf("\ntargets:\n");
+		if (nginx_url[0])
+			printf("  placement throughput >= 0.5x nginx: %.0f / %.0f = %.2fx: %s\n",
+			       place_rate, rate(&rn), place_rate / rate(&rn),
+			       verdict(place_rate >= 0.5 * rate(&rn)));
+		else
+			printf("  placement throughput >= 0.5x nginx: not measured (no nginx)\n");
+		printf("  placement throughput >= 0.8x the UPDATE path: %.0f / %.0f = %.2fx: %s\n",
+		       place_rate, rate(&ru), place_rate / rate(&ru),
+		       verdict(place_rate >= 0.8 * rate(&ru)));
+		printf("  0 API calls per placement: %.0f get+list calls (webhook metrics), %lu "
+		       "reads at the double, over %ld placements: %s\n",
+		       rp.api_get_list, rp.double_reads, rp.ok,
+		       verdict(rp.api_get_list == 0 && rp.double_reads == 0));
+		printf("  own time p99 <= 1 ms: p99 ~%.3f ms, %.2f%% within 1 ms: %s\n",
+		       self_quantile(&rp, 0.99) * 1e3, self_within(&rp, 0.001) * 100,
+		       verdict(self_within(&rp, 0.001) >= 0.99));
+		printf("  peak RSS <= 64 MiB with %ld pods cached: %.1f MiB after sync, %.1f MiB "
+		       "after the load: %s%s\n",
+		       cached_pods, hwm_sync / 1024.0, hwm_load / 1024.0,
+		       verdict(hwm_load > 0 && hwm_load <= 64 * 1024), scale);
+		printf("  initial sync of %ld pods <= 20 s: %.2f s: %s%s\n", cached_pods, sync_s,
+		       verdict(sync_s <= 20), scale);
+	}
+	printf("\nload average at start: %s; at end: %s (%ld CPUs)\n", load0, load1,
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	rc = rp.failed || ru.failed || rn.failed || ra.failed ? 1 : 0;
+out:
+	stop_nginx(nginx);
+	free(ready);
+	free(nginx_body);
+	free(rp.lat);
+	free(ru.lat);
+	free(rn.lat);
+	free(ra.lat);
+	free_target(&place);
+	free_target(&upd);
+	free_target(&small);
+	if (world_up)
+		world_free(&w);
+	if (small_up)
+		world_free(&sw);
 	return rc;
 }

@@ -338,6 +338,7 @@ int http_do(CURL_HANDLE *handle, const struct http_req *req, struct http_resp *r
 		curl_easy_getinfo(c, CURLINFO_SIZE_UPLOAD_T, &up_bytes);
 		resp->uploaded = (double)up_bytes;
 	}
+	curl_easy_getinfo(c, CURLINFO_NUM_CONNECTS, &resp->connects);
 	if (rc != CURLE_OK)
 		snprintf(resp->error, sizeof resp->error, "%s", curl_easy_strerror(rc));
 	resp->body = s.buf ? s.buf : strdup("");

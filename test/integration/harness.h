@@ -115,6 +115,7 @@ struct http_resp {
 	size_t len;
 	double seconds;  /* total time */
 	double uploaded; /* request body bytes sent */
+	long connects;   /* new connections this request opened (0 on a reused keep-alive one) */
 	char error[256];
 };
 
