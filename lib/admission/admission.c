@@ -9,6 +9,7 @@
 #include "admission.h"
 
 #include "errbuf.h"
+#include "jsonpath.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -18,14 +19,6 @@
 
 #define WARNINGS_TOTAL_MAX 4096 /* bytes; the API server drops warnings past this */
 
-/* Case-sensitive child lookup that tolerates a NULL or non-object parent. */
-static const cJSON *child(const cJSON *obj, const char *key)
-{
-	if (obj == NULL || !cJSON_IsObject(obj))
-		return NULL;
-	return cJSON_GetObjectItemCaseSensitive(obj, key);
-}
-
 /*
  * Copy the optional string obj[key] into dst (dst[0] = '\0' when absent or null). A non-string
  * or a string longer than dstsize - 1 is an error naming `what`.
@@ -33,7 +26,7 @@ static const cJSON *child(const cJSON *obj, const char *key)
 static int copy_opt_string(const cJSON *obj, const char *key, const char *what, char *dst,
                            size_t dstsize, char *err, size_t errlen)
 {
-	const cJSON *it = child(obj, key);
+	const cJSON *it = json_at(obj, key, NULL);
 	size_t n;
 
 	dst[0] = '\0';
@@ -55,20 +48,18 @@ static int copy_opt_string(const cJSON *obj, const char *key, const char *what, 
 /* The string value of obj[key], or "" when absent or not a string (classification only). */
 static const char *str_or_empty(const cJSON *obj, const char *key)
 {
-	const cJSON *it = child(obj, key);
+	const char *s = json_str(obj, key, NULL);
 
-	if (it != NULL && cJSON_IsString(it) && it->valuestring != NULL)
-		return it->valuestring;
-	return "";
+	return s != NULL ? s : "";
 }
 
 /* obj[key] when present; otherwise obj[fallback] (resource -> requestResource etc.). */
 static const cJSON *child_or(const cJSON *obj, const char *key, const char *fallback)
 {
-	const cJSON *it = child(obj, key);
+	const cJSON *it = json_at(obj, key, NULL);
 
 	if (it == NULL || cJSON_IsNull(it))
-		it = child(obj, fallback);
+		it = json_at(obj, fallback, NULL);
 	return it;
 }
 
@@ -96,9 +87,10 @@ static enum admission_target classify(const cJSON *request)
 	const cJSON *kind = child_or(request, "kind", "requestKind");
 	const cJSON *sub_it = child_or(request, "subResource", "requestSubResource");
 	const char *sub = cJSON_IsString(sub_it) && sub_it->valuestring ? sub_it->valuestring : "";
-	int res_core = child(res, "group") == NULL || strcmp(str_or_empty(res, "group"), "") == 0;
+	int res_core =
+	    json_at(res, "group", NULL) == NULL || strcmp(str_or_empty(res, "group"), "") == 0;
 	int kind_core =
-	    child(kind, "group") == NULL || strcmp(str_or_empty(kind, "group"), "") == 0;
+	    json_at(kind, "group", NULL) == NULL || strcmp(str_or_empty(kind, "group"), "") == 0;
 	const char *res_name = str_or_empty(res, "resource");
 	const char *kind_name = str_or_empty(kind, "kind");
 
@@ -122,7 +114,7 @@ static enum admission_target classify(const cJSON *request)
 static int decode_identity(const cJSON *request, struct admission_request *req, char *err,
                            size_t errlen)
 {
-	const cJSON *meta = child(req->object, "metadata");
+	const cJSON *meta = json_at(req->object, "metadata", NULL);
 	int rc;
 
 	if ((rc = copy_opt_string(request, "namespace", "request.namespace", req->namespace_,
@@ -150,7 +142,7 @@ static int decode_identity(const cJSON *request, struct admission_request *req, 
 
 static int decode_binding(struct admission_request *req, char *err, size_t errlen)
 {
-	const cJSON *target = child(req->object, "target");
+	const cJSON *target = json_at(req->object, "target", NULL);
 	char kind[ADMISSION_NAME_MAX + 1];
 	int rc;
 
@@ -182,7 +174,7 @@ static int decode_request(const cJSON *request, struct admission_request *req, c
 		return rc;
 	req->operation = parse_operation(op);
 
-	it = child(request, "dryRun");
+	it = json_at(request, "dryRun", NULL);
 	if (it != NULL && !cJSON_IsNull(it) && !cJSON_IsBool(it)) {
 		errbuf_set(err, errlen, "request.dryRun is not a boolean");
 		return ADMISSION_ESHAPE;
@@ -190,11 +182,11 @@ static int decode_request(const cJSON *request, struct admission_request *req, c
 	req->dry_run = it != NULL && cJSON_IsTrue(it);
 
 	/* The user name is for logs only: cut rather than refuse a long one. */
-	it = child(child(request, "userInfo"), "username");
+	it = json_at(request, "userInfo", "username", NULL);
 	if (it != NULL && cJSON_IsString(it) && it->valuestring != NULL)
 		snprintf(req->username, sizeof(req->username), "%s", it->valuestring);
 
-	it = child(request, "object");
+	it = json_at(request, "object", NULL);
 	if (it != NULL && !cJSON_IsNull(it) && !cJSON_IsObject(it)) {
 		errbuf_set(err, errlen, "request.object is not an object");
 		return ADMISSION_ESHAPE;
@@ -221,12 +213,12 @@ static int decode_envelope(const cJSON *root, const cJSON **request_out,
 		errbuf_set(err, errlen, "body is not a JSON object");
 		return ADMISSION_ESHAPE;
 	}
-	request = child(root, "request");
+	request = json_at(root, "request", NULL);
 	if (request == NULL || !cJSON_IsObject(request)) {
 		errbuf_set(err, errlen, "no request object: not an AdmissionReview");
 		return ADMISSION_ESHAPE;
 	}
-	uid = child(request, "uid");
+	uid = json_at(request, "uid", NULL);
 	if (uid == NULL || !cJSON_IsString(uid) || uid->valuestring == NULL ||
 	    uid->valuestring[0] == '\0') {
 		errbuf_set(err, errlen, "request.uid missing or not a string");

@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "capacity.h"
 #include "demand.h"
+#include "jsonpath.h"
 #include "kube.h"
 #include "ledger.h"
 #include "log.h"
@@ -175,20 +176,9 @@ static int over_budget(const struct webhook *w, struct outcome *o, const char *p
 	return 1;
 }
 
-static const char *str_at(const cJSON *obj, const char *a, const char *b, const char *c)
-{
-	const cJSON *it = obj;
-	const char *path[3] = {a, b, c};
-	for (int i = 0; i < 3 && path[i] != NULL && it != NULL; i++)
-		it = cJSON_GetObjectItemCaseSensitive(it, path[i]);
-	return cJSON_IsString(it) ? it->valuestring : NULL;
-}
-
 static int is_mirror_pod(const cJSON *pod)
 {
-	const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(pod, "metadata"), "annotations");
-	return cJSON_GetObjectItemCaseSensitive(ann, WEBHOOK_MIRROR_ANNOTATION) != NULL;
+	return json_at(pod, "metadata", "annotations", WEBHOOK_MIRROR_ANNOTATION, NULL) != NULL;
 }
 
 static int is_exempt(const struct webhook *w, const char *ns)
@@ -233,8 +223,8 @@ static void visible_free(struct visible *v)
 /* "ns/name" of a listed pod into buf; 0, or -1 if it has no name. */
 static int pod_key(const cJSON *pod, char *buf, size_t cap)
 {
-	const char *ns = str_at(pod, "metadata", "namespace", NULL);
-	const char *name = str_at(pod, "metadata", "name", NULL);
+	const char *ns = json_str(pod, "metadata", "namespace", NULL);
+	const char *name = json_str(pod, "metadata", "name", NULL);
 	if (name == NULL)
 		return -1;
 	int n = snprintf(buf, cap, "%s/%s", ns ? ns : "", name);
@@ -243,7 +233,7 @@ static int pod_key(const cJSON *pod, char *buf, size_t cap)
 
 static int is_finished(const cJSON *pod)
 {
-	const char *phase = str_at(pod, "status", "phase", NULL);
+	const char *phase = json_str(pod, "status", "phase", NULL);
 	return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
 }
 
@@ -428,14 +418,14 @@ static void collect_stale(void *ctx, const char *key, const char *uid, uint64_t 
  * it (unbound: its binding has not landed, or failed and will be retried). */
 static const char *pod_gone(const cJSON *pod, const char *node)
 {
-	const char *bound = str_at(pod, "spec", "nodeName", NULL);
+	const char *bound = json_str(pod, "spec", "nodeName", NULL);
 	int unbound = bound == NULL || bound[0] == '\0';
 
 	if (!unbound && strcmp(bound, node) != 0)
 		return "bound to another node";
 	if (is_finished(pod))
 		return "finished";
-	if (unbound && str_at(pod, "metadata", "deletionTimestamp", NULL) != NULL)
+	if (unbound && json_str(pod, "metadata", "deletionTimestamp", NULL) != NULL)
 		return "deleted before binding";
 	return NULL;
 }
@@ -765,7 +755,7 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
                           const char *pod_name, int may_block, struct outcome *o)
 {
 	struct cache_pod cp;
-	const char *uid = str_at(req->object, "metadata", "uid", NULL);
+	const char *uid = json_str(req->object, "metadata", "uid", NULL);
 
 	if (!cache_usable(w) || cache_get_pod(w->cache, req->namespace_, req->name, &cp) != 0)
 		return 0;
@@ -798,9 +788,9 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
  * Anything else (a PodList, another object) would be read as a pod without GPUs: fail open. */
 static int is_pod_named(const cJSON *pod, const char *ns, const char *name)
 {
-	const char *kind = str_at(pod, "kind", NULL, NULL);
-	const char *got = str_at(pod, "metadata", "name", NULL);
-	const char *got_ns = str_at(pod, "metadata", "namespace", NULL);
+	const char *kind = json_str(pod, "kind", NULL);
+	const char *got = json_str(pod, "metadata", "name", NULL);
+	const char *got_ns = json_str(pod, "metadata", "namespace", NULL);
 	if (!cJSON_IsObject(pod) || (kind != NULL && strcmp(kind, "Pod") != 0))
 		return 0;
 	return got != NULL && strcmp(got, name) == 0 && (got_ns == NULL || strcmp(got_ns, ns) == 0);
@@ -829,9 +819,9 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	}
 	if (!placement_precheck(w, pod, pod_name, req->binding_node, &d, o) &&
 	    !place_cached(w, req, pod_name, req->binding_node, &d,
-	                  str_at(pod, "metadata", "uid", NULL), 1, o))
+	                  json_str(pod, "metadata", "uid", NULL), 1, o))
 		check_placement(w, req, pod_name, req->binding_node, &d,
-		                str_at(pod, "metadata", "uid", NULL), o);
+		                json_str(pod, "metadata", "uid", NULL), o);
 out:
 	cJSON_Delete(pod);
 }
@@ -878,7 +868,7 @@ static int classify(struct webhook_review_ctx *x)
 		allow(o, "NoObject", 0);
 		return 1;
 	}
-	const char *node = str_at(req->object, "spec", "nodeName", NULL);
+	const char *node = json_str(req->object, "spec", "nodeName", NULL);
 	if (node == NULL || node[0] == '\0') {
 		if (is_mirror_pod(req->object))
 			allow(o, "MirrorPod", 0);
@@ -887,7 +877,7 @@ static int classify(struct webhook_review_ctx *x)
 		return 1;
 	}
 	x->node = node;
-	x->uid = str_at(req->object, "metadata", "uid", NULL);
+	x->uid = json_str(req->object, "metadata", "uid", NULL);
 	if (placement_precheck(w, req->object, x->pod_name, node, &x->d, o))
 		return 1;
 	/* With a fresh watch cache the placement is decided here, on the server's thread. */

@@ -378,7 +378,7 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 		return CACHE_ENOMEM;
 	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
 	p->finished = is_finished(obj);
-	p->mirror = cJSON_GetObjectItemCaseSensitive(ann, MIRROR_ANNOT) != NULL;
+	p->mirror = json_at(ann, MIRROR_ANNOT, NULL) != NULL;
 	return 0;
 }
 

@@ -5,6 +5,7 @@
 #include "capacity.h"
 
 #include "errbuf.h"
+#include "jsonpath.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -75,14 +76,6 @@ int capacity_parse_ratio(const char *s, double *out)
 	return 0;
 }
 
-/* A string value of an object, or NULL when absent or not a string. */
-static const char *str_item(const cJSON *obj, const char *key)
-{
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(obj, key);
-
-	return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 /* A positive decimal integer ("1", "81559"), at most 18 digits. 0 or -1. */
 static int parse_positive(const char *s, uint64_t *out)
 {
@@ -124,9 +117,9 @@ struct node_view {
 static int memory_per_gpu(const struct node_view *nv, struct capacity *out, char *err,
                           size_t errlen)
 {
-	const char *ann = str_item(nv->annotations, CAPACITY_ANN_GPU_MEMORY);
-	const char *label = str_item(nv->labels, CAPACITY_LABEL_MEMORY);
-	const char *product = str_item(nv->labels, CAPACITY_LABEL_PRODUCT);
+	const char *ann = json_str(nv->annotations, CAPACITY_ANN_GPU_MEMORY, NULL);
+	const char *label = json_str(nv->labels, CAPACITY_LABEL_MEMORY, NULL);
+	const char *product = json_str(nv->labels, CAPACITY_LABEL_PRODUCT, NULL);
 	char qerr[128] = "";
 	uint64_t v = 0;
 
@@ -183,9 +176,9 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
                      struct capacity *out, char *err, size_t errlen)
 {
 	static const char *const fallback[] = {DEFAULT_GPU_RS};
-	const char *ann = str_item(nv->annotations, CAPACITY_ANN_GPU_COUNT);
-	const char *label = str_item(nv->labels, CAPACITY_LABEL_COUNT);
-	const char *replicas_s = str_item(nv->labels, CAPACITY_LABEL_REPLICAS);
+	const char *ann = json_str(nv->annotations, CAPACITY_ANN_GPU_COUNT, NULL);
+	const char *label = json_str(nv->labels, CAPACITY_LABEL_COUNT, NULL);
+	const char *replicas_s = json_str(nv->labels, CAPACITY_LABEL_REPLICAS, NULL);
 	const char *const *names = fallback;
 	size_t n_names = 1;
 	uint64_t v = 0, alloc = 0, replicas = 1;
@@ -216,7 +209,7 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 		n_names = cfg->n_gpu_resources;
 	}
 	for (size_t i = 0; i < n_names && alloc == 0; i++) {
-		const cJSON *a = cJSON_GetObjectItemCaseSensitive(nv->allocatable, names[i]);
+		const cJSON *a = json_at(nv->allocatable, names[i], NULL);
 
 		if (a != NULL && parse_allocatable(a, &alloc) != 0)
 			alloc = 0;
@@ -238,13 +231,11 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struct capacity *out,
                        char *err, size_t errlen)
 {
-	const cJSON *meta = cJSON_GetObjectItemCaseSensitive(node, "metadata");
-	const cJSON *status = cJSON_GetObjectItemCaseSensitive(node, "status");
 	struct node_view nv = {
-	    .name = str_item(meta, "name"),
-	    .labels = cJSON_GetObjectItemCaseSensitive(meta, "labels"),
-	    .annotations = cJSON_GetObjectItemCaseSensitive(meta, "annotations"),
-	    .allocatable = cJSON_GetObjectItemCaseSensitive(status, "allocatable"),
+	    .name = json_str(node, "metadata", "name", NULL),
+	    .labels = json_at(node, "metadata", "labels", NULL),
+	    .annotations = json_at(node, "metadata", "annotations", NULL),
+	    .allocatable = json_at(node, "status", "allocatable", NULL),
 	};
 	const char *thr = NULL;
 	int rc;
@@ -263,7 +254,7 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 	out->total_bytes = out->per_gpu_bytes > UINT64_MAX / out->gpu_count
 	                       ? UINT64_MAX
 	                       : out->per_gpu_bytes * out->gpu_count;
-	thr = str_item(nv.annotations, CAPACITY_ANN_THRESHOLD);
+	thr = json_str(nv.annotations, CAPACITY_ANN_THRESHOLD, NULL);
 	if (thr != NULL) {
 		if (capacity_parse_ratio(thr, &out->threshold) != 0) {
 			errbuf_set(err, errlen,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonpath.h"
 #include "quantity.h"
 #include "satmath.h"
 
@@ -102,7 +103,7 @@ static int count_gpus(const cJSON *list, const char *const *names, size_t n_name
 	uint64_t total = 0;
 
 	for (size_t i = 0; i < n_names; i++) {
-		const cJSON *v = cJSON_GetObjectItemCaseSensitive(list, names[i]);
+		const cJSON *v = json_at(list, names[i], NULL);
 		uint64_t n = 0;
 
 		if (v == NULL)
@@ -131,9 +132,8 @@ static int count_gpus(const cJSON *list, const char *const *names, size_t n_name
 static int container_gpus(const cJSON *c, const char *const *names, size_t n_names,
                           struct container_info *ci, char *err)
 {
-	const cJSON *res = cJSON_GetObjectItemCaseSensitive(c, "resources");
-	const cJSON *limits = cJSON_GetObjectItemCaseSensitive(res, "limits");
-	const cJSON *requests = cJSON_GetObjectItemCaseSensitive(res, "requests");
+	const cJSON *limits = json_at(c, "resources", "limits", NULL);
+	const cJSON *requests = json_at(c, "resources", "requests", NULL);
 
 	if (count_gpus(limits, names, n_names, ci, err) != 0)
 		return -1;
@@ -145,14 +145,14 @@ static int container_gpus(const cJSON *c, const char *const *names, size_t n_nam
 /* The last env entry named GPU_MEMORY_LIMIT (the kubelet lets the last duplicate win). */
 static const cJSON *find_decl(const cJSON *c)
 {
-	const cJSON *env = cJSON_GetObjectItemCaseSensitive(c, "env");
+	const cJSON *env = json_at(c, "env", NULL);
 	const cJSON *e, *found = NULL;
 
 	if (!cJSON_IsArray(env))
 		return NULL;
 	cJSON_ArrayForEach(e, env)
 	{
-		const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+		const cJSON *name = json_at(e, "name", NULL);
 
 		if (cJSON_IsString(name) && name->valuestring &&
 		    strcmp(name->valuestring, DEMAND_ENV_NAME) == 0)
@@ -167,7 +167,7 @@ static const cJSON *find_decl(const cJSON *c)
  */
 static int parse_decl(const cJSON *decl, struct container_info *ci, char *err)
 {
-	const cJSON *value = cJSON_GetObjectItemCaseSensitive(decl, "value");
+	const cJSON *value = json_at(decl, "value", NULL);
 	char qerr[128];
 	uint64_t bytes = 0;
 	int rc;
@@ -179,7 +179,7 @@ static int parse_decl(const cJSON *decl, struct container_info *ci, char *err)
 		        ci->name, (unsigned long long)ci->gpus, ci->resource);
 		return -1;
 	}
-	if (cJSON_GetObjectItemCaseSensitive(decl, "valueFrom") != NULL) {
+	if (json_at(decl, "valueFrom", NULL) != NULL) {
 		set_msg(err,
 		        "container \"%s\": " DEMAND_ENV_NAME " uses valueFrom, which the webhook "
 		        "cannot read: set a literal value with the GPU memory it needs, e.g. "
@@ -229,7 +229,7 @@ static int parse_decl(const cJSON *decl, struct container_info *ci, char *err)
 /* A container's display name: its name, else its place in the spec. */
 static void container_name(const cJSON *c, int init, int idx, char *buf)
 {
-	const cJSON *name = cJSON_GetObjectItemCaseSensitive(c, "name");
+	const cJSON *name = json_at(c, "name", NULL);
 
 	if (cJSON_IsString(name) && name->valuestring && name->valuestring[0])
 		snprintf(buf, DEMAND_NAME_MAX + 1, "%.*s", DEMAND_NAME_MAX, name->valuestring);
@@ -250,7 +250,7 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 {
 	struct container_info ci;
 	struct demand *out = w->out;
-	const cJSON *policy = cJSON_GetObjectItemCaseSensitive(c, "restartPolicy");
+	const cJSON *policy = json_at(c, "restartPolicy", NULL);
 	const cJSON *decl = find_decl(c);
 	int first_error = out->status != DEMAND_INVALID;
 
@@ -284,9 +284,8 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 
 int demand_from_pod(const cJSON *pod, const struct demand_config *cfg, struct demand *out)
 {
-	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
-	const cJSON *inits = cJSON_GetObjectItemCaseSensitive(spec, "initContainers");
-	const cJSON *apps = cJSON_GetObjectItemCaseSensitive(spec, "containers");
+	const cJSON *inits = json_at(pod, "spec", "initContainers", NULL);
+	const cJSON *apps = json_at(pod, "spec", "containers", NULL);
 	struct walk w = {.names = default_resources, .n_names = 1, .out = out};
 	const cJSON *c;
 	int idx, rc = 0;

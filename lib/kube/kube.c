@@ -10,6 +10,7 @@
 #include "kube.h"
 
 #include "errbuf.h"
+#include "jsonpath.h"
 
 #include "kubeconfig.h"
 
@@ -517,7 +518,7 @@ static void status_message(const struct body *b, char *msg, size_t msglen)
 	if (b->p == NULL || b->len == 0)
 		return;
 	st = cJSON_ParseWithLengthOpts(b->p, b->len + 1, NULL, 1);
-	m = st != NULL ? cJSON_GetObjectItemCaseSensitive(st, "message") : NULL;
+	m = json_at(st, "message", NULL);
 	if (cJSON_IsString(m) && m->valuestring != NULL)
 		snprintf(msg, msglen, "%s", m->valuestring);
 	else
@@ -783,8 +784,7 @@ static int list_page(struct kube_client *c, const char *node, struct listing *l,
 		rc = KUBE_EPARSE;
 		goto out;
 	}
-	next = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(page, "metadata"),
-	                                        "continue");
+	next = json_at(page, "metadata", "continue", NULL);
 	free(l->cont);
 	l->cont = NULL;
 	if (cJSON_IsString(next) && next->valuestring != NULL && next->valuestring[0] != '\0' &&
@@ -907,8 +907,7 @@ static int list_all_url(struct kube_client *c, const char *resource, long limit,
 /* metadata.<field> of a list page as a string, NULL when absent or empty. */
 static const char *list_meta(const cJSON *page, const char *field)
 {
-	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(page, "metadata"), field);
+	const cJSON *v = json_at(page, "metadata", field, NULL);
 
 	return cJSON_IsString(v) && v->valuestring != NULL && v->valuestring[0] != '\0'
 	           ? v->valuestring
@@ -919,7 +918,7 @@ static const char *list_meta(const cJSON *page, const char *field)
 static int list_all_page(const cJSON *page, const char *what, kube_item_fn fn, void *ctx,
                          char *first_rv, char **cont, char *err, size_t errlen)
 {
-	const cJSON *items = cJSON_GetObjectItemCaseSensitive(page, "items"), *it, *arr;
+	const cJSON *items = json_at(page, "items", NULL), *it, *arr;
 	const char *v;
 
 	if (first_rv[0] == '\0') {
@@ -1065,7 +1064,7 @@ static int on_watch_event(void *ctx, enum watch_event_type type, const struct cJ
 		return 1;
 	}
 	if (type == WATCH_ERROR) {
-		const cJSON *m = cJSON_GetObjectItemCaseSensitive(object, "message");
+		const cJSON *m = json_at(object, "message", NULL);
 
 		w->error_code = watch_status_code(object);
 		snprintf(w->error_msg, sizeof(w->error_msg), "%s",

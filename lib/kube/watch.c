@@ -8,6 +8,7 @@
 #include "watch.h"
 
 #include "errbuf.h"
+#include "jsonpath.h"
 
 #include <cjson/cJSON.h>
 #include <stdlib.h>
@@ -121,8 +122,8 @@ static int deliver(struct watch_decoder *d, const char *line, size_t len, watch_
 		bad_line(d, "not one JSON value", line, len, err, errlen);
 		goto out;
 	}
-	type = cJSON_GetObjectItemCaseSensitive(ev, "type");
-	obj = cJSON_GetObjectItemCaseSensitive(ev, "object");
+	type = json_at(ev, "type", NULL);
+	obj = json_at(ev, "object", NULL);
 	if (!cJSON_IsObject(ev) || !cJSON_IsString(type) || type->valuestring == NULL) {
 		bad_line(d, "not an object with a string \"type\"", line, len, err, errlen);
 		goto out;
@@ -241,7 +242,7 @@ int watch_decoder_finish(struct watch_decoder *d, watch_event_fn fn, void *ctx, 
 
 int watch_status_code(const struct cJSON *status)
 {
-	const cJSON *code = cJSON_GetObjectItemCaseSensitive(status, "code");
+	const cJSON *code = json_at(status, "code", NULL);
 
 	if (!cJSON_IsNumber(code) || code->valuedouble < 1 || code->valuedouble > 999)
 		return 0;
@@ -250,8 +251,5 @@ int watch_status_code(const struct cJSON *status)
 
 const char *watch_resource_version(const struct cJSON *object)
 {
-	const cJSON *md = cJSON_GetObjectItemCaseSensitive(object, "metadata");
-	const cJSON *rv = cJSON_GetObjectItemCaseSensitive(md, "resourceVersion");
-
-	return cJSON_IsString(rv) ? rv->valuestring : NULL;
+	return json_str(object, "metadata", "resourceVersion", NULL);
 }
