@@ -12,6 +12,7 @@
 #include "ledger.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "placement.h"
 #include "policy.h"
 #include "quantity.h"
@@ -21,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define KEY_MAX LEDGER_KEY_MAX
 #define ERR_MAX 512 /* a foreign one-line error (kube, capacity) */
@@ -63,9 +63,7 @@ struct outcome {
 
 double webhook_now(void)
 {
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return monotime_s();
 }
 
 static void allow(struct outcome *o, const char *reason, int quiet)

@@ -9,11 +9,12 @@
  */
 #include "ledger.h"
 
+#include "monotime.h"
+
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define BUCKETS       4096 /* power of two; chains stay short up to LEDGER_MAX_NODES */
 #define NODE_NAME_MAX 253  /* DNS subdomain, the longest node name */
@@ -181,10 +182,7 @@ void ledger_free(struct ledger *l)
 
 uint64_t ledger_now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return monotime_ms();
 }
 
 /* Find or create the node called name, and count the caller as a user. Holds l->mu. */

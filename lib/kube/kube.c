@@ -13,6 +13,7 @@
 #include "jsonpath.h"
 
 #include "kubeconfig.h"
+#include "monotime.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -24,7 +25,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define TOKEN_MAX    (64u * 1024u) /* bytes, bearer token file */
@@ -466,14 +466,6 @@ out:
 	return rc;
 }
 
-static double now_seconds(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Percent-encode s (everything but RFC 3986 unreserved) onto dst at *pos. -1 when full. */
 static int url_append_escaped(char *dst, size_t cap, size_t *pos, const char *s)
 {
@@ -608,12 +600,12 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 			goto out;
 		}
 	}
-	t0 = now_seconds();
+	t0 = monotime_s();
 	cc = curl_easy_perform(h->easy);
 	/* HTTP errors are not curl errors: the status comes from here, also after an abort. */
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, code);
 	if (c->obs != NULL)
-		c->obs(c->obs_ctx, k->verb, k->resource, *code, now_seconds() - t0);
+		c->obs(c->obs_ctx, k->verb, k->resource, *code, monotime_s() - t0);
 	if (bytes != NULL)
 		*bytes = b.len;
 	if ((rc = transfer_result(k, h, cc, *code, &b, err, errlen)) < 0)
@@ -766,7 +758,7 @@ static int list_page(struct kube_client *c, const char *node, struct listing *l,
 	size_t bytes = 0;
 	int rc;
 
-	l->k.budget_ms = (long)((l->deadline - now_seconds()) * 1000.0);
+	l->k.budget_ms = (long)((l->deadline - monotime_s()) * 1000.0);
 	if (l->k.budget_ms <= 0) {
 		errbuf_set(err, errlen, "%s: no answer within %ld ms", l->k.what, c->timeout_ms);
 		return KUBE_ETIMEOUT;
@@ -850,7 +842,7 @@ int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON
 	if ((rc = check_name(node, "node name", err, errlen)) < 0)
 		goto out;
 	snprintf(what, sizeof(what), "list pods on node %s", node);
-	l.deadline = now_seconds() + (double)c->timeout_ms / 1000.0;
+	l.deadline = monotime_s() + (double)c->timeout_ms / 1000.0;
 	url = malloc(URL_MAX);
 	if (url == NULL) {
 		errbuf_set(err, errlen, "%s: out of memory", what);
@@ -1279,11 +1271,11 @@ int kube_watch(struct kube_client *c, const char *resource, const char *resource
 		rc = KUBE_ENOMEM;
 		goto out;
 	}
-	t0 = now_seconds();
+	t0 = monotime_s();
 	cc = curl_easy_perform(h->easy);
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &w.code);
 	if (c->obs != NULL)
-		c->obs(c->obs_ctx, "watch", resource, w.code, now_seconds() - t0);
+		c->obs(c->obs_ctx, "watch", resource, w.code, monotime_s() - t0);
 	/* A clean end: the server may have left a last event without its newline. */
 	if (cc == CURLE_OK && w.code >= 200 && w.code <= 299 && w.dec_rc == 0 && w.error_code < 0 &&
 	    !w.user_stop && !w.stopped)

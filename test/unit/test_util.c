@@ -1,4 +1,4 @@
-/* Unit tests for the helpers of lib/util written once: jsonpath. */
+/* Unit tests for the helpers of lib/util written once: jsonpath, monotime. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -8,8 +8,12 @@
 #include <string.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include <time.h>
 
 #include "jsonpath.h"
+#include "ledger.h"
+#include "monotime.h"
+#include "webhook.h"
 
 static cJSON *parse(const char *text)
 {
@@ -73,6 +77,26 @@ static void test_json_str(void **state)
 	cJSON_Delete(j);
 }
 
+static void test_monotime(void **state)
+{
+	struct timespec nap = {.tv_sec = 0, .tv_nsec = 20 * 1000 * 1000};
+	double s0 = monotime_s();
+	uint64_t ms0 = monotime_ms();
+
+	assert_true(s0 > 0 && ms0 > 0);
+	/* One clock in two units. */
+	assert_true((double)ms0 / 1000.0 - s0 < 0.5 && s0 - (double)ms0 / 1000.0 < 0.5);
+	nanosleep(&nap, NULL);
+	assert_true(monotime_s() - s0 >= 0.019);
+	assert_true(monotime_ms() - ms0 >= 19);
+	/* The webhook's and the ledger's clocks are this clock (the cache's freshness and the
+	 * reservations' ages are compared across them). */
+	double w = webhook_now(), m = monotime_s();
+	assert_true(m >= w && m - w < 0.5);
+	uint64_t l = ledger_now_ms(), mm = monotime_ms();
+	assert_true(mm >= l && mm - l < 500);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -80,6 +104,7 @@ int main(void)
 	    cmocka_unit_test(test_json_at_missing_or_wrong_type),
 	    cmocka_unit_test(test_json_at_step_cap),
 	    cmocka_unit_test(test_json_str),
+	    cmocka_unit_test(test_monotime),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
