@@ -3,19 +3,16 @@
  */
 #include "tls.h"
 
+#include "capfile.h"
 #include "log.h"
 #include "metrics.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <time.h>
-#include <unistd.h>
 
 struct generation {
 	gnutls_pcert_st pcerts[TLS_MAX_CHAIN];
@@ -62,49 +59,17 @@ static void generation_free(struct generation *g)
 	free(g);
 }
 
-/* Read a whole file (at most TLS_FILE_MAX bytes) into a new buffer. */
+/* Read a whole file (at most TLS_FILE_MAX bytes) into a new buffer; err names the flag. */
 static int read_file(const char *flag, const char *path, char **out, size_t *len, char *err,
                      size_t errlen)
 {
-	int rc = TLS_EIO, fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *buf = NULL;
-	size_t n = 0;
-	if (fd < 0) {
-		snprintf(err, errlen, "%s %s: %s", flag, path, strerror(errno));
-		goto out;
-	}
-	buf = malloc(TLS_FILE_MAX + 1);
-	if (buf == NULL) {
-		rc = TLS_ENOMEM;
-		goto out;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf + n, TLS_FILE_MAX + 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			snprintf(err, errlen, "%s %s: %s", flag, path, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n > TLS_FILE_MAX) {
-			snprintf(err, errlen, "%s %s: larger than %u bytes", flag, path,
-			         TLS_FILE_MAX);
-			rc = TLS_ETOOBIG;
-			goto out;
-		}
-	}
-	*out = buf;
-	*len = n;
-	buf = NULL;
-	rc = 0;
-out:
-	free(buf);
-	if (fd >= 0)
-		close(fd);
-	return rc;
+	char why[TLS_ERR_MAX];
+	int rc = capfile_read(path, TLS_FILE_MAX, 0, out, len, why, sizeof(why));
+
+	if (rc == 0)
+		return 0;
+	snprintf(err, errlen, "%s %s", flag, why);
+	return rc == CAPFILE_ETOOBIG ? TLS_ETOOBIG : rc == CAPFILE_ENOMEM ? TLS_ENOMEM : TLS_EIO;
 }
 
 /* The SHA-256 key id of a public key, for comparing the leaf's key with the private key. */

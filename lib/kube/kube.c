@@ -9,6 +9,7 @@
  */
 #include "kube.h"
 
+#include "capfile.h"
 #include "errbuf.h"
 #include "jsonpath.h"
 
@@ -18,14 +19,12 @@
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #define TOKEN_MAX    (64u * 1024u) /* bytes, bearer token file */
 #define URL_MAX      (16u * 1024u) /* bytes, request URL incl. continue token */
@@ -372,36 +371,17 @@ void kube_client_free(struct kube_client *c)
 /* Read the token file into a new string, whitespace trimmed. */
 static int read_token(const char *path, char **out, char *err, size_t errlen)
 {
-	char *buf = NULL;
+	char *buf = NULL, why[512];
 	size_t got = 0;
-	int fd, rc = -1;
+	int rc = -1, frc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		errbuf_set(err, errlen, "token file %s: %s", path, strerror(errno));
+	frc = capfile_read(path, TOKEN_MAX, 0, &buf, &got, why, sizeof(why));
+	if (frc == CAPFILE_ETOOBIG)
+		errbuf_set(err, errlen, "token file %s: over %u bytes", path, TOKEN_MAX);
+	else if (frc < 0)
+		errbuf_set(err, errlen, "token file %s", why);
+	if (frc < 0)
 		goto out;
-	}
-	buf = malloc(TOKEN_MAX + 1);
-	if (buf == NULL) {
-		errbuf_set(err, errlen, "out of memory");
-		goto out;
-	}
-	for (;;) {
-		ssize_t r = read(fd, buf + got, TOKEN_MAX + 1 - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			errbuf_set(err, errlen, "token file %s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-		if (got > TOKEN_MAX) {
-			errbuf_set(err, errlen, "token file %s: over %u bytes", path, TOKEN_MAX);
-			goto out;
-		}
-	}
 	while (got > 0 && (buf[got - 1] == '\n' || buf[got - 1] == '\r' || buf[got - 1] == ' '))
 		got--;
 	buf[got] = '\0';
@@ -413,8 +393,6 @@ static int read_token(const char *path, char **out, char *err, size_t errlen)
 	buf = NULL;
 	rc = 0;
 out:
-	if (fd >= 0)
-		close(fd);
 	free(buf);
 	return rc;
 }

@@ -6,17 +6,16 @@
  */
 #include "kubeconfig.h"
 
+#include "capfile.h"
 #include "errbuf.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <openssl/evp.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml.h>
 
@@ -331,58 +330,11 @@ out:
 	return rc;
 }
 
-/* Read a regular file of at most max bytes into a NUL-terminated buffer. */
-static int read_file(const char *path, size_t max, char **buf_out, size_t *len_out, char *err,
-                     size_t errlen)
-{
-	struct stat st;
-	char *buf = NULL;
-	size_t got = 0;
-	int fd, rc = -1;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		errbuf_set(err, errlen, "%s: %s", path, strerror(errno));
-		goto out;
-	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		errbuf_set(err, errlen, "%s: not a regular file of at most %zu bytes", path, max);
-		goto out;
-	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (buf == NULL) {
-		errbuf_set(err, errlen, "out of memory");
-		goto out;
-	}
-	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			errbuf_set(err, errlen, "%s: %s", path, strerror(errno));
-			goto out;
-		}
-		if (r == 0)
-			break;
-		got += (size_t)r;
-	}
-	buf[got] = '\0';
-	*buf_out = buf;
-	*len_out = got;
-	buf = NULL;
-	rc = 0;
-out:
-	if (fd >= 0)
-		close(fd);
-	free(buf);
-	return rc;
-}
-
 int kubeconfig_load(const char *path, struct kube_config *out, char *err, size_t errlen)
 {
 	char *yaml = NULL, *dir = NULL, *abs = NULL, *slash;
 	size_t len = 0;
-	int rc = -1;
+	int rc = -1, frc;
 
 	if (out == NULL)
 		return -1;
@@ -391,7 +343,11 @@ int kubeconfig_load(const char *path, struct kube_config *out, char *err, size_t
 		errbuf_set(err, errlen, "no kubeconfig path");
 		goto out;
 	}
-	if (read_file(path, KUBECONFIG_FILE_MAX, &yaml, &len, err, errlen) < 0)
+	frc = capfile_read(path, KUBECONFIG_FILE_MAX, CAPFILE_REGULAR, &yaml, &len, err, errlen);
+	if (frc == CAPFILE_ETOOBIG || frc == CAPFILE_ENOTREG)
+		errbuf_set(err, errlen, "%s: not a regular file of at most %zu bytes", path,
+		           (size_t)KUBECONFIG_FILE_MAX);
+	if (frc < 0)
 		goto out;
 	dir = strdup(path);
 	if (dir == NULL) {
