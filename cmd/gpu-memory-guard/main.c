@@ -142,7 +142,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .ready_note = informer ? informer_ready_note : NULL,
 	    .ready_note_ctx = informer,
 	};
-	if ((server = server_start(&so, webhook, tls, metrics, err, sizeof(err))) == NULL) {
+	struct server_route routes[] = {webhook_route(webhook)};
+	if ((server = server_start(&so, routes, 1, tls, metrics, err, sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot serve",
 		           (struct log_field[]){LOG_STR("error", err), LOG_END});
 		goto out;

@@ -16,6 +16,7 @@
 #include "placement.h"
 #include "policy.h"
 #include "quantity.h"
+#include "server.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -1130,4 +1131,49 @@ struct webhook_source webhook_source_kube(struct kube_client *c)
 {
 	struct webhook_source s = {c, src_get_pod, src_get_node, src_list};
 	return s;
+}
+
+/* The server's view of a review: one POST route (server.h). */
+static int route_prepare(void *ctx, const char *body, size_t len, double arrived, void **job,
+                         char *err, size_t errlen)
+{
+	struct webhook_review_ctx *x = NULL;
+	int rc = webhook_prepare(ctx, body, len, arrived, &x, err, errlen);
+	*job = x;
+	return rc == WEBHOOK_EBADREQUEST ? SERVER_EBADREQUEST : rc ? SERVER_ENOMEM : 0;
+}
+
+static int route_needs_worker(const void *job)
+{
+	return webhook_needs_api(job);
+}
+
+static int route_finish(void *job, char **out, size_t *out_len, char *err, size_t errlen)
+{
+	return webhook_finish(job, out, out_len, err, errlen) == 0 ? 0 : SERVER_ENOMEM;
+}
+
+static void route_refuse_busy(void *job, const char *why)
+{
+	webhook_refuse_busy(job, why);
+}
+
+static void route_discard(void *job)
+{
+	webhook_discard(job);
+}
+
+struct server_route webhook_route(struct webhook *w)
+{
+	struct server_route r = {
+	    .path = SERVER_PATH_VALIDATE,
+	    .body_max = ADMISSION_BODY_MAX,
+	    .ctx = w,
+	    .prepare = route_prepare,
+	    .needs_worker = route_needs_worker,
+	    .finish = route_finish,
+	    .refuse_busy = route_refuse_busy,
+	    .discard = route_discard,
+	};
+	return r;
 }

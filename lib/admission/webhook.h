@@ -57,6 +57,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "server.h"
+
 struct cJSON;
 struct cache;
 struct kube_client;
@@ -200,5 +202,9 @@ void webhook_refuse_busy(struct webhook_review_ctx *ctx, const char *why);
 
 /* Free a prepared review without answering it (not logged or counted). NULL is a no-op. */
 void webhook_discard(struct webhook_review_ctx *ctx);
+
+/* The HTTP server's route for reviews: POST /validate (SERVER_PATH_VALIDATE), bodies up to
+ * ADMISSION_BODY_MAX, the steps above. w is borrowed and must outlive the server. */
+struct server_route webhook_route(struct webhook *w);
 
 #endif

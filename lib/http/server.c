@@ -3,11 +3,10 @@
  */
 #include "server.h"
 
-#include "admission.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "tls.h"
-#include "webhook.h"
 
 #include <arpa/inet.h>
 #include <limits.h>
@@ -51,7 +50,9 @@ struct workers {
 
 struct server {
 	struct MHD_Daemon *admission, *health;
-	struct webhook *webhook;
+	struct server_route routes[SERVER_MAX_ROUTES];
+	size_t n_routes;
+	char not_found[128]; /* "not found (use POST /validate)\n" */
 	struct tls_store *tls;
 	struct metrics *metrics;
 	struct workers workers;
@@ -68,17 +69,18 @@ struct server {
 struct request {
 	char *body;
 	size_t len, cap;
-	int too_big;    /* chunked body passed ADMISSION_BODY_MAX: discard the rest, answer 413 */
+	int too_big;    /* chunked body passed the route's body_max: discard the rest, answer 413 */
 	int counted;    /* counted in in_flight */
 	int answered;   /* a response is queued: ignore further calls */
-	double arrived; /* webhook_now() at the first call: the budget's start */
-	struct webhook_review_ctx *ctx; /* prepared, waiting for a worker */
+	double arrived; /* monotime_s() at the first call: the budget's start */
+	const struct server_route *route; /* NULL until routed */
+	void *ctx;                        /* the route's prepared job, waiting for a worker */
 	/* Set by the worker before it resumes the connection. */
 	int reviewed;
 	int rc;
 	char *out;
 	size_t out_len;
-	char err[WEBHOOK_ERR_MAX];
+	char err[SERVER_ERR_MAX];
 	struct MHD_Connection *conn;
 	struct request *next;
 };
@@ -166,6 +168,14 @@ static long long content_length(struct MHD_Connection *c)
 	return *end == '\0' && n <= (unsigned long long)LLONG_MAX ? (long long)n : -1;
 }
 
+/* 413, naming the route's cap. */
+static enum MHD_Result too_large(struct server *s, struct MHD_Connection *c, struct request *r)
+{
+	char text[64];
+	snprintf(text, sizeof(text), "body larger than %zu MiB\n", r->route->body_max >> 20);
+	return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, text);
+}
+
 /*
  * First call, headers only: route, check method and type, size the body buffer. A response
  * queued here ends the request without reading the body.
@@ -174,17 +184,19 @@ static enum MHD_Result admission_begin(struct server *s, struct MHD_Connection *
                                        const char *method, struct request *r)
 {
 	static const char wrong_type[] = "Content-Type must be application/json\n";
-	static const char too_big[] = "body larger than 7 MiB\n";
-	if (strcmp(url, SERVER_PATH_VALIDATE) != 0)
-		return answer_text(s, c, r, MHD_HTTP_NOT_FOUND, "not found (use POST /validate)\n");
+	for (size_t i = 0; i < s->n_routes && r->route == NULL; i++)
+		if (strcmp(url, s->routes[i].path) == 0)
+			r->route = &s->routes[i];
+	if (r->route == NULL)
+		return answer_text(s, c, r, MHD_HTTP_NOT_FOUND, s->not_found);
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
 		return answer_text(s, c, r, MHD_HTTP_METHOD_NOT_ALLOWED,
 		                   "method not allowed (POST)\n");
 	if (!is_json(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
 		return answer_text(s, c, r, MHD_HTTP_BAD_REQUEST, wrong_type);
 	long long cl = content_length(c);
-	if (cl > (long long)ADMISSION_BODY_MAX)
-		return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, too_big);
+	if (cl > (long long)r->route->body_max)
+		return too_large(s, c, r);
 	r->cap = cl > 0 ? (size_t)cl : BODY_INITIAL;
 	r->body = malloc(r->cap);
 	if (r->body == NULL)
@@ -195,9 +207,11 @@ static enum MHD_Result admission_begin(struct server *s, struct MHD_Connection *
 /* A chunk of body: append within the cap, or switch to discarding. */
 static void admission_chunk(struct request *r, const char *data, size_t n)
 {
+	const size_t max = r->route->body_max;
+
 	if (r->too_big)
 		return;
-	if (n > ADMISSION_BODY_MAX - r->len) {
+	if (n > max - r->len) {
 		r->too_big = 1;
 		free(r->body);
 		r->body = NULL;
@@ -207,8 +221,8 @@ static void admission_chunk(struct request *r, const char *data, size_t n)
 		size_t ncap = r->cap * 2;
 		while (ncap < r->len + n)
 			ncap *= 2;
-		if (ncap > ADMISSION_BODY_MAX)
-			ncap = ADMISSION_BODY_MAX;
+		if (ncap > max)
+			ncap = max;
 		char *p = realloc(r->body, ncap);
 		if (p == NULL) { /* treat as too big: the answer is an error either way */
 			r->too_big = 1;
@@ -223,10 +237,10 @@ static void admission_chunk(struct request *r, const char *data, size_t n)
 	r->len += n;
 }
 
-/* Send what webhook_prepare() or webhook_finish() returned. */
+/* Send what the route's prepare() or finish() returned. */
 static enum MHD_Result send_review(struct server *s, struct MHD_Connection *c, struct request *r)
 {
-	if (r->rc == WEBHOOK_EBADREQUEST) {
+	if (r->rc == SERVER_EBADREQUEST) {
 		size_t n = strlen(r->err);
 		char *text = malloc(n + 2);
 		if (text == NULL)
@@ -251,7 +265,7 @@ static enum MHD_Result send_review(struct server *s, struct MHD_Connection *c, s
 /* The rest of a prepared review (API calls for a placement); r->ctx is consumed. */
 static void finish_review(struct request *r)
 {
-	r->rc = webhook_finish(r->ctx, &r->out, &r->out_len, r->err, sizeof(r->err));
+	r->rc = r->route->finish(r->ctx, &r->out, &r->out_len, r->err, sizeof(r->err));
 	r->ctx = NULL;
 	r->reviewed = 1;
 }
@@ -290,19 +304,19 @@ static enum MHD_Result admission_finish(struct server *s, struct MHD_Connection 
 	if (r->reviewed)
 		return send_review(s, c, r);
 	if (r->too_big)
-		return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, "body larger than 7 MiB\n");
-	r->rc = webhook_prepare(s->webhook, r->body, r->len, r->arrived, &r->ctx, r->err,
-	                        sizeof(r->err));
+		return too_large(s, c, r);
+	r->rc = r->route->prepare(r->route->ctx, r->body, r->len, r->arrived, &r->ctx, r->err,
+	                          sizeof(r->err));
 	free(r->body); /* decoded: not needed while the review waits */
 	r->body = NULL;
 	if (r->rc != 0)
 		return send_review(s, c, r);
-	if (webhook_needs_api(r->ctx)) {
+	if (r->route->needs_worker(r->ctx)) {
 		if (submit(s, c, r) == 0)
 			return MHD_YES;
 		/* Never wait for the API server on an MHD thread: that stalls every connection
 		 * the thread owns. Deny (fail closed); the scheduler retries with backoff. */
-		webhook_refuse_busy(r->ctx, "review queue full or shutting down");
+		r->route->refuse_busy(r->ctx, "review queue full or shutting down");
 	}
 	finish_review(r); /* decided without the API server: answer here */
 	return send_review(s, c, r);
@@ -328,7 +342,7 @@ static void *worker_main(void *arg)
 		/* Past the drain, what has not started is denied without an API call, so that the
 		 * exit stays within --shutdown-timeout however long the queue. */
 		if (stopping)
-			webhook_refuse_busy(r->ctx, "shutting down");
+			r->route->refuse_busy(r->ctx, "shutting down");
 		finish_review(r);
 		MHD_resume_connection(r->conn);
 		pthread_mutex_lock(&w->lock);
@@ -377,7 +391,7 @@ static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, co
 		if (r == NULL)
 			return MHD_NO;
 		*con_cls = r;
-		r->arrived = webhook_now();
+		r->arrived = monotime_s();
 		r->counted = 1;
 		atomic_fetch_add(&s->in_flight, 1);
 		return admission_begin(s, c, url, method, r);
@@ -403,7 +417,8 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
 		return;
 	if (r->counted)
 		atomic_fetch_sub(&s->in_flight, 1);
-	webhook_discard(r->ctx);
+	if (r->route != NULL && r->ctx != NULL)
+		r->route->discard(r->ctx);
 	free(r->body);
 	free(r->out);
 	free(r);
@@ -557,16 +572,38 @@ static uint16_t bound_port(struct MHD_Daemon *d)
 	return i ? i->port : 0;
 }
 
-struct server *server_start(const struct server_options *opt, struct webhook *webhook,
-                            struct tls_store *tls, struct metrics *metrics, char *err,
-                            size_t errlen)
+struct server *server_start(const struct server_options *opt, const struct server_route *routes,
+                            size_t n_routes, struct tls_store *tls, struct metrics *metrics,
+                            char *err, size_t errlen)
 {
-	struct server *s = calloc(1, sizeof(*s));
-	if (s == NULL) {
+	struct server *s;
+	size_t off;
+
+	if (routes == NULL || n_routes == 0 || n_routes > SERVER_MAX_ROUTES) {
+		snprintf(err, errlen, "between 1 and %d routes", SERVER_MAX_ROUTES);
+		return NULL;
+	}
+	for (size_t i = 0; i < n_routes; i++)
+		if (routes[i].path == NULL || routes[i].path[0] != '/' ||
+		    routes[i].prepare == NULL || routes[i].needs_worker == NULL ||
+		    routes[i].finish == NULL || routes[i].refuse_busy == NULL ||
+		    routes[i].discard == NULL || routes[i].body_max < (1u << 20)) {
+			snprintf(err, errlen, "route %zu is incomplete", i);
+			return NULL;
+		}
+	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		snprintf(err, errlen, "out of memory");
 		return NULL;
 	}
-	s->webhook = webhook;
+	memcpy(s->routes, routes, n_routes * sizeof(*routes));
+	s->n_routes = n_routes;
+	off = (size_t)snprintf(s->not_found, sizeof(s->not_found), "not found (use POST %s",
+	                       routes[0].path);
+	for (size_t i = 1; i < n_routes && off < sizeof(s->not_found); i++)
+		off += (size_t)snprintf(s->not_found + off, sizeof(s->not_found) - off, " or %s",
+		                        routes[i].path);
+	if (off < sizeof(s->not_found))
+		snprintf(s->not_found + off, sizeof(s->not_found) - off, ")\n");
 	s->tls = tls;
 	s->cert_warn_s = opt->cert_warn_s;
 	s->ready_note = opt->ready_note;

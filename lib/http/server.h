@@ -2,9 +2,10 @@
  * server: the HTTPS admission listener and the plain-HTTP health listener (libmicrohttpd).
  *
  * Admission listener (TLS 1.2/1.3 only, certificate from tls.h's callback, hot-reloaded):
- *   POST /validate with Content-Type application/json and a body of at most
- *   ADMISSION_BODY_MAX bytes -> webhook_prepare() / webhook_finish() -> 200 application/json.
- *   Other paths 404, other methods on /validate 405 (Allow: POST), a bigger body 413 (at once
+ *   a table of POST routes (struct server_route; today one: POST /validate, the admission
+ *   adapter's webhook_route()): Content-Type application/json and a body of at most the
+ *   route's body_max bytes -> its prepare() / finish() -> 200 application/json.
+ *   Other paths 404, other methods on a route 405 (Allow: POST), a bigger body 413 (at once
  *   when Content-Length says so; chunked bodies are discarded and answered 413 at the end),
  *   another Content-Type 400, a body that is not an AdmissionReview with request.uid 400 with
  *   the reason. Keep-alive; idle connections close after the connection timeout.
@@ -31,15 +32,46 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct webhook;
 struct metrics;
 struct tls_store;
 
-#define SERVER_PATH_VALIDATE    "/validate"
+#define SERVER_PATH_VALIDATE "/validate"
+#define SERVER_MAX_ROUTES    8
+#define SERVER_EBADREQUEST   (-1) /* prepare: the body is not what the route takes: 400 */
+#define SERVER_ENOMEM        (-2) /* prepare / finish: 500 */
+
+/*
+ * One POST route of the TLS listener: a JSON body (Content-Type application/json, at most
+ * body_max bytes) in, a JSON answer out, in two steps so that what needs no waiting is answered
+ * on the listener's thread and only the rest goes to a worker:
+ *   prepare(ctx, body, len, arrived, &job, err, errlen): decode and decide what can be decided
+ *     at once; body is borrowed for the call; arrived is monotime_s() at the request's arrival.
+ *     0 with *job (owned by the server until finish or discard), SERVER_EBADREQUEST with a
+ *     reason in err (answered 400 with it), or SERVER_ENOMEM (500).
+ *   needs_worker(job): 1 when finish() may wait (for the API server): run it on a worker.
+ *   finish(job, &out, &out_len, err, errlen): complete, encode, free job; 0 with *out (malloc'd,
+ *     the server frees it) answered 200 application/json, else 500.
+ *   refuse_busy(job, why): no worker can take it (queue full, shutting down): decide it now
+ *     without waiting (the admission adapter denies: fail closed); finish() then only encodes.
+ *   discard(job): free an unanswered job (the client went away).
+ * Every callback must be thread-safe. The adapters (webhook_route()) provide routes; the server
+ * knows nothing of what they decide.
+ */
+struct server_route {
+	const char *path; /* exact request path, e.g. SERVER_PATH_VALIDATE */
+	size_t body_max;  /* bytes, at least 1 MiB; bigger bodies are answered 413 */
+	void *ctx;        /* passed to prepare */
+	int (*prepare)(void *ctx, const char *body, size_t len, double arrived, void **job,
+	               char *err, size_t errlen);
+	int (*needs_worker)(const void *job);
+	int (*finish)(void *job, char **out, size_t *out_len, char *err, size_t errlen);
+	void (*refuse_busy)(void *job, const char *why);
+	void (*discard)(void *job);
+};
 #define SERVER_TLS_PRIORITIES   "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define SERVER_CONNECTION_LIMIT 4096 /* concurrent admission connections */
 #define SERVER_PER_IP_LIMIT     0    /* unlimited: the API server is one client with many */
-#define SERVER_ERR_MAX          256
+#define SERVER_ERR_MAX          512
 #define SERVER_QUEUE_MAX        4096 /* placements waiting for a worker; past it, denied at once */
 #define SERVER_MAX_WORKERS      1024
 
@@ -63,13 +95,14 @@ struct server_options {
 struct server; /* opaque */
 
 /*
- * Start both listeners. webhook, tls (already loaded; activated here for the TLS callback)
- * and metrics are borrowed and must outlive the server. NULL with a reason in err (e.g.
+ * Start both listeners. routes[0..n_routes) (1..SERVER_MAX_ROUTES) are copied; what they point
+ * to, tls (already loaded; activated here for the TLS callback) and metrics are borrowed and
+ * must outlive the server. NULL with a reason in err (e.g.
  * `--listen :8443: cannot listen (address in use?)`).
  */
-struct server *server_start(const struct server_options *opt, struct webhook *webhook,
-                            struct tls_store *tls, struct metrics *metrics, char *err,
-                            size_t errlen);
+struct server *server_start(const struct server_options *opt, const struct server_route *routes,
+                            size_t n_routes, struct tls_store *tls, struct metrics *metrics,
+                            char *err, size_t errlen);
 
 /* Bound ports (useful with port 0). */
 void server_ports(struct server *s, uint16_t *listen_port, uint16_t *health_port);

@@ -119,7 +119,8 @@ static int group_setup(void **state)
 	                            .connection_timeout_s = 5,
 	                            /* the test certificate (365 days) is inside this window */
 	                            .cert_warn_s = 400 * 86400};
-	F.server = server_start(&so, F.webhook, F.tls, F.metrics, err, sizeof(err));
+	struct server_route routes[] = {webhook_route(F.webhook)};
+	F.server = server_start(&so, routes, 1, F.tls, F.metrics, err, sizeof(err));
 	if (F.server == NULL) {
 		fprintf(stderr, "server_start: %s\n", err);
 		return -1;
@@ -515,12 +516,43 @@ static void test_drain(void **state)
 	free(body);
 }
 
+/* The route table: an incomplete route, none, or too many are refused at start. */
+static void test_route_table_checked(void **state)
+{
+	(void)state;
+	struct server_options so = {.listen_host = "127.0.0.1",
+	                            .health_host = "127.0.0.1",
+	                            .threads = 2,
+	                            .workers = 2,
+	                            .connection_timeout_s = 5};
+	struct server_route ok = webhook_route(F.webhook), bad = ok;
+	struct server_route many[SERVER_MAX_ROUTES + 1];
+	char err[SERVER_ERR_MAX];
+
+	bad.finish = NULL;
+	assert_null(server_start(&so, &bad, 1, F.tls, F.metrics, err, sizeof(err)));
+	assert_non_null(strstr(err, "route 0 is incomplete"));
+	bad = ok;
+	bad.path = "validate"; /* not a path */
+	assert_null(server_start(&so, &bad, 1, F.tls, F.metrics, err, sizeof(err)));
+	bad = ok;
+	bad.body_max = 1000; /* under 1 MiB */
+	assert_null(server_start(&so, &bad, 1, F.tls, F.metrics, err, sizeof(err)));
+	assert_null(server_start(&so, &ok, 0, F.tls, F.metrics, err, sizeof(err)));
+	for (size_t i = 0; i < SERVER_MAX_ROUTES + 1; i++)
+		many[i] = ok;
+	assert_null(
+	    server_start(&so, many, SERVER_MAX_ROUTES + 1, F.tls, F.metrics, err, sizeof(err)));
+	assert_non_null(strstr(err, "routes"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_review_200_and_keepalive),
 	    cmocka_unit_test(test_unscheduled_allowed),
 	    cmocka_unit_test(test_routing_and_methods),
+	    cmocka_unit_test(test_route_table_checked),
 	    cmocka_unit_test(test_bad_bodies),
 	    cmocka_unit_test(test_body_caps),
 	    cmocka_unit_test(test_tls_versions),
