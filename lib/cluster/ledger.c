@@ -10,6 +10,7 @@
 #include "ledger.h"
 
 #include "monotime.h"
+#include "satmath.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -326,7 +327,7 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 
 		if (e->expires_ms <= now_ms || (exclude_key && strcmp(exclude_key, e->key) == 0))
 			continue;
-		sum = sum > UINT64_MAX - e->bytes ? UINT64_MAX : sum + e->bytes;
+		sum = sat_add(sum, e->bytes);
 	}
 	return sum;
 }
@@ -415,7 +416,7 @@ int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, 
 		return LEDGER_EINVAL;
 	observe_now(n->owner, now_ms);
 	ttl = n->owner->ttl_ms;
-	expires = now_ms > UINT64_MAX - ttl ? UINT64_MAX : now_ms + ttl;
+	expires = sat_add(now_ms, ttl);
 	for (size_t i = 0; i < n->n; i++) {
 		if (strcmp(n->entries[i].key, key) != 0)
 			continue;

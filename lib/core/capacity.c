@@ -15,6 +15,7 @@
 
 #include "demand.h"
 #include "quantity.h"
+#include "satmath.h"
 
 #define MIB (1024ull * 1024ull)
 /* Longest label/annotation value we read as a number; longer ones are malformed. */
@@ -251,9 +252,7 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 	rc = gpu_count(&nv, cfg, out, err, errlen);
 	if (rc != 0)
 		goto out;
-	out->total_bytes = out->per_gpu_bytes > UINT64_MAX / out->gpu_count
-	                       ? UINT64_MAX
-	                       : out->per_gpu_bytes * out->gpu_count;
+	out->total_bytes = sat_mul(out->per_gpu_bytes, out->gpu_count);
 	thr = json_str(nv.annotations, CAPACITY_ANN_THRESHOLD, NULL);
 	if (thr != NULL) {
 		if (capacity_parse_ratio(thr, &out->threshold) != 0) {

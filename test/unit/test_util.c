@@ -1,4 +1,4 @@
-/* Unit tests for the helpers of lib/util written once: jsonpath, monotime. */
+/* Unit tests for the helpers of lib/util written once: jsonpath, monotime, satmath. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,6 +13,7 @@
 #include "jsonpath.h"
 #include "ledger.h"
 #include "monotime.h"
+#include "satmath.h"
 #include "webhook.h"
 
 static cJSON *parse(const char *text)
@@ -97,6 +98,20 @@ static void test_monotime(void **state)
 	assert_true(mm >= l && mm - l < 500);
 }
 
+static void test_satmath(void **state)
+{
+	assert_true(sat_add(1, 2) == 3);
+	assert_true(sat_add(UINT64_MAX - 1, 1) == UINT64_MAX);
+	assert_true(sat_add(UINT64_MAX - 1, 2) == UINT64_MAX);
+	assert_true(sat_add(UINT64_MAX, UINT64_MAX) == UINT64_MAX);
+	assert_true(sat_mul(3, 4) == 12);
+	assert_true(sat_mul(UINT64_MAX, 0) == 0);
+	assert_true(sat_mul(0, UINT64_MAX) == 0);
+	assert_true(sat_mul(UINT64_MAX / 2, 2) == UINT64_MAX - 1);
+	assert_true(sat_mul(UINT64_MAX / 2 + 1, 2) == UINT64_MAX);
+	assert_true(sat_mul(1ull << 32, 1ull << 32) == UINT64_MAX);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -105,6 +120,7 @@ int main(void)
 	    cmocka_unit_test(test_json_at_step_cap),
 	    cmocka_unit_test(test_json_str),
 	    cmocka_unit_test(test_monotime),
+	    cmocka_unit_test(test_satmath),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
