@@ -101,19 +101,22 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 {
 	int rc = k->which == CACHE_PODS ? cache_apply_pod(k->inf->cache, type, obj)
 	                                : cache_apply_node(k->inf->cache, type, obj);
-	if (rc == CACHE_ENOMEM || rc == CACHE_EFULL) {
-		/* The cache no longer holds everything: it must not decide until a relist stored
-		 * it all (placements take the API path meanwhile). */
+	if (rc != 0 && type != WATCH_DELETED) {
+		/* The cache no longer holds everything (out of memory, full, or an object it cannot
+		 * key: no name, an over-long uid; a real API server sends none): it must not decide
+		 * until a relist stored it all (placements take the API path meanwhile). */
 		pthread_mutex_lock(&k->inf->mu);
 		k->store_failed = 1;
 		pthread_mutex_unlock(&k->inf->mu);
 	}
-	if (rc == CACHE_ENOMEM || rc == CACHE_EFULL)
-		log_fields(LOG_ERROR, "cache: object not stored",
-		           (struct log_field[]){
-		               LOG_STR("resource", k->resource),
-		               LOG_STR("error", rc == CACHE_EFULL ? "cache full" : "out of memory"),
-		               LOG_END});
+	if (rc != 0 && type != WATCH_DELETED)
+		log_fields(
+		    LOG_ERROR, "cache: object not stored",
+		    (struct log_field[]){LOG_STR("resource", k->resource),
+		                         LOG_STR("error", rc == CACHE_EFULL    ? "cache full"
+		                                          : rc == CACHE_ENOMEM ? "out of memory"
+		                                                               : "unusable object"),
+		                         LOG_END});
 	return rc;
 }
 

@@ -11,13 +11,14 @@
  * INFORMER_BACKOFF_MAX_MS, each sleep drawn from [d/2, d]); a failed LIST retries the LIST.
  *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
- * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM or
- * CACHE_EFULL, forces a relist and keeps the cache from deciding until one succeeds), and while
- * neither watch has been broken for longer than the staleness bound. A watch counts as broken
- * from the moment one ends in an error until a new one is open (its 2xx answer arrived:
- * WATCH_OPENED), and an open watch silent for INFORMER_SILENCE_S counts as broken since its last
- * word. Callers use the direct API path otherwise. Progress (informer_progress_ms) is when both
- * kinds last heard from the API server: the webhook expires reservations by that clock.
+ * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM,
+ * CACHE_EFULL or an object it cannot key (CACHE_EINVAL), forces a relist and keeps the cache from
+ * deciding until one succeeds), and while neither watch has been broken for longer than the
+ * staleness bound. A watch counts as broken from the moment one ends in an error until a new one is
+ * open (its 2xx answer arrived: WATCH_OPENED), and an open watch silent for INFORMER_SILENCE_S
+ * counts as broken since its last word. Callers use the direct API path otherwise. Progress
+ * (informer_progress_ms) is when both kinds last heard from the API server: the webhook expires
+ * reservations by that clock.
  *
  * Metrics (informer_collect, a metrics collector):
  *   gpu_memory_guard_cache_synced{resource}                  gauge 1 when listed and watching
