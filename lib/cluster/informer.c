@@ -141,8 +141,8 @@ static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
 	}
 	if (type != WATCH_ERROR) {
 		rv = watch_resource_version(obj);
-		if (type != WATCH_BOOKMARK)
-			(void)apply(k, type, obj);
+		if (type != WATCH_BOOKMARK && apply(k, type, obj) != 0 && type != WATCH_DELETED)
+			return 1; /* the store lost an object: end the watch and relist now */
 		if (rv != NULL && strlen(rv) < sizeof(k->rv))
 			memcpy(k->rv, rv, strlen(rv) + 1);
 	}
