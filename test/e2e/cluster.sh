@@ -11,6 +11,9 @@
 #        cluster.sh webhook-start [--binary PATH]   # start the webhook, register it, wait for it
 #        cluster.sh webhook-stop             # stop the process; the configuration stays
 #        cluster.sh webhook-register | webhook-unregister
+#        cluster.sh apiserver-restart [DOWN_SECONDS]   # stop kube-apiserver, wait (default 3 s),
+#                                            # start it again (same flags, port, etcd), wait for /readyz
+#        cluster.sh apiserver-stop | apiserver-start   # the two halves
 #
 # Environment: GMG_E2E_STATE (state folder; default ${TMPDIR:-/tmp}/gpu-memory-guard-e2e),
 # GMG_TOOLS_BIN (tools folder; default: test/e2e/build-tools.sh, cached), GMG_BINARY (webhook
@@ -290,6 +293,26 @@ EOF
 
 webhook_unregister() { kc delete validatingwebhookconfiguration "$WEBHOOK_CONFIG_NAME" --ignore-not-found >/dev/null; }
 
+# --- API server restart (e2e test 11) ----------------------------------------------------------
+
+# The same process start_apiserver makes at `up` (same flags, port, certificates, etcd data), so
+# every client (webhook, scheduler, controller-manager, kwok) reconnects to the same address.
+apiserver_stop() {
+	daemon_alive kube-apiserver || die "kube-apiserver is not running"
+	log "stopping kube-apiserver (pid $(cat "$STATE/pids/kube-apiserver.pid"))"
+	echo "---- $(date -u +%FT%TZ) stop (apiserver-stop)" >>"$STATE/logs/kube-apiserver.log"
+	# With watches open (every client has some) kube-apiserver stops listening at once but its
+	# process lingers until they end: SIGKILL after GMG_APISERVER_STOP_WAIT (5 s).
+	stop_daemon kube-apiserver "${GMG_APISERVER_STOP_WAIT:-5}"
+}
+
+apiserver_start() {
+	if daemon_alive kube-apiserver; then log "kube-apiserver already running"; return 0; fi
+	log "starting kube-apiserver on 127.0.0.1:$APISERVER_PORT"
+	echo "---- $(date -u +%FT%TZ) start (apiserver-start)" >>"$STATE/logs/kube-apiserver.log"
+	start_apiserver
+}
+
 # --- up / down -------------------------------------------------------------------------------
 
 do_down() {
@@ -438,6 +461,14 @@ webhook-start)
 webhook-stop) load_cluster_env; webhook_stop ;;
 webhook-register) load_cluster_env; webhook_register ;;
 webhook-unregister) load_cluster_env; webhook_unregister ;;
+apiserver-stop) load_cluster_env; apiserver_stop ;;
+apiserver-start) load_cluster_env; apiserver_start ;;
+apiserver-restart)
+	load_cluster_env
+	apiserver_stop
+	sleep "${1:-3}"
+	apiserver_start
+	;;
 *)
 	sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' >&2
 	exit 2

@@ -108,15 +108,15 @@ start_daemon() {
 	fi
 }
 
-# Stops a daemon by its pid file: SIGTERM, up to 15 s, then SIGKILL. Only that pid (and its
-# session, which setsid made its own) is signalled.
+# Stops a daemon by its pid file: SIGTERM, up to $2 seconds (default 15), then SIGKILL. Only
+# that pid (and its session, which setsid made its own) is signalled.
 stop_daemon() {
 	local name=$1 f="$STATE/pids/$1.pid" pid i
 	[ -f "$f" ] || return 0
 	pid=$(cat "$f")
 	if kill -0 "$pid" 2>/dev/null; then
 		kill -TERM "$pid" 2>/dev/null || true
-		for i in $(seq 1 30); do
+		for i in $(seq 1 $((${2:-15} * 2))); do
 			kill -0 "$pid" 2>/dev/null || break
 			sleep 0.5
 		done
@@ -132,13 +132,16 @@ stop_daemon() {
 daemon_alive() { [ -f "$STATE/pids/$1.pid" ] && kill -0 "$(cat "$STATE/pids/$1.pid")" 2>/dev/null; }
 
 # Per-node GPU memory as the API shows it (never as the webhook reports it): one JSON line per
-# GPU node, see usage.jq. $1 = default threshold (the webhook's --threshold).
+# GPU node, see usage.jq. $1 = default threshold (the webhook's --threshold); $2 = a node name:
+# that node's line only, from the pods the API lists with spec.nodeName=$2 (the same figures,
+# without reading every pod of a large cluster).
 cluster_usage() {
-	local threshold=${1:-$DEFAULT_THRESHOLD} tmp
+	local threshold=${1:-$DEFAULT_THRESHOLD} node=${2:-} tmp sel=()
+	[ -z "$node" ] || sel=(--field-selector "spec.nodeName=$node")
 	tmp=$(mktemp -d)
-	kc get nodes -o json >"$tmp/nodes.json" && kc get pods -A -o json >"$tmp/pods.json" &&
+	kc get nodes -o json >"$tmp/nodes.json" && kc get pods -A "${sel[@]}" -o json >"$tmp/pods.json" &&
 		jq -nc --argjson default_threshold "$threshold" --slurpfile nodes "$tmp/nodes.json" \
-			--slurpfile pods "$tmp/pods.json" -f "$E2E_DIR/usage.jq"
+			--slurpfile pods "$tmp/pods.json" -f "$E2E_DIR/usage.jq" | jq -c --arg n "$node" 'select($n == "" or .node == $n)'
 	local rc=$?
 	rm -rf "$tmp"
 	return $rc
