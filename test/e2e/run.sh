@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # End-to-end suite: the webhook binary against a real kube-apiserver, scheduler,
-# controller-manager and kwok nodes (test/e2e/cluster.sh): the seven tests of issue 3, and an
-# eighth (capacity of a deleted pod is free once the grace period is over, long before the TTL).
+# controller-manager and kwok nodes (test/e2e/cluster.sh): the seven tests of issue 3, an
+# eighth (capacity of a deleted pod is free once the grace period is over, long before the TTL),
+# a ninth (placements from the watch cache make no API call), a tenth (the same among 16,000 pods;
+# GMG_E2E_SCALE_PODS sets the count) and an eleventh (kube-apiserver restarted mid-run).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]
 # Every verdict is read back from the API (pods, events, kubectl's own errors); per-node usage is
@@ -496,6 +498,304 @@ test_cache() {
 	drop_ns $ns
 }
 
+# --- 10. (extra) scale: placements among 16,000 pods ----------------------------------------------
+
+SCALE_PODS=${GMG_E2E_SCALE_PODS:-16000}
+
+metrics() { curl -sf --max-time 5 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/metrics"; }
+readyz_note() { curl -s --max-time 2 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/readyz" | tail -n 1; }
+# The pods count in /readyz "cache: synced (N pods, M nodes)"; empty unless synced.
+cache_synced_pods() { readyz_note | sed -n 's/^cache: synced (\([0-9]*\) pods.*/\1/p'; }
+cache_synced_with() { local n; n=$(cache_synced_pods); [ -n "$n" ] && [ "$n" -ge "$1" ]; }
+
+# hist_quantile Q BEFORE AFTER: the Q-quantile of the observations of
+# gpu_memory_guard_review_duration_seconds between two /metrics snapshots (files), interpolated
+# in its bucket as Prometheus' histogram_quantile does; in ms.
+hist_quantile() {
+	awk -v q="$1" '
+		FNR == 1 { f++ }
+		/^gpu_memory_guard_review_duration_seconds_bucket/ {
+			match($0, /le="[^"]*"/); le = substr($0, RSTART + 4, RLENGTH - 5)
+			if (f == 1) b[le] = $NF; else { a[le] = $NF; if (!(le in seen)) { seen[le] = 1; order[n++] = le } }
+		}
+		END {
+			total = a["+Inf"] - b["+Inf"]; if (total <= 0) { print "n/a"; exit }
+			rank = q * total; prev_le = 0; prev_c = 0
+			for (i = 0; i < n; i++) {
+				le = order[i]; c = a[le] - b[le]
+				if (c >= rank) {
+					if (le == "+Inf") { printf ">%.1f", prev_le * 1000; exit }
+					printf "%.2f", (prev_le + (le - prev_le) * (c > prev_c ? (rank - prev_c) / (c - prev_c) : 1)) * 1000; exit
+				}
+				prev_le = le; prev_c = c
+			}
+		}' "$2" "$3"
+}
+
+# bulk_config VERB NS NODE FIRST LAST: a curl config (-K) for pods s-FIRST..s-LAST of NS, with
+# the admin credentials, each answer's HTTP code on a line. VERB POST creates them (one container,
+# no GPU, spec.nodeName NODE, a toleration for its taint); DELETE deletes them (grace period 0).
+bulk_config() {
+	awk -v verb="$1" -v ns="$2" -v node="$3" -v first="$4" -v last="$5" -v port="$APISERVER_PORT" -v pki="$PKI" 'BEGIN {
+		q = "\\\""
+		for (i = first; i <= last; i++) {
+			name = sprintf("s-%05d", i)
+			if (verb == "POST") {
+				printf "url = \"https://127.0.0.1:%s/api/v1/namespaces/%s/pods\"\n", port, ns
+				printf "header = \"Content-Type: application/json\"\n"
+				body = "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":\"" name "\",\"labels\":{\"app.kubernetes.io/part-of\":\"gmg-e2e\"}},\"spec\":{\"nodeName\":\"" node "\",\"terminationGracePeriodSeconds\":0,\"tolerations\":[{\"key\":\"gmg-e2e/scale\",\"operator\":\"Exists\"}],\"containers\":[{\"name\":\"main\",\"image\":\"registry.k8s.io/pause:3.10\"}]}}"
+				gsub(/"/, q, body)
+				printf "data-binary = \"%s\"\n", body
+			} else {
+				printf "url = \"https://127.0.0.1:%s/api/v1/namespaces/%s/pods/%s?gracePeriodSeconds=0\"\nrequest = \"DELETE\"\n", port, ns, name
+			}
+			printf "cacert = \"%s/ca.crt\"\ncert = \"%s/admin.crt\"\nkey = \"%s/admin.key\"\n", pki, pki, pki
+			printf "output = \"/dev/null\"\nwrite-out = \"%%{http_code}\\n\"\n"
+			if (i < last) print "next"
+		}
+	}'
+}
+
+# bulk VERB NS NODE COUNT DIR: runs bulk_config over s-1..s-COUNT in 4 curl processes, each
+# with 32 requests in flight over HTTP/2; prints "OK_COUNT CODE_SUMMARY" (OK: 201 for POST, 200 for
+# DELETE).
+bulk() {
+	local verb=$1 ns=$2 node=$3 count=$4 dir=$5 procs=4 per i first last ok
+	per=$(((count + procs - 1) / procs))
+	for i in $(seq 0 $((procs - 1))); do
+		first=$((i * per + 1)) last=$(((i + 1) * per))
+		[ $last -le "$count" ] || last=$count
+		[ $first -le $last ] || continue
+		bulk_config "$verb" "$ns" "$node" $first $last >"$dir/$verb-$i.cfg"
+		curl -s --no-progress-meter --parallel --parallel-max 32 -K "$dir/$verb-$i.cfg" >"$dir/$verb-$i.codes" 2>"$dir/$verb-$i.err" &
+	done
+	wait
+	ok=201
+	[ "$verb" = POST ] || ok=200
+	echo "$(cat "$dir/$verb"-*.codes | grep -c "^$ok\$") $(cat "$dir/$verb"-*.codes | sort | uniq -c | awk '{ printf "%s%s x%s", s, $2, $1; s = ", " }')$(cat "$dir/$verb"-*.err | sort -u | head -n 2 | tr '\n' ' ')"
+}
+
+# ms_stats FILE: "median M ms, p90 P ms, max X ms" of the numbers (ms) in FILE, one a line.
+ms_stats() {
+	sort -n "$1" | awk '{ v[NR] = $1 } END { if (NR == 0) { print "no samples"; exit }
+		printf "median %d ms, p90 %d ms, max %d ms", v[int((NR + 1) / 2)], v[int(NR * 0.9 + 0.999)], v[NR] }'
+}
+
+test_scale_pods() {
+	CURRENT="10 scale: placements among $SCALE_PODS pods"
+	local ns=$EXEMPT_NAMESPACE gns=e2e-bulk-gpu node=gpu-a100-0 bulk=scale-0 dir t0 create_s res
+	local i out bad="" reads0 reads1 rev0 rev1 synced_s n_pods note
+	dir=$(mktemp -d)
+	fresh_ns $gns
+	# A node nobody manages (no kwok annotation): its pods stay Pending with no status update, so
+	# each pod costs the API server its creation and nothing more. Its taint keeps the scheduler
+	# away; it has no GPU labels. The pods go to the exempt namespace, which the webhook
+	# configuration leaves out (creating them takes the API server's time only, 3x less than
+	# through the webhook on this machine), and which the webhook's cache holds all the same
+	# (exempt pods count as usage).
+	kc create -f - >/dev/null <<EON
+apiVersion: v1
+kind: Node
+metadata:
+  name: $bulk
+  labels: {kubernetes.io/hostname: $bulk, gmg-e2e/scale: "true"}
+spec:
+  taints: [{key: gmg-e2e/scale, effect: NoSchedule}]
+EON
+	log "test 10: creating $SCALE_PODS pods on $bulk"
+	t0=$(now_ms)
+	res=$(bulk POST "$ns" $bulk "$SCALE_PODS" "$dir")
+	create_s=$(awk -v ms=$(($(now_ms) - t0)) 'BEGIN { printf "%.1f", ms / 1000 }')
+	n_pods=${res%% *}
+	log "test 10: $n_pods pods created in ${create_s}s (HTTP codes: ${res#* })"
+	[ "$n_pods" -eq "$SCALE_PODS" ] || bad="only $n_pods of $SCALE_PODS pods created in ${create_s}s (HTTP codes: ${res#* })"
+	# The webhook's cache holds them all before any placement is timed.
+	t0=$(now_ms)
+	if [ -z "$bad" ] && ! wait_for 120 "the watch cache to hold $SCALE_PODS pods" cache_synced_with "$SCALE_PODS"; then
+		bad="watch cache not synced with >= $SCALE_PODS pods within 120s: $(readyz_note)"
+	fi
+	synced_s=$(awk -v ms=$(($(now_ms) - t0)) 'BEGIN { printf "%.1f", ms / 1000 }')
+	note=$(readyz_note)
+	local room deny
+	if [ -z "$bad" ]; then
+		# 20 fitting placements of 1Gi on an A100 node, one kubectl create at a time, timed.
+		metrics >"$dir/m0" || bad="no metrics"
+		reads0=$(api_reads) rev0=$(pod_reviews)
+		for i in $(seq 1 20); do
+			pod_json "fit-$i" $gns 1Gi 1 $node >"$dir/fit-$i.json"
+		done
+		for i in $(seq 1 20); do
+			t0=$(now_ms)
+			if ! out=$(kc create -f "$dir/fit-$i.json" 2>&1); then
+				bad="$bad; fit-$i (1Gi on $node) refused: ${out:0:300}"
+			fi
+			echo $(($(now_ms) - t0)) >>"$dir/lat-fit"
+		done
+		# 3 that do not fit: 1Gi more than the room left on the node, spread over its 8 GPUs.
+		room=$(cluster_usage "$THRESHOLD" $node | jq '(.limit - .declared) / 1073741824 | floor')
+		deny=$((room + 1))
+		for i in 1 2 3; do
+			t0=$(now_ms)
+			if out=$(pod_json "nofit-$i" $gns "${deny}Gi" 8 $node | kc create -f - 2>&1); then
+				bad="$bad; nofit-$i (${deny}Gi, ${room}Gi left) admitted"
+			elif ! grep -qF "$DENIED_POD" <<<"$out" || grep -qE 'could not be asked|no time left' <<<"$out" ||
+				! grep -q 'percent limit' <<<"$out"; then
+				bad="$bad; nofit-$i not refused for the threshold: ${out:0:300}"
+			fi
+			echo $(($(now_ms) - t0)) >>"$dir/lat-nofit"
+		done
+		reads1=$(api_reads) rev1=$(pod_reviews)
+		metrics >"$dir/m1" || bad="$bad; no metrics"
+	fi
+	local over="" fit_lat nofit_lat p50 p99 onnode=0
+	if [ -z "$bad" ]; then
+		# The oracle for the node placed on (reading all $SCALE_PODS pods takes it 17 s more).
+		over=$(cluster_usage "$THRESHOLD" $node | jq -r 'select(.over) | "\(.node): declared \(.declared / 1073741824)Gi > limit \(.limit / 1073741824)Gi"')
+		onnode=$(kc get pods -n $gns --field-selector spec.nodeName=$node -o name | wc -l)
+		fit_lat=$(ms_stats "$dir/lat-fit") nofit_lat=$(ms_stats "$dir/lat-nofit")
+		p50=$(hist_quantile 0.5 "$dir/m0" "$dir/m1") p99=$(hist_quantile 0.99 "$dir/m0" "$dir/m1")
+	fi
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	elif [ -n "$over" ]; then
+		fail "node over threshold: $over"
+	elif [ "$onnode" -ne 20 ]; then
+		fail "$onnode pods of $gns on $node, want the 20 fitting ones"
+	elif [ $((rev1 - rev0)) -lt 23 ]; then
+		fail "the webhook answered $((rev1 - rev0)) pod reviews for 23 placements"
+	elif [ "$reads1" -ne "$reads0" ]; then
+		fail "23 placements among $SCALE_PODS pods made $((reads1 - reads0)) API reads (GET/LIST); want 0"
+	else
+		pass "$SCALE_PODS pods created in ${create_s}s; cache synced ${synced_s}s later ($note); 20 x 1Gi on $node admitted (kubectl create: $fit_lat), 3 x ${deny}Gi refused for the threshold ($nofit_lat); webhook review p50 ${p50} ms, p99 ${p99} ms; 0 API reads; $node within its threshold"
+	fi
+	# Clean up fast: one DELETE per pod, in parallel (deleting the namespace removes its pods one
+	# at a time, about 100 a second here).
+	t0=$(now_ms)
+	res=$(bulk DELETE "$ns" $bulk "$SCALE_PODS" "$dir")
+	log "test 10: ${res%% *} pods deleted in $((($(now_ms) - t0) / 1000))s (HTTP codes: ${res#* })"
+	wait_for 120 "the bulk pods gone" bash -c "[ \$(kubectl get pods -n $ns -l app.kubernetes.io/part-of=gmg-e2e -o name | wc -l) -eq 0 ]" ||
+		log "test 10: bulk pods still there after 120s"
+	kc delete node $bulk --wait=false >/dev/null 2>&1
+	rm -rf "$dir"
+	drop_ns $gns
+}
+
+# --- 11. (extra) kube-apiserver restarts while placements are made ------------------------------
+
+watch_restarts() { metrics | awk '/^gpu_memory_guard_cache_watch_restarts_total/ {s += $NF} END {print s + 0}'; }
+cache_relists() { metrics | awk '/^gpu_memory_guard_cache_relists_total/ {s += $NF} END {print s + 0}'; }
+cache_synced() { readyz_note | grep -q '^cache: synced'; }
+
+# place_retry NS NAME MEMORY NODE LOG: creates a 1-GPU pod with nodeName, retrying for 120 s while
+# the API server cannot be reached or answers anything but the webhook's verdict; appends
+# "MS NAME admitted|denied|error MESSAGE" to LOG.
+place_retry() {
+	local ns=$1 name=$2 mem=$3 node=$4 out deadline=$((SECONDS + 120)) tries=0
+	while :; do
+		tries=$((tries + 1))
+		if out=$(pod_json "$name" "$ns" "$mem" 1 "$node" | kc create -f - 2>&1); then
+			echo "$(now_ms) $name admitted after $tries tries" >>"$5"; return 0
+		elif grep -q 'AlreadyExists' <<<"$out"; then
+			echo "$(now_ms) $name admitted (AlreadyExists: the answer to an earlier try was lost) after $tries tries" >>"$5"; return 0
+		elif grep -qF "$DENIED_POD" <<<"$out"; then
+			echo "$(now_ms) $name denied after $tries tries: $(tr '\n' ' ' <<<"$out")" >>"$5"; return 0
+		elif [ $SECONDS -ge $deadline ]; then
+			echo "$(now_ms) $name error after $tries tries: $(tr '\n' ' ' <<<"$out")" >>"$5"; return 1
+		fi
+		sleep 0.3
+	done
+}
+
+test_apiserver_restart() {
+	CURRENT="11 API server restart"
+	local ns=e2e-restart node=gpu-h100-b ex=$EXEMPT_NAMESPACE dir out bad="" i
+	local r0 rl0 t_stop t_up t_synced reads0 reads1 placer sampler room want_z got_z=0 usage
+	fresh_ns $ns
+	dir=$(mktemp -d)
+	if ! wait_for 60 "the watch cache to be synced" cache_synced; then
+		fail "the watch cache is not synced before the restart: $(readyz_note)"; drop_ns $ns; return
+	fi
+	# Before: 20Gi "victim" and 4 x 5Gi on the H100 node (limit 71.7Gi): 40Gi.
+	for i in victim:20Gi p-1:5Gi p-2:5Gi p-3:5Gi p-4:5Gi; do
+		out=$(pod_json "${i%%:*}" $ns "${i#*:}" 1 $node | kc create -f - 2>&1) || bad="$bad; ${i%%:*} (${i#*:}) refused before the restart: ${out:0:300}"
+	done
+	if [ -n "$bad" ]; then fail "${bad#; }"; rm -rf "$dir"; drop_ns $ns; return; fi
+	r0=$(watch_restarts) rl0=$(cache_relists)
+	# The oracle, sampled every second all along (it fails while the API server is down).
+	: >"$dir/over"
+	(while [ ! -e "$dir/stop" ]; do over_threshold >>"$dir/over" 2>/dev/null; sleep 1; done) &
+	sampler=$!
+	# Placements all along: 6 x 5Gi, one after the other, each retried until the webhook's
+	# verdict. They fit in every order of the events below (at most 70Gi: victim still there,
+	# exempt pod not yet), so all 6 must be admitted.
+	(for i in 1 2 3 4 5 6; do place_retry $ns "q-$i" 5Gi $node "$dir/placements"; sleep 0.4; done) &
+	placer=$!
+	sleep 1
+	# A pod deleted right before the stop: its 20Gi must be free afterwards.
+	kc delete pod victim -n $ns --wait=false >/dev/null
+	t_stop=$(now_ms)
+	bash "$E2E_DIR/cluster.sh" apiserver-stop || bad="apiserver-stop failed"
+	sleep 3
+	bash "$E2E_DIR/cluster.sh" apiserver-start || bad="$bad; apiserver-start failed"
+	t_up=$(now_ms)
+	# Just back: a pod the webhook never reviews (exempt namespace, 10Gi) lands on the node and p-1
+	# (5Gi) goes; the cache must reflect both.
+	out=$(pod_json ex-late "$ex" 10Gi 1 $node | kc create -f - 2>&1) || bad="$bad; exempt pod ex-late refused: ${out:0:300}"
+	kc delete pod p-1 -n $ns --wait=false >/dev/null 2>&1 || bad="$bad; p-1 not deleted"
+	wait $placer
+	if ! wait_for 90 "the watch cache to be synced again" cache_synced; then
+		bad="$bad; watch cache not synced 90s after the API server came back: $(readyz_note)"
+	fi
+	t_synced=$(now_ms)
+	# After: fill the node from the recovered cache, one 5Gi placement at a time, until the first
+	# refusal; what fits is read from the API (the oracle).
+	usage=$(node_usage $node)
+	room=$(jq '(.limit - .declared) / 1073741824' <<<"$usage")
+	want_z=$(jq '(.limit - .declared) / (5 * 1073741824) | floor' <<<"$usage")
+	reads0=$(api_reads)
+	for i in $(seq 1 $((want_z + 1))); do
+		place_retry $ns "z-$i" 5Gi $node "$dir/placements"
+		if [ "$(tail -n 1 "$dir/placements" | awk '{ print $3 }')" = admitted ]; then got_z=$((got_z + 1)); else break; fi
+	done
+	reads1=$(api_reads)
+	touch "$dir/stop"
+	wait $sampler
+	local r1 rl1 final over failclosed errors before after recovering
+	r1=$(watch_restarts) rl1=$(cache_relists)
+	final=$(node_usage $node)
+	over=$(sort -u "$dir/over"; over_threshold)
+	# Lines of $dir/placements: MS NAME admitted|denied|error ...
+	failclosed=$(awk '$3 == "denied"' "$dir/placements" | grep -cE 'could not be asked|no time left')
+	errors=$(awk '$3 == "error"' "$dir/placements" | head -n 1)
+	before=$(awk -v t="$t_stop" '$1 < t && $2 ~ /^q-/' "$dir/placements" | wc -l)
+	after=$(awk -v t="$t_up" '$1 >= t && $2 ~ /^q-/' "$dir/placements" | wc -l)
+	recovering=$(awk -v t="$t_up" -v u="$t_synced" '$1 >= t && $1 < u && $2 ~ /^q-/' "$dir/placements" | wc -l)
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	elif [ -n "$over" ]; then
+		fail "node over threshold during or after the restart: $(head -n 3 <<<"$over")"
+	elif [ -n "$errors" ]; then
+		fail "a placement got no verdict: ${errors:0:400}"
+	elif awk '$2 ~ /^q-/ && $3 == "denied"' "$dir/placements" | grep -qvE 'could not be asked|no time left'; then
+		fail "a placement made across the restart was refused for the threshold, yet all 6 fit: $(awk '$2 ~ /^q-/ && $3 == "denied"' "$dir/placements" | head -n 1 | cut -c1-400)"
+	elif [ "$r1" -le "$r0" ]; then
+		fail "cache_watch_restarts_total did not increase ($r0 -> $r1): the webhook did not notice the restart"
+	elif [ "$got_z" -ne "$want_z" ]; then
+		fail "after the restart the API shows room for $want_z x 5Gi on $node (${room}Gi), the webhook admitted $got_z: $(tail -n 1 "$dir/placements" | cut -c1-400)"
+	elif ! tail -n 1 "$dir/placements" | awk -v z="z-$((want_z + 1))" '$2 == z && $3 == "denied"' | grep -q 'percent limit'; then
+		fail "the placement past the threshold was not refused for it: $(tail -n 1 "$dir/placements" | cut -c1-400)"
+	elif [ "$reads1" -ne "$reads0" ]; then
+		fail "$((want_z + 1)) placements after recovery made $((reads1 - reads0)) API reads (GET/LIST); want 0"
+	elif jq -e --arg ns $ns --arg ex "$ex" '[.pods[].pod] | any(. == "\($ns)/victim" or . == "\($ns)/p-1") or (any(. == "\($ex)/ex-late") | not)' <<<"$final" >/dev/null; then
+		fail "the API's view of $node is not the expected one: $final"
+	else
+		pass "API server down $(((t_up - t_stop) / 100 / 10)).$(((t_up - t_stop) / 100 % 10))s (SIGTERM, 3s, start, /readyz); cache synced again $(((t_synced - t_up) / 100 / 10)).$(((t_synced - t_up) / 100 % 10))s after it was back (watch restarts $r0 -> $r1, relists $rl0 -> $rl1); placements across it: $before before the stop, $((6 - before - after)) while it stopped or started, $after once it was ready ($recovering of them before the cache was synced again), $(awk '$2 ~ /^q-/ && $3 == "admitted"' "$dir/placements" | wc -l) of 6 admitted ($failclosed fail-closed denials); after recovery $got_z x 5Gi admitted = what the API shows fits (victim 20Gi deleted before the stop freed, exempt 10Gi created just after counted), the next refused, 0 API reads; $node never over threshold ($(jq -r '"\(.declared / 1073741824)Gi of \(.limit / 1073741824 * 100 | floor / 100)Gi"' <<<"$final"))"
+	fi
+	kc delete pod ex-late -n "$ex" --wait=true --timeout=60s >/dev/null 2>&1
+	rm -rf "$dir"
+	drop_ns $ns
+}
+
 # --- run -----------------------------------------------------------------------------------
 
 log "e2e: running tests (cluster up after $((SECONDS - START))s)"
@@ -508,6 +808,8 @@ want 6 && test_parallel
 want 7 && test_outage
 want 8 && test_freed
 want 9 && test_cache
+want 10 && test_scale_pods
+want 11 && test_apiserver_restart
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
