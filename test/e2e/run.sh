@@ -709,7 +709,9 @@ place_retry() {
 test_apiserver_restart() {
 	CURRENT="11 API server restart"
 	local ns=e2e-restart node=gpu-h100-b ex=$EXEMPT_NAMESPACE dir out bad="" i
-	local r0 rl0 t_stop t_up t_synced reads0 reads1 placer sampler room want_z got_z=0 usage
+	local r0 rl0 t_stop t_up t_synced reads0 reads1 placer sampler room want_z got_z=0 usage probe
+	local stop_wait=5 down=3
+	[ "${GMG_E2E_APISERVER_CRASH:-0}" != 1 ] || stop_wait=0 down=0
 	fresh_ns $ns
 	dir=$(mktemp -d)
 	if ! wait_for 60 "the watch cache to be synced" cache_synced; then
@@ -734,13 +736,20 @@ test_apiserver_restart() {
 	# A pod deleted right before the stop: its 20Gi must be free afterwards.
 	kc delete pod victim -n $ns --wait=false >/dev/null
 	t_stop=$(now_ms)
-	bash "$E2E_DIR/cluster.sh" apiserver-stop || bad="apiserver-stop failed"
-	sleep 3
+	# GMG_E2E_APISERVER_CRASH=1: SIGKILL and restart at once instead (the webhook's watches break less
+	# than --cache-max-staleness before the API server serves again).
+	GMG_APISERVER_STOP_WAIT=$stop_wait bash "$E2E_DIR/cluster.sh" apiserver-stop || bad="apiserver-stop failed"
+	sleep "$down"
 	bash "$E2E_DIR/cluster.sh" apiserver-start || bad="$bad; apiserver-start failed"
 	t_up=$(now_ms)
-	# Just back: a pod the webhook never reviews (exempt namespace, 10Gi) lands on the node and p-1
-	# (5Gi) goes; the cache must reflect both.
+	# Just back: pods the webhook never reviews (exempt namespace) land on nodes, 10Gi on this one
+	# and 15Gi on the empty L4 (limit 20.2Gi), and p-1 (5Gi) goes; the cache must reflect all
+	# three. A 10Gi placement on the L4 right after must be refused: it fits only if the exempt
+	# pod is not counted.
+	out=$(pod_json ex-l4 "$ex" 15Gi 1 gpu-l4-0 | kc create -f - 2>&1) || bad="$bad; exempt pod ex-l4 refused: ${out:0:300}"
+	place_retry $ns probe 10Gi gpu-l4-0 "$dir/probe"
 	out=$(pod_json ex-late "$ex" 10Gi 1 $node | kc create -f - 2>&1) || bad="$bad; exempt pod ex-late refused: ${out:0:300}"
+	probe=$(cat "$dir/probe")
 	kc delete pod p-1 -n $ns --wait=false >/dev/null 2>&1 || bad="$bad; p-1 not deleted"
 	wait $placer
 	if ! wait_for 90 "the watch cache to be synced again" cache_synced; then
@@ -774,6 +783,8 @@ test_apiserver_restart() {
 		fail "${bad#; }"
 	elif [ -n "$over" ]; then
 		fail "node over threshold during or after the restart: $(head -n 3 <<<"$over")"
+	elif [ "$(awk '{ print $3 }' <<<"$probe")" != denied ]; then
+		fail "10Gi on gpu-l4-0 just after a 15Gi exempt pod landed there (limit 20.2Gi), as the API server came back: ${probe:0:400}"
 	elif [ -n "$errors" ]; then
 		fail "a placement got no verdict: ${errors:0:400}"
 	elif awk '$2 ~ /^q-/ && $3 == "denied"' "$dir/placements" | grep -qvE 'could not be asked|no time left'; then
@@ -789,9 +800,9 @@ test_apiserver_restart() {
 	elif jq -e --arg ns $ns --arg ex "$ex" '[.pods[].pod] | any(. == "\($ns)/victim" or . == "\($ns)/p-1") or (any(. == "\($ex)/ex-late") | not)' <<<"$final" >/dev/null; then
 		fail "the API's view of $node is not the expected one: $final"
 	else
-		pass "API server down $(((t_up - t_stop) / 100 / 10)).$(((t_up - t_stop) / 100 % 10))s (SIGTERM, 3s, start, /readyz); cache synced again $(((t_synced - t_up) / 100 / 10)).$(((t_synced - t_up) / 100 % 10))s after it was back (watch restarts $r0 -> $r1, relists $rl0 -> $rl1); placements across it: $before before the stop, $((6 - before - after)) while it stopped or started, $after once it was ready ($recovering of them before the cache was synced again), $(awk '$2 ~ /^q-/ && $3 == "admitted"' "$dir/placements" | wc -l) of 6 admitted ($failclosed fail-closed denials); after recovery $got_z x 5Gi admitted = what the API shows fits (victim 20Gi deleted before the stop freed, exempt 10Gi created just after counted), the next refused, 0 API reads; $node never over threshold ($(jq -r '"\(.declared / 1073741824)Gi of \(.limit / 1073741824 * 100 | floor / 100)Gi"' <<<"$final"))"
+		pass "API server down $(((t_up - t_stop) / 100 / 10)).$(((t_up - t_stop) / 100 % 10))s ($([ $stop_wait = 0 ] && echo SIGKILL || echo SIGTERM), ${down}s, start, /readyz); cache synced again $(((t_synced - t_up) / 100 / 10)).$(((t_synced - t_up) / 100 % 10))s after it was back (watch restarts $r0 -> $r1, relists $rl0 -> $rl1); placements across it: $before before the stop, $((6 - before - after)) while it stopped or started, $after once it was ready ($recovering of them before the cache was synced again), $(awk '$2 ~ /^q-/ && $3 == "admitted"' "$dir/placements" | wc -l) of 6 admitted ($failclosed fail-closed denials); after recovery $got_z x 5Gi admitted = what the API shows fits (victim 20Gi deleted before the stop freed, exempt 10Gi created just after counted), the next refused, 0 API reads; 10Gi on gpu-l4-0 refused right after a 15Gi exempt pod landed there; $node never over threshold ($(jq -r '"\(.declared / 1073741824)Gi of \(.limit / 1073741824 * 100 | floor / 100)Gi"' <<<"$final"))"
 	fi
-	kc delete pod ex-late -n "$ex" --wait=true --timeout=60s >/dev/null 2>&1
+	kc delete pod ex-late ex-l4 -n "$ex" --wait=true --timeout=60s >/dev/null 2>&1
 	rm -rf "$dir"
 	drop_ns $ns
 }
