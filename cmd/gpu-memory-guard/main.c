@@ -117,6 +117,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .grace_ms = cfg->reservation_grace_ms,
 	    .cache = cache,
 	    .cache_fresh = informer_fresh_fn,
+	    .cache_connected = informer_connected_fn,
 	    .cache_progress_ms = informer_progress_ms,
 	    .cache_ctx = informer,
 	};

@@ -39,6 +39,7 @@ struct webhook {
 	struct webhook_source src;
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	int (*cache_connected)(void *ctx, double now_s);
 	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
 	struct ledger *ledger;
@@ -60,6 +61,8 @@ struct outcome {
 	double t0;     /* when the review arrived, webhook_now() seconds */
 	double waited; /* seconds blocked in API calls and on the node lock: not our own time */
 	const char *source; /* placements: "cache" or "api" */
+	int api_failed;     /* the API path could not ask the API server: the cache may decide
+	                       if its watch broke only moments ago (webhook.h) */
 };
 
 double webhook_now(void)
@@ -625,7 +628,15 @@ out:
 	cJSON_Delete(node_obj);
 }
 
-/* The watch cache may decide now (webhook_config.cache). */
+/* The watch cache alone may decide now: fresh, and its watches healthy (webhook.h). */
+static int cache_connected(const struct webhook *w)
+{
+	double now = webhook_now();
+	return w->cache != NULL && (w->cache_fresh == NULL || w->cache_fresh(w->cache_ctx, now)) &&
+	       (w->cache_connected == NULL || w->cache_connected(w->cache_ctx, now));
+}
+
+/* The watch cache may decide now (webhook_config.cache), at least as the fallback. */
 static int cache_usable(const struct webhook *w)
 {
 	return w->cache != NULL &&
@@ -707,7 +718,7 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	int busy = 0;
 	struct ledger_node *ln;
 
-	if (!cache_usable(w))
+	if (!(o->api_failed ? cache_usable(w) : cache_connected(w)))
 		return 0;
 	if (ledger_key(req, key, sizeof(key)) != 0) {
 		deny(o, METRICS_DENIED, 403, "NameTooLong", "cannot place %s: name too long",
@@ -756,7 +767,8 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 	struct cache_pod cp;
 	const char *uid = json_str(req->object, "metadata", "uid", NULL);
 
-	if (!cache_usable(w) || cache_get_pod(w->cache, req->namespace_, req->name, &cp) != 0)
+	if (!(o->api_failed ? cache_usable(w) : cache_connected(w)) ||
+	    cache_get_pod(w->cache, req->namespace_, req->name, &cp) != 0)
 		return 0;
 	/* Only the very pod the Binding names (kube-scheduler sets the Binding's uid to the
 	 * pod's): an older pod of the same name, or one already bound or finished, is not it;
@@ -838,6 +850,39 @@ struct webhook_review_ctx {
 	double busy;      /* seconds inside prepare and finish (o.waited of them blocked) */
 	char pod_name[2 * ADMISSION_NAME_MAX + 2];
 };
+
+/*
+ * A placement the server handed to a worker: from the cache when its watches are healthy, else
+ * through the API server; and when the API server cannot be asked while the cache's watch broke
+ * only moments ago (fresh but not connected), from the cache after all (webhook.h).
+ */
+static void decide_placement(struct webhook_review_ctx *x)
+{
+	struct webhook *w = x->w;
+	const struct admission_request *req = &x->req;
+	struct outcome *o = &x->o;
+
+	if (req->target == ADMISSION_BINDING) {
+		if (!binding_cached(w, req, x->pod_name, 1, o))
+			check_binding(w, req, x->pod_name, o);
+	} else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, 1, o)) {
+		check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, o);
+	}
+	if (o->allowed || o->reason == NULL || strcmp(o->reason, "APIServerUnavailable") != 0 ||
+	    !cache_usable(w))
+		return;
+	struct outcome api = *o; /* the refusal, if the cache cannot decide either */
+	o->api_failed = 1;
+	o->n_warnings = 0;
+	int decided = req->target == ADMISSION_BINDING
+	                  ? binding_cached(w, req, x->pod_name, 1, o)
+	                  : place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, 1, o);
+	if (!decided) {
+		double waited = o->waited;
+		*o = api;
+		o->waited = waited;
+	}
+}
 
 /* Decide what the request alone decides. Returns 1 when decided, 0 when a placement must be
  * checked against the API server (a binding to a node, or a GPU pod CREATE with nodeName). */
@@ -1011,13 +1056,8 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 
 	*out = NULL;
 	*out_len = 0;
-	if (!x->decided) {
-		if (req->target == ADMISSION_BINDING) {
-			if (!binding_cached(w, req, x->pod_name, 1, o))
-				check_binding(w, req, x->pod_name, o);
-		} else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, 1, o))
-			check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, o);
-	}
+	if (!x->decided)
+		decide_placement(x);
 	no_percent(o->message, sizeof(o->message));
 	for (size_t i = 0; i < o->n_warnings; i++)
 		no_percent(o->warnings[i], sizeof(o->warnings[i]));
@@ -1073,6 +1113,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->src = *src;
 	w->cache = cfg->cache;
 	w->cache_fresh = cfg->cache_fresh;
+	w->cache_connected = cfg->cache_connected;
 	w->cache_progress_ms = cfg->cache_progress_ms;
 	w->cache_ctx = cfg->cache_ctx;
 	w->ledger = ledger;

@@ -124,6 +124,11 @@ struct webhook_config {
 	 * other placement takes the API server path of webhook_finish(). */
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	/* 1 while the cache's watches are open and healthy: only then does the cache decide
+	 * alone. While cache_fresh but not connected (a watch broken for less than the staleness
+	 * bound), a placement asks the API server first and is decided from the cache only when
+	 * the API server cannot be asked. NULL: cache_fresh alone decides. */
+	int (*cache_connected)(void *ctx, double now_s);
 	/* When the cache last heard from the API server (ledger_now_ms() clock): reservations
 	 * expire by this clock on the cache path, so a quiet watch never lets one lapse before
 	 * the cache could have shown its pod. NULL: the wall clock. */

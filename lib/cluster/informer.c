@@ -550,3 +550,16 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 			cache_each_gpu_node(inf->cache, node_gauge, &g);
 	}
 }
+
+int informer_connected_fn(void *ctx, double now_s)
+{
+	struct informer *inf = ctx;
+	int ok;
+
+	pthread_mutex_lock(&inf->mu);
+	ok = inf->pods.synced && inf->nodes.synced && !inf->pods.store_failed &&
+	     !inf->nodes.store_failed && inf->pods.in_watch && inf->nodes.in_watch &&
+	     broken_for(inf, &inf->pods, now_s) == 0 && broken_for(inf, &inf->nodes, now_s) == 0;
+	pthread_mutex_unlock(&inf->mu);
+	return ok;
+}

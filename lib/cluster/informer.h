@@ -99,6 +99,13 @@ int informer_fresh_fn(void *ctx, double now_s);
  * ..."). ctx is the informer. */
 void informer_ready_note(void *ctx, char *buf, size_t cap);
 
+/* 1 when both watches are open and healthy now (not broken, not silent), the cache complete:
+ * the cache alone may decide. Between this and informer_fresh_fn (a break shorter than the
+ * staleness bound) the webhook asks the API server first and uses the cache only when the API
+ * server cannot be asked: writes made meanwhile (exempt pods, other replicas' placements) may be
+ * missing from the cache. Shaped for webhook_config.cache_connected. */
+int informer_connected_fn(void *ctx, double now_s);
+
 /* When the API server last spoke on both kinds (the older of the two), monotime_ms(); shaped
  * for webhook_config.cache_progress_ms. */
 uint64_t informer_progress_ms(void *ctx);

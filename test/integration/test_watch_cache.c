@@ -234,6 +234,39 @@ static void test_relist_after_gone(void **state)
 	free(metrics);
 }
 
+/* A watch broken only moments ago while the API server answers: the placement asks the API
+ * server (writes made meanwhile may be missing from the cache), not the cache. */
+static void test_broken_watch_asks_the_api_server(void **state)
+{
+	struct review_answer a;
+	char *ready = NULL;
+
+	wait_synced(10000);
+	apiserver_double_set_watch_gone(W.api, 1); /* every new watch fails: the break lasts */
+	apiserver_double_cut_watches(W.api);
+	double end = harness_now() + 5;
+	for (;;) { /* until the webhook sees the break */
+		free(ready);
+		ready = NULL;
+		world_health_get(&W, "/readyz", &ready);
+		if (ready && strstr(ready, "watch broken"))
+			break;
+		ITEST_CHECK(harness_now() < end, "the cut watch is not reported: %s",
+		            ready ? ready : "(none)");
+		usleep(10 * 1000);
+	}
+	free(ready);
+	apiserver_double_reset_counts(W.api);
+	char *body = harness_pod_review("wc-broken", "broken", "1Gi", "wc-node-b", 1);
+	itest_review(&W, body, "wc-broken", -1, &a);
+	free(body);
+	ITEST_CHECK(apiserver_double_count(W.api, APISERVER_DOUBLE_GET_NODE) == 1,
+	            "a placement during a broken watch made %lu GET node calls, want 1 (API path)",
+	            apiserver_double_count(W.api, APISERVER_DOUBLE_GET_NODE));
+	apiserver_double_set_watch_gone(W.api, 0);
+	wait_synced(15000);
+}
+
 /* The API server down longer than the staleness bound: placements take the API path, which
  * fails, so they are denied (never decided from the stale cache); back up, the cache again. */
 static void test_stale_cache_falls_back(void **state)
@@ -270,6 +303,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_deleted_pod_reservation_dropped),
 	    cmocka_unit_test(test_binding_of_another_uid_reads_the_pod),
 	    cmocka_unit_test(test_relist_after_gone),
+	    cmocka_unit_test(test_broken_watch_asks_the_api_server),
 	    cmocka_unit_test(test_stale_cache_falls_back),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
