@@ -32,6 +32,7 @@ struct kind {
 	int started;
 	/* Under inf->mu: */
 	int synced, in_watch, watch_event, watch_opened, store_failed;
+	int list_failed; /* an object of the LIST in progress could not be stored */
 	double broken_since, watch_started, last_event;
 	uint64_t progress_ms; /* when the API server last spoke on this kind (event, bookmark,
 	                         open, list done), monotime_ms() */
@@ -107,6 +108,7 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 		 * until a relist stored it all (placements take the API path meanwhile). */
 		pthread_mutex_lock(&k->inf->mu);
 		k->store_failed = 1;
+		k->list_failed = 1;
 		pthread_mutex_unlock(&k->inf->mu);
 	}
 	if (rc != 0 && type != WATCH_DELETED)
@@ -165,17 +167,17 @@ static int relist(struct kind *k)
 	char err[512] = "";
 	long code = 0;
 
+	/* store_failed stays set while the LIST runs: the object the store lost is not back
+	 * until the list shows it, and a slow LIST must not let the cache decide without it.
+	 * Only a complete list that stored every object clears it. */
 	pthread_mutex_lock(&k->inf->mu);
-	int failed_before = k->store_failed;
-	k->store_failed = 0;
+	k->list_failed = 0;
 	pthread_mutex_unlock(&k->inf->mu);
 	cache_resync_begin(k->inf->cache, k->which);
-	int rc = kube_list_all(k->inf->kc, k->resource, k->inf->cfg.page_limit, on_listed, k, k->rv,
-	                       sizeof(k->rv), &code, err, sizeof(err));
+	/* Until the stop flag: SIGTERM must not wait up to --api-timeout for a slow page. */
+	int rc = kube_list_all_until(k->inf->kc, k->resource, k->inf->cfg.page_limit, on_listed, k,
+	                             k->rv, sizeof(k->rv), &code, &k->inf->stop, err, sizeof(err));
 	if (rc != 0) {
-		pthread_mutex_lock(&k->inf->mu);
-		k->store_failed |= failed_before; /* still incomplete */
-		pthread_mutex_unlock(&k->inf->mu);
 		if (rc != KUBE_ESTOP || !k->inf->stop)
 			set_error(k, "LIST", rc, err);
 		return rc;
@@ -185,6 +187,7 @@ static int relist(struct kind *k)
 	if (k->synced)
 		k->relists++;
 	k->synced = 1;
+	k->store_failed = k->list_failed;
 	k->progress_ms = monotime_ms();
 	pthread_mutex_unlock(&k->inf->mu);
 	log_fields(LOG_INFO, "cache: listed",
@@ -215,6 +218,15 @@ static int watch_loop(struct kind *k)
 		pthread_mutex_lock(&k->inf->mu);
 		k->in_watch = 0;
 		int had_events = k->watch_event, store_failed = k->store_failed;
+		/* Ended normally (timeoutSeconds, a proxy, a restarting server): no event reaches
+		 * the cache until the next watch is open, and reopening may hang (an API server
+		 * that does not answer) or wait for a backoff. Broken from now, so that
+		 * --cache-max-staleness bounds that too; the new watch's answer clears it. */
+		if (rc == 0 && k->broken_since == 0) {
+			k->broken_since = monotime_s();
+			snprintf(k->last_error, sizeof(k->last_error),
+			         "WATCH %s: the stream ended; reopening", k->resource);
+		}
 		pthread_mutex_unlock(&k->inf->mu);
 		if (had_events)
 			fails = 0;
@@ -330,11 +342,16 @@ static double broken_for(const struct informer *inf, const struct kind *k, doubl
 	double quiet_since = k->last_event > k->watch_started ? k->last_event : k->watch_started;
 	if (k->in_watch && k->watch_opened && now - quiet_since > INFORMER_SILENCE_S)
 		return now - quiet_since;
-	if (k->broken_since == 0)
-		return 0;
 	if (k->in_watch && k->watch_opened)
 		return 0; /* reconnected: the new watch's answer arrived */
-	return now - k->broken_since;
+	if (k->broken_since != 0)
+		return now - k->broken_since;
+	/* A watch being opened (after a LIST, or resumed) delivers nothing until its answer
+	 * arrives, and an API server may never answer: broken since the attempt began, so that
+	 * --cache-max-staleness bounds that wait too. */
+	if (k->in_watch)
+		return now - k->watch_started;
+	return 0;
 }
 
 int informer_fresh(struct informer *inf, double now_s, double max_staleness_s)

@@ -476,6 +476,20 @@ static size_t forget_on(struct ledger_node *n, const char *key, const char *uid)
  * hold the table mutex while waiting for a node (ledger_unlock takes them the other way). The
  * table holds only nodes with recent placements, so this is short. Returns the pinned nodes
  * (caller frees the array and ledger_unlock()s each after locking it), NULL when none. */
+/* Give back a use taken by pin_all() without holding the node's lock (ledger_unlock's
+ * bookkeeping: the last user of an empty node frees it). */
+static void unpin(struct ledger_node *n)
+{
+	struct ledger *l = n->owner;
+
+	pthread_mutex_lock(&l->mu);
+	if (--n->users == 0 && n->n == 0) {
+		unlink_node(l, n);
+		node_free(n);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
 static struct ledger_node **pin_all(struct ledger *l, size_t *n_held)
 {
 	struct ledger_node **held = NULL;
@@ -518,7 +532,14 @@ size_t ledger_each(struct ledger *l, uint64_t now_ms, ledger_each_fn fn, void *c
 		return 0;
 	struct ledger_node **held = pin_all(l, &n_held);
 	for (size_t i = 0; i < n_held; i++) {
-		pthread_mutex_lock(&held[i]->mu);
+		/* Never wait: a placement on the API path holds its node's lock across API calls
+		 * (seconds when the API server is slow), and the caller is /metrics, served by the
+		 * one thread of the health listener (/healthz, /readyz too). A node being checked
+		 * right now is skipped this time. */
+		if (pthread_mutex_trylock(&held[i]->mu) != 0) {
+			unpin(held[i]);
+			continue;
+		}
 		uint64_t bytes = ledger_pending_bytes(held[i], NULL, now_ms);
 		if (bytes > 0) {
 			fn(ctx, held[i]->name, bytes);

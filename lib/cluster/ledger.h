@@ -113,7 +113,8 @@ size_t ledger_forget(struct ledger *l, const char *key, const char *uid);
 
 /* Call fn(ctx, node, bytes) for each node holding live reservations (bytes: their sum at
  * now_ms), with that node locked: fn must not call ledger functions. Takes the node locks
- * itself: the caller must hold none. Returns the number of nodes visited. Thread-safe. */
+ * itself, never waiting: a node another thread holds (a placement in progress) is skipped.
+ * The caller must hold none. Returns the number of nodes visited. Thread-safe. */
 typedef void (*ledger_each_fn)(void *ctx, const char *node, uint64_t bytes);
 size_t ledger_each(struct ledger *l, uint64_t now_ms, ledger_each_fn fn, void *ctx);
 

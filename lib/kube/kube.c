@@ -503,8 +503,19 @@ static void status_message(const struct body *b, char *msg, size_t msglen)
 struct call {
 	const char *verb, *resource, *what; /* observer labels; what names the call in err */
 	const char *url;
-	long budget_ms; /* total time for this HTTP call */
+	long budget_ms;           /* total time for this HTTP call */
+	const volatile int *stop; /* when set and nonzero, the transfer is aborted (KUBE_ESTOP) */
 };
+
+/* CURLOPT_XFERINFOFUNCTION of http_get: abort once *stop is set (polled about once a second
+ * while the server is silent, so a shutdown does not wait for a slow page). */
+static int call_progress(void *userp, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+                         curl_off_t ulnow)
+{
+	const struct call *k = userp;
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return k->stop != NULL && *k->stop != 0;
+}
 
 /* Translate a finished transfer into a KUBE_E* code and err. */
 static int transfer_result(const struct call *k, struct handle *h, CURLcode cc, long code,
@@ -569,6 +580,10 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 	curl_easy_setopt(h->easy, CURLOPT_TIMEOUT_MS, k->budget_ms);
 	curl_easy_setopt(h->easy, CURLOPT_CONNECTTIMEOUT_MS, k->budget_ms);
 	curl_easy_setopt(h->easy, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)body_max);
+	/* The handle is the thread's, shared with calls without a stop flag: set both ways. */
+	curl_easy_setopt(h->easy, CURLOPT_NOPROGRESS, k->stop != NULL ? 0L : 1L);
+	curl_easy_setopt(h->easy, CURLOPT_XFERINFOFUNCTION, k->stop != NULL ? call_progress : NULL);
+	curl_easy_setopt(h->easy, CURLOPT_XFERINFODATA, (void *)k);
 	if (tok != NULL) {
 		/* CURLAUTH_BEARER alone: curl sends the header on the first request. */
 		curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
@@ -580,6 +595,11 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 	}
 	t0 = monotime_s();
 	cc = curl_easy_perform(h->easy);
+	if (cc == CURLE_ABORTED_BY_CALLBACK && k->stop != NULL && *k->stop != 0) {
+		errbuf_set(err, errlen, "%s: stopped by the caller", k->what);
+		rc = KUBE_ESTOP;
+		goto out;
+	}
 	/* HTTP errors are not curl errors: the status comes from here, also after an abort. */
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, code);
 	if (c->obs != NULL)
@@ -624,7 +644,7 @@ static int get_object(struct kube_client *c, const char *path_prefix, const char
                       long *http_code, char *err, size_t errlen)
 {
 	char url[URL_MAX], what[64 + 2 * NAME_MAX_LEN];
-	struct call k = {"get", resource, what, url, c->timeout_ms};
+	struct call k = {"get", resource, what, url, c->timeout_ms, NULL};
 	size_t pos = 0;
 	long code = 0;
 	int rc;
@@ -808,7 +828,7 @@ int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON
                            long *http_code, char *err, size_t errlen)
 {
 	char what[64 + NAME_MAX_LEN], *url = NULL;
-	struct listing l = {{"list", "pods", what, NULL, 0}, 0, 0, NULL, NULL, 0};
+	struct listing l = {{"list", "pods", what, NULL, 0, NULL}, 0, 0, NULL, NULL, 0};
 	int gone = 0, rc;
 
 	if (items != NULL)
@@ -929,8 +949,16 @@ static int list_all_page(const cJSON *page, const char *what, kube_item_fn fn, v
 int kube_list_all(struct kube_client *c, const char *resource, long page_limit, kube_item_fn fn,
                   void *ctx, char *rv, size_t rvlen, long *http_code, char *err, size_t errlen)
 {
+	return kube_list_all_until(c, resource, page_limit, fn, ctx, rv, rvlen, http_code, NULL,
+	                           err, errlen);
+}
+
+int kube_list_all_until(struct kube_client *c, const char *resource, long page_limit,
+                        kube_item_fn fn, void *ctx, char *rv, size_t rvlen, long *http_code,
+                        const volatile int *stop, char *err, size_t errlen)
+{
 	char what[96], first_rv[KUBE_RV_MAX] = "", *url = NULL, *cont = NULL;
-	struct call k = {"list", resource, what, NULL, 0};
+	struct call k = {"list", resource, what, NULL, 0, NULL};
 	long code = 0;
 	int rc;
 
@@ -951,6 +979,7 @@ int kube_list_all(struct kube_client *c, const char *resource, long page_limit, 
 	}
 	k.url = url;
 	k.budget_ms = c->timeout_ms;
+	k.stop = stop;
 	for (long pages = 1;; pages++) {
 		cJSON *page = NULL;
 

@@ -115,6 +115,12 @@ typedef int (*kube_item_fn)(void *ctx, const struct cJSON *item);
 int kube_list_all(struct kube_client *c, const char *resource, long page_limit, kube_item_fn fn,
                   void *ctx, char *rv, size_t rvlen, long *http_code, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+/* The same, aborted (KUBE_ESTOP) as soon as *stop (may be NULL) is nonzero, also while a page
+ * is awaited: a shutdown does not wait up to the client timeout for a slow API server. */
+int kube_list_all_until(struct kube_client *c, const char *resource, long page_limit,
+                        kube_item_fn fn, void *ctx, char *rv, size_t rvlen, long *http_code,
+                        const volatile int *stop, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /*
  * A streamed watch: GET /api/v1/<resource>?watch=1&resourceVersion=RV&allowWatchBookmarks=true
