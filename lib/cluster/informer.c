@@ -390,6 +390,7 @@ static void kind_status(const struct informer *inf, const struct kind *k, double
                         struct informer_kind_status *s)
 {
 	s->synced = k->synced;
+	s->incomplete = k->store_failed;
 	s->watching = k->in_watch;
 	s->broken_for_s = broken_for(inf, k, now);
 	s->last_event_age = k->last_event > 0 ? now - k->last_event : -1;
@@ -427,6 +428,14 @@ void informer_ready_note(void *ctx, char *buf, size_t cap)
 		snprintf(buf, cap, "cache: syncing %s (placements read the API server)%s%s",
 		         !st.pods.synced ? "pods" : "nodes", k->last_error[0] ? ": " : "",
 		         k->last_error);
+		return;
+	}
+	if (st.pods.incomplete || st.nodes.incomplete) {
+		snprintf(
+		    buf, cap,
+		    "cache: incomplete, relisting %s (an object could not be stored; placements "
+		    "read the API server)",
+		    st.pods.incomplete ? "pods" : "nodes");
 		return;
 	}
 	if (st.pods.broken_for_s > 0)
@@ -519,7 +528,7 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	                  "# TYPE gpu_memory_guard_cache_synced gauge\n");
 	for (int i = 0; i < 2; i++)
 		metrics_printf(w, "gpu_memory_guard_cache_synced{resource=\"%s\"} %d\n", res[i],
-		               ks[i]->synced && ks[i]->broken_for_s == 0);
+		               ks[i]->synced && !ks[i]->incomplete && ks[i]->broken_for_s == 0);
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_events_total Watch events received.\n"
 	                  "# TYPE gpu_memory_guard_cache_events_total counter\n");
 	for (int i = 0; i < 2; i++)

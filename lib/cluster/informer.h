@@ -21,7 +21,8 @@
  * reservations by that clock.
  *
  * Metrics (informer_collect, a metrics collector):
- *   gpu_memory_guard_cache_synced{resource}                  gauge 1 when listed and watching
+ *   gpu_memory_guard_cache_synced{resource}                  gauge 1 when listed, complete and
+ *                                                            watching
  *   gpu_memory_guard_cache_events_total{resource,type}       counter (added, modified, deleted,
  *                                                            bookmark, error)
  *   gpu_memory_guard_cache_relists_total{resource}           counter (lists after the first)
@@ -64,6 +65,8 @@ struct informer_config {
 
 struct informer_kind_status {
 	int synced;            /* listed at least once */
+	int incomplete;        /* an object could not be stored: relisting, the cache does not
+	                          decide */
 	int watching;          /* a watch is open now (or being opened) */
 	double broken_for_s;   /* how long the watch has been broken; 0 when not broken */
 	double last_event_age; /* seconds since the newest event, -1 before any */

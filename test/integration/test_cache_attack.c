@@ -294,6 +294,11 @@ static void test_unstorable_pod_not_forgotten_during_relist(void **state)
 		ITEST_CHECK(harness_now() < end, "never denied naming the pod: %s", a.message);
 		usleep(100 * 1000);
 	}
+	char *ready = NULL;
+	ITEST_CHECK(world_health_get(&W, "/readyz", &ready) == 200, "readyz");
+	ITEST_CHECK(ready && strstr(ready, "cache: incomplete"),
+	            "/readyz does not say the cache is incomplete: %s", ready ? ready : "(none)");
+	free(ready);
 	/* Make the informer relist (a 410), slowly: every answer waits 4 s. */
 	apiserver_double_set_delay_ms(W.api, 4000);
 	apiserver_double_compact(W.api);
