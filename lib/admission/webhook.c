@@ -514,7 +514,12 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	uint64_t now = ledger_now_ms();
 	if (visible_from_pods(w, items, &v) != 0)
 		goto nomem;
-	ledger_reconcile(ln, v.keys, v.n_keys, now);
+	/* With the watch cache on, a reservation settles only when the cache shows its pod: a pod
+	 * this live list shows may not have reached the cache yet, and dropping its reservation
+	 * here would leave it uncounted by the next decision from the cache. This decision counts
+	 * a listed pod and its reservation once either way (placement.h). */
+	if (w->cache == NULL)
+		ledger_reconcile(ln, v.keys, v.n_keys, now);
 	drop_deleted(w, ln, p, now, o);
 	if (reserved_from_ledger(ln, now, &r) != 0)
 		goto nomem;
