@@ -78,18 +78,28 @@ static void node_free(struct ledger_node *n)
 	free(n);
 }
 
-/* Drop expired entries and those whose key is in keys, keeping the order of the rest.
- * Returns how many were dropped. */
-static size_t node_filter(struct ledger_node *n, const char *const *keys, size_t n_keys,
-                          uint64_t now_ms)
+/* The entry of a pod named key (uid, NULL or "" when unknown): the same key and, when both
+ * uids are known, the same uid (a newer pod of the same name is another pod). */
+static int same_pod(const struct entry *e, const char *key, const char *uid)
+{
+	return key != NULL && strcmp(key, e->key) == 0 &&
+	       (uid == NULL || uid[0] == '\0' || e->uid[0] == '\0' || strcmp(uid, e->uid) == 0);
+}
+
+/* Drop expired entries (expires_ms <= now_ms; now_ms 0 expires none) and those of the pods
+ * keys[i] / uids[i] (uids may be NULL), keeping the order of the rest. Returns how many were
+ * dropped. */
+static size_t node_filter(struct ledger_node *n, const char *const *keys, const char *const *uids,
+                          size_t n_keys, uint64_t now_ms)
 {
 	size_t kept = 0, dropped;
 
 	for (size_t i = 0; i < n->n; i++) {
-		int drop = n->entries[i].expires_ms <= now_ms;
+		const struct entry *e = &n->entries[i];
+		int drop = e->expires_ms <= now_ms;
 
-		for (size_t k = 0; !drop && k < n_keys; k++)
-			drop = keys[k] != NULL && strcmp(keys[k], n->entries[i].key) == 0;
+		for (size_t k = 0; !drop && keys != NULL && k < n_keys; k++)
+			drop = same_pod(e, keys[k], uids ? uids[k] : NULL);
 		if (drop)
 			continue;
 		if (kept != i)
@@ -256,31 +266,10 @@ void ledger_unlock(struct ledger_node *n)
 size_t ledger_settle(struct ledger_node *n, const char *const *keys, const char *const *uids,
                      size_t n_keys, uint64_t now_ms)
 {
-	size_t kept = 0, dropped;
-
 	if (n == NULL)
 		return 0;
 	observe_now(n->owner, now_ms);
-	for (size_t i = 0; i < n->n; i++) {
-		const struct entry *e = &n->entries[i];
-		int drop = e->expires_ms <= now_ms;
-
-		for (size_t k = 0; !drop && keys != NULL && k < n_keys; k++) {
-			const char *uid = uids ? uids[k] : NULL;
-			drop = keys[k] != NULL && strcmp(keys[k], e->key) == 0 &&
-			       (uid == NULL || uid[0] == '\0' || e->uid[0] == '\0' ||
-			        strcmp(uid, e->uid) == 0);
-		}
-		if (drop)
-			continue;
-		if (kept != i)
-			n->entries[kept] = n->entries[i];
-		kept++;
-	}
-	dropped = n->n - kept;
-	n->n = kept;
-	atomic_fetch_sub(&n->owner->n_entries, dropped);
-	return dropped;
+	return node_filter(n, keys, uids, n_keys, now_ms);
 }
 
 struct ledger_node *ledger_trylock(struct ledger *l, const char *node, int *busy)
@@ -312,7 +301,7 @@ size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, 
 	if (n == NULL)
 		return 0;
 	observe_now(n->owner, now_ms);
-	return node_filter(n, visible_keys, visible_keys ? n_keys : 0, now_ms);
+	return node_filter(n, visible_keys, NULL, visible_keys ? n_keys : 0, now_ms);
 }
 
 uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, uint64_t now_ms)
@@ -381,7 +370,7 @@ static int make_room(struct ledger_node *n, uint64_t now_ms)
 
 	if (n->n < n->cap)
 		return 0;
-	node_filter(n, NULL, 0, now_ms);
+	node_filter(n, NULL, NULL, 0, now_ms);
 	if (n->n < n->cap)
 		return 0;
 	if (n->cap >= LEDGER_MAX_PER_NODE)
@@ -447,29 +436,13 @@ size_t ledger_remove(struct ledger_node *n, const char *key)
 	if (n == NULL || key == NULL)
 		return 0;
 	/* At time 0 nothing has expired: only the key decides. Keys are unique per node. */
-	return node_filter(n, keys, 1, 0);
+	return node_filter(n, keys, NULL, 1, 0);
 }
 
 /* Drop the entries of key on one locked node; with a uid on both sides, only the same pod. */
 static size_t forget_on(struct ledger_node *n, const char *key, const char *uid)
 {
-	size_t kept = 0;
-
-	for (size_t i = 0; i < n->n; i++) {
-		const struct entry *e = &n->entries[i];
-		int drop =
-		    strcmp(e->key, key) == 0 && (uid == NULL || uid[0] == '\0' ||
-		                                 e->uid[0] == '\0' || strcmp(e->uid, uid) == 0);
-		if (drop)
-			continue;
-		if (kept != i)
-			n->entries[kept] = n->entries[i];
-		kept++;
-	}
-	size_t dropped = n->n - kept;
-	n->n = kept;
-	atomic_fetch_sub(&n->owner->n_entries, dropped);
-	return dropped;
+	return node_filter(n, &key, &uid, 1, 0);
 }
 
 /* Pin every node (users++) under the table mutex, so each can then be locked alone: never

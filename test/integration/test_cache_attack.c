@@ -84,70 +84,6 @@ static unsigned long placement_calls(void)
 	       apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_PODS);
 }
 
-/* A pod object (JSON text, caller frees) named inference/name with metadata.uid pod_uid,
- * GPU_MEMORY_LIMIT limit, on node (NULL: unbound), phase. */
-static char *pod_json(const char *name, const char *pod_uid, const char *limit, const char *node,
-                      const char *phase)
-{
-	char *text = harness_pod_review("x", name, limit, node ? node : "n", 0), *out = NULL;
-	cJSON *doc = text ? cJSON_Parse(text) : NULL;
-	cJSON *obj = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(doc, "request"), "object");
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	free(text);
-	if (md) {
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "uid");
-		cJSON_AddStringToObject(md, "uid", pod_uid);
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
-		cJSON_AddStringToObject(md, "namespace", "inference");
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "generateName");
-		cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-		cJSON_DeleteItemFromObjectCaseSensitive(spec, "nodeName");
-		if (node)
-			cJSON_AddStringToObject(spec, "nodeName", node);
-		cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-		cJSON *st = cJSON_AddObjectToObject(obj, "status");
-		cJSON_AddStringToObject(st, "phase", phase);
-		out = cJSON_PrintUnformatted(obj);
-	}
-	cJSON_Delete(doc);
-	return out;
-}
-
-static int put_pod(const char *name, const char *pod_uid, const char *limit, const char *node,
-                   const char *phase)
-{
-	char *json = pod_json(name, pod_uid, limit, node, phase);
-	int rc = json ? apiserver_double_put_pod(W.api, "inference", json) : -1;
-	free(json);
-	return rc;
-}
-
-/* Replace request.object.metadata.uid of a review (text freed, new text returned). */
-static char *with_object_uid(char *text, const char *pod_uid)
-{
-	cJSON *doc = text ? cJSON_Parse(text) : NULL;
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "request"),
-	                                     "object"),
-	    "metadata");
-	char *out = NULL;
-	free(text);
-	if (md) {
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "uid");
-		cJSON_AddStringToObject(md, "uid", pod_uid);
-		out = cJSON_PrintUnformatted(doc);
-	}
-	cJSON_Delete(doc);
-	return out;
-}
-
-static char *pod_review(const char *uid, const char *name, const char *pod_uid, const char *limit,
-                        const char *node, int dry_run)
-{
-	return with_object_uid(harness_pod_review(uid, name, limit, node, dry_run), pod_uid);
-}
-
 /*
  * A watch the API server ends normally (its timeoutSeconds, a load balancer, a restarting API
  * server) whose reopening then hangs (the API server does not answer): no event reaches the
@@ -166,9 +102,11 @@ static void test_watch_reopen_hanging_is_stale(void **state)
 	wait_synced(10000);
 	apiserver_double_set_delay_ms(W.api, 60000); /* every answer, watch openings included */
 	apiserver_double_cut_watches(W.api);
-	ITEST_CHECK(put_pod("unseen", "uid-unseen", "71Gi", "ca-node-0", "Running") == 0, "put");
+	ITEST_CHECK(itest_put_pod(&W, "unseen", "uid-unseen", "71Gi", "ca-node-0", "Running") == 0,
+	            "put");
 	usleep(2500 * 1000); /* > --cache-max-staleness */
-	char *body = pod_review("ca-hang", "after-hang", "uid-after-hang", "5Gi", "ca-node-0", 1);
+	char *body =
+	    itest_pod_review("ca-hang", "after-hang", "uid-after-hang", "5Gi", "ca-node-0", 1);
 	itest_review(&W, body, "ca-hang", 0, &a);
 	free(body);
 	ITEST_CHECK(!readyz_synced(&ready), "/readyz says synced while no watch is open: %s",
@@ -181,7 +119,7 @@ static void test_watch_reopen_hanging_is_stale(void **state)
 	wait_synced(20000);
 	/* Back: the cache decides again, and counts the pod bound while it was blind. */
 	apiserver_double_reset_counts(W.api);
-	body = pod_review("ca-back", "after-back", "uid-after-back", "5Gi", "ca-node-0", 1);
+	body = itest_pod_review("ca-back", "after-back", "uid-after-back", "5Gi", "ca-node-0", 1);
 	itest_review(&W, body, "ca-back", 0, &a);
 	itest_contains(a.message, "inference/unseen", "the denial names the pod");
 	free(body);
@@ -223,7 +161,7 @@ static void test_metrics_not_blocked_by_placement(void **state)
 	wait_synced(10000);
 	/* a reservation on the node, so that the node is in the reserved gauge */
 	struct review_answer a;
-	char *body = pod_review("ca-m-0", "m-0", "uid-m-0", "1Gi", "ca-node-0", 0);
+	char *body = itest_pod_review("ca-m-0", "m-0", "uid-m-0", "1Gi", "ca-node-0", 0);
 	itest_review(&W, body, "ca-m-0", 1, &a);
 	free(body);
 	apiserver_double_set_delay_ms(W.api, 5000);
@@ -236,7 +174,7 @@ static void test_metrics_not_blocked_by_placement(void **state)
 	}
 	usleep(1500 * 1000); /* past --cache-max-staleness */
 	apiserver_double_reset_counts(W.api);
-	b.body = pod_review("ca-m-1", "m-1", "uid-m-1", "1Gi", "ca-node-0", 1);
+	b.body = itest_pod_review("ca-m-1", "m-1", "uid-m-1", "1Gi", "ca-node-0", 1);
 	b.uid = "ca-m-1";
 	ITEST_CHECK(pthread_create(&b.t, NULL, bg_run, &b) == 0, "thread");
 	/* The GET node arrives, waits 5 s; then the LIST of the node's pods waits 5 s, under the
@@ -279,14 +217,15 @@ static void test_unstorable_pod_not_forgotten_during_relist(void **state)
 		W.cache_mode = "watch";
 	}
 	ITEST_CHECK(world_add_node(&W, "ca-node-0", 81559, 1) == 0, "node");
-	ITEST_CHECK(put_pod("hostile", uid70, "70Gi", "ca-node-0", "Running") == 0, "put");
+	ITEST_CHECK(itest_put_pod(&W, "hostile", uid70, "70Gi", "ca-node-0", "Running") == 0,
+	            "put");
 	ITEST_CHECK(world_start_gmg(&W, extra, 30000) == 0, "start");
 	/* Not stored: the cache does not decide; the API path counts the pod. */
 	double end = harness_now() + 10;
 	for (int i = 0;; i++) {
 		char uid[32];
 		snprintf(uid, sizeof uid, "ca-h-%d", i);
-		char *body = pod_review(uid, "h", "uid-h", "5Gi", "ca-node-0", 1);
+		char *body = itest_pod_review(uid, "h", "uid-h", "5Gi", "ca-node-0", 1);
 		itest_review(&W, body, uid, 0, &a);
 		free(body);
 		if (strstr(a.message, "inference/hostile"))
@@ -307,7 +246,7 @@ static void test_unstorable_pod_not_forgotten_during_relist(void **state)
 	for (int i = 0; harness_now() < end; i++) {
 		char uid[32];
 		snprintf(uid, sizeof uid, "ca-r-%d", i);
-		char *body = pod_review(uid, "r", "uid-r", "5Gi", "ca-node-0", 1);
+		char *body = itest_pod_review(uid, "r", "uid-r", "5Gi", "ca-node-0", 1);
 		itest_review(&W, body, uid, 0, &a);
 		free(body);
 		usleep(200 * 1000);

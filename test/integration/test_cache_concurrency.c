@@ -38,83 +38,6 @@
 
 static struct world W;
 
-/* Wait until /readyz says the cache is synced. */
-static void wait_synced(unsigned timeout_ms)
-{
-	double end = harness_now() + timeout_ms / 1000.0;
-	char *body = NULL;
-
-	for (;;) {
-		free(body);
-		body = NULL;
-		long code = world_health_get(&W, "/readyz", &body);
-		if (code == 200 && body && strstr(body, "cache: synced"))
-			break;
-		ITEST_CHECK(harness_now() < end, "cache not synced in %u ms; /readyz: %s",
-		            timeout_ms, body ? body : "(none)");
-		usleep(50 * 1000);
-	}
-	free(body);
-}
-
-/* A pod object (JSON text, caller frees) named inference/name with metadata.uid pod_uid,
- * GPU_MEMORY_LIMIT limit, on node (NULL: unbound), phase. */
-static char *pod_json(const char *name, const char *pod_uid, const char *limit, const char *node,
-                      const char *phase)
-{
-	char *text = harness_pod_review("x", name, limit, node ? node : "n", 0), *out = NULL;
-	cJSON *doc = text ? cJSON_Parse(text) : NULL;
-	cJSON *obj = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(doc, "request"), "object");
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
-	free(text);
-	if (md) {
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "uid");
-		cJSON_AddStringToObject(md, "uid", pod_uid);
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
-		cJSON_AddStringToObject(md, "namespace", "inference");
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "generateName");
-		cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
-		cJSON_DeleteItemFromObjectCaseSensitive(spec, "nodeName");
-		if (node)
-			cJSON_AddStringToObject(spec, "nodeName", node);
-		cJSON_DeleteItemFromObjectCaseSensitive(obj, "status");
-		cJSON *st = cJSON_AddObjectToObject(obj, "status");
-		cJSON_AddStringToObject(st, "phase", phase);
-		out = cJSON_PrintUnformatted(obj);
-	}
-	cJSON_Delete(doc);
-	return out;
-}
-
-static int put_pod(const char *name, const char *pod_uid, const char *limit, const char *node,
-                   const char *phase)
-{
-	char *json = pod_json(name, pod_uid, limit, node, phase);
-	int rc = json ? apiserver_double_put_pod(W.api, "inference", json) : -1;
-	free(json);
-	return rc;
-}
-
-/* Replace request.object.metadata.uid of a review (text freed, new text returned). */
-static char *with_object_uid(char *text, const char *pod_uid)
-{
-	cJSON *doc = text ? cJSON_Parse(text) : NULL;
-	cJSON *md = cJSON_GetObjectItemCaseSensitive(
-	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(doc, "request"),
-	                                     "object"),
-	    "metadata");
-	char *out = NULL;
-	free(text);
-	if (md) {
-		cJSON_DeleteItemFromObjectCaseSensitive(md, "uid");
-		cJSON_AddStringToObject(md, "uid", pod_uid);
-		out = cJSON_PrintUnformatted(doc);
-	}
-	cJSON_Delete(doc);
-	return out;
-}
-
 /* Pods of the double bound to node (a LIST, as the API server answers it), or -1. */
 static int double_pods_on(const char *node)
 {
@@ -204,9 +127,10 @@ static void *worker_main(void *arg)
 		http_resp_free(&rs);
 		if (r->persist && j->code == 200 && j->a.allowed) {
 			/* What the API server does after the admission: the pod is persisted. */
-			int rc = j->binding
-			             ? apiserver_double_bind(W.api, "inference", j->name, r->node)
-			             : put_pod(j->name, j->pod_uid, "5Gi", r->node, "Running");
+			int rc =
+			    j->binding
+			        ? apiserver_double_bind(W.api, "inference", j->name, r->node)
+			        : itest_put_pod(&W, j->name, j->pod_uid, "5Gi", r->node, "Running");
 			if (rc)
 				atomic_fetch_add(&r->persist_failures, 1);
 		}
@@ -231,7 +155,7 @@ static void make_jobs(struct job *jobs, int n, const char *prefix, const char *n
 		if (j->binding)
 			j->body = harness_binding_review(j->uid, j->name, node);
 		else
-			j->body = with_object_uid(
+			j->body = itest_with_object_uid(
 			    harness_pod_review(j->uid, j->name, "5Gi", node, 0), j->pod_uid);
 		ITEST_CHECK(j->body != NULL, "review %d", i);
 	}
@@ -357,7 +281,7 @@ static int group_setup(void **state)
 		return -1;
 	if (world_start_gmg(&W, extra, 30000))
 		return -1;
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 	return 0;
 }
 
@@ -374,7 +298,7 @@ static void test_parallel_mix_exactly_what_fits(void **state)
 	static struct job jobs[N_JOBS];
 
 	(void)state;
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 	make_jobs(jobs, N_JOBS, "one", "cc-node-0");
 	int admitted = run_jobs(jobs, N_JOBS, "cc-node-0", 0, 0);
 	free_jobs(jobs, N_JOBS);
@@ -394,7 +318,7 @@ static void test_parallel_mix_with_watch_cuts_and_binds(void **state)
 	struct review_answer a;
 
 	(void)state;
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 	make_jobs(jobs, N_JOBS, "cut", "cc-node-1");
 	cutter_start(&c);
 	int admitted = run_jobs(jobs, N_JOBS, "cc-node-1", 1, 150);
@@ -410,20 +334,21 @@ static void test_parallel_mix_with_watch_cuts_and_binds(void **state)
 	            visible, admitted);
 	/* Settled: top the node up one 5Gi pod at a time (persisted) until denied. The total
 	 * never passes the limit, and what is left is taken (no reservation counted twice). */
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 	int total = admitted;
 	for (int i = 0; i < N_JOBS; i++) {
 		char uid[64], name[64], pod_uid[HARNESS_UID_MAX];
 		snprintf(uid, sizeof uid, "cut-top-%02d", i);
 		snprintf(name, sizeof name, "cut-top-%02d", i);
 		harness_pod_uid("inference", name, pod_uid, sizeof pod_uid);
-		char *body =
-		    with_object_uid(harness_pod_review(uid, name, "5Gi", "cc-node-1", 0), pod_uid);
+		char *body = itest_with_object_uid(
+		    harness_pod_review(uid, name, "5Gi", "cc-node-1", 0), pod_uid);
 		itest_review(&W, body, uid, -1, &a);
 		free(body);
 		if (!a.allowed)
 			break;
-		ITEST_CHECK(put_pod(name, pod_uid, "5Gi", "cc-node-1", "Running") == 0, "put");
+		ITEST_CHECK(itest_put_pod(&W, name, pod_uid, "5Gi", "cc-node-1", "Running") == 0,
+		            "put");
 		total++;
 		ITEST_CHECK(total * 5 * GIB <= LIMIT,
 		            "%d x 5Gi admitted on the node (%d in the storm): over the limit",
@@ -449,7 +374,8 @@ static void probe_denied(const char *when, int gen)
 	snprintf(uid, sizeof uid, "sts-probe-%d", seq);
 	snprintf(name, sizeof name, "sts-probe-%d", seq++);
 	harness_pod_uid("inference", name, pod_uid, sizeof pod_uid);
-	char *body = with_object_uid(harness_pod_review(uid, name, "2Gi", "cc-node-2", 1), pod_uid);
+	char *body =
+	    itest_with_object_uid(harness_pod_review(uid, name, "2Gi", "cc-node-2", 1), pod_uid);
 	itest_review(&W, body, uid, -1, &a);
 	free(body);
 	ITEST_CHECK(!a.allowed,
@@ -471,7 +397,7 @@ static void test_statefulset_recreate_while_binding(void **state)
 	int attempt = 0;
 
 	(void)state;
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 	cutter_start(&c);
 	for (int gen = 0; gen < GENERATIONS; gen++) {
 		/* The StatefulSet controller: the old sts-0 is gone, a new one (new uid) exists. */
@@ -479,12 +405,13 @@ static void test_statefulset_recreate_while_binding(void **state)
 			ITEST_CHECK(apiserver_double_delete_pod(W.api, "inference", "sts-0") == 0,
 			            "delete");
 		snprintf(pod_uid, sizeof pod_uid, "uid-sts-0-gen-%d", gen);
-		ITEST_CHECK(put_pod("sts-0", pod_uid, "40Gi", NULL, "Pending") == 0, "put");
+		ITEST_CHECK(itest_put_pod(&W, "sts-0", pod_uid, "40Gi", NULL, "Pending") == 0,
+		            "put");
 		/* The scheduler binds it: denied while the old pod still counts, then admitted. */
 		double end = harness_now() + 20;
 		for (;;) {
 			snprintf(uid, sizeof uid, "sts-bind-%d", attempt++);
-			char *body = with_object_uid(
+			char *body = itest_with_object_uid(
 			    harness_binding_review(uid, "sts-0", "cc-node-2"), pod_uid);
 			itest_review(&W, body, uid, -1, &a);
 			free(body);
@@ -517,7 +444,7 @@ static void test_statefulset_recreate_while_binding(void **state)
 	print_message("%d generations: %d Binding reviews, %d watch cuts\n", GENERATIONS, attempt,
 	              atomic_load(&c.cuts));
 	/* Settled, watches healthy: still counted. */
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 	for (int k = 0; k < 3; k++)
 		probe_denied("after the cuts", GENERATIONS - 1);
 }

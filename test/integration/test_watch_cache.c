@@ -28,25 +28,6 @@ static unsigned long placement_calls(void)
 	       apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_PODS);
 }
 
-/* Wait until /readyz says the cache is synced (and not broken). */
-static void wait_synced(unsigned timeout_ms)
-{
-	double end = harness_now() + timeout_ms / 1000.0;
-	char *body = NULL;
-
-	for (;;) {
-		free(body);
-		body = NULL;
-		long code = world_health_get(&W, "/readyz", &body);
-		if (code == 200 && body && strstr(body, "cache: synced"))
-			break;
-		ITEST_CHECK(harness_now() < end, "cache not synced in %u ms; /readyz: %s",
-		            timeout_ms, body ? body : "(none)");
-		usleep(50 * 1000);
-	}
-	free(body);
-}
-
 static int group_setup(void **state)
 {
 	static const char *const extra[] = {"--cache-max-staleness", "1s", "--reservation-ttl",
@@ -63,7 +44,7 @@ static int group_setup(void **state)
 		return -1;
 	if (world_start_gmg(&W, extra, 30000))
 		return -1;
-	wait_synced(10000);
+	itest_wait_synced(&W, 10000);
 	return 0;
 }
 
@@ -241,7 +222,7 @@ static void test_broken_watch_asks_the_api_server(void **state)
 	struct review_answer a;
 	char *ready = NULL;
 
-	wait_synced(10000);
+	itest_wait_synced(&W, 10000);
 	apiserver_double_set_watch_gone(W.api, 1); /* every new watch fails: the break lasts */
 	apiserver_double_cut_watches(W.api);
 	double end = harness_now() + 5;
@@ -264,7 +245,7 @@ static void test_broken_watch_asks_the_api_server(void **state)
 	            "a placement during a broken watch made %lu GET node calls, want 1 (API path)",
 	            apiserver_double_count(W.api, APISERVER_DOUBLE_GET_NODE));
 	apiserver_double_set_watch_gone(W.api, 0);
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 }
 
 /* The API server down longer than the staleness bound: placements take the API path, which
@@ -274,7 +255,7 @@ static void test_stale_cache_falls_back(void **state)
 	struct review_answer a;
 	char *body, *ready = NULL;
 
-	wait_synced(10000);
+	itest_wait_synced(&W, 10000);
 	ITEST_CHECK(apiserver_double_stop(W.api) == 0, "stop the double");
 	usleep(1600 * 1000); /* > --cache-max-staleness 1s */
 	body = harness_pod_review("wc-stale", "stale", "1Gi", "wc-node-b", 1);
@@ -286,7 +267,7 @@ static void test_stale_cache_falls_back(void **state)
 	free(ready);
 	char err[256];
 	ITEST_CHECK(apiserver_double_start(W.api, err, sizeof err) == 0, "restart: %s", err);
-	wait_synced(15000);
+	itest_wait_synced(&W, 15000);
 	apiserver_double_reset_counts(W.api);
 	body = harness_pod_review("wc-back", "back", "1Gi", "wc-node-b", 1);
 	itest_review(&W, body, "wc-back", -1, &a);
