@@ -319,14 +319,22 @@ static int reserved_from_ledger(struct ledger_node *ln, uint64_t now, struct res
 	return 0;
 }
 
+/* The ledger cannot lock the node (LEDGER_MAX_NODES tracked, or no memory): deny, fail closed. */
+static void deny_untracked(struct outcome *o, const char *pod_name, const char *node)
+{
+	deny(o, METRICS_ERROR, 500, "LedgerFull",
+	     "cannot admit %s on %s: too many nodes tracked; denied to keep GPU memory safe, "
+	     "retry later",
+	     pod_name, node);
+}
+
 struct placement {
 	const char *pod_name; /* "ns/name" for messages */
 	const char *key;      /* ledger key */
 	const char *uid;      /* the pod's metadata.uid, or NULL */
 	const char *node;
 	const struct demand *demand;
-	const struct capacity *cap;
-	double threshold;
+	const struct capacity *cap; /* API path; the cache path gives the core its own */
 	int dry_run;
 };
 
@@ -494,10 +502,7 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	struct ledger_node *ln = ledger_lock(w->ledger, p->node);
 	o->waited += webhook_now() - t;
 	if (ln == NULL) {
-		deny(o, METRICS_ERROR, 500, "LedgerFull",
-		     "cannot admit %s on %s: too many nodes tracked; denied to keep GPU memory "
-		     "safe, retry later",
-		     p->pod_name, p->node);
+		deny_untracked(o, p->pod_name, p->node);
 		return;
 	}
 	/* Checked after the lock: waiting behind other placements on this node counts too. */
@@ -624,7 +629,6 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	    .node = node,
 	    .demand = d,
 	    .cap = &cap,
-	    .threshold = cap.has_threshold ? cap.threshold : w->threshold,
 	    .dry_run = req->dry_run,
 	};
 	check_node(w, &p, o);
@@ -742,10 +746,7 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	}
 	o->waited += webhook_now() - t;
 	if (ln == NULL) {
-		deny(o, METRICS_ERROR, 500, "LedgerFull",
-		     "cannot admit %s on %s: too many nodes tracked; denied to keep GPU memory "
-		     "safe, retry later",
-		     pod_name, node);
+		deny_untracked(o, pod_name, node);
 		return 1;
 	}
 	struct placement p = {

@@ -226,15 +226,19 @@ found:
 	return n;
 }
 
+/* The length of a usable node name (1..NODE_NAME_MAX), 0 otherwise. */
+static size_t name_len(const char *node)
+{
+	size_t len = node ? strnlen(node, NODE_NAME_MAX + 1) : 0;
+	return len > NODE_NAME_MAX ? 0 : len;
+}
+
 struct ledger_node *ledger_lock(struct ledger *l, const char *node)
 {
 	struct ledger_node *n;
-	size_t len;
+	size_t len = name_len(node);
 
-	if (l == NULL || node == NULL)
-		return NULL;
-	len = strnlen(node, NODE_NAME_MAX + 1);
-	if (len == 0 || len > NODE_NAME_MAX)
+	if (l == NULL || len == 0)
 		return NULL;
 	pthread_mutex_lock(&l->mu);
 	n = acquire(l, node, len);
@@ -275,13 +279,10 @@ size_t ledger_settle(struct ledger_node *n, const char *const *keys, const char 
 struct ledger_node *ledger_trylock(struct ledger *l, const char *node, int *busy)
 {
 	struct ledger_node *n;
-	size_t len;
+	size_t len = name_len(node);
 
 	*busy = 0;
-	if (l == NULL || node == NULL)
-		return NULL;
-	len = strnlen(node, NODE_NAME_MAX + 1);
-	if (len == 0 || len > NODE_NAME_MAX)
+	if (l == NULL || len == 0)
 		return NULL;
 	pthread_mutex_lock(&l->mu);
 	n = acquire(l, node, len);
