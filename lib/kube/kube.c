@@ -85,6 +85,8 @@ const char *kube_strerror(int code)
 		return "gone (resource version too old)";
 	case KUBE_ESTOP:
 		return "stopped";
+	case KUBE_ECONFLICT:
+		return "conflict";
 	}
 	return "unknown error";
 }
@@ -505,6 +507,8 @@ struct call {
 	const char *url;
 	long budget_ms;           /* total time for this HTTP call */
 	const volatile int *stop; /* when set and nonzero, the transfer is aborted (KUBE_ESTOP) */
+	const char *method;       /* NULL: GET; else "POST" or "PUT" with body */
+	const char *body;         /* JSON request body (method set), NUL-terminated */
 };
 
 /* CURLOPT_XFERINFOFUNCTION of http_get: abort once *stop is set (polled about once a second
@@ -543,19 +547,21 @@ static int transfer_result(const struct call *k, struct handle *h, CURLcode cc, 
 	if (code < 200 || code > 299) {
 		status_message(b, msg, sizeof(msg));
 		errbuf_set(err, errlen, "%s: HTTP %ld%s%s", k->what, code, msg[0] ? ": " : "", msg);
-		return code == 404 ? KUBE_ENOTFOUND : KUBE_EHTTP;
+		return code == 404 ? KUBE_ENOTFOUND : code == 409 ? KUBE_ECONFLICT : KUBE_EHTTP;
 	}
 	return 0;
 }
 
 /*
- * One GET. On success *out is the parsed JSON object (caller owns). *code is the HTTP status
- * (0 when none), also on failure. *bytes (may be NULL) gets the body size.
+ * One call: a GET, or k->method with k->body as JSON. On success *out is the parsed JSON object
+ * (caller owns). *code is the HTTP status (0 when none), also on failure. *bytes (may be NULL)
+ * gets the body size. The thread's handle is left set for a GET.
  */
 static int http_get(struct kube_client *c, const struct call *k, cJSON **out, long *code,
                     size_t body_max, size_t *bytes, char *err, size_t errlen)
 {
 	struct body b = {NULL, 0, 0, body_max, 0};
+	struct curl_slist *hdrs = NULL;
 	struct handle *h;
 	char *tok = NULL;
 	double t0;
@@ -584,6 +590,18 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 	curl_easy_setopt(h->easy, CURLOPT_NOPROGRESS, k->stop != NULL ? 0L : 1L);
 	curl_easy_setopt(h->easy, CURLOPT_XFERINFOFUNCTION, k->stop != NULL ? call_progress : NULL);
 	curl_easy_setopt(h->easy, CURLOPT_XFERINFODATA, (void *)k);
+	if (k->method != NULL) {
+		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+		if (hdrs == NULL ||
+		    curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK ||
+		    curl_easy_setopt(h->easy, CURLOPT_POSTFIELDS, k->body) != CURLE_OK ||
+		    curl_easy_setopt(h->easy, CURLOPT_CUSTOMREQUEST, k->method) != CURLE_OK) {
+			errbuf_set(err, errlen, "%s: out of memory", k->what);
+			rc = KUBE_ENOMEM;
+			goto out;
+		}
+		curl_easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(k->body));
+	}
 	if (tok != NULL) {
 		/* CURLAUTH_BEARER alone: curl sends the header on the first request. */
 		curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
@@ -618,8 +636,14 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 	}
 	rc = 0;
 out:
-	/* The token must not outlive the call in the handle. */
+	/* The token must not outlive the call in the handle; the next call may be a GET. */
 	curl_easy_setopt(h->easy, CURLOPT_XOAUTH2_BEARER, NULL);
+	if (k->method != NULL) {
+		curl_easy_setopt(h->easy, CURLOPT_CUSTOMREQUEST, NULL);
+		curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, NULL);
+		curl_easy_setopt(h->easy, CURLOPT_HTTPGET, 1L);
+	}
+	curl_slist_free_all(hdrs);
 	free(tok);
 	free(b.p);
 	return rc;
@@ -644,7 +668,7 @@ static int get_object(struct kube_client *c, const char *path_prefix, const char
                       long *http_code, char *err, size_t errlen)
 {
 	char url[URL_MAX], what[64 + 2 * NAME_MAX_LEN];
-	struct call k = {"get", resource, what, url, c->timeout_ms, NULL};
+	struct call k = {"get", resource, what, url, c->timeout_ms, NULL, NULL, NULL};
 	size_t pos = 0;
 	long code = 0;
 	int rc;
@@ -699,6 +723,105 @@ int kube_get_node(struct kube_client *c, const char *name, struct cJSON **node, 
 		return rc;
 	return get_object(c, "/api/v1/nodes/", NULL, NULL, name, "nodes", node, http_code, err,
 	                  errlen);
+}
+
+#define LEASES_PATH "/apis/coordination.k8s.io/v1/namespaces/"
+
+int kube_get_lease(struct kube_client *c, const char *ns, const char *name, struct cJSON **lease,
+                   long *http_code, char *err, size_t errlen)
+{
+	int rc;
+
+	if (lease != NULL)
+		*lease = NULL;
+	if (http_code != NULL)
+		*http_code = 0;
+	if (c == NULL || lease == NULL)
+		return KUBE_EINVAL;
+	if ((rc = check_name(ns, "namespace", err, errlen)) < 0 ||
+	    (rc = check_name(name, "lease name", err, errlen)) < 0)
+		return rc;
+	return get_object(c, LEASES_PATH, ns, "/leases/", name, "leases", lease, http_code, err,
+	                  errlen);
+}
+
+/* POST (name NULL: create in the collection) or PUT (replace name) of a Lease. */
+static int write_lease(struct kube_client *c, const char *verb, const char *ns, const char *name,
+                       const struct cJSON *lease, struct cJSON **out, long *http_code, char *err,
+                       size_t errlen)
+{
+	char url[URL_MAX], what[64 + 2 * NAME_MAX_LEN];
+	const char *obj_name = json_str(lease, "metadata", "name", NULL);
+	struct call k = {
+	    verb, "leases", what, url, c->timeout_ms, NULL, name != NULL ? "PUT" : "POST", NULL};
+	size_t pos = 0;
+	long code = 0;
+	char *body = NULL;
+	int rc;
+
+	snprintf(what, sizeof(what), "%s lease %s/%s", verb, ns,
+	         name != NULL       ? name
+	         : obj_name != NULL ? obj_name
+	                            : "?");
+	if (url_append(url, sizeof(url), &pos, c->cfg.server) < 0 ||
+	    url_append(url, sizeof(url), &pos, LEASES_PATH) < 0 ||
+	    url_append_escaped(url, sizeof(url), &pos, ns) < 0 ||
+	    url_append(url, sizeof(url), &pos, name != NULL ? "/leases/" : "/leases") < 0 ||
+	    (name != NULL && url_append_escaped(url, sizeof(url), &pos, name) < 0)) {
+		errbuf_set(err, errlen, "%s: URL too long", what);
+		rc = KUBE_EINVAL;
+		goto out;
+	}
+	if ((body = cJSON_PrintUnformatted(lease)) == NULL) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	k.body = body;
+	rc = http_get(c, &k, out, &code, c->body_max, NULL, err, errlen);
+out:
+	free(body);
+	if (http_code != NULL)
+		*http_code = code;
+	return rc;
+}
+
+static int check_lease_args(struct kube_client *c, const char *ns, const char *name,
+                            const struct cJSON *lease, struct cJSON **out, long *http_code,
+                            char *err, size_t errlen)
+{
+	int rc;
+
+	if (out != NULL)
+		*out = NULL;
+	if (http_code != NULL)
+		*http_code = 0;
+	if (c == NULL || out == NULL || !cJSON_IsObject(lease))
+		return KUBE_EINVAL;
+	if ((rc = check_name(ns, "namespace", err, errlen)) < 0 ||
+	    (rc = check_name(name, "lease name", err, errlen)) < 0)
+		return rc;
+	return 0;
+}
+
+int kube_create_lease(struct kube_client *c, const char *ns, const struct cJSON *lease,
+                      struct cJSON **out, long *http_code, char *err, size_t errlen)
+{
+	int rc = check_lease_args(c, ns, json_str(lease, "metadata", "name", NULL), lease, out,
+	                          http_code, err, errlen);
+	if (rc < 0)
+		return rc;
+	return write_lease(c, "create", ns, NULL, lease, out, http_code, err, errlen);
+}
+
+int kube_update_lease(struct kube_client *c, const char *ns, const char *name,
+                      const struct cJSON *lease, struct cJSON **out, long *http_code, char *err,
+                      size_t errlen)
+{
+	int rc = check_lease_args(c, ns, name, lease, out, http_code, err, errlen);
+	if (rc < 0)
+		return rc;
+	return write_lease(c, "update", ns, name, lease, out, http_code, err, errlen);
 }
 
 /* Move every element of page.items to the end of all. */
@@ -828,7 +951,7 @@ int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON
                            long *http_code, char *err, size_t errlen)
 {
 	char what[64 + NAME_MAX_LEN], *url = NULL;
-	struct listing l = {{"list", "pods", what, NULL, 0, NULL}, 0, 0, NULL, NULL, 0};
+	struct listing l = {{"list", "pods", what, NULL, 0, NULL, NULL, NULL}, 0, 0, NULL, NULL, 0};
 	int gone = 0, rc;
 
 	if (items != NULL)
@@ -958,7 +1081,7 @@ int kube_list_all_until(struct kube_client *c, const char *resource, long page_l
                         const volatile int *stop, char *err, size_t errlen)
 {
 	char what[96], first_rv[KUBE_RV_MAX] = "", *url = NULL, *cont = NULL;
-	struct call k = {"list", resource, what, NULL, 0, NULL};
+	struct call k = {"list", resource, what, NULL, 0, NULL, NULL, NULL};
 	long code = 0;
 	int rc;
 

@@ -1,5 +1,6 @@
 /*
- * kube: a small Kubernetes API client over libcurl (OpenSSL), for the webhook's reads.
+ * kube: a small Kubernetes API client over libcurl (OpenSSL): the webhook's reads, and the
+ * writes of its reservation records (Leases).
  *
  * Threads: one long-lived, connection-reusing curl easy handle per calling thread (created on
  * first use, kept in thread-local storage, freed at kube_client_free or thread exit); libcurl
@@ -49,6 +50,9 @@ struct kube_config;
 #define KUBE_WATCH_SILENCE 60
 #define KUBE_EGONE         (-9)  /* 410 Gone: resourceVersion or continue token too old: relist */
 #define KUBE_ESTOP         (-10) /* the caller's callback or stop flag ended the call */
+#define KUBE_ECONFLICT                                                                             \
+	(-11) /* 409: a resourceVersion precondition failed (update), or the                       \
+	         name is taken (create) */
 
 struct kube_client;
 
@@ -79,6 +83,29 @@ int kube_get_pod(struct kube_client *c, const char *ns, const char *name, struct
 /* GET /api/v1/nodes/NAME -> *node. */
 int kube_get_node(struct kube_client *c, const char *name, struct cJSON **node, long *http_code,
                   char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * Leases (coordination.k8s.io/v1), the shared reservation records (record.h, shared.h).
+ *
+ * kube_get_lease: GET /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME -> *lease.
+ * kube_create_lease: POST the Lease object lease (borrowed; its metadata.name names it) to
+ *   .../namespaces/NS/leases -> *out, the object as stored (with its resourceVersion).
+ * kube_update_lease: PUT lease to .../namespaces/NS/leases/NAME -> *out. When lease carries
+ *   metadata.resourceVersion the API server applies it only if the stored object still has
+ *   that version (optimistic concurrency, etcd's compare-and-swap): else 409.
+ * Results are owned by the caller (NULL on error). KUBE_ECONFLICT on 409 (update: the object
+ * changed since it was read; create: the name exists): re-read and decide again.
+ * KUBE_ENOTFOUND on 404. Others as kube_get_pod. The observer sees verbs "get", "create",
+ * "update" on resource "leases". Thread-safe.
+ */
+int kube_get_lease(struct kube_client *c, const char *ns, const char *name, struct cJSON **lease,
+                   long *http_code, char *err, size_t errlen) __attribute__((warn_unused_result));
+int kube_create_lease(struct kube_client *c, const char *ns, const struct cJSON *lease,
+                      struct cJSON **out, long *http_code, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+int kube_update_lease(struct kube_client *c, const char *ns, const char *name,
+                      const struct cJSON *lease, struct cJSON **out, long *http_code, char *err,
+                      size_t errlen) __attribute__((warn_unused_result));
 
 /* All pods with spec.nodeName=NODE and phase not Succeeded/Failed, every page, merged into one
  * JSON array *items (owned by caller). A 410 Gone mid-pagination restarts the list once. The

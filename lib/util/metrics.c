@@ -11,15 +11,16 @@
 
 #define N_KINDS     3
 #define N_DECISIONS 4
-#define N_VERBS     4 /* get, list, watch, other */
-#define N_RESOURCES 3 /* pods, nodes, other */
+#define N_VERBS     6 /* get, list, watch, create, update, other */
+#define N_RESOURCES 4 /* pods, nodes, leases, other */
 #define N_HTTP      7 /* 200 400 404 405 413 500 other */
 #define CODE_FREE   (-1)
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
-static const char *const verb_names[N_VERBS] = {"get", "list", "watch", "other"};
-static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "other"};
+static const char *const verb_names[N_VERBS] = {"get",    "list",   "watch",
+                                                "create", "update", "other"};
+static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "leases", "other"};
 static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};
 
 /* Upper bounds in seconds. Reviews are sub-millisecond without I/O and bounded by the API

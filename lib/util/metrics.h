@@ -70,9 +70,9 @@ void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_deci
 /* One HTTP answer on the admission listener, by status code. m may be NULL. */
 void metrics_http(struct metrics *m, unsigned code);
 
-/* One API server call; verb "get"/"list", resource "pods"/"nodes" (others are counted as
- * "other"), code the HTTP status or 0 when no answer came. m may be NULL. Its signature fits
- * kube_observer (kube.h) with m as ctx. */
+/* One API server call; verb "get"/"list"/"watch"/"create"/"update", resource
+ * "pods"/"nodes"/"leases" (others are counted as "other"), code the HTTP status or 0 when no answer
+ * came. m may be NULL. Its signature fits kube_observer (kube.h) with m as ctx. */
 void metrics_api_call(void *m, const char *verb, const char *resource, long code, double seconds);
 
 /* The serving certificate's NotAfter, Unix seconds. */
