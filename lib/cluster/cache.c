@@ -14,6 +14,7 @@
 #include "cache.h"
 
 #include "jsonpath.h"
+#include "monotime.h"
 #include "satmath.h"
 
 #include <cjson/cJSON.h>
@@ -48,6 +49,7 @@ struct pod {
 	char uid[CACHE_UID_MAX];
 	struct node *node; /* spec.nodeName's record, NULL when unbound */
 	size_t slot;       /* index in node->items when counted */
+	uint64_t seen_ms;  /* monotime_ms() when first seen bound to its current node */
 	unsigned counted : 1, finished : 1, mirror : 1, mark : 1;
 	unsigned gone_sent : 1; /* the gone callback was queued for it (once per pod) */
 	struct pod_demand d;
@@ -292,6 +294,7 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	    .uid = p->uid,
 	    .bytes = p->d.status == DEMAND_OK ? p->d.bytes : 0,
 	    .undeclared_gpus = item_gpus(p),
+	    .seen_ms = p->seen_ms,
 	};
 	n->owners[p->slot] = p;
 	n->declared = sat_add(n->declared, p->d.status == DEMAND_OK ? p->d.bytes : 0);
@@ -417,9 +420,12 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 	}
 	p->mark = 0;
 	int was_finished = p->finished;
+	const char *node = json_str(obj, "spec", "nodeName", NULL);
+	/* seen_ms: when the pod first showed on this node (shared records prune by it). */
+	if (node == NULL || p->node == NULL || strcmp(p->node->name, node) != 0)
+		p->seen_ms = monotime_ms();
 	detach(c, p);
 	int rc = pod_fill(c, p, obj);
-	const char *node = json_str(obj, "spec", "nodeName", NULL);
 	if (rc == 0 && node != NULL && node[0] != '\0' && strlen(node) <= NODE_NAME_MAX)
 		rc = attach(c, p, node);
 	if (rc != 0) {

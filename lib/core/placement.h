@@ -45,6 +45,9 @@ struct placement_item {
 	uint64_t undeclared_gpus; /* > 0: a GPU pod without a valid declaration; counts
 	                             undeclared_gpus x capacity.per_gpu_bytes instead of bytes */
 	uint64_t expires_ms;      /* reservations: expiry on the now_ms clock; 0: never */
+	uint64_t seen_ms;         /* visible pods from the watch cache: when the cache first
+	                             showed the pod on this node (monotonic ms); 0: unknown. Not
+	                             read by placement_decide (shared records prune by it) */
 };
 
 /* The node and what is on it. */

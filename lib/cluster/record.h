@@ -1,0 +1,123 @@
+/*
+ * record: the shared reservation record of one GPU node (ARCHITECTURE.md, "reservations", the
+ * shared backend): the placements every replica admitted on the node that the API server may not
+ * show yet. Pure: no I/O, no clock (times are arguments), no locks.
+ *
+ * Where it lives: a coordination.k8s.io/v1 Lease named after the node in the webhook's
+ * namespace (--reservations-namespace), the entries in its annotation RECORD_ANNOTATION as
+ * compact JSON, oldest first:
+ *
+ *   [{"uid":"<pod metadata.uid or empty>","pod":"<namespace/name>","bytes":<declared bytes>,
+ *     "expires":<Unix time in ms>}, ...]
+ *
+ * spec.renewTime is the time of the last write (MicroTime, RFC 3339 with microseconds), label
+ * app.kubernetes.io/managed-by=gpu-memory-guard. The Lease's metadata.resourceVersion is the
+ * compare-and-swap token: writers replace it with a PUT carrying the version they read, and the
+ * API server refuses a stale one with 409 (shared.h does the retry loop).
+ *
+ * Expiry is wall-clock (Unix ms), the one clock replicas share: their clocks must agree to well
+ * under the TTL (NTP), as Lease-based leader election already assumes.
+ *
+ * Same-pod rule (as placement.h): two entries, or an entry and a visible pod, are the same pod
+ * when their uids are equal where both are known, otherwise when their keys are equal.
+ */
+#ifndef GMG_RECORD_H
+#define GMG_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "kube.h"
+#include "ledger.h"
+#include "placement.h"
+
+struct cJSON;
+
+#define RECORD_ANNOTATION "gpu-memory-guard.io/reservations"
+#define RECORD_MAX_ENTRIES                                                                         \
+	512 /* per node; past it a placement is refused (fail safe). Far                           \
+	       above a node's pods (kubelet's maxPods default is 110). */
+/* An entry whose pod the watch cache has shown on the node for this long is dropped from the
+ * record by the next write: every replica's cache has seen the pod by then (their watches
+ * follow the same API server within milliseconds; a replica whose watch is broken reads the
+ * API server instead). Before that the entry and the visible pod are counted once. */
+#define RECORD_SETTLE_GRACE_MS 30000
+
+/* Numbers in the JSON are exact doubles: bytes and expiry up to 2^53 (8 PiB; year 287396). */
+#define RECORD_MAX_NUMBER (1ull << 53)
+
+#define RECORD_EPARSE (-1) /* the annotation is not a record (err says where) */
+#define RECORD_EFULL  (-2) /* RECORD_MAX_ENTRIES */
+#define RECORD_ENOMEM (-3)
+#define RECORD_EINVAL (-4) /* a key or uid too long, an empty key */
+
+struct record_entry {
+	char uid[LEDGER_UID_MAX]; /* the pod's metadata.uid, "" when unknown */
+	char key[LEDGER_KEY_MAX]; /* "namespace/name", or the webhook's unique key for a pod named
+	                             by generateName (webhook.c ledger_key) */
+	uint64_t bytes;           /* declared GPU memory, bytes */
+	uint64_t expires_ms;      /* Unix time, ms */
+};
+
+/* One node's record. Owns entries. */
+struct record {
+	struct record_entry *entries;
+	size_t n, cap;
+	char rv[KUBE_RV_MAX]; /* metadata.resourceVersion read; "" when the Lease does not exist
+	                         (the next write creates it) */
+	uint64_t renew_ms;    /* spec.renewTime as Unix ms; 0 when absent */
+};
+
+/* Empty record (no Lease yet). */
+void record_init(struct record *r);
+void record_free(struct record *r); /* frees entries; r stays valid and empty */
+/* *dst = a deep copy of src (dst initialized or freed before). 0 or RECORD_ENOMEM. */
+int record_copy(struct record *dst, const struct record *src) __attribute__((warn_unused_result));
+
+/*
+ * Read a Lease object (borrowed) into *out (initialized; replaced). A Lease without the
+ * annotation is an empty record. 0, RECORD_EPARSE with err naming what is wrong (not a Lease,
+ * no resourceVersion, an annotation that is not a list of entries, an entry without "pod" or
+ * with a bad number, over RECORD_MAX_ENTRIES), RECORD_ENOMEM. On error *out keeps rv and
+ * renew_ms when they could be read, and no entries.
+ */
+int record_from_lease(const struct cJSON *lease, struct record *out, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * The Lease to write for r: name node, namespace ns, metadata.resourceVersion r->rv when not
+ * empty (the precondition), the label and annotation above, spec.renewTime now_wall_ms. NULL on
+ * allocation failure. Caller owns it (cJSON_Delete).
+ */
+struct cJSON *record_to_lease(const struct record *r, const char *ns, const char *node,
+                              uint64_t now_wall_ms);
+
+/*
+ * Record a reservation of bytes for the pod (key, uid: NULL or "" unknown) until expires_ms:
+ * an entry of the same pod is replaced in place (a retried Binding), else one is appended.
+ * 0, RECORD_EFULL, RECORD_EINVAL (also for bytes or expires_ms over RECORD_MAX_NUMBER).
+ */
+int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
+               uint64_t expires_ms) __attribute__((warn_unused_result));
+
+/*
+ * Drop the entries that no longer need to count: expired at now_wall_ms, and those whose pod is
+ * among visible (the node's pods) with seen_ms != 0 and seen_ms + grace_ms <= now_mono_ms
+ * (shown by the cache for the grace). visible may be NULL with n_visible 0. Returns how many
+ * were dropped.
+ */
+size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placement_item *visible,
+                    size_t n_visible, uint64_t now_mono_ms, uint64_t grace_ms);
+
+/*
+ * The entries not expired at now_wall_ms as reservations for placement_decide(), their expiry
+ * moved to the now_ms clock of the decision (now_ms + time left). out holds at least r->n
+ * items; its keys and uids borrow r's. Returns how many were written.
+ */
+size_t record_items(const struct record *r, uint64_t now_wall_ms, uint64_t now_ms,
+                    struct placement_item *out);
+
+/* Bytes of the entries not expired at now_wall_ms (saturating). */
+uint64_t record_live_bytes(const struct record *r, uint64_t now_wall_ms);
+
+#endif
