@@ -1,0 +1,409 @@
+/*
+ * shared: reservation records in the API server, compare-and-swap on resourceVersion. See
+ * shared.h.
+ */
+#include "shared.h"
+
+#include "errbuf.h"
+#include "kube.h"
+#include "metrics.h"
+#include "monotime.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define BUCKETS     1024 /* of the table of known records */
+#define MAX_ATTEMPT 64   /* decisions per placement, besides the deadline */
+#define ERR_MAX     512
+
+/* The record of a node as this process last wrote or read it. */
+struct known {
+	struct known *next;
+	char *node;
+	struct record rec;
+};
+
+static const double write_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                       0.1,   0.25,   0.5,   1,    2.5};
+#define N_WB (sizeof(write_buckets) / sizeof(write_buckets[0]))
+
+struct shared {
+	char *ns;
+	struct shared_api api;
+	uint64_t ttl_ms;
+	uint64_t (*wall_ms)(void);
+	pthread_mutex_t mu; /* the table */
+	struct known *table[BUCKETS];
+	size_t n_known;
+	atomic_ulong writes_ok, writes_conflict, writes_error, reads_ok, reads_error, retries;
+	atomic_ulong wb[N_WB + 1]; /* write latency histogram, the last is +Inf */
+	atomic_ullong wsum_us;     /* sum of write latencies, microseconds */
+};
+
+static uint64_t system_wall_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static int kube_get(void *ctx, const char *ns, const char *name, cJSON **lease, long *code,
+                    char *err, size_t errlen)
+{
+	return kube_get_lease(ctx, ns, name, lease, code, err, errlen);
+}
+
+static int kube_create(void *ctx, const char *ns, const cJSON *lease, cJSON **out, long *code,
+                       char *err, size_t errlen)
+{
+	return kube_create_lease(ctx, ns, lease, out, code, err, errlen);
+}
+
+static int kube_update(void *ctx, const char *ns, const char *name, const cJSON *lease, cJSON **out,
+                       long *code, char *err, size_t errlen)
+{
+	return kube_update_lease(ctx, ns, name, lease, out, code, err, errlen);
+}
+
+struct shared_api shared_api_kube(struct kube_client *c)
+{
+	return (struct shared_api){kube_get, kube_create, kube_update, c};
+}
+
+struct shared *shared_new(const char *ns, const struct shared_api *api, uint64_t ttl_ms,
+                          uint64_t (*wall_ms)(void))
+{
+	if (ns == NULL || ns[0] == '\0' || api == NULL || api->get == NULL || api->create == NULL ||
+	    api->update == NULL || ttl_ms == 0)
+		return NULL;
+	struct shared *s = calloc(1, sizeof(*s));
+	if (s == NULL || (s->ns = strdup(ns)) == NULL) {
+		free(s);
+		return NULL;
+	}
+	s->api = *api;
+	s->ttl_ms = ttl_ms;
+	s->wall_ms = wall_ms ? wall_ms : system_wall_ms;
+	pthread_mutex_init(&s->mu, NULL);
+	return s;
+}
+
+void shared_free(struct shared *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < BUCKETS; i++) {
+		struct known *k = s->table[i], *next;
+		for (; k != NULL; k = next) {
+			next = k->next;
+			record_free(&k->rec);
+			free(k->node);
+			free(k);
+		}
+	}
+	pthread_mutex_destroy(&s->mu);
+	free(s->ns);
+	free(s);
+}
+
+uint64_t shared_ttl_ms(const struct shared *s)
+{
+	return s->ttl_ms;
+}
+
+uint64_t shared_now_wall_ms(const struct shared *s)
+{
+	return s->wall_ms();
+}
+
+const char *shared_namespace(const struct shared *s)
+{
+	return s->ns;
+}
+
+static size_t bucket(const char *node)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const unsigned char *p = (const unsigned char *)node; *p; p++)
+		h = (h ^ *p) * 1099511628211ull;
+	return (size_t)(h % BUCKETS);
+}
+
+static struct known *find(struct shared *s, const char *node)
+{
+	for (struct known *k = s->table[bucket(node)]; k != NULL; k = k->next)
+		if (strcmp(k->node, node) == 0)
+			return k;
+	return NULL;
+}
+
+/* Copy the node's known record into *out (initialized); empty when none. */
+static int load(struct shared *s, const char *node, struct record *out)
+{
+	int rc = 0;
+	pthread_mutex_lock(&s->mu);
+	struct known *k = find(s, node);
+	if (k != NULL)
+		rc = record_copy(out, &k->rec);
+	else
+		record_init(out);
+	pthread_mutex_unlock(&s->mu);
+	return rc == 0 ? 0 : SHARED_ENOMEM;
+}
+
+/* Remember rec (moved: *rec is left empty) as the node's record. Without memory, or past
+ * SHARED_MAX_NODES, the node is forgotten instead: the next placement reads it again. */
+static void store(struct shared *s, const char *node, struct record *rec)
+{
+	pthread_mutex_lock(&s->mu);
+	struct known *k = find(s, node);
+	if (k == NULL && s->n_known < SHARED_MAX_NODES && (k = calloc(1, sizeof(*k))) != NULL) {
+		if ((k->node = strdup(node)) == NULL) {
+			free(k);
+			k = NULL;
+		} else {
+			size_t b = bucket(node);
+			k->next = s->table[b];
+			s->table[b] = k;
+			s->n_known++;
+		}
+	}
+	if (k != NULL) {
+		record_free(&k->rec);
+		k->rec = *rec;
+		record_init(rec);
+	} else {
+		record_free(rec);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
+/* GET the node's record into *rec (replaced) and remember it. 0 or SHARED_E*. */
+static int reread(struct shared *s, const char *node, double deadline_s, struct record *rec,
+                  char *err, size_t errlen)
+{
+	char why[ERR_MAX];
+	cJSON *lease = NULL;
+	long code = 0;
+	int rc;
+
+	if (monotime_s() >= deadline_s) {
+		errbuf_set(err, errlen, "reservation record %s/%s: no time left to read it", s->ns,
+		           node);
+		return SHARED_EBUDGET;
+	}
+	rc = s->api.get(s->api.ctx, s->ns, node, &lease, &code, why, sizeof(why));
+	if (rc == KUBE_ENOTFOUND) {
+		atomic_fetch_add_explicit(&s->reads_ok, 1, memory_order_relaxed);
+		record_free(rec); /* none: the next write creates it */
+		return 0;
+	}
+	if (rc != 0) {
+		atomic_fetch_add_explicit(&s->reads_error, 1, memory_order_relaxed);
+		errbuf_set(err, errlen, "%s", why);
+		return rc == KUBE_ETIMEOUT ? SHARED_EBUDGET : SHARED_EAPI;
+	}
+	atomic_fetch_add_explicit(&s->reads_ok, 1, memory_order_relaxed);
+	rc = record_from_lease(lease, rec, why, sizeof(why));
+	cJSON_Delete(lease);
+	if (rc == RECORD_ENOMEM) {
+		errbuf_set(err, errlen, "reading reservation record %s/%s: out of memory", s->ns,
+		           node);
+		return SHARED_ENOMEM;
+	}
+	if (rc != 0) {
+		uint64_t now = s->wall_ms();
+		if (rec->rv[0] == '\0' || rec->renew_ms == 0 || rec->renew_ms + s->ttl_ms > now) {
+			errbuf_set(
+			    err, errlen,
+			    "reservation record Lease %s/%s is unreadable (%s); placements on "
+			    "the node are refused until one --reservation-ttl after its "
+			    "spec.renewTime, or until the Lease is deleted",
+			    s->ns, node, why);
+			return SHARED_ECORRUPT;
+		}
+		/* Older than the TTL: whatever it held has expired. Overwrite it as empty. */
+	}
+	struct record keep;
+	if (record_copy(&keep, rec) == 0)
+		store(s, node, &keep);
+	return 0;
+}
+
+static void observe_write(struct shared *s, double seconds)
+{
+	size_t i = 0;
+	while (i < N_WB && seconds > write_buckets[i])
+		i++;
+	atomic_fetch_add_explicit(&s->wb[i], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&s->wsum_us, (unsigned long long)(seconds * 1e6),
+	                          memory_order_relaxed);
+}
+
+/* Write rec (CAS on rec->rv, or create). 0 (written; rec and the table hold the stored
+ * record), KUBE_ECONFLICT / KUBE_ENOTFOUND (decide again), or SHARED_E*. */
+static int write_record(struct shared *s, const char *node, struct record *rec, char *err,
+                        size_t errlen)
+{
+	char why[ERR_MAX];
+	cJSON *out = NULL;
+	long code = 0;
+	int rc;
+
+	cJSON *lease = record_to_lease(rec, s->ns, node, s->wall_ms());
+	if (lease == NULL) {
+		errbuf_set(err, errlen, "writing reservation record %s/%s: out of memory", s->ns,
+		           node);
+		return SHARED_ENOMEM;
+	}
+	double t0 = monotime_s();
+	if (rec->rv[0] != '\0')
+		rc = s->api.update(s->api.ctx, s->ns, node, lease, &out, &code, why, sizeof(why));
+	else
+		rc = s->api.create(s->api.ctx, s->ns, lease, &out, &code, why, sizeof(why));
+	observe_write(s, monotime_s() - t0);
+	cJSON_Delete(lease);
+	if (rc == KUBE_ECONFLICT || (rc == KUBE_ENOTFOUND && rec->rv[0] != '\0')) {
+		atomic_fetch_add_explicit(&s->writes_conflict, 1, memory_order_relaxed);
+		return rc;
+	}
+	if (rc != 0) {
+		atomic_fetch_add_explicit(&s->writes_error, 1, memory_order_relaxed);
+		errbuf_set(err, errlen, "%s", why);
+		return rc == KUBE_ETIMEOUT ? SHARED_EBUDGET : SHARED_EAPI;
+	}
+	atomic_fetch_add_explicit(&s->writes_ok, 1, memory_order_relaxed);
+	/* Remember what the server stored (its new resourceVersion). An answer we cannot read
+	 * leaves the node unknown: the next placement's write conflicts and reads it. */
+	struct record stored;
+	record_init(&stored);
+	if (record_from_lease(out, &stored, why, sizeof(why)) == 0)
+		store(s, node, &stored);
+	else
+		record_free(&stored);
+	cJSON_Delete(out);
+	return 0;
+}
+
+int shared_place(struct shared *s, const char *node, double deadline_s, shared_decide_fn decide,
+                 void *ctx, unsigned *attempts, char *err, size_t errlen)
+{
+	struct record rec;
+	unsigned n = 0;
+	int fresh = 0, reread_done = 0, rc;
+
+	if (attempts != NULL)
+		*attempts = 0;
+	if (s == NULL || node == NULL || node[0] == '\0' || decide == NULL)
+		return SHARED_EINVAL;
+	if ((rc = load(s, node, &rec)) != 0) {
+		errbuf_set(err, errlen, "reservation record %s/%s: out of memory", s->ns, node);
+		return rc;
+	}
+	for (;;) {
+		if (n > 0)
+			atomic_fetch_add_explicit(&s->retries, 1, memory_order_relaxed);
+		enum shared_verdict v = decide(ctx, &rec, fresh);
+		n++;
+		if (v == SHARED_NO_WRITE || (v == SHARED_REREAD && (fresh || reread_done))) {
+			rc = 0;
+			break;
+		}
+		if (v == SHARED_REREAD) {
+			reread_done = 1;
+			if ((rc = reread(s, node, deadline_s, &rec, err, errlen)) != 0)
+				break;
+			fresh = 1;
+			continue;
+		}
+		if (n >= MAX_ATTEMPT || monotime_s() >= deadline_s) {
+			errbuf_set(err, errlen,
+			           "reservation record %s/%s: still changing after %u attempts "
+			           "within the time budget",
+			           s->ns, node, n);
+			rc = SHARED_EBUDGET;
+			break;
+		}
+		rc = write_record(s, node, &rec, err, errlen);
+		if (rc != KUBE_ECONFLICT && rc != KUBE_ENOTFOUND)
+			break;
+		/* Another replica wrote first: read what it wrote and decide again. */
+		if ((rc = reread(s, node, deadline_s, &rec, err, errlen)) != 0)
+			break;
+		fresh = 1;
+	}
+	record_free(&rec);
+	if (attempts != NULL)
+		*attempts = n;
+	return rc;
+}
+
+void shared_collect(void *ctx, struct metrics_writer *w)
+{
+	struct shared *s = ctx;
+	unsigned long long cum = 0;
+
+	metrics_printf(w, "# HELP gpu_memory_guard_reservation_writes_total Writes of shared "
+	                  "reservation records (Leases).\n"
+	                  "# TYPE gpu_memory_guard_reservation_writes_total counter\n");
+	metrics_printf(w, "gpu_memory_guard_reservation_writes_total{result=\"ok\"} %lu\n",
+	               atomic_load(&s->writes_ok));
+	metrics_printf(w, "gpu_memory_guard_reservation_writes_total{result=\"conflict\"} %lu\n",
+	               atomic_load(&s->writes_conflict));
+	metrics_printf(w, "gpu_memory_guard_reservation_writes_total{result=\"error\"} %lu\n",
+	               atomic_load(&s->writes_error));
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_reservation_conflicts_total Record writes "
+	               "refused with 409 Conflict (another replica wrote first).\n"
+	               "# TYPE gpu_memory_guard_reservation_conflicts_total counter\n"
+	               "gpu_memory_guard_reservation_conflicts_total %lu\n",
+	               atomic_load(&s->writes_conflict));
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_reservation_retries_total Placements decided "
+	               "again after a conflict or a re-read.\n"
+	               "# TYPE gpu_memory_guard_reservation_retries_total counter\n"
+	               "gpu_memory_guard_reservation_retries_total %lu\n",
+	               atomic_load(&s->retries));
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_reservation_reads_total Reads of shared "
+	               "reservation records.\n"
+	               "# TYPE gpu_memory_guard_reservation_reads_total counter\n"
+	               "gpu_memory_guard_reservation_reads_total{result=\"ok\"} %lu\n"
+	               "gpu_memory_guard_reservation_reads_total{result=\"error\"} %lu\n",
+	               atomic_load(&s->reads_ok), atomic_load(&s->reads_error));
+	metrics_printf(w, "# HELP gpu_memory_guard_reservation_write_seconds Latency of record "
+	                  "writes.\n# TYPE gpu_memory_guard_reservation_write_seconds histogram\n");
+	for (size_t i = 0; i <= N_WB; i++) {
+		cum += atomic_load(&s->wb[i]);
+		if (i < N_WB)
+			metrics_printf(
+			    w,
+			    "gpu_memory_guard_reservation_write_seconds_bucket{le=\"%g\"} "
+			    "%llu\n",
+			    write_buckets[i], cum);
+		else
+			metrics_printf(
+			    w,
+			    "gpu_memory_guard_reservation_write_seconds_bucket{le=\"+Inf\"} "
+			    "%llu\n",
+			    cum);
+	}
+	metrics_printf(w, "gpu_memory_guard_reservation_write_seconds_sum %.6f\n",
+	               (double)atomic_load(&s->wsum_us) / 1e6);
+	metrics_printf(w, "gpu_memory_guard_reservation_write_seconds_count %llu\n", cum);
+	metrics_printf(w, "# HELP gpu_memory_guard_reservation_record_entries Entries of each "
+	                  "node's reservation record as this replica last wrote or read it.\n"
+	                  "# TYPE gpu_memory_guard_reservation_record_entries gauge\n");
+	pthread_mutex_lock(&s->mu);
+	for (size_t i = 0; i < BUCKETS; i++)
+		for (struct known *k = s->table[i]; k != NULL; k = k->next)
+			metrics_printf(
+			    w, "gpu_memory_guard_reservation_record_entries{node=\"%s\"} %zu\n",
+			    k->node, k->rec.n);
+	pthread_mutex_unlock(&s->mu);
+}

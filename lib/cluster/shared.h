@@ -1,0 +1,113 @@
+/*
+ * shared: reservations every replica sees (--reservations shared; ARCHITECTURE.md,
+ * "reservations", the shared backend). One record per GPU node (record.h, a Lease in the
+ * webhook's namespace), changed only by compare-and-swap on its resourceVersion, so that two
+ * replicas deciding on one node at once cannot both admit on the same state: the second write
+ * gets 409 Conflict, and that replica reads the record again and decides again.
+ *
+ * The loop of one placement (shared_place):
+ *   1. take the node's record as this process last knew it (from its own last write or read;
+ *      none yet: empty, and the write creates the Lease);
+ *   2. call decide(rec): the caller counts the node's pods plus rec's entries with the
+ *      placement core, and when it admits, prunes rec and adds the reservation (record_put);
+ *   3. WRITE: PUT the Lease with rec's resourceVersion (or POST it when it does not exist);
+ *      success: the new record is remembered, done. 409 (another replica wrote first, or
+ *      created it): GET the Lease, back to 2 with it. Within the deadline; past it,
+ *      SHARED_EBUDGET (the caller denies: fail closed).
+ *      NO_WRITE (denied, dry run): done; nothing is written.
+ *      REREAD (a denial that counted entries of a record not read during this call, which other
+ *      replicas may have pruned since): GET, back to 2 once.
+ * Cost: one write per admitted placement, plus one read per conflict or per such denial.
+ *
+ * An unreadable record (the annotation edited by hand): entries unknown, so placements on the
+ * node are refused (SHARED_ECORRUPT, err says which Lease and why) until one TTL after its last
+ * write (spec.renewTime); then it is overwritten as empty: every entry in it has expired.
+ *
+ * Caller's duty: at most one shared_place per node at a time in this process (the webhook
+ * holds the node's ledger lock), else its own writes conflict (still correct, slower).
+ * Thread-safe otherwise. Clock: deadline_s is CLOCK_MONOTONIC seconds (monotime_s()); entry
+ * expiry is the wall clock (record.h).
+ *
+ * Metrics (shared_collect, a metrics collector):
+ *   gpu_memory_guard_reservation_writes_total{result}  counter, result: ok | conflict | error
+ *   gpu_memory_guard_reservation_conflicts_total       counter, 409s on writes
+ *   gpu_memory_guard_reservation_retries_total         counter, decisions made again after a
+ *                                                       conflict or a re-read
+ *   gpu_memory_guard_reservation_reads_total{result}   counter, GETs of a record: ok | error
+ *   gpu_memory_guard_reservation_write_seconds         histogram, latency of the writes
+ *   gpu_memory_guard_reservation_record_entries{node}  gauge, entries of each record this
+ *                                                       replica last wrote or read
+ */
+#ifndef GMG_SHARED_H
+#define GMG_SHARED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+
+struct cJSON;
+struct kube_client;
+struct metrics_writer;
+
+#define SHARED_MAX_NODES 100000 /* records remembered; past it a node's record is read again */
+
+#define SHARED_EBUDGET  (-1) /* the deadline passed (conflicts, slow API server): deny */
+#define SHARED_EAPI     (-2) /* a read or write failed (not a conflict): err says which */
+#define SHARED_ECORRUPT (-3) /* the record cannot be read and is not old enough to replace */
+#define SHARED_ENOMEM   (-4)
+#define SHARED_EINVAL   (-5)
+
+/* The Lease calls: kube.h's (shared_api_kube), or a fake in tests. Same contract as
+ * kube_get_lease / kube_create_lease / kube_update_lease (KUBE_ECONFLICT on 409). */
+struct shared_api {
+	int (*get)(void *ctx, const char *ns, const char *name, struct cJSON **lease, long *code,
+	           char *err, size_t errlen);
+	int (*create)(void *ctx, const char *ns, const struct cJSON *lease, struct cJSON **out,
+	              long *code, char *err, size_t errlen);
+	int (*update)(void *ctx, const char *ns, const char *name, const struct cJSON *lease,
+	              struct cJSON **out, long *code, char *err, size_t errlen);
+	void *ctx;
+};
+
+/* The kube client's Lease calls; c is borrowed. */
+struct shared_api shared_api_kube(struct kube_client *c);
+
+struct shared;
+
+/* ns: the namespace of the records (copied); api copied (its ctx borrowed); ttl_ms > 0: how
+ * long a reservation counts (--reservation-ttl). wall_ms: the wall clock in Unix ms (NULL:
+ * the system's; tests drive time). NULL on a bad argument or allocation failure. */
+struct shared *shared_new(const char *ns, const struct shared_api *api, uint64_t ttl_ms,
+                          uint64_t (*wall_ms)(void));
+void shared_free(struct shared *s); /* NULL no-op; no call may be running */
+
+uint64_t shared_ttl_ms(const struct shared *s);
+uint64_t shared_now_wall_ms(const struct shared *s); /* the clock entries expire by */
+const char *shared_namespace(const struct shared *s);
+
+enum shared_verdict {
+	SHARED_NO_WRITE = 0, /* decided without a reservation (denied, dry run): write nothing */
+	SHARED_WRITE = 1,    /* rec was changed (the reservation added): write it */
+	SHARED_REREAD = 2, /* the decision may rest on entries since dropped: read, decide again */
+};
+
+/* rec: the node's record, a working copy the callback may change (record_prune, record_put);
+ * fresh: rec was read from the API server during this shared_place. A decide may be called
+ * several times for one placement (after each conflict): each call decides anew. */
+typedef enum shared_verdict (*shared_decide_fn)(void *ctx, struct record *rec, int fresh);
+
+/*
+ * One placement on node, decided by decide() over the node's record (see the loop above).
+ * Returns 0 when decide's last verdict stands (WRITE: written; NO_WRITE; REREAD twice in a row
+ * counts as NO_WRITE), or SHARED_E* with err (one line naming the Lease and the call): the
+ * caller denies. *attempts (may be NULL) gets how many times decide was called.
+ */
+int shared_place(struct shared *s, const char *node, double deadline_s, shared_decide_fn decide,
+                 void *ctx, unsigned *attempts, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* metrics_collector_fn: the series above. ctx is the struct shared. */
+void shared_collect(void *ctx, struct metrics_writer *w);
+
+#endif

@@ -1,0 +1,542 @@
+/* Unit tests for lib/cluster/shared: the compare-and-swap loop over a node's reservation record,
+ * against a fake Lease API (an in-memory store with the API server's resourceVersion rules:
+ * update with a stale version -> 409, create of an existing name -> 409, get of a missing one
+ * -> 404). Includes two "replicas" (two struct shared over one fake store) racing on one node. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+
+#include "jsonpath.h"
+#include "kube.h"
+#include "metrics.h"
+#include "shared.h"
+
+#define GI   (1024ull * 1024 * 1024)
+#define WALL 1800000000000ull
+
+/* ---- the fake Lease API ---- */
+
+struct fake {
+	pthread_mutex_t mu;
+	cJSON *lease; /* the one node's Lease, or NULL */
+	unsigned long rv;
+	int gets, creates, updates, conflicts;
+	int fail_next_write; /* answer the next write with this KUBE_E* (0: none) */
+	int fail_next_get;
+	/* Called once before the next update is applied (another replica's write lands first). */
+	void (*before_update)(struct fake *f);
+};
+
+static uint64_t wall_now = WALL;
+static uint64_t fake_wall(void)
+{
+	return __atomic_load_n(&wall_now, __ATOMIC_RELAXED);
+}
+
+static cJSON *stored_copy(struct fake *f)
+{
+	char rv[32];
+	cJSON *c = cJSON_Duplicate(f->lease, 1);
+	snprintf(rv, sizeof(rv), "%lu", f->rv);
+	cJSON *meta = cJSON_GetObjectItem(c, "metadata");
+	cJSON_DeleteItemFromObject(meta, "resourceVersion");
+	cJSON_AddStringToObject(meta, "resourceVersion", rv);
+	return c;
+}
+
+static int fake_get(void *ctx, const char *ns, const char *name, cJSON **lease, long *code,
+                    char *err, size_t errlen)
+{
+	struct fake *f = ctx;
+	int rc = 0;
+	(void)ns, (void)name;
+	pthread_mutex_lock(&f->mu);
+	f->gets++;
+	if (f->fail_next_get) {
+		rc = f->fail_next_get;
+		f->fail_next_get = 0;
+		snprintf(err, errlen, "get lease: injected failure");
+	} else if (f->lease == NULL) {
+		rc = KUBE_ENOTFOUND;
+		*code = 404;
+		snprintf(err, errlen, "get lease: HTTP 404");
+	} else {
+		*lease = stored_copy(f);
+		*code = 200;
+	}
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static int store_locked(struct fake *f, const cJSON *lease, cJSON **out)
+{
+	cJSON_Delete(f->lease);
+	f->lease = cJSON_Duplicate(lease, 1);
+	f->rv++;
+	*out = stored_copy(f);
+	return 0;
+}
+
+static int fake_create(void *ctx, const char *ns, const cJSON *lease, cJSON **out, long *code,
+                       char *err, size_t errlen)
+{
+	struct fake *f = ctx;
+	int rc;
+	(void)ns;
+	pthread_mutex_lock(&f->mu);
+	f->creates++;
+	if (f->fail_next_write) {
+		rc = f->fail_next_write;
+		f->fail_next_write = 0;
+		snprintf(err, errlen, "create lease: injected failure");
+	} else if (f->lease != NULL) {
+		rc = KUBE_ECONFLICT;
+		f->conflicts++;
+		*code = 409;
+		snprintf(err, errlen, "create lease: HTTP 409: already exists");
+	} else {
+		rc = store_locked(f, lease, out);
+		*code = 201;
+	}
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static int fake_update(void *ctx, const char *ns, const char *name, const cJSON *lease, cJSON **out,
+                       long *code, char *err, size_t errlen)
+{
+	struct fake *f = ctx;
+	int rc;
+	(void)ns, (void)name;
+	void (*hook)(struct fake *) = f->before_update;
+	if (hook != NULL) {
+		f->before_update = NULL;
+		hook(f);
+	}
+	pthread_mutex_lock(&f->mu);
+	f->updates++;
+	const char *want = json_str(lease, "metadata", "resourceVersion", NULL);
+	char have[32];
+	snprintf(have, sizeof(have), "%lu", f->rv);
+	if (f->fail_next_write) {
+		rc = f->fail_next_write;
+		f->fail_next_write = 0;
+		snprintf(err, errlen, "update lease: injected failure");
+	} else if (f->lease == NULL) {
+		rc = KUBE_ENOTFOUND;
+		*code = 404;
+		snprintf(err, errlen, "update lease: HTTP 404");
+	} else if (want != NULL && strcmp(want, have) != 0) {
+		rc = KUBE_ECONFLICT;
+		f->conflicts++;
+		*code = 409;
+		snprintf(err, errlen, "update lease: HTTP 409: the object has been modified");
+	} else {
+		rc = store_locked(f, lease, out);
+		*code = 200;
+	}
+	pthread_mutex_unlock(&f->mu);
+	return rc;
+}
+
+static struct fake *fake_new(void)
+{
+	struct fake *f = calloc(1, sizeof(*f));
+	pthread_mutex_init(&f->mu, NULL);
+	f->rv = 100;
+	return f;
+}
+
+static void fake_free(struct fake *f)
+{
+	cJSON_Delete(f->lease);
+	pthread_mutex_destroy(&f->mu);
+	free(f);
+}
+
+static struct shared *replica(struct fake *f)
+{
+	struct shared_api api = {fake_get, fake_create, fake_update, f};
+	return shared_new("gmg-system", &api, 60000, fake_wall);
+}
+
+/* The entries stored in the fake's Lease. */
+static size_t stored_entries(struct fake *f, uint64_t *bytes)
+{
+	struct record r;
+	char err[128];
+	size_t n = 0;
+	record_init(&r);
+	pthread_mutex_lock(&f->mu);
+	if (f->lease != NULL) {
+		cJSON *c = stored_copy(f);
+		assert_int_equal(record_from_lease(c, &r, err, sizeof(err)), 0);
+		cJSON_Delete(c);
+		n = r.n;
+	}
+	pthread_mutex_unlock(&f->mu);
+	if (bytes != NULL)
+		*bytes = record_live_bytes(&r, fake_wall());
+	record_free(&r);
+	return n;
+}
+
+/* ---- a decide function: admit `bytes` while the record's live sum stays within `limit` ---- */
+
+struct want {
+	const char *key;
+	uint64_t bytes, limit;
+	int dry_run;
+	int calls, fresh_calls;
+	int allowed; /* the last call's verdict */
+	uint64_t seen_bytes;
+};
+
+static enum shared_verdict decide_fits(void *ctx, struct record *rec, int fresh)
+{
+	struct want *w = ctx;
+	uint64_t used = 0;
+	w->calls++;
+	w->fresh_calls += fresh;
+	for (size_t i = 0; i < rec->n; i++)
+		if (strcmp(rec->entries[i].key, w->key) != 0 &&
+		    rec->entries[i].expires_ms > fake_wall())
+			used += rec->entries[i].bytes;
+	w->seen_bytes = used;
+	w->allowed = used + w->bytes <= w->limit;
+	if (!w->allowed)
+		return used > 0 && !fresh ? SHARED_REREAD : SHARED_NO_WRITE;
+	if (w->dry_run)
+		return SHARED_NO_WRITE;
+	record_prune(rec, fake_wall(), NULL, 0, 0, 0);
+	if (record_put(rec, w->key, NULL, w->bytes, fake_wall() + 60000) != 0)
+		return SHARED_NO_WRITE;
+	return SHARED_WRITE;
+}
+
+static int place(struct shared *s, struct want *w, unsigned *attempts)
+{
+	char err[512];
+	return shared_place(s, "gpu-1", 1e18, decide_fits, w, attempts, err, sizeof(err));
+}
+
+static void test_first_write_creates_then_updates_without_reads(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *s = replica(f);
+	struct want a = {"ns/a", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	struct want b = {"ns/b", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	unsigned attempts;
+	(void)state;
+	assert_int_equal(place(s, &a, &attempts), 0);
+	assert_true(a.allowed);
+	assert_int_equal(attempts, 1);
+	assert_int_equal(f->creates, 1);
+	assert_int_equal(place(s, &b, &attempts), 0);
+	assert_int_equal(b.seen_bytes, 10 * GI); /* from its own last write, not a read */
+	assert_int_equal(f->updates, 1);
+	assert_int_equal(f->gets, 0);
+	uint64_t bytes;
+	assert_int_equal(stored_entries(f, &bytes), 2);
+	assert_int_equal(bytes, 20 * GI);
+	shared_free(s);
+	fake_free(f);
+}
+
+static struct shared *other_replica; /* used by the before_update hook */
+
+static void other_replica_writes(struct fake *f)
+{
+	struct want o = {"ns/other", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	(void)f;
+	assert_int_equal(place(other_replica, &o, NULL), 0);
+	assert_true(o.allowed);
+}
+
+static void other_replica_writes_then_get_fails(struct fake *f)
+{
+	other_replica_writes(f);
+	pthread_mutex_lock(&f->mu);
+	f->fail_next_get = KUBE_ETRANSPORT;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void test_conflict_reads_and_decides_again(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *a = replica(f);
+	other_replica = replica(f);
+	struct want first = {"ns/first", 1 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	struct want w = {"ns/late", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	unsigned attempts;
+	(void)state;
+	assert_int_equal(place(a, &first, NULL), 0); /* a knows the record at some version */
+	f->before_update = other_replica_writes;     /* b writes 30Gi between a's read and write */
+	assert_int_equal(place(a, &w, &attempts), 0);
+	/* a decided on 1Gi (fits), its write got 409, it read 31Gi and refused: 41 > 36. */
+	assert_int_equal(attempts, 2);
+	assert_false(w.allowed);
+	assert_int_equal(w.seen_bytes, 31 * GI);
+	assert_int_equal(w.fresh_calls, 1);
+	assert_int_equal(f->conflicts, 2); /* b's create (it had no copy) and a's update */
+	assert_int_equal(f->gets, 2);
+	uint64_t bytes;
+	assert_int_equal(stored_entries(f, &bytes), 2);
+	assert_int_equal(bytes, 31 * GI);
+	shared_free(a);
+	shared_free(other_replica);
+	fake_free(f);
+}
+
+static void test_create_race_and_deleted_record(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *a = replica(f), *b = replica(f);
+	struct want wa = {"ns/a", 20 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	struct want wb = {"ns/b", 20 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	unsigned attempts;
+	(void)state;
+	assert_int_equal(place(a, &wa, NULL), 0);
+	/* b never saw the record: it creates, gets 409 AlreadyExists, reads, refuses. */
+	assert_int_equal(place(b, &wb, &attempts), 0);
+	assert_int_equal(attempts, 2);
+	assert_false(wb.allowed);
+	/* The Lease is deleted by hand: a's update gets 404, it reads (none) and creates. */
+	pthread_mutex_lock(&f->mu);
+	cJSON_Delete(f->lease);
+	f->lease = NULL;
+	pthread_mutex_unlock(&f->mu);
+	wb.calls = 0;
+	assert_int_equal(place(a, &wb, &attempts), 0);
+	assert_true(wb.allowed);
+	assert_int_equal(attempts, 2);
+	assert_int_equal(stored_entries(f, NULL), 1);
+	shared_free(a);
+	shared_free(b);
+	fake_free(f);
+}
+
+static void test_denial_on_stale_entries_rereads_once(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *a = replica(f), *b = replica(f);
+	struct want big = {"ns/big", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	struct want w = {"ns/w", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	unsigned attempts;
+	(void)state;
+	assert_int_equal(place(a, &big, NULL), 0);
+	/* b writes a record without ns/big (its pod became visible, say): a still holds 30Gi. */
+	struct record r;
+	record_init(&r);
+	cJSON *empty = record_to_lease(&r, "gmg-system", "gpu-1", WALL);
+	pthread_mutex_lock(&f->mu);
+	cJSON_Delete(f->lease);
+	f->lease = empty;
+	f->rv++;
+	pthread_mutex_unlock(&f->mu);
+	/* a's stale copy refuses; it reads the record and admits. */
+	assert_int_equal(place(a, &w, &attempts), 0);
+	assert_true(w.allowed);
+	assert_int_equal(attempts, 2);
+	assert_int_equal(f->gets, 1);
+	/* A refusal on a fresh record does not read again. */
+	struct want no = {"ns/no", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	f->gets = 0;
+	assert_int_equal(place(b, &no, &attempts), 0); /* b has no copy: decides on empty */
+	assert_false(no.allowed);                      /* after its create conflicted and it read */
+	assert_int_equal(f->gets, 1);
+	shared_free(a);
+	shared_free(b);
+	fake_free(f);
+}
+
+static void test_dry_run_and_denial_write_nothing(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *s = replica(f);
+	struct want dry = {"ns/dry", GI, 36 * GI, 1, 0, 0, 0, 0};
+	struct want huge = {"ns/huge", 40 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	(void)state;
+	assert_int_equal(place(s, &dry, NULL), 0);
+	assert_true(dry.allowed);
+	assert_int_equal(place(s, &huge, NULL), 0);
+	assert_false(huge.allowed);
+	assert_int_equal(f->creates + f->updates + f->gets, 0);
+	shared_free(s);
+	fake_free(f);
+}
+
+static void test_failures_and_deadline(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *s = replica(f);
+	struct want w = {"ns/w", GI, 36 * GI, 0, 0, 0, 0, 0};
+	char err[512];
+	(void)state;
+	f->fail_next_write = KUBE_EHTTP;
+	assert_int_equal(place(s, &w, NULL), SHARED_EAPI);
+	f->fail_next_write = KUBE_ETIMEOUT;
+	assert_int_equal(place(s, &w, NULL), SHARED_EBUDGET);
+	/* The deadline has passed: no write is started. */
+	assert_int_equal(shared_place(s, "gpu-1", 0.0, decide_fits, &w, NULL, err, sizeof(err)),
+	                 SHARED_EBUDGET);
+	assert_non_null(strstr(err, "gmg-system/gpu-1"));
+	assert_int_equal(f->creates, 2);
+	assert_int_equal(place(s, &w, NULL), 0);
+	assert_int_equal(stored_entries(f, NULL), 1);
+	/* A conflict whose re-read fails. */
+	other_replica = replica(f);
+	f->before_update = other_replica_writes_then_get_fails;
+	struct want w2 = {"ns/w2", GI, 36 * GI, 0, 0, 0, 0, 0};
+	assert_int_equal(place(s, &w2, NULL), SHARED_EAPI);
+	shared_free(other_replica);
+	assert_int_equal(shared_place(NULL, "gpu-1", 1e18, decide_fits, &w, NULL, err, sizeof(err)),
+	                 SHARED_EINVAL);
+	assert_int_equal(shared_place(s, "", 1e18, decide_fits, &w, NULL, err, sizeof(err)),
+	                 SHARED_EINVAL);
+	shared_free(s);
+	fake_free(f);
+}
+
+static void set_annotation(struct fake *f, const char *value, const char *renew)
+{
+	pthread_mutex_lock(&f->mu);
+	cJSON_Delete(f->lease);
+	f->lease = cJSON_CreateObject();
+	cJSON *meta = cJSON_AddObjectToObject(f->lease, "metadata");
+	cJSON_AddStringToObject(meta, "name", "gpu-1");
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(meta, "annotations"), RECORD_ANNOTATION,
+	                        value);
+	cJSON_AddStringToObject(cJSON_AddObjectToObject(f->lease, "spec"), "renewTime", renew);
+	f->rv++;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void test_unreadable_record(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *s = replica(f);
+	struct want w = {"ns/w", GI, 36 * GI, 0, 0, 0, 0, 0};
+	char err[512];
+	(void)state;
+	/* Written 10 s ago by hand: its entries may still count. Refused, with the Lease named. */
+	set_annotation(f, "{not json", "2027-01-15T07:59:50.000000Z");
+	int rc = shared_place(s, "gpu-1", 1e18, decide_fits, &w, NULL, err, sizeof(err));
+	assert_int_equal(rc, SHARED_ECORRUPT);
+	assert_non_null(strstr(err, "gmg-system/gpu-1 is unreadable"));
+	/* One TTL after its renewTime: overwritten as empty. */
+	set_annotation(f, "{not json", "2027-01-15T07:59:00.000000Z");
+	assert_int_equal(place(s, &w, NULL), 0);
+	assert_true(w.allowed);
+	assert_int_equal(stored_entries(f, NULL), 1);
+	shared_free(s);
+	fake_free(f);
+}
+
+/* ---- two replicas, many threads, one node: exactly what fits is admitted ---- */
+
+struct racer {
+	struct shared *s;
+	int first, count;
+	int admitted;
+};
+
+static void *race(void *arg)
+{
+	struct racer *r = arg;
+	for (int i = 0; i < r->count; i++) {
+		char key[32];
+		snprintf(key, sizeof(key), "ns/p%d", r->first + i);
+		struct want w = {key, GI, 36 * GI, 0, 0, 0, 0, 0};
+		char err[512];
+		int rc = shared_place(r->s, "gpu-1", 1e18, decide_fits, &w, NULL, err, sizeof(err));
+		if (rc == 0 && w.allowed)
+			r->admitted++;
+	}
+	return NULL;
+}
+
+static void test_replicas_race_exactly(void **state)
+{
+	(void)state;
+	for (int round = 0; round < 20; round++) {
+		struct fake *f = fake_new();
+		struct shared *reps[3] = {replica(f), replica(f), replica(f)};
+		struct racer rs[6];
+		pthread_t th[6];
+		int admitted = 0;
+		for (int i = 0; i < 6; i++) {
+			rs[i] = (struct racer){reps[i % 3], i * 10, 10, 0};
+			assert_int_equal(pthread_create(&th[i], NULL, race, &rs[i]), 0);
+		}
+		for (int i = 0; i < 6; i++) {
+			pthread_join(th[i], NULL);
+			admitted += rs[i].admitted;
+		}
+		uint64_t bytes;
+		assert_int_equal(admitted, 36);
+		assert_int_equal(stored_entries(f, &bytes), 36);
+		assert_int_equal(bytes, 36 * GI);
+		for (int i = 0; i < 3; i++)
+			shared_free(reps[i]);
+		fake_free(f);
+	}
+}
+
+static void test_metrics(void **state)
+{
+	struct fake *f = fake_new();
+	struct shared *s = replica(f);
+	struct metrics *m = metrics_new();
+	struct want w = {"ns/w", GI, 36 * GI, 0, 0, 0, 0, 0};
+	char *text = NULL;
+	size_t len;
+	(void)state;
+	assert_int_equal(metrics_add_collector(m, shared_collect, s), 0);
+	assert_int_equal(place(s, &w, NULL), 0);
+	other_replica = replica(f);
+	f->before_update = other_replica_writes;
+	struct want w2 = {"ns/w2", GI, 36 * GI, 0, 0, 0, 0, 0};
+	assert_int_equal(place(s, &w2, NULL), 0);
+	shared_free(other_replica);
+	assert_int_equal(metrics_render(m, &text, &len), 0);
+	assert_non_null(
+	    strstr(text, "gpu_memory_guard_reservation_writes_total{result=\"ok\"} 2\n"));
+	assert_non_null(
+	    strstr(text, "gpu_memory_guard_reservation_writes_total{result=\"conflict\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_reservation_conflicts_total 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_reservation_retries_total 1\n"));
+	assert_non_null(
+	    strstr(text, "gpu_memory_guard_reservation_reads_total{result=\"ok\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_reservation_write_seconds_count 3\n"));
+	assert_non_null(
+	    strstr(text, "gpu_memory_guard_reservation_record_entries{node=\"gpu-1\"} 3\n"));
+	free(text);
+	metrics_free(m);
+	shared_free(s);
+	fake_free(f);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_first_write_creates_then_updates_without_reads),
+	    cmocka_unit_test(test_conflict_reads_and_decides_again),
+	    cmocka_unit_test(test_create_race_and_deleted_record),
+	    cmocka_unit_test(test_denial_on_stale_entries_rereads_once),
+	    cmocka_unit_test(test_dry_run_and_denial_write_nothing),
+	    cmocka_unit_test(test_failures_and_deadline),
+	    cmocka_unit_test(test_unreadable_record),
+	    cmocka_unit_test(test_replicas_race_exactly),
+	    cmocka_unit_test(test_metrics),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
