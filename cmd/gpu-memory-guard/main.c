@@ -6,6 +6,7 @@
  * command line: one line on stderr).
  */
 #include "cache.h"
+#include "capfile.h"
 #include "certgen.h"
 #include "config.h"
 #include "informer.h"
@@ -15,13 +16,16 @@
 #include "log.h"
 #include "metrics.h"
 #include "server.h"
+#include "shared.h"
 #include "tls.h"
 #include "webhook.h"
 
+#include <ctype.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #ifndef GMG_VERSION
@@ -68,6 +72,36 @@ static struct kube_client *make_kube(const struct config *cfg, struct metrics *m
 	return c;
 }
 
+/* --reservations-namespace, else the in-cluster service account's namespace (as client-go
+ * reads it). 0 with buf set, or -1 (logged). */
+static int reservations_namespace(const struct config *cfg, char *buf, size_t cap)
+{
+	char err[512], *text = NULL;
+	size_t len = 0;
+
+	if (cfg->reservations_namespace != NULL) {
+		snprintf(buf, cap, "%s", cfg->reservations_namespace);
+		return 0;
+	}
+	if (capfile_read(KUBECONFIG_SA_DIR "/namespace", 256, CAPFILE_REGULAR, &text, &len, err,
+	                 sizeof(err)) != 0) {
+		log_fields(LOG_ERROR,
+		           "--reservations shared needs --reservations-namespace outside a pod",
+		           (struct log_field[]){LOG_STR("error", err), LOG_END});
+		return -1;
+	}
+	while (len > 0 && isspace((unsigned char)text[len - 1]))
+		text[--len] = '\0';
+	snprintf(buf, cap, "%s", text);
+	free(text);
+	if (len == 0 || len >= cap) {
+		log_msg(LOG_ERROR, "the service account's namespace file is empty or too long: set "
+		                   "--reservations-namespace");
+		return -1;
+	}
+	return 0;
+}
+
 static int serve(const struct config *cfg, const sigset_t *signals)
 {
 	int status = EXIT_START_FAILED, sig = 0;
@@ -77,6 +111,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct webhook *webhook = NULL;
 	struct cache *cache = NULL;
 	struct informer *informer = NULL;
+	struct shared *shared = NULL;
 	struct tls_store *tls = NULL;
 	struct server *server = NULL;
 	struct metrics *metrics = metrics_new();
@@ -102,6 +137,16 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 			goto out;
 		}
 	}
+	if (cfg->reservations_shared) {
+		char ns[64];
+		struct shared_api api = shared_api_kube(kube);
+		if (reservations_namespace(cfg, ns, sizeof(ns)) != 0 ||
+		    (shared = shared_new(ns, &api, cfg->reservation_ttl_ms, NULL)) == NULL ||
+		    metrics_add_collector(metrics, shared_collect, shared) != 0)
+			goto out;
+		log_fields(LOG_INFO, "shared reservations",
+		           (struct log_field[]){LOG_STR("namespace", ns), LOG_END});
+	}
 	struct webhook_source src = webhook_source_kube(kube);
 	struct webhook_config wcfg = {
 	    .threshold = cfg->threshold,
@@ -120,6 +165,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache_connected = informer_connected_fn,
 	    .cache_progress_ms = informer_progress_ms,
 	    .cache_ctx = informer,
+	    .shared = shared,
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
@@ -160,6 +206,7 @@ out:
 	webhook_free(webhook);
 	informer_free(informer); /* stops its threads: no more ledger_forget */
 	cache_free(cache);
+	shared_free(shared);
 	kube_client_free(kube);
 	ledger_free(ledger);
 	metrics_free(metrics);

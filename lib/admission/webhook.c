@@ -17,6 +17,7 @@
 #include "policy.h"
 #include "quantity.h"
 #include "server.h"
+#include "shared.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -43,6 +44,7 @@ struct webhook {
 	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
 	struct ledger *ledger;
+	struct shared *shared; /* --reservations shared; NULL: the ledger reserves */
 	struct metrics *metrics;
 };
 
@@ -338,9 +340,11 @@ struct placement {
 	int dry_run;
 };
 
-/* Decide with the placement core over the node's snapshot; reserve when allowed. */
-static void apply_decision(struct webhook *w, struct ledger_node *ln, const struct placement *p,
-                           const struct placement_node *pn, uint64_t now, struct outcome *o)
+/* Decide with the placement core over the node's snapshot; sets o. Returns 1 when allowed with
+ * a reservation to record (res->reserve_bytes), 0 otherwise. */
+static int decide_core(struct webhook *w, const struct placement *p,
+                       const struct placement_node *pn, uint64_t now, struct outcome *o,
+                       struct placement_result *out)
 {
 	struct placement_result res;
 	struct placement_pod pod = {
@@ -357,31 +361,192 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 	};
 	const struct policy_decision *dec = &res.decision;
 
-	if (placement_decide(pn, &pod, &pol, now, &res) != 0) {
+	int rc = placement_decide(pn, &pod, &pol, now, &res);
+	*out = res;
+	if (rc != 0) {
 		deny(o, METRICS_DENIED, 403, "InvalidCapacity", "node %s: %s", p->node,
 		     dec->message);
-		return;
+		return 0;
 	}
 	if (!dec->allowed) {
 		deny(o, METRICS_DENIED, 403, dec->reason, "%s", dec->message);
-		return;
-	}
-	if (res.reserve) {
-		int rc = ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
-		if (rc != 0) {
-			deny(o, METRICS_ERROR, 500, "LedgerFull",
-			     "cannot admit %s on %s: too many placements in flight (%s); denied to "
-			     "keep GPU memory safe, retry later",
-			     p->pod_name, p->node,
-			     rc == LEDGER_EFULL ? "ledger full" : "no memory");
-			return;
-		}
+		return 0;
 	}
 	allow(o, dec->reason, 0);
 	if (dec->verdict != POLICY_ALLOW) {
 		o->mdec = METRICS_WARNED;
 		add_warning(o, dec->message);
 	}
+	return res.reserve;
+}
+
+/* Admitted, but its reservation cannot be recorded: deny (fail safe). */
+static void deny_unreserved(struct outcome *o, const struct placement *p, const char *why)
+{
+	o->n_warnings = 0;
+	deny(o, METRICS_ERROR, 500, "LedgerFull",
+	     "cannot admit %s on %s: too many placements in flight (%s); denied to keep GPU memory "
+	     "safe, retry later",
+	     p->pod_name, p->node, why);
+}
+
+/* Decide with the placement core over the node's snapshot; reserve in the ledger when
+ * allowed (--reservations local). */
+static void apply_decision(struct webhook *w, struct ledger_node *ln, const struct placement *p,
+                           const struct placement_node *pn, uint64_t now, struct outcome *o)
+{
+	struct placement_result res;
+
+	if (!decide_core(w, p, pn, now, o, &res))
+		return;
+	int rc = ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
+	if (rc != 0)
+		deny_unreserved(o, p, rc == LEDGER_EFULL ? "ledger full" : "no memory");
+}
+
+/*
+ * --reservations shared: one placement decided over the node's visible pods plus its shared
+ * record (shared.h), inside shared_place(). Each call decides anew from the outcome as it was
+ * before the first (a conflict means another replica changed the record).
+ */
+struct shared_decision {
+	struct webhook *w;
+	const struct placement *p;
+	struct outcome *o;
+	struct outcome start;
+	const struct placement_node *api_node; /* the API path's node and pods; NULL: the cache */
+	struct record *rec;
+	int fresh;
+	int decided; /* the cache knew the node (always 1 on the API path) */
+	enum shared_verdict verdict;
+};
+
+/* Clock of a decision: monotonic, held back to the cache's progress on the cache path (as
+ * decide_cached). */
+static uint64_t decision_now(const struct webhook *w, int cache_path)
+{
+	uint64_t now = ledger_now_ms();
+	if (cache_path && w->cache_progress_ms != NULL) {
+		uint64_t seen = w->cache_progress_ms(w->cache_ctx);
+		if (seen < now)
+			now = seen;
+	}
+	return now;
+}
+
+static void decide_on_record(struct shared_decision *d, const struct placement_node *visible)
+{
+	struct webhook *w = d->w;
+	const struct placement *p = d->p;
+	struct record *rec = d->rec;
+	struct placement_result res;
+	uint64_t mono = ledger_now_ms();
+	uint64_t now = decision_now(w, d->api_node == NULL);
+	uint64_t wall = shared_now_wall_ms(w->shared);
+	struct placement_item *items = NULL;
+
+	d->verdict = SHARED_NO_WRITE;
+	if (rec->n > 0 && (items = calloc(rec->n, sizeof(*items))) == NULL) {
+		deny(d->o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     p->pod_name);
+		return;
+	}
+	struct placement_node pn = *visible;
+	pn.reserved = items;
+	pn.n_reserved = record_items(rec, wall, now, items);
+	int reserve = decide_core(w, p, &pn, now, d->o, &res);
+	free(items); /* borrowed rec's strings: done with them before rec changes */
+	if (!d->o->allowed) {
+		/* Counted entries of a record read before this review: other replicas may have
+		 * dropped some since. Read it and decide again. */
+		if (res.reserved_bytes > 0 && !d->fresh && !res.invalid_input)
+			d->verdict = SHARED_REREAD;
+		return;
+	}
+	if (!reserve)
+		return;
+	/* Cache path: entries whose pods every replica's cache shows by now go; both paths
+	 * drop expired ones. */
+	record_prune(rec, wall, d->api_node == NULL ? visible->pods : NULL,
+	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
+	int rc =
+	    record_put(rec, p->key, p->uid, res.reserve_bytes, wall + shared_ttl_ms(w->shared));
+	if (rc != 0) {
+		deny_unreserved(d->o, p,
+		                rc == RECORD_EFULL ? "the node's reservation record is full"
+		                                   : "cannot record the reservation");
+		return;
+	}
+	d->verdict = SHARED_WRITE;
+}
+
+static void shared_cached_view(void *ctx, const struct cache_node_view *v)
+{
+	struct shared_decision *d = ctx;
+
+	if (!v->known)
+		return;
+	d->decided = 1;
+	d->o->source = "cache";
+	if (v->capacity_rc != 0) {
+		deny(d->o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
+		     d->p->pod_name, d->p->node, v->capacity_error);
+		return;
+	}
+	struct placement_node pn = {
+	    .name = d->p->node,
+	    .cap = v->cap,
+	    .pods = v->pods,
+	    .n_pods = v->n_pods,
+	};
+	decide_on_record(d, &pn);
+}
+
+static enum shared_verdict decide_shared(void *ctx, struct record *rec, int fresh)
+{
+	struct shared_decision *d = ctx;
+
+	*d->o = d->start;
+	d->rec = rec;
+	d->fresh = fresh;
+	d->verdict = SHARED_NO_WRITE;
+	if (d->api_node != NULL)
+		decide_on_record(d, d->api_node);
+	else
+		cache_with_node(d->w->cache, d->p->node, shared_cached_view, d);
+	return d->verdict;
+}
+
+/*
+ * Place p on its node through the shared record, the node locked in this process (ln). With
+ * api_node NULL the node comes from the cache: returns 0 when the cache does not know the
+ * node (nothing decided), 1 when decided (o set).
+ */
+static int place_shared(struct webhook *w, const struct placement *p,
+                        const struct placement_node *api_node, struct outcome *o)
+{
+	char err[ERR_MAX];
+	unsigned attempts = 0;
+	struct shared_decision d = {
+	    w, p, o, *o, api_node, NULL, 0, api_node != NULL, SHARED_NO_WRITE};
+	double deadline = o->t0 + (double)(w->budget_ms ? w->budget_ms : 2000) / 1000.0;
+
+	int rc = shared_place(w->shared, p->node, deadline, decide_shared, &d, &attempts, err,
+	                      sizeof(err));
+	if (!d.decided)
+		return 0;
+	if (rc != 0) {
+		o->n_warnings = 0;
+		if (rc == SHARED_ECORRUPT)
+			deny(o, METRICS_ERROR, 500, "ReservationRecordUnreadable",
+			     "cannot admit %s on %s: %s", p->pod_name, p->node, err);
+		else
+			deny(o, METRICS_ERROR, 500, "APIServerUnavailable",
+			     "cannot admit %s on %s: the shared reservation record could not be "
+			     "updated (%s); denied to keep GPU memory safe, retry later",
+			     p->pod_name, p->node, err);
+	}
+	return 1;
 }
 
 /* A reservation the list does not show, past the grace period: its pod is looked up. */
@@ -519,6 +684,12 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	uint64_t now = ledger_now_ms();
 	if (visible_from_pods(w, items, &v) != 0)
 		goto nomem;
+	if (w->shared != NULL) {
+		struct placement_node vn = {
+		    .name = p->node, .cap = p->cap, .pods = v.items, .n_pods = v.n_items};
+		place_shared(w, p, &vn, o);
+		goto out;
+	}
 	/* With the watch cache on, a reservation settles only when the cache shows its pod: a pod
 	 * this live list shows may not have reached the cache yet, and dropping its reservation
 	 * here would leave it uncounted by the next decision from the cache. This decision counts
@@ -729,6 +900,9 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 
 	if (!(o->api_failed ? cache_usable(w) : cache_connected(w)))
 		return 0;
+	/* Shared reservations are written to the API server: never on a server thread. */
+	if (w->shared != NULL && !may_block)
+		return 0;
 	if (ledger_key(req, key, sizeof(key)) != 0) {
 		deny(o, METRICS_DENIED, 403, "NameTooLong", "cannot place %s: name too long",
 		     pod_name);
@@ -758,7 +932,10 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	    .dry_run = req->dry_run,
 	};
 	struct cached c = {w, &p, ln, o, 0};
-	cache_with_node(w->cache, node, decide_cached, &c);
+	if (w->shared != NULL)
+		c.decided = place_shared(w, &p, NULL, o);
+	else
+		cache_with_node(w->cache, node, decide_cached, &c);
 	ledger_unlock(ln);
 	if (c.decided)
 		add_warning(o, d->warning);
@@ -1123,6 +1300,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->cache_progress_ms = cfg->cache_progress_ms;
 	w->cache_ctx = cfg->cache_ctx;
 	w->ledger = ledger;
+	w->shared = cfg->shared;
 	w->metrics = metrics;
 	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {
 		if ((w->gpu_resources[i] = strdup(cfg->gpu_resources[i])) == NULL)

@@ -64,6 +64,7 @@ struct cache;
 struct kube_client;
 struct ledger;
 struct metrics;
+struct shared;
 
 #define WEBHOOK_EBADREQUEST       (-1) /* not an AdmissionReview with request.uid: answer 400 */
 #define WEBHOOK_ENOMEM            (-2) /* could not build the answer: answer 500 */
@@ -134,6 +135,13 @@ struct webhook_config {
 	 * the cache could have shown its pod. NULL: the wall clock. */
 	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
+	/* Shared reservations (--reservations shared, shared.h), borrowed; NULL: reservations are
+	 * the ledger's, this process's alone (--reservations local). With it every GPU placement
+	 * is decided on a worker (it writes to the API server): its node's pods (cache or API
+	 * path, as above) plus the node's shared record, and an admitted placement is recorded
+	 * there by compare-and-swap; the ledger only serializes this process's placements per
+	 * node. A denial or a dry run writes nothing. */
+	struct shared *shared;
 };
 
 struct webhook; /* opaque */

@@ -65,6 +65,14 @@ static const char usage_text[] =
     "                                not show after this is looked up; a deleted pod then\n"
     "                                stops counting (default 5s; raise it above the timeout\n"
     "                                of any slower validating webhook on pods)\n"
+    "  --reservations local|shared   where admitted placements not yet visible are kept:\n"
+    "                                local: in this process (one replica only); shared:\n"
+    "                                in a Lease per GPU node that every replica reads and\n"
+    "                                writes with resourceVersion preconditions, so two or\n"
+    "                                more replicas never overfill a node (default local;\n"
+    "                                the chart and manifests set shared)\n"
+    "  --reservations-namespace NS   namespace of those Leases (default: the namespace of\n"
+    "                                the in-cluster service account)\n"
     "  --cache watch|off             watch: placements read a watch cache of Nodes and\n"
     "                                Pods (LIST then WATCH), no API call per placement;\n"
     "                                off: every placement reads the API server (GET node,\n"
@@ -306,6 +314,8 @@ enum flag_id {
 	F_GRACE,
 	F_CACHE,
 	F_CACHE_STALENESS,
+	F_RESERVATIONS,
+	F_RESERVATIONS_NS,
 };
 
 static const struct {
@@ -335,6 +345,8 @@ static const struct {
     {"reservation-grace", F_GRACE},
     {"cache", F_CACHE},
     {"cache-max-staleness", F_CACHE_STALENESS},
+    {"reservations", F_RESERVATIONS},
+    {"reservations-namespace", F_RESERVATIONS_NS},
 };
 
 /*
@@ -451,6 +463,23 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 			return -1;
 		}
 		cfg->cache_watch = strcmp(v, "watch") == 0;
+		return 0;
+	case F_RESERVATIONS:
+		if (strcmp(v, "local") != 0 && strcmp(v, "shared") != 0) {
+			snprintf(err, errlen, "--reservations: \"%s\" is not local or shared", v);
+			return -1;
+		}
+		cfg->reservations_shared = strcmp(v, "shared") == 0;
+		return 0;
+	case F_RESERVATIONS_NS:
+		if (*v == '\0' || strlen(v) > 63) {
+			snprintf(err, errlen,
+			         "--reservations-namespace: \"%s\" is not a namespace "
+			         "name (1-63 characters)",
+			         v);
+			return -1;
+		}
+		cfg->reservations_namespace = v;
 		return 0;
 	case F_CACHE_STALENESS:
 		return set_duration(name, v, 100, "100ms", 3600000, "1h",

@@ -63,25 +63,29 @@ struct config {
 	size_t n_gpu_resources;
 	const char *exempt_namespaces[CONFIG_MAX_EXEMPT]; /* --exempt-namespace */
 	size_t n_exempt_namespaces;
-	uint64_t reservation_ttl_ms;     /* --reservation-ttl, default 60s (> 0) */
-	uint64_t reservation_grace_ms;   /* --reservation-grace, default 5s: an admitted placement
-	                                    the node's pod list does not show after this is
-	                                    looked up (deleted pods stop counting) */
-	int cache_watch;                 /* --cache watch (default): 1; off: 0 */
-	uint64_t cache_max_staleness_ms; /* --cache-max-staleness, default 5s: placements read
-	                                    the API server while the cache's watch has been
-	                                    broken longer than this */
-	uint64_t api_timeout_ms;         /* --api-timeout, default 2s (> 0) */
-	const char *log_level;           /* --log-level debug|info|warn|error, default info */
-	uint64_t drain_timeout_ms;       /* --drain-timeout, default 5s: after SIGTERM, /readyz
-	                                    fails and requests are still served this long */
-	uint64_t cert_expiry_warning_ms; /* --cert-expiry-warning, default 720h (30 days):
-	                                    /readyz warns when the certificate expires sooner */
-	uint64_t shutdown_timeout_ms;    /* --shutdown-timeout, default 10s: then the wait for
-	                                    in-flight requests before closing connections */
-	unsigned threads;                /* --threads, 0 (default) = number of CPUs, min 2 */
-	unsigned workers;                /* --workers, 0 (default) = 4 x CPUs, min 8 */
-	unsigned connection_timeout_s;   /* --connection-timeout, idle connection, default 30s */
+	uint64_t reservation_ttl_ms;   /* --reservation-ttl, default 60s (> 0) */
+	uint64_t reservation_grace_ms; /* --reservation-grace, default 5s: an admitted placement
+	                                  the node's pod list does not show after this is
+	                                  looked up (deleted pods stop counting) */
+	int reservations_shared;       /* --reservations shared: 1; local (default): 0 */
+	const char *reservations_namespace; /* --reservations-namespace: where the shared records
+	                                       (Leases) live; NULL: main reads the in-cluster
+	                                       service account's namespace */
+	int cache_watch;                    /* --cache watch (default): 1; off: 0 */
+	uint64_t cache_max_staleness_ms;    /* --cache-max-staleness, default 5s: placements read
+	                                       the API server while the cache's watch has been
+	                                       broken longer than this */
+	uint64_t api_timeout_ms;            /* --api-timeout, default 2s (> 0) */
+	const char *log_level;              /* --log-level debug|info|warn|error, default info */
+	uint64_t drain_timeout_ms;          /* --drain-timeout, default 5s: after SIGTERM, /readyz
+	                                       fails and requests are still served this long */
+	uint64_t cert_expiry_warning_ms;    /* --cert-expiry-warning, default 720h (30 days):
+	                                       /readyz warns when the certificate expires sooner */
+	uint64_t shutdown_timeout_ms;       /* --shutdown-timeout, default 10s: then the wait for
+	                                       in-flight requests before closing connections */
+	unsigned threads;                   /* --threads, 0 (default) = number of CPUs, min 2 */
+	unsigned workers;                   /* --workers, 0 (default) = 4 x CPUs, min 8 */
+	unsigned connection_timeout_s;      /* --connection-timeout, idle connection, default 30s */
 };
 
 /* Fill *cfg with the defaults (command SERVE). */

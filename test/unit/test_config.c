@@ -65,6 +65,8 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.reservation_grace_ms, 5000);
 	assert_string_equal(cfg.log_level, "info");
 	assert_int_equal(cfg.threads, 0);
+	assert_int_equal(cfg.reservations_shared, 0);
+	assert_null(cfg.reservations_namespace);
 }
 
 static void test_every_flag(void **state)
@@ -78,7 +80,8 @@ static void test_every_flag(void **state)
 	               " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
 	               " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h"
 	               " --threads 4 --workers=32 --connection-timeout 2000ms"
-	               " --cert-expiry-warning 168h --reservation-grace 12s",
+	               " --cert-expiry-warning 168h --reservation-grace 12s"
+	               " --reservations shared --reservations-namespace=gmg-system",
 	               &cfg, err, sizeof(err));
 	if (rc != 0)
 		fail_msg("%s", err);
@@ -106,6 +109,8 @@ static void test_every_flag(void **state)
 	assert_int_equal(cfg.threads, 4);
 	assert_int_equal(cfg.workers, 32);
 	assert_int_equal(cfg.connection_timeout_s, 2);
+	assert_int_equal(cfg.reservations_shared, 1);
+	assert_string_equal(cfg.reservations_namespace, "gmg-system");
 }
 
 static void test_repeated_values_deduplicated(void **state)
@@ -151,6 +156,10 @@ static void test_flag_errors(void **state)
 	expect_error("serve " TLS " --threshold abc", "is not a ratio");
 	expect_error("serve " TLS " --warn-threshold -0.1", "--warn-threshold");
 	expect_error("serve " TLS " --mode audit", "--mode: \"audit\" is not enforce or warn");
+	expect_error("serve " TLS " --reservations etcd",
+	             "--reservations: \"etcd\" is not local or shared");
+	expect_error("serve " TLS " --reservations-namespace=",
+	             "--reservations-namespace: \"\" is not a namespace name (1-63 characters)");
 	expect_error("serve " TLS " --log-level trace", "--log-level: \"trace\"");
 	expect_error("serve " TLS " --api-timeout 2", "--api-timeout: \"2\": missing unit");
 	expect_error("serve " TLS " --api-timeout 0s",
@@ -277,6 +286,8 @@ static void test_usage_documents_every_flag(void **state)
 	                       "--workers",
 	                       "--threads",
 	                       "--connection-timeout",
+	                       "--reservations",
+	                       "--reservations-namespace",
 	                       "version"};
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (strstr(u, flags[i]) == NULL)
