@@ -419,6 +419,7 @@ struct shared_decision {
 	int fresh;
 	int decided; /* the cache knew the node (always 1 on the API path) */
 	enum shared_verdict verdict;
+	double deciding_s; /* time inside decide_shared: the rest of shared_place is waiting */
 };
 
 /* Clock of a decision: monotonic, held back to the cache's progress on the cache path (as
@@ -505,6 +506,7 @@ static void shared_cached_view(void *ctx, const struct cache_node_view *v)
 static enum shared_verdict decide_shared(void *ctx, struct record *rec, int fresh)
 {
 	struct shared_decision *d = ctx;
+	double t = webhook_now();
 
 	*d->o = d->start;
 	d->rec = rec;
@@ -514,6 +516,7 @@ static enum shared_verdict decide_shared(void *ctx, struct record *rec, int fres
 		decide_on_record(d, d->api_node);
 	else
 		cache_with_node(d->w->cache, d->p->node, shared_cached_view, d);
+	d->deciding_s += webhook_now() - t;
 	return d->verdict;
 }
 
@@ -528,11 +531,14 @@ static int place_shared(struct webhook *w, const struct placement *p,
 	char err[ERR_MAX];
 	unsigned attempts = 0;
 	struct shared_decision d = {
-	    w, p, o, *o, api_node, NULL, 0, api_node != NULL, SHARED_NO_WRITE};
+	    w, p, o, *o, api_node, NULL, 0, api_node != NULL, SHARED_NO_WRITE, 0};
 	double deadline = o->t0 + (double)(w->budget_ms ? w->budget_ms : 2000) / 1000.0;
+	double t = webhook_now();
 
 	int rc = shared_place(w->shared, p->node, deadline, decide_shared, &d, &attempts, err,
 	                      sizeof(err));
+	/* Reads and writes of the record are waiting for the API server, not our own time. */
+	o->waited += webhook_now() - t - d.deciding_s;
 	if (!d.decided)
 		return 0;
 	if (rc != 0) {

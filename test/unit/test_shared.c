@@ -18,22 +18,10 @@
 #include "kube.h"
 #include "metrics.h"
 #include "shared.h"
+#include "fake_lease.h"
 
 #define GI   (1024ull * 1024 * 1024)
 #define WALL 1800000000000ull
-
-/* ---- the fake Lease API ---- */
-
-struct fake {
-	pthread_mutex_t mu;
-	cJSON *lease; /* the one node's Lease, or NULL */
-	unsigned long rv;
-	int gets, creates, updates, conflicts;
-	int fail_next_write; /* answer the next write with this KUBE_E* (0: none) */
-	int fail_next_get;
-	/* Called once before the next update is applied (another replica's write lands first). */
-	void (*before_update)(struct fake *f);
-};
 
 static uint64_t wall_now = WALL;
 static uint64_t fake_wall(void)
@@ -41,135 +29,14 @@ static uint64_t fake_wall(void)
 	return __atomic_load_n(&wall_now, __ATOMIC_RELAXED);
 }
 
-static cJSON *stored_copy(struct fake *f)
+static struct shared *replica(struct fake_lease *f)
 {
-	char rv[32];
-	cJSON *c = cJSON_Duplicate(f->lease, 1);
-	snprintf(rv, sizeof(rv), "%lu", f->rv);
-	cJSON *meta = cJSON_GetObjectItem(c, "metadata");
-	cJSON_DeleteItemFromObject(meta, "resourceVersion");
-	cJSON_AddStringToObject(meta, "resourceVersion", rv);
-	return c;
-}
-
-static int fake_get(void *ctx, const char *ns, const char *name, cJSON **lease, long *code,
-                    char *err, size_t errlen)
-{
-	struct fake *f = ctx;
-	int rc = 0;
-	(void)ns, (void)name;
-	pthread_mutex_lock(&f->mu);
-	f->gets++;
-	if (f->fail_next_get) {
-		rc = f->fail_next_get;
-		f->fail_next_get = 0;
-		snprintf(err, errlen, "get lease: injected failure");
-	} else if (f->lease == NULL) {
-		rc = KUBE_ENOTFOUND;
-		*code = 404;
-		snprintf(err, errlen, "get lease: HTTP 404");
-	} else {
-		*lease = stored_copy(f);
-		*code = 200;
-	}
-	pthread_mutex_unlock(&f->mu);
-	return rc;
-}
-
-static int store_locked(struct fake *f, const cJSON *lease, cJSON **out)
-{
-	cJSON_Delete(f->lease);
-	f->lease = cJSON_Duplicate(lease, 1);
-	f->rv++;
-	*out = stored_copy(f);
-	return 0;
-}
-
-static int fake_create(void *ctx, const char *ns, const cJSON *lease, cJSON **out, long *code,
-                       char *err, size_t errlen)
-{
-	struct fake *f = ctx;
-	int rc;
-	(void)ns;
-	pthread_mutex_lock(&f->mu);
-	f->creates++;
-	if (f->fail_next_write) {
-		rc = f->fail_next_write;
-		f->fail_next_write = 0;
-		snprintf(err, errlen, "create lease: injected failure");
-	} else if (f->lease != NULL) {
-		rc = KUBE_ECONFLICT;
-		f->conflicts++;
-		*code = 409;
-		snprintf(err, errlen, "create lease: HTTP 409: already exists");
-	} else {
-		rc = store_locked(f, lease, out);
-		*code = 201;
-	}
-	pthread_mutex_unlock(&f->mu);
-	return rc;
-}
-
-static int fake_update(void *ctx, const char *ns, const char *name, const cJSON *lease, cJSON **out,
-                       long *code, char *err, size_t errlen)
-{
-	struct fake *f = ctx;
-	int rc;
-	(void)ns, (void)name;
-	void (*hook)(struct fake *) = f->before_update;
-	if (hook != NULL) {
-		f->before_update = NULL;
-		hook(f);
-	}
-	pthread_mutex_lock(&f->mu);
-	f->updates++;
-	const char *want = json_str(lease, "metadata", "resourceVersion", NULL);
-	char have[32];
-	snprintf(have, sizeof(have), "%lu", f->rv);
-	if (f->fail_next_write) {
-		rc = f->fail_next_write;
-		f->fail_next_write = 0;
-		snprintf(err, errlen, "update lease: injected failure");
-	} else if (f->lease == NULL) {
-		rc = KUBE_ENOTFOUND;
-		*code = 404;
-		snprintf(err, errlen, "update lease: HTTP 404");
-	} else if (want != NULL && strcmp(want, have) != 0) {
-		rc = KUBE_ECONFLICT;
-		f->conflicts++;
-		*code = 409;
-		snprintf(err, errlen, "update lease: HTTP 409: the object has been modified");
-	} else {
-		rc = store_locked(f, lease, out);
-		*code = 200;
-	}
-	pthread_mutex_unlock(&f->mu);
-	return rc;
-}
-
-static struct fake *fake_new(void)
-{
-	struct fake *f = calloc(1, sizeof(*f));
-	pthread_mutex_init(&f->mu, NULL);
-	f->rv = 100;
-	return f;
-}
-
-static void fake_free(struct fake *f)
-{
-	cJSON_Delete(f->lease);
-	pthread_mutex_destroy(&f->mu);
-	free(f);
-}
-
-static struct shared *replica(struct fake *f)
-{
-	struct shared_api api = {fake_get, fake_create, fake_update, f};
+	struct shared_api api = fake_lease_api(f);
 	return shared_new("gmg-system", &api, 60000, fake_wall);
 }
 
 /* The entries stored in the fake's Lease. */
-static size_t stored_entries(struct fake *f, uint64_t *bytes)
+static size_t stored_entries(struct fake_lease *f, uint64_t *bytes)
 {
 	struct record r;
 	char err[128];
@@ -177,7 +44,7 @@ static size_t stored_entries(struct fake *f, uint64_t *bytes)
 	record_init(&r);
 	pthread_mutex_lock(&f->mu);
 	if (f->lease != NULL) {
-		cJSON *c = stored_copy(f);
+		cJSON *c = fake_lease_stored(f);
 		assert_int_equal(record_from_lease(c, &r, err, sizeof(err)), 0);
 		cJSON_Delete(c);
 		n = r.n;
@@ -230,7 +97,7 @@ static int place(struct shared *s, struct want *w, unsigned *attempts)
 
 static void test_first_write_creates_then_updates_without_reads(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *s = replica(f);
 	struct want a = {"ns/a", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
 	struct want b = {"ns/b", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
@@ -248,12 +115,12 @@ static void test_first_write_creates_then_updates_without_reads(void **state)
 	assert_int_equal(stored_entries(f, &bytes), 2);
 	assert_int_equal(bytes, 20 * GI);
 	shared_free(s);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
 static struct shared *other_replica; /* used by the before_update hook */
 
-static void other_replica_writes(struct fake *f)
+static void other_replica_writes(struct fake_lease *f)
 {
 	struct want o = {"ns/other", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
 	(void)f;
@@ -261,7 +128,7 @@ static void other_replica_writes(struct fake *f)
 	assert_true(o.allowed);
 }
 
-static void other_replica_writes_then_get_fails(struct fake *f)
+static void other_replica_writes_then_get_fails(struct fake_lease *f)
 {
 	other_replica_writes(f);
 	pthread_mutex_lock(&f->mu);
@@ -271,7 +138,7 @@ static void other_replica_writes_then_get_fails(struct fake *f)
 
 static void test_conflict_reads_and_decides_again(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *a = replica(f);
 	other_replica = replica(f);
 	struct want first = {"ns/first", 1 * GI, 36 * GI, 0, 0, 0, 0, 0};
@@ -293,12 +160,12 @@ static void test_conflict_reads_and_decides_again(void **state)
 	assert_int_equal(bytes, 31 * GI);
 	shared_free(a);
 	shared_free(other_replica);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
 static void test_create_race_and_deleted_record(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *a = replica(f), *b = replica(f);
 	struct want wa = {"ns/a", 20 * GI, 36 * GI, 0, 0, 0, 0, 0};
 	struct want wb = {"ns/b", 20 * GI, 36 * GI, 0, 0, 0, 0, 0};
@@ -321,12 +188,12 @@ static void test_create_race_and_deleted_record(void **state)
 	assert_int_equal(stored_entries(f, NULL), 1);
 	shared_free(a);
 	shared_free(b);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
 static void test_denial_on_stale_entries_rereads_once(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *a = replica(f), *b = replica(f);
 	struct want big = {"ns/big", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
 	struct want w = {"ns/w", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
@@ -355,12 +222,12 @@ static void test_denial_on_stale_entries_rereads_once(void **state)
 	assert_int_equal(f->gets, 1);
 	shared_free(a);
 	shared_free(b);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
 static void test_dry_run_and_denial_write_nothing(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *s = replica(f);
 	struct want dry = {"ns/dry", GI, 36 * GI, 1, 0, 0, 0, 0};
 	struct want huge = {"ns/huge", 40 * GI, 36 * GI, 0, 0, 0, 0, 0};
@@ -371,12 +238,12 @@ static void test_dry_run_and_denial_write_nothing(void **state)
 	assert_false(huge.allowed);
 	assert_int_equal(f->creates + f->updates + f->gets, 0);
 	shared_free(s);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
 static void test_failures_and_deadline(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *s = replica(f);
 	struct want w = {"ns/w", GI, 36 * GI, 0, 0, 0, 0, 0};
 	char err[512];
@@ -403,10 +270,10 @@ static void test_failures_and_deadline(void **state)
 	assert_int_equal(shared_place(s, "", 1e18, decide_fits, &w, NULL, err, sizeof(err)),
 	                 SHARED_EINVAL);
 	shared_free(s);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
-static void set_annotation(struct fake *f, const char *value, const char *renew)
+static void set_annotation(struct fake_lease *f, const char *value, const char *renew)
 {
 	pthread_mutex_lock(&f->mu);
 	cJSON_Delete(f->lease);
@@ -422,7 +289,7 @@ static void set_annotation(struct fake *f, const char *value, const char *renew)
 
 static void test_unreadable_record(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *s = replica(f);
 	struct want w = {"ns/w", GI, 36 * GI, 0, 0, 0, 0, 0};
 	char err[512];
@@ -438,7 +305,7 @@ static void test_unreadable_record(void **state)
 	assert_true(w.allowed);
 	assert_int_equal(stored_entries(f, NULL), 1);
 	shared_free(s);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
 /* ---- two replicas, many threads, one node: exactly what fits is admitted ---- */
@@ -468,7 +335,7 @@ static void test_replicas_race_exactly(void **state)
 {
 	(void)state;
 	for (int round = 0; round < 20; round++) {
-		struct fake *f = fake_new();
+		struct fake_lease *f = fake_lease_new();
 		struct shared *reps[3] = {replica(f), replica(f), replica(f)};
 		struct racer rs[6];
 		pthread_t th[6];
@@ -487,13 +354,13 @@ static void test_replicas_race_exactly(void **state)
 		assert_int_equal(bytes, 36 * GI);
 		for (int i = 0; i < 3; i++)
 			shared_free(reps[i]);
-		fake_free(f);
+		fake_lease_free(f);
 	}
 }
 
 static void test_metrics(void **state)
 {
-	struct fake *f = fake_new();
+	struct fake_lease *f = fake_lease_new();
 	struct shared *s = replica(f);
 	struct metrics *m = metrics_new();
 	struct want w = {"ns/w", GI, 36 * GI, 0, 0, 0, 0, 0};
@@ -522,7 +389,7 @@ static void test_metrics(void **state)
 	free(text);
 	metrics_free(m);
 	shared_free(s);
-	fake_free(f);
+	fake_lease_free(f);
 }
 
 int main(void)

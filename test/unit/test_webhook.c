@@ -21,6 +21,9 @@
 #include "metrics.h"
 #include "webhook.h"
 #include "fixture.h"
+#include "fake_lease.h"
+#include "record.h"
+#include "shared.h"
 
 #define GI (1024ull * 1024 * 1024)
 
@@ -1272,6 +1275,153 @@ static void test_one_log_line_per_decision(void **state)
 	cJSON_Delete(line);
 }
 
+/* ---- --reservations shared: two webhooks ("replicas") over one fake Lease store ---- */
+
+static uint64_t shared_wall(void)
+{
+	return 1800000000000ull;
+}
+
+struct pair {
+	struct fake_lease *leases;
+	struct shared *shared[2];
+	struct webhook *w[2]; /* w[0] is e->w's config with shared[0]; w[1] a second replica */
+};
+
+static void pair_start(struct env *e, struct pair *pr)
+{
+	struct shared_api api;
+	struct webhook_source src = {&e->fake, fake_get_pod, fake_get_node, fake_list};
+	pr->leases = fake_lease_new();
+	api = fake_lease_api(pr->leases);
+	for (int i = 0; i < 2; i++) {
+		pr->shared[i] = shared_new("gmg-system", &api, 60000, shared_wall);
+		assert_non_null(pr->shared[i]);
+		e->cfg.shared = pr->shared[i];
+		pr->w[i] = webhook_new(&e->cfg, &src, e->ledger, e->metrics);
+		assert_non_null(pr->w[i]);
+	}
+	e->cfg.shared = NULL;
+}
+
+static void pair_stop(struct pair *pr)
+{
+	for (int i = 0; i < 2; i++) {
+		webhook_free(pr->w[i]);
+		shared_free(pr->shared[i]);
+	}
+	fake_lease_free(pr->leases);
+}
+
+static struct answer review_on(struct env *e, struct webhook *w, const char *body)
+{
+	struct webhook *keep = e->w;
+	e->w = w;
+	struct answer a = review_text(e, body);
+	e->w = keep;
+	return a;
+}
+
+static size_t lease_entries(struct pair *pr, struct record *r)
+{
+	char err[256];
+	record_init(r);
+	if (pr->leases->lease == NULL)
+		return 0;
+	cJSON *l = fake_lease_stored(pr->leases);
+	assert_int_equal(record_from_lease(l, r, err, sizeof(err)), 0);
+	cJSON_Delete(l);
+	return r->n;
+}
+
+static void test_shared_bindings_across_replicas(void **state)
+{
+	struct env *e = *state;
+	struct pair pr;
+	struct record r;
+	empty_node(e);
+	pair_start(e, &pr);
+	/* Budget 71.7Gi: two 24Gi pods fit, the third does not, whichever replica is asked. */
+	const char *names[3] = {"p-0", "p-1", "p-2"};
+	int want[3] = {1, 1, 0};
+	for (int i = 0; i < 3; i++) {
+		char uid[32];
+		snprintf(uid, sizeof(uid), "uid-%d", i);
+		char *body = binding_for(e, uid, names[i], "gpu-node-a");
+		struct answer a = review_on(e, pr.w[i % 2], body);
+		cJSON_free(body);
+		assert_string_equal(a.uid, uid);
+		assert_int_equal(a.allowed, want[i]);
+		if (!want[i]) {
+			/* Replica 0 refuses with replica 1's reservation named. */
+			assert_non_null(strstr(a.message, "inference/p-0 (admitting)"));
+			assert_non_null(strstr(a.message, "inference/p-1 (admitting)"));
+		}
+		cJSON_Delete(a.root);
+	}
+	assert_int_equal(ledger_size(e->ledger), 0); /* nothing in the process-local ledger */
+	assert_int_equal(lease_entries(&pr, &r), 2);
+	assert_string_equal(r.entries[0].key, "inference/p-0");
+	assert_string_equal(r.entries[0].uid, "uid-of-p-0");
+	assert_int_equal(r.entries[0].bytes, 24 * GI);
+	assert_int_equal(r.entries[0].expires_ms, shared_wall() + 60000);
+	record_free(&r);
+	/* One write per admitted placement: create, then update after one 409 (replica 1 had
+	 * never seen the record) and one read. */
+	assert_int_equal(pr.leases->creates + pr.leases->updates - pr.leases->conflicts, 2);
+	/* p-0 shows on the node: it counts once (as the visible pod), not twice. */
+	cJSON *p0 = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 1), 1);
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(p0, "spec"), "nodeName",
+	                        "gpu-node-a");
+	cJSON_AddItemToArray(e->fake.items, p0);
+	char *body = binding_for(e, "uid-3", "p-3", "gpu-node-a");
+	struct answer a = review_on(e, pr.w[1], body);
+	cJSON_free(body);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "inference/p-0 24Gi"));
+	assert_null(strstr(a.message, "inference/p-0 (admitting)"));
+	assert_non_null(strstr(a.message, "would declare 72Gi")); /* 24 + 24 + 24, not 96 */
+	cJSON_Delete(a.root);
+	pair_stop(&pr);
+}
+
+static void test_shared_dry_run_and_denial_write_nothing(void **state)
+{
+	struct env *e = *state;
+	struct pair pr;
+	empty_node(e);
+	pair_start(e, &pr);
+	char *body = fixture_read("review-pod-create-dryrun.json", NULL);
+	struct answer a = review_on(e, pr.w[0], body);
+	free(body);
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	assert_int_equal(pr.leases->creates + pr.leases->updates + pr.leases->gets, 0);
+	pair_stop(&pr);
+}
+
+static void test_shared_write_failure_denies(void **state)
+{
+	struct env *e = *state;
+	struct pair pr;
+	struct record r;
+	empty_node(e);
+	pair_start(e, &pr);
+	pr.leases->fail_next_write = KUBE_ETRANSPORT;
+	char *body = binding_for(e, "uid-f", "p-f", "gpu-node-a");
+	struct answer a = review_on(e, pr.w[0], body);
+	cJSON_free(body);
+	assert_string_equal(a.uid, "uid-f");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 500);
+	assert_non_null(strstr(a.message, "shared reservation record could not be updated"));
+	assert_null(a.warnings);
+	cJSON_Delete(a.root);
+	assert_int_equal(lease_entries(&pr, &r), 0);
+	record_free(&r);
+	pair_stop(&pr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1317,6 +1467,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_metrics_recorded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_self_time_excludes_waits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_one_log_line_per_decision, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_bindings_across_replicas, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_dry_run_and_denial_write_nothing, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_write_failure_denies, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
