@@ -18,6 +18,7 @@
 #include "quantity.h"
 #include "server.h"
 #include "shared.h"
+#include "text.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -108,39 +109,6 @@ static void add_warning(struct outcome *o, const char *text)
 		n = sizeof(o->warnings[0]) - 1;
 	memcpy(w, text, n);
 	w[n] = '\0';
-}
-
-/*
- * No '%' in what the user reads. kube-scheduler passes a refused binding's message to Eventf as
- * the format string (pkg/scheduler/schedule_one.go): "50%" would read "50%!(NOVERB)" in the
- * FailedScheduling event. Our own texts spell "percent"; a '%' echoed from elsewhere (a
- * declared value, an annotation, an API server error) becomes U+FF05 FULLWIDTH PERCENT SIGN,
- * which reads the same and is no format verb. Text pushed past cap by the wider sign is cut at
- * a character boundary (messages are cut to the API's limits anyway).
- */
-static void no_percent(char *s, size_t cap)
-{
-	static const char sign[] = "\xef\xbc\x85"; /* U+FF05 in UTF-8 */
-	const size_t w = sizeof(sign) - 1;
-
-	for (char *p = strchr(s, '%'); p != NULL; p = strchr(p, '%')) {
-		size_t off = (size_t)(p - s), tail = strlen(p + 1);
-
-		if (off + w >= cap) {
-			*p = '\0';
-			break;
-		}
-		if (off + w + tail >= cap) {
-			tail = cap - 1 - off - w;
-			while (tail > 0 && ((unsigned char)p[1 + tail] & 0xc0) == 0x80)
-				tail--; /* p[1 + tail], the first byte dropped, must start a
-				           character */
-		}
-		memmove(p + w, p + 1, tail);
-		memcpy(p, sign, w);
-		p[w + tail] = '\0';
-		p += w;
-	}
 }
 
 /*
@@ -1247,9 +1215,9 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	*out_len = 0;
 	if (!x->decided)
 		decide_placement(x);
-	no_percent(o->message, sizeof(o->message));
+	text_no_percent(o->message, sizeof(o->message));
 	for (size_t i = 0; i < o->n_warnings; i++)
-		no_percent(o->warnings[i], sizeof(o->warnings[i]));
+		text_no_percent(o->warnings[i], sizeof(o->warnings[i]));
 	int rc = encode(req, o, out, out_len);
 	double end = webhook_now();
 	double dt = end - o->t0;

@@ -80,6 +80,11 @@ static void fmt_ratio(uint64_t ppm, char *buf, size_t cap)
 		         (unsigned)(tenths % 10));
 }
 
+void policy_format_ratio(double ratio, char *buf, size_t cap)
+{
+	fmt_ratio(ratio_ppm(ratio), buf, cap);
+}
+
 static int check_input(const struct policy_input *in, struct policy_decision *out)
 {
 	const char *why = NULL;

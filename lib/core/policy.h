@@ -93,4 +93,9 @@ struct policy_decision {
 int policy_decide(const struct policy_input *in, struct policy_decision *out)
     __attribute__((warn_unused_result));
 
+/* A ratio (0,1] as the messages write it: "90 percent", "92.5 percent" (parts per million,
+ * at most one decimal shown; never a '%'). buf of at least POLICY_RATIO_MAX bytes. */
+#define POLICY_RATIO_MAX 32
+void policy_format_ratio(double ratio, char *buf, size_t cap);
+
 #endif

@@ -48,18 +48,26 @@ struct workers {
 	unsigned n;
 };
 
+/* A listener of routes: the admission one (TLS, every route) or the scheduler one (plain HTTP,
+ * the routes marked plain). */
+struct listener {
+	struct server *s;
+	int plain;
+	char not_found[128]; /* "not found (use POST /validate)\n" */
+};
+
 struct server {
-	struct MHD_Daemon *admission, *health;
+	struct MHD_Daemon *admission, *health, *scheduler;
 	struct server_route routes[SERVER_MAX_ROUTES];
 	size_t n_routes;
-	char not_found[128]; /* "not found (use POST /validate)\n" */
+	struct listener admission_l, scheduler_l;
 	struct tls_store *tls;
 	struct metrics *metrics;
 	struct workers workers;
 	atomic_int ready;
 	atomic_int draining;
 	atomic_uint in_flight;
-	uint16_t listen_port, health_port;
+	uint16_t listen_port, health_port, scheduler_port;
 	uint64_t cert_warn_s;
 	void (*ready_note)(void *ctx, char *buf, size_t cap);
 	void *ready_note_ctx;
@@ -180,15 +188,16 @@ static enum MHD_Result too_large(struct server *s, struct MHD_Connection *c, str
  * First call, headers only: route, check method and type, size the body buffer. A response
  * queued here ends the request without reading the body.
  */
-static enum MHD_Result admission_begin(struct server *s, struct MHD_Connection *c, const char *url,
-                                       const char *method, struct request *r)
+static enum MHD_Result admission_begin(const struct listener *l, struct MHD_Connection *c,
+                                       const char *url, const char *method, struct request *r)
 {
 	static const char wrong_type[] = "Content-Type must be application/json\n";
+	struct server *s = l->s;
 	for (size_t i = 0; i < s->n_routes && r->route == NULL; i++)
-		if (strcmp(url, s->routes[i].path) == 0)
+		if (strcmp(url, s->routes[i].path) == 0 && (!l->plain || s->routes[i].plain))
 			r->route = &s->routes[i];
 	if (r->route == NULL)
-		return answer_text(s, c, r, MHD_HTTP_NOT_FOUND, s->not_found);
+		return answer_text(s, c, r, MHD_HTTP_NOT_FOUND, l->not_found);
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
 		return answer_text(s, c, r, MHD_HTTP_METHOD_NOT_ALLOWED,
 		                   "method not allowed (POST)\n");
@@ -384,7 +393,8 @@ static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, co
                                          const char *upload_data, size_t *upload_data_size,
                                          void **con_cls)
 {
-	struct server *s = cls;
+	const struct listener *l = cls;
+	struct server *s = l->s;
 	struct request *r = *con_cls;
 	if (r == NULL) {
 		r = calloc(1, sizeof(*r));
@@ -394,7 +404,7 @@ static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, co
 		r->arrived = monotime_s();
 		r->counted = 1;
 		atomic_fetch_add(&s->in_flight, 1);
-		return admission_begin(s, c, url, method, r);
+		return admission_begin(l, c, url, method, r);
 	}
 	if (r->answered) { /* answered from the headers: the body is not read */
 		*upload_data_size = 0;
@@ -411,7 +421,7 @@ static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, co
 static void request_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                               enum MHD_RequestTerminationCode toe)
 {
-	struct server *s = cls;
+	struct server *s = ((const struct listener *)cls)->s;
 	struct request *r = *con_cls;
 	if (r == NULL)
 		return;
@@ -524,14 +534,30 @@ static struct MHD_Daemon *start_admission(struct server *s, const struct server_
 	                 MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | extra_flags;
 	/* The logger goes first so that errors in the options that follow reach it. */
 	return MHD_start_daemon(
-	    flags, o->listen_port, NULL, NULL, admission_handler, s, MHD_OPTION_EXTERNAL_LOGGER,
-	    mhd_logger, "admission", MHD_OPTION_HTTPS_PRIORITIES, SERVER_TLS_PRIORITIES,
-	    MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback, MHD_OPTION_THREAD_POOL_SIZE,
+	    flags, o->listen_port, NULL, NULL, admission_handler, &s->admission_l,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, "admission", MHD_OPTION_HTTPS_PRIORITIES,
+	    SERVER_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
+	    MHD_OPTION_THREAD_POOL_SIZE, pool_size(o->threads), MHD_OPTION_CONNECTION_TIMEOUT,
+	    o->connection_timeout_s ? o->connection_timeout_s : 30u, MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed,
+	    &s->admission_l, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
+}
+
+/* The admission listener's handling without TLS, for the plain routes. */
+static struct MHD_Daemon *start_scheduler(struct server *s, const struct server_options *o,
+                                          const struct sockaddr *sa, unsigned extra_flags)
+{
+	unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_ITC |
+	                 MHD_ALLOW_SUSPEND_RESUME | MHD_USE_ERROR_LOG | extra_flags;
+	return MHD_start_daemon(
+	    flags, o->scheduler_port, NULL, NULL, admission_handler, &s->scheduler_l,
+	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, "scheduler", MHD_OPTION_THREAD_POOL_SIZE,
 	    pool_size(o->threads), MHD_OPTION_CONNECTION_TIMEOUT,
 	    o->connection_timeout_s ? o->connection_timeout_s : 30u, MHD_OPTION_CONNECTION_LIMIT,
 	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s,
-	    MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
+	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed,
+	    &s->scheduler_l, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
 }
 
 static struct MHD_Daemon *start_health(struct server *s, const struct server_options *o,
@@ -572,12 +598,29 @@ static uint16_t bound_port(struct MHD_Daemon *d)
 	return i ? i->port : 0;
 }
 
+/* "not found (use POST /validate or /scheduler/filter)\n": the routes l serves. */
+static void set_not_found(struct listener *l)
+{
+	const struct server *s = l->s;
+	size_t off = 0, cap = sizeof(l->not_found);
+	const char *sep = "not found (use POST ";
+
+	for (size_t i = 0; i < s->n_routes && off < cap; i++) {
+		if (l->plain && !s->routes[i].plain)
+			continue;
+		off +=
+		    (size_t)snprintf(l->not_found + off, cap - off, "%s%s", sep, s->routes[i].path);
+		sep = " or ";
+	}
+	if (off < cap)
+		snprintf(l->not_found + off, cap - off, "%s\n", off ? ")" : "not found");
+}
+
 struct server *server_start(const struct server_options *opt, const struct server_route *routes,
                             size_t n_routes, struct tls_store *tls, struct metrics *metrics,
                             char *err, size_t errlen)
 {
 	struct server *s;
-	size_t off;
 
 	if (routes == NULL || n_routes == 0 || n_routes > SERVER_MAX_ROUTES) {
 		snprintf(err, errlen, "between 1 and %d routes", SERVER_MAX_ROUTES);
@@ -597,13 +640,10 @@ struct server *server_start(const struct server_options *opt, const struct serve
 	}
 	memcpy(s->routes, routes, n_routes * sizeof(*routes));
 	s->n_routes = n_routes;
-	off = (size_t)snprintf(s->not_found, sizeof(s->not_found), "not found (use POST %s",
-	                       routes[0].path);
-	for (size_t i = 1; i < n_routes && off < sizeof(s->not_found); i++)
-		off += (size_t)snprintf(s->not_found + off, sizeof(s->not_found) - off, " or %s",
-		                        routes[i].path);
-	if (off < sizeof(s->not_found))
-		snprintf(s->not_found + off, sizeof(s->not_found) - off, ")\n");
+	s->admission_l.s = s->scheduler_l.s = s;
+	s->scheduler_l.plain = 1;
+	set_not_found(&s->admission_l);
+	set_not_found(&s->scheduler_l);
 	s->tls = tls;
 	s->cert_warn_s = opt->cert_warn_s;
 	s->ready_note = opt->ready_note;
@@ -628,6 +668,18 @@ struct server *server_start(const struct server_options *opt, const struct serve
 		         opt->listen_host, opt->listen_port);
 		goto err;
 	}
+	if (opt->scheduler_enabled) {
+		s->scheduler =
+		    listen_on(s, opt, start_scheduler, opt->scheduler_host, opt->scheduler_port);
+		if (s->scheduler == NULL) {
+			snprintf(err, errlen,
+			         "--scheduler-listen %s:%u: cannot listen (address in use?)",
+			         opt->scheduler_host ? opt->scheduler_host : "",
+			         opt->scheduler_port);
+			goto err;
+		}
+		s->scheduler_port = bound_port(s->scheduler);
+	}
 	s->listen_port = bound_port(s->admission);
 	s->health_port = bound_port(s->health);
 	atomic_store(&s->ready, tls != NULL);
@@ -637,6 +689,7 @@ struct server *server_start(const struct server_options *opt, const struct serve
 	                                LOG_INT("listen_port", s->listen_port),
 	                                LOG_STR("health_host", opt->health_host),
 	                                LOG_INT("health_port", s->health_port),
+	                                LOG_INT("scheduler_port", s->scheduler_port),
 	                                LOG_INT("threads", pool_size(opt->threads)),
 	                                LOG_INT("workers", s->workers.n), LOG_END});
 	return s;
@@ -651,6 +704,11 @@ void server_ports(struct server *s, uint16_t *listen_port, uint16_t *health_port
 		*listen_port = s->listen_port;
 	if (health_port)
 		*health_port = s->health_port;
+}
+
+uint16_t server_scheduler_port(struct server *s)
+{
+	return s->scheduler_port;
 }
 
 int server_ready(struct server *s)
@@ -679,6 +737,8 @@ unsigned server_shutdown(struct server *s, uint64_t drain_ms, uint64_t shutdown_
 	MHD_socket fd = MHD_quiesce_daemon(s->admission);
 	if (fd != MHD_INVALID_SOCKET)
 		close(fd);
+	if (s->scheduler != NULL && (fd = MHD_quiesce_daemon(s->scheduler)) != MHD_INVALID_SOCKET)
+		close(fd);
 	uint64_t waited = 0;
 	while (atomic_load(&s->in_flight) > 0 && waited < shutdown_ms) {
 		sleep_ms(10);
@@ -691,6 +751,9 @@ unsigned server_shutdown(struct server *s, uint64_t drain_ms, uint64_t shutdown_
 		sleep_ms(10);
 	MHD_stop_daemon(s->admission);
 	s->admission = NULL;
+	if (s->scheduler != NULL)
+		MHD_stop_daemon(s->scheduler);
+	s->scheduler = NULL;
 	if (s->health != NULL)
 		MHD_stop_daemon(s->health);
 	s->health = NULL;
@@ -706,6 +769,8 @@ void server_free(struct server *s)
 	workers_stop(s);
 	if (s->admission != NULL)
 		MHD_stop_daemon(s->admission);
+	if (s->scheduler != NULL)
+		MHD_stop_daemon(s->scheduler);
 	if (s->health != NULL)
 		MHD_stop_daemon(s->health);
 	pthread_mutex_destroy(&s->workers.lock);

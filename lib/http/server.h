@@ -14,14 +14,18 @@
  *   (the connection is suspended meanwhile), because they wait for the API server and a
  *   waiting MHD thread would stall every connection it owns. A placement's API budget counts
  *   from the request's arrival, queue wait included.
+ * Scheduler listener (optional, server_options.scheduler_enabled): plain HTTP serving only the
+ *   routes marked plain (the scheduler extender's), with the same handling, threads and
+ *   workers as the admission listener, for a kube-scheduler on the same pod network that does
+ *   not speak TLS to it. Other paths (POST /validate included) are 404 there.
  * Health listener: GET /healthz (200 while the process runs), /readyz (200 once the
  *   certificate is loaded and the admission listener is up; 503 once draining), /metrics
  *   (Prometheus text).
  *
- * Shutdown (server_shutdown): readiness fails first; the admission listener keeps serving for
- * drain_ms so that the endpoints controller and the API server stop sending; then it stops
- * accepting (MHD_quiesce_daemon; the listen socket is closed, so new connections are refused
- * at once), in-flight reviews get up to shutdown_ms to finish, and both daemons stop.
+ * Shutdown (server_shutdown): readiness fails first; the admission (and scheduler) listener
+ * keeps serving for drain_ms so that the endpoints controller and the API server stop sending;
+ * then it stops accepting (MHD_quiesce_daemon; the listen socket is closed, so new connections are
+ * refused at once), in-flight reviews get up to shutdown_ms to finish, and both daemons stop.
  *
  * Not thread-safe: one thread owns a struct server (main). The request handlers run on MHD's
  * threads and only touch thread-safe modules.
@@ -67,6 +71,7 @@ struct server_route {
 	int (*finish)(void *job, char **out, size_t *out_len, char *err, size_t errlen);
 	void (*refuse_busy)(void *job, const char *why);
 	void (*discard)(void *job);
+	int plain; /* 1: also served on the plain-HTTP scheduler listener */
 };
 #define SERVER_TLS_PRIORITIES   "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define SERVER_CONNECTION_LIMIT 4096 /* concurrent admission connections */
@@ -80,6 +85,9 @@ struct server_options {
 	uint16_t listen_port;    /* 0 = any free port (see server_ports) */
 	const char *health_host;
 	uint16_t health_port;
+	int scheduler_enabled;         /* 1: start the plain-HTTP scheduler listener */
+	const char *scheduler_host;    /* as listen_host */
+	uint16_t scheduler_port;       /* 0 = any free port */
 	unsigned threads;              /* admission thread pool size; 0 = CPUs (min 2) */
 	unsigned workers;              /* review worker threads; 0 = 4 x CPUs (min 8) */
 	unsigned connection_timeout_s; /* idle connection timeout, seconds (> 0) */
@@ -106,6 +114,8 @@ struct server *server_start(const struct server_options *opt, const struct serve
 
 /* Bound ports (useful with port 0). */
 void server_ports(struct server *s, uint16_t *listen_port, uint16_t *health_port);
+/* The scheduler listener's bound port, 0 when it is not started. */
+uint16_t server_scheduler_port(struct server *s);
 
 /* 1 while /readyz answers 200. Thread-safe. */
 int server_ready(struct server *s);

@@ -9,18 +9,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_KINDS     3
-#define N_DECISIONS 4
-#define N_VERBS     6 /* get, list, watch, create, update, other */
-#define N_RESOURCES 4 /* pods, nodes, leases, other */
-#define N_HTTP      7 /* 200 400 404 405 413 500 other */
-#define CODE_FREE   (-1)
+#define N_KINDS       3
+#define N_DECISIONS   4
+#define N_VERBS       6 /* get, list, watch, create, update, other */
+#define N_RESOURCES   4 /* pods, nodes, leases, other */
+#define N_HTTP        7 /* 200 400 404 405 413 500 other */
+#define CODE_FREE     (-1)
+#define N_EXT_VERBS   2
+#define N_EXT_RESULTS 3
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
 static const char *const verb_names[N_VERBS] = {"get",    "list",   "watch",
                                                 "create", "update", "other"};
 static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "leases", "other"};
+static const char *const ext_verb_names[N_EXT_VERBS] = {"filter", "prioritize"};
+static const char *const ext_result_names[N_EXT_RESULTS] = {"judged", "passthrough", "error"};
 static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};
 
 /* Upper bounds in seconds. Reviews are sub-millisecond without I/O and bounded by the API
@@ -59,6 +63,9 @@ struct metrics {
 	atomic_int_fast64_t cert_expiry;
 	atomic_uint_fast64_t reloads[2];
 	atomic_int ready;
+	atomic_uint_fast64_t ext_requests[N_EXT_VERBS][N_EXT_RESULTS];
+	atomic_uint_fast64_t ext_filtered_out;
+	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
 	metrics_collector_fn collectors[METRICS_MAX_COLLECTORS];
@@ -75,6 +82,8 @@ struct metrics *metrics_new(void)
 	 * atomics on this platform; only the code slots need a non-zero start. */
 	m->review_latency.bounds = review_buckets;
 	m->review_self.bounds = self_buckets;
+	for (int v = 0; v < N_EXT_VERBS; v++)
+		m->ext_latency[v].bounds = self_buckets;
 	for (int v = 0; v < N_VERBS; v++)
 		for (int r = 0; r < N_RESOURCES; r++) {
 			m->api[v][r].latency.bounds = review_buckets;
@@ -119,6 +128,17 @@ void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_deci
 	atomic_fetch_add_explicit(&m->reviews[kind][decision], 1, memory_order_relaxed);
 	histogram_observe(&m->review_latency, seconds);
 	histogram_observe(&m->review_self, self_seconds);
+}
+
+void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
+                      enum metrics_extender_result result, size_t nodes_out, double seconds)
+{
+	if (m == NULL || (unsigned)verb >= N_EXT_VERBS || (unsigned)result >= N_EXT_RESULTS)
+		return;
+	atomic_fetch_add_explicit(&m->ext_requests[verb][result], 1, memory_order_relaxed);
+	if (nodes_out > 0)
+		atomic_fetch_add_explicit(&m->ext_filtered_out, nodes_out, memory_order_relaxed);
+	histogram_observe(&m->ext_latency[verb], seconds);
 }
 
 void metrics_http(struct metrics *m, unsigned code)
@@ -340,6 +360,35 @@ static void render_api(struct metrics_writer *b, struct metrics *m)
 		}
 }
 
+static void render_extender(struct metrics_writer *b, struct metrics *m)
+{
+	char labels[32];
+	bprintf(b, "# HELP gpu_memory_guard_extender_requests_total Scheduler extender calls, by "
+	           "verb and result.\n# TYPE gpu_memory_guard_extender_requests_total counter\n");
+	for (int v = 0; v < N_EXT_VERBS; v++)
+		for (int r = 0; r < N_EXT_RESULTS; r++)
+			bprintf(
+			    b,
+			    "gpu_memory_guard_extender_requests_total{verb=\"%s\",result=\"%s\"} "
+			    "%llu\n",
+			    ext_verb_names[v], ext_result_names[r],
+			    (unsigned long long)load(&m->ext_requests[v][r]));
+	bprintf(b,
+	        "# HELP gpu_memory_guard_extender_nodes_filtered_out_total Nodes the extender's "
+	        "filter refused (FailedNodes and FailedAndUnresolvableNodes).\n"
+	        "# TYPE gpu_memory_guard_extender_nodes_filtered_out_total counter\n"
+	        "gpu_memory_guard_extender_nodes_filtered_out_total %llu\n",
+	        (unsigned long long)load(&m->ext_filtered_out));
+	bprintf(b, "# HELP gpu_memory_guard_extender_request_seconds Time to answer one scheduler "
+	           "extender call, from its arrival.\n"
+	           "# TYPE gpu_memory_guard_extender_request_seconds histogram\n");
+	for (int v = 0; v < N_EXT_VERBS; v++) {
+		snprintf(labels, sizeof(labels), "verb=\"%s\"", ext_verb_names[v]);
+		render_histogram(b, "gpu_memory_guard_extender_request_seconds", labels,
+		                 &m->ext_latency[v]);
+	}
+}
+
 static void render_gauges(struct metrics_writer *b, struct metrics *m)
 {
 	size_t ledger = m->ledger_fn ? m->ledger_fn(m->ledger_ctx) : 0;
@@ -422,6 +471,7 @@ int metrics_render(struct metrics *m, char **text, size_t *len)
 	b.p[0] = '\0';
 	render_reviews(&b, m);
 	render_api(&b, m);
+	render_extender(&b, m);
 	render_gauges(&b, m);
 	for (size_t i = 0; i < m->n_collectors; i++)
 		m->collectors[i](m->collector_ctx[i], &b);

@@ -18,6 +18,13 @@
  *   gpu_memory_guard_certificate_reloads_total{result}        counter, result: success | failure
  *   gpu_memory_guard_ready                                    gauge, 1 when /readyz passes
  *   gpu_memory_guard_build_info{version}                      gauge, always 1
+ *   gpu_memory_guard_extender_requests_total{verb,result}     counter, scheduler extender
+ *       calls; verb: filter | prioritize; result: judged (a GPU pod, its nodes judged) |
+ *       passthrough (not a GPU pod, a mirror pod or an exempt namespace: every node passed,
+ *       no score) | error (answered with an Error, or 400)
+ *   gpu_memory_guard_extender_nodes_filtered_out_total        counter, nodes a filter call put
+ *       in FailedNodes or FailedAndUnresolvableNodes
+ *   gpu_memory_guard_extender_request_seconds{verb}           histogram, arrival to answer
  *
  *   gpu_memory_guard_api_requests_total{verb="watch",...} counts a watch when it ends.
  * Collectors (metrics_add_collector) add the watch cache's series: see informer.h.
@@ -46,6 +53,12 @@ enum metrics_decision {
 	METRICS_DENIED,
 	METRICS_ERROR,
 };
+enum metrics_extender_verb { METRICS_EXT_FILTER = 0, METRICS_EXT_PRIORITIZE };
+enum metrics_extender_result {
+	METRICS_EXT_JUDGED = 0,
+	METRICS_EXT_PASSTHROUGH,
+	METRICS_EXT_ERROR,
+};
 enum metrics_reload { METRICS_RELOAD_SUCCESS = 0, METRICS_RELOAD_FAILURE };
 
 struct metrics; /* opaque */
@@ -67,7 +80,12 @@ void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx)
 void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_decision decision,
                     double seconds, double self_seconds);
 
-/* One HTTP answer on the admission listener, by status code. m may be NULL. */
+/* One scheduler extender call answered: nodes_out nodes filtered out (filter only), seconds
+ * from arrival to answer. m may be NULL. */
+void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
+                      enum metrics_extender_result result, size_t nodes_out, double seconds);
+
+/* One HTTP answer on the admission or scheduler listener, by status code. m may be NULL. */
 void metrics_http(struct metrics *m, unsigned code);
 
 /* One API server call; verb "get"/"list"/"watch"/"create"/"update", resource

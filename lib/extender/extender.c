@@ -1,0 +1,948 @@
+/*
+ * extender: the kube-scheduler extender adapter. See extender.h for the contract.
+ */
+#include "extender.h"
+
+#include "cache.h"
+#include "capacity.h"
+#include "demand.h"
+#include "jsonpath.h"
+#include "ledger.h"
+#include "log.h"
+#include "metrics.h"
+#include "monotime.h"
+#include "placement.h"
+#include "policy.h"
+#include "quantity.h"
+#include "text.h"
+
+#include <cjson/cJSON.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#define MIRROR_ANNOTATION "kubernetes.io/config.mirror"
+#define NODE_NAME_MAX     253 /* a DNS-1123 subdomain */
+#define REASON_MAX        512 /* one node's reason, before it is copied */
+
+struct extender {
+	double threshold, warn_threshold;
+	int mode_warn;
+	char *gpu_resources[DEMAND_MAX_RESOURCES];
+	struct demand_config dcfg;
+	char *exempt[EXTENDER_MAX_EXEMPT];
+	size_t n_exempt;
+	enum extender_score score;
+	struct cache *cache;
+	int (*cache_fresh)(void *ctx, double now_s);
+	void *cache_ctx;
+	struct extender_reservations res;
+	struct metrics *metrics;
+};
+
+/* What a node came to. UNDECIDED: its reservations could not be read without waiting. */
+enum state { ST_UNDECIDED = 0, ST_PASS, ST_FAIL, ST_UNRESOLVABLE };
+
+struct verdict {
+	enum state state;
+	int score;    /* prioritize: 0..EXTENDER_MAX_PRIORITY */
+	char *reason; /* ST_FAIL, ST_UNRESOLVABLE: owned */
+};
+
+/* What the pod alone decides. */
+enum kind {
+	K_ERROR = 0, /* the call is answered with an Error (filter) or 400 (prioritize) */
+	K_PASS,      /* not ours to judge: every node passes, scores 0 */
+	K_INVALID,   /* a GPU pod without a valid declaration: no node will take it */
+	K_NOCACHE,   /* a GPU pod, but no fresh cache to judge it with */
+	K_GPU,       /* judged node by node */
+};
+
+/* One call, from the body to the answer. */
+struct job {
+	struct extender *x;
+	enum extender_verb verb;
+	double arrived;   /* monotime_s() at arrival */
+	double own;       /* seconds of our own work (not queued, not waiting for a node) */
+	cJSON *args;      /* the parsed body: names and node objects point into it */
+	const cJSON *pod; /* args' Pod */
+	cJSON *items;     /* Nodes form: args' NodeList items; NULL in the NodeNames form */
+	cJSON **objs;     /* Nodes form: the n node objects */
+	const char **names;
+	size_t n;
+	enum kind kind;
+	const char *why; /* K_PASS, K_GPU: a short reason for the log */
+	char error[EXTENDER_ERR_MAX];
+	char pod_name[CACHE_KEY_MAX]; /* "namespace/name" */
+	const char *uid;              /* the pod's metadata.uid (in args), or NULL */
+	struct demand d;
+	struct verdict *v; /* n */
+	size_t undecided;
+	int refused; /* refuse_busy: nothing more may wait */
+};
+
+/* ---- reservations ---- */
+
+/* A node's reservations, copied out of the source. */
+struct resv {
+	struct placement_item *items;
+	size_t n, cap;
+	int nomem;
+};
+
+static void resv_clear(struct resv *r)
+{
+	for (size_t i = 0; i < r->n; i++) {
+		free((char *)r->items[i].key);
+		free((char *)r->items[i].uid);
+	}
+	r->n = 0;
+	r->nomem = 0;
+}
+
+static void resv_add(void *ctx, const char *key, const char *uid, uint64_t bytes)
+{
+	struct resv *r = ctx;
+	struct placement_item it = {.bytes = bytes};
+
+	if (r->nomem || key == NULL)
+		return;
+	if (r->n == r->cap) {
+		size_t ncap = r->cap ? 2 * r->cap : 16;
+		struct placement_item *p = realloc(r->items, ncap * sizeof(*p));
+		if (p == NULL) {
+			r->nomem = 1;
+			return;
+		}
+		r->items = p;
+		r->cap = ncap;
+	}
+	it.key = strdup(key);
+	it.uid = uid && uid[0] ? strdup(uid) : NULL;
+	if (it.key == NULL || (uid && uid[0] && it.uid == NULL)) {
+		free((char *)it.key);
+		free((char *)it.uid);
+		r->nomem = 1;
+		return;
+	}
+	r->items[r->n++] = it;
+}
+
+struct ledger_visit_ctx {
+	extender_add_fn add;
+	void *add_ctx;
+};
+
+static void visit_one(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                      uint64_t reserved_ms)
+{
+	struct ledger_visit_ctx *v = ctx;
+	(void)reserved_ms;
+	v->add(v->add_ctx, key, uid, bytes);
+}
+
+/* The ledger's live reservations of node, read under its lock; nothing is changed. */
+static int ledger_each_resv(void *ctx, const char *node, int may_block, extender_add_fn add,
+                            void *add_ctx)
+{
+	struct extender_ledger *el = ctx;
+	struct ledger_visit_ctx v = {add, add_ctx};
+	struct ledger_node *ln;
+	int busy = 0;
+	uint64_t now = ledger_now_ms();
+
+	ln = may_block ? ledger_lock(el->ledger, node) : ledger_trylock(el->ledger, node, &busy);
+	if (ln == NULL)
+		return busy ? EXTENDER_EBUSY : EXTENDER_EUNTRACKED;
+	if (el->progress_ms != NULL) {
+		uint64_t seen = el->progress_ms(el->progress_ctx);
+		if (seen < now)
+			now = seen;
+	}
+	ledger_visit(ln, now, visit_one, &v);
+	ledger_unlock(ln);
+	return 0;
+}
+
+struct extender_reservations extender_reservations_ledger(struct extender_ledger *el)
+{
+	struct extender_reservations r = {el, ledger_each_resv};
+	return r;
+}
+
+/* ---- decoding ExtenderArgs ---- */
+
+static void set_error(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void set_error(struct job *j, const char *fmt, ...)
+{
+	va_list ap;
+	j->kind = K_ERROR;
+	va_start(ap, fmt);
+	if (vsnprintf(j->error, sizeof(j->error), fmt, ap) < 0)
+		j->error[0] = '\0';
+	va_end(ap);
+	text_no_percent(j->error, sizeof(j->error));
+}
+
+/* The member of obj named name in any ASCII case (Go's decoder matches field names so), or
+ * NULL; a JSON null counts as absent, as Go reads it. -1 when two members match: ambiguous
+ * (Go would take the last), refused. */
+static int member(const cJSON *obj, const char *name, cJSON **out)
+{
+	cJSON *it, *found = NULL;
+
+	cJSON_ArrayForEach(it, obj)
+	{
+		if (it->string == NULL || strcasecmp(it->string, name) != 0)
+			continue;
+		if (found != NULL)
+			return -1;
+		found = it;
+	}
+	*out = found && !cJSON_IsNull(found) ? found : NULL;
+	return 0;
+}
+
+static int by_name(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A node named twice: the call is refused (kube-scheduler never sends one). */
+static int check_unique(struct job *j)
+{
+	const char **sorted;
+
+	if (j->n < 2)
+		return 0;
+	if ((sorted = malloc(j->n * sizeof(*sorted))) == NULL)
+		return EXTENDER_ENOMEM;
+	memcpy(sorted, j->names, j->n * sizeof(*sorted));
+	qsort(sorted, j->n, sizeof(*sorted), by_name);
+	for (size_t i = 1; i < j->n; i++)
+		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
+			set_error(j, "ExtenderArgs: node \"%.253s\" given twice", sorted[i]);
+			break;
+		}
+	free(sorted);
+	return 0;
+}
+
+/* A usable node name: a non-empty string of at most NODE_NAME_MAX bytes. */
+static int name_ok(const char *s)
+{
+	return s != NULL && s[0] != '\0' && strnlen(s, NODE_NAME_MAX + 1) <= NODE_NAME_MAX;
+}
+
+/* The NodeNames form. 0 (j->kind K_ERROR on a bad list) or EXTENDER_ENOMEM. */
+static int decode_names(struct job *j, const cJSON *list)
+{
+	const cJSON *it;
+	size_t i = 0;
+
+	if (!cJSON_IsArray(list)) {
+		set_error(j, "ExtenderArgs: NodeNames is not a list of node names");
+		return 0;
+	}
+	j->n = (size_t)cJSON_GetArraySize(list);
+	if (j->n > EXTENDER_MAX_NODES) {
+		set_error(j, "ExtenderArgs: %zu nodes, more than the %d one call may judge", j->n,
+		          EXTENDER_MAX_NODES);
+		return 0;
+	}
+	if ((j->names = calloc(j->n ? j->n : 1, sizeof(*j->names))) == NULL)
+		return EXTENDER_ENOMEM;
+	cJSON_ArrayForEach(it, list)
+	{
+		if (!cJSON_IsString(it) || !name_ok(it->valuestring)) {
+			set_error(j,
+			          "ExtenderArgs: NodeNames[%zu] is not a node name (a non-empty "
+			          "string of at most %d bytes)",
+			          i, NODE_NAME_MAX);
+			return 0;
+		}
+		j->names[i++] = it->valuestring;
+	}
+	return 0;
+}
+
+/* The Nodes form: a v1.NodeList whose items are Node objects with metadata.name. */
+static int decode_nodes(struct job *j, const cJSON *list)
+{
+	cJSON *items = NULL, *it;
+	size_t i = 0;
+
+	if (!cJSON_IsObject(list) || member(list, "items", &items) != 0 ||
+	    (items != NULL && !cJSON_IsArray(items))) {
+		set_error(j,
+		          "ExtenderArgs: Nodes is not a NodeList (an object with an items list)");
+		return 0;
+	}
+	j->items = items;
+	j->n = items ? (size_t)cJSON_GetArraySize(items) : 0;
+	if (j->n > EXTENDER_MAX_NODES) {
+		set_error(j, "ExtenderArgs: %zu nodes, more than the %d one call may judge", j->n,
+		          EXTENDER_MAX_NODES);
+		return 0;
+	}
+	j->names = calloc(j->n ? j->n : 1, sizeof(*j->names));
+	j->objs = calloc(j->n ? j->n : 1, sizeof(*j->objs));
+	if (j->names == NULL || j->objs == NULL)
+		return EXTENDER_ENOMEM;
+	cJSON_ArrayForEach(it, items)
+	{
+		const char *name = json_str(it, "metadata", "name", NULL);
+		if (!cJSON_IsObject(it) || !name_ok(name)) {
+			set_error(j,
+			          "ExtenderArgs: Nodes.items[%zu] is not a Node with metadata.name "
+			          "(a non-empty string of at most %d bytes)",
+			          i, NODE_NAME_MAX);
+			return 0;
+		}
+		j->objs[i] = it;
+		j->names[i++] = name;
+	}
+	return 0;
+}
+
+/* Parse and check the body. 0 (j->kind K_ERROR with j->error when it is not ExtenderArgs) or
+ * EXTENDER_ENOMEM. */
+static int decode(struct job *j, const char *body, size_t len)
+{
+	const char *end = NULL;
+	cJSON *pod, *nodes, *names;
+	int rc;
+
+	j->args = len ? cJSON_ParseWithLengthOpts(body, len, &end, 0) : NULL;
+	if (j->args == NULL) {
+		if (len == 0)
+			set_error(j, "ExtenderArgs: empty body");
+		else
+			set_error(j, "ExtenderArgs: not JSON (error at byte %zu)",
+			          end && end >= body ? (size_t)(end - body) : (size_t)0);
+		return 0;
+	}
+	while (end && (size_t)(end - body) < len && strchr(" \t\r\n", *end) && *end)
+		end++;
+	if (end == NULL || (size_t)(end - body) != len) {
+		set_error(j, "ExtenderArgs: not JSON (trailing data at byte %zu)",
+		          end ? (size_t)(end - body) : (size_t)0);
+		return 0;
+	}
+	if (!cJSON_IsObject(j->args)) {
+		set_error(j, "ExtenderArgs: not a JSON object");
+		return 0;
+	}
+	if (member(j->args, "Pod", &pod) || member(j->args, "Nodes", &nodes) ||
+	    member(j->args, "NodeNames", &names)) {
+		set_error(j, "ExtenderArgs: a field (Pod, Nodes or NodeNames) given twice, in "
+		             "different letter cases");
+		return 0;
+	}
+	if (!cJSON_IsObject(pod)) {
+		set_error(j, "ExtenderArgs: no Pod (a v1.Pod object)");
+		return 0;
+	}
+	j->pod = pod;
+	if ((nodes != NULL) == (names != NULL)) {
+		set_error(j, "ExtenderArgs: %s",
+		          nodes ? "both Nodes and NodeNames given (one is null)"
+		                : "neither Nodes nor NodeNames given");
+		return 0;
+	}
+	rc = names ? decode_names(j, names) : decode_nodes(j, nodes);
+	if (rc != 0 || j->kind == K_ERROR)
+		return rc;
+	if ((rc = check_unique(j)) != 0 || j->kind == K_ERROR)
+		return rc;
+	if ((j->v = calloc(j->n ? j->n : 1, sizeof(*j->v))) == NULL)
+		return EXTENDER_ENOMEM;
+	return 0;
+}
+
+/* ---- judging ---- */
+
+static int is_exempt(const struct extender *x, const char *ns)
+{
+	for (size_t i = 0; ns != NULL && i < x->n_exempt; i++)
+		if (strcmp(x->exempt[i], ns) == 0)
+			return 1;
+	return 0;
+}
+
+/* What the pod alone decides (extender.h): pass-through, invalid, or judged node by node. */
+static void classify(struct job *j)
+{
+	struct extender *x = j->x;
+	const cJSON *pod = j->pod;
+	const char *ns, *name;
+
+	ns = json_str(pod, "metadata", "namespace", NULL);
+	name = json_str(pod, "metadata", "name", NULL);
+	snprintf(j->pod_name, sizeof(j->pod_name), "%.63s/%.253s", ns ? ns : "",
+	         name ? name : "(unnamed)");
+	j->uid = json_str(pod, "metadata", "uid", NULL);
+	j->kind = K_PASS;
+	if (json_at(pod, "metadata", "annotations", MIRROR_ANNOTATION, NULL) != NULL) {
+		j->why = "MirrorPod";
+		return;
+	}
+	if (is_exempt(x, ns)) {
+		j->why = "ExemptNamespace";
+		return;
+	}
+	if (demand_from_pod(pod, &x->dcfg, &j->d) != 0 || j->d.status == DEMAND_INVALID) {
+		j->kind = K_INVALID;
+		j->why = "InvalidDeclaration";
+		return;
+	}
+	if (j->d.status == DEMAND_NOT_GPU) {
+		j->why = "NotGPU";
+		return;
+	}
+	j->why = "Judged";
+	if (x->cache == NULL || (x->cache_fresh && !x->cache_fresh(x->cache_ctx, monotime_s()))) {
+		j->kind = K_NOCACHE;
+		j->why = "CacheNotReady";
+		return;
+	}
+	j->kind = K_GPU;
+	j->undecided = j->n;
+}
+
+static void set_verdict(struct verdict *v, enum state st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_verdict(struct verdict *v, enum state st, const char *fmt, ...)
+{
+	char text[REASON_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	if (vsnprintf(text, sizeof(text), fmt, ap) < 0)
+		text[0] = '\0';
+	va_end(ap);
+	text_no_percent(text, sizeof(text));
+	v->state = st;
+	v->score = 0;
+	free(v->reason);
+	/* Out of memory: the node still fails, with no text (kube-scheduler accepts ""). */
+	v->reason = strdup(text);
+}
+
+/* 1..EXTENDER_MAX_PRIORITY for a pod that fits, from how full the node is after it. */
+static int fit_score(uint64_t total, uint64_t budget, enum extender_score how)
+{
+	double fill = budget ? (double)total / (double)budget : 1.0;
+
+	if (fill > 1.0)
+		fill = 1.0;
+	if (how == EXTENDER_SPREAD)
+		fill = 1.0 - fill;
+	return 1 + (int)(fill * (EXTENDER_MAX_PRIORITY - 1) + 0.5);
+}
+
+/* The placement core's answer as a verdict with kube-scheduler's short reason. */
+static void verdict_from(struct job *j, struct verdict *v, const struct capacity *cap,
+                         const struct placement_result *res)
+{
+	const struct policy_decision *dec = &res->decision;
+	char need[QUANTITY_FMT_MAX], free_b[QUANTITY_FMT_MAX], size[QUANTITY_FMT_MAX];
+	char limit[POLICY_RATIO_MAX];
+	uint64_t left =
+	    dec->budget_bytes > res->used_bytes ? dec->budget_bytes - res->used_bytes : 0;
+
+	policy_format_ratio(cap->has_threshold ? cap->threshold : j->x->threshold, limit,
+	                    sizeof(limit));
+	quantity_format(j->d.bytes, need, sizeof(need));
+	switch (dec->verdict) {
+	case POLICY_ALLOW:
+	case POLICY_ALLOW_WARN:
+		v->state = ST_PASS;
+		v->score = fit_score(dec->total_bytes, dec->budget_bytes, j->x->score);
+		return;
+	case POLICY_WARN_ONLY: /* warn mode: the webhook allows it; it just does not fit */
+		v->state = ST_PASS;
+		v->score = 0;
+		return;
+	case POLICY_DENY:
+		quantity_format(left, free_b, sizeof(free_b));
+		set_verdict(v, ST_FAIL, "needs %s, %s free of the %s limit", need, free_b, limit);
+		return;
+	case POLICY_DENY_NEVER_FITS:
+		if (j->d.bytes > dec->budget_bytes) {
+			quantity_format(cap->total_bytes, size, sizeof(size));
+			set_verdict(v, ST_UNRESOLVABLE,
+			            "needs %s, above the %s limit of the node's %s GPU memory",
+			            need, limit, size);
+		} else {
+			quantity_format(j->d.max_per_gpu_bytes, need, sizeof(need));
+			quantity_format(cap->per_gpu_bytes, size, sizeof(size));
+			set_verdict(v, ST_UNRESOLVABLE,
+			            "container \"%s\" needs %s per GPU, above the %s limit of one "
+			            "GPU's %s",
+			            j->d.max_per_gpu_container, need, limit, size);
+		}
+		return;
+	}
+	set_verdict(v, ST_UNRESOLVABLE, "%s", dec->message);
+}
+
+/* One node judged inside cache_with_node() (the store read-locked: no waiting here). */
+struct judging {
+	struct job *j;
+	struct verdict *v;
+	const struct resv *r;
+};
+
+static void judge_view(void *ctx, const struct cache_node_view *view)
+{
+	struct judging *jg = ctx;
+	struct job *j = jg->j;
+	struct extender *x = j->x;
+	struct placement_result res;
+
+	if (!view->known) {
+		set_verdict(jg->v, ST_UNRESOLVABLE,
+		            "node unknown to gpu-memory-guard's watch cache");
+		return;
+	}
+	if (view->capacity_rc != 0) {
+		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", view->capacity_error);
+		return;
+	}
+	struct placement_node pn = {
+	    .name = view->name,
+	    .cap = view->cap,
+	    .pods = view->pods,
+	    .n_pods = view->n_pods,
+	    .reserved = jg->r->items,
+	    .n_reserved = jg->r->n,
+	};
+	struct placement_pod pod = {
+	    .name = j->pod_name,
+	    .key = j->pod_name,
+	    .uid = j->uid,
+	    .demand = &j->d,
+	    .dry_run = 1, /* the filter reserves nothing */
+	};
+	struct placement_policy pol = {
+	    .threshold = x->threshold,
+	    .warn_threshold = x->warn_threshold,
+	    .mode = x->mode_warn ? POLICY_WARN : POLICY_ENFORCE,
+	};
+	/* now 0: the source gave live reservations only, none with an expiry. */
+	if (placement_decide(&pn, &pod, &pol, 0, &res) != 0) {
+		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", res.decision.message);
+		return;
+	}
+	verdict_from(j, jg->v, view->cap, &res);
+}
+
+/* Judge the undecided nodes: reservations first, then the cache's view (extender.h). Nodes
+ * whose reservations cannot be read without waiting stay undecided when may_block is 0.
+ * 0 or EXTENDER_ENOMEM. */
+static int judge(struct job *j, int may_block)
+{
+	struct extender *x = j->x;
+	struct resv r = {0};
+	int rc = 0;
+
+	for (size_t i = 0; i < j->n && j->undecided > 0; i++) {
+		struct verdict *v = &j->v[i];
+		int src = 0;
+
+		if (v->state != ST_UNDECIDED)
+			continue;
+		resv_clear(&r);
+		if (x->res.each != NULL)
+			src = x->res.each(x->res.ctx, j->names[i], may_block, resv_add, &r);
+		if (src == EXTENDER_EBUSY)
+			continue;
+		j->undecided--;
+		if (src == EXTENDER_ENOMEM || r.nomem) {
+			rc = EXTENDER_ENOMEM;
+			break;
+		}
+		if (src != 0) {
+			set_verdict(v, ST_FAIL,
+			            "gpu-memory-guard tracks too many nodes to read this one's "
+			            "reservations");
+			continue;
+		}
+		struct judging jg = {j, v, &r};
+		cache_with_node(x->cache, j->names[i], judge_view, &jg);
+	}
+	resv_clear(&r);
+	free(r.items);
+	return rc;
+}
+
+/* ---- encoding ---- */
+
+static cJSON *add_map(cJSON *o, const char *name)
+{
+	return cJSON_AddObjectToObject(o, name);
+}
+
+/* ExtenderFilterResult with Go's field names. */
+static char *encode_filter(struct job *j, size_t *n_out)
+{
+	cJSON *o = cJSON_CreateObject(), *pass = NULL, *failed, *unres;
+	char *text = NULL;
+
+	*n_out = 0;
+	if (o == NULL)
+		return NULL;
+	if (j->kind == K_ERROR) {
+		cJSON_AddNullToObject(o, "Nodes");
+		cJSON_AddNullToObject(o, "NodeNames");
+	} else if (j->items != NULL) {
+		cJSON *list = cJSON_AddObjectToObject(o, "Nodes");
+		if (list == NULL || cJSON_AddObjectToObject(list, "metadata") == NULL ||
+		    (pass = cJSON_AddArrayToObject(list, "items")) == NULL)
+			goto out;
+		cJSON_AddNullToObject(o, "NodeNames");
+	} else {
+		cJSON_AddNullToObject(o, "Nodes");
+		if ((pass = cJSON_AddArrayToObject(o, "NodeNames")) == NULL)
+			goto out;
+	}
+	failed = add_map(o, "FailedNodes");
+	unres = add_map(o, "FailedAndUnresolvableNodes");
+	if (failed == NULL || unres == NULL ||
+	    cJSON_AddStringToObject(o, "Error", j->kind == K_ERROR ? j->error : "") == NULL)
+		goto out;
+	for (size_t i = 0; j->kind != K_ERROR && i < j->n; i++) {
+		const struct verdict *v = &j->v[i];
+		cJSON *item;
+
+		if (v->state == ST_PASS) {
+			/* The node object moves from the request to the answer: no copy. */
+			item = j->objs ? cJSON_DetachItemViaPointer(j->items, j->objs[i])
+			               : cJSON_CreateString(j->names[i]);
+			if (item == NULL || !cJSON_AddItemToArray(pass, item)) {
+				cJSON_Delete(item);
+				goto out;
+			}
+			continue;
+		}
+		(*n_out)++;
+		item = cJSON_CreateString(v->reason ? v->reason : "");
+		if (item == NULL || !cJSON_AddItemToObject(v->state == ST_FAIL ? failed : unres,
+		                                           j->names[i], item)) {
+			cJSON_Delete(item);
+			goto out;
+		}
+	}
+	text = cJSON_PrintUnformatted(o);
+out:
+	cJSON_Delete(o);
+	return text;
+}
+
+/* HostPriorityList: [{"Host": name, "Score": n}], in the input order. */
+static char *encode_prioritize(const struct job *j)
+{
+	cJSON *list = cJSON_CreateArray();
+	char *text = NULL;
+
+	if (list == NULL)
+		return NULL;
+	for (size_t i = 0; i < j->n; i++) {
+		cJSON *hp = cJSON_CreateObject();
+		int score = j->kind == K_GPU && j->v[i].state == ST_PASS ? j->v[i].score : 0;
+		if (hp == NULL || !cJSON_AddItemToArray(list, hp) ||
+		    cJSON_AddStringToObject(hp, "Host", j->names[i]) == NULL ||
+		    cJSON_AddNumberToObject(hp, "Score", score) == NULL)
+			goto out;
+	}
+	text = cJSON_PrintUnformatted(list);
+out:
+	cJSON_Delete(list);
+	return text;
+}
+
+/* ---- one call ---- */
+
+static void job_free(struct job *j)
+{
+	if (j == NULL)
+		return;
+	for (size_t i = 0; j->v != NULL && i < j->n; i++)
+		free(j->v[i].reason);
+	free(j->v);
+	free(j->names);
+	free(j->objs);
+	cJSON_Delete(j->args);
+	free(j);
+}
+
+/* A GPU pod with an invalid declaration: no node takes it, the reason says what to fix. */
+static void fail_all(struct job *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		set_verdict(&j->v[i], ST_UNRESOLVABLE, "pod %s: %s", j->pod_name, j->d.error);
+}
+
+static void pass_all(struct job *j)
+{
+	for (size_t i = 0; i < j->n; i++)
+		j->v[i].state = ST_PASS;
+}
+
+/* Decode and decide what needs no waiting. 0 with *out set, or EXTENDER_ENOMEM. */
+static int job_prepare(struct extender *x, enum extender_verb verb, const char *body, size_t len,
+                       double arrived, struct job **out)
+{
+	double t = monotime_s();
+	struct job *j = calloc(1, sizeof(*j));
+	int rc;
+
+	*out = NULL;
+	if (j == NULL)
+		return EXTENDER_ENOMEM;
+	j->x = x;
+	j->verb = verb;
+	j->arrived = arrived;
+	j->kind = K_PASS;
+	if ((rc = decode(j, body, len)) != 0)
+		goto err;
+	if (j->kind == K_ERROR)
+		goto done;
+	classify(j);
+	if (j->kind == K_PASS)
+		pass_all(j);
+	else if (j->kind == K_INVALID)
+		fail_all(j);
+	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER)
+		set_error(j,
+		          "gpu-memory-guard cannot judge GPU pod %s: its watch cache is %s; retry",
+		          j->pod_name, x->cache ? "not synced or stale" : "off (--cache off)");
+	else if (j->kind == K_GPU && (rc = judge(j, 0)) != 0)
+		goto err;
+done:
+	j->own = monotime_s() - t;
+	*out = j;
+	return 0;
+err:
+	job_free(j);
+	return rc;
+}
+
+static enum metrics_extender_result result_of(const struct job *j)
+{
+	if (j->kind == K_PASS)
+		return METRICS_EXT_PASSTHROUGH;
+	if (j->kind == K_ERROR || j->kind == K_NOCACHE)
+		return METRICS_EXT_ERROR;
+	return METRICS_EXT_JUDGED;
+}
+
+static void log_call(const struct job *j, size_t n_out, double latency)
+{
+	static const char *const verbs[] = {"filter", "prioritize"};
+	struct log_field f[] = {
+	    LOG_STR("verb", verbs[j->verb]),
+	    LOG_STR("pod", j->pod_name[0] ? j->pod_name : NULL),
+	    LOG_STR("reason", j->why ? j->why : "BadRequest"),
+	    LOG_INT("nodes", j->n),
+	    LOG_INT("filtered_out", n_out),
+	    LOG_STR("error", j->kind == K_ERROR ? j->error : NULL),
+	    LOG_DBL("latency_ms", latency * 1000.0),
+	    LOG_DBL("self_ms", j->own * 1000.0),
+	    LOG_END,
+	};
+	log_fields(j->kind == K_PASS ? LOG_DEBUG : LOG_INFO, "extender", f);
+}
+
+/* Finish (waiting for held nodes unless refused), encode, log, count; frees j. */
+static int job_finish(struct job *j, char **out, size_t *out_len, char *err, size_t errlen)
+{
+	double t = monotime_s();
+	size_t n_out = 0;
+	int rc = 0;
+
+	*out = NULL;
+	*out_len = 0;
+	if (j->kind == K_GPU && j->undecided > 0 && !j->refused)
+		rc = judge(j, 1);
+	if (rc == 0 && j->verb == EXTENDER_PRIORITIZE && j->kind == K_ERROR) {
+		snprintf(err, errlen, "%s", j->error);
+		rc = EXTENDER_EBADREQUEST;
+	} else if (rc == 0) {
+		*out = j->verb == EXTENDER_FILTER ? encode_filter(j, &n_out) : encode_prioritize(j);
+		if (*out == NULL)
+			rc = EXTENDER_ENOMEM;
+		else
+			*out_len = strlen(*out);
+	}
+	if (rc == EXTENDER_ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	double end = monotime_s();
+	j->own += end - t;
+	metrics_extender(j->x->metrics,
+	                 j->verb == EXTENDER_FILTER ? METRICS_EXT_FILTER : METRICS_EXT_PRIORITIZE,
+	                 result_of(j), n_out, end - j->arrived);
+	log_call(j, n_out, end - j->arrived);
+	job_free(j);
+	return rc;
+}
+
+int extender_handle(struct extender *x, enum extender_verb verb, const char *body, size_t len,
+                    char **out, size_t *out_len, char *err, size_t errlen)
+{
+	struct job *j = NULL;
+	int rc = job_prepare(x, verb, body, len, monotime_s(), &j);
+
+	*out = NULL;
+	*out_len = 0;
+	if (rc != 0) {
+		snprintf(err, errlen, "out of memory");
+		return rc;
+	}
+	return job_finish(j, out, out_len, err, errlen);
+}
+
+/* ---- routes ---- */
+
+static int route_prepare(struct extender *x, enum extender_verb verb, const char *body, size_t len,
+                         double arrived, void **job, char *err, size_t errlen)
+{
+	struct job *j = NULL;
+	int rc = job_prepare(x, verb, body, len, arrived, &j);
+
+	*job = j;
+	if (rc != 0)
+		snprintf(err, errlen, "out of memory");
+	return rc ? SERVER_ENOMEM : 0;
+}
+
+static int filter_prepare(void *ctx, const char *body, size_t len, double arrived, void **job,
+                          char *err, size_t errlen)
+{
+	return route_prepare(ctx, EXTENDER_FILTER, body, len, arrived, job, err, errlen);
+}
+
+static int prioritize_prepare(void *ctx, const char *body, size_t len, double arrived, void **job,
+                              char *err, size_t errlen)
+{
+	return route_prepare(ctx, EXTENDER_PRIORITIZE, body, len, arrived, job, err, errlen);
+}
+
+static int route_needs_worker(const void *job)
+{
+	const struct job *j = job;
+	return j->kind == K_GPU && j->undecided > 0;
+}
+
+static int route_finish(void *job, char **out, size_t *out_len, char *err, size_t errlen)
+{
+	int rc = job_finish(job, out, out_len, err, errlen);
+	return rc == EXTENDER_EBADREQUEST ? SERVER_EBADREQUEST : rc ? SERVER_ENOMEM : 0;
+}
+
+/* No worker free: the filter answers an Error (the scheduler retries), prioritize gives what
+ * it could not read 0. */
+static void route_refuse_busy(void *job, const char *why)
+{
+	struct job *j = job;
+	size_t i = 0;
+
+	if (j->kind != K_GPU || j->undecided == 0)
+		return;
+	j->refused = 1;
+	j->why = "Busy";
+	if (j->verb == EXTENDER_PRIORITIZE)
+		return;
+	while (i < j->n && j->v[i].state != ST_UNDECIDED)
+		i++;
+	set_error(j, "gpu-memory-guard is too busy (%s) to judge GPU pod %s on node %s; retry",
+	          why ? why : "no thread free", j->pod_name, i < j->n ? j->names[i] : "?");
+}
+
+static void route_discard(void *job)
+{
+	job_free(job);
+}
+
+static struct server_route route(struct extender *x, const char *path,
+                                 int (*prepare)(void *, const char *, size_t, double, void **,
+                                                char *, size_t))
+{
+	struct server_route r = {
+	    .path = path,
+	    .body_max = EXTENDER_BODY_MAX,
+	    .ctx = x,
+	    .prepare = prepare,
+	    .needs_worker = route_needs_worker,
+	    .finish = route_finish,
+	    .refuse_busy = route_refuse_busy,
+	    .discard = route_discard,
+	    .plain = 1,
+	};
+	return r;
+}
+
+struct server_route extender_filter_route(struct extender *x)
+{
+	return route(x, EXTENDER_PATH_FILTER, filter_prepare);
+}
+
+struct server_route extender_prioritize_route(struct extender *x)
+{
+	return route(x, EXTENDER_PATH_PRIORITIZE, prioritize_prepare);
+}
+
+/* ---- life cycle ---- */
+
+struct extender *extender_new(const struct extender_config *cfg, struct metrics *metrics)
+{
+	struct extender *x;
+
+	if (cfg == NULL || cfg->n_gpu_resources > DEMAND_MAX_RESOURCES ||
+	    cfg->n_exempt_namespaces > EXTENDER_MAX_EXEMPT ||
+	    !(cfg->threshold > 0 && cfg->threshold <= 1) ||
+	    !(cfg->warn_threshold > 0 && cfg->warn_threshold <= 1) ||
+	    (cfg->score != EXTENDER_BINPACK && cfg->score != EXTENDER_SPREAD))
+		return NULL;
+	if ((x = calloc(1, sizeof(*x))) == NULL)
+		return NULL;
+	x->threshold = cfg->threshold;
+	x->warn_threshold = cfg->warn_threshold;
+	x->mode_warn = cfg->mode_warn;
+	x->score = cfg->score;
+	x->cache = cfg->cache;
+	x->cache_fresh = cfg->cache_fresh;
+	x->cache_ctx = cfg->cache_ctx;
+	x->res = cfg->reservations;
+	x->metrics = metrics;
+	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {
+		if ((x->gpu_resources[i] = strdup(cfg->gpu_resources[i])) == NULL)
+			goto err;
+		x->dcfg.n_gpu_resources++;
+	}
+	x->dcfg.gpu_resources =
+	    x->dcfg.n_gpu_resources ? (const char *const *)x->gpu_resources : NULL;
+	for (size_t i = 0; i < cfg->n_exempt_namespaces; i++) {
+		if ((x->exempt[i] = strdup(cfg->exempt_namespaces[i])) == NULL)
+			goto err;
+		x->n_exempt++;
+	}
+	return x;
+err:
+	extender_free(x);
+	return NULL;
+}
+
+void extender_free(struct extender *x)
+{
+	if (x == NULL)
+		return;
+	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
+		free(x->gpu_resources[i]);
+	for (size_t i = 0; i < x->n_exempt; i++)
+		free(x->exempt[i]);
+	free(x);
+}

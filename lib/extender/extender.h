@@ -1,0 +1,175 @@
+/*
+ * extender: the kube-scheduler extender adapter (HTTP API of k8s.io/kube-scheduler's
+ * extender/v1 types), on the webhook's engine: the pod's demand (demand.h), the node's view
+ * from the watch cache (cache.h), the pending reservations from the caller (below), and the
+ * pure placement core (placement.h) with the webhook's policy. The filter steers; it reserves
+ * nothing: the Binding through the webhook stays the commit point and the safety net.
+ *
+ *   POST /scheduler/filter      ExtenderArgs -> ExtenderFilterResult
+ *   POST /scheduler/prioritize  ExtenderArgs -> HostPriorityList
+ *
+ * Wire format (extender/v1 v0.33 has no json tags: Go's field names, as kube-scheduler's
+ * encoding/json writes them):
+ *   ExtenderArgs {"Pod": <v1.Pod>, "Nodes": <v1.NodeList> | null, "NodeNames": [..] | null}
+ *     The three names are matched in any ASCII letter case, as Go's decoder does ("pod",
+ *     "NODENAMES"; the non-ASCII folds Go also accepts, U+017F and U+212A, are not: no encoder
+ *     writes them); the same for the NodeList's "items". The v1 objects inside are read by
+ *     their json tags as the API server writes them ("metadata", "spec"). Exactly one of Nodes
+ *     (nodeCacheCapable: false) and NodeNames (nodeCacheCapable: true) is given (not null);
+ *     unknown fields are ignored, as Go does.
+ *   ExtenderFilterResult {"Nodes": <v1.NodeList> | null, "NodeNames": [..] | null,
+ *     "FailedNodes": {node: reason}, "FailedAndUnresolvableNodes": {node: reason},
+ *     "Error": ""}: the passing nodes in the form they came in (NodeNames, or Nodes with the
+ *     very node objects received), in their order; the other form null.
+ *   HostPriorityList [{"Host": node, "Score": 0..10}], one per node, in the input order.
+ *
+ * filter, for a GPU pod with a valid declaration, per node:
+ *   fits under the threshold in force (the node's annotation, else the policy's): passes;
+ *   in warn mode a placement over it passes too (the webhook would allow it with a warning);
+ *   over the threshold -> FailedNodes "needs 10Gi, 1.7Gi free of the 90 percent limit"
+ *     (kube-scheduler shows it in the FailedScheduling event; the node may free memory);
+ *   can never fit (the pod alone, or one container's share of a GPU, over the limit) ->
+ *     FailedAndUnresolvableNodes "needs 600Gi, above the 90 percent limit of the node's 640Gi
+ *     GPU memory" / "container "vllm" needs 75Gi per GPU, above the 90 percent limit of one
+ *     GPU's 80Gi" (preemption cannot help);
+ *   unknown or invalid capacity, or a node the watch cache has not seen ->
+ *     FailedAndUnresolvableNodes with the capacity error (what to set) or "node unknown to
+ *     gpu-memory-guard's watch cache";
+ *   the node's reservations cannot be read (the ledger's node table full) -> FailedNodes.
+ *   Sizes as the webhook's messages write them (quantity_format); no '%' (text.h).
+ * Pass-through (every node passes, prioritize scores 0, as the webhook allows their
+ * Bindings): pods that ask for no configured GPU resource, mirror pods, pods of an exempt
+ * namespace.
+ * A GPU pod with an invalid or missing declaration: every node in FailedAndUnresolvableNodes
+ * with the declaration error ("pod ns/p: container "c": ..."): the webhook would refuse its
+ * Binding on every node, and the event tells the user what to fix.
+ *
+ * prioritize: per node, 0 where the pod does not fit under the threshold (or the node cannot
+ * be judged); where it fits, with fill = (used + demand) / limit in (0, 1]:
+ *   binpack (default): 1 + round(9 x fill): the fullest node that fits scores highest,
+ *     keeping whole GPUs free for big models;
+ *   spread: 1 + round(9 x (1 - fill)): the emptiest scores highest.
+ * Pass-through pods and invalid declarations: every node 0 (no opinion).
+ *
+ * Errors: kube-scheduler (pkg/scheduler/extender.go) treats an HTTP status other than 200 and
+ * a non-empty Error alike: the filter fails, and with ignorable: false the scheduling attempt
+ * fails and the pod is retried with backoff; the Error text reaches the FailedScheduling event.
+ * So filter answers 200 with Error for a body that is not ExtenderArgs (not JSON, no Pod, both
+ * or neither node forms, a node without a name, a node named twice, more than
+ * EXTENDER_MAX_NODES nodes) and, for a GPU pod, when the watch cache is off or not fresh (it
+ * never reads the API server: no verdict is better than one from a stale view). A
+ * HostPriorityList has no Error field and kube-scheduler ignores a failed prioritize (no score
+ * from this extender): prioritize answers the same bad bodies with 400 and the reason
+ * (EXTENDER_EBADREQUEST), and with a cache that cannot judge, every node 0. Bodies larger than
+ * EXTENDER_BODY_MAX are the server's 413.
+ *
+ * Order of reading: a node's reservations are copied first, then its view is read from the
+ * cache: a pod whose reservation settles in between is then seen at least once (placement.h
+ * counts a pod both visible and reserved once), never missed.
+ *
+ * Thread-safe: calls may run on many threads at once. No API server call, ever.
+ */
+#ifndef GMG_EXTENDER_H
+#define GMG_EXTENDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "server.h"
+
+struct cache;
+struct ledger;
+struct metrics;
+
+#define EXTENDER_PATH_FILTER     "/scheduler/filter"
+#define EXTENDER_PATH_PRIORITIZE "/scheduler/prioritize"
+/* Body cap. The Nodes form carries whole Node objects, 5 to 30 KiB each (status.images
+ * dominates): 64 MiB serves a few thousand nodes; larger clusters should configure
+ * nodeCacheCapable: true (names only, ~40 bytes a node). */
+#define EXTENDER_BODY_MAX (64u * 1024u * 1024u)
+/* Nodes per call: Kubernetes supports 5000 nodes per cluster; three times that, refused past. */
+#define EXTENDER_MAX_NODES    15000
+#define EXTENDER_MAX_PRIORITY 10 /* extender/v1 MaxExtenderPriority */
+#define EXTENDER_ERR_MAX      512
+
+#define EXTENDER_EBADREQUEST (-1) /* prioritize: the body is not ExtenderArgs: answer 400 */
+#define EXTENDER_ENOMEM      (-2) /* answer 500 */
+#define EXTENDER_EBUSY       (-3) /* reservations: the node is held and may_block is 0 */
+#define EXTENDER_EUNTRACKED  (-4) /* reservations: the node cannot be tracked (table full) */
+
+enum extender_verb { EXTENDER_FILTER = 0, EXTENDER_PRIORITIZE = 1 };
+enum extender_score { EXTENDER_BINPACK = 0, EXTENDER_SPREAD = 1 };
+
+/* One pending reservation on a node: key "namespace/name" (or a key no pod matches), uid ("" or
+ * NULL when unknown), bytes declared. Strings are borrowed for the call (copied). */
+typedef void (*extender_add_fn)(void *add_ctx, const char *key, const char *uid, uint64_t bytes);
+
+/*
+ * Where the pending reservations (admitted placements the cache may not show yet) come from:
+ * the webhook's local ledger today (extender_reservations_ledger), a shared record later.
+ * each(ctx, node, may_block, add, add_ctx) calls add for every live reservation on node and
+ * returns 0, EXTENDER_EBUSY (may_block 0 and it would have to wait), EXTENDER_EUNTRACKED, or
+ * EXTENDER_ENOMEM. It must be thread-safe and must not call back into the extender. each NULL:
+ * no reservations are counted.
+ */
+struct extender_reservations {
+	void *ctx;
+	int (*each)(void *ctx, const char *node, int may_block, extender_add_fn add, void *add_ctx);
+};
+
+/* The ledger as a reservation source. Reservations expire by progress_ms(progress_ctx) when it
+ * is set and earlier than the ledger's clock (the webhook's rule on its cache path: a quiet
+ * watch never lets one lapse before the cache could show its pod). Caller owns the struct and
+ * keeps it (and the ledger) alive while the extender runs. */
+struct extender_ledger {
+	struct ledger *ledger;
+	uint64_t (*progress_ms)(void *ctx); /* may be NULL */
+	void *progress_ctx;
+};
+struct extender_reservations extender_reservations_ledger(struct extender_ledger *el);
+
+struct extender_config {
+	double threshold;                     /* ratio (0,1]; a node annotation overrides it */
+	double warn_threshold;                /* ratio (0,1] */
+	int mode_warn;                        /* 1: over-threshold placements pass the filter */
+	const char *const *gpu_resources;     /* NULL -> nvidia.com/gpu; strings copied */
+	size_t n_gpu_resources;               /* <= DEMAND_MAX_RESOURCES */
+	const char *const *exempt_namespaces; /* strings copied */
+	size_t n_exempt_namespaces;           /* <= EXTENDER_MAX_EXEMPT */
+	enum extender_score score;
+	/* The watch cache (borrowed), or NULL: then GPU pods are answered with an Error. While
+	 * cache_fresh(cache_ctx, now_s) is 0 (not synced, or its watch broken longer than the
+	 * staleness bound) the same. cache_fresh NULL: always fresh. */
+	struct cache *cache;
+	int (*cache_fresh)(void *ctx, double now_s);
+	void *cache_ctx;
+	struct extender_reservations reservations; /* copied; what it points to is borrowed */
+};
+#define EXTENDER_MAX_EXEMPT 64
+
+struct extender; /* opaque */
+
+/* New adapter. cfg is copied (strings too); metrics may be NULL (borrowed). NULL on a bad
+ * config (thresholds outside (0,1], too many names, unknown score) or allocation failure. */
+struct extender *extender_new(const struct extender_config *cfg, struct metrics *metrics);
+void extender_free(struct extender *x); /* NULL is a no-op; no call may be running */
+
+/*
+ * One call: body[0..len) (untrusted, borrowed) -> *out (caller owns, free()), *out_len: answer
+ * 200 application/json. EXTENDER_EBADREQUEST (prioritize only) with the reason in err: answer
+ * 400. EXTENDER_ENOMEM: 500. May wait for a node a webhook placement holds (at most that
+ * placement's time). Logs, counts metrics. Thread-safe.
+ */
+int extender_handle(struct extender *x, enum extender_verb verb, const char *body, size_t len,
+                    char **out, size_t *out_len, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* The server's routes (server.h), marked plain (served on the scheduler listener too):
+ * POST EXTENDER_PATH_FILTER / EXTENDER_PATH_PRIORITIZE, bodies up to EXTENDER_BODY_MAX. A call
+ * is judged on the listener's thread when no node it reads is held by a placement, else on a
+ * worker; refused busy (queue full, shutting down): filter answers an Error, prioritize scores
+ * what it could not read 0. x is borrowed and must outlive the server. */
+struct server_route extender_filter_route(struct extender *x);
+struct server_route extender_prioritize_route(struct extender *x);
+
+#endif
