@@ -9,6 +9,7 @@
 #include "capfile.h"
 #include "certgen.h"
 #include "config.h"
+#include "extender.h"
 #include "informer.h"
 #include "kube.h"
 #include "kubeconfig.h"
@@ -109,6 +110,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct kube_client *kube = NULL;
 	struct ledger *ledger = NULL;
 	struct webhook *webhook = NULL;
+	struct extender *extender = NULL;
 	struct cache *cache = NULL;
 	struct informer *informer = NULL;
 	struct shared *shared = NULL;
@@ -169,6 +171,25 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
+	/* The scheduler extender: the webhook's policy, the same cache, its ledger's
+	 * reservations (read, never written). */
+	struct extender_ledger eledger = {ledger, informer ? informer_progress_ms : NULL, informer};
+	struct extender_config ecfg = {
+	    .threshold = cfg->threshold,
+	    .warn_threshold = cfg->warn_threshold,
+	    .mode_warn = cfg->mode_warn,
+	    .gpu_resources = cfg->gpu_resources,
+	    .n_gpu_resources = cfg->n_gpu_resources,
+	    .exempt_namespaces = cfg->exempt_namespaces,
+	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
+	    .score = cfg->scheduler_spread ? EXTENDER_SPREAD : EXTENDER_BINPACK,
+	    .cache = cache,
+	    .cache_fresh = informer_fresh_fn,
+	    .cache_ctx = informer,
+	    .reservations = extender_reservations_ledger(&eledger),
+	};
+	if ((extender = extender_new(&ecfg, metrics)) == NULL)
+		goto out;
 	if ((tls = tls_store_new(cfg->tls_cert_file, cfg->tls_key_file, metrics, err,
 	                         sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot load the serving certificate",
@@ -188,9 +209,13 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cert_warn_s = cfg->cert_expiry_warning_ms / 1000,
 	    .ready_note = informer ? informer_ready_note : NULL,
 	    .ready_note_ctx = informer,
+	    .scheduler_enabled = cfg->scheduler_listen_set,
+	    .scheduler_host = cfg->scheduler_listen.host,
+	    .scheduler_port = cfg->scheduler_listen.port,
 	};
-	struct server_route routes[] = {webhook_route(webhook)};
-	if ((server = server_start(&so, routes, 1, tls, metrics, err, sizeof(err))) == NULL) {
+	struct server_route routes[] = {webhook_route(webhook), extender_filter_route(extender),
+	                                extender_prioritize_route(extender)};
+	if ((server = server_start(&so, routes, 3, tls, metrics, err, sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot serve",
 		           (struct log_field[]){LOG_STR("error", err), LOG_END});
 		goto out;
@@ -203,6 +228,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 out:
 	server_free(server);
 	tls_store_free(tls);
+	extender_free(extender);
 	webhook_free(webhook);
 	informer_free(informer); /* stops its threads: no more ledger_forget */
 	cache_free(cache);

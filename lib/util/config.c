@@ -40,6 +40,14 @@ static const char usage_text[] =
     "  --tls-reload-interval DUR     how often the certificate files are re-read (default 2s)\n"
     "  --health-listen ADDR:PORT     plain HTTP for /healthz, /readyz, /metrics\n"
     "                                (default :8080)\n"
+    "  --scheduler-listen ADDR:PORT  also serve the kube-scheduler extender (POST\n"
+    "                                /scheduler/filter, /scheduler/prioritize; always on\n"
+    "                                --listen over TLS) over plain HTTP here, for a\n"
+    "                                scheduler on the same pod network (default: off;\n"
+    "                                needs --cache watch)\n"
+    "  --scheduler-score binpack|spread\n"
+    "                                extender scores: binpack prefers the fullest node\n"
+    "                                that fits, spread the emptiest (default binpack)\n"
     "  --kubeconfig PATH             kubeconfig to reach the API server (default: the\n"
     "                                in-cluster service account)\n"
     "  --api-timeout DUR             total timeout of each API server call (default 2s);\n"
@@ -316,6 +324,8 @@ enum flag_id {
 	F_CACHE_STALENESS,
 	F_RESERVATIONS,
 	F_RESERVATIONS_NS,
+	F_SCHED_LISTEN,
+	F_SCHED_SCORE,
 };
 
 static const struct {
@@ -347,6 +357,8 @@ static const struct {
     {"cache-max-staleness", F_CACHE_STALENESS},
     {"reservations", F_RESERVATIONS},
     {"reservations-namespace", F_RESERVATIONS_NS},
+    {"scheduler-listen", F_SCHED_LISTEN},
+    {"scheduler-score", F_SCHED_SCORE},
 };
 
 /*
@@ -429,6 +441,21 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 			snprintf(err, errlen, "--%s: %s", name, why);
 			return -1;
 		}
+		return 0;
+	case F_SCHED_LISTEN:
+		if (config_parse_addr(v, &cfg->scheduler_listen, why, sizeof(why)) != 0) {
+			snprintf(err, errlen, "--%s: %s", name, why);
+			return -1;
+		}
+		cfg->scheduler_listen_set = 1;
+		return 0;
+	case F_SCHED_SCORE:
+		if (strcmp(v, "binpack") != 0 && strcmp(v, "spread") != 0) {
+			snprintf(err, errlen, "--scheduler-score: \"%s\" is not binpack or spread",
+			         v);
+			return -1;
+		}
+		cfg->scheduler_spread = strcmp(v, "spread") == 0;
 		return 0;
 	case F_CERT:
 	case F_KEY:
@@ -579,6 +606,12 @@ static int parse_serve(int argc, char **argv, int first, struct config *cfg, cha
 	}
 	if (cfg->tls_cert_file == NULL || cfg->tls_key_file == NULL) {
 		snprintf(err, errlen, "serve: --tls-cert-file and --tls-key-file are required");
+		return CONFIG_EUSAGE;
+	}
+	if (cfg->scheduler_listen_set && !cfg->cache_watch) {
+		/* The extender judges from the watch cache only: with --cache off it could only
+		 * answer errors. */
+		snprintf(err, errlen, "--scheduler-listen needs --cache watch");
 		return CONFIG_EUSAGE;
 	}
 	return 0;

@@ -86,6 +86,10 @@ struct config {
 	unsigned threads;                   /* --threads, 0 (default) = number of CPUs, min 2 */
 	unsigned workers;                   /* --workers, 0 (default) = 4 x CPUs, min 8 */
 	unsigned connection_timeout_s;      /* --connection-timeout, idle connection, default 30s */
+	int scheduler_listen_set;           /* --scheduler-listen given: start the plain-HTTP
+	                                       scheduler extender listener (needs --cache watch) */
+	struct config_addr scheduler_listen; /* --scheduler-listen, no default (off) */
+	int scheduler_spread;                /* --scheduler-score spread: 1; binpack (default): 0 */
 };
 
 /* Fill *cfg with the defaults (command SERVE). */

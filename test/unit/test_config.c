@@ -264,6 +264,38 @@ static void test_addresses(void **state)
 	assert_int_equal(config_parse_addr("[::1:80", &a, err, sizeof(err)), -1);
 }
 
+/* The scheduler extender's flags: off and binpack by default; the plain listener needs the
+ * watch cache the extender judges from. */
+static void test_scheduler_flags(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.scheduler_listen_set, 0);
+	assert_int_equal(cfg.scheduler_spread, 0);
+	assert_int_equal(parse("serve " TLS
+	                       " --scheduler-listen 127.0.0.1:9090 --scheduler-score=spread",
+	                       &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.scheduler_listen_set, 1);
+	assert_string_equal(cfg.scheduler_listen.host, "127.0.0.1");
+	assert_int_equal(cfg.scheduler_listen.port, 9090);
+	assert_int_equal(cfg.scheduler_spread, 1);
+	assert_int_equal(parse("serve " TLS " --scheduler-score spread --scheduler-score binpack",
+	                       &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.scheduler_spread, 0);
+	assert_int_equal(cfg.scheduler_listen_set, 0);
+	expect_error("serve " TLS " --scheduler-score pack", "\"pack\" is not binpack or spread");
+	expect_error("serve " TLS " --scheduler-listen 9090",
+	             "--scheduler-listen: \"9090\" is not");
+	expect_error("serve " TLS " --scheduler-listen :99999", "port must be a number");
+	expect_error("serve " TLS " --scheduler-listen :9090 --cache off",
+	             "--scheduler-listen needs --cache watch");
+	expect_error("serve " TLS " --scheduler-listen", "--scheduler-listen needs a value");
+}
+
 static void test_usage_documents_every_flag(void **state)
 {
 	const char *u = config_usage();
@@ -288,6 +320,8 @@ static void test_usage_documents_every_flag(void **state)
 	                       "--connection-timeout",
 	                       "--reservations",
 	                       "--reservations-namespace",
+	                       "--scheduler-listen",
+	                       "--scheduler-score",
 	                       "version"};
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (strstr(u, flags[i]) == NULL)
@@ -305,6 +339,7 @@ int main(void)
 	    cmocka_unit_test(test_flag_errors),
 	    cmocka_unit_test(test_durations),
 	    cmocka_unit_test(test_addresses),
+	    cmocka_unit_test(test_scheduler_flags),
 	    cmocka_unit_test(test_usage_documents_every_flag),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,841 @@
+/*
+ * Unit tests for lib/extender: ExtenderArgs as kube-scheduler's Go encoder writes them (the
+ * recorded fixtures test/data/extender-args-{nodenames,nodes}.json, made by
+ * test/data/extender-gen with the real extender/v1 types), any letter case, the filter's
+ * reasons, binpack and spread scores, reservations from the caller's source (counted, the pod's
+ * own not, a held node waited for), pass-through pods, invalid declarations, a cache that
+ * cannot judge, every bad input, metrics.
+ *
+ * The cluster (a real watch cache fed with Node and Pod objects), 1 GPU per node:
+ *   n-full   80Gi, 70.3Gi used: 1.7Gi free of the 90 percent limit (72Gi)
+ *   n-room   80Gi, 40Gi used
+ *   n-empty  80Gi, nothing
+ *   n-annot  80Gi, threshold annotation 0.76 (60.8Gi), 50Gi used
+ *   n-small  8Gi: a 10Gi pod never fits (7.2Gi limit)
+ *   n-nocap  no GPU memory source
+ *   n-unknown  not in the cache
+ * The pod ml/llama-0 declares 10Gi on one GPU.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "extender.h"
+#include "fixture.h"
+#include "ledger.h"
+#include "metrics.h"
+#include "watch.h"
+
+#define GIB (1024ull * 1024ull * 1024ull)
+
+static const char *const ALL[] = {"n-full",  "n-room",  "n-empty",  "n-annot",
+                                  "n-small", "n-nocap", "n-unknown"};
+#define N_ALL 7
+
+/* ---- the cluster ---- */
+
+/* A Node with gpus GPUs (allocatable), GPU memory annotation mem (NULL: none), threshold
+ * annotation (NULL: none). */
+static void put_node_gpus(struct cache *c, const char *name, const char *mem, const char *threshold,
+                          const char *gpus)
+{
+	cJSON *node = cJSON_CreateObject();
+	cJSON *md = cJSON_AddObjectToObject(node, "metadata");
+	cJSON *ann = cJSON_AddObjectToObject(md, "annotations");
+	cJSON_AddStringToObject(md, "name", name);
+	cJSON_AddStringToObject(md, "uid", name);
+	if (mem)
+		cJSON_AddStringToObject(ann, "gpu-memory-guard.io/gpu-memory", mem);
+	if (threshold)
+		cJSON_AddStringToObject(ann, "gpu-memory-guard.io/threshold", threshold);
+	cJSON_AddStringToObject(
+	    cJSON_AddObjectToObject(cJSON_AddObjectToObject(node, "status"), "allocatable"),
+	    "nvidia.com/gpu", gpus);
+	assert_int_equal(cache_apply_node(c, WATCH_ADDED, node), 0);
+	cJSON_Delete(node);
+}
+
+static void put_node(struct cache *c, const char *name, const char *mem, const char *threshold)
+{
+	put_node_gpus(c, name, mem, threshold, "1");
+}
+
+/* A GPU pod (1 GPU) ns/name declaring limit (NULL: no declaration), on node (NULL: unbound);
+ * extra: more metadata members (e.g. annotations) or "". */
+static char *pod_text(const char *ns, const char *name, const char *limit, const char *node,
+                      const char *extra, const char *gpu)
+{
+	char *text = malloc(2048);
+	assert_non_null(text);
+	snprintf(text, 2048,
+	         "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"uid-%s-%s\"%s},"
+	         "\"spec\":{%s%s%s\"containers\":[{\"name\":\"vllm\",\"resources\":{\"limits\":{"
+	         "\"%s\":\"1\"}}%s%s%s}]},\"status\":{\"phase\":\"%s\"}}",
+	         name, ns, ns, name, extra, node ? "\"nodeName\":\"" : "", node ? node : "",
+	         node ? "\"," : "", gpu,
+	         limit ? ",\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","
+	                 "\"value\":\""
+	               : "",
+	         limit ? limit : "", limit ? "\"}]" : "", node ? "Running" : "Pending");
+	return text;
+}
+
+static void put_pod(struct cache *c, const char *ns, const char *name, const char *limit,
+                    const char *node)
+{
+	char *text = pod_text(ns, name, limit, node, "", "nvidia.com/gpu");
+	cJSON *pod = cJSON_Parse(text);
+	assert_non_null(pod);
+	assert_int_equal(cache_apply_pod(c, WATCH_ADDED, pod), 0);
+	cJSON_Delete(pod);
+	free(text);
+}
+
+/* ---- a reservation source under the test's control ---- */
+
+#define RES_MAX 8
+struct fake_res {
+	const char *node[RES_MAX], *key[RES_MAX], *uid[RES_MAX];
+	uint64_t bytes[RES_MAX];
+	size_t n;
+	const char *busy_node;      /* EXTENDER_EBUSY for it unless may_block */
+	const char *untracked_node; /* EXTENDER_EUNTRACKED */
+	int blocking_calls;         /* calls with may_block 1 */
+	int calls;
+};
+
+static int fake_each(void *ctx, const char *node, int may_block, extender_add_fn add, void *add_ctx)
+{
+	struct fake_res *f = ctx;
+	f->calls++;
+	if (may_block)
+		f->blocking_calls++;
+	if (f->busy_node && strcmp(node, f->busy_node) == 0 && !may_block)
+		return EXTENDER_EBUSY;
+	if (f->untracked_node && strcmp(node, f->untracked_node) == 0)
+		return EXTENDER_EUNTRACKED;
+	for (size_t i = 0; i < f->n; i++)
+		if (strcmp(f->node[i], node) == 0)
+			add(add_ctx, f->key[i], f->uid[i], f->bytes[i]);
+	return 0;
+}
+
+static void fake_add(struct fake_res *f, const char *node, const char *key, const char *uid,
+                     uint64_t bytes)
+{
+	f->node[f->n] = node;
+	f->key[f->n] = key;
+	f->uid[f->n] = uid;
+	f->bytes[f->n++] = bytes;
+}
+
+/* ---- fixture world ---- */
+
+static int fresh_answer = 1;
+static int fresh(void *ctx, double now)
+{
+	(void)ctx;
+	(void)now;
+	return fresh_answer;
+}
+
+struct env {
+	struct cache *cache;
+	struct metrics *metrics;
+	struct fake_res res;
+	struct extender_config cfg;
+	struct extender *x;
+};
+
+static struct env E;
+
+static int setup(void **state)
+{
+	static const char *const exempt[] = {"kube-system"};
+	memset(&E, 0, sizeof(E));
+	fresh_answer = 1;
+	E.cache = cache_new(&(struct demand_config){NULL, 0}, NULL, NULL);
+	E.metrics = metrics_new();
+	assert_non_null(E.cache);
+	put_node(E.cache, "n-full", "80Gi", NULL);
+	put_node(E.cache, "n-room", "80Gi", NULL);
+	put_node(E.cache, "n-empty", "80Gi", NULL);
+	put_node(E.cache, "n-annot", "80Gi", "0.76");
+	put_node(E.cache, "n-small", "8Gi", NULL);
+	put_node(E.cache, "n-nocap", NULL, NULL);
+	put_pod(E.cache, "team", "resident-full", "70.3Gi", "n-full");
+	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
+	put_pod(E.cache, "team", "resident-annot", "50Gi", "n-annot");
+	E.cfg = (struct extender_config){
+	    .threshold = 0.9,
+	    .warn_threshold = 0.8,
+	    .exempt_namespaces = exempt,
+	    .n_exempt_namespaces = 1,
+	    .cache = E.cache,
+	    .cache_fresh = fresh,
+	    .reservations = {&E.res, fake_each},
+	};
+	E.x = extender_new(&E.cfg, E.metrics);
+	assert_non_null(E.x);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	extender_free(E.x);
+	cache_free(E.cache);
+	metrics_free(E.metrics);
+	return 0;
+}
+
+/* Remake the extender after changing E.cfg. */
+static void reconfigure(void)
+{
+	extender_free(E.x);
+	E.x = extender_new(&E.cfg, E.metrics);
+	assert_non_null(E.x);
+}
+
+/* ---- calls ---- */
+
+static cJSON *call(enum extender_verb verb, const char *body)
+{
+	char *out = NULL, err[EXTENDER_ERR_MAX] = "";
+	size_t len = 0;
+	int rc = extender_handle(E.x, verb, body, strlen(body), &out, &len, err, sizeof(err));
+	if (rc != 0)
+		fail_msg("extender_handle: %d (%s)", rc, err);
+	assert_int_equal(strlen(out), len);
+	assert_null(strchr(out, '%')); /* kube-scheduler's events take it as a format */
+	cJSON *answer = cJSON_Parse(out);
+	assert_non_null(answer);
+	free(out);
+	return answer;
+}
+
+/* ExtenderArgs in the NodeNames form for a pod text and node names. */
+static char *args_names(const char *pod, const char *const *names, size_t n)
+{
+	cJSON *a = cJSON_CreateObject(), *list = cJSON_CreateArray();
+	cJSON_AddItemToObject(a, "Pod", cJSON_Parse(pod));
+	cJSON_AddNullToObject(a, "Nodes");
+	for (size_t i = 0; i < n; i++)
+		cJSON_AddItemToArray(list, cJSON_CreateString(names[i]));
+	cJSON_AddItemToObject(a, "NodeNames", list);
+	char *text = cJSON_PrintUnformatted(a);
+	cJSON_Delete(a);
+	return text;
+}
+
+static char *llama(const char *limit)
+{
+	return pod_text("ml", "llama-0", limit, NULL, "", "nvidia.com/gpu");
+}
+
+static const char *str_at(const cJSON *o, const char *name)
+{
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, name);
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* The answer's NodeNames joined by ",". */
+static void names_of(const cJSON *answer, char *buf, size_t cap)
+{
+	const cJSON *it, *list = cJSON_GetObjectItemCaseSensitive(answer, "NodeNames");
+	assert_true(cJSON_IsArray(list));
+	buf[0] = '\0';
+	cJSON_ArrayForEach(it, list)
+	{
+		assert_true(cJSON_IsString(it));
+		if (buf[0])
+			strncat(buf, ",", cap - strlen(buf) - 1);
+		strncat(buf, it->valuestring, cap - strlen(buf) - 1);
+	}
+}
+
+static const char *reason(const cJSON *answer, const char *map, const char *node)
+{
+	return str_at(cJSON_GetObjectItemCaseSensitive(answer, map), node);
+}
+
+static int map_size(const cJSON *answer, const char *map)
+{
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(answer, map);
+	assert_true(cJSON_IsObject(m));
+	return cJSON_GetArraySize(m);
+}
+
+static void expect_contains(const char *hay, const char *needle)
+{
+	if (hay == NULL || strstr(hay, needle) == NULL)
+		fail_msg("\"%s\" not in \"%s\"", needle, hay ? hay : "(null)");
+}
+
+/* The score prioritize gave host, or -1. */
+static int score_of(const cJSON *list, const char *host)
+{
+	const cJSON *it;
+	cJSON_ArrayForEach(it, list)
+	{
+		const char *h = str_at(it, "Host");
+		const cJSON *s = cJSON_GetObjectItemCaseSensitive(it, "Score");
+		assert_non_null(h);
+		assert_true(cJSON_IsNumber(s));
+		if (strcmp(h, host) == 0)
+			return s->valueint;
+	}
+	return -1;
+}
+
+/* ---- tests ---- */
+
+/* The recorded NodeNames form: every kind of node, with kube-scheduler's short reasons. */
+static void test_filter_recorded_nodenames(void **state)
+{
+	char *body = fixture_read("extender-args-nodenames.json", NULL), names[256];
+	cJSON *a = call(EXTENDER_FILTER, body);
+
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room,n-empty,n-annot");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(a, "Nodes")));
+	assert_string_equal(str_at(a, "Error"), "");
+	assert_int_equal(map_size(a, "FailedNodes"), 1);
+	assert_string_equal(reason(a, "FailedNodes", "n-full"),
+	                    "needs 10Gi, 1.7Gi free of the 90 percent limit");
+	assert_int_equal(map_size(a, "FailedAndUnresolvableNodes"), 3);
+	assert_string_equal(reason(a, "FailedAndUnresolvableNodes", "n-small"),
+	                    "needs 10Gi, above the 90 percent limit of the node's 8Gi GPU memory");
+	expect_contains(reason(a, "FailedAndUnresolvableNodes", "n-nocap"),
+	                "node n-nocap: GPU memory unknown: set label nvidia.com/gpu.memory");
+	assert_string_equal(reason(a, "FailedAndUnresolvableNodes", "n-unknown"),
+	                    "node unknown to gpu-memory-guard's watch cache");
+	cJSON_Delete(a);
+	free(body);
+}
+
+/* The recorded Nodes form: answered in the same form, the passing Node objects echoed whole. */
+static void test_filter_recorded_nodes(void **state)
+{
+	char *body = fixture_read("extender-args-nodes.json", NULL);
+	cJSON *a = call(EXTENDER_FILTER, body), *it;
+	const cJSON *list = cJSON_GetObjectItemCaseSensitive(a, "Nodes");
+	const char *want[] = {"n-room", "n-annot"};
+	size_t i = 0;
+
+	assert_true(cJSON_IsObject(list));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(a, "NodeNames")));
+	cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(list, "items"))
+	{
+		assert_true(i < 2);
+		const cJSON *md = cJSON_GetObjectItemCaseSensitive(it, "metadata");
+		assert_string_equal(str_at(md, "name"), want[i]);
+		/* the whole object, as sent: status and labels included */
+		assert_string_equal(
+		    str_at(cJSON_GetObjectItemCaseSensitive(
+		               cJSON_GetObjectItemCaseSensitive(it, "status"), "capacity"),
+		           "cpu"),
+		    "16");
+		assert_string_equal(str_at(cJSON_GetObjectItemCaseSensitive(md, "labels"),
+		                           "kubernetes.io/hostname"),
+		                    want[i]);
+		i++;
+	}
+	assert_int_equal(i, 2);
+	assert_string_equal(reason(a, "FailedNodes", "n-full"),
+	                    "needs 10Gi, 1.7Gi free of the 90 percent limit");
+	assert_int_equal(map_size(a, "FailedAndUnresolvableNodes"), 0);
+	assert_string_equal(str_at(a, "Error"), "");
+	cJSON_Delete(a);
+	free(body);
+}
+
+/* Go's decoder matches field names in any letter case: so do we; answers use Go's names. */
+static void test_any_letter_case(void **state)
+{
+	char *pod = llama("10Gi"), body[4096], names[256];
+
+	snprintf(body, sizeof(body),
+	         "{\"pod\":%s,\"NODES\":null,\"nodeNames\":[\"n-full\",\"n-room\"]}", pod);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	assert_non_null(reason(a, "FailedNodes", "n-full"));
+	cJSON_Delete(a);
+
+	snprintf(body, sizeof(body),
+	         "{\"POD\":%s,\"nodes\":{\"Items\":[{\"metadata\":{\"name\":\"n-empty\"}}]}}", pod);
+	a = call(EXTENDER_FILTER, body);
+	const cJSON *items =
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(a, "Nodes"), "items");
+	assert_int_equal(cJSON_GetArraySize(items), 1);
+	cJSON_Delete(a);
+
+	snprintf(body, sizeof(body), "{\"pOd\":%s,\"NodeNames\":[\"n-empty\"]}", pod);
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-empty"), 2);
+	cJSON_Delete(a);
+	free(pod);
+}
+
+/* binpack (default): the fullest node that fits scores highest; spread: the emptiest. Where it
+ * does not fit: 0. fill = (used + 10Gi) / limit: n-room 50/72, n-empty 10/72, n-annot 60/60.8
+ * (its own threshold). */
+static void test_prioritize_binpack_and_spread(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL);
+	cJSON *a = call(EXTENDER_PRIORITIZE, body);
+
+	assert_int_equal(cJSON_GetArraySize(a), N_ALL);
+	for (int i = 0; i < N_ALL; i++) /* one per node, in the input order */
+		assert_string_equal(str_at(cJSON_GetArrayItem(a, i), "Host"), ALL[i]);
+	assert_int_equal(score_of(a, "n-annot"), 10);
+	assert_int_equal(score_of(a, "n-room"), 7);
+	assert_int_equal(score_of(a, "n-empty"), 2);
+	assert_int_equal(score_of(a, "n-full"), 0);
+	assert_int_equal(score_of(a, "n-small"), 0);
+	assert_int_equal(score_of(a, "n-nocap"), 0);
+	assert_int_equal(score_of(a, "n-unknown"), 0);
+	cJSON_Delete(a);
+
+	E.cfg.score = EXTENDER_SPREAD;
+	reconfigure();
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-empty"), 9);
+	assert_int_equal(score_of(a, "n-room"), 4);
+	assert_int_equal(score_of(a, "n-annot"), 1);
+	assert_int_equal(score_of(a, "n-full"), 0);
+	assert_int_equal(score_of(a, "n-unknown"), 0);
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* Reservations from the source count; the pod's own does not; one whose pod the cache shows
+ * counts once. */
+static void test_reservations_counted(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL);
+
+	fake_add(&E.res, "n-room", "other/admitting", "uid-x", 5 * GIB);
+	fake_add(&E.res, "n-full", "ml/llama-0", "uid-ml-llama-0", 10 * GIB); /* itself */
+	fake_add(&E.res, "n-annot", "other/late", NULL, 1 * GIB);
+	fake_add(&E.res, "n-empty", "team/resident-room", "uid-team-resident-room", 40 * GIB);
+	fake_add(&E.res, "n-room", "team/resident-room", "uid-team-resident-room", 40 * GIB);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	char names[256];
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room,n-empty");
+	assert_string_equal(reason(a, "FailedNodes", "n-full"),
+	                    "needs 10Gi, 1.7Gi free of the 90 percent limit");
+	assert_string_equal(reason(a, "FailedNodes", "n-annot"),
+	                    "needs 10Gi, 9.8Gi free of the 76 percent limit");
+	cJSON_Delete(a);
+	a = call(EXTENDER_PRIORITIZE, body);
+	/* n-room: 40 (visible, its reservation settled) + 5 + 10 of 72: 1 + round(6.875) */
+	assert_int_equal(score_of(a, "n-room"), 8);
+	/* n-empty: a reservation of 40Gi whose pod is on another node: 50 of 72 */
+	assert_int_equal(score_of(a, "n-empty"), 7);
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* A node held by a placement is skipped on the listener's thread and waited for on a worker;
+ * refused busy, the filter answers an Error. */
+static void test_held_node(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL), names[256];
+	E.res.busy_node = "n-room";
+
+	cJSON *a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room,n-empty,n-annot");
+	assert_int_equal(E.res.blocking_calls, 1);
+	cJSON_Delete(a);
+
+	struct server_route r = extender_filter_route(E.x);
+	char *out = NULL, err[256];
+	size_t len;
+	void *job = NULL;
+	assert_string_equal(r.path, "/scheduler/filter");
+	assert_int_equal(r.plain, 1);
+	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_int_equal(r.needs_worker(job), 1);
+	r.refuse_busy(job, "review queue full");
+	assert_int_equal(r.finish(job, &out, &len, err, sizeof(err)), 0);
+	a = cJSON_Parse(out);
+	expect_contains(str_at(a, "Error"), "too busy (review queue full) to judge GPU pod "
+	                                    "ml/llama-0 on node n-room; retry");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(a, "NodeNames")));
+	cJSON_Delete(a);
+	free(out);
+
+	/* Not held: decided at once, no worker. */
+	E.res.busy_node = NULL;
+	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_int_equal(r.needs_worker(job), 0);
+	r.discard(job);
+	free(body);
+	free(pod);
+}
+
+/* A node whose reservations cannot be read (the ledger's table full) fails, with why. */
+static void test_untracked_node(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL);
+	E.res.untracked_node = "n-empty";
+	cJSON *a = call(EXTENDER_FILTER, body);
+	expect_contains(reason(a, "FailedNodes", "n-empty"), "tracks too many nodes");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* Not ours to judge: a pod without GPUs, a mirror pod, an exempt namespace: every node passes
+ * (FailedNodes empty), scores 0; the reservation source is never read. */
+static void test_passthrough(void **state)
+{
+	char *pods[] = {
+	    pod_text("ml", "cpu-only", "10Gi", NULL, "", "cpu"),
+	    pod_text("ml", "mirror", "500Gi", NULL,
+	             ",\"annotations\":{\"kubernetes.io/config.mirror\":\"abc\"}",
+	             "nvidia.com/gpu"),
+	    pod_text("kube-system", "exempt", "500Gi", NULL, "", "nvidia.com/gpu"),
+	};
+	for (size_t p = 0; p < 3; p++) {
+		char *body = args_names(pods[p], ALL, N_ALL), names[256];
+		cJSON *a = call(EXTENDER_FILTER, body);
+		names_of(a, names, sizeof(names));
+		assert_string_equal(names,
+		                    "n-full,n-room,n-empty,n-annot,n-small,n-nocap,n-unknown");
+		assert_int_equal(map_size(a, "FailedNodes"), 0);
+		assert_int_equal(map_size(a, "FailedAndUnresolvableNodes"), 0);
+		cJSON_Delete(a);
+		a = call(EXTENDER_PRIORITIZE, body);
+		for (int i = 0; i < N_ALL; i++)
+			assert_int_equal(score_of(a, ALL[i]), 0);
+		cJSON_Delete(a);
+		free(body);
+		free(pods[p]);
+	}
+	assert_int_equal(E.res.calls, 0);
+}
+
+/* A GPU pod without a valid declaration: no node takes it (the webhook would refuse its
+ * Binding everywhere); the reason says what to fix. */
+static void test_invalid_declaration(void **state)
+{
+	char *pod = llama(NULL), *body = args_names(pod, ALL, 3);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	char names[64];
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	assert_int_equal(map_size(a, "FailedAndUnresolvableNodes"), 3);
+	expect_contains(reason(a, "FailedAndUnresolvableNodes", "n-room"),
+	                "pod ml/llama-0: container \"vllm\"");
+	expect_contains(reason(a, "FailedAndUnresolvableNodes", "n-room"), "GPU_MEMORY_LIMIT");
+	cJSON_Delete(a);
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-room"), 0);
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* A per-GPU share over one GPU's limit never fits; warn mode passes what the webhook would
+ * allow (with a warning) but scores it 0. */
+static void test_never_fits_and_warn_mode(void **state)
+{
+	const char *two[] = {"n-room", "n-full"};
+	char *pod = llama("75Gi"), *body = args_names(pod, two, 2);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	assert_string_equal(reason(a, "FailedAndUnresolvableNodes", "n-room"),
+	                    "needs 75Gi, above the 90 percent limit of the node's 80Gi GPU memory");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+
+	E.cfg.mode_warn = 1;
+	reconfigure();
+	pod = llama("10Gi");
+	body = args_names(pod, ALL, N_ALL);
+	a = call(EXTENDER_FILTER, body);
+	char names[256];
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-full,n-room,n-empty,n-annot,n-small");
+	cJSON_Delete(a);
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-full"), 0);
+	assert_int_equal(score_of(a, "n-small"), 0);
+	assert_int_equal(score_of(a, "n-room"), 7);
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* On a 2-GPU node a pod fits in total, but one container's share of its GPU is over the
+ * limit of one GPU: never fits, said per GPU. */
+static void test_per_gpu_never_fits(void **state)
+{
+	const char *one[] = {"n-two"};
+	char pod[1024];
+	snprintf(pod, sizeof(pod),
+	         "{\"metadata\":{\"name\":\"big\",\"namespace\":\"ml\"},\"spec\":{\"containers\":"
+	         "[{\"name\":\"shard\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}},"
+	         "\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"73Gi\"}]},"
+	         "{\"name\":\"small\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}},"
+	         "\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"1Gi\"}]}]}}");
+	put_node_gpus(E.cache, "n-two", "80Gi", NULL, "2");
+	char *body = args_names(pod, one, 1);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	assert_string_equal(reason(a, "FailedAndUnresolvableNodes", "n-two"),
+	                    "container \"shard\" needs 73Gi per GPU, above the 90 percent limit of "
+	                    "one GPU's 80Gi");
+	cJSON_Delete(a);
+	free(body);
+}
+
+/* The watch cache cannot judge: the filter answers an Error (retry), prioritize has no
+ * opinion. Pass-through pods need no cache. */
+static void test_cache_not_ready(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, 2);
+	fresh_answer = 0;
+	cJSON *a = call(EXTENDER_FILTER, body);
+	assert_string_equal(str_at(a, "Error"), "gpu-memory-guard cannot judge GPU pod ml/llama-0: "
+	                                        "its watch cache is not synced or stale; retry");
+	cJSON_Delete(a);
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-room"), 0);
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+
+	E.cfg.cache = NULL;
+	reconfigure();
+	pod = llama("10Gi");
+	body = args_names(pod, ALL, 2);
+	a = call(EXTENDER_FILTER, body);
+	expect_contains(str_at(a, "Error"), "its watch cache is off (--cache off)");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+	pod = pod_text("ml", "cpu", NULL, NULL, "", "cpu");
+	body = args_names(pod, ALL, 2);
+	a = call(EXTENDER_FILTER, body);
+	assert_string_equal(str_at(a, "Error"), "");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* A '%' echoed from a node annotation never reaches the answer (text.h). */
+static void test_no_percent(void **state)
+{
+	const char *one[] = {"n-pct"};
+	put_node(E.cache, "n-pct", "80%", NULL);
+	char *pod = llama("10Gi"), *body = args_names(pod, one, 1);
+	cJSON *a = call(EXTENDER_FILTER, body); /* call() checks there is no '%' */
+	expect_contains(reason(a, "FailedAndUnresolvableNodes", "n-pct"), "\"80\xef\xbc\x85\"");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* Filter: bad bodies are answered 200 with an Error (kube-scheduler's contract); prioritize:
+ * EXTENDER_EBADREQUEST (400) with the same reason. */
+static void expect_bad(const char *body, size_t len, const char *fragment)
+{
+	char *out = NULL, err[EXTENDER_ERR_MAX] = "";
+	size_t n = 0;
+	assert_int_equal(
+	    extender_handle(E.x, EXTENDER_FILTER, body, len, &out, &n, err, sizeof(err)), 0);
+	cJSON *a = cJSON_Parse(out);
+	assert_non_null(a);
+	expect_contains(str_at(a, "Error"), fragment);
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(a, "NodeNames")));
+	assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(a, "Nodes")));
+	cJSON_Delete(a);
+	free(out);
+	assert_int_equal(
+	    extender_handle(E.x, EXTENDER_PRIORITIZE, body, len, &out, &n, err, sizeof(err)),
+	    EXTENDER_EBADREQUEST);
+	assert_null(out);
+	expect_contains(err, fragment);
+}
+
+static void test_bad_inputs(void **state)
+{
+	char *pod = llama("10Gi"), body[8192];
+
+	expect_bad("", 0, "ExtenderArgs: empty body");
+	expect_bad("{\"Pod\":", 7, "ExtenderArgs: not JSON (error at byte");
+	expect_bad("{} {}", 5, "trailing data at byte 3");
+	expect_bad("[]", 2, "ExtenderArgs: not a JSON object");
+	expect_bad("{\"NodeNames\":[]}", 16, "ExtenderArgs: no Pod");
+	expect_bad("{\"Pod\":null,\"NodeNames\":[]}", 27, "ExtenderArgs: no Pod");
+	expect_bad("{\"Pod\":\"x\",\"NodeNames\":[]}", 26, "ExtenderArgs: no Pod");
+#define BAD(fmt, fragment)                                                                         \
+	do {                                                                                       \
+		snprintf(body, sizeof(body), fmt, pod);                                            \
+		expect_bad(body, strlen(body), fragment);                                          \
+	} while (0)
+	BAD("{\"Pod\":%s}", "neither Nodes nor NodeNames given");
+	BAD("{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":null}", "neither Nodes nor NodeNames");
+	BAD("{\"Pod\":%s,\"Nodes\":{\"items\":[]},\"NodeNames\":[]}", "both Nodes and NodeNames");
+	BAD("{\"Pod\":%s,\"pod\":{},\"NodeNames\":[]}", "given twice, in different letter cases");
+	BAD("{\"Pod\":%s,\"NodeNames\":\"n-room\"}", "NodeNames is not a list of node names");
+	BAD("{\"Pod\":%s,\"NodeNames\":[\"n-room\",7]}", "NodeNames[1] is not a node name");
+	BAD("{\"Pod\":%s,\"NodeNames\":[\"\"]}", "NodeNames[0] is not a node name");
+	BAD("{\"Pod\":%s,\"NodeNames\":[\"n-room\",\"n-full\",\"n-room\"]}",
+	    "node \"n-room\" given twice");
+	BAD("{\"Pod\":%s,\"Nodes\":[]}", "Nodes is not a NodeList");
+	BAD("{\"Pod\":%s,\"Nodes\":{\"items\":{}}}", "Nodes is not a NodeList");
+	BAD("{\"Pod\":%s,\"Nodes\":{\"items\":[{\"metadata\":{}}]}}",
+	    "Nodes.items[0] is not a Node with metadata.name");
+	BAD("{\"Pod\":%s,\"Nodes\":{\"items\":[{\"metadata\":{\"name\":\"a\"}},7]}}",
+	    "Nodes.items[1] is not a Node");
+#undef BAD
+	char longname[300];
+	memset(longname, 'a', 254);
+	longname[254] = '\0';
+	snprintf(body, sizeof(body), "{\"Pod\":%s,\"NodeNames\":[\"%s\"]}", pod, longname);
+	expect_bad(body, strlen(body), "NodeNames[0] is not a node name");
+
+	/* More nodes than one call may judge: refused before any node is read. */
+	size_t cap = 16 * (EXTENDER_MAX_NODES + 2) + 4096, off;
+	char *big = malloc(cap);
+	assert_non_null(big);
+	off = (size_t)snprintf(big, cap, "{\"Pod\":%s,\"NodeNames\":[", pod);
+	for (int i = 0; i <= EXTENDER_MAX_NODES; i++)
+		off += (size_t)snprintf(big + off, cap - off, "%s\"n%d\"", i ? "," : "", i);
+	off += (size_t)snprintf(big + off, cap - off, "]}");
+	E.res.calls = 0;
+	expect_bad(big, off, "15001 nodes, more than the 15000 one call may judge");
+	assert_int_equal(E.res.calls, 0);
+	free(big);
+	free(pod);
+}
+
+/* An empty node list is no error: nothing passes, nothing fails. */
+static void test_empty_list(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, 0), names[8];
+	cJSON *a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	assert_string_equal(str_at(a, "Error"), "");
+	cJSON_Delete(a);
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_true(cJSON_IsArray(a));
+	assert_int_equal(cJSON_GetArraySize(a), 0);
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* The value of the sample line that starts with series (HELP and TYPE lines skipped). */
+static double metric(const char *text, const char *series)
+{
+	for (const char *p = text; p != NULL && *p;
+	     p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+		if (strncmp(p, series, strlen(series)) == 0)
+			return strtod(p + strlen(series), NULL);
+	fail_msg("no series %s", series);
+	return -1;
+}
+
+/* The calls are counted by verb and result; filtered-out nodes and latency too. */
+static void test_metrics(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL);
+	char *cpu = pod_text("ml", "c", NULL, NULL, "", "cpu"), *cbody = args_names(cpu, ALL, 2);
+	char *text, *out, err[256];
+	size_t len;
+
+	cJSON_Delete(call(EXTENDER_FILTER, body)); /* 4 nodes out */
+	cJSON_Delete(call(EXTENDER_FILTER, body)); /* 4 more */
+	cJSON_Delete(call(EXTENDER_PRIORITIZE, body));
+	cJSON_Delete(call(EXTENDER_FILTER, cbody));
+	cJSON_Delete(call(EXTENDER_FILTER, "{}"));
+	assert_int_equal(
+	    extender_handle(E.x, EXTENDER_PRIORITIZE, "{}", 2, &out, &len, err, sizeof(err)),
+	    EXTENDER_EBADREQUEST);
+	assert_int_equal(metrics_render(E.metrics, &text, &len), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"filter\","
+	                         "result=\"judged\"} ") == 2);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"filter\","
+	                         "result=\"passthrough\"} ") == 1);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"filter\","
+	                         "result=\"error\"} ") == 1);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"prioritize\","
+	                         "result=\"judged\"} ") == 1);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"prioritize\","
+	                         "result=\"error\"} ") == 1);
+	assert_true(metric(text, "gpu_memory_guard_extender_nodes_filtered_out_total ") == 8);
+	assert_true(
+	    metric(text, "gpu_memory_guard_extender_request_seconds_count{verb=\"filter\"} ") == 4);
+	assert_true(metric(text, "gpu_memory_guard_extender_request_seconds_count{verb="
+	                         "\"prioritize\"} ") == 2);
+	free(text);
+	free(body);
+	free(pod);
+	free(cbody);
+	free(cpu);
+}
+
+/* The ledger as the source: live reservations counted, nothing written. */
+static void test_ledger_source(void **state)
+{
+	struct ledger *l = ledger_new(60000);
+	struct extender_ledger el = {l, NULL, NULL};
+	struct ledger_node *ln = ledger_lock(l, "n-room");
+	assert_non_null(ln);
+	assert_int_equal(ledger_reserve_uid(ln, "other/p", "uid-p", 5 * GIB, ledger_now_ms()), 0);
+	ledger_unlock(ln);
+	E.cfg.reservations = extender_reservations_ledger(&el);
+	reconfigure();
+	const char *one[] = {"n-room"};
+	char *pod = llama("10Gi"), *body = args_names(pod, one, 1);
+	cJSON *a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-room"), 8); /* 40 + 5 + 10 of 72 */
+	cJSON_Delete(a);
+	assert_int_equal(ledger_size(l), 1);
+	free(body);
+	free(pod);
+	extender_free(E.x);
+	E.x = NULL;
+	ledger_free(l);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test_setup_teardown(test_filter_recorded_nodenames, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_filter_recorded_nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_any_letter_case, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_prioritize_binpack_and_spread, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reservations_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_held_node, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_untracked_node, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_invalid_declaration, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_never_fits_and_warn_mode, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_per_gpu_never_fits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cache_not_ready, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_no_percent, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_empty_list, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
