@@ -172,7 +172,9 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
 	/* The scheduler extender: the webhook's policy, the same cache, its ledger's
-	 * reservations (read, never written). */
+	 * reservations (read, never written). With --reservations shared the ledger holds none:
+	 * the extender then counts the cache's pods only (no source over the shared records yet;
+	 * the webhook still decides each Binding with them). */
 	struct extender_ledger eledger = {ledger, informer ? informer_progress_ms : NULL, informer};
 	struct extender_config ecfg = {
 	    .threshold = cfg->threshold,
