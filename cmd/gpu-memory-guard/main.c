@@ -171,10 +171,10 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
-	/* The scheduler extender: the webhook's policy, the same cache, its ledger's
-	 * reservations (read, never written). With --reservations shared the ledger holds none:
-	 * the extender then counts the cache's pods only (no source over the shared records yet;
-	 * the webhook still decides each Binding with them). */
+	/* The scheduler extender: the webhook's policy, the same cache, and the reservations the
+	 * webhook keeps (read, never written): the ledger's, or with --reservations shared the
+	 * records as this replica last saw them (the webhook decides each Binding on fresh ones).
+	 */
 	struct extender_ledger eledger = {ledger, informer ? informer_progress_ms : NULL, informer};
 	struct extender_config ecfg = {
 	    .threshold = cfg->threshold,
@@ -188,7 +188,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache = cache,
 	    .cache_fresh = informer_fresh_fn,
 	    .cache_ctx = informer,
-	    .reservations = extender_reservations_ledger(&eledger),
+	    .reservations = shared ? extender_reservations_shared(shared)
+	                           : extender_reservations_ledger(&eledger),
 	};
 	if ((extender = extender_new(&ecfg, metrics)) == NULL)
 		goto out;

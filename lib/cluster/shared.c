@@ -343,6 +343,24 @@ int shared_place(struct shared *s, const char *node, double deadline_s, shared_d
 	return rc;
 }
 
+size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn, void *ctx)
+{
+	size_t n = 0;
+	uint64_t now = s->wall_ms();
+
+	pthread_mutex_lock(&s->mu);
+	struct known *k = find(s, node);
+	for (size_t i = 0; k != NULL && i < k->rec.n; i++) {
+		const struct record_entry *e = &k->rec.entries[i];
+		if (e->expires_ms <= now)
+			continue;
+		fn(ctx, e->key, e->uid, e->bytes);
+		n++;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return n;
+}
+
 void shared_collect(void *ctx, struct metrics_writer *w)
 {
 	struct shared *s = ctx;

@@ -107,6 +107,13 @@ int shared_place(struct shared *s, const char *node, double deadline_s, shared_d
                  void *ctx, unsigned *attempts, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* Call fn(ctx, key, uid, bytes) for each entry of node's record, as this replica last wrote or
+ * read it, that has not expired: no API call (the scheduler extender's view). Another replica's
+ * newer entries are not seen until this replica writes or reads the record again. Returns how
+ * many entries were visited. fn must not call shared functions. Thread-safe. */
+typedef void (*shared_entry_fn)(void *ctx, const char *key, const char *uid, uint64_t bytes);
+size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn, void *ctx);
+
 /* metrics_collector_fn: the series above. ctx is the struct shared. */
 void shared_collect(void *ctx, struct metrics_writer *w);
 

@@ -14,6 +14,7 @@
 #include "placement.h"
 #include "policy.h"
 #include "quantity.h"
+#include "shared.h"
 #include "text.h"
 
 #include <cjson/cJSON.h>
@@ -169,6 +170,32 @@ static int ledger_each_resv(void *ctx, const char *node, int may_block, extender
 struct extender_reservations extender_reservations_ledger(struct extender_ledger *el)
 {
 	struct extender_reservations r = {el, ledger_each_resv};
+	return r;
+}
+
+struct shared_visit_ctx {
+	extender_add_fn add;
+	void *add_ctx;
+};
+
+static void shared_visit_one(void *ctx, const char *key, const char *uid, uint64_t bytes)
+{
+	struct shared_visit_ctx *v = ctx;
+	v->add(v->add_ctx, key, uid, bytes);
+}
+
+static int shared_each_resv(void *ctx, const char *node, int may_block, extender_add_fn add,
+                            void *add_ctx)
+{
+	struct shared_visit_ctx v = {add, add_ctx};
+	(void)may_block;
+	shared_each_entry(ctx, node, shared_visit_one, &v);
+	return 0;
+}
+
+struct extender_reservations extender_reservations_shared(struct shared *s)
+{
+	struct extender_reservations r = {s, shared_each_resv};
 	return r;
 }
 

@@ -106,7 +106,8 @@ typedef void (*extender_add_fn)(void *add_ctx, const char *key, const char *uid,
 
 /*
  * Where the pending reservations (admitted placements the cache may not show yet) come from:
- * the webhook's local ledger today (extender_reservations_ledger), a shared record later.
+ * the webhook's local ledger (extender_reservations_ledger) or the shared records
+ * (extender_reservations_shared).
  * each(ctx, node, may_block, add, add_ctx) calls add for every live reservation on node and
  * returns 0, EXTENDER_EBUSY (may_block 0 and it would have to wait), EXTENDER_EUNTRACKED, or
  * EXTENDER_ENOMEM. It must be thread-safe and must not call back into the extender. each NULL:
@@ -127,6 +128,13 @@ struct extender_ledger {
 	void *progress_ctx;
 };
 struct extender_reservations extender_reservations_ledger(struct extender_ledger *el);
+
+/* The shared records (--reservations shared, shared.h) as a reservation source: each node's
+ * record as this replica last wrote or read it (no API call, never waits). Entries other
+ * replicas wrote since are not seen, so the filter may pass a node the webhook then refuses:
+ * the webhook stays the commit point. s is borrowed. */
+struct shared;
+struct extender_reservations extender_reservations_shared(struct shared *s);
 
 struct extender_config {
 	double threshold;                     /* ratio (0,1]; a node annotation overrides it */

@@ -392,6 +392,47 @@ static void test_metrics(void **state)
 	fake_lease_free(f);
 }
 
+struct visited {
+	size_t n;
+	uint64_t bytes;
+	char last_uid[64];
+};
+
+static void visit_entry(void *ctx, const char *key, const char *uid, uint64_t bytes)
+{
+	struct visited *v = ctx;
+	(void)key;
+	v->n++;
+	v->bytes += bytes;
+	snprintf(v->last_uid, sizeof(v->last_uid), "%s", uid);
+}
+
+static void test_each_entry_reads_the_known_record(void **state)
+{
+	struct fake_lease *f = fake_lease_new();
+	struct shared *s = replica(f);
+	struct want a = {"ns/a", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	struct want b = {"ns/b", 5 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	struct visited v = {0};
+	(void)state;
+	assert_int_equal(shared_each_entry(s, "gpu-1", visit_entry, &v), 0); /* none known */
+	assert_int_equal(place(s, &a, NULL), 0);
+	wall_now += 30000;
+	assert_int_equal(place(s, &b, NULL), 0);
+	int gets = f->gets;
+	assert_int_equal(shared_each_entry(s, "gpu-1", visit_entry, &v), 2);
+	assert_int_equal(v.bytes, 15 * GI);
+	assert_int_equal(f->gets, gets); /* no API call */
+	wall_now += 30000;               /* a's entry expires, b's has 30 s left */
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(shared_each_entry(s, "gpu-1", visit_entry, &v), 1);
+	assert_int_equal(v.bytes, 5 * GI);
+	assert_int_equal(shared_each_entry(s, "gpu-2", visit_entry, &v), 0);
+	wall_now = WALL;
+	shared_free(s);
+	fake_lease_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -404,6 +445,7 @@ int main(void)
 	    cmocka_unit_test(test_unreadable_record),
 	    cmocka_unit_test(test_replicas_race_exactly),
 	    cmocka_unit_test(test_metrics),
+	    cmocka_unit_test(test_each_entry_reads_the_known_record),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
