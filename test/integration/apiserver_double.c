@@ -41,10 +41,11 @@
 #define BOOKMARK_DEF 1000u  /* ms between bookmarks */
 #define NAME_MAX_DBL 253    /* bytes of a namespace or name */
 
-enum res { RES_PODS = 0, RES_NODES, RES_N };
+/* Leases have a store and a history too (the code is shared), but no list or watch route. */
+enum res { RES_PODS = 0, RES_NODES, RES_LEASES, RES_N };
 
-static const char *const RES_KIND[RES_N] = {"Pod", "Node"};
-static const char *const RES_LIST_KIND[RES_N] = {"PodList", "NodeList"};
+static const char *const RES_KIND[RES_N] = {"Pod", "Node", "Lease"};
+static const char *const RES_LIST_KIND[RES_N] = {"PodList", "NodeList", "LeaseList"};
 
 /* One stored object. ns is "" for nodes. */
 struct obj {
@@ -96,6 +97,10 @@ struct apiserver_double {
 	int fail_code;
 	unsigned delay_ms;
 	int expire_continue;
+	unsigned lease_delay_ms;    /* each lease write waits this long before it is applied */
+	unsigned long lease_fail_n; /* the next lease_fail_n lease writes answer lease_fail_code */
+	int lease_fail_code;
+	unsigned long uid_seq; /* metadata.uid of created leases */
 	int stopping;
 	unsigned long counts[APISERVER_DOUBLE_N_COUNTERS];
 	char last_sel[512];
@@ -234,13 +239,14 @@ static int ts_before(const struct timespec *a, const struct timespec *b)
 	return a->tv_sec < b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec < b->tv_nsec);
 }
 
-/* The injected delay: a condition wait, so stop() wakes sleepers at once. */
-static void injected_delay(struct apiserver_double *d)
+/* The injected delay (of every answer, or of lease writes): a condition wait, so stop() wakes
+ * sleepers at once. */
+static void injected_delay(struct apiserver_double *d, int lease_write)
 {
 	struct timespec until;
 	pthread_mutex_lock(&d->mu);
-	if (d->delay_ms) {
-		deadline_after(&until, d->delay_ms);
+	if (lease_write ? d->lease_delay_ms : d->delay_ms) {
+		deadline_after(&until, lease_write ? d->lease_delay_ms : d->delay_ms);
 		while (!d->stopping && pthread_cond_timedwait(&d->cv, &d->mu, &until) != ETIMEDOUT)
 			;
 	}
@@ -449,8 +455,9 @@ static char *stamp(struct apiserver_double *d, cJSON *tree)
 }
 
 /*
- * Add or replace an object (tree owned: freed here). Pods get metadata.namespace from ns when
- * given, else "default" when absent. 0, or -1 (no name, bad sizes, out of memory).
+ * Add or replace an object (tree owned: freed here). Pods and leases get metadata.namespace
+ * from ns when given; pods get "default" when it is absent. 0, or -1 (no name, bad sizes, out
+ * of memory).
  */
 static int put_locked(struct apiserver_double *d, enum res r, const char *ns, cJSON *tree)
 {
@@ -461,7 +468,7 @@ static int put_locked(struct apiserver_double *d, enum res r, const char *ns, cJ
 	if (!cJSON_IsObject(md) || !*str_at(tree, "metadata", "name") ||
 	    strlen(str_at(tree, "metadata", "name")) > NAME_MAX_DBL)
 		goto out;
-	if (r == RES_PODS && ns) {
+	if (r != RES_NODES && ns) {
 		cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
 		cJSON_AddStringToObject(md, "namespace", ns);
 	}
@@ -472,7 +479,7 @@ static int put_locked(struct apiserver_double *d, enum res r, const char *ns, cJ
 	o = calloc(1, sizeof *o);
 	if (!o)
 		goto out;
-	o->ns = dup_or_empty(r == RES_PODS ? str_at(tree, "metadata", "namespace") : "");
+	o->ns = dup_or_empty(r != RES_NODES ? str_at(tree, "metadata", "namespace") : "");
 	o->name = dup_or_empty(str_at(tree, "metadata", "name"));
 	o->node = dup_or_empty(str_at(tree, "spec", "nodeName"));
 	o->phase = dup_or_empty(str_at(tree, "status", "phase"));
@@ -767,6 +774,804 @@ static struct answer post_binding(struct apiserver_double *d, const char *ns, co
 	return status_answer(201, "", "");
 }
 
+/* ---- leases (coordination.k8s.io/v1): kube-apiserver v1.33's semantics ----
+ *
+ * Copied from k8s.io/apiserver v0.33.13 (endpoints/handlers create.go, update.go, delete.go,
+ * rest.go checkName; registry/generic/registry/store.go Create, Update, Delete; storage/etcd3
+ * store.go Create, GuaranteedUpdate) and k8s.io/kubernetes v1.33.13
+ * pkg/registry/coordination/lease/strategy.go (AllowCreateOnUpdate true, AllowUnconditionalUpdate
+ * false) with pkg/apis/coordination/validation. Every write runs with d->mu held, from the
+ * resourceVersion comparison to the store: one atomic step, as etcd's transaction makes it.
+ */
+
+#define LEASE_GROUP     "coordination.k8s.io"
+#define LEASE_API       LEASE_GROUP "/v1"
+#define LEASE_RESOURCE  "leases." LEASE_GROUP /* qualifiedResource.String() */
+#define LEASE_GROUPKIND "Lease." LEASE_GROUP  /* kind.GroupKind().String() */
+#define ANNOTATIONS_MAX 262144L /* bytes of keys + values: TotalAnnotationSizeLimitB */
+#define VERR_MAX        8       /* validation errors reported per request */
+#define OPTIMISTIC_LOCK_MSG                                                                        \
+	"the object has been modified; please apply your changes to the latest version and try "   \
+	"again"
+#define DNS1123_MSG                                                                                \
+	"a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' "  \
+	"or '.', and must start and end with an alphanumeric character (e.g. 'example.com', "      \
+	"regex used for validation is "                                                            \
+	"'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+
+static void count_locked(struct apiserver_double *d, enum apiserver_double_counter c)
+{
+	d->counts[c]++;
+	pthread_cond_broadcast(&d->cv);
+}
+
+/*
+ * A Status answer as the API server writes it for a lease: reason omitted when "" (omitempty);
+ * when name is not NULL, details {name, group, kind, uid}, kind being what the error names
+ * ("leases", the resource, for NotFound / AlreadyExists / Conflict; "Lease" for Invalid).
+ */
+static struct answer lease_status(unsigned code, const char *reason, const char *name,
+                                  const char *kind, const char *uid, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+static struct answer lease_status(unsigned code, const char *reason, const char *name,
+                                  const char *kind, const char *uid, const char *fmt, ...)
+{
+	char msg[1536];
+	va_list ap;
+	cJSON *s, *det;
+	struct answer a = {code, NULL, NULL};
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	s = status_object(code, reason, msg);
+	if (!*reason)
+		cJSON_DeleteItemFromObjectCaseSensitive(s, "reason");
+	if (name) {
+		det = cJSON_AddObjectToObject(s, "details");
+		cJSON_AddStringToObject(det, "name", name);
+		cJSON_AddStringToObject(det, "group", LEASE_GROUP);
+		cJSON_AddStringToObject(det, "kind", kind);
+		if (uid && *uid)
+			cJSON_AddStringToObject(det, "uid", uid);
+	}
+	a.body = cJSON_PrintUnformatted(s);
+	cJSON_Delete(s);
+	return a;
+}
+
+static struct answer lease_conflict(const char *name, const char *why)
+{
+	return lease_status(409, "Conflict", name, "leases", NULL,
+	                    "Operation cannot be fulfilled on " LEASE_RESOURCE " \"%s\": %s", name,
+	                    why);
+}
+
+/* The 409 of a failed uid or resourceVersion precondition: a storage InvalidObj error, which
+ * the registry turns into a Conflict carrying the storage error's text. */
+static struct answer precondition_conflict(const char *ns, const char *name, const char *what,
+                                           const char *want, const char *have)
+{
+	char why[1024];
+	snprintf(why, sizeof why,
+	         "StorageError: invalid object, Code: 4, Key: /registry/leases/%s/%s, "
+	         "ResourceVersion: 0, AdditionalErrorMsg: Precondition failed: %s in precondition: "
+	         "%s, %s in object meta: %s",
+	         ns, name, what, want, what, have);
+	return lease_conflict(name, why);
+}
+
+static struct answer lease_not_found(const char *name)
+{
+	return lease_status(404, "NotFound", name, "leases", NULL,
+	                    LEASE_RESOURCE " \"%s\" not found", name);
+}
+
+/* Go's encoding/json name of a JSON value's type, for its "cannot unmarshal" errors. */
+static const char *json_type(const cJSON *x)
+{
+	if (cJSON_IsString(x))
+		return "string";
+	if (cJSON_IsNumber(x))
+		return "number";
+	if (cJSON_IsBool(x))
+		return "bool";
+	if (cJSON_IsArray(x))
+		return "array";
+	return "object";
+}
+
+enum jt { JT_STRING, JT_INT32, JT_OBJECT, JT_STRMAP };
+
+/* The Lease fields whose JSON type the decoder checks (a mismatch is a 400); others pass. */
+static const struct lease_field {
+	const char *section; /* NULL: top level */
+	const char *name;
+	enum jt type;
+	const char *go_struct, *go_type; /* for the error text */
+} LEASE_FIELDS[] = {
+    {NULL, "metadata", JT_OBJECT, "Lease", "v1.ObjectMeta"},
+    {NULL, "spec", JT_OBJECT, "Lease", "v1.LeaseSpec"},
+    {"metadata", "name", JT_STRING, "ObjectMeta", "string"},
+    {"metadata", "generateName", JT_STRING, "ObjectMeta", "string"},
+    {"metadata", "namespace", JT_STRING, "ObjectMeta", "string"},
+    {"metadata", "uid", JT_STRING, "ObjectMeta", "types.UID"},
+    {"metadata", "resourceVersion", JT_STRING, "ObjectMeta", "string"},
+    {"metadata", "creationTimestamp", JT_STRING, "ObjectMeta", "v1.Time"},
+    {"metadata", "labels", JT_STRMAP, "ObjectMeta", "string"},
+    {"metadata", "annotations", JT_STRMAP, "ObjectMeta", "string"},
+    {"spec", "holderIdentity", JT_STRING, "LeaseSpec", "string"},
+    {"spec", "leaseDurationSeconds", JT_INT32, "LeaseSpec", "int32"},
+    {"spec", "acquireTime", JT_STRING, "LeaseSpec", "v1.MicroTime"},
+    {"spec", "renewTime", JT_STRING, "LeaseSpec", "v1.MicroTime"},
+    {"spec", "leaseTransitions", JT_INT32, "LeaseSpec", "int32"},
+    {"spec", "strategy", JT_STRING, "LeaseSpec", "v1.CoordinatedLeaseStrategy"},
+    {"spec", "preferredHolder", JT_STRING, "LeaseSpec", "string"},
+};
+
+/* "" when x (not null) has the field's type; else Go's error text in out. */
+static const char *field_type_error(const struct lease_field *f, const cJSON *x, char *out,
+                                    size_t len)
+{
+	const cJSON *v;
+	int ok = 1;
+	char where[160];
+	snprintf(where, sizeof where, "Go struct field %s.%s%s%s of type %s", f->go_struct,
+	         f->section ? f->section : "", f->section ? "." : "", f->name, f->go_type);
+	switch (f->type) {
+	case JT_STRING:
+		ok = cJSON_IsString(x);
+		break;
+	case JT_OBJECT:
+		ok = cJSON_IsObject(x);
+		break;
+	case JT_INT32:
+		if (cJSON_IsNumber(x) &&
+		    (x->valuedouble != (double)(long long)x->valuedouble ||
+		     x->valuedouble > 2147483647.0 || x->valuedouble < -2147483648.0)) {
+			snprintf(out, len, "json: cannot unmarshal number %g into %s",
+			         x->valuedouble, where);
+			return out;
+		}
+		ok = cJSON_IsNumber(x);
+		break;
+	case JT_STRMAP:
+		if (!cJSON_IsObject(x))
+			break; /* the map itself: reported below with its Go type */
+		cJSON_ArrayForEach(v, x) if (!cJSON_IsNull(v) && !cJSON_IsString(v))
+		{
+			snprintf(out, len, "json: cannot unmarshal %s into %s", json_type(v),
+			         where);
+			return out;
+		}
+		return "";
+	}
+	if (f->type == JT_STRMAP)
+		snprintf(where, sizeof where, "Go struct field %s.%s.%s of type map[string]string",
+		         f->go_struct, f->section, f->name);
+	if (ok)
+		return "";
+	snprintf(out, len, "json: cannot unmarshal %s into %s", json_type(x), where);
+	return out;
+}
+
+/*
+ * What the API server's decoder refuses in a Lease body, as 400 BadRequest: not a JSON object,
+ * another kind or apiVersion, a known field of the wrong JSON type. Returns the tree (owned by
+ * the caller) with kind and apiVersion set (the handler's default kind fills absent ones), or
+ * NULL with *bad set.
+ */
+static cJSON *lease_decode(const char *body, struct answer *bad)
+{
+	cJSON *t = body ? cJSON_Parse(body) : NULL;
+	const char *kind, *api, *ver;
+	char why[512];
+	if (!cJSON_IsObject(t) ||
+	    (cJSON_GetObjectItemCaseSensitive(t, "kind") &&
+	     !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(t, "kind"))) ||
+	    (cJSON_GetObjectItemCaseSensitive(t, "apiVersion") &&
+	     !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(t, "apiVersion")))) {
+		*bad =
+		    lease_status(400, "BadRequest", NULL, NULL, NULL,
+		                 "the object provided is unrecognized (must be of type Lease): "
+		                 "couldn't get version/kind; json parse error: %s (%.30s)",
+		                 t ? "json: cannot unmarshal into Go struct field of type string "
+		                     "(apiVersion, kind)"
+		                   : "not JSON",
+		                 body ? body : "");
+		cJSON_Delete(t);
+		return NULL;
+	}
+	kind = *str_at(t, "kind", NULL) ? str_at(t, "kind", NULL) : "Lease";
+	api = *str_at(t, "apiVersion", NULL) ? str_at(t, "apiVersion", NULL) : LEASE_API;
+	ver = strchr(api, '/') ? strchr(api, '/') + 1 : api;
+	if (!strcmp(kind, "Lease") && strcmp(api, LEASE_API) &&
+	    !strncmp(api, LEASE_GROUP "/", strlen(LEASE_GROUP) + 1)) {
+		/* coordination.k8s.io/v1beta1 decodes (the scheme knows it) but is not this
+		 * endpoint's version. */
+		*bad =
+		    lease_status(400, "BadRequest", NULL, NULL, NULL,
+		                 "the API version in the data (%s) does not match the expected API "
+		                 "version (" LEASE_API ")",
+		                 api);
+		goto fail;
+	}
+	if (strcmp(kind, "Lease") || strcmp(api, LEASE_API)) {
+		*bad = lease_status(
+		    400, "BadRequest", NULL, NULL, NULL,
+		    "%s in version \"%s\" cannot be handled as a Lease: no kind \"%s\" "
+		    "is registered for version \"%s\" in this endpoint",
+		    kind, ver, kind, api);
+		goto fail;
+	}
+	for (size_t i = 0; i < sizeof LEASE_FIELDS / sizeof LEASE_FIELDS[0]; i++) {
+		const struct lease_field *f = &LEASE_FIELDS[i];
+		const cJSON *x = cJSON_GetObjectItemCaseSensitive(
+		    f->section ? cJSON_GetObjectItemCaseSensitive(t, f->section) : t, f->name);
+		if (!x || cJSON_IsNull(x) || !*field_type_error(f, x, why, sizeof why))
+			continue;
+		*bad =
+		    lease_status(400, "BadRequest", NULL, NULL, NULL,
+		                 "Lease in version \"v1\" cannot be handled as a Lease: %s", why);
+		goto fail;
+	}
+	cJSON_DeleteItemFromObjectCaseSensitive(t, "kind");
+	cJSON_DeleteItemFromObjectCaseSensitive(t, "apiVersion");
+	cJSON_AddStringToObject(t, "kind", "Lease");
+	cJSON_AddStringToObject(t, "apiVersion", LEASE_API);
+	/* The decoder makes both structs: an absent one is empty, a null one too. */
+	for (int i = 0; i < 2; i++) {
+		const char *sec = i ? "spec" : "metadata";
+		if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(t, sec))) {
+			cJSON_DeleteItemFromObjectCaseSensitive(t, sec);
+			cJSON_AddObjectToObject(t, sec);
+		}
+	}
+	return t;
+fail:
+	cJSON_Delete(t);
+	return NULL;
+}
+
+struct verr {
+	const char *type; /* Status cause type */
+	char field[64];
+	char body[768]; /* ErrorBody(): "Invalid value: ...: detail" */
+};
+
+static void verr_add(struct verr *e, int *n, const char *type, const char *field, const char *fmt,
+                     ...) __attribute__((format(printf, 5, 6)));
+static void verr_add(struct verr *e, int *n, const char *type, const char *field, const char *fmt,
+                     ...)
+{
+	va_list ap;
+	if (*n >= VERR_MAX)
+		return;
+	e[*n].type = type;
+	snprintf(e[*n].field, sizeof e[*n].field, "%s", field);
+	va_start(ap, fmt);
+	vsnprintf(e[*n].body, sizeof e[*n].body, fmt, ap);
+	va_end(ap);
+	(*n)++;
+}
+
+/* IsDNS1123Subdomain: lower-case labels of [a-z0-9-], each starting and ending alphanumeric. */
+static int dns1123_subdomain(const char *s)
+{
+	size_t label = 0;
+	for (const char *p = s; *p; p++) {
+		int alnum = (*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9');
+		if (*p == '.') {
+			if (!label || p[-1] == '-')
+				return 0;
+			label = 0;
+		} else if (alnum || (*p == '-' && label)) {
+			label++;
+		} else {
+			return 0;
+		}
+	}
+	return label && s[strlen(s) - 1] != '-';
+}
+
+static int json_int(const cJSON *o, const char *key, long *v)
+{
+	const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+	if (!cJSON_IsNumber(x))
+		return 0;
+	*v = (long)x->valuedouble;
+	return 1;
+}
+
+/* ValidateLease (create) / ValidateLeaseUpdate: the errors, at most VERR_MAX. The update's
+ * immutable metadata (name, namespace, uid, creationTimestamp) is enforced by the caller. */
+static int lease_validate(const cJSON *t, struct verr *e)
+{
+	const cJSON *md = cJSON_GetObjectItemCaseSensitive(t, "metadata");
+	const cJSON *spec = cJSON_GetObjectItemCaseSensitive(t, "spec"), *a;
+	const char *name = str_at(t, "metadata", "name");
+	long size = 0, v;
+	int n = 0;
+	if (!*name)
+		verr_add(e, &n, "FieldValueRequired", "metadata.name",
+		         "Required value: name or generateName is required");
+	if (strlen(name) > 253)
+		verr_add(e, &n, "FieldValueInvalid", "metadata.name",
+		         "Invalid value: \"%.300s\": must be no more than 253 characters", name);
+	if (*name && !dns1123_subdomain(name))
+		verr_add(e, &n, "FieldValueInvalid", "metadata.name",
+		         "Invalid value: \"%.300s\": " DNS1123_MSG, name);
+	cJSON_ArrayForEach(a, cJSON_GetObjectItemCaseSensitive(md, "annotations"))
+	{
+		size += (long)strlen(a->string);
+		if (cJSON_IsString(a))
+			size += (long)strlen(a->valuestring);
+	}
+	if (size > ANNOTATIONS_MAX)
+		verr_add(e, &n, "FieldValueTooLong", "metadata.annotations",
+		         "Too long: may not be more than %ld bytes", ANNOTATIONS_MAX);
+	if (json_int(spec, "leaseDurationSeconds", &v) && v <= 0)
+		verr_add(e, &n, "FieldValueInvalid", "spec.leaseDurationSeconds",
+		         "Invalid value: %ld: must be greater than 0", v);
+	if (json_int(spec, "leaseTransitions", &v) && v < 0)
+		verr_add(e, &n, "FieldValueInvalid", "spec.leaseTransitions",
+		         "Invalid value: %ld: must be greater than or equal to 0", v);
+	return n;
+}
+
+/* 422 Invalid: "<Lease.coordination.k8s.io> \"NAME\" is invalid: <one error, or [a, b]>" with a
+ * cause per error. */
+static struct answer invalid_answer(const char *groupkind, const char *kind, const char *name,
+                                    const struct verr *e, int n)
+{
+	struct sbuf b = {0};
+	cJSON *s, *det, *causes;
+	struct answer a = {422, NULL, NULL};
+	sb_str(&b, n > 1 ? "[" : "");
+	for (int i = 0; i < n; i++) {
+		sb_str(&b, i ? ", " : "");
+		sb_str(&b, e[i].field);
+		sb_str(&b, ": ");
+		sb_str(&b, e[i].body);
+	}
+	sb_str(&b, n > 1 ? "]" : "");
+	if (!sb_take(&b))
+		return status_answer(500, "InternalError", "out of memory");
+	a = lease_status(422, "Invalid", NULL, NULL, NULL, "%s \"%s\" is invalid: %s", groupkind,
+	                 name, b.p);
+	free(b.p);
+	s = a.body ? cJSON_Parse(a.body) : NULL;
+	if (!s)
+		return a;
+	det = cJSON_AddObjectToObject(s, "details");
+	cJSON_AddStringToObject(det, "name", name);
+	cJSON_AddStringToObject(det, "group", LEASE_GROUP);
+	cJSON_AddStringToObject(det, "kind", kind);
+	causes = cJSON_AddArrayToObject(det, "causes");
+	for (int i = 0; i < n; i++) {
+		cJSON *c = cJSON_CreateObject();
+		cJSON_AddStringToObject(c, "reason", e[i].type);
+		cJSON_AddStringToObject(c, "message", e[i].body);
+		cJSON_AddStringToObject(c, "field", e[i].field);
+		cJSON_AddItemToArray(causes, c);
+	}
+	free(a.body);
+	a.body = cJSON_PrintUnformatted(s);
+	cJSON_Delete(s);
+	return a;
+}
+
+static void set_str(cJSON *o, const char *key, const char *value)
+{
+	cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+	cJSON_AddStringToObject(o, key, value);
+}
+
+/* FillObjectMetaSystemFields: a fresh metadata.uid and metadata.creationTimestamp (now, UTC,
+ * seconds). Caller holds mu. */
+static void fill_system_fields(struct apiserver_double *d, cJSON *md)
+{
+	char uid[40], ts[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	unsigned long long x = ++d->uid_seq * 0x9e3779b97f4a7c15ull ^ (unsigned long long)d->port;
+	gmtime_r(&now, &tm);
+	strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	/* A version-4 layout; unique per double, which is all that is asked of it here. */
+	snprintf(uid, sizeof uid, "%08llx-%04llx-4%03llx-8%03llx-%012lx", x >> 32,
+	         (x >> 16) & 0xffff, x & 0xfff, (unsigned long long)(d->uid_seq & 0xfff),
+	         d->uid_seq);
+	set_str(md, "uid", uid);
+	set_str(md, "creationTimestamp", ts);
+}
+
+/* ObjectResourceVersion of a body: 0 for absent, "" or "0"; -1 (not a number) with why. */
+static int body_rv(const cJSON *t, unsigned long *rv, char *why, size_t len)
+{
+	const char *s = str_at(t, "metadata", "resourceVersion");
+	char *end;
+	*rv = 0;
+	if (!*s || !strcmp(s, "0"))
+		return 0;
+	errno = 0;
+	*rv = strtoul(s, &end, 10);
+	if (*s < '0' || *s > '9' || *end || errno) {
+		snprintf(why, len,
+		         "resourceVersion: Invalid value: \"%.100s\": strconv.ParseUint: parsing "
+		         "\"%.100s\": %s",
+		         s, s, errno ? "value out of range" : "invalid syntax");
+		return -1;
+	}
+	return 0;
+}
+
+/* Store a validated lease (tree owned) in ns and answer code with it as stored. */
+static struct answer lease_store(struct apiserver_double *d, const char *ns, cJSON *t,
+                                 unsigned code)
+{
+	char name[NAME_MAX_DBL + 1];
+	struct obj *o;
+	snprintf(name, sizeof name, "%s", str_at(t, "metadata", "name"));
+	if (put_locked(d, RES_LEASES, ns, t) || !(o = store_find(&d->store[RES_LEASES], ns, name)))
+		return status_answer(500, "InternalError", "out of memory");
+	count_locked(d,
+	             code == 201 ? APISERVER_DOUBLE_LEASE_CREATED : APISERVER_DOUBLE_LEASE_UPDATED);
+	return text_answer(code, o->json);
+}
+
+/* The create path shared by POST and a PUT of an absent lease (create-on-update): system
+ * fields, validation, store. t owned. */
+static struct answer lease_create_locked(struct apiserver_double *d, const char *ns, cJSON *t)
+{
+	struct verr e[VERR_MAX];
+	int n;
+	fill_system_fields(d, cJSON_GetObjectItemCaseSensitive(t, "metadata"));
+	n = lease_validate(t, e);
+	if (n) {
+		struct answer a =
+		    invalid_answer(LEASE_GROUPKIND, "Lease", str_at(t, "metadata", "name"), e, n);
+		cJSON_Delete(t);
+		return a;
+	}
+	/* PrepareObjectForStorage: the resourceVersion is the store's to set. */
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "metadata"),
+	                                        "resourceVersion");
+	return lease_store(d, ns, t, 201);
+}
+
+/* EnsureObjectNamespaceMatchesRequestNamespace: absent -> the request's; other -> 400. */
+static int lease_namespace(cJSON *t, const char *ns, struct answer *bad)
+{
+	const char *have = str_at(t, "metadata", "namespace");
+	if (*have && strcmp(have, ns)) {
+		*bad = lease_status(
+		    400, "BadRequest", NULL, NULL, NULL,
+		    "the namespace of the provided object does not match the namespace "
+		    "sent on the request");
+		return -1;
+	}
+	set_str(cJSON_GetObjectItemCaseSensitive(t, "metadata"), "namespace", ns);
+	return 0;
+}
+
+/* POST .../namespaces/NS/leases. Caller holds mu. */
+static struct answer lease_post(struct apiserver_double *d, const char *ns, const char *body)
+{
+	static const char gen_chars[] = "bcdfghjklmnpqrstvwxz2456789"; /* SimpleNameGenerator */
+	struct answer a;
+	cJSON *t = lease_decode(body, &a), *md;
+	unsigned long rv;
+	char why[400], name[NAME_MAX_DBL + 8];
+	if (!t)
+		return a;
+	md = cJSON_GetObjectItemCaseSensitive(t, "metadata");
+	if (lease_namespace(t, ns, &a))
+		goto fail;
+	/* WipeObjectMetaSystemFields: the server's fields are not the client's to set. */
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "creationTimestamp");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "uid");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "deletionTimestamp");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "deletionGracePeriodSeconds");
+	cJSON_DeleteItemFromObjectCaseSensitive(md, "selfLink");
+	if (!*str_at(t, "metadata", "name") && *str_at(t, "metadata", "generateName")) {
+		snprintf(name, sizeof name, "%.247s", str_at(t, "metadata", "generateName"));
+		/* Five characters of 27, distinct for the next 27^5 creations (the real ones are
+		 * random, retried when taken). */
+		size_t l = strlen(name);
+		unsigned long x = (d->uid_seq + 1) * 7919ul % 14348907ul;
+		for (size_t i = 0; i < 5; i++, x /= 27)
+			name[l + i] = gen_chars[x % 27];
+		name[l + 5] = '\0';
+		set_str(md, "name", name);
+	}
+	snprintf(name, sizeof name, "%s", str_at(t, "metadata", "name"));
+	/* Validation (422) runs in BeforeCreate, before the store's checks below. */
+	{
+		struct verr e[VERR_MAX];
+		int n = lease_validate(t, e);
+		if (n) {
+			a = invalid_answer(LEASE_GROUPKIND, "Lease", name, e, n);
+			goto fail;
+		}
+	}
+	/* etcd3 store.Create: a set resourceVersion is an error that is not a Status: 500,
+	 * no reason. A non-numeric one fails to parse there and is dropped. */
+	if (body_rv(t, &rv, why, sizeof why) == 0 && rv) {
+		a = lease_status(500, "", NULL, NULL, NULL,
+		                 "resourceVersion should not be set on objects to be created");
+		goto fail;
+	}
+	if (store_find(&d->store[RES_LEASES], ns, name)) {
+		count_locked(d, APISERVER_DOUBLE_LEASE_CONFLICT);
+		a = lease_status(409, "AlreadyExists", name, "leases", NULL,
+		                 LEASE_RESOURCE " \"%s\" already exists", name);
+		goto fail;
+	}
+	return lease_create_locked(d, ns, t);
+fail:
+	cJSON_Delete(t);
+	return a;
+}
+
+/* PUT .../namespaces/NS/leases/NAME. Caller holds mu. */
+static struct answer lease_put(struct apiserver_double *d, const char *ns, const char *name,
+                               const char *body)
+{
+	struct answer a;
+	cJSON *t = lease_decode(body, &a), *md, *old_t = NULL;
+	struct obj *old;
+	unsigned long rv, old_rv;
+	char why[400];
+	const char *uid;
+	struct verr e[VERR_MAX];
+	int n;
+	if (!t)
+		return a;
+	md = cJSON_GetObjectItemCaseSensitive(t, "metadata");
+	if (lease_namespace(t, ns, &a))
+		goto fail;
+	if (strcmp(str_at(t, "metadata", "name"), name)) {
+		a = lease_status(
+		    400, "BadRequest", NULL, NULL, NULL,
+		    "the name of the object (%.300s) does not match the name on the URL "
+		    "(%.300s)",
+		    str_at(t, "metadata", "name"), name);
+		goto fail;
+	}
+	old = store_find(&d->store[RES_LEASES], ns, name);
+	old_t = old ? cJSON_Parse(old->json) : NULL;
+	if (old && !old_t) {
+		a = status_answer(500, "InternalError", "out of memory");
+		goto fail;
+	}
+	/* The only precondition an update carries is the body's uid, when it has one. */
+	uid = str_at(t, "metadata", "uid");
+	if (*uid && strcmp(uid, str_at(old_t, "metadata", "uid"))) {
+		count_locked(d, APISERVER_DOUBLE_LEASE_CONFLICT);
+		a = precondition_conflict(ns, name, "UID", uid, str_at(old_t, "metadata", "uid"));
+		goto fail;
+	}
+	if (body_rv(t, &rv, why, sizeof why)) {
+		a = lease_status(500, "", NULL, NULL, NULL, "%s", why);
+		goto fail;
+	}
+	if (!old) { /* AllowCreateOnUpdate: the body's resourceVersion is not compared */
+		cJSON_Delete(old_t);
+		return lease_create_locked(d, ns, t);
+	}
+	/* AllowUnconditionalUpdate is false: an update must name the version it replaces. */
+	if (!rv) {
+		a = lease_status(422, "Invalid", name, "leases", NULL,
+		                 LEASE_RESOURCE
+		                 " \"%s\" is invalid: metadata.resourceVersion: Invalid "
+		                 "value: 0x0: must be specified for an update",
+		                 name);
+		goto fail;
+	}
+	old_rv = strtoul(str_at(old_t, "metadata", "resourceVersion"), NULL, 10);
+	if (rv != old_rv) {
+		count_locked(d, APISERVER_DOUBLE_LEASE_CONFLICT);
+		a = lease_conflict(name, OPTIMISTIC_LOCK_MSG);
+		goto fail;
+	}
+	/* BeforeUpdate: uid (when absent) and creationTimestamp are the stored object's. */
+	set_str(md, "uid", str_at(old_t, "metadata", "uid"));
+	set_str(md, "creationTimestamp", str_at(old_t, "metadata", "creationTimestamp"));
+	n = lease_validate(t, e);
+	if (n) {
+		a = invalid_answer(LEASE_GROUPKIND, "Lease", name, e, n);
+		goto fail;
+	}
+	/* GuaranteedUpdate writes nothing when the new object equals the stored one: same
+	 * resourceVersion, no event. */
+	if (cJSON_Compare(t, old_t, 1)) {
+		a = text_answer(200, old->json);
+		goto fail;
+	}
+	cJSON_Delete(old_t);
+	return lease_store(d, ns, t, 200);
+fail:
+	cJSON_Delete(old_t);
+	cJSON_Delete(t);
+	return a;
+}
+
+/* DELETE .../namespaces/NS/leases/NAME, with DeleteOptions preconditions when the body has
+ * them. Caller holds mu. */
+static struct answer lease_delete(struct apiserver_double *d, const char *ns, const char *name,
+                                  const char *body)
+{
+	struct obj *o = store_find(&d->store[RES_LEASES], ns, name);
+	cJSON *opts = body && *body ? cJSON_Parse(body) : NULL, *t = NULL;
+	const char *want_uid =
+	    str_at(cJSON_GetObjectItemCaseSensitive(opts, "preconditions"), "uid", NULL);
+	const char *want_rv = str_at(cJSON_GetObjectItemCaseSensitive(opts, "preconditions"),
+	                             "resourceVersion", NULL);
+	struct answer a;
+	char uid[64];
+	if (body && *body && !cJSON_IsObject(opts)) {
+		a = lease_status(
+		    400, "BadRequest", NULL, NULL, NULL,
+		    "the object provided is unrecognized (must be of type DeleteOptions): "
+		    "couldn't get version/kind; json parse error (%.30s)",
+		    body);
+		goto out;
+	}
+	if (!o) {
+		a = lease_not_found(name);
+		goto out;
+	}
+	t = cJSON_Parse(o->json);
+	if (*want_uid && strcmp(want_uid, str_at(t, "metadata", "uid"))) {
+		count_locked(d, APISERVER_DOUBLE_LEASE_CONFLICT);
+		a = precondition_conflict(ns, name, "UID", want_uid, str_at(t, "metadata", "uid"));
+		goto out;
+	}
+	if (*want_rv && strcmp(want_rv, str_at(t, "metadata", "resourceVersion"))) {
+		count_locked(d, APISERVER_DOUBLE_LEASE_CONFLICT);
+		a = precondition_conflict(ns, name, "ResourceVersion", want_rv,
+		                          str_at(t, "metadata", "resourceVersion"));
+		goto out;
+	}
+	snprintf(uid, sizeof uid, "%s", str_at(t, "metadata", "uid"));
+	delete_locked(d, RES_LEASES, o);
+	count_locked(d, APISERVER_DOUBLE_LEASE_DELETED);
+	/* finalizeDelete: a Success Status naming what was deleted (no code: omitempty). */
+	a = lease_status(200, "", name, "leases", uid, "%s", "");
+	if (a.body) {
+		cJSON *s = cJSON_Parse(a.body);
+		cJSON_DeleteItemFromObjectCaseSensitive(s, "message");
+		cJSON_DeleteItemFromObjectCaseSensitive(s, "code");
+		free(a.body);
+		a.body = s ? cJSON_PrintUnformatted(s) : NULL;
+		cJSON_Delete(s);
+	}
+out:
+	cJSON_Delete(opts);
+	cJSON_Delete(t);
+	return a;
+}
+
+/* A lease put straight into the store (test set-up, state files), as the API server would
+ * have stored it: kind and apiVersion, metadata.namespace (ns, else the object's, else
+ * "default"), a uid and creationTimestamp when absent, spec. tree owned. 0 / -1. */
+static int put_lease_locked(struct apiserver_double *d, const char *ns, cJSON *t)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(t, "metadata");
+	char own_ns[NAME_MAX_DBL + 1];
+	if (!cJSON_IsObject(md)) {
+		cJSON_Delete(t);
+		return -1;
+	}
+	snprintf(own_ns, sizeof own_ns, "%s",
+	         ns                                    ? ns
+	         : *str_at(t, "metadata", "namespace") ? str_at(t, "metadata", "namespace")
+	                                               : "default");
+	set_str(md, "namespace", own_ns);
+	if (!*str_at(t, "metadata", "uid") || !*str_at(t, "metadata", "creationTimestamp")) {
+		char uid[64], ts[40];
+		snprintf(uid, sizeof uid, "%s", str_at(t, "metadata", "uid"));
+		snprintf(ts, sizeof ts, "%s", str_at(t, "metadata", "creationTimestamp"));
+		fill_system_fields(d, md);
+		if (*uid)
+			set_str(md, "uid", uid);
+		if (*ts)
+			set_str(md, "creationTimestamp", ts);
+	}
+	set_str(t, "kind", "Lease");
+	set_str(t, "apiVersion", LEASE_API);
+	if (!cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(t, "spec"))) {
+		cJSON_DeleteItemFromObjectCaseSensitive(t, "spec");
+		cJSON_AddObjectToObject(t, "spec");
+	}
+	return put_locked(d, RES_LEASES, NULL, t);
+}
+
+/* /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]: 1, else 0. */
+static int is_lease_path(char **seg, int n)
+{
+	return (n == 6 || n == 7) && !strcmp(seg[0], "apis") && !strcmp(seg[1], LEASE_GROUP) &&
+	       !strcmp(seg[2], "v1") && !strcmp(seg[3], "namespaces") && !strcmp(seg[5], "leases");
+}
+
+/* Route a lease request (is_lease_path). Caller holds mu. */
+static struct answer route_leases(struct apiserver_double *d, struct MHD_Connection *c,
+                                  const char *method, char **seg, int n, const char *body)
+{
+	const char *ns = seg[4];
+	if (MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "dryRun"))
+		return status_answer(400, "BadRequest", "dryRun: not supported by the test double");
+	if (n == 6 && !strcmp(method, "POST"))
+		return lease_post(d, ns, body);
+	if (n == 6 && !strcmp(method, "GET"))
+		return status_answer(
+		    400, "BadRequest",
+		    "lists and watches of leases: not supported by the test double");
+	if (n == 7 && !strcmp(method, "GET")) {
+		struct obj *o = store_find(&d->store[RES_LEASES], ns, seg[6]);
+		return o ? text_answer(200, o->json) : lease_not_found(seg[6]);
+	}
+	if (n == 7 && !strcmp(method, "PUT"))
+		return lease_put(d, ns, seg[6], body);
+	if (n == 7 && !strcmp(method, "DELETE"))
+		return lease_delete(d, ns, seg[6], body);
+	return status_answer(405, "MethodNotAllowed",
+	                     "the server does not allow this method on the requested resource (the "
+	                     "test double serves GET, POST, PUT and DELETE of leases)");
+}
+
+/* The reason kube-apiserver gives with an HTTP status, for injected failures. */
+static const char *reason_for(int code)
+{
+	switch (code) {
+	case 400:
+		return "BadRequest";
+	case 401:
+		return "Unauthorized";
+	case 403:
+		return "Forbidden";
+	case 404:
+		return "NotFound";
+	case 409:
+		return "Conflict";
+	case 410:
+		return "Expired";
+	case 422:
+		return "Invalid";
+	case 429:
+		return "TooManyRequests";
+	case 500:
+		return "InternalError";
+	case 503:
+		return "ServiceUnavailable";
+	case 504:
+		return "Timeout";
+	default:
+		return "";
+	}
+}
+
+/* An injected failure of a lease write: a 409 looks like the real one (POST: AlreadyExists,
+ * else Conflict) so the client's conflict path runs; other codes carry their usual reason. */
+static struct answer lease_injected(int code, const char *method, char **seg, int n,
+                                    const char *body)
+{
+	char name[NAME_MAX_DBL + 1] = "";
+	if (n == 7)
+		snprintf(name, sizeof name, "%s", seg[6]);
+	else if (body) {
+		cJSON *t = cJSON_Parse(body);
+		snprintf(name, sizeof name, "%s", str_at(t, "metadata", "name"));
+		cJSON_Delete(t);
+	}
+	if (code == 409 && !strcmp(method, "POST"))
+		return lease_status(409, "AlreadyExists", name, "leases", NULL,
+		                    LEASE_RESOURCE " \"%s\" already exists", name);
+	if (code == 409)
+		return lease_conflict(name, OPTIMISTIC_LOCK_MSG);
+	return lease_status((unsigned)code, reason_for(code), NULL, NULL, NULL,
+	                    "injected failure of a lease write (apiserver test double)");
+}
+
 /* ---- watches ---- */
 
 /* One open watch stream; MHD's reader callback runs on the connection's own thread. */
@@ -948,6 +1753,8 @@ static struct answer route_api(struct apiserver_double *d, struct MHD_Connection
 	int get = !strcmp(method, "GET"), post = !strcmp(method, "POST");
 	struct obj *o;
 	char msg[600];
+	if (is_lease_path(seg, n))
+		return route_leases(d, c, method, seg, n, body);
 	if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
 		return status_answer(404, "NotFound",
 		                     "the server could not find the requested resource");
@@ -994,6 +1801,9 @@ static enum apiserver_double_counter classify(struct MHD_Connection *c, const ch
                                               char **seg, int n)
 {
 	int nodes = n >= 3 && !strcmp(seg[2], "nodes");
+	if (is_lease_path(seg, n))
+		return strcmp(method, "GET") ? APISERVER_DOUBLE_LEASE_WRITE
+		                             : APISERVER_DOUBLE_GET_LEASE;
 	if (strcmp(method, "GET"))
 		return APISERVER_DOUBLE_WRITE;
 	if (n == 4 && nodes)
@@ -1009,7 +1819,7 @@ static enum apiserver_double_counter classify(struct MHD_Connection *c, const ch
 
 static struct answer control(struct apiserver_double *d, struct MHD_Connection *c, const char *url)
 {
-	const char *v;
+	const char *v, *t;
 	cJSON *o;
 	struct answer a = {200, NULL, NULL};
 	pthread_mutex_lock(&d->mu);
@@ -1022,6 +1832,15 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 	else if (!strcmp(url, "/_double/expire-continue") &&
 	         (v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "times")))
 		d->expire_continue = atoi(v);
+	else if (!strcmp(url, "/_double/fail-lease-writes") &&
+	         (v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "code")) &&
+	         (t = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "times")) &&
+	         atoi(v) >= 400 && atoi(v) <= 599) {
+		d->lease_fail_code = atoi(v);
+		d->lease_fail_n = strtoul(t, NULL, 10);
+	} else if (!strcmp(url, "/_double/delay-lease-writes") &&
+	           (v = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "ms")))
+		d->lease_delay_ms = (unsigned)strtoul(v, NULL, 10);
 	else if (strcmp(url, "/_double/stats")) {
 		pthread_mutex_unlock(&d->mu);
 		return status_answer(404, "NotFound", "unknown control");
@@ -1042,6 +1861,20 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 	cJSON_AddNumberToObject(o, "resourceVersion", (double)d->rv);
 	cJSON_AddNumberToObject(o, "pods", (double)d->store[RES_PODS].live);
 	cJSON_AddNumberToObject(o, "nodes", (double)d->store[RES_NODES].live);
+	cJSON_AddNumberToObject(o, "leases", (double)d->store[RES_LEASES].live);
+	cJSON_AddNumberToObject(o, "getLease", (double)d->counts[APISERVER_DOUBLE_GET_LEASE]);
+	cJSON_AddNumberToObject(o, "leaseWrites", (double)d->counts[APISERVER_DOUBLE_LEASE_WRITE]);
+	cJSON_AddNumberToObject(o, "leaseCreated",
+	                        (double)d->counts[APISERVER_DOUBLE_LEASE_CREATED]);
+	cJSON_AddNumberToObject(o, "leaseUpdated",
+	                        (double)d->counts[APISERVER_DOUBLE_LEASE_UPDATED]);
+	cJSON_AddNumberToObject(o, "leaseConflicts",
+	                        (double)d->counts[APISERVER_DOUBLE_LEASE_CONFLICT]);
+	cJSON_AddNumberToObject(o, "leaseDeleted",
+	                        (double)d->counts[APISERVER_DOUBLE_LEASE_DELETED]);
+	cJSON_AddNumberToObject(o, "leaseFailLeft", (double)d->lease_fail_n);
+	cJSON_AddNumberToObject(o, "leaseFailCode", d->lease_fail_code);
+	cJSON_AddNumberToObject(o, "leaseDelayMs", d->lease_delay_ms);
 	a.body = cJSON_PrintUnformatted(o);
 	cJSON_Delete(o);
 	pthread_mutex_unlock(&d->mu);
@@ -1080,6 +1913,7 @@ static struct answer dispatch(struct apiserver_double *d, struct MHD_Connection 
 {
 	char path[1024], *seg[MAX_SEGMENTS], *save = NULL, *tok;
 	int n = 0, fail;
+	enum apiserver_double_counter kind;
 	struct answer a;
 
 	if (!strncmp(url, "/_double/", 9))
@@ -1092,14 +1926,24 @@ static struct answer dispatch(struct apiserver_double *d, struct MHD_Connection 
 	for (tok = strtok_r(path, "/", &save); tok && n < MAX_SEGMENTS;
 	     tok = strtok_r(NULL, "/", &save))
 		seg[n++] = tok;
-	count(d, classify(c, method, seg, n));
-	injected_delay(d);
+	kind = classify(c, method, seg, n);
+	count(d, kind);
+	injected_delay(d, 0);
+	/* Before the write is applied: a precondition read earlier may be stale by then. */
+	if (kind == APISERVER_DOUBLE_LEASE_WRITE)
+		injected_delay(d, 1);
 	pthread_mutex_lock(&d->mu);
 	fail = d->fail_code;
 	if (fail) {
 		pthread_mutex_unlock(&d->mu);
 		return status_answer((unsigned)fail, fail == 500 ? "InternalError" : "Failure",
 		                     "injected failure (apiserver test double)");
+	}
+	if (kind == APISERVER_DOUBLE_LEASE_WRITE && d->lease_fail_n) {
+		d->lease_fail_n--;
+		fail = d->lease_fail_code;
+		pthread_mutex_unlock(&d->mu);
+		return lease_injected(fail, method, seg, n, body);
 	}
 	a = route_api(d, c, method, seg, n, body);
 	if (a.ws)
@@ -1319,7 +2163,10 @@ static int add_document(struct apiserver_double *d, const cJSON *doc)
 		return put_node_locked(d, cJSON_Duplicate(doc, 1)) == 0;
 	if (!strcmp(kind, "Pod"))
 		return put_pod_locked(d, NULL, cJSON_Duplicate(doc, 1)) == 0;
-	if (!strcmp(kind, "PodList") || !strcmp(kind, "NodeList") || !strcmp(kind, "List"))
+	if (!strcmp(kind, "Lease"))
+		return put_lease_locked(d, NULL, cJSON_Duplicate(doc, 1)) == 0;
+	if (!strcmp(kind, "PodList") || !strcmp(kind, "NodeList") || !strcmp(kind, "LeaseList") ||
+	    !strcmp(kind, "List"))
 		items = cJSON_GetObjectItemCaseSensitive(doc, "items");
 	if (!*kind) {
 		cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(doc, "nodes")) added +=
@@ -1334,6 +2181,8 @@ static int add_document(struct apiserver_double *d, const cJSON *doc)
 		/* List items usually omit kind: the list's own kind tells which. */
 		if (!strcmp(kind, "NodeList") || !strcmp(k, "Node"))
 			added += put_node_locked(d, cJSON_Duplicate(it, 1)) == 0;
+		else if (!strcmp(kind, "LeaseList") || !strcmp(k, "Lease"))
+			added += put_lease_locked(d, NULL, cJSON_Duplicate(it, 1)) == 0;
 		else
 			added += put_pod_locked(d, NULL, cJSON_Duplicate(it, 1)) == 0;
 	}
@@ -1471,6 +2320,75 @@ int apiserver_double_delete_node(struct apiserver_double *d, const char *name)
 		rc = delete_locked(d, RES_NODES, o);
 	pthread_mutex_unlock(&d->mu);
 	return rc;
+}
+
+int apiserver_double_put_lease(struct apiserver_double *d, const char *ns, const char *lease_json)
+{
+	cJSON *t = cJSON_Parse(lease_json);
+	int rc;
+	if (!t)
+		return -1;
+	pthread_mutex_lock(&d->mu);
+	rc = put_lease_locked(d, ns, t);
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+int apiserver_double_delete_lease(struct apiserver_double *d, const char *ns, const char *name)
+{
+	struct obj *o;
+	int rc = -1;
+	pthread_mutex_lock(&d->mu);
+	o = store_find(&d->store[RES_LEASES], ns, name);
+	if (o)
+		rc = delete_locked(d, RES_LEASES, o);
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+char *apiserver_double_get_lease(struct apiserver_double *d, const char *ns, const char *name)
+{
+	struct obj *o;
+	char *json = NULL;
+	pthread_mutex_lock(&d->mu);
+	o = store_find(&d->store[RES_LEASES], ns, name);
+	if (o)
+		json = strdup(o->json);
+	pthread_mutex_unlock(&d->mu);
+	return json;
+}
+
+char *apiserver_double_lease_annotation(struct apiserver_double *d, const char *ns,
+                                        const char *name, const char *key)
+{
+	char *json = apiserver_double_get_lease(d, ns, name), *value = NULL;
+	cJSON *t = json ? cJSON_Parse(json) : NULL;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(t, "metadata"),
+	                                     "annotations"),
+	    key);
+	if (cJSON_IsString(v))
+		value = strdup(v->valuestring);
+	cJSON_Delete(t);
+	free(json);
+	return value;
+}
+
+void apiserver_double_fail_lease_writes(struct apiserver_double *d, unsigned long times,
+                                        int http_code)
+{
+	pthread_mutex_lock(&d->mu);
+	d->lease_fail_n = http_code >= 400 && http_code <= 599 ? times : 0;
+	d->lease_fail_code = http_code;
+	pthread_mutex_unlock(&d->mu);
+}
+
+void apiserver_double_set_lease_delay_ms(struct apiserver_double *d, unsigned ms)
+{
+	pthread_mutex_lock(&d->mu);
+	d->lease_delay_ms = ms;
+	pthread_cond_broadcast(&d->cv);
+	pthread_mutex_unlock(&d->mu);
 }
 
 unsigned long apiserver_double_resource_version(struct apiserver_double *d)

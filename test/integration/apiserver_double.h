@@ -19,8 +19,11 @@
  *   POST /api/v1/namespaces/NS/pods                 create a pod (201)
  *   POST /api/v1/namespaces/NS/pods/NAME/binding    set spec.nodeName from target.name (201)
  *   DELETE /api/v1/namespaces/NS/pods/NAME
+ *   GET | PUT | DELETE /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME,
+ *   POST /apis/coordination.k8s.io/v1/namespaces/NS/leases: see "Leases" below.
  * Test controls (no token, for curl during manual testing; tests use the C functions below):
  *   POST /_double/fail?code=N (0 = off), /_double/delay?ms=N, /_double/expire-continue?times=N,
+ *        /_double/fail-lease-writes?code=N&times=M, /_double/delay-lease-writes?ms=N
  *   GET  /_double/stats
  *
  * Resource versions: one global counter (starting at 1000). Every mutation (put, bind,
@@ -44,6 +47,38 @@
  * from now on (unlike the real server, no synthetic ADDED events of the current objects first).
  * Not supported (400): fieldSelector on a watch, namespaced watches. A watch stream has no idle
  * timeout; a vanished client is noticed at the next write (a bookmark at the latest).
+ *
+ * Leases (coordination.k8s.io/v1), as kube-apiserver v1.33 serves them (k8s.io/apiserver
+ * v0.33.13 handlers and generic registry, the lease strategy: create on update allowed,
+ * unconditional update not). Every write is one atomic step under the double's lock: the
+ * resourceVersion comparison and the store, as etcd's transaction makes them.
+ *   GET    200 the lease as stored; 404 NotFound `leases.coordination.k8s.io "NAME" not found`.
+ *   POST   201 the lease as stored: metadata.uid and creationTimestamp set by the double (the
+ *          client's are wiped), metadata.namespace the URL's, metadata.resourceVersion the next
+ *          global one, kind and apiVersion filled in; generateName is honoured. 409
+ *          AlreadyExists `leases.coordination.k8s.io "NAME" already exists` when the name is
+ *          taken; 500 (no reason) "resourceVersion should not be set on objects to be created"
+ *          when the body carries a non-zero numeric one.
+ *   PUT    an existing lease: the body's metadata.resourceVersion must equal the stored one:
+ *          absent or "0": 422 Invalid (`... metadata.resourceVersion: Invalid value: 0x0: must
+ *          be specified for an update`); another: 409 Conflict `Operation cannot be fulfilled
+ *          on leases.coordination.k8s.io "NAME": the object has been modified; please apply
+ *          your changes to the latest version and try again`; equal: 200, stored with the next
+ *          resourceVersion (uid and creationTimestamp kept), or unchanged with no new version
+ *          when the body equals the stored object (etcd's no-op update). A body metadata.uid
+ *          other than the stored one: 409 Conflict (precondition). A lease that does not
+ *          exist: created (201), whatever resourceVersion the body carries.
+ *   DELETE 200 Success Status with details; 404; DeleteOptions preconditions (uid,
+ *          resourceVersion) in the body: 409 Conflict when they do not hold.
+ *   400 BadRequest, as the decoder and handler answer: a body that is not a JSON object, a kind
+ *   other than Lease or an apiVersion other than coordination.k8s.io/v1 (absent ones default),
+ *   a known field of the wrong JSON type (metadata strings and maps, spec fields), a
+ *   metadata.namespace other than the URL's, on PUT a metadata.name other than the URL's.
+ *   422 Invalid: name missing or not a DNS-1123 subdomain, annotations over 256 KiB (keys +
+ *   values), spec.leaseDurationSeconds <= 0, spec.leaseTransitions < 0.
+ *   Bodies are stored as sent otherwise (unknown fields and annotations kept; no
+ *   managedFields). Not served: lists and watches of leases, PATCH, dryRun (400 or 405 saying
+ *   so); namespaces need not exist; no RBAC (every authenticated request may write).
  *
  * Failure injection: fail (every API call answers code with a Status body, watches included),
  * delay (each API answer waits; woken early by stop), down (apiserver_double_stop: the port is
@@ -81,6 +116,14 @@ enum apiserver_double_counter {
 	APISERVER_DOUBLE_LIST_NODES, /* one per page */
 	APISERVER_DOUBLE_WATCH_PODS, /* watch requests (streams opened or refused) */
 	APISERVER_DOUBLE_WATCH_NODES,
+	APISERVER_DOUBLE_GET_LEASE,   /* GET requests of leases */
+	APISERVER_DOUBLE_LEASE_WRITE, /* POST / PUT / DELETE requests of leases */
+	/* Outcomes of lease writes, counted when the write is applied (under the lock, so a count
+	 * read after a request's answer includes it): */
+	APISERVER_DOUBLE_LEASE_CREATED,  /* 201: POST, or PUT of an absent lease */
+	APISERVER_DOUBLE_LEASE_UPDATED,  /* 200 PUT that stored a new version (no-ops not) */
+	APISERVER_DOUBLE_LEASE_CONFLICT, /* 409 Conflict / AlreadyExists answered (not injected) */
+	APISERVER_DOUBLE_LEASE_DELETED,
 	APISERVER_DOUBLE_N_COUNTERS
 };
 
@@ -116,6 +159,20 @@ int apiserver_double_set_phase(struct apiserver_double *d, const char *ns, const
 int apiserver_double_delete_pod(struct apiserver_double *d, const char *ns, const char *name);
 /* Remove node name. 0 / -1. */
 int apiserver_double_delete_node(struct apiserver_double *d, const char *name);
+
+/* Add or replace a lease (JSON text) in namespace ns (NULL: the object's, else "default"),
+ * as the API server would have stored it: kind, apiVersion, metadata.uid and
+ * creationTimestamp (when absent) filled in, a new resourceVersion. No validation: for
+ * setting up state (a lease a crashed replica left). 0 / -1. */
+int apiserver_double_put_lease(struct apiserver_double *d, const char *ns, const char *lease_json);
+/* Remove lease ns/name. 0 / -1 (absent). */
+int apiserver_double_delete_lease(struct apiserver_double *d, const char *ns, const char *name);
+/* The lease ns/name as stored (JSON text, caller frees), or NULL when absent. */
+char *apiserver_double_get_lease(struct apiserver_double *d, const char *ns, const char *name);
+/* A copy of annotation key of lease ns/name (caller frees), or NULL when the lease or the
+ * annotation is absent. */
+char *apiserver_double_lease_annotation(struct apiserver_double *d, const char *ns,
+                                        const char *name, const char *key);
 /* The current resourceVersion (the last mutation's). */
 unsigned long apiserver_double_resource_version(struct apiserver_double *d);
 
@@ -137,6 +194,15 @@ unsigned long apiserver_double_open_watches(struct apiserver_double *d);
 void apiserver_double_set_fail(struct apiserver_double *d, int http_code);
 /* Every API answer is delayed by ms (0: off). */
 void apiserver_double_set_delay_ms(struct apiserver_double *d, unsigned ms);
+/* The next `times` lease writes (POST / PUT / DELETE, whatever their body) answer http_code
+ * (400..599) without writing: 409 as the real one (POST: AlreadyExists, else Conflict with
+ * the real message), others with their usual reason. Not counted as LEASE_CONFLICT. times 0
+ * (or a code out of range): off. */
+void apiserver_double_fail_lease_writes(struct apiserver_double *d, unsigned long times,
+                                        int http_code);
+/* Each lease write waits ms before it is applied (its precondition is compared after the
+ * wait, so what the writer read has more time to go stale); 0: off. */
+void apiserver_double_set_lease_delay_ms(struct apiserver_double *d, unsigned ms);
 /* The next `times` requests that present a continue token answer 410 Gone (token expired);
  * negative: all of them; 0: none. */
 void apiserver_double_set_expire_continue(struct apiserver_double *d, int times);

@@ -5,8 +5,11 @@
  *   apiserver-double --dir OUT [--state PATH]... [--port N] [--max-page N]
  *
  * Writes OUT/ca.crt, OUT/token and OUT/kubeconfig (generated CA, server cert for 127.0.0.1),
- * loads each --state (a JSON file or a directory of them), prints the URL and serves until
- * SIGINT / SIGTERM.
+ * loads each --state (a JSON file or a directory of them: nodes, pods, leases), prints the URL
+ * and serves until SIGINT / SIGTERM. Leases are served at
+ * /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]; their failure injection through
+ * POST /_double/fail-lease-writes?code=N&times=M and /_double/delay-lease-writes?ms=N, their
+ * counters in GET /_double/stats (apiserver_double.h).
  */
 #include <signal.h>
 #include <stdio.h>

@@ -312,7 +312,8 @@ int http_do(CURL_HANDLE *handle, const struct http_req *req, struct http_resp *r
 		snprintf(auth, sizeof auth, "Authorization: Bearer %s", req->bearer);
 		hdrs = curl_slist_append(hdrs, auth);
 	}
-	if (!strcmp(method, "POST") || !strcmp(method, "PUT")) {
+	if (!strcmp(method, "POST") || !strcmp(method, "PUT") ||
+	    (req->body && (!strcmp(method, "DELETE") || !strcmp(method, "PATCH")))) {
 		if (req->chunked) {
 			hdrs = curl_slist_append(hdrs, "Transfer-Encoding: chunked");
 			curl_easy_setopt(c, CURLOPT_POST, 1L);

@@ -97,7 +97,7 @@ struct http_req {
 	const char *method; /* "GET", "POST", ...; default GET, or POST with a body */
 	const char *url;
 	const char *ca_file; /* https: trust this CA (peer and host always verified) */
-	const char *body;    /* may be NULL */
+	const char *body;    /* may be NULL; sent with POST and PUT (DELETE, PATCH: when set) */
 	size_t body_len;
 	const char *content_type;     /* NULL: no Content-Type header at all */
 	int chunked;                  /* send the body with Transfer-Encoding: chunked */

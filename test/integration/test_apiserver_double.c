@@ -3,8 +3,11 @@
  * integration tests built on it rest on a checked foundation: token check, GETs, list
  * pagination and field selectors, failure injection, down/up, binding, the TLS probe (both
  * outcomes, so the TLS 1.1 refusal test of the webhook can fail), resource versions, node lists
- * and watches (events after a change, replay, 410 after compaction, bookmarks, cut, stop).
+ * and watches (events after a change, replay, 410 after compaction, bookmarks, cut, stop), and
+ * leases: create, compare-and-swap update, the real errors, delete, writers racing (no update
+ * lost), injected failures and delays.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -764,6 +767,657 @@ static void test_many_pods(void **state)
 	unlink(big.ca_file);
 }
 
+/* ---- leases ---- */
+
+#define LEASES "/apis/coordination.k8s.io/v1/namespaces/"
+#define RESV   "gpu-memory-guard.io/reservations"
+
+/* One request with the token; handle: a keep-alive CURL* or NULL. Returns the HTTP code, *json
+ * the parsed body (may be NULL). */
+static long call_h(struct fx *f, CURL_HANDLE *handle, const char *method, const char *path,
+                   const char *body, cJSON **json)
+{
+	char url[1024];
+	struct http_req rq = {0};
+	struct http_resp rs;
+	snprintf(url, sizeof url, "%s%s", f->base, path);
+	rq.url = url;
+	rq.ca_file = f->ca_file;
+	rq.bearer = "tok";
+	rq.method = method;
+	rq.body = body;
+	rq.body_len = body ? strlen(body) : 0;
+	rq.content_type = body ? "application/json" : NULL;
+	http_do(handle, &rq, &rs);
+	if (json)
+		*json = cJSON_Parse(rs.body);
+	http_resp_free(&rs);
+	return rs.code;
+}
+
+static long call(struct fx *f, const char *method, const char *path, const char *body, cJSON **json)
+{
+	return call_h(f, NULL, method, path, body, json);
+}
+
+/* A Lease body: name, annotation RESV = value (NULL: none), resourceVersion rv (NULL: none). */
+static char *lease_body(const char *name, const char *value, const char *rv)
+{
+	cJSON *l = cJSON_CreateObject(), *md, *spec;
+	char *out;
+	cJSON_AddStringToObject(l, "apiVersion", "coordination.k8s.io/v1");
+	cJSON_AddStringToObject(l, "kind", "Lease");
+	md = cJSON_AddObjectToObject(l, "metadata");
+	cJSON_AddStringToObject(md, "name", name);
+	if (rv)
+		cJSON_AddStringToObject(md, "resourceVersion", rv);
+	if (value)
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "annotations"), RESV, value);
+	spec = cJSON_AddObjectToObject(l, "spec");
+	cJSON_AddStringToObject(spec, "holderIdentity", "replica-0");
+	cJSON_AddNumberToObject(spec, "leaseDurationSeconds", 60);
+	out = cJSON_PrintUnformatted(l);
+	cJSON_Delete(l);
+	return out;
+}
+
+static void assert_contains(const char *hay, const char *needle)
+{
+	if (!strstr(hay, needle))
+		fail_msg("\"%s\" not in: %s", needle, hay);
+}
+
+static const char *md_str(const cJSON *lease, const char *key)
+{
+	return jstr(cJSON_GetObjectItemCaseSensitive(lease, "metadata"), key, NULL);
+}
+
+static unsigned long md_rv(const cJSON *lease)
+{
+	return strtoul(md_str(lease, "resourceVersion"), NULL, 10);
+}
+
+/* A Status with this code, reason ("" : none) and exact message. */
+static void assert_status(const cJSON *s, long code, const char *reason, const char *message)
+{
+	const cJSON *r = cJSON_GetObjectItemCaseSensitive(s, "reason");
+	assert_string_equal(jstr(s, "kind", NULL), "Status");
+	assert_string_equal(jstr(s, "status", NULL), "Failure");
+	assert_int_equal((long)cJSON_GetObjectItemCaseSensitive(s, "code")->valuedouble, code);
+	if (*reason)
+		assert_string_equal(jstr(s, "reason", NULL), reason);
+	else
+		assert_null(r);
+	if (message)
+		assert_string_equal(jstr(s, "message", NULL), message);
+}
+
+static long post_lease(struct fx *f, const char *ns, const char *body, cJSON **json)
+{
+	char path[256];
+	snprintf(path, sizeof path, LEASES "%s/leases", ns);
+	return call(f, "POST", path, body, json);
+}
+
+static long put_lease(struct fx *f, const char *ns, const char *name, const char *body,
+                      cJSON **json)
+{
+	char path[512];
+	snprintf(path, sizeof path, LEASES "%s/leases/%s", ns, name);
+	return call(f, "PUT", path, body, json);
+}
+
+static long get_lease(struct fx *f, const char *ns, const char *name, cJSON **json)
+{
+	char path[512];
+	snprintf(path, sizeof path, LEASES "%s/leases/%s", ns, name);
+	return call(f, "GET", path, NULL, json);
+}
+
+/* POST: 201 with the server's fields; GET reads it back; a taken name is 409 AlreadyExists; a
+ * set resourceVersion is 500; the client's uid and creationTimestamp are replaced. */
+static void test_lease_create_and_get(void **state)
+{
+	struct fx *f = *state;
+	cJSON *j = NULL, *g = NULL;
+	char *body = lease_body("gpu-node-x", "[{\"uid\":\"u1\",\"bytes\":1}]", NULL), *ann;
+	apiserver_double_reset_counts(f->d);
+	assert_int_equal(get_lease(f, "gmg-a", "gpu-node-x", &j), 404);
+	assert_status(j, 404, "NotFound", "leases.coordination.k8s.io \"gpu-node-x\" not found");
+	assert_string_equal(jstr(j, "details", "kind"), "leases");
+	assert_string_equal(jstr(j, "details", "group"), "coordination.k8s.io");
+	cJSON_Delete(j);
+
+	assert_int_equal(post_lease(f, "gmg-a", body, &j), 201);
+	assert_string_equal(jstr(j, "kind", NULL), "Lease");
+	assert_string_equal(jstr(j, "apiVersion", NULL), "coordination.k8s.io/v1");
+	assert_string_equal(md_str(j, "namespace"), "gmg-a");
+	assert_int_equal(strlen(md_str(j, "uid")), 36);
+	assert_int_equal(strlen(md_str(j, "creationTimestamp")), 20);
+	assert_int_equal(md_rv(j), apiserver_double_resource_version(f->d));
+	assert_string_equal(
+	    jstr(cJSON_GetObjectItemCaseSensitive(j, "metadata"), "annotations", RESV),
+	    "[{\"uid\":\"u1\",\"bytes\":1}]");
+	assert_string_equal(jstr(j, "spec", "holderIdentity"), "replica-0");
+	assert_int_equal(get_lease(f, "gmg-a", "gpu-node-x", &g), 200);
+	assert_true(cJSON_Compare(j, g, 1));
+	cJSON_Delete(g);
+	ann = apiserver_double_lease_annotation(f->d, "gmg-a", "gpu-node-x", RESV);
+	assert_string_equal(ann, "[{\"uid\":\"u1\",\"bytes\":1}]");
+	free(ann);
+	assert_null(apiserver_double_lease_annotation(f->d, "gmg-a", "gpu-node-x", "other"));
+	assert_null(apiserver_double_lease_annotation(f->d, "gmg-b", "gpu-node-x", RESV));
+
+	/* Taken: 409 AlreadyExists, nothing written. */
+	{
+		unsigned long rv = apiserver_double_resource_version(f->d);
+		assert_int_equal(post_lease(f, "gmg-a", body, &g), 409);
+		assert_status(g, 409, "AlreadyExists",
+		              "leases.coordination.k8s.io \"gpu-node-x\" already exists");
+		assert_string_equal(jstr(g, "details", "name"), "gpu-node-x");
+		cJSON_Delete(g);
+		assert_int_equal(apiserver_double_resource_version(f->d), rv);
+	}
+	/* The same name in another namespace is another lease. */
+	assert_int_equal(post_lease(f, "gmg-b", body, NULL), 201);
+	free(body);
+
+	/* uid and creationTimestamp are the server's; a resourceVersion may not be sent. */
+	assert_int_equal(post_lease(f, "gmg-a",
+	                            "{\"metadata\":{\"name\":\"n2\",\"uid\":\"mine\","
+	                            "\"creationTimestamp\":\"2001-01-01T00:00:00Z\"}}",
+	                            &g),
+	                 201);
+	assert_string_not_equal(md_str(g, "uid"), "mine");
+	assert_string_not_equal(md_str(g, "uid"), md_str(j, "uid"));
+	assert_string_not_equal(md_str(g, "creationTimestamp"), "2001-01-01T00:00:00Z");
+	assert_string_equal(jstr(g, "kind", NULL), "Lease"); /* defaulted */
+	cJSON_Delete(g);
+	cJSON_Delete(j);
+	assert_int_equal(post_lease(f, "gmg-a",
+	                            "{\"metadata\":{\"name\":\"n3\",\"resourceVersion\":\"7\"}}",
+	                            &g),
+	                 500);
+	assert_status(g, 500, "", "resourceVersion should not be set on objects to be created");
+	cJSON_Delete(g);
+	assert_null(apiserver_double_get_lease(f->d, "gmg-a", "n3"));
+	/* generateName: the prefix and 5 characters. */
+	assert_int_equal(post_lease(f, "gmg-a", "{\"metadata\":{\"generateName\":\"rec-\"}}", &g),
+	                 201);
+	assert_int_equal(strlen(md_str(g, "name")), 9);
+	assert_memory_equal(md_str(g, "name"), "rec-", 4);
+	cJSON_Delete(g);
+
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_GET_LEASE), 2);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_WRITE), 6);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CREATED), 4);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CONFLICT), 1);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_WRITE), 0);
+}
+
+/* PUT is a compare-and-swap on metadata.resourceVersion. */
+static void test_lease_update_is_compare_and_swap(void **state)
+{
+	struct fx *f = *state;
+	cJSON *j = NULL, *u = NULL, *s = NULL;
+	char rv0[32], rv1[32], *body, *ann;
+	unsigned long v;
+	apiserver_double_reset_counts(f->d);
+	body = lease_body("node-cas", "v0", NULL);
+	assert_int_equal(post_lease(f, "gmg-c", body, &j), 201);
+	free(body);
+	snprintf(rv0, sizeof rv0, "%s", md_str(j, "resourceVersion"));
+
+	/* The current version: applied, a new version, uid and creationTimestamp kept. */
+	body = lease_body("node-cas", "v1", rv0);
+	assert_int_equal(put_lease(f, "gmg-c", "node-cas", body, &u), 200);
+	free(body);
+	assert_true(md_rv(u) > md_rv(j));
+	assert_int_equal(md_rv(u), apiserver_double_resource_version(f->d));
+	assert_string_equal(md_str(u, "uid"), md_str(j, "uid"));
+	assert_string_equal(md_str(u, "creationTimestamp"), md_str(j, "creationTimestamp"));
+	snprintf(rv1, sizeof rv1, "%s", md_str(u, "resourceVersion"));
+
+	/* The old version again: 409 Conflict with the real message; nothing written. */
+	v = apiserver_double_resource_version(f->d);
+	body = lease_body("node-cas", "v2-stale", rv0);
+	assert_int_equal(put_lease(f, "gmg-c", "node-cas", body, &s), 409);
+	free(body);
+	assert_status(s, 409, "Conflict",
+	              "Operation cannot be fulfilled on leases.coordination.k8s.io \"node-cas\": "
+	              "the object has been modified; please apply your changes to the latest "
+	              "version and try again");
+	assert_string_equal(jstr(s, "details", "kind"), "leases");
+	cJSON_Delete(s);
+	assert_int_equal(apiserver_double_resource_version(f->d), v);
+	ann = apiserver_double_lease_annotation(f->d, "gmg-c", "node-cas", RESV);
+	assert_string_equal(ann, "v1");
+	free(ann);
+
+	/* No version: 422 (leases may not be updated unconditionally); not a number: 500. */
+	body = lease_body("node-cas", "v3", NULL);
+	assert_int_equal(put_lease(f, "gmg-c", "node-cas", body, &s), 422);
+	free(body);
+	assert_status(s, 422, "Invalid",
+	              "leases.coordination.k8s.io \"node-cas\" is invalid: "
+	              "metadata.resourceVersion: Invalid value: 0x0: must be specified for an "
+	              "update");
+	cJSON_Delete(s);
+	body = lease_body("node-cas", "v3", "abc");
+	assert_int_equal(put_lease(f, "gmg-c", "node-cas", body, &s), 500);
+	free(body);
+	assert_status(
+	    s, 500, "",
+	    "resourceVersion: Invalid value: \"abc\": strconv.ParseUint: parsing \"abc\": "
+	    "invalid syntax");
+	cJSON_Delete(s);
+
+	/* Another uid: the uid precondition fails (409). */
+	{
+		cJSON *t = cJSON_Duplicate(u, 1);
+		char *text;
+		cJSON_ReplaceItemInObject(cJSON_GetObjectItemCaseSensitive(t, "metadata"), "uid",
+		                          cJSON_CreateString("not-its-uid"));
+		text = cJSON_PrintUnformatted(t);
+		assert_int_equal(put_lease(f, "gmg-c", "node-cas", text, &s), 409);
+		assert_string_equal(jstr(s, "reason", NULL), "Conflict");
+		assert_contains(jstr(s, "message", NULL),
+		                "Precondition failed: UID in precondition: not-its-uid");
+		cJSON_Delete(s);
+		free(text);
+		cJSON_Delete(t);
+	}
+
+	/* The stored object sent back unchanged: 200, no new version (etcd's no-op update). */
+	{
+		char *same = cJSON_PrintUnformatted(u);
+		v = apiserver_double_resource_version(f->d);
+		assert_int_equal(put_lease(f, "gmg-c", "node-cas", same, &s), 200);
+		assert_string_equal(md_str(s, "resourceVersion"), rv1);
+		assert_int_equal(apiserver_double_resource_version(f->d), v);
+		cJSON_Delete(s);
+		free(same);
+	}
+
+	/* An absent lease: PUT creates it (201), whatever version the body names. */
+	body = lease_body("node-new", "w", "123456");
+	assert_int_equal(put_lease(f, "gmg-c", "node-new", body, &s), 201);
+	free(body);
+	assert_int_equal(md_rv(s), apiserver_double_resource_version(f->d));
+	assert_int_equal(strlen(md_str(s, "uid")), 36);
+	cJSON_Delete(s);
+
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CREATED), 2);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_UPDATED), 1);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CONFLICT), 2);
+	cJSON_Delete(u);
+	cJSON_Delete(j);
+}
+
+/* What the decoder, the handler and validation refuse; none of it is stored. */
+static void test_lease_bad_requests(void **state)
+{
+	struct fx *f = *state;
+	static const struct {
+		const char *method, *name, *body;
+		long code;
+		const char *reason, *message; /* message: a substring */
+	} cases[] = {
+	    {"POST", NULL, "{not json", 400, "BadRequest",
+	     "the object provided is unrecognized (must be of type Lease)"},
+	    {"POST", NULL, "[1,2]", 400, "BadRequest",
+	     "the object provided is unrecognized (must be of type Lease)"},
+	    {"POST", NULL, "", 400, "BadRequest",
+	     "the object provided is unrecognized (must be of type Lease)"},
+	    {"POST", NULL,
+	     "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"b1\"}}", 400,
+	     "BadRequest", "Pod in version \"v1\" cannot be handled as a Lease"},
+	    {"POST", NULL,
+	     "{\"kind\":\"Lease\",\"apiVersion\":\"coordination.k8s.io/v1beta1\",\"metadata\":{"
+	     "\"name\":\"b1\"}}",
+	     400, "BadRequest",
+	     "the API version in the data (coordination.k8s.io/v1beta1) does not match the "
+	     "expected API version (coordination.k8s.io/v1)"},
+	    {"POST", NULL, "{\"metadata\":{\"name\":\"b1\",\"annotations\":{\"a\":5}}}", 400,
+	     "BadRequest",
+	     "Lease in version \"v1\" cannot be handled as a Lease: json: cannot unmarshal number "
+	     "into Go struct field ObjectMeta.metadata.annotations of type string"},
+	    {"POST", NULL, "{\"metadata\":{\"name\":7}}", 400, "BadRequest",
+	     "json: cannot unmarshal number into Go struct field ObjectMeta.metadata.name of type "
+	     "string"},
+	    {"POST", NULL,
+	     "{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"leaseDurationSeconds\":\"x\"}}", 400,
+	     "BadRequest",
+	     "json: cannot unmarshal string into Go struct field "
+	     "LeaseSpec.spec.leaseDurationSeconds "
+	     "of type int32"},
+	    {"POST", NULL, "{\"metadata\":{\"name\":\"b1\",\"namespace\":\"elsewhere\"}}", 400,
+	     "BadRequest",
+	     "the namespace of the provided object does not match the namespace sent on the "
+	     "request"},
+	    {"PUT", "b1", "{\"metadata\":{\"name\":\"b2\",\"resourceVersion\":\"1\"}}", 400,
+	     "BadRequest", "the name of the object (b2) does not match the name on the URL (b1)"},
+	    {"POST", NULL, "{\"metadata\":{}}", 422, "Invalid",
+	     "Lease.coordination.k8s.io \"\" is invalid: metadata.name: Required value: name or "
+	     "generateName is required"},
+	    {"POST", NULL, "{\"metadata\":{\"name\":\"Bad_Name\"}}", 422, "Invalid",
+	     "Lease.coordination.k8s.io \"Bad_Name\" is invalid: metadata.name: Invalid value: "
+	     "\"Bad_Name\": a lowercase RFC 1123 subdomain must consist of"},
+	    {"POST", NULL, "{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"leaseDurationSeconds\":0}}",
+	     422, "Invalid",
+	     "Lease.coordination.k8s.io \"b1\" is invalid: spec.leaseDurationSeconds: Invalid "
+	     "value: 0: must be greater than 0"},
+	    {"POST", NULL,
+	     "{\"metadata\":{\"name\":\"b1\"},\"spec\":{\"leaseDurationSeconds\":-1,"
+	     "\"leaseTransitions\":-2}}",
+	     422, "Invalid",
+	     "is invalid: [spec.leaseDurationSeconds: Invalid value: -1: must be greater than 0, "
+	     "spec.leaseTransitions: Invalid value: -2: must be greater than or equal to 0]"},
+	    {"PATCH", "b1", "{}", 405, "MethodNotAllowed", "PUT and DELETE of leases"},
+	    {"GET", NULL, NULL, 400, "BadRequest", "lists and watches of leases"},
+	};
+	char path[512];
+	unsigned long rv = apiserver_double_resource_version(f->d);
+	apiserver_double_reset_counts(f->d);
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		cJSON *s = NULL;
+		long code;
+		if (cases[i].name)
+			snprintf(path, sizeof path, LEASES "gmg-bad/leases/%s", cases[i].name);
+		else
+			snprintf(path, sizeof path, LEASES "gmg-bad/leases");
+		code = call(f, cases[i].method, path, cases[i].body, &s);
+		if (code != cases[i].code || strcmp(jstr(s, "reason", NULL), cases[i].reason) ||
+		    !strstr(jstr(s, "message", NULL), cases[i].message))
+			fail_msg("case %zu (%s %s): HTTP %ld reason %s message %s", i,
+			         cases[i].method, cases[i].body ? cases[i].body : "", code,
+			         jstr(s, "reason", NULL), jstr(s, "message", NULL));
+		cJSON_Delete(s);
+	}
+	/* Annotations over 256 KiB (keys + values): 422 TooLong. */
+	{
+		size_t n = 256 * 1024 - 1; /* + the key's 2 bytes: over by one */
+		char *big = malloc(n + 64), *body;
+		cJSON *s = NULL;
+		memset(big, 'x', n);
+		big[n] = '\0';
+		assert_true(
+		    asprintf(&body,
+		             "{\"metadata\":{\"name\":\"b1\",\"annotations\":{\"k1\":\"%s\"}}}",
+		             big) > 0);
+		assert_int_equal(post_lease(f, "gmg-bad", body, &s), 422);
+		assert_string_equal(
+		    jstr(s, "message", NULL),
+		    "Lease.coordination.k8s.io \"b1\" is invalid: metadata.annotations: "
+		    "Too long: may not be more than 262144 bytes");
+		cJSON_Delete(s);
+		/* One byte less: accepted. */
+		free(body);
+		big[n - 1] = '\0';
+		assert_true(
+		    asprintf(&body,
+		             "{\"metadata\":{\"name\":\"b1\",\"annotations\":{\"k1\":\"%s\"}}}",
+		             big) > 0);
+		assert_int_equal(post_lease(f, "gmg-bad", body, NULL), 201);
+		free(body);
+		free(big);
+		assert_int_equal(apiserver_double_delete_lease(f->d, "gmg-bad", "b1"), 0);
+	}
+	assert_int_equal(call(f, "POST", LEASES "gmg-bad/leases?dryRun=All",
+	                      "{\"metadata\":{\"name\":\"b1\"}}", NULL),
+	                 400);
+	assert_null(apiserver_double_get_lease(f->d, "gmg-bad", "b1"));
+	assert_null(apiserver_double_get_lease(f->d, "gmg-bad", "b2"));
+	assert_null(apiserver_double_get_lease(f->d, "gmg-bad", "Bad_Name"));
+	/* Nothing but the accepted lease and its deletion was written. */
+	assert_int_equal(apiserver_double_resource_version(f->d), rv + 2);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CREATED), 1);
+}
+
+/* DELETE: 200 Success naming the lease, 404 after; DeleteOptions preconditions hold or 409. */
+static void test_lease_delete(void **state)
+{
+	struct fx *f = *state;
+	cJSON *j = NULL, *s = NULL;
+	char *body = lease_body("node-del", "x", NULL), opts[256], *ann;
+	const char *path = LEASES "gmg-d/leases/node-del";
+	assert_int_equal(post_lease(f, "gmg-d", body, &j), 201);
+	free(body);
+	snprintf(opts, sizeof opts,
+	         "{\"kind\":\"DeleteOptions\",\"apiVersion\":\"v1\",\"preconditions\":{"
+	         "\"resourceVersion\":\"%lu\"}}",
+	         md_rv(j) - 1);
+	assert_int_equal(call(f, "DELETE", path, opts, &s), 409);
+	assert_string_equal(jstr(s, "reason", NULL), "Conflict");
+	assert_contains(jstr(s, "message", NULL),
+	                "Precondition failed: ResourceVersion in precondition");
+	cJSON_Delete(s);
+	ann = apiserver_double_lease_annotation(f->d, "gmg-d", "node-del", RESV);
+	assert_non_null(ann); /* still there */
+	free(ann);
+	snprintf(opts, sizeof opts, "{\"preconditions\":{\"resourceVersion\":\"%s\"}}",
+	         md_str(j, "resourceVersion"));
+	assert_int_equal(call(f, "DELETE", path, opts, &s), 200);
+	assert_string_equal(jstr(s, "kind", NULL), "Status");
+	assert_string_equal(jstr(s, "status", NULL), "Success");
+	assert_string_equal(jstr(s, "details", "name"), "node-del");
+	assert_string_equal(jstr(s, "details", "uid"), md_str(j, "uid"));
+	cJSON_Delete(s);
+	assert_int_equal(call(f, "DELETE", path, NULL, &s), 404);
+	cJSON_Delete(s);
+	assert_int_equal(get_lease(f, "gmg-d", "node-del", NULL), 404);
+	cJSON_Delete(j);
+}
+
+/* ---- many writers: the compare-and-swap is atomic ---- */
+
+#define CAS_THREADS 8
+#define CAS_INCR    25
+
+struct casw {
+	struct fx *f;
+	int conflicts; /* 409s this writer got */
+	int writes;    /* its successful writes */
+	int errors;
+};
+
+/* The lease's counter (its annotation, a decimal number) read, incremented and written back
+ * with the version read; on 409 read again. CAS_INCR increments. */
+static void *cas_writer(void *arg)
+{
+	struct casw *w = arg;
+	CURL_HANDLE *h = http_handle_new();
+	const char *path = LEASES "gmg-cas/leases/counter";
+	while (w->writes < CAS_INCR && w->errors == 0) {
+		cJSON *l = NULL, *ann;
+		char *body, num[32];
+		long code = call_h(w->f, h, "GET", path, NULL, &l);
+		if (code == 404) {
+			cJSON_Delete(l);
+			body = lease_body("counter", "1", NULL);
+			code = call_h(w->f, h, "POST", LEASES "gmg-cas/leases", body, NULL);
+			free(body);
+		} else if (code == 200) {
+			ann = cJSON_GetObjectItemCaseSensitive(
+			    cJSON_GetObjectItemCaseSensitive(l, "metadata"), "annotations");
+			snprintf(num, sizeof num, "%ld",
+			         strtol(jstr(ann, RESV, NULL), NULL, 10) + 1);
+			cJSON_ReplaceItemInObject(ann, RESV, cJSON_CreateString(num));
+			body = cJSON_PrintUnformatted(l);
+			cJSON_Delete(l);
+			code = call_h(w->f, h, "PUT", path, body, NULL);
+			free(body);
+		} else {
+			cJSON_Delete(l);
+		}
+		if (code == 200 || code == 201)
+			w->writes++;
+		else if (code == 409)
+			w->conflicts++;
+		else
+			w->errors++;
+	}
+	http_handle_free(h);
+	return NULL;
+}
+
+/* Writers racing read-modify-write on one lease: no increment lost (every 409 was a real
+ * lost race: conflicts counted by the double = conflicts the writers saw), with and without
+ * a delay that widens the race. */
+static void test_lease_concurrent_writers(void **state)
+{
+	struct fx *f = *state;
+	for (int round = 0; round < 2; round++) {
+		struct casw w[CAS_THREADS];
+		pthread_t t[CAS_THREADS];
+		int conflicts = 0;
+		char *ann;
+		apiserver_double_delete_lease(f->d, "gmg-cas", "counter");
+		apiserver_double_reset_counts(f->d);
+		apiserver_double_set_lease_delay_ms(f->d, round ? 3 : 0);
+		for (int i = 0; i < CAS_THREADS; i++) {
+			w[i] = (struct casw){f, 0, 0, 0};
+			assert_int_equal(pthread_create(&t[i], NULL, cas_writer, &w[i]), 0);
+		}
+		for (int i = 0; i < CAS_THREADS; i++) {
+			pthread_join(t[i], NULL);
+			assert_int_equal(w[i].errors, 0);
+			assert_int_equal(w[i].writes, CAS_INCR);
+			conflicts += w[i].conflicts;
+		}
+		ann = apiserver_double_lease_annotation(f->d, "gmg-cas", "counter", RESV);
+		assert_non_null(ann);
+		assert_int_equal(strtol(ann, NULL, 10), CAS_THREADS * CAS_INCR);
+		free(ann);
+		assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CREATED), 1);
+		assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_UPDATED),
+		                 CAS_THREADS * CAS_INCR - 1);
+		assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CONFLICT),
+		                 (unsigned long)conflicts);
+		/* With the delay, 8 writers cannot all have been lucky. */
+		if (round)
+			assert_true(conflicts > 0);
+		print_message("round %d: %d conflicts\n", round, conflicts);
+	}
+	apiserver_double_set_lease_delay_ms(f->d, 0);
+}
+
+struct delayed_put {
+	struct fx *f;
+	char *body;
+	long code;
+	double seconds;
+};
+
+static void *delayed_put_main(void *arg)
+{
+	struct delayed_put *p = arg;
+	double t0 = harness_now();
+	p->code = put_lease(p->f, "gmg-inj", "node-inj", p->body, NULL);
+	p->seconds = harness_now() - t0;
+	return NULL;
+}
+
+/* Injected failures write nothing and look like the real ones; the delay is before the write,
+ * so a version that goes stale during it is refused. */
+static void test_lease_injection(void **state)
+{
+	struct fx *f = *state;
+	cJSON *j = NULL, *s = NULL;
+	char *body = lease_body("node-inj", "a", NULL), *put;
+	unsigned long rv;
+	double t0;
+	assert_int_equal(post_lease(f, "gmg-inj", body, &j), 201);
+	put = lease_body("node-inj", "b", md_str(j, "resourceVersion"));
+	apiserver_double_reset_counts(f->d);
+	rv = apiserver_double_resource_version(f->d);
+
+	apiserver_double_fail_lease_writes(f->d, 2, 409);
+	assert_int_equal(put_lease(f, "gmg-inj", "node-inj", put, &s), 409);
+	assert_status(s, 409, "Conflict",
+	              "Operation cannot be fulfilled on leases.coordination.k8s.io \"node-inj\": "
+	              "the object has been modified; please apply your changes to the latest "
+	              "version and try again");
+	cJSON_Delete(s);
+	assert_int_equal(post_lease(f, "gmg-inj", body, &s), 409);
+	assert_status(s, 409, "AlreadyExists",
+	              "leases.coordination.k8s.io \"node-inj\" already exists");
+	cJSON_Delete(s);
+	assert_int_equal(get_lease(f, "gmg-inj", "node-inj", NULL), 200); /* reads unaffected */
+	apiserver_double_fail_lease_writes(f->d, 1, 503);
+	assert_int_equal(put_lease(f, "gmg-inj", "node-inj", put, &s), 503);
+	assert_status(s, 503, "ServiceUnavailable", NULL);
+	cJSON_Delete(s);
+	assert_int_equal(apiserver_double_resource_version(f->d), rv); /* nothing written */
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CONFLICT), 0);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_WRITE), 3);
+
+	/* The HTTP controls, as curl would use them. */
+	assert_int_equal(call(f, "POST", "/_double/fail-lease-writes?code=500&times=1", NULL, &s),
+	                 200);
+	assert_int_equal((int)cJSON_GetObjectItemCaseSensitive(s, "leaseFailLeft")->valuedouble, 1);
+	cJSON_Delete(s);
+	assert_int_equal(put_lease(f, "gmg-inj", "node-inj", put, NULL), 500);
+	assert_int_equal(call(f, "POST", "/_double/delay-lease-writes?ms=0", NULL, NULL), 200);
+
+	/* The delay: a writer waits; its version goes stale meanwhile; 409 after the wait. */
+	{
+		struct delayed_put p = {f, put, 0, 0};
+		pthread_t t;
+		apiserver_double_set_lease_delay_ms(f->d, 700);
+		assert_int_equal(pthread_create(&t, NULL, delayed_put_main, &p), 0);
+		assert_int_equal(
+		    apiserver_double_wait_count(f->d, APISERVER_DOUBLE_LEASE_WRITE, 5, 5000), 0);
+		t0 = harness_now();
+		assert_int_equal(get_lease(f, "gmg-inj", "node-inj", NULL), 200);
+		assert_true(harness_now() - t0 < 0.5); /* reads are not delayed */
+		assert_int_equal(apiserver_double_put_lease(
+		                     f->d, "gmg-inj", "{\"metadata\":{\"name\":\"node-inj\"}}"),
+		                 0);
+		pthread_join(t, NULL);
+		assert_int_equal(p.code, 409);
+		assert_true(p.seconds >= 0.65);
+		apiserver_double_set_lease_delay_ms(f->d, 0);
+	}
+	free(put);
+	free(body);
+	cJSON_Delete(j);
+}
+
+/* Leases put directly or loaded from a state file are served like created ones. */
+static void test_lease_put_and_load(void **state)
+{
+	struct fx *f = *state;
+	char path[128], err[256];
+	cJSON *j = NULL;
+	FILE *fp;
+	assert_int_equal(
+	    apiserver_double_put_lease(f->d, "gmg-p",
+	                               "{\"metadata\":{\"name\":\"left\",\"annotations\":{\"" RESV
+	                               "\":\"[]\"}}}"),
+	    0);
+	assert_int_equal(get_lease(f, "gmg-p", "left", &j), 200);
+	assert_string_equal(jstr(j, "kind", NULL), "Lease");
+	assert_string_equal(md_str(j, "namespace"), "gmg-p");
+	assert_int_equal(strlen(md_str(j, "uid")), 36);
+	assert_int_equal(md_rv(j), apiserver_double_resource_version(f->d));
+	cJSON_Delete(j);
+	snprintf(path, sizeof path, "/tmp/gmg-double-leases-%d.json", (int)getpid());
+	fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs("{\"kind\":\"LeaseList\",\"apiVersion\":\"coordination.k8s.io/v1\",\"items\":[{"
+	      "\"metadata\":{\"name\":\"l1\",\"namespace\":\"gmg-p\",\"uid\":\"fixed-uid\"}},{"
+	      "\"metadata\":{\"name\":\"l2\",\"namespace\":\"gmg-q\"}}]}",
+	      fp);
+	fclose(fp);
+	assert_int_equal(apiserver_double_load_file(f->d, path, err, sizeof err), 2);
+	unlink(path);
+	assert_int_equal(get_lease(f, "gmg-p", "l1", &j), 200);
+	assert_string_equal(md_str(j, "uid"), "fixed-uid");
+	cJSON_Delete(j);
+	assert_int_equal(get_lease(f, "gmg-q", "l2", NULL), 200);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -780,6 +1434,13 @@ int main(void)
 	    cmocka_unit_test(test_stop_ends_watches),
 	    cmocka_unit_test(test_node_list_and_versions),
 	    cmocka_unit_test(test_many_pods),
+	    cmocka_unit_test(test_lease_create_and_get),
+	    cmocka_unit_test(test_lease_update_is_compare_and_swap),
+	    cmocka_unit_test(test_lease_bad_requests),
+	    cmocka_unit_test(test_lease_delete),
+	    cmocka_unit_test(test_lease_concurrent_writers),
+	    cmocka_unit_test(test_lease_injection),
+	    cmocka_unit_test(test_lease_put_and_load),
 	};
 	curl_global_init(CURL_GLOBAL_ALL);
 	return cmocka_run_group_tests(tests, setup, teardown);
