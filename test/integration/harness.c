@@ -649,6 +649,11 @@ static int start_once(struct world *w, const char *const *extra, unsigned timeou
 int world_start_gmg(struct world *w, const char *const *extra, unsigned timeout_ms)
 {
 	int attempt, rc = -1;
+	if (w->is_replica && !w->parent) {
+		fprintf(stderr, "world_start_gmg: replica %d outlived its world\n",
+		        w->replica_index);
+		return -1;
+	}
 	for (attempt = 0; attempt < 3; attempt++) {
 		rc = start_once(w, extra, timeout_ms);
 		if (rc <= 0)
@@ -700,12 +705,58 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
 	return remove(path);
 }
 
-void world_free(struct world *w)
+static void kill_gmg(struct world *w)
 {
 	if (w->pid) {
 		kill(w->pid, SIGKILL);
 		waitpid(w->pid, NULL, 0);
 		w->pid = 0;
+	}
+}
+
+int world_replica_init(struct world *r, struct world *w, int index)
+{
+	if (index < 0 || index >= HARNESS_REPLICAS_MAX || w->is_replica || !w->api ||
+	    w->replicas[index])
+		return -1;
+	memset(r, 0, sizeof *r);
+	snprintf(r->dir, sizeof r->dir, "%s", w->dir);
+	snprintf(r->data_dir, sizeof r->data_dir, "%s", w->data_dir);
+	snprintf(r->ca_file, sizeof r->ca_file, "%s", w->ca_file);
+	snprintf(r->cert_file, sizeof r->cert_file, "%s", w->cert_file);
+	snprintf(r->key_file, sizeof r->key_file, "%s", w->key_file);
+	snprintf(r->kubeconfig, sizeof r->kubeconfig, "%s", w->kubeconfig);
+	snprintf(r->log_file, sizeof r->log_file, "%s/gpu-memory-guard-r%d.log", w->dir, index);
+	r->ca = w->ca;
+	r->webhook_cert = w->webhook_cert;
+	r->api = w->api;
+	r->cache_mode = w->cache_mode;
+	r->is_replica = 1;
+	r->parent = w;
+	r->replica_index = index;
+	w->replicas[index] = r;
+	return 0;
+}
+
+void world_free(struct world *w)
+{
+	kill_gmg(w);
+	if (w->is_replica) {
+		/* Borrowed: the double, the certs and the directory are the parent's. */
+		if (w->parent)
+			w->parent->replicas[w->replica_index] = NULL;
+		memset(w, 0, sizeof *w);
+		return;
+	}
+	for (int i = 0; i < HARNESS_REPLICAS_MAX; i++) {
+		struct world *r = w->replicas[i];
+		if (!r)
+			continue;
+		kill_gmg(r);
+		r->parent = NULL;
+		r->api = NULL; /* freed below: nothing left to start against */
+		r->ca = r->webhook_cert = NULL;
+		w->replicas[i] = NULL;
 	}
 	apiserver_double_free(w->api);
 	w->api = NULL;

@@ -7,6 +7,12 @@
  * A "world" is one such set-up. Tests change w->cert_file / extra state before
  * world_start_gmg(). Not thread-safe per world, except the HTTP functions, which any thread may
  * call with its own CURL handle.
+ *
+ * Replicas: several gpu-memory-guard processes against one world (as a Deployment's replicas
+ * share one API server). world_replica_init() makes a world that borrows another's scratch
+ * directory, certificates, kubeconfig and API server test double, with its own log file; each
+ * then runs its own process on its own ports through the same functions as any world
+ * (world_start_gmg, world_stop_gmg, world_review, world_health_get, world_dump_log).
  */
 #ifndef GMG_TEST_HARNESS_H
 #define GMG_TEST_HARNESS_H
@@ -17,8 +23,9 @@
 #include "apiserver_double.h"
 #include "testcerts.h"
 
-#define HARNESS_TOKEN   "test-double-token-0123456789"
-#define HARNESS_PATHMAX 512
+#define HARNESS_TOKEN        "test-double-token-0123456789"
+#define HARNESS_PATHMAX      512
+#define HARNESS_REPLICAS_MAX 8 /* replicas of one world */
 
 typedef void CURL_HANDLE; /* a CURL *, kept opaque so tests need not include curl.h */
 
@@ -41,6 +48,12 @@ struct world {
 	/* --cache passed to the binary: "off" (world_init's default: these tests check the API
 	 * path call by call) or "watch" (the watch cache; test_watch_cache.c). */
 	const char *cache_mode;
+	/* Replicas (world_replica_init): in a replica, is_replica, the world it borrows from
+	 * (NULL once that world is freed) and its index; in a world, its replicas. */
+	int is_replica;
+	int replica_index;
+	struct world *parent;
+	struct world *replicas[HARNESS_REPLICAS_MAX];
 };
 
 /* Binary path and test data directory: argv[1] (or $GMG_BINARY) and $GMG_TEST_DATA (or
@@ -67,8 +80,21 @@ int world_stop_gmg(struct world *w, int sig, unsigned timeout_ms);
 /* Print the last lines of the binary's log to stderr (for failing assertions). */
 void world_dump_log(const struct world *w);
 
-/* Kill the binary if running, free the double and the certs, remove the scratch dir. */
+/* Kill the binary if running, free the double and the certs, remove the scratch dir. A
+ * replica: kill its binary only. A world with replicas still running: their binaries are
+ * killed too (and the replicas left with nothing to start: free them). */
 void world_free(struct world *w);
+
+/*
+ * Make r a replica of world w (initialized, not itself a replica): the same scratch directory,
+ * CA, serving certificate and key, kubeconfig and API server test double (borrowed: w must
+ * outlive r's use), the same cache_mode; log file DIR/gpu-memory-guard-r<index>.log. Start it
+ * with world_start_gmg(r, ...): its own free loopback ports, its own r->url / r->health_url.
+ * world_stop_gmg(r, SIGKILL, ms) kills it without warning, as a node failure would; started
+ * again, it appends to its log. Free with world_free(r) (before or after w). 0, or -1 (index
+ * out of 0..HARNESS_REPLICAS_MAX-1 or taken, w not a world).
+ */
+int world_replica_init(struct world *r, struct world *w, int index);
 
 /* Add a GPU node to the double: GFD labels nvidia.com/gpu.memory=mem_mib (MiB per GPU) and
  * nvidia.com/gpu.count=count, allocatable nvidia.com/gpu=count. 0 / -1. */
