@@ -432,8 +432,13 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 			d->verdict = SHARED_REREAD;
 		return;
 	}
-	if (!reserve)
+	if (!reserve) {
+		/* Allowed without a reservation (a dry run): no write will check the copy, and
+		 * entries other replicas added since would be missed. Read it and decide again. */
+		if (!d->fresh)
+			d->verdict = SHARED_REREAD;
 		return;
+	}
 	/* Cache path: entries whose pods every replica's cache shows by now go; both paths
 	 * drop expired ones. */
 	record_prune(rec, wall, d->api_node == NULL ? visible->pods : NULL,

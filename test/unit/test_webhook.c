@@ -1392,11 +1392,34 @@ static void test_shared_dry_run_and_denial_write_nothing(void **state)
 	empty_node(e);
 	pair_start(e, &pr);
 	char *body = fixture_read("review-pod-create-dryrun.json", NULL);
+	char *limit = strstr(body, "\"12Gi\""); /* the fixture's declaration, made 30Gi */
+	assert_non_null(limit);
+	memcpy(limit + 1, "30", 2);
 	struct answer a = review_on(e, pr.w[0], body);
-	free(body);
 	assert_true(a.allowed);
 	cJSON_Delete(a.root);
-	assert_int_equal(pr.leases->creates + pr.leases->updates + pr.leases->gets, 0);
+	/* A dry run has no write to catch a stale copy: it reads the record (none yet). */
+	assert_int_equal(pr.leases->creates + pr.leases->updates, 0);
+	assert_int_equal(pr.leases->gets, 1);
+	/* Replica 1 admits two 24Gi pods; replica 0 never saw the record since: its dry run of
+	 * the same 30Gi pod must be refused as the real request would be (78 > 71.7Gi). */
+	for (int i = 0; i < 2; i++) {
+		char uid[16], name[16];
+		snprintf(uid, sizeof(uid), "uid-%d", i);
+		snprintf(name, sizeof(name), "p-%d", i);
+		char *b = binding_for(e, uid, name, "gpu-node-a");
+		a = review_on(e, pr.w[1], b);
+		cJSON_free(b);
+		assert_true(a.allowed);
+		cJSON_Delete(a.root);
+	}
+	int writes = pr.leases->creates + pr.leases->updates;
+	a = review_on(e, pr.w[0], body);
+	free(body);
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "inference/p-1 (admitting)"));
+	cJSON_Delete(a.root);
+	assert_int_equal(pr.leases->creates + pr.leases->updates, writes);
 	pair_stop(&pr);
 }
 
