@@ -577,6 +577,25 @@ lease_holds() { # NODE POD BYTES MAX_DELAY_MS
 		<<<"$lease" >/dev/null || { jq -c '{name: .metadata.name, labels: .metadata.labels, annotations: .metadata.annotations}' <<<"$lease"; return 1; }
 }
 
+# Every entry of every record in the webhook's namespace has expired (the helm path's pods are
+# deleted: a record cannot tell a deleted pod from one not yet visible, so their entries count
+# until their expiry, admission + TTL).
+records_expired() {
+	kc -n "$NS" get leases -o json | jq -e --argjson now "$(date +%s%3N)" '
+	  all(.items[]; .metadata.annotations["gpu-memory-guard.io/reservations"] // "[]" | fromjson |
+	    all(.[]; .expires < $now))' >/dev/null
+}
+
+# No record in the webhook's namespace names a pod of the given prefix (expired entries are
+# pruned by the next write on their node).
+records_without() { # POD_PREFIX
+	local out
+	out=$(kc -n "$NS" get leases -o json | jq -c --arg p "$TEST_NS/$1" '[.items[] |
+	  {n: .metadata.name, e: (.metadata.annotations["gpu-memory-guard.io/reservations"] // "[]" | fromjson |
+	    map(select(.pod | startswith($p))))} | select(.e != [])]') || return 1
+	[ "$out" = "[]" ] || { echo "$out"; return 1; }
+}
+
 lease_record_checks() { # LABEL
 	local label=$1
 	check "$label: Lease gpu-h100-a in $NS holds the pod admitted by CREATE (uid, 20Gi)" \
@@ -796,8 +815,15 @@ check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfi
 host_webhook "binary runs on the host with the manifests' args, certs and ServiceAccount" \
 	"$WORK/manifests-tls" "$WORK/manifests-sa.kubeconfig" "$WORK/manifests-deploy.json"
 check "manifests' webhook configuration in effect" wait_for 60 "webhook in effect" in_effect
+# The helm path's reservations (pods since deleted) still count until their expiry: wait for it,
+# so the placements below are decided on this path's pods only, then check that the first write
+# on each node dropped them.
+check "helm path's reservations (pods deleted) expire within the TTL (60 s) + 15 s" \
+	wait_for 75 "the helm path's reservations expired" records_expired
 placement_checks "manifests"
 lease_record_checks "manifests"
+check "manifests: the writes on gpu-h100-a and gpu-h100-b pruned the helm path's expired entries" \
+	records_without helm-
 rbac_checks "manifests"
 lease_rbac_checks "manifests"
 no_403_logged "manifests"
