@@ -9,16 +9,20 @@
 #    cmake RUN line is run here, in the .dockerignore-filtered context), and its runtime stage
 #    installs a package for every library the binary links.
 # 2. Chart without a cluster: helm lint (every certificate mode), values.schema.json refuses bad
-#    values, cert-manager mode renders the cainjector annotation.
+#    values, cert-manager mode renders the cainjector annotation, reservations local is refused
+#    with more than one replica.
 # 3. Server-side dry runs: manifests/ (kubectl apply -f and -k), helm template; the chart and
 #    manifests/ render the same objects.
 # 4. Helm path: helm install with clientConfig switched to a URL; the stored Deployment and
 #    webhook configuration carry every designed setting; the binary runs on the host with the
 #    chart's own args, the chart Secret's cert/key and a token of the chart's ServiceAccount;
 #    placements admitted and refused by pod CREATE, by the scheduler's binding and by the legacy
-#    bindings resource; the API server refuses what the ClusterRole does not allow; helm
-#    upgrade keeps the caBundle; a rotated serving certificate is served without restart and
-#    shows in the expiry metric.
+#    bindings resource; the API server refuses what the ClusterRole does not allow; shared
+#    reservations (issue 8): the Deployment passes --reservations=shared and the release
+#    namespace, an admitted placement leaves the node's Lease holding the pod, and the
+#    ServiceAccount may get/create/update Leases in that namespace only (can-i, and real writes
+#    elsewhere refused with 403); helm upgrade keeps the caBundle; a rotated serving certificate
+#    is served without restart and shows in the expiry metric.
 # 5. Manifests path: the same with certificates from `gpu-memory-guard certs`, the documented
 #    one-line apply, and the chart's existingSecret mode on that Secret.
 # 6. Webhook down: GPU placements fail closed, ordinary pod CREATE is not sent, bindings wait,
@@ -173,6 +177,31 @@ schema_rejects() {
 		return 1
 	fi
 	echo "$out" | grep -qiE 'schema|values don.t meet' || { echo "$out"; return 1; }
+}
+
+# reservations: local keeps reservations per replica, which cannot be exact across replicas
+# (issue 8): the chart must refuse it with replicas > 1, saying why.
+local_multi_refused() {
+	local out
+	if out=$(helm_template --set reservations=local 2>&1); then
+		echo "rendered reservations=local with 2 replicas"
+		return 1
+	fi
+	[[ $out == *"reservations: local keeps each replica's reservations in its own memory, so 2 replicas"* ]] ||
+		{ echo "$out"; return 1; }
+}
+
+# reservations: local with one replica renders --reservations=local, no namespace flag and no
+# Lease Role (nothing to write), and the API server accepts it.
+local_single_ok() {
+	local out
+	out=$(helm_template --set reservations=local --set replicas=1 | kc apply --dry-run=server -o json -f -) ||
+		return 1
+	jq -e '[.items[] | select(.kind == "Role" or .kind == "RoleBinding")] == [] and
+	  (.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args |
+	    index("--reservations=local") != null and
+	    all(.[]; startswith("--reservations-namespace") | not))' <<<"$out" >/dev/null ||
+		{ jq -c '[.items[] | .kind]' <<<"$out"; return 1; }
 }
 
 check_cert_manager_render() {
@@ -376,13 +405,16 @@ binding_call_failed() {
 
 # The chart (default values, release gpu-memory-guard) and manifests/ must render the same
 # objects, as the API server normalizes them (server-side dry run, defaults applied): webhooks
-# without clientConfig, ClusterRole rules, the pod spec without image and label selectors,
-# Service ports, PDB. Labels and the image tag may differ.
+# without clientConfig, ClusterRole rules, the Lease Role and its binding, the pod spec (args
+# included) without image and label selectors, Service ports, PDB. Labels and the image tag may
+# differ.
 normalized() { # jq filter for one object, by kind
 	jq -S '(.items // [.])[] | select(.kind != "Secret" and .kind != "Namespace") |
 	if .kind == "ValidatingWebhookConfiguration" then {kind, w: (.webhooks | map(del(.clientConfig)))}
 	elif .kind == "ClusterRole" then {kind, r: .rules}
 	elif .kind == "ClusterRoleBinding" then {kind, r: .roleRef, s: .subjects}
+	elif .kind == "Role" then {kind, n: .metadata.name, ns: .metadata.namespace, r: .rules}
+	elif .kind == "RoleBinding" then {kind, n: .metadata.name, ns: .metadata.namespace, r: .roleRef, s: .subjects}
 	elif .kind == "ServiceAccount" then {kind, a: .automountServiceAccountToken}
 	elif .kind == "Deployment" then {kind, r: .spec.replicas, st: .spec.strategy,
 	  p: (.spec.template.spec | del(.containers[].image) | del(.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[].podAffinityTerm.labelSelector))}
@@ -460,6 +492,118 @@ rbac_checks() { # LABEL
 	if [ "$code" = yes ]; then pass "$label: ServiceAccount may watch nodes"; else fail "$label: ServiceAccount may watch nodes" "$code"; fi
 }
 
+# The stored Deployment passes shared reservations in the webhook's own namespace.
+deploy_shared_reservations() { # DEPLOYMENT_JSON
+	jq -e --arg ns "$NS" '.spec.template.spec.containers[0].args as $a |
+	  ($a | index("--reservations=shared")) != null and
+	  ($a | index("--reservations-namespace=" + $ns)) != null' "$1" >/dev/null ||
+		{ jq -c '.spec.template.spec.containers[0].args' "$1"; return 1; }
+}
+
+sa_can() { # VERB NAMESPACE|--all-namespaces: kubectl auth can-i on Leases as the ServiceAccount
+	local where=(-n "$2")
+	[ "$2" != --all-namespaces ] || where=(--all-namespaces)
+	kc auth can-i "$1" leases.coordination.k8s.io "${where[@]}" --as "system:serviceaccount:$NS:$SA" 2>/dev/null
+}
+
+# A Lease write with the ServiceAccount's token: prints the HTTP status. METHOD NAMESPACE NAME.
+sa_lease_write() {
+	local url
+	url="$(apiserver_url)/apis/coordination.k8s.io/v1/namespaces/$2/leases"
+	[ "$1" = POST ] || url="$url/$3"
+	curl -s -o "$WORK/lease-write.out" -w '%{http_code}' --max-time 5 --cacert "$STATE/pki/ca.crt" \
+		-H "Authorization: Bearer $(cat "$WORK/token")" -H 'Content-Type: application/json' -X "$1" \
+		--data "{\"apiVersion\":\"coordination.k8s.io/v1\",\"kind\":\"Lease\",\"metadata\":{\"name\":\"$3\",\"namespace\":\"$2\"}}" \
+		"$url"
+}
+
+# Leases: exactly get, create, update in the webhook's namespace; nothing elsewhere.
+lease_rbac_checks() { # LABEL
+	local label=$1 v ns got want bad="" code
+	for v in get create update list watch delete patch deletecollection; do
+		case $v in get | create | update) want=yes ;; *) want=no ;; esac
+		got=$(sa_can "$v" "$NS")
+		[ "$got" = "$want" ] || bad="$bad $v:$got(want $want)"
+	done
+	if [ -z "$bad" ]; then
+		pass "$label: ServiceAccount may get, create, update Leases in $NS and nothing more (can-i)"
+	else
+		fail "$label: ServiceAccount may get, create, update Leases in $NS and nothing more (can-i)" "$bad"
+	fi
+	bad=""
+	for ns in kube-system default "$TEST_NS" --all-namespaces; do
+		for v in get create update; do
+			got=$(sa_can "$v" "$ns")
+			[ "$got" = no ] || bad="$bad $v@$ns:$got"
+		done
+	done
+	if [ -z "$bad" ]; then
+		pass "$label: ServiceAccount may not get, create or update Leases in kube-system, default, $TEST_NS nor cluster-wide (can-i)"
+	else
+		fail "$label: ServiceAccount may not touch Leases outside $NS (can-i)" "$bad"
+	fi
+	code=$(sa_lease_write POST kube-system "gmg-proof-$label")
+	if [ "$code" = 403 ]; then
+		pass "$label: creating a Lease in kube-system with the ServiceAccount token refused (403)"
+	else
+		fail "$label: creating a Lease in kube-system refused" "HTTP $code $(head -c 300 "$WORK/lease-write.out")"
+	fi
+	code=$(sa_lease_write PUT default "gmg-proof-$label")
+	if [ "$code" = 403 ]; then
+		pass "$label: updating a Lease in default with the ServiceAccount token refused (403)"
+	else
+		fail "$label: updating a Lease in default refused" "HTTP $code $(head -c 300 "$WORK/lease-write.out")"
+	fi
+}
+
+# The admitted pod is in the record of its node: Lease NODE in the webhook's namespace, label
+# managed-by, annotation gpu-memory-guard.io/reservations holding an entry with the pod's
+# namespace/name, its uid as stored, its declared bytes, and an expiry of the admission time
+# plus --reservation-ttl (60s, the default both install paths pass): between creationTimestamp
+# (whole seconds) + TTL and creationTimestamp + TTL + MAX_DELAY_MS (the admission's lag behind
+# the CREATE: about a second for pod CREATE, the scheduling delay for a binding).
+lease_holds() { # NODE POD BYTES MAX_DELAY_MS
+	local uid created lease
+	uid=$(kc -n "$TEST_NS" get pod "$2" -o jsonpath='{.metadata.uid}') && [ -n "$uid" ] || return 1
+	created=$(kc -n "$TEST_NS" get pod "$2" -o jsonpath='{.metadata.creationTimestamp}') || return 1
+	created=$(($(date -d "$created" +%s) * 1000))
+	lease=$(kc -n "$NS" get lease "$1" -o json) || return 1
+	jq -e --arg pod "$TEST_NS/$2" --arg uid "$uid" --argjson bytes "$3" \
+		--argjson lo $((created + 60000)) --argjson hi $((created + 60000 + $4)) '
+	  .metadata.labels["app.kubernetes.io/managed-by"] == "gpu-memory-guard" and
+	  (.metadata.annotations["gpu-memory-guard.io/reservations"] | fromjson |
+	    any(.[]; .pod == $pod and .uid == $uid and .bytes == $bytes and
+	        .expires >= $lo and .expires <= $hi))' \
+		<<<"$lease" >/dev/null || { jq -c '{name: .metadata.name, labels: .metadata.labels, annotations: .metadata.annotations}' <<<"$lease"; return 1; }
+}
+
+# Every entry of every record in the webhook's namespace has expired (the helm path's pods are
+# deleted: a record cannot tell a deleted pod from one not yet visible, so their entries count
+# until their expiry, admission + TTL).
+records_expired() {
+	kc -n "$NS" get leases -o json | jq -e --argjson now "$(date +%s%3N)" '
+	  all(.items[]; .metadata.annotations["gpu-memory-guard.io/reservations"] // "[]" | fromjson |
+	    all(.[]; .expires < $now))' >/dev/null
+}
+
+# No record in the webhook's namespace names a pod of the given prefix (expired entries are
+# pruned by the next write on their node).
+records_without() { # POD_PREFIX
+	local out
+	out=$(kc -n "$NS" get leases -o json | jq -c --arg p "$TEST_NS/$1" '[.items[] |
+	  {n: .metadata.name, e: (.metadata.annotations["gpu-memory-guard.io/reservations"] // "[]" | fromjson |
+	    map(select(.pod | startswith($p))))} | select(.e != [])]') || return 1
+	[ "$out" = "[]" ] || { echo "$out"; return 1; }
+}
+
+lease_record_checks() { # LABEL
+	local label=$1
+	check "$label: Lease gpu-h100-a in $NS holds the pod admitted by CREATE (uid, 20Gi)" \
+		lease_holds gpu-h100-a "$label-fits-0" $((20 * 1024 * 1024 * 1024)) 3000
+	check "$label: Lease gpu-h100-b in $NS holds the pod admitted at binding (uid, 40Gi)" \
+		lease_holds gpu-h100-b "$label-bind-fits" $((40 * 1024 * 1024 * 1024)) 45000
+}
+
 # Rotation: new serving pair into the volume folder; the running webhook must serve it, and
 # the API server (same CA) must still reach it.
 rotation_check() { # LABEL TLS_DIR NEW_CRT NEW_KEY
@@ -528,6 +672,8 @@ check "schema rejects mode audit" schema_rejects --set mode=audit
 check "schema rejects failurePolicy Maybe" schema_rejects --set webhook.bindings.failurePolicy=Maybe
 check "schema rejects existingSecret without a name" schema_rejects --set certificate.mode=existingSecret
 check "schema accepts threshold 1" helm_template --set threshold=1
+check "schema rejects reservations cluster" schema_rejects --set reservations=cluster
+check "chart refuses reservations=local with 2 replicas, saying why" local_multi_refused
 check "certManager mode renders Certificate and cainjector annotation (chart and certs/cert-manager)" check_cert_manager_render
 
 trap teardown EXIT
@@ -545,7 +691,8 @@ echo "== server-side dry runs"
 check "kubectl apply --dry-run=server -f manifests/" kc apply --dry-run=server -f "$MANIFESTS"
 check "kubectl apply --dry-run=server -k manifests/" kc apply --dry-run=server -k "$MANIFESTS"
 check "helm template | kubectl apply --dry-run=server -f -" template_apply
-check "chart and manifests/ render the same objects (webhooks, RBAC, pod spec, Service, PDB)" same_objects
+check "chart and manifests/ render the same objects (webhooks, RBAC incl. the Lease Role, pod spec, Service, PDB)" same_objects
+check "chart: reservations=local with replicas=1 renders --reservations=local and no Lease Role, accepted" local_single_ok
 check "chart: bindings failurePolicy Ignore renders and is accepted (pods stay Fail)" bindings_policy_rendered Ignore
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
 	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
@@ -558,6 +705,8 @@ check "helm install (clientConfig.url=$URL)" helm_ install "$RELEASE" "$CHART" -
 kc -n "$NS" get deploy "$RELEASE" -o json >"$WORK/helm-deploy.json"
 check "helm: Deployment stored with every setting (HA, security context, probes, preStop sleep, Secret volume)" \
 	deploy_settings_kept "$WORK/helm-deploy.json"
+check "helm: Deployment passes --reservations=shared --reservations-namespace=$NS" \
+	deploy_shared_reservations "$WORK/helm-deploy.json"
 check "helm: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
 # The Secret as the kubelet would mount it.
 kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$WORK/helm.crt"
@@ -571,7 +720,9 @@ host_webhook "binary runs on the host with the chart's args, Secret and ServiceA
 	"$WORK/helm-tls" "$WORK/helm-sa.kubeconfig" "$WORK/helm-deploy.json"
 check "chart's webhook configuration in effect (URL switch)" wait_for 60 "webhook in effect" in_effect
 placement_checks "helm"
+lease_record_checks "helm"
 rbac_checks "helm"
+lease_rbac_checks "helm"
 no_403_logged "helm"
 
 bundles() { kc get validatingwebhookconfiguration "$RELEASE" -o jsonpath='{range .webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}'; }
@@ -655,6 +806,8 @@ check "kubectl apply -k overlay of manifests/ (caBundle + URL patch)" kc apply -
 kc -n "$NS" get deploy gpu-memory-guard -o json >"$WORK/manifests-deploy.json"
 check "manifests: Deployment stored with every setting (HA, security context, probes, preStop sleep, Secret volume)" \
 	deploy_settings_kept "$WORK/manifests-deploy.json"
+check "manifests: Deployment passes --reservations=shared --reservations-namespace=$NS" \
+	deploy_shared_reservations "$WORK/manifests-deploy.json"
 check "manifests: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
 check "manifests: both replicas created under Pod Security restricted" wait_for 60 "2 webhook pods" webhook_pods 2
 volume_update "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key" "$CERTS/ca.crt"
@@ -662,8 +815,17 @@ check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfi
 host_webhook "binary runs on the host with the manifests' args, certs and ServiceAccount" \
 	"$WORK/manifests-tls" "$WORK/manifests-sa.kubeconfig" "$WORK/manifests-deploy.json"
 check "manifests' webhook configuration in effect" wait_for 60 "webhook in effect" in_effect
+# The helm path's reservations (pods since deleted) still count until their expiry: wait for it,
+# so the placements below are decided on this path's pods only, then check that the first write
+# on each node dropped them.
+check "helm path's reservations (pods deleted) expire within the TTL (60 s) + 15 s" \
+	wait_for 75 "the helm path's reservations expired" records_expired
 placement_checks "manifests"
+lease_record_checks "manifests"
+check "manifests: the writes on gpu-h100-a and gpu-h100-b pruned the helm path's expired entries" \
+	records_without helm-
 rbac_checks "manifests"
+lease_rbac_checks "manifests"
 no_403_logged "manifests"
 cp "$CERTS/ca.crt" "$WORK/ca-before.crt"
 if "$BINARY" certs --out-dir "$CERTS" --renew --ip 127.0.0.1 --days 30 >"$WORK/bundle-renewed" 2>"$WORK/certs.err" &&
