@@ -41,11 +41,19 @@ static size_t ledger_gauge(void *ctx)
 	return ledger_size(ctx);
 }
 
-/* The watch cache tells the ledger about pods gone before they showed up on their node. */
+/* Where the watch cache reports pods gone before they showed up on their node. */
+struct gone_sink {
+	struct ledger *ledger;
+	struct shared *shared; /* NULL: --reservations local */
+};
+
 static void pod_gone(void *ctx, const char *key, const char *uid)
 {
-	if (ledger_size(ctx) > 0) /* most pods end with nothing reserved anywhere */
-		ledger_forget(ctx, key, uid);
+	struct gone_sink *g = ctx;
+	if (ledger_size(g->ledger) > 0) /* most pods end with nothing reserved anywhere */
+		ledger_forget(g->ledger, key, uid);
+	if (g->shared != NULL)
+		shared_forget(g->shared, uid);
 }
 
 /* The API client from --kubeconfig, else the in-cluster service account. */
@@ -114,6 +122,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct cache *cache = NULL;
 	struct informer *informer = NULL;
 	struct shared *shared = NULL;
+	struct gone_sink sink; /* outlives the cache, which calls pod_gone with it */
 	struct tls_store *tls = NULL;
 	struct server *server = NULL;
 	struct metrics *metrics = metrics_new();
@@ -123,22 +132,6 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	metrics_set_ledger_gauge(metrics, ledger_gauge, ledger);
 	if ((kube = make_kube(cfg, metrics)) == NULL)
 		goto out;
-	if (cfg->cache_watch) {
-		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
-		struct informer_config icfg = {
-		    .threshold = cfg->threshold,
-		    .ledger = ledger,
-		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
-		};
-		if ((cache = cache_new(&dcfg, pod_gone, ledger)) == NULL ||
-		    (informer = informer_new(kube, cache, &icfg)) == NULL ||
-		    metrics_add_collector(metrics, informer_collect, informer) != 0)
-			goto out;
-		if (informer_start(informer) != 0) {
-			log_msg(LOG_ERROR, "cannot start the watch cache's threads");
-			goto out;
-		}
-	}
 	if (cfg->reservations_shared) {
 		char ns[64];
 		struct shared_api api = shared_api_kube(kube);
@@ -148,6 +141,24 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 			goto out;
 		log_fields(LOG_INFO, "shared reservations",
 		           (struct log_field[]){LOG_STR("namespace", ns), LOG_END});
+	}
+	sink.ledger = ledger;
+	sink.shared = shared;
+	if (cfg->cache_watch) {
+		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
+		struct informer_config icfg = {
+		    .threshold = cfg->threshold,
+		    .ledger = ledger,
+		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
+		};
+		if ((cache = cache_new(&dcfg, pod_gone, &sink)) == NULL ||
+		    (informer = informer_new(kube, cache, &icfg)) == NULL ||
+		    metrics_add_collector(metrics, informer_collect, informer) != 0)
+			goto out;
+		if (informer_start(informer) != 0) {
+			log_msg(LOG_ERROR, "cannot start the watch cache's threads");
+			goto out;
+		}
 	}
 	struct webhook_source src = webhook_source_kube(kube);
 	struct webhook_config wcfg = {

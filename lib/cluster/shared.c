@@ -17,9 +17,10 @@
 #include <string.h>
 #include <time.h>
 
-#define BUCKETS     1024 /* of the table of known records */
-#define MAX_ATTEMPT 64   /* decisions per placement, besides the deadline */
-#define ERR_MAX     512
+#define BUCKETS      1024 /* of the table of known records */
+#define GONE_BUCKETS 4096
+#define MAX_ATTEMPT  64 /* decisions per placement, besides the deadline */
+#define ERR_MAX      512
 
 /* The record of a node as this process last wrote or read it. */
 struct known {
@@ -32,6 +33,14 @@ static const double write_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                        0.1,   0.25,   0.5,   1,    2.5};
 #define N_WB (sizeof(write_buckets) / sizeof(write_buckets[0]))
 
+/* A pod uid reported gone (shared_forget), in a ring of SHARED_GONE_MAX chained into buckets. */
+struct gone {
+	char uid[LEDGER_UID_MAX];
+	int used;
+	struct gone *prev, *next; /* in its bucket */
+	size_t bucket;
+};
+
 struct shared {
 	char *ns;
 	struct shared_api api;
@@ -43,6 +52,10 @@ struct shared {
 	atomic_ulong writes_ok, writes_conflict, writes_error, reads_ok, reads_error, retries;
 	atomic_ulong wb[N_WB + 1]; /* write latency histogram, the last is +Inf */
 	atomic_ullong wsum_us;     /* sum of write latencies, microseconds */
+	pthread_mutex_t gone_mu;   /* the gone uids */
+	struct gone *gone_ring;    /* SHARED_GONE_MAX slots */
+	size_t gone_next;
+	struct gone *gone_buckets[GONE_BUCKETS];
 };
 
 static uint64_t system_wall_ms(void)
@@ -89,7 +102,13 @@ struct shared *shared_new(const char *ns, const struct shared_api *api, uint64_t
 	s->api = *api;
 	s->ttl_ms = ttl_ms;
 	s->wall_ms = wall_ms ? wall_ms : system_wall_ms;
+	if ((s->gone_ring = calloc(SHARED_GONE_MAX, sizeof(*s->gone_ring))) == NULL) {
+		free(s->ns);
+		free(s);
+		return NULL;
+	}
 	pthread_mutex_init(&s->mu, NULL);
+	pthread_mutex_init(&s->gone_mu, NULL);
 	return s;
 }
 
@@ -107,6 +126,8 @@ void shared_free(struct shared *s)
 		}
 	}
 	pthread_mutex_destroy(&s->mu);
+	pthread_mutex_destroy(&s->gone_mu);
+	free(s->gone_ring);
 	free(s->ns);
 	free(s);
 }
@@ -126,12 +147,69 @@ const char *shared_namespace(const struct shared *s)
 	return s->ns;
 }
 
-static size_t bucket(const char *node)
+static uint64_t hash(const char *str)
 {
 	uint64_t h = 1469598103934665603ull; /* FNV-1a */
-	for (const unsigned char *p = (const unsigned char *)node; *p; p++)
+	for (const unsigned char *p = (const unsigned char *)str; *p; p++)
 		h = (h ^ *p) * 1099511628211ull;
-	return (size_t)(h % BUCKETS);
+	return h;
+}
+
+static size_t bucket(const char *node)
+{
+	return (size_t)(hash(node) % BUCKETS);
+}
+
+void shared_forget(struct shared *s, const char *uid)
+{
+	if (s == NULL || uid == NULL || uid[0] == '\0' || strlen(uid) >= LEDGER_UID_MAX)
+		return;
+	size_t b = (size_t)(hash(uid) % GONE_BUCKETS);
+	pthread_mutex_lock(&s->gone_mu);
+	struct gone *g = &s->gone_ring[s->gone_next];
+	s->gone_next = (s->gone_next + 1) % SHARED_GONE_MAX;
+	if (g->used) { /* the oldest: unlinked from its bucket */
+		if (g->prev != NULL)
+			g->prev->next = g->next;
+		else
+			s->gone_buckets[g->bucket] = g->next;
+		if (g->next != NULL)
+			g->next->prev = g->prev;
+	}
+	snprintf(g->uid, sizeof(g->uid), "%s", uid);
+	g->used = 1;
+	g->bucket = b;
+	g->prev = NULL;
+	g->next = s->gone_buckets[b];
+	if (g->next != NULL)
+		g->next->prev = g;
+	s->gone_buckets[b] = g;
+	pthread_mutex_unlock(&s->gone_mu);
+}
+
+/* With gone_mu held: the uid was reported gone. */
+static int is_gone_locked(struct shared *s, const char *uid)
+{
+	if (uid[0] == '\0')
+		return 0;
+	for (struct gone *g = s->gone_buckets[hash(uid) % GONE_BUCKETS]; g != NULL; g = g->next)
+		if (strcmp(g->uid, uid) == 0)
+			return 1;
+	return 0;
+}
+
+/* Drop from rec the entries of pods reported gone: a deleted or finished pod never holds GPU
+ * memory again, whatever any replica's cache shows. Returns how many were dropped. */
+static size_t drop_gone(struct shared *s, struct record *rec)
+{
+	size_t kept = 0, n = rec->n;
+	pthread_mutex_lock(&s->gone_mu);
+	for (size_t i = 0; i < n; i++)
+		if (!is_gone_locked(s, rec->entries[i].uid))
+			rec->entries[kept++] = rec->entries[i];
+	pthread_mutex_unlock(&s->gone_mu);
+	rec->n = kept;
+	return n - kept;
 }
 
 static struct known *find(struct shared *s, const char *node)
@@ -308,6 +386,7 @@ int shared_place(struct shared *s, const char *node, double deadline_s, shared_d
 	for (;;) {
 		if (n > 0)
 			atomic_fetch_add_explicit(&s->retries, 1, memory_order_relaxed);
+		drop_gone(s, &rec);
 		enum shared_verdict v = decide(ctx, &rec, fresh);
 		n++;
 		if (v == SHARED_NO_WRITE || (v == SHARED_REREAD && (fresh || reread_done))) {
@@ -353,6 +432,11 @@ size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn,
 	for (size_t i = 0; k != NULL && i < k->rec.n; i++) {
 		const struct record_entry *e = &k->rec.entries[i];
 		if (e->expires_ms <= now)
+			continue;
+		pthread_mutex_lock(&s->gone_mu);
+		int gone = is_gone_locked(s, e->uid);
+		pthread_mutex_unlock(&s->gone_mu);
+		if (gone)
 			continue;
 		fn(ctx, e->key, e->uid, e->bytes);
 		n++;

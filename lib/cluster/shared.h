@@ -7,7 +7,8 @@
  *
  * The loop of one placement (shared_place):
  *   1. take the node's record as this process last knew it (from its own last write or read;
- *      none yet: empty, and the write creates the Lease);
+ *      none yet: empty, and the write creates the Lease), without the entries of pods reported
+ *      gone (shared_forget);
  *   2. call decide(rec): the caller counts the node's pods plus rec's entries with the
  *      placement core, and when it admits, prunes rec and adds the reservation (record_put);
  *   3. WRITE: PUT the Lease with rec's resourceVersion (or POST it when it does not exist);
@@ -51,6 +52,7 @@ struct kube_client;
 struct metrics_writer;
 
 #define SHARED_MAX_NODES 100000 /* records remembered; past it a node's record is read again */
+#define SHARED_GONE_MAX  16384  /* uids of pods reported gone, remembered (shared_forget) */
 
 #define SHARED_EBUDGET  (-1) /* the deadline passed (conflicts, slow API server): deny */
 #define SHARED_EAPI     (-2) /* a read or write failed (not a conflict): err says which */
@@ -106,6 +108,13 @@ typedef enum shared_verdict (*shared_decide_fn)(void *ctx, struct record *rec, i
 int shared_place(struct shared *s, const char *node, double deadline_s, shared_decide_fn decide,
                  void *ctx, unsigned *attempts, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* The pod with this metadata.uid stopped holding GPU memory (deleted, finished: the watch
+ * cache's gone callback). Its entries in any record stop counting at once in this replica, and
+ * its next write of that record drops them (every replica's cache sees the same DELETE). The
+ * last SHARED_GONE_MAX uids are remembered; an older one's entries count until they expire (the
+ * safe side). NULL or "" uid: no-op. Thread-safe. */
+void shared_forget(struct shared *s, const char *uid);
 
 /* Call fn(ctx, key, uid, bytes) for each entry of node's record, as this replica last wrote or
  * read it, that has not expired: no API call (the scheduler extender's view). Another replica's

@@ -17,6 +17,10 @@
  *      limit, the Lease holds every admitted pod and at most the killed replica's in-flight
  *      ones more, and afterwards the other replicas admit exactly what is left.
  *
+ *   4. A pod admitted (Binding) and deleted before it shows on its node: once the replicas'
+ *      watch caches see the DELETE its entry no longer counts (a placement needing its room is
+ *      admitted before the TTL) and the next write drops it from the Lease.
+ *
  * Results are read from the answers, the double's Leases and counters and the replicas'
  * /metrics, never from logs. Admitted pods are not persisted, so no entry settles or expires
  * during the test (TTL 60 s, fresh node per round).
@@ -639,6 +643,58 @@ static void test_replica_killed_mid_storm(void **state)
 	start_replica(1);
 }
 
+/* ---- 4. a pod deleted before it shows on its node ---- */
+
+static void test_deleted_pod_stops_counting(void **state)
+{
+	static struct job jobs[MAX_JOBS];
+	const char *node = "shared-deleted";
+	double deleted_before[2];
+	cJSON *entries;
+	(void)state;
+	use_replicas(2);
+	ITEST_CHECK(world_add_node(&W, node, 40960, 1) == 0, "add node");
+	/* Replica 0 admits a 30Gi Binding; the pod never shows on the node. */
+	make_jobs(jobs, 1, "gone", "30Gi", node, 1, 0);
+	ITEST_CHECK(jobs[0].binding, "job 0 is not a Binding");
+	run_jobs(jobs, 1, 0, -1, 0);
+	ITEST_CHECK(jobs[0].code == 200 && jobs[0].a.allowed, "30Gi not admitted: %s",
+	            jobs[0].a.message);
+	for (int i = 0; i < 2; i++)
+		deleted_before[i] = replica_metric(i, "gpu_memory_guard_cache_events_total",
+		                                   "resource=\"pods\",type=\"deleted\"");
+	/* It is deleted: every replica's watch cache sees the DELETE. */
+	ITEST_CHECK(apiserver_double_delete_pod(W.api, "inference", jobs[0].name) == 0,
+	            "delete pod %s", jobs[0].name);
+	free_jobs(jobs, 1);
+	for (int i = 0; i < 2; i++) {
+		double until = harness_now() + 10;
+		while (replica_metric(i, "gpu_memory_guard_cache_events_total",
+		                      "resource=\"pods\",type=\"deleted\"") <= deleted_before[i] &&
+		       harness_now() < until)
+			usleep(20000);
+		ITEST_CHECK(replica_metric(i, "gpu_memory_guard_cache_events_total",
+		                           "resource=\"pods\",type=\"deleted\"") >
+		                deleted_before[i],
+		            "replica %d did not see the DELETE in 10 s", i);
+	}
+	/* Replica 1 then admits 30Gi at once (before the TTL, 60 s): the deleted pod's entry no
+	 * longer counts, and its write drops it from the Lease. */
+	make_jobs(jobs, 1, "after-gone", "30Gi", node, 1, 0);
+	jobs[0].replica = 1;
+	run_jobs(jobs, 1, 0, -1, 0);
+	ITEST_CHECK(jobs[0].code == 200 && jobs[0].a.allowed,
+	            "30Gi refused while the deleted pod's entry should be gone: %s",
+	            jobs[0].a.message);
+	free_jobs(jobs, 1);
+	entries = lease_entries(node, NULL, 0);
+	ITEST_CHECK(entries && cJSON_GetArraySize(entries) == 1 &&
+	                entries_bytes(entries) == 30 * GIB,
+	            "Lease %s: %d entries, %llu bytes (want the new pod's alone)", node,
+	            entries ? cJSON_GetArraySize(entries) : -1, entries_bytes(entries));
+	cJSON_Delete(entries);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -646,6 +702,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_three_replicas_exactly_what_fits),
 	    cmocka_unit_test(test_dry_run_and_denial_write_nothing),
 	    cmocka_unit_test(test_replica_killed_mid_storm),
+	    cmocka_unit_test(test_deleted_pod_stops_counting),
 	};
 	harness_init(argc, argv);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -433,6 +433,59 @@ static void test_each_entry_reads_the_known_record(void **state)
 	fake_lease_free(f);
 }
 
+/* decide_fits, with the entry uid given to record_put (the gone rule matches by uid). */
+static enum shared_verdict decide_with_uid(void *ctx, struct record *rec, int fresh)
+{
+	struct want *w = ctx;
+	enum shared_verdict v = decide_fits(ctx, rec, fresh);
+	if (v == SHARED_WRITE) /* decide_fits put it without a uid: give it one */
+		snprintf(rec->entries[rec->n - 1].uid, sizeof(rec->entries[0].uid), "uid-%s",
+		         w->key);
+	return v;
+}
+
+static void test_forget_drops_gone_pods(void **state)
+{
+	struct fake_lease *f = fake_lease_new();
+	struct shared *a = replica(f), *b = replica(f);
+	char err[512];
+	struct visited v = {0};
+	(void)state;
+	struct want big = {"ns/big", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	assert_int_equal(
+	    shared_place(a, "gpu-1", 1e18, decide_with_uid, &big, NULL, err, sizeof(err)), 0);
+	assert_true(big.allowed);
+	/* ns/big is deleted before it shows on the node: both replicas' caches report it. */
+	shared_forget(a, "uid-ns/big");
+	shared_forget(b, "uid-ns/big");
+	assert_int_equal(shared_each_entry(a, "gpu-1", visit_entry, &v), 0);
+	struct want next = {"ns/next", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	assert_int_equal(
+	    shared_place(b, "gpu-1", 1e18, decide_with_uid, &next, NULL, err, sizeof(err)), 0);
+	assert_true(next.allowed); /* 30 + 30 > 36 had ns/big still counted */
+	uint64_t bytes;
+	assert_int_equal(stored_entries(f, &bytes), 1); /* and the write dropped it */
+	assert_int_equal(bytes, 30 * GI);
+	/* Only the last SHARED_GONE_MAX uids are remembered: an evicted one counts again (a's
+	 * copy of the record still holds ns/big, written before b dropped it). */
+	for (int i = 0; i < SHARED_GONE_MAX - 1; i++) {
+		char uid[32];
+		snprintf(uid, sizeof(uid), "other-%d", i);
+		shared_forget(a, uid);
+	}
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(shared_each_entry(a, "gpu-1", visit_entry, &v), 0); /* still known */
+	shared_forget(a, "one-more");
+	assert_int_equal(shared_each_entry(a, "gpu-1", visit_entry, &v), 1); /* evicted */
+	assert_string_equal(v.last_uid, "uid-ns/big");
+	shared_forget(a, NULL);
+	shared_forget(a, "");
+	shared_forget(NULL, "x");
+	shared_free(a);
+	shared_free(b);
+	fake_lease_free(f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -446,6 +499,7 @@ int main(void)
 	    cmocka_unit_test(test_replicas_race_exactly),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_each_entry_reads_the_known_record),
+	    cmocka_unit_test(test_forget_drops_gone_pods),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
