@@ -6,7 +6,7 @@ JOBS       ?= $(shell nproc)
 BIN         = $(BUILD)/gpu-memory-guard
 
 .PHONY: all deps build build-asan test test-fast unit-integration asan e2e install-proof \
-        demo down bench format check-format clean
+        demo down bench bench-extender format check-format clean
 
 all: build
 
@@ -57,6 +57,11 @@ down:
 # BENCH_ARGS: gmg-bench options, e.g. BENCH_ARGS="--nodes 500 --pods 15000 --gpu-pods 2000".
 bench: build
 	bash test/bench/run-bench.sh $(BUILD)/test/bench/gmg-bench $(abspath $(BIN)) $(BENCH_ARGS)
+
+# The scheduler extender's benchmark (gmg-bench --extender; docs/benchmark.md).
+bench-extender: build
+	bash test/bench/run-bench.sh $(BUILD)/test/bench/gmg-bench $(abspath $(BIN)) --extender \
+	    $(BENCH_ARGS)
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -32,6 +32,19 @@
  *    scrapes around the placement phases), p50 and p99 interpolated in the histogram's buckets.
  * 5. A summary table and the targets, each met or not met, and the load average at start and
  *    end (this is a shared machine).
+ *
+ *   gmg-bench --extender|--ext-tls --binary PATH [--nodes N] [--pods N] [--gpu-pods N]
+ *             [--clients N] [--duration S] [--rounds N] [--nginx PATH|none]
+ *
+ * The scheduler extender instead (ext_main): a world of --nodes GPU nodes (500, no CPU node) and
+ * --pods pods (15,000; --gpu-pods 4,000 of them declaring), the binary with --cache watch,
+ * --scheduler-listen and --log-level info, and ExtenderArgs in the NodeNames form naming every
+ * node (kube-scheduler's with nodeCacheCapable: true) sent to POST /scheduler/filter and
+ * /scheduler/prioritize, on the plain scheduler listener (--ext-tls: the TLS listener), and to
+ * nginx answering a copy of a filter answer from a file: --rounds rounds of six phases, the
+ * three with 1 client, then with --clients. Own time per call = the "self_ms" of the
+ * extender's log line for that call (decode to encode, without waiting), every call, exact
+ * percentiles; the metrics' histogram is read for the call count and mean.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -75,7 +88,12 @@ struct opts {
 	int api_path;
 	const char *threads;
 	const char *workers;
+	int extender; /* --extender: the scheduler extender's benchmark instead (below) */
+	int ext_tls;  /* --ext-tls: its calls over the TLS listener, not the plain one */
 };
+
+/* What an answer must be: an AdmissionReview, or a scheduler extender's answer. */
+enum answer_kind { ANS_REVIEW = 0, ANS_FILTER, ANS_PRIORITIZE };
 
 /* What the clients send and how an answer is checked. */
 struct target {
@@ -84,12 +102,16 @@ struct target {
 	char **bodies;
 	char **uids; /* NULL: no uid check (nginx answers a fixed body) */
 	long n;
+	enum answer_kind kind;
+	int ext_nodes; /* ANS_FILTER, ANS_PRIORITIZE: nodes each call names (all must be answered)
+	                */
 };
 
 struct client_out {
 	double *lat;
 	long n, cap;
 	long ok, allowed, failed, connects;
+	long passed; /* ANS_FILTER: nodes that passed, summed over calls */
 };
 
 struct phase {
@@ -119,6 +141,13 @@ struct result {
 	int rounds;
 	double srv_cpu,
 	    cli_cpu; /* CPU seconds (user + system): the server's processes, gmg-bench */
+	/* extender (ext 1): per call from the binary's log ("self_ms", "latency_ms"), /metrics */
+	int ext;
+	double *own, *srvt;
+	long n_own, cap_own, n_srvt, cap_srvt;
+	long log_errors; /* extender log lines of this verb with an error */
+	long passed;
+	double ext_judged, ext_filtered_out;
 };
 
 static double now_s(void)
@@ -139,6 +168,45 @@ static void push_lat(double **lat, long *n, long *cap, double v)
 	(*lat)[(*n)++] = v;
 }
 
+static long json_count(const cJSON *o)
+{
+	return cJSON_IsArray(o) || cJSON_IsObject(o) ? (long)cJSON_GetArraySize(o) : 0;
+}
+
+/* An extender answer: ExtenderFilterResult in the NodeNames form with no Error, every node
+ * named either passing or failed; HostPriorityList with a score 0..10 for every node. 0 / -1;
+ * *passed: nodes that passed the filter. */
+static int check_ext_answer(const struct target *t, const char *body, long *passed)
+{
+	cJSON *doc = cJSON_Parse(body), *e;
+	int ok = 0;
+	*passed = 0;
+	if (t->kind == ANS_FILTER) {
+		const cJSON *names = cJSON_GetObjectItemCaseSensitive(doc, "NodeNames");
+		const cJSON *err = cJSON_GetObjectItemCaseSensitive(doc, "Error");
+		long n =
+		    json_count(names) +
+		    json_count(cJSON_GetObjectItemCaseSensitive(doc, "FailedNodes")) +
+		    json_count(cJSON_GetObjectItemCaseSensitive(doc, "FailedAndUnresolvableNodes"));
+		ok = cJSON_IsArray(names) &&
+		     (!err || (cJSON_IsString(err) && !err->valuestring[0])) && n == t->ext_nodes;
+		*passed = json_count(names);
+	} else {
+		ok = cJSON_IsArray(doc) && json_count(doc) == t->ext_nodes;
+		cJSON_ArrayForEach(e, doc)
+		{
+			if (!ok)
+				break;
+			const cJSON *sc = cJSON_GetObjectItemCaseSensitive(e, "Score");
+			if (!cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "Host")) ||
+			    !cJSON_IsNumber(sc) || sc->valuedouble < 0 || sc->valuedouble > 10)
+				ok = 0;
+		}
+	}
+	cJSON_Delete(doc);
+	return ok ? 0 : -1;
+}
+
 static void *client(void *arg)
 {
 	struct phase *ph = ((void **)arg)[0];
@@ -154,8 +222,14 @@ static void *client(void *arg)
 	rq.ca_file = t->ca_file;
 	rq.content_type = "application/json";
 	rq.timeout_ms = 30000;
-	/* Connect and handshake before the clock starts (not measured). */
-	rq.body = "{\"request\":{\"uid\":\"warm-up\"}}";
+	/* Connect and handshake before the clock starts (not measured). The extender: a pod that
+	 * asks for no GPU and no node (passed through: logged at debug only, so not in the figures
+	 * read from the log; counted as passthrough in the metrics). */
+	rq.body = t->kind == ANS_REVIEW
+	              ? "{\"request\":{\"uid\":\"warm-up\"}}"
+	              : "{\"Pod\":{\"metadata\":{\"name\":\"warm-up\",\"namespace\":"
+	                "\"default\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}},"
+	                "\"Nodes\":null,\"NodeNames\":[]}";
 	rq.body_len = strlen(rq.body);
 	http_do(h, &rq, &rs);
 	http_resp_free(&rs);
@@ -168,8 +242,18 @@ static void *client(void *arg)
 		double t0 = now_s();
 		int rc = http_do(h, &rq, &rs);
 		double dt = now_s() - t0;
-		if (rc == 0 && rs.code == 200 && harness_parse_review(rs.body, &a) == 0 &&
-		    (!t->uids || !strcmp(a.uid, t->uids[i % t->n]))) {
+		long passed = 0;
+		if (t->kind != ANS_REVIEW) {
+			if (rc == 0 && rs.code == 200 &&
+			    check_ext_answer(t, rs.body, &passed) == 0) {
+				o->ok++;
+				o->passed += passed;
+				push_lat(&o->lat, &o->n, &o->cap, dt);
+			} else {
+				o->failed++;
+			}
+		} else if (rc == 0 && rs.code == 200 && harness_parse_review(rs.body, &a) == 0 &&
+		           (!t->uids || !strcmp(a.uid, t->uids[i % t->n]))) {
 			o->ok++;
 			o->allowed += a.allowed;
 			push_lat(&o->lat, &o->n, &o->cap, dt);
@@ -283,6 +367,7 @@ static void run_phase(const struct target *t, int clients, double duration, pid_
 		r->allowed += o->allowed;
 		r->failed += o->failed;
 		r->connects += o->connects;
+		r->passed += o->passed;
 	}
 	r->wall += wall;
 	if (r->rounds < 16)
@@ -394,10 +479,12 @@ static void print_result(const struct result *r)
 	printf("  %-28s %8.0f /s (rounds:", r->name, rate(r));
 	for (i = 0; i < r->rounds && i < 16; i++)
 		printf(" %.0f", r->round_rate[i]);
-	printf("), %ld answered (%ld allowed), %ld failed, %ld reconnects; client p50 %.2f ms, "
-	       "p99 %.2f ms, p999 %.2f ms\n",
-	       r->ok, r->allowed, r->failed, r->connects, pct(r->lat, r->n, 0.5) * 1e3,
-	       pct(r->lat, r->n, 0.99) * 1e3, pct(r->lat, r->n, 0.999) * 1e3);
+	printf("), %ld answered", r->ok);
+	if (!r->ext) /* an extender's answer allows nothing */
+		printf(" (%ld allowed)", r->allowed);
+	printf(", %ld failed, %ld reconnects; client p50 %.2f ms, p99 %.2f ms, p999 %.2f ms\n",
+	       r->failed, r->connects, pct(r->lat, r->n, 0.5) * 1e3, pct(r->lat, r->n, 0.99) * 1e3,
+	       pct(r->lat, r->n, 0.999) * 1e3);
 	if (r->ok > 0)
 		printf("  %-28s CPU per request: server %.1f us, gmg-bench (clients and test "
 		       "double) %.1f us\n",
@@ -511,19 +598,21 @@ static int put_node(struct world *w, int i, int gpu)
 	return apiserver_double_put_node(w->api, json);
 }
 
-/* A pod as the API server stores it (about 1.3 KB): a GPU pod declaring limit when limit is not
- * NULL; on node when not NULL (Running), else Pending. */
-static int put_pod(struct world *w, const char *ns, const char *name, long uid, const char *node,
-                   const char *limit)
+/* A pod as the API server stores it (about 1.3 KB) into json[len]: a GPU pod asking for gpus
+ * nvidia.com/gpu and declaring limit when limit is not NULL; on node when not NULL (Running),
+ * else Pending. */
+static void pod_json(char *json, size_t len, const char *ns, const char *name, long uid,
+                     const char *node, const char *limit, int gpus)
 {
-	char json[4096], node_field[96] = "", res[256], env[160] = "";
+	char node_field[96] = "", res[256], env[160] = "";
 	if (node)
 		snprintf(node_field, sizeof node_field, ",\"nodeName\":\"%s\"", node);
 	if (limit) {
 		snprintf(
 		    res, sizeof res,
-		    "{\"limits\":{\"cpu\":\"4\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\"},"
-		    "\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"1\"}}");
+		    "{\"limits\":{\"cpu\":\"4\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"%d\"},"
+		    "\"requests\":{\"cpu\":\"4\",\"memory\":\"32Gi\",\"nvidia.com/gpu\":\"%d\"}}",
+		    gpus, gpus);
 		snprintf(env, sizeof env,
 		         ",\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"%s\"},{\"name\":"
 		         "\"VLLM_GPU_MEMORY_UTILIZATION\",\"value\":\"0.2\"}]",
@@ -533,7 +622,7 @@ static int put_pod(struct world *w, const char *ns, const char *name, long uid, 
 		         "{\"limits\":{\"memory\":\"512Mi\"},\"requests\":{\"cpu\":\"100m\","
 		         "\"memory\":\"256Mi\"}}");
 	}
-	snprintf(json, sizeof json,
+	snprintf(json, len,
 	         "{\"kind\":\"Pod\",\"apiVersion\":\"v1\",\"metadata\":{\"name\":\"%s\","
 	         "\"namespace\":\"%s\",\"uid\":\"20000000-0000-4000-8000-%012ld\","
 	         "\"creationTimestamp\":\"2026-11-20T10:00:00Z\",\"labels\":{\"app\":\"%s\","
@@ -555,6 +644,13 @@ static int put_pod(struct world *w, const char *ns, const char *name, long uid, 
 	         name, ns, uid, name, name, uid, limit ? "vllm" : "app", res, env, node_field,
 	         node ? "Running" : "Pending",
 	         node ? ",\"podIP\":\"10.244.1.7\",\"startTime\":\"2026-11-20T10:00:05Z\"" : "");
+}
+
+static int put_pod(struct world *w, const char *ns, const char *name, long uid, const char *node,
+                   const char *limit)
+{
+	char json[4096];
+	pod_json(json, sizeof json, ns, name, uid, node, limit, 1);
 	return apiserver_double_put_pod(w->api, ns, json);
 }
 
@@ -840,7 +936,7 @@ static void stop_nginx(pid_t pid)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	int i, cpu_set = 0;
+	int i, cpu_set = 0, nodes_set = 0, pods_set = 0, gpu_set = 0;
 	o->data = GMG_BENCH_DATA;
 	o->nginx = "/usr/sbin/nginx";
 	o->nodes = 5000;
@@ -859,6 +955,11 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->api_path = 0;
 			continue;
 		}
+		if (!strcmp(a, "--extender") || !strcmp(a, "--ext-tls")) {
+			o->extender = 1;
+			o->ext_tls |= !strcmp(a, "--ext-tls");
+			continue;
+		}
 		if (!v)
 			return -1;
 		if (!strcmp(a, "--binary"))
@@ -868,13 +969,13 @@ static int parse(int argc, char **argv, struct opts *o)
 		else if (!strcmp(a, "--nginx"))
 			o->nginx = v;
 		else if (!strcmp(a, "--nodes"))
-			o->nodes = atoi(v);
+			o->nodes = atoi(v), nodes_set = 1;
 		else if (!strcmp(a, "--cpu-nodes"))
 			o->cpu_nodes = atoi(v), cpu_set = 1;
 		else if (!strcmp(a, "--pods"))
-			o->pods = atol(v);
+			o->pods = atol(v), pods_set = 1;
 		else if (!strcmp(a, "--gpu-pods"))
-			o->gpu_pods = atol(v);
+			o->gpu_pods = atol(v), gpu_set = 1;
 		else if (!strcmp(a, "--clients"))
 			o->clients = atoi(v);
 		else if (!strcmp(a, "--rounds"))
@@ -897,8 +998,15 @@ static int parse(int argc, char **argv, struct opts *o)
 			return -1;
 		i++;
 	}
-	if (!cpu_set)
+	if (o->extender) {
+		/* 500 GPU nodes, 30 pods a node of which 8 GPU pods. */
+		o->nodes = nodes_set ? o->nodes : 500;
+		o->cpu_nodes = cpu_set ? o->cpu_nodes : 0;
+		o->pods = pods_set ? o->pods : 15000;
+		o->gpu_pods = gpu_set ? o->gpu_pods : 4000;
+	} else if (!cpu_set) {
 		o->cpu_nodes = o->nodes / 10;
+	}
 	if (!o->binary || o->clients < 1 || o->clients > MAX_CLIENTS || o->duration <= 0 ||
 	    o->rounds < 1 || o->rounds > 16 || o->nodes < 1 || o->cpu_nodes < 0 ||
 	    o->cpu_nodes >= o->nodes || o->gpu_pods < 0 || o->pods < o->gpu_pods ||
@@ -966,6 +1074,459 @@ static const char *verdict(int met)
 	return met ? "met" : "NOT MET";
 }
 
+/* ---- the scheduler extender (--extender) ---- */
+
+#define EXT_BODIES          256 /* distinct ExtenderArgs, cycled */
+#define EXT_PATH_FILTER     "/scheduler/filter"
+#define EXT_PATH_PRIORITIZE "/scheduler/prioritize"
+
+/* ExtenderArgs as kube-scheduler sends them with nodeCacheCapable: true: {"Pod": the v1.Pod,
+ * "Nodes": null, "NodeNames": every GPU node}. Pod k is a Pending pod not in the world; even k:
+ * 1 GPU declaring 10Gi (fits on every node), odd k: 8 GPUs declaring 500Gi (fails where the
+ * world's pods leave less). Caller frees. */
+static char *ext_args(long k, const struct opts *o)
+{
+	char pod[4096], name[64], node[32];
+	size_t cap, len;
+	char *body;
+	snprintf(name, sizeof name, "sched-%ld", k);
+	pod_json(pod, sizeof pod, "inference", name, 900000 + k, NULL, k % 2 ? "500Gi" : "10Gi",
+	         k % 2 ? 8 : 1);
+	cap = strlen(pod) + (size_t)gpu_nodes(o) * 16 + 64;
+	if (!(body = malloc(cap)))
+		return NULL;
+	len = (size_t)snprintf(body, cap, "{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":[", pod);
+	for (int n = 0; n < gpu_nodes(o); n++) {
+		gpu_node_name(node, sizeof node, n, o);
+		len += (size_t)snprintf(body + len, cap - len, "%s\"%s\"", n ? "," : "", node);
+	}
+	snprintf(body + len, cap - len, "]}");
+	return body;
+}
+
+static int prepare_ext(struct target *t, const char *url, const char *ca_file,
+                       enum answer_kind kind, const struct opts *o)
+{
+	t->url = url;
+	t->ca_file = ca_file;
+	t->kind = kind;
+	t->ext_nodes = gpu_nodes(o);
+	t->n = EXT_BODIES;
+	if (!(t->bodies = calloc((size_t)t->n, sizeof *t->bodies)))
+		return -1;
+	for (long i = 0; i < t->n; i++)
+		if (!(t->bodies[i] = ext_args(i, o)))
+			return -1;
+	return 0;
+}
+
+/* The double of a "key":number field of a log line, or NAN. */
+static double log_number(const char *line, const char *key)
+{
+	const char *p = strstr(line, key);
+	return p ? strtod(p + strlen(key), NULL) : NAN;
+}
+
+/* The binary's log from offset *off to its end: every extender line of verb (one per call,
+ * --log-level info) adds its self_ms (own time: decode to encode, without waiting) and
+ * latency_ms (arrival to answer) to r. *off is moved to the end. */
+static void read_ext_log(const struct world *w, long *off, const char *verb, struct result *r)
+{
+	char want[64], *line = NULL;
+	size_t cap = 0;
+	FILE *f = fopen(w->log_file, "r");
+	if (!f)
+		return;
+	snprintf(want, sizeof want, "\"verb\":\"%s\"", verb);
+	if (fseek(f, *off, SEEK_SET) == 0) {
+		while (getline(&line, &cap, f) > 0) {
+			double own, lat;
+			if (!strstr(line, "\"msg\":\"extender\"") || !strstr(line, want))
+				continue;
+			if (!strstr(line, "\"error\":null")) {
+				r->log_errors++;
+				continue;
+			}
+			own = log_number(line, "\"self_ms\":");
+			lat = log_number(line, "\"latency_ms\":");
+			if (!isnan(own))
+				push_lat(&r->own, &r->n_own, &r->cap_own, own / 1e3);
+			if (!isnan(lat))
+				push_lat(&r->srvt, &r->n_srvt, &r->cap_srvt, lat / 1e3);
+		}
+	}
+	*off = ftell(f);
+	free(line);
+	fclose(f);
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : 0;
+}
+
+/* One extender phase: scrape, note the log's end, run, read the log, scrape. */
+static void ext_phase(struct world *w, const struct target *t, int clients, double duration,
+                      struct result *r)
+{
+	const char *verb = t->kind == ANS_FILTER ? "filter" : "prioritize";
+	char *m0 = NULL, *m1 = NULL, label[64];
+	long off = file_size(w->log_file);
+	world_health_get(w, "/metrics", &m0);
+	apiserver_double_reset_counts(w->api);
+	run_phase(t, clients, duration, w->pid, r);
+	r->double_reads += double_reads(w->api);
+	world_health_get(w, "/metrics", &m1);
+	read_ext_log(w, &off, verb, r);
+	if (!m0 || !m1)
+		goto out;
+	snprintf(label, sizeof label, "verb=\"%s\"", verb);
+#define D(name, lbl) (metric(m1, name, lbl) - metric(m0, name, lbl))
+	snprintf(label, sizeof label, "verb=\"%s\",result=\"judged\"", verb);
+	r->ext_judged += D("gpu_memory_guard_extender_requests_total", label);
+	if (t->kind == ANS_FILTER)
+		r->ext_filtered_out +=
+		    D("gpu_memory_guard_extender_nodes_filtered_out_total", NULL);
+	r->api_get_list += D("gpu_memory_guard_api_requests_total", "verb=\"get\"") +
+	                   D("gpu_memory_guard_api_requests_total", "verb=\"list\"");
+#undef D
+out:
+	free(m0);
+	free(m1);
+}
+
+/* Start nginx on a free loopback port (TLS with the world's certificate when tls) answering
+ * every request, POST included, 200 with body from a file (an extender answer is larger than
+ * what nginx's `return` takes in its configuration). Returns its pid (0 when not started) and
+ * the URL. */
+static pid_t start_nginx_static(const struct opts *o, const struct world *w, const char *body,
+                                int tls, char *url, size_t url_len)
+{
+	char conf[HARNESS_PATHMAX + 32], errlog[HARNESS_PATHMAX + 32], file[HARNESS_PATHMAX + 32];
+	FILE *f;
+	pid_t pid;
+	int port = harness_free_port();
+	double until;
+	if (!o->nginx || !strcmp(o->nginx, "none") || access(o->nginx, X_OK)) {
+		printf("nginx: %s not found or disabled: no baseline\n",
+		       o->nginx ? o->nginx : "(none)");
+		return 0;
+	}
+	snprintf(file, sizeof file, "%s/answer.json", w->dir);
+	snprintf(conf, sizeof conf, "%s/nginx-static.conf", w->dir);
+	snprintf(errlog, sizeof errlog, "%s/nginx-error.log", w->dir);
+	if (!(f = fopen(file, "w")))
+		return 0;
+	fputs(body, f);
+	fclose(f);
+	if (!(f = fopen(conf, "w")))
+		return 0;
+	/* The static module answers a POST 405; error_page turns that into the file, 200. */
+	fprintf(f,
+	        "daemon off;\nmaster_process on;\nworker_processes auto;\n%s"
+	        "pid %s/nginx.pid;\nerror_log %s warn;\n"
+	        "events { worker_connections 1024; }\n"
+	        "http {\n  access_log off;\n"
+	        "  client_body_temp_path %s/nginx-body;\n  proxy_temp_path %s/nginx-proxy;\n"
+	        "  fastcgi_temp_path %s/nginx-fastcgi;\n  uwsgi_temp_path %s/nginx-uwsgi;\n"
+	        "  scgi_temp_path %s/nginx-scgi;\n"
+	        "  keepalive_requests 100000000;\n  keepalive_timeout 600s;\n"
+	        "  client_body_buffer_size 1m;\n"
+	        "  server {\n    listen 127.0.0.1:%d%s;\n",
+	        geteuid() == 0 ? "user root;\n" : "", w->dir, errlog, w->dir, w->dir, w->dir,
+	        w->dir, w->dir, port, tls ? " ssl" : "");
+	if (tls)
+		fprintf(f,
+		        "    ssl_certificate %s;\n    ssl_certificate_key %s;\n"
+		        "    ssl_protocols TLSv1.2 TLSv1.3;\n",
+		        w->cert_file, w->key_file);
+	fprintf(f,
+	        "    location / {\n      root %s;\n      default_type application/json;\n"
+	        "      try_files /answer.json =404;\n      error_page 405 =200 /answer.json;\n"
+	        "    }\n  }\n}\n",
+	        w->dir);
+	fclose(f);
+	pid = fork();
+	if (pid == 0) {
+		execl(o->nginx, o->nginx, "-p", w->dir, "-e", errlog, "-c", conf, (char *)NULL);
+		_exit(127);
+	}
+	if (pid < 0)
+		return 0;
+	snprintf(url, url_len, "%s://127.0.0.1:%d%s", tls ? "https" : "http", port,
+	         EXT_PATH_FILTER);
+	until = now_s() + 10;
+	while (now_s() < until) {
+		struct http_req rq = {0};
+		struct http_resp rs;
+		int status;
+		rq.url = url;
+		rq.ca_file = w->ca_file;
+		rq.body = "{}";
+		rq.body_len = 2;
+		rq.content_type = "application/json";
+		rq.timeout_ms = 2000;
+		if (http_do(NULL, &rq, &rs) == 0 && rs.code == 200 && rs.len == strlen(body)) {
+			http_resp_free(&rs);
+			return pid;
+		}
+		http_resp_free(&rs);
+		if (waitpid(pid, &status, WNOHANG) == pid) {
+			char *log = harness_read_file(errlog, NULL);
+			printf("nginx: exited at start (status %d): %s\n", status, log ? log : "");
+			free(log);
+			return 0;
+		}
+		usleep(50 * 1000);
+	}
+	printf("nginx: not answering the file after 10 s\n");
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
+	return 0;
+}
+
+static void print_ext_result(const struct result *r, int ext_nodes)
+{
+	print_result(r);
+	if (r->n_own > 0) {
+		qsort(r->own, (size_t)r->n_own, sizeof *r->own, cmp_double);
+		qsort(r->srvt, (size_t)r->n_srvt, sizeof *r->srvt, cmp_double);
+		printf("  %-28s own time per call (log self_ms, %ld calls): p50 %.3f ms, p99 %.3f "
+		       "ms, p99.9 %.3f ms, max %.3f ms; server time (arrival to answer) p50 %.3f "
+		       "ms, p99 %.3f ms\n",
+		       "", r->n_own, pct(r->own, r->n_own, 0.5) * 1e3,
+		       pct(r->own, r->n_own, 0.99) * 1e3, pct(r->own, r->n_own, 0.999) * 1e3,
+		       r->own[r->n_own - 1] * 1e3, pct(r->srvt, r->n_srvt, 0.5) * 1e3,
+		       pct(r->srvt, r->n_srvt, 0.99) * 1e3);
+	}
+	if (r->ext_judged > 0)
+		printf("  %-28s metrics: %.0f calls judged (the clients' warm-up calls are "
+		       "passthrough); API get+list %.0f, double reads %lu; %ld log lines with an "
+		       "error\n",
+		       "", r->ext_judged, r->api_get_list, r->double_reads, r->log_errors);
+	if (r->ok > 0 && r->passed > 0)
+		printf("  %-28s nodes per call: %d named, %.1f passed, %.1f filtered out "
+		       "(gpu_memory_guard_extender_nodes_filtered_out_total)\n",
+		       "", ext_nodes, (double)r->passed / (double)r->ok,
+		       r->ext_judged > 0 ? r->ext_filtered_out / r->ext_judged : NAN);
+}
+
+static void free_result(struct result *r)
+{
+	free(r->lat);
+	free(r->own);
+	free(r->srvt);
+}
+
+/*
+ * The extender's benchmark: a world of --nodes GPU nodes (500) with their pods, the binary with
+ * --cache watch, --scheduler-listen and --log-level info (one line per judged call with its
+ * self_ms), then --rounds rounds of six phases of --duration seconds: filter, prioritize and
+ * nginx (a copy of a filter answer) with one client (kube-scheduler calls an extender from its
+ * scheduling cycle, one pod at a time), then the same with --clients clients.
+ */
+static int ext_main(const struct opts *o, const char *load0)
+{
+	struct world w;
+	struct target tf1 = {0}, tp1 = {0}, ngx = {0};
+	struct result rf1 = {.name = "filter, 1 client", .ext = 1},
+	              rp1 = {.name = "prioritize, 1 client", .ext = 1},
+	              rn1 = {.name = "nginx static, 1 client", .ext = 1},
+	              rfn = {.name = "filter, N clients", .ext = 1},
+	              rpn = {.name = "prioritize, N clients", .ext = 1},
+	              rnn = {.name = "nginx static, N clients", .ext = 1};
+	char listen[64], url_f[160], url_p[160], nginx_url[160] = "", load1[64], *ready = NULL;
+	const char *extra[12];
+	int rc = 1, ne = 0, sched_port = harness_free_port();
+	double t0;
+	pid_t nginx = 0;
+	long cached_pods = 0, cached_nodes = 0;
+
+	if (world_init(&w, 0)) {
+		fprintf(stderr, "gmg-bench: set-up failed\n");
+		return 1;
+	}
+	t0 = now_s();
+	if (build_world(&w, o)) {
+		fprintf(stderr, "gmg-bench: building the world failed\n");
+		goto out;
+	}
+	printf("world: %d nodes (%d GPU nodes, 8 x 81559 MiB, GFD labels; %d CPU nodes), %ld "
+	       "pods (%ld GPU pods declaring GPU_MEMORY_LIMIT 4-16Gi, %ld of them unscheduled; "
+	       "%ld plain pods), plus the fixtures; loaded in %.1f s\n",
+	       o->nodes, gpu_nodes(o), o->cpu_nodes, o->pods, o->gpu_pods, pending_pods(o),
+	       o->pods - o->gpu_pods, now_s() - t0);
+	snprintf(listen, sizeof listen, "127.0.0.1:%d", sched_port);
+	extra[ne++] = "--log-level";
+	extra[ne++] = "info"; /* the extender's line per call carries its own time */
+	extra[ne++] = "--scheduler-listen";
+	extra[ne++] = listen;
+	if (o->threads) {
+		extra[ne++] = "--threads";
+		extra[ne++] = o->threads;
+	}
+	if (o->workers) {
+		extra[ne++] = "--workers";
+		extra[ne++] = o->workers;
+	}
+	extra[ne] = NULL;
+	w.cache_mode = "watch";
+	if (world_start_gmg(&w, extra, 30000))
+		goto out;
+	for (t0 = now_s();; usleep(20 * 1000)) {
+		free(ready);
+		ready = NULL;
+		if (world_health_get(&w, "/readyz", &ready) == 200 && ready &&
+		    strstr(ready, "cache: synced (") &&
+		    sscanf(strstr(ready, "cache: synced (") + 15, "%ld pods, %ld nodes",
+		           &cached_pods, &cached_nodes) == 2 &&
+		    cached_pods >= o->pods && cached_nodes >= o->nodes)
+			break;
+		if (now_s() - t0 > 300) {
+			printf("sync: not synced after 300 s; /readyz: %s\n", ready ? ready : "");
+			goto out;
+		}
+	}
+	printf("sync: --cache watch, %ld pods and %ld nodes cached\n", cached_pods, cached_nodes);
+	if (o->ext_tls) {
+		snprintf(url_f, sizeof url_f, "https://127.0.0.1:%d%s", w.port, EXT_PATH_FILTER);
+		snprintf(url_p, sizeof url_p, "https://127.0.0.1:%d%s", w.port,
+		         EXT_PATH_PRIORITIZE);
+	} else {
+		snprintf(url_f, sizeof url_f, "http://127.0.0.1:%d%s", sched_port, EXT_PATH_FILTER);
+		snprintf(url_p, sizeof url_p, "http://127.0.0.1:%d%s", sched_port,
+		         EXT_PATH_PRIORITIZE);
+	}
+	if (prepare_ext(&tf1, url_f, w.ca_file, ANS_FILTER, o) ||
+	    prepare_ext(&tp1, url_p, w.ca_file, ANS_PRIORITIZE, o)) {
+		fprintf(stderr, "gmg-bench: preparing ExtenderArgs failed\n");
+		goto out;
+	}
+	{
+		/* nginx answers a copy of the filter's answer to the first (10Gi) pod. */
+		struct http_req rq = {0};
+		struct http_resp rs;
+		long passed = 0;
+		rq.url = url_f;
+		rq.ca_file = w.ca_file;
+		rq.body = tf1.bodies[0];
+		rq.body_len = strlen(rq.body);
+		rq.content_type = "application/json";
+		if (http_do(NULL, &rq, &rs) || rs.code != 200 ||
+		    check_ext_answer(&tf1, rs.body, &passed)) {
+			printf("extender: the first filter call failed (HTTP %ld): %s\n", rs.code,
+			       rs.body ? rs.body : rs.error);
+			http_resp_free(&rs);
+			world_dump_log(&w);
+			goto out;
+		}
+		printf("ExtenderArgs: %d distinct, %zu-%zu bytes, NodeNames form, %d nodes each; "
+		       "half a 1-GPU pod declaring 10Gi, half an 8-GPU pod declaring 500Gi; first "
+		       "filter answer %zu bytes, %ld nodes passed\n",
+		       EXT_BODIES, strlen(tf1.bodies[0]), strlen(tf1.bodies[1]), gpu_nodes(o),
+		       rs.len, passed);
+		nginx = start_nginx_static(o, &w, rs.body, o->ext_tls, nginx_url, sizeof nginx_url);
+		http_resp_free(&rs);
+	}
+	if (nginx) {
+		ngx = tf1;
+		ngx.url = nginx_url;
+		printf("nginx: %s, answering a copy of that filter answer to every POST\n",
+		       nginx_url);
+	}
+	printf("load: %s, %d rounds x 6 phases x %.0f s: filter, prioritize, nginx with 1 client, "
+	       "then with %d clients (keep-alive, one connection each)\n",
+	       o->ext_tls ? "the TLS listener"
+	                  : "the plain scheduler listener (--scheduler-listen)",
+	       o->rounds, o->duration, o->clients);
+	for (int r = 0; r < o->rounds; r++) {
+		ext_phase(&w, &tf1, 1, o->duration, &rf1);
+		ext_phase(&w, &tp1, 1, o->duration, &rp1);
+		if (nginx)
+			run_phase(&ngx, 1, o->duration, nginx, &rn1);
+		ext_phase(&w, &tf1, o->clients, o->duration, &rfn);
+		ext_phase(&w, &tp1, o->clients, o->duration, &rpn);
+		if (nginx)
+			run_phase(&ngx, o->clients, o->duration, nginx, &rnn);
+	}
+	if (stop_binary(&w))
+		goto out;
+	stop_nginx(nginx);
+	nginx = 0;
+	loadavg(load1, sizeof load1);
+
+	printf("\nresults (same client, same run):\n");
+	print_ext_result(&rf1, gpu_nodes(o));
+	print_ext_result(&rp1, gpu_nodes(o));
+	if (nginx_url[0])
+		print_result(&rn1);
+	print_ext_result(&rfn, gpu_nodes(o));
+	print_ext_result(&rpn, gpu_nodes(o));
+	if (nginx_url[0])
+		print_result(&rnn);
+	printf("\n| | filter, 1 client | prioritize, 1 client | nginx, 1 client | filter, %d "
+	       "clients | prioritize, %d clients | nginx, %d clients |\n|---|---|---|---|---|---|"
+	       "---|\n",
+	       o->clients, o->clients, o->clients);
+	printf("| calls/s | %.0f | %.0f | %.0f | %.0f | %.0f | %.0f |\n", rate(&rf1), rate(&rp1),
+	       rate(&rn1), rate(&rfn), rate(&rpn), rate(&rnn));
+	printf("| client p50 / p99 ms | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | %.2f / %.2f | "
+	       "%.2f / %.2f | %.2f / %.2f |\n",
+	       pct(rf1.lat, rf1.n, 0.5) * 1e3, pct(rf1.lat, rf1.n, 0.99) * 1e3,
+	       pct(rp1.lat, rp1.n, 0.5) * 1e3, pct(rp1.lat, rp1.n, 0.99) * 1e3,
+	       pct(rn1.lat, rn1.n, 0.5) * 1e3, pct(rn1.lat, rn1.n, 0.99) * 1e3,
+	       pct(rfn.lat, rfn.n, 0.5) * 1e3, pct(rfn.lat, rfn.n, 0.99) * 1e3,
+	       pct(rpn.lat, rpn.n, 0.5) * 1e3, pct(rpn.lat, rpn.n, 0.99) * 1e3,
+	       pct(rnn.lat, rnn.n, 0.5) * 1e3, pct(rnn.lat, rnn.n, 0.99) * 1e3);
+	printf("| own time p50 / p99 ms | %.3f / %.3f | %.3f / %.3f | - | %.3f / %.3f | %.3f / "
+	       "%.3f | - |\n",
+	       pct(rf1.own, rf1.n_own, 0.5) * 1e3, pct(rf1.own, rf1.n_own, 0.99) * 1e3,
+	       pct(rp1.own, rp1.n_own, 0.5) * 1e3, pct(rp1.own, rp1.n_own, 0.99) * 1e3,
+	       pct(rfn.own, rfn.n_own, 0.5) * 1e3, pct(rfn.own, rfn.n_own, 0.99) * 1e3,
+	       pct(rpn.own, rpn.n_own, 0.5) * 1e3, pct(rpn.own, rpn.n_own, 0.99) * 1e3);
+	printf("| server CPU per call us | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+	       rf1.ok ? rf1.srv_cpu / (double)rf1.ok * 1e6 : NAN,
+	       rp1.ok ? rp1.srv_cpu / (double)rp1.ok * 1e6 : NAN,
+	       rn1.ok ? rn1.srv_cpu / (double)rn1.ok * 1e6 : NAN,
+	       rfn.ok ? rfn.srv_cpu / (double)rfn.ok * 1e6 : NAN,
+	       rpn.ok ? rpn.srv_cpu / (double)rpn.ok * 1e6 : NAN,
+	       rnn.ok ? rnn.srv_cpu / (double)rnn.ok * 1e6 : NAN);
+	printf("\ntarget: own time per filter call over %d nodes p99 <= 1 ms:\n", gpu_nodes(o));
+	printf("  1 client (kube-scheduler's pattern): p99 %.3f ms: %s\n",
+	       pct(rf1.own, rf1.n_own, 0.99) * 1e3,
+	       verdict(rf1.n_own > 0 && pct(rf1.own, rf1.n_own, 0.99) <= 0.001));
+	printf("  %d clients: p99 %.3f ms: %s\n", o->clients, pct(rfn.own, rfn.n_own, 0.99) * 1e3,
+	       verdict(rfn.n_own > 0 && pct(rfn.own, rfn.n_own, 0.99) <= 0.001));
+	if (nginx_url[0])
+		printf("baseline: filter throughput / nginx static: %.2fx (1 client), %.2fx (%d "
+		       "clients)\n",
+		       rate(&rf1) / rate(&rn1), rate(&rfn) / rate(&rnn), o->clients);
+	printf("API calls during the load: %.0f get+list (binary's metrics), %lu reads at the "
+	       "double\n",
+	       rf1.api_get_list + rp1.api_get_list + rfn.api_get_list + rpn.api_get_list,
+	       rf1.double_reads + rp1.double_reads + rfn.double_reads + rpn.double_reads);
+	printf("\nload average at start: %s; at end: %s (%ld CPUs)\n", load0, load1,
+	       sysconf(_SC_NPROCESSORS_ONLN));
+	rc = rf1.failed || rp1.failed || rn1.failed || rfn.failed || rpn.failed || rnn.failed ||
+	             rf1.log_errors || rfn.log_errors || rp1.log_errors || rpn.log_errors
+	         ? 1
+	         : 0;
+out:
+	stop_nginx(nginx);
+	free(ready);
+	free_result(&rf1);
+	free_result(&rp1);
+	free_result(&rn1);
+	free_result(&rfn);
+	free_result(&rpn);
+	free_result(&rnn);
+	free_target(&tf1);
+	free_target(&tp1);
+	world_free(&w);
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
@@ -986,12 +1547,16 @@ int main(int argc, char **argv)
 	time_t now = time(NULL);
 
 	if (parse(argc, argv, &o)) {
-		fprintf(stderr,
-		        "usage: gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] "
-		        "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] "
-		        "[--nginx PATH|none] [--api-nodes N] [--api-pods-per-node N] "
-		        "[--api-duration S] [--api-delay-ms N] [--no-api-path] [--threads N] "
-		        "[--workers N] [--data DIR]\n");
+		fprintf(
+		    stderr,
+		    "usage: gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] "
+		    "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] "
+		    "[--nginx PATH|none] [--api-nodes N] [--api-pods-per-node N] "
+		    "[--api-duration S] [--api-delay-ms N] [--no-api-path] [--threads N] "
+		    "[--workers N] [--data DIR]\n"
+		    "       gmg-bench --extender|--ext-tls --binary PATH [--nodes N] [--pods N] "
+		    "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] [--nginx PATH|none] "
+		    "[--threads N] [--workers N]\n");
 		return 2;
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -1008,6 +1573,8 @@ int main(int argc, char **argv)
 	if (!getenv("GMG_TEST_DATA"))
 		setenv("GMG_TEST_DATA", o.data, 1);
 	harness_init(3, hargv);
+	if (o.extender)
+		return ext_main(&o, load0);
 	gmg_args(&o, extra);
 
 	/* 1. The big world. */
