@@ -145,6 +145,8 @@ struct result {
 	int ext;
 	double *own, *srvt;
 	long n_own, cap_own, n_srvt, cap_srvt;
+	double *own_pod[2]; /* own times by pod: [0] the 10Gi 1-GPU pods, [1] the 500Gi 8-GPU */
+	long n_own_pod[2], cap_own_pod[2];
 	long log_errors; /* extender log lines of this verb with an error */
 	long passed;
 	double ext_judged, ext_filtered_out;
@@ -1140,7 +1142,7 @@ static void read_ext_log(const struct world *w, long *off, const char *verb, str
 	snprintf(want, sizeof want, "\"verb\":\"%s\"", verb);
 	if (fseek(f, *off, SEEK_SET) == 0) {
 		while (getline(&line, &cap, f) > 0) {
-			double own, lat;
+			double own, lat, k;
 			if (!strstr(line, "\"msg\":\"extender\"") || !strstr(line, want))
 				continue;
 			if (!strstr(line, "\"error\":null")) {
@@ -1149,8 +1151,14 @@ static void read_ext_log(const struct world *w, long *off, const char *verb, str
 			}
 			own = log_number(line, "\"self_ms\":");
 			lat = log_number(line, "\"latency_ms\":");
+			k = log_number(line, "\"pod\":\"inference/sched-");
 			if (!isnan(own))
 				push_lat(&r->own, &r->n_own, &r->cap_own, own / 1e3);
+			if (!isnan(own) && !isnan(k)) {
+				int odd = (long)k % 2 != 0;
+				push_lat(&r->own_pod[odd], &r->n_own_pod[odd], &r->cap_own_pod[odd],
+				         own / 1e3);
+			}
 			if (!isnan(lat))
 				push_lat(&r->srvt, &r->n_srvt, &r->cap_srvt, lat / 1e3);
 		}
@@ -1299,6 +1307,13 @@ static void print_ext_result(const struct result *r, int ext_nodes)
 		       pct(r->own, r->n_own, 0.99) * 1e3, pct(r->own, r->n_own, 0.999) * 1e3,
 		       r->own[r->n_own - 1] * 1e3, pct(r->srvt, r->n_srvt, 0.5) * 1e3,
 		       pct(r->srvt, r->n_srvt, 0.99) * 1e3);
+		for (int k = 0; k < 2; k++) {
+			qsort(r->own_pod[k], (size_t)r->n_own_pod[k], sizeof(double), cmp_double);
+			printf("  %-28s own time, %s: p50 %.3f ms, p99 %.3f ms (%ld calls)\n", "",
+			       k ? "8-GPU pods declaring 500Gi" : "1-GPU pods declaring 10Gi",
+			       pct(r->own_pod[k], r->n_own_pod[k], 0.5) * 1e3,
+			       pct(r->own_pod[k], r->n_own_pod[k], 0.99) * 1e3, r->n_own_pod[k]);
+		}
 	}
 	if (r->ext_judged > 0)
 		printf("  %-28s metrics: %.0f calls judged (the clients' warm-up calls are "
@@ -1317,6 +1332,8 @@ static void free_result(struct result *r)
 	free(r->lat);
 	free(r->own);
 	free(r->srvt);
+	free(r->own_pod[0]);
+	free(r->own_pod[1]);
 }
 
 /*
