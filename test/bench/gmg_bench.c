@@ -5,7 +5,7 @@
  *   gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] [--gpu-pods N]
  *             [--clients N] [--duration S] [--rounds N] [--nginx PATH|none]
  *             [--api-nodes N] [--api-pods-per-node N] [--api-duration S] [--api-delay-ms N]
- *             [--no-api-path] [--threads N] [--workers N] [--data DIR]
+ *             [--no-api-path] [--no-shared] [--threads N] [--workers N] [--data DIR]
  *
  * 1. A synthetic world in the Kubernetes API server TEST DOUBLE (test/integration/
  *    apiserver_double.c): --nodes nodes (5,000), of which --cpu-nodes (a tenth) are CPU nodes and
@@ -26,6 +26,11 @@
  *      pod UPDATE reviews (the fixture; not a placement: no API call on any path);
  *      nginx (Debian's, started here on a loopback port with the webhook's certificate) answering
  *        every POST with a fixed 200 whose body is a copy of the webhook's answer.
+ *      placements (shared), unless --no-shared: the same reviews to a second process of the
+ *        binary started after the first one's sync with --reservations shared
+ *        --reservations-namespace gmg-bench (each admitted placement writes its node's Lease
+ *        at the test double by compare-and-swap); the double's lease counters and the
+ *        binary's reservation_* metrics are read around the phase.
  *    Then the API path (--cache off) on a small world (--api-nodes 8 GPU nodes with
  *    --api-pods-per-node 40 declared pods each), as the benchmark measured it before the cache.
  * 4. The webhook's own time per placement (review_self_duration_seconds, difference of /metrics
@@ -86,6 +91,7 @@ struct opts {
 	double api_duration;
 	unsigned api_delay_ms;
 	int api_path;
+	int shared; /* the placements through a second binary with --reservations shared too */
 	const char *threads;
 	const char *workers;
 	int extender; /* --extender: the scheduler extender's benchmark instead (below) */
@@ -137,6 +143,9 @@ struct result {
 	double api_sum, api_cnt;
 	double kind_pod, kind_binding, allowed_srv; /* reviews_total by kind; allowed */
 	unsigned long double_reads; /* the double: GET node + GET pod + LIST pods pages */
+	/* --reservations shared: the double's lease requests, the binary's record metrics */
+	unsigned long lease_gets, lease_writes, lease_created, lease_updated, lease_conflicts;
+	double res_ok, res_conflict, res_error, res_retries, res_write_sum, res_write_cnt;
 	double round_rate[16];
 	int rounds;
 	double srv_cpu,
@@ -415,6 +424,12 @@ static void add_metrics(struct result *r, const char *m0, const char *m1)
 	r->allowed_srv += D("gpu_memory_guard_reviews_total", "decision=\"allowed\"");
 	r->api_sum += D("gpu_memory_guard_api_request_duration_seconds_sum", NULL);
 	r->api_cnt += D("gpu_memory_guard_api_request_duration_seconds_count", NULL);
+	r->res_ok += D("gpu_memory_guard_reservation_writes_total", "result=\"ok\"");
+	r->res_conflict += D("gpu_memory_guard_reservation_writes_total", "result=\"conflict\"");
+	r->res_error += D("gpu_memory_guard_reservation_writes_total", "result=\"error\"");
+	r->res_retries += D("gpu_memory_guard_reservation_retries_total", NULL);
+	r->res_write_sum += D("gpu_memory_guard_reservation_write_seconds_sum", NULL);
+	r->res_write_cnt += D("gpu_memory_guard_reservation_write_seconds_count", NULL);
 #undef D
 }
 
@@ -503,6 +518,15 @@ static void print_result(const struct result *r)
 		printf(
 		    "  %-28s the webhook counted %.0f pod and %.0f binding reviews, %.0f allowed\n",
 		    "", r->kind_pod, r->kind_binding, r->allowed_srv);
+	if (r->lease_writes > 0 || r->res_ok > 0)
+		printf("  %-28s Leases at the double: %lu writes (%lu created, %lu updated, %lu "
+		       "conflicts), %lu GETs = %.2f writes per placement; the binary: record "
+		       "writes ok %.0f, conflict %.0f, error %.0f, retries %.0f, write latency "
+		       "mean %.3f ms\n",
+		       "", r->lease_writes, r->lease_created, r->lease_updated, r->lease_conflicts,
+		       r->lease_gets, r->ok ? (double)r->lease_writes / (double)r->ok : NAN,
+		       r->res_ok, r->res_conflict, r->res_error, r->res_retries,
+		       r->res_write_cnt > 0 ? r->res_write_sum / r->res_write_cnt * 1e3 : NAN);
 }
 
 static void cpu_model(char *out, size_t len)
@@ -951,10 +975,15 @@ static int parse(int argc, char **argv, struct opts *o)
 	o->api_pods_per_node = 40;
 	o->api_duration = 10;
 	o->api_path = 1;
+	o->shared = 1;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--no-api-path")) {
 			o->api_path = 0;
+			continue;
+		}
+		if (!strcmp(a, "--no-shared")) {
+			o->shared = 0;
 			continue;
 		}
 		if (!strcmp(a, "--extender") || !strcmp(a, "--ext-tls")) {
@@ -1047,10 +1076,16 @@ static void webhook_phase(struct world *w, const struct target *t, int clients, 
                           struct result *r)
 {
 	char *m0 = NULL, *m1 = NULL;
+	struct apiserver_double *d = w->api;
 	world_health_get(w, "/metrics", &m0);
-	apiserver_double_reset_counts(w->api);
+	apiserver_double_reset_counts(d);
 	run_phase(t, clients, duration, w->pid, r);
-	r->double_reads += double_reads(w->api);
+	r->double_reads += double_reads(d);
+	r->lease_gets += apiserver_double_count(d, APISERVER_DOUBLE_GET_LEASE);
+	r->lease_writes += apiserver_double_count(d, APISERVER_DOUBLE_LEASE_WRITE);
+	r->lease_created += apiserver_double_count(d, APISERVER_DOUBLE_LEASE_CREATED);
+	r->lease_updated += apiserver_double_count(d, APISERVER_DOUBLE_LEASE_UPDATED);
+	r->lease_conflicts += apiserver_double_count(d, APISERVER_DOUBLE_LEASE_CONFLICT);
 	world_health_get(w, "/metrics", &m1);
 	add_metrics(r, m0 ? m0 : "", m1 ? m1 : "");
 	free(m0);
@@ -1544,19 +1579,47 @@ out:
 	return rc;
 }
 
+/* Poll w's /readyz every 20 ms until its cache holds the whole world; seconds since t0, or NAN
+ * after 300 s (message printed). */
+static double wait_synced(struct world *w, const struct opts *o, double t0, long *pods, long *nodes)
+{
+	char *ready = NULL;
+	double s = NAN;
+	for (;;) {
+		long code;
+		free(ready);
+		ready = NULL;
+		code = world_health_get(w, "/readyz", &ready);
+		if (code == 200 && ready && strstr(ready, "cache: synced (") &&
+		    sscanf(strstr(ready, "cache: synced (") + 15, "%ld pods, %ld nodes", pods,
+		           nodes) == 2 &&
+		    *pods >= o->pods && *nodes >= o->nodes) {
+			s = now_s() - t0;
+			break;
+		}
+		if (now_s() - t0 > 300) {
+			printf("sync: not synced after 300 s; /readyz: %s\n", ready ? ready : "");
+			break;
+		}
+		usleep(20 * 1000);
+	}
+	free(ready);
+	return s;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
-	struct world w, sw;
-	struct target place = {0}, upd = {0}, ngx = {0}, small = {0};
-	struct result rp = {.name = "placements (cache)"},
+	struct world w, sw, rw;
+	struct target place = {0}, upd = {0}, ngx = {0}, small = {0}, place_sh = {0};
+	struct result rp = {.name = "placements (cache)"}, rsh = {.name = "placements (shared)"},
 	              ru = {.name = "pod UPDATE (no API call)"}, rn = {.name = "nginx static 200"},
 	              ra = {.name = "placements (API path)"};
 	char *hargv[3], *ready = NULL, *nginx_body = NULL, nginx_url[128] = "", cpu[256], date[64];
 	char load0[64], load1[64], ngx_rate[32] = "-";
-	const char *extra[12];
+	const char *extra[12], *extra_sh[20];
 	pid_t nginx = 0;
-	int rc = 1, world_up = 0, small_up = 0;
+	int rc = 1, world_up = 0, small_up = 0, shared_up = 0, ne;
 	long hwm_sync = -1, rss_sync = -1, hwm_load = -1, rss_load = -1, cached_pods = 0,
 	     cached_nodes = 0;
 	double t0, build_s, sync_s = NAN;
@@ -1569,7 +1632,8 @@ int main(int argc, char **argv)
 		    "usage: gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] "
 		    "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] "
 		    "[--nginx PATH|none] [--api-nodes N] [--api-pods-per-node N] "
-		    "[--api-duration S] [--api-delay-ms N] [--no-api-path] [--threads N] "
+		    "[--api-duration S] [--api-delay-ms N] [--no-api-path] [--no-shared] "
+		    "[--threads N] "
 		    "[--workers N] [--data DIR]\n"
 		    "       gmg-bench --extender|--ext-tls --binary PATH [--nodes N] [--pods N] "
 		    "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] [--nginx PATH|none] "
@@ -1592,7 +1656,14 @@ int main(int argc, char **argv)
 	harness_init(3, hargv);
 	if (o.extender)
 		return ext_main(&o, load0);
-	gmg_args(&o, extra);
+	ne = gmg_args(&o, extra);
+	/* The same binary with the shared backend: a Lease per GPU node in gmg-bench. */
+	memcpy(extra_sh, extra, sizeof(*extra) * (size_t)ne);
+	extra_sh[ne++] = "--reservations";
+	extra_sh[ne++] = "shared";
+	extra_sh[ne++] = "--reservations-namespace";
+	extra_sh[ne++] = "gmg-bench";
+	extra_sh[ne] = NULL;
 
 	/* 1. The big world. */
 	t0 = now_s();
@@ -1617,28 +1688,30 @@ int main(int argc, char **argv)
 	t0 = now_s();
 	if (world_start_gmg(&w, extra, 30000))
 		goto out;
-	for (;;) {
-		long code;
-		free(ready);
-		ready = NULL;
-		code = world_health_get(&w, "/readyz", &ready);
-		if (code == 200 && ready && strstr(ready, "cache: synced (") &&
-		    sscanf(strstr(ready, "cache: synced (") + 15, "%ld pods, %ld nodes",
-		           &cached_pods, &cached_nodes) == 2 &&
-		    cached_pods >= o.pods && cached_nodes >= o.nodes) {
-			sync_s = now_s() - t0;
-			break;
-		}
-		if (now_s() - t0 > 300) {
-			printf("sync: not synced after 300 s; /readyz: %s\n", ready ? ready : "");
-			goto out;
-		}
-		usleep(20 * 1000);
-	}
+	if (isnan(sync_s = wait_synced(&w, &o, t0, &cached_pods, &cached_nodes)))
+		goto out;
 	rss_kib(w.pid, &hwm_sync, &rss_sync);
 	printf("sync: --cache watch, fork to /readyz \"cache: synced (%ld pods, %ld nodes)\" in "
 	       "%.2f s (polled every 20 ms); RSS %.1f MiB, peak (VmHWM) %.1f MiB\n",
 	       cached_pods, cached_nodes, sync_s, rss_sync / 1024.0, hwm_sync / 1024.0);
+
+	/* 2b. A second process of the same binary with --reservations shared, started after the
+	 * first one's sync (its figures unchanged): a replica of the world (same double). */
+	if (o.shared) {
+		long sp = 0, sn = 0;
+		double ss;
+		if (world_replica_init(&rw, &w, 0))
+			goto out;
+		shared_up = 1;
+		t0 = now_s();
+		if (world_start_gmg(&rw, extra_sh, 30000) ||
+		    isnan(ss = wait_synced(&rw, &o, t0, &sp, &sn)))
+			goto out;
+		printf(
+		    "shared: a second process with --reservations shared --reservations-namespace "
+		    "gmg-bench (Leases at the test double), %ld pods synced in %.2f s\n",
+		    sp, ss);
+	}
 
 	/* 3. Placements, UPDATEs and nginx, interleaved. */
 	if (prepare_placements(&place, &w, &o) || prepare_updates(&upd, &w)) {
@@ -1665,8 +1738,14 @@ int main(int argc, char **argv)
 	       "distinct reviews (half pod CREATE with nodeName 1Gi, half pods/binding of "
 	       "unscheduled 2Gi pods) over the GPU nodes\n",
 	       o.clients, o.rounds, o.duration, PLACEMENTS);
+	if (shared_up) {
+		place_sh = place; /* the same reviews (bodies shared, not freed twice) */
+		place_sh.url = rw.url;
+	}
 	for (int r = 0; r < o.rounds; r++) {
 		webhook_phase(&w, &place, o.clients, o.duration, &rp);
+		if (shared_up)
+			webhook_phase(&rw, &place_sh, o.clients, o.duration, &rsh);
 		webhook_phase(&w, &upd, o.clients, o.duration, &ru);
 		if (nginx)
 			run_phase(&ngx, o.clients, o.duration, nginx, &rn);
@@ -1688,6 +1767,12 @@ int main(int argc, char **argv)
 			*c = c[1] ? ';' : '\0';
 	printf("after the load: RSS %.1f MiB, peak (VmHWM) %.1f MiB; /readyz: %s\n",
 	       rss_load / 1024.0, hwm_load / 1024.0, ready ? ready : "");
+	if (shared_up) {
+		if (stop_binary(&rw))
+			goto out;
+		world_free(&rw);
+		shared_up = 0;
+	}
 	if (stop_binary(&w))
 		goto out;
 	stop_nginx(nginx);
@@ -1718,34 +1803,50 @@ int main(int argc, char **argv)
 	loadavg(load1, sizeof load1);
 	printf("\nresults (same client, same run):\n");
 	print_result(&rp);
+	if (o.shared)
+		print_result(&rsh);
 	print_result(&ru);
 	if (nginx_url[0])
 		print_result(&rn);
 	if (o.api_path)
 		print_result(&ra);
-	printf("\n| | placements (cache) | pod UPDATE | nginx static 200 | placements (API "
-	       "path, small world) |\n|---|---|---|---|---|\n");
+	printf("\n| | placements (cache) | placements (cache, --reservations shared) | pod UPDATE "
+	       "| nginx static 200 | placements (API path, small world) |\n"
+	       "|---|---|---|---|---|---|\n");
 	if (nginx_url[0])
 		snprintf(ngx_rate, sizeof ngx_rate, "%.0f", rate(&rn));
-	/* Columns not measured (no nginx, --no-api-path) print nan. */
-	printf("| reviews/s | %.0f | %.0f | %s | %.0f |\n", rate(&rp), rate(&ru), ngx_rate,
-	       rate(&ra));
-	printf("| client p50 / p99 ms | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n",
+	/* Columns not measured (no nginx, --no-shared, --no-api-path) print nan. */
+	printf("| reviews/s | %.0f | %.0f | %.0f | %s | %.0f |\n", rate(&rp), rate(&rsh), rate(&ru),
+	       ngx_rate, rate(&ra));
+	printf("| client p50 / p99 ms | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f | "
+	       "%.2f / %.2f |\n",
 	       pct(rp.lat, rp.n, 0.5) * 1e3, pct(rp.lat, rp.n, 0.99) * 1e3,
+	       pct(rsh.lat, rsh.n, 0.5) * 1e3, pct(rsh.lat, rsh.n, 0.99) * 1e3,
 	       pct(ru.lat, ru.n, 0.5) * 1e3, pct(ru.lat, ru.n, 0.99) * 1e3,
 	       pct(rn.lat, rn.n, 0.5) * 1e3, pct(rn.lat, rn.n, 0.99) * 1e3,
 	       pct(ra.lat, ra.n, 0.5) * 1e3, pct(ra.lat, ra.n, 0.99) * 1e3);
-	printf("| own time p50 / p99 ms | %.3f / %.3f | %.3f / %.3f | - | %.3f / %.3f |\n",
+	printf("| own time p50 / p99 ms | %.3f / %.3f | %.3f / %.3f | %.3f / %.3f | - | %.3f / "
+	       "%.3f |\n",
 	       self_quantile(&rp, 0.5) * 1e3, self_quantile(&rp, 0.99) * 1e3,
+	       self_quantile(&rsh, 0.5) * 1e3, self_quantile(&rsh, 0.99) * 1e3,
 	       self_quantile(&ru, 0.5) * 1e3, self_quantile(&ru, 0.99) * 1e3,
 	       self_quantile(&ra, 0.5) * 1e3, self_quantile(&ra, 0.99) * 1e3);
-	printf("| server CPU per request us | %.1f | %.1f | %.1f | %.1f |\n",
+	printf("| server time mean ms | %.3f | %.3f | %.3f | - | %.3f |\n",
+	       rp.srv_cnt > 0 ? rp.srv_sum / rp.srv_cnt * 1e3 : NAN,
+	       rsh.srv_cnt > 0 ? rsh.srv_sum / rsh.srv_cnt * 1e3 : NAN,
+	       ru.srv_cnt > 0 ? ru.srv_sum / ru.srv_cnt * 1e3 : NAN,
+	       ra.srv_cnt > 0 ? ra.srv_sum / ra.srv_cnt * 1e3 : NAN);
+	printf("| server CPU per request us | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
 	       rp.ok ? rp.srv_cpu / (double)rp.ok * 1e6 : NAN,
+	       rsh.ok ? rsh.srv_cpu / (double)rsh.ok * 1e6 : NAN,
 	       ru.ok ? ru.srv_cpu / (double)ru.ok * 1e6 : NAN,
 	       rn.ok ? rn.srv_cpu / (double)rn.ok * 1e6 : NAN,
 	       ra.ok ? ra.srv_cpu / (double)ra.ok * 1e6 : NAN);
-	printf("| API calls per review | %.2f | %.2f | - | %.2f |\n",
+	printf("| API calls per review | %.2f | %.2f get+list, %.2f Lease writes | %.2f | - | "
+	       "%.2f |\n",
 	       rp.self_cnt > 0 ? rp.api_get_list / rp.self_cnt : NAN,
+	       rsh.self_cnt > 0 ? rsh.api_get_list / rsh.self_cnt : NAN,
+	       rsh.ok > 0 ? (double)rsh.lease_writes / (double)rsh.ok : NAN,
 	       ru.self_cnt > 0 ? ru.api_get_list / ru.self_cnt : NAN,
 	       ra.self_cnt > 0 ? ra.api_get_list / ra.self_cnt : NAN);
 	{
@@ -1775,21 +1876,31 @@ int main(int argc, char **argv)
 		       verdict(hwm_load > 0 && hwm_load <= 64 * 1024), scale);
 		printf("  initial sync of %ld pods <= 20 s: %.2f s: %s%s\n", cached_pods, sync_s,
 		       verdict(sync_s <= 20), scale);
+		if (o.shared)
+			printf(
+			    "shared vs local (a figure, no target): placements/s %.0f / %.0f = "
+			    "%.2fx; client p99 %.2f vs %.2f ms; %.2f Lease writes per placement\n",
+			    rate(&rsh), place_rate, rate(&rsh) / place_rate,
+			    pct(rsh.lat, rsh.n, 0.99) * 1e3, pct(rp.lat, rp.n, 0.99) * 1e3,
+			    rsh.ok > 0 ? (double)rsh.lease_writes / (double)rsh.ok : NAN);
 	}
 	printf("\nload average at start: %s; at end: %s (%ld CPUs)\n", load0, load1,
 	       sysconf(_SC_NPROCESSORS_ONLN));
-	rc = rp.failed || ru.failed || rn.failed || ra.failed ? 1 : 0;
+	rc = rp.failed || rsh.failed || ru.failed || rn.failed || ra.failed ? 1 : 0;
 out:
 	stop_nginx(nginx);
 	free(ready);
 	free(nginx_body);
 	free(rp.lat);
+	free(rsh.lat);
 	free(ru.lat);
 	free(rn.lat);
 	free(ra.lat);
 	free_target(&place);
 	free_target(&upd);
 	free_target(&small);
+	if (shared_up)
+		world_free(&rw); /* a replica of w: before w */
 	if (world_up)
 		world_free(&w);
 	if (small_up)
