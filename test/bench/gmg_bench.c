@@ -49,7 +49,8 @@
  * nginx answering a copy of a filter answer from a file: --rounds rounds of six phases, the
  * three with 1 client, then with --clients. Own time per call = the "self_ms" of the
  * extender's log line for that call (decode to encode, without waiting), every call, exact
- * percentiles; the metrics' histogram is read for the call count and mean.
+ * percentiles; the metrics' extender_requests_total{result="judged"} is read for the call
+ * count, nodes_filtered_out_total for the nodes filtered out.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -109,8 +110,7 @@ struct target {
 	char **uids; /* NULL: no uid check (nginx answers a fixed body) */
 	long n;
 	enum answer_kind kind;
-	int ext_nodes; /* ANS_FILTER, ANS_PRIORITIZE: nodes each call names (all must be answered)
-	                */
+	int ext_nodes; /* extender: nodes each call names, all to be answered */
 };
 
 struct client_out {
