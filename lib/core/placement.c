@@ -71,8 +71,9 @@ static int items_valid(const struct placement_item *v, size_t n)
 	return 1;
 }
 
+/* Sum what counts; with names, keep the largest consumers for the message. */
 static void tally(const struct placement_node *node, const struct placement_pod *pod,
-                  uint64_t now_ms, struct tally *t)
+                  uint64_t now_ms, int names, struct tally *t)
 {
 	uint64_t per_gpu = node->cap->per_gpu_bytes;
 
@@ -83,7 +84,8 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 		if (same_pod(it, pod->key, pod->uid))
 			continue;
 		t->used = sat_add(t->used, b);
-		top_insert(t, it->key, "", b);
+		if (names)
+			top_insert(t, it->key, "", b);
 	}
 	for (size_t i = 0; i < node->n_reserved; i++) {
 		const struct placement_item *r = &node->reserved[i];
@@ -97,7 +99,8 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 			continue;
 		}
 		t->reserved = sat_add(t->reserved, b);
-		top_insert(t, r->key, " (admitting)", b);
+		if (names)
+			top_insert(t, r->key, " (admitting)", b);
 	}
 	t->used = sat_add(t->used, t->reserved);
 }
@@ -127,7 +130,7 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	    !items_valid(node->reserved, node->n_reserved))
 		return invalid(out, "invalid placement input: a consumer without a key");
 	memset(&t, 0, sizeof(t));
-	tally(node, pod, now_ms, &t);
+	tally(node, pod, now_ms, !pol->verdict_only, &t);
 	out->used_bytes = t.used;
 	out->reserved_bytes = t.reserved;
 	out->n_settled = t.n_settled;
@@ -149,6 +152,7 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	    .consumers = t.top,
 	    .n_consumers = t.n_top,
 	    .n_consumers_total = t.n_total,
+	    .no_message = pol->verdict_only,
 	};
 	if (policy_decide(&in, &out->decision) != 0) {
 		out->invalid_input = 1;

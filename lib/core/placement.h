@@ -74,6 +74,9 @@ struct placement_policy {
 	double threshold;      /* ratio (0,1], used when the node has no threshold annotation */
 	double warn_threshold; /* ratio (0,1] */
 	enum policy_mode mode;
+	int verdict_only; /* 1: decide without words (the scheduler extender judges hundreds of
+	                     nodes per call and writes its own short reasons): decision.message
+	                     is left empty, no consumer is named; verdict and numbers as usual */
 };
 
 struct placement_result {

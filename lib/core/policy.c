@@ -146,6 +146,8 @@ static void over_message(const struct policy_input *in, const struct policy_deci
 	char d[QUANTITY_FMT_MAX], t[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX];
 	char r[RATIO_MAX];
 
+	if (m->cap == 0)
+		return;
 	quantity_format(in->demand_bytes, d, sizeof(d));
 	quantity_format(out->total_bytes, t, sizeof(t));
 	quantity_format(in->capacity_bytes, c, sizeof(c));
@@ -168,9 +170,12 @@ static int never_fits(const struct policy_input *in, const struct policy_decisio
 {
 	char d[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX], r[RATIO_MAX];
 	uint64_t gpu_budget = mul_frac(in->per_gpu_bytes, ppm, PPM);
+	int per_gpu = in->per_gpu_bytes > 0 && in->max_per_gpu_bytes > gpu_budget;
 
+	if (m->cap == 0 || (!per_gpu && in->demand_bytes <= out->budget_bytes))
+		return per_gpu || in->demand_bytes > out->budget_bytes;
 	fmt_ratio(ppm, r, sizeof(r));
-	if (in->per_gpu_bytes > 0 && in->max_per_gpu_bytes > gpu_budget) {
+	if (per_gpu) {
 		quantity_format(in->max_per_gpu_bytes, d, sizeof(d));
 		quantity_format(in->per_gpu_bytes, c, sizeof(c));
 		quantity_format(gpu_budget, b, sizeof(b));
@@ -201,6 +206,8 @@ static void warn_message(const struct policy_input *in, const struct policy_deci
 	char d[QUANTITY_FMT_MAX], t[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX];
 	char r[RATIO_MAX], w[RATIO_MAX];
 
+	if (m->cap == 0)
+		return;
 	quantity_format(in->demand_bytes, d, sizeof(d));
 	quantity_format(out->total_bytes, t, sizeof(t));
 	quantity_format(in->capacity_bytes, c, sizeof(c));
@@ -232,6 +239,8 @@ int policy_decide(const struct policy_input *in, struct policy_decision *out)
 	local.pod = in->pod ? in->pod : "(unnamed pod)";
 	local.node = in->node ? in->node : "(unnamed node)";
 	in = &local;
+	if (in->no_message)
+		m.cap = 0; /* msg_add writes nothing; the texts are not even formatted */
 	ppm = ratio_ppm(in->threshold);
 	warn_ppm = in->warn_threshold > 0 ? ratio_ppm(in->warn_threshold) : PPM + 1;
 	out->budget_bytes = mul_frac(in->capacity_bytes, ppm, PPM);

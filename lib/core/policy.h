@@ -65,6 +65,7 @@ struct policy_input {
 	const struct policy_consumer *consumers;
 	size_t n_consumers;
 	size_t n_consumers_total;
+	int no_message; /* 1: verdict and numbers only; out->message stays empty (no formatting) */
 };
 
 enum policy_verdict {

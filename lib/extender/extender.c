@@ -480,9 +480,6 @@ static void verdict_from(struct job *j, struct verdict *v, const struct capacity
 	uint64_t left =
 	    dec->budget_bytes > res->used_bytes ? dec->budget_bytes - res->used_bytes : 0;
 
-	policy_format_ratio(cap->has_threshold ? cap->threshold : j->x->threshold, limit,
-	                    sizeof(limit));
-	quantity_format(j->d.bytes, need, sizeof(need));
 	switch (dec->verdict) {
 	case POLICY_ALLOW:
 	case POLICY_ALLOW_WARN:
@@ -493,11 +490,16 @@ static void verdict_from(struct job *j, struct verdict *v, const struct capacity
 		v->state = ST_PASS;
 		v->score = 0;
 		return;
-	case POLICY_DENY:
+	default: /* the reasons below: formatted only for nodes that fail */
+		break;
+	}
+	policy_format_ratio(cap->has_threshold ? cap->threshold : j->x->threshold, limit,
+	                    sizeof(limit));
+	quantity_format(j->d.bytes, need, sizeof(need));
+	if (dec->verdict == POLICY_DENY) {
 		quantity_format(left, free_b, sizeof(free_b));
 		set_verdict(v, ST_FAIL, "needs %s, %s free of the %s limit", need, free_b, limit);
-		return;
-	case POLICY_DENY_NEVER_FITS:
+	} else if (dec->verdict == POLICY_DENY_NEVER_FITS) {
 		if (j->d.bytes > dec->budget_bytes) {
 			quantity_format(cap->total_bytes, size, sizeof(size));
 			set_verdict(v, ST_UNRESOLVABLE,
@@ -511,9 +513,9 @@ static void verdict_from(struct job *j, struct verdict *v, const struct capacity
 			            "GPU's %s",
 			            j->d.max_per_gpu_container, need, limit, size);
 		}
-		return;
+	} else {
+		set_verdict(v, ST_UNRESOLVABLE, "cannot judge the node (%s)", dec->reason);
 	}
-	set_verdict(v, ST_UNRESOLVABLE, "%s", dec->message);
 }
 
 /* One node judged inside cache_with_node() (the store read-locked: no waiting here). */
@@ -558,6 +560,7 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	    .threshold = x->threshold,
 	    .warn_threshold = x->warn_threshold,
 	    .mode = x->mode_warn ? POLICY_WARN : POLICY_ENFORCE,
+	    .verdict_only = 1, /* the reasons are written below, from the numbers */
 	};
 	/* now 0: the source gave live reservations only, none with an expiry. */
 	if (placement_decide(&pn, &pod, &pol, 0, &res) != 0) {

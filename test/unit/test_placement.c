@@ -34,7 +34,7 @@ static struct demand demand_of(uint64_t bytes)
 	return d;
 }
 
-static const struct placement_policy enforce = {0.9, 0.8, POLICY_ENFORCE};
+static const struct placement_policy enforce = {0.9, 0.8, POLICY_ENFORCE, 0};
 
 struct row {
 	const char *what;
@@ -204,6 +204,31 @@ static void test_message_names_pods_and_reservations(void **state)
 	                    "(100 percent), above the 90 percent limit (36Gi); already there: "
 	                    "team-a/big 20Gi, team-b/coming (admitting) 10Gi, team-a/small 2Gi");
 	assert_int_equal(res.reserved_bytes, 10 * GI);
+
+	/* Without words (the extender): the same verdict and numbers, no text. */
+	struct placement_policy quiet = enforce;
+	struct placement_result q;
+	quiet.verdict_only = 1;
+	assert_int_equal(placement_decide(&node, &pod, &quiet, 0, &q), 0);
+	assert_int_equal(q.decision.verdict, res.decision.verdict);
+	assert_string_equal(q.decision.reason, res.decision.reason);
+	assert_int_equal(q.decision.total_bytes, res.decision.total_bytes);
+	assert_int_equal(q.decision.budget_bytes, res.decision.budget_bytes);
+	assert_int_equal(q.used_bytes, res.used_bytes);
+	assert_string_equal(q.decision.message, "");
+	/* ... also for never-fits and the warning level. */
+	struct demand huge = demand_of(37 * GI), warm = demand_of(1 * GI);
+	struct placement_node empty = {"gpu-1", &one_gpu, NULL, 0, NULL, 0};
+	pod.demand = &huge;
+	assert_int_equal(placement_decide(&empty, &pod, &quiet, 0, &q), 0);
+	assert_int_equal(q.decision.verdict, POLICY_DENY_NEVER_FITS);
+	assert_string_equal(q.decision.message, "");
+	pod.demand = &warm;
+	node.n_reserved = 0; /* 22 + 1 = 23Gi of 40: not warned; 20+2+10+1 was over */
+	pods[0].bytes = 31 * GI;
+	assert_int_equal(placement_decide(&node, &pod, &quiet, 0, &q), 0);
+	assert_int_equal(q.decision.verdict, POLICY_ALLOW_WARN);
+	assert_string_equal(q.decision.message, "");
 }
 
 static void test_node_threshold_overrides_policy(void **state)
@@ -230,7 +255,7 @@ static void test_warn_mode_and_dry_run(void **state)
 	struct demand d = demand_of(5 * GI);
 	struct placement_node node = {"n1", &one_gpu, pods, 1, NULL, 0};
 	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0};
-	struct placement_policy warn = {0.9, 0.8, POLICY_WARN};
+	struct placement_policy warn = {0.9, 0.8, POLICY_WARN, 0};
 	struct placement_result res;
 
 	assert_int_equal(placement_decide(&node, &pod, &warn, 0, &res), 0);
