@@ -8,11 +8,13 @@
 # 1. Static: the Dockerfile runs CI's dependency script and the Makefile's CMake lines (its
 #    cmake RUN line is run here, in the .dockerignore-filtered context), and its runtime stage
 #    installs a package for every library the binary links.
-# 2. Chart without a cluster: helm lint (every certificate mode), values.schema.json refuses bad
-#    values, cert-manager mode renders the cainjector annotation, reservations local is refused
-#    with more than one replica.
-# 3. Server-side dry runs: manifests/ (kubectl apply -f and -k), helm template; the chart and
-#    manifests/ render the same objects.
+# 2. Chart without a cluster: helm lint (every certificate mode, scheduler.enabled),
+#    values.schema.json refuses bad values, cert-manager mode renders the cainjector annotation
+#    (and the second scheduler's caFile), reservations local is refused with more than one
+#    replica.
+# 3. Server-side dry runs: manifests/ (kubectl apply -f and -k), helm template (also with
+#    scheduler.enabled: the extender's URL is the Service's, its caData the render's CA); the
+#    chart and manifests/ render the same objects.
 # 4. Helm path: helm install with clientConfig switched to a URL; the stored Deployment and
 #    webhook configuration carry every designed setting; the binary runs on the host with the
 #    chart's own args, the chart Secret's cert/key and a token of the chart's ServiceAccount;
@@ -23,6 +25,14 @@
 #    ServiceAccount may get/create/update Leases in that namespace only (can-i, and real writes
 #    elsewhere refused with 403); helm upgrade keeps the caBundle; a rotated serving certificate
 #    is served without restart and shows in the expiry metric.
+#    Second scheduler (issue 9, installed with scheduler.enabled): Deployment, PDB, RBAC (can-i)
+#    as stored; the real kube-scheduler runs on the host with the Deployment's command and the
+#    installed KubeSchedulerConfiguration (only clientConnection.kubeconfig added: a token of its
+#    ServiceAccount), becomes leader with a second instance standing by; a GPU pod with
+#    schedulerName gpu-memory-guard preferring a memory-full node is bound where it fits on its
+#    first attempt (extender metrics, no Binding denied), binpack picks the fullest node that
+#    fits, a pod that fits nowhere stays Pending with the extender's reasons; failover to the
+#    standby; no RBAC denial in the scheduler logs.
 # 5. Manifests path: the same with certificates from `gpu-memory-guard certs`, the documented
 #    one-line apply, and the chart's existingSecret mode on that Secret.
 # 6. Webhook down: GPU placements fail closed, ordinary pod CREATE is not sent, bindings wait,
@@ -70,6 +80,8 @@ check() {
 
 teardown() {
 	local rc=$?
+	stop_host_scheduler 1
+	stop_host_scheduler 2
 	stop_host_webhook
 	if [ "${GMG_E2E_KEEP:-0}" = 1 ]; then
 		log "cluster kept up: GMG_E2E_STATE=$STATE $E2E_DIR/cluster.sh env"
@@ -644,6 +656,301 @@ no_403_logged() {
 	fi
 }
 
+# --- the second scheduler (scheduler.enabled, issue 9) ----------------------------------------
+
+SCHED=gpu-memory-guard-scheduler # its Deployment, ServiceAccount, ConfigMap and Lease
+SCHED_NAME=gpu-memory-guard      # the profile's schedulerName
+SCHED_PIDS=()
+
+# yaml_json FILE: the YAML document in FILE as JSON, parsed by helm's own YAML library (fromYaml,
+# sigs.k8s.io/yaml, as kube-scheduler reads it); no YAML tool is needed on the machine.
+yaml_json() {
+	local chart="$WORK/yaml-json" out
+	if [ ! -d "$chart" ]; then
+		mkdir -p "$chart/templates"
+		printf 'apiVersion: v2\nname: yaml-json\nversion: 0.1.0\n' >"$chart/Chart.yaml"
+		printf '%s\n' '{{ .Values.yaml | fromYaml | toJson }}' >"$chart/templates/out.json"
+	fi
+	out=$(helm_ template y "$chart" --set-file "yaml=$1" | grep -vE '^(---|#)') || return 1
+	jq -e 'has("Error") | not' <<<"$out" >/dev/null || { echo "$out"; return 1; }
+	echo "$out"
+}
+
+# The chart's KubeSchedulerConfiguration (JSON on stdout) from a ConfigMap as JSON on stdin.
+sched_config_of() {
+	jq -r '.data["config.yaml"]' >"$WORK/sched-config.yaml" && yaml_json "$WORK/sched-config.yaml"
+}
+
+# The rendered configuration carries every designed extender setting. CONFIG_JSON URL CA_B64.
+# Field names are kube-scheduler config/v1's (k8s.io/kube-scheduler@v0.33 config/v1/types.go).
+sched_config_ok() {
+	jq -e --arg url "$2" --arg ca "$3" --arg ns "$NS" --arg lease "$SCHED" --arg name "$SCHED_NAME" '
+	  .apiVersion == "kubescheduler.config.k8s.io/v1" and .kind == "KubeSchedulerConfiguration" and
+	  (has("clientConnection") | not) and
+	  .leaderElection == {leaderElect: true, resourceLock: "leases", resourceName: $lease,
+	    resourceNamespace: $ns, leaseDuration: "15s", renewDeadline: "10s", retryPeriod: "2s"} and
+	  .profiles == [{schedulerName: $name}] and
+	  .extenders == [{urlPrefix: $url, filterVerb: "filter", prioritizeVerb: "prioritize",
+	    weight: 5, nodeCacheCapable: true,
+	    managedResources: [{name: "nvidia.com/gpu", ignoredByScheduler: false}],
+	    ignorable: false, httpTimeout: "6s", enableHTTPS: true, tlsConfig: {caData: $ca}}]' \
+		<<<"$1" >/dev/null || { jq -c . <<<"$1"; return 1; }
+}
+
+# helm template (scheduler.enabled, Service mode), accepted by a server-side dry run: the
+# ConfigMap's extender points at the webhook Service over TLS and trusts the CA of the same
+# render, which is also the webhook configuration's caBundle.
+sched_template_ok() {
+	local out cfg ca
+	out=$(helm_template --set scheduler.enabled=true | kc apply --dry-run=server -o json -f -) || return 1
+	ca=$(jq -r '.items[] | select(.kind == "Secret" and .metadata.name == "gpu-memory-guard-ca") | .data["tls.crt"]' <<<"$out")
+	[ -n "$ca" ] && jq -e --arg ca "$ca" '.items[] | select(.kind == "ValidatingWebhookConfiguration") |
+	  all(.webhooks[]; .clientConfig.caBundle == $ca)' <<<"$out" >/dev/null || { echo "CA mismatch"; return 1; }
+	cfg=$(jq '.items[] | select(.kind == "ConfigMap" and .metadata.name == "'"$SCHED"'")' <<<"$out" | sched_config_of) || return 1
+	sched_config_ok "$cfg" "https://$RELEASE.$NS.svc:443/scheduler" "$ca" || return 1
+	jq -e '[.items[] | .kind] as $k | ["ServiceAccount", "ConfigMap", "ClusterRoleBinding", "RoleBinding",
+	  "Role", "Deployment", "PodDisruptionBudget"] | all(. as $x | $k | index($x) != null)' <<<"$out" >/dev/null
+}
+
+# certManager: no CA at render time; the scheduler reads ca.crt (only that key) of the serving
+# Secret. Rendered offline (the cert-manager CRDs are not installed here).
+sched_cert_manager_ok() {
+	local out
+	out=$(helm_template --set scheduler.enabled=true --set certificate.mode=certManager) || return 1
+	grep -q 'caFile: /etc/gpu-memory-guard/ca/ca.crt' <<<"$out" || { echo "no caFile"; return 1; }
+	! grep -q 'caData:' <<<"$out" || { echo "caData rendered without a known CA"; return 1; }
+	grep -A4 -- '- name: ca$' <<<"$out" | grep -q 'key: ca.crt' || { echo "ca.crt not mounted alone"; return 1; }
+}
+
+# The scheduler's Deployment as stored: 2 replicas of the upstream image at the cluster's
+# version, its ServiceAccount, probes on its HTTPS port, restricted security context; the PDB.
+sched_deploy_ok() {
+	kc -n "$NS" get deploy "$SCHED" -o json | jq -e --arg img "registry.k8s.io/kube-scheduler:$KUBE_VERSION" --arg sa "$SCHED" '
+	  .spec.replicas == 2 and .spec.template.spec.serviceAccountName == $sa and
+	  (.spec.template.spec.containers[0] | .image == $img and .command[0] == "kube-scheduler" and
+	    (.command | index("--config=/etc/kubernetes/scheduler/config.yaml")) != null and
+	    .livenessProbe.httpGet.path == "/livez" and .livenessProbe.httpGet.scheme == "HTTPS" and
+	    .readinessProbe.httpGet.path == "/readyz" and
+	    .securityContext.readOnlyRootFilesystem == true and .securityContext.capabilities.drop == ["ALL"])' \
+		>/dev/null || return 1
+	kc -n "$NS" get pdb "$SCHED" -o jsonpath='{.spec.minAvailable}' | grep -qx 1
+}
+
+sched_pods() { [ "$(kc -n "$NS" get pods -l "app.kubernetes.io/name=$SCHED" -o name | wc -l)" -ge "$1" ]; }
+
+# RBAC as kube-scheduler needs it, asked of the API server as the ServiceAccount.
+sched_rbac_ok() {
+	local as="system:serviceaccount:$NS:$SCHED" bad="" q got want
+	while read -r want q; do
+		# shellcheck disable=SC2086
+		got=$(kc auth can-i $q --as "$as" 2>/dev/null)
+		[ "$got" = "$want" ] || bad="$bad [$q: $got, want $want]"
+	done <<EOT
+yes create pods --subresource=binding -n $TEST_NS
+yes watch nodes
+yes list persistentvolumeclaims --all-namespaces
+yes list storageclasses.storage.k8s.io
+yes get configmaps/extension-apiserver-authentication -n kube-system
+yes get leases.coordination.k8s.io/$SCHED -n $NS
+yes update leases.coordination.k8s.io/$SCHED -n $NS
+yes create leases.coordination.k8s.io -n $NS
+no update leases.coordination.k8s.io/gpu-h100-a -n $NS
+no get secrets -n $NS
+no get configmaps -n $NS
+EOT
+	[ -z "$bad" ] || { echo "$bad"; return 1; }
+}
+
+sa_kubeconfig_for() { # SERVICEACCOUNT FILE
+	local token
+	token=$(kc create token "$1" -n "$NS" --duration=2h) || return 1
+	cat >"$2" <<EOF2
+apiVersion: v1
+kind: Config
+clusters:
+- name: proof
+  cluster:
+    server: $(apiserver_url)
+    certificate-authority: $STATE/pki/ca.crt
+users:
+- name: $1
+  user:
+    token: $token
+contexts:
+- name: proof
+  context: {cluster: proof, user: $1}
+current-context: proof
+EOF2
+	chmod 600 "$2"
+}
+
+# The installed ConfigMap's configuration, with only clientConnection.kubeconfig added (in the
+# pod that is the in-cluster ServiceAccount): written as JSON, which kube-scheduler reads too.
+# The URL (webhook.url's host and port) and the CA (the release's) are the chart's, unchanged.
+sched_host_config() { # KUBECONFIG OUT
+	local cfg
+	cfg=$(kc -n "$NS" get configmap "$SCHED" -o json | sched_config_of) || return 1
+	jq --arg kc "$1" '.clientConnection = {kubeconfig: $kc}' <<<"$cfg" >"$2"
+	# Exactly one key differs from the chart's.
+	[ "$(jq -S 'del(.clientConnection)' "$2")" = "$(jq -S . <<<"$cfg")" ]
+}
+
+# start_host_scheduler N: the stored Deployment's command, with the config path, bind address
+# and port of the host run, and the ServiceAccount kubeconfig for delegated authn/authz (the
+# in-cluster config's stand-in). Logs to $STATE/logs/host-scheduler-N.log.
+start_host_scheduler() {
+	local n=$1 args port
+	port=$(free_port)
+	mapfile -t args < <(kc -n "$NS" get deploy "$SCHED" -o json | jq -r '.spec.template.spec.containers[0].command[1:][]' |
+		grep -vE '^--(config|bind-address|secure-port)(=|$)')
+	"$TOOLS_BIN/kube-scheduler" "${args[@]}" --config "$WORK/sched-config.json" \
+		--bind-address 127.0.0.1 --secure-port "$port" \
+		--authentication-kubeconfig "$WORK/sched-sa.kubeconfig" \
+		--authorization-kubeconfig "$WORK/sched-sa.kubeconfig" \
+		>"$STATE/logs/host-scheduler-$n.log" 2>&1 </dev/null &
+	SCHED_PIDS[n]=$!
+	echo "$port" >"$WORK/sched-port-$n"
+	wait_for 60 "host scheduler $n /readyz" curl -skf --max-time 2 "https://127.0.0.1:$port/readyz" ||
+		{ tail -n 5 "$STATE/logs/host-scheduler-$n.log"; return 1; }
+}
+
+stop_host_scheduler() { # N
+	local pid=${SCHED_PIDS[$1]:-} i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+	SCHED_PIDS[$1]=""
+}
+
+lease_holder() { kc -n "$NS" get lease "$SCHED" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
+leads() { # N: its log says it acquired the Lease and the Lease names it (hostname_uuid)
+	grep -q "successfully acquired lease $NS/$SCHED" "$STATE/logs/host-scheduler-$1.log" && [ -n "$(lease_holder)" ]
+}
+
+# A webhook metric's value (0 when absent). SERIES as printed, labels included.
+metric() {
+	curl -sf --max-time 2 "http://127.0.0.1:$WEBHOOK_HEALTH_PORT/metrics" |
+		awk -v s="$1" '$1 == s {v = $2} END {printf "%d", v + 0}'
+}
+F_JUDGED='gpu_memory_guard_extender_requests_total{verb="filter",result="judged"}'
+P_JUDGED='gpu_memory_guard_extender_requests_total{verb="prioritize",result="judged"}'
+F_OUT='gpu_memory_guard_extender_nodes_filtered_out_total'
+B_DENIED='gpu_memory_guard_reviews_total{kind="binding",decision="denied"}'
+
+# A GPU pod for the second scheduler, preferring NODE (weight 100) if given, as in issue 9's case.
+sched_pod() { # NAME MEMORY [PREFERRED_NODE]
+	gpu_pod "$1" "$2" | jq --arg s "$SCHED_NAME" --arg n "${3:-}" '.spec.schedulerName = $s |
+	  if $n == "" then . else
+	  .spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution = [{weight: 100,
+	    preference: {matchExpressions: [{key: "kubernetes.io/hostname", operator: "In", values: [$n]}]}}] end' |
+		kc create -f -
+}
+pod_node() { kc -n "$TEST_NS" get pod "$1" -o jsonpath='{.spec.nodeName}'; }
+sched_events() { kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$1,reason=FailedScheduling" -o jsonpath='{..message}'; }
+event_has() { [[ $(sched_events "$1") == *"$2"* ]]; }
+
+scheduler_checks() {
+	local label=helm-sched out f0 o0 p0 b0 f1 o1 b1 holder
+	check "scheduler: Deployment stored (2 replicas, kube-scheduler:$KUBE_VERSION from the cluster's version, probes, security context) and PDB minAvailable 1" sched_deploy_ok
+	check "scheduler: both replicas created under Pod Security restricted" wait_for 60 "2 scheduler pods" sched_pods 2
+	check "scheduler: RBAC as kube-scheduler needs it, no more (can-i as its ServiceAccount)" sched_rbac_ok
+	out=$(kc -n "$NS" get configmap "$SCHED" -o json | sched_config_of)
+	check "scheduler: installed configuration as designed (extender at webhook.url's host, caData = the release's CA)" \
+		sched_config_ok "$out" "https://127.0.0.1:$WEBHOOK_PORT/scheduler" "$(base64 -w0 "$WORK/helm-ca.crt")"
+	check "scheduler: ServiceAccount token kubeconfig ($SCHED)" sa_kubeconfig_for "$SCHED" "$WORK/sched-sa.kubeconfig"
+	check "scheduler: host configuration = the chart's + clientConnection.kubeconfig only" \
+		sched_host_config "$WORK/sched-sa.kubeconfig" "$WORK/sched-config.json"
+	if start_host_scheduler 1 >"$WORK/sched-start.out" 2>&1; then
+		pass "scheduler: real kube-scheduler $KUBE_VERSION runs on the host with the chart's command and configuration (pid ${SCHED_PIDS[1]})"
+	else
+		fail "scheduler: real kube-scheduler runs on the host with the chart's configuration" "$(cat "$WORK/sched-start.out")"
+	fi
+	check "scheduler: it becomes leader (Lease $NS/$SCHED)" wait_for 45 "leader" leads 1
+	holder=$(lease_holder)
+	printf '     holderIdentity %s\n' "$holder"
+	# Not through check(): SCHED_PIDS must be set in this shell.
+	if start_host_scheduler 2 >"$WORK/sched-start.out" 2>&1; then
+		pass "scheduler: a second replica starts (pid ${SCHED_PIDS[2]})"
+	else
+		fail "scheduler: a second replica starts" "$(cat "$WORK/sched-start.out")"
+	fi
+	sleep 5
+	if grep -q "attempting to acquire leader lease $NS/$SCHED" "$STATE/logs/host-scheduler-2.log" &&
+		! grep -q 'successfully acquired lease' "$STATE/logs/host-scheduler-2.log" && [ "$(lease_holder)" = "$holder" ]; then
+		pass "scheduler: the second replica is standby while the first leads"
+	else
+		fail "scheduler: the second replica is standby while the first leads" "$(tail -n 3 "$STATE/logs/host-scheduler-2.log")"
+	fi
+
+	# Issue 9's case: gpu-h100-a memory-full for the pod (40Gi held, 50Gi more > 71.7Gi), preferred
+	# by its node affinity; gpu-h100-b empty. The L4 and A100 (38.6Gi per GPU) never fit 50Gi.
+	kc create namespace "$TEST_NS" >/dev/null 2>&1 || true
+	check "$label: gpu-h100-a filled with 40Gi (pod with nodeName)" create_pod "$label-fill" 40Gi gpu-h100-a
+	f0=$(metric "$F_JUDGED") o0=$(metric "$F_OUT") b0=$(metric "$B_DENIED")
+	check "$label: 50Gi GPU pod with schedulerName $SCHED_NAME, preferring gpu-h100-a, created" \
+		sched_pod "$label-fits" 50Gi gpu-h100-a
+	if wait_for 45 "$label-fits bound" pod_bound "$label-fits" && [ "$(pod_node "$label-fits")" = gpu-h100-b ]; then
+		pass "$label: bound to gpu-h100-b, where it fits, not the preferred memory-full gpu-h100-a"
+	else
+		fail "$label: bound to gpu-h100-b" "node '$(pod_node "$label-fits")'; events: $(sched_events "$label-fits")"
+	fi
+	f1=$(metric "$F_JUDGED") o1=$(metric "$F_OUT") b1=$(metric "$B_DENIED")
+	# One feasible node left: kube-scheduler binds it without scoring (no prioritize call).
+	if [ $((f1 - f0)) = 1 ] && [ $((o1 - o0)) = 3 ] && [ "$b1" = "$b0" ] && [ -z "$(sched_events "$label-fits")" ]; then
+		pass "$label: on its first attempt: 1 filter call judged, 3 nodes filtered out (gpu-h100-a, A100, L4), no Binding denied, no FailedScheduling"
+	else
+		fail "$label: placed on its first attempt by the extender" \
+			"filter +$((f1 - f0)), filtered out +$((o1 - o0)), binding denials $b0 -> $b1; events: $(sched_events "$label-fits")"
+	fi
+	# binpack: a 10Gi pod fits on all four GPU nodes; the extender scores the fullest highest
+	# (gpu-h100-b 60/71.7Gi: 9, gpu-h100-a 50/71.7Gi: 7, L4: 5, A100: 1; x weight 5 x 10), which
+	# outweighs the default plugins' small differences between these nodes.
+	p0=$(metric "$P_JUDGED")
+	check "$label: 10Gi GPU pod with schedulerName $SCHED_NAME (fits on 4 nodes, no preference) created" \
+		sched_pod "$label-pack" 10Gi
+	if wait_for 45 "$label-pack bound" pod_bound "$label-pack" && [ "$(pod_node "$label-pack")" = gpu-h100-b ] &&
+		[ $(($(metric "$P_JUDGED") - p0)) = 1 ]; then
+		pass "$label: binpack: 1 prioritize call judged, bound to the fullest node that fits (gpu-h100-b)"
+	else
+		fail "$label: binpack: bound to the fullest node that fits" \
+			"node '$(pod_node "$label-pack")', prioritize $p0 -> $(metric "$P_JUDGED"); events: $(sched_events "$label-pack")"
+	fi
+	# Nowhere left for another 50Gi: Pending with the extender's reasons, no Binding tried.
+	check "$label: second 50Gi pod (fits nowhere now) created" sched_pod "$label-none" 50Gi gpu-h100-a
+	if wait_for 45 "the extender's reason in FailedScheduling" event_has "$label-none" "needs 50Gi" &&
+		event_has "$label-none" "free of the 90 percent limit" && [ -z "$(pod_node "$label-none")" ] &&
+		[ "$(metric "$B_DENIED")" = "$b0" ]; then
+		pass "$label: fits nowhere: Pending, FailedScheduling carries the extender's reasons, no Binding denied"
+		printf '     %s\n' "$(sched_events "$label-none" | cut -c1-300)"
+	else
+		fail "$label: fits nowhere: Pending with the extender's reasons" \
+			"node '$(pod_node "$label-none")', binding denials $b0 -> $(metric "$B_DENIED"); events: $(sched_events "$label-none")"
+	fi
+	# Failover: the leader stops (kube-scheduler releases its Lease on SIGTERM); the standby takes
+	# over and schedules.
+	stop_host_scheduler 1
+	check "scheduler: after the leader stops, the standby becomes leader" wait_for 45 "standby leads" leads 2
+	kc -n "$TEST_NS" delete pod "$label-fits" --grace-period=0 --force >/dev/null 2>&1
+	if wait_for 60 "$label-none bound" pod_bound "$label-none" && [ "$(pod_node "$label-none")" = gpu-h100-b ] &&
+		[ "$(metric "$B_DENIED")" = "$b0" ]; then
+		pass "scheduler: the new leader binds the pending pod once gpu-h100-b has room (no Binding denied)"
+	else
+		fail "scheduler: the new leader binds the pending pod once gpu-h100-b has room" \
+			"node '$(pod_node "$label-none")'; events: $(sched_events "$label-none")"
+	fi
+	stop_host_scheduler 2
+	# (The flag dump at start names --authorization-webhook-cache-unauthorized-ttl: not a denial.)
+	if grep -hiE 'forbidden|unauthorized|is not allowed|cannot (get|list|watch|create|update|patch)|RBAC' \
+		"$STATE"/logs/host-scheduler-*.log | grep -v 'FLAG: ' >"$WORK/sched-denials.txt"; then
+		fail "scheduler: no RBAC denial in its logs" "$(head -n 3 "$WORK/sched-denials.txt" | cut -c1-300)"
+	else
+		pass "scheduler: no RBAC denial in its logs"
+	fi
+	cleanup_test_pods
+}
+
 # --- main ----------------------------------------------------------------------------------
 
 mkdir -p "$STATE"
@@ -675,6 +982,14 @@ check "schema accepts threshold 1" helm_template --set threshold=1
 check "schema rejects reservations cluster" schema_rejects --set reservations=cluster
 check "chart refuses reservations=local with 2 replicas, saying why" local_multi_refused
 check "certManager mode renders Certificate and cainjector annotation (chart and certs/cert-manager)" check_cert_manager_render
+check "helm lint --strict (scheduler.enabled)" check_lint --set scheduler.enabled=true
+check "helm lint --strict (scheduler.enabled, certManager, spread, 2 GPU resources)" check_lint --set scheduler.enabled=true \
+	--set certificate.mode=certManager --set scheduler.extender.score=spread --set 'gpuResources={nvidia.com/gpu,amd.com/gpu}'
+check "schema rejects scheduler.extender.weight 0" schema_rejects --set scheduler.enabled=true --set scheduler.extender.weight=0
+check "schema rejects scheduler.schedulerName default-scheduler" schema_rejects --set scheduler.schedulerName=default-scheduler
+check "schema rejects scheduler.extender.httpTimeout 5 (no unit)" schema_rejects --set scheduler.extender.httpTimeout=5
+check "schema rejects scheduler.extender.score fifo" schema_rejects --set scheduler.extender.score=fifo
+check "scheduler, certManager mode: caFile from the serving Secret's ca.crt alone, no caData" sched_cert_manager_ok
 
 trap teardown EXIT
 trap 'exit 130' INT TERM
@@ -697,11 +1012,19 @@ check "chart: bindings failurePolicy Ignore renders and is accepted (pods stay F
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
 	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
+check "helm template (scheduler.enabled) accepted; extender at the Service over TLS, caData = the render's CA = the caBundle" \
+	sched_template_ok
+check "helm template (scheduler.enabled, existingSecret with caBundle, spread, 2 GPU resources) accepted" template_apply \
+	--set scheduler.enabled=true --set certificate.mode=existingSecret --set certificate.existingSecret.name=my-tls \
+	--set certificate.existingSecret.caBundle=Y2E= --set scheduler.extender.score=spread \
+	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}'
 
 echo "== Helm path"
 URL="https://127.0.0.1:$WEBHOOK_PORT/validate"
-HELM_SET=(--set "webhook.url=$URL" --set 'certificate.selfSigned.extraIPs={127.0.0.1}')
-check "helm install (clientConfig.url=$URL)" helm_ install "$RELEASE" "$CHART" -n "$NS" "${HELM_SET[@]}"
+HELM_SET=(--set "webhook.url=$URL" --set 'certificate.selfSigned.extraIPs={127.0.0.1}' --set scheduler.enabled=true)
+check "helm install (clientConfig.url=$URL, scheduler.enabled)" helm_ install "$RELEASE" "$CHART" -n "$NS" "${HELM_SET[@]}"
+notes_opt_in() { helm_ get notes "$RELEASE" -n "$NS" | grep -q "schedulerName: $SCHED_NAME"; }
+check "helm NOTES tell how pods opt in (schedulerName: $SCHED_NAME)" notes_opt_in
 kc -n "$NS" get deploy "$RELEASE" -o json >"$WORK/helm-deploy.json"
 check "helm: Deployment stored with every setting (HA, security context, probes, preStop sleep, Secret volume)" \
 	deploy_settings_kept "$WORK/helm-deploy.json"
@@ -724,6 +1047,9 @@ lease_record_checks "helm"
 rbac_checks "helm"
 lease_rbac_checks "helm"
 no_403_logged "helm"
+echo "== second scheduler (scheduler.enabled): the chart's kube-scheduler configuration, run for real"
+cleanup_test_pods
+scheduler_checks
 
 bundles() { kc get validatingwebhookconfiguration "$RELEASE" -o jsonpath='{range .webhooks[*]}{.clientConfig.caBundle}{"\n"}{end}'; }
 CA_BEFORE=$(bundles)
