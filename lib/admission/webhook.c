@@ -643,9 +643,10 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	memset(&r, 0, sizeof(r));
 	snprintf(call, sizeof(call), "LIST pods on node %s", p->node);
 	double t = webhook_now();
-	struct ledger_node *ln = ledger_lock(w->ledger, p->node);
+	/* Shared reservations serialize (and batch) placements per node themselves. */
+	struct ledger_node *ln = w->shared ? NULL : ledger_lock(w->ledger, p->node);
 	o->waited += webhook_now() - t;
-	if (ln == NULL) {
+	if (ln == NULL && w->shared == NULL) {
 		deny_untracked(o, p->pod_name, p->node);
 		return;
 	}
@@ -887,6 +888,22 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 		     pod_name);
 		return 1;
 	}
+	struct placement p = {
+	    .pod_name = pod_name,
+	    .key = key,
+	    .uid = uid,
+	    .node = node,
+	    .demand = d,
+	    .dry_run = req->dry_run,
+	};
+	if (w->shared != NULL) {
+		/* No node lock here: shared_place batches this process's placements on a node
+		 * into one record write (group commit). */
+		int decided = place_shared(w, &p, NULL, o);
+		if (decided)
+			add_warning(o, d->warning);
+		return decided;
+	}
 	double t = webhook_now();
 	if (may_block) {
 		ln = ledger_lock(w->ledger, node);
@@ -902,19 +919,8 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 		deny_untracked(o, pod_name, node);
 		return 1;
 	}
-	struct placement p = {
-	    .pod_name = pod_name,
-	    .key = key,
-	    .uid = uid,
-	    .node = node,
-	    .demand = d,
-	    .dry_run = req->dry_run,
-	};
 	struct cached c = {w, &p, ln, o, 0};
-	if (w->shared != NULL)
-		c.decided = place_shared(w, &p, NULL, o);
-	else
-		cache_with_node(w->cache, node, decide_cached, &c);
+	cache_with_node(w->cache, node, decide_cached, &c);
 	ledger_unlock(ln);
 	if (c.decided)
 		add_warning(o, d->warning);

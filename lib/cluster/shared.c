@@ -11,6 +11,7 @@
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +24,30 @@
 #define ERR_MAX      512
 
 /* The record of a node as this process last wrote or read it. */
+struct waiter;
+
 struct known {
 	struct known *next;
 	char *node;
 	struct record rec;
+	/* Group commit: placements on this node waiting for the one that writes for them. */
+	struct waiter *queue, *queue_tail;
+	int busy; /* a leader is deciding and writing for this node */
+};
+
+/* One shared_place call while it waits (on its own stack). */
+struct waiter {
+	struct waiter *next;
+	shared_decide_fn decide;
+	void *ctx;
+	double deadline_s;
+	enum shared_verdict verdict;
+	unsigned attempts;
+	int leader, done, rc; /* leader, done: written under mu */
+	int finished;         /* the leader's: rc, verdict, attempts and err are set */
+	char *err;
+	size_t errlen;
+	pthread_cond_t cv;
 };
 
 static const double write_buckets[] = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -234,11 +255,10 @@ static int load(struct shared *s, const char *node, struct record *out)
 	return rc == 0 ? 0 : SHARED_ENOMEM;
 }
 
-/* Remember rec (moved: *rec is left empty) as the node's record. Without memory, or past
- * SHARED_MAX_NODES, the node is forgotten instead: the next placement reads it again. */
-static void store(struct shared *s, const char *node, struct record *rec)
+/* With mu held: the node's entry, created when missing (NULL without memory or past
+ * SHARED_MAX_NODES). */
+static struct known *known_get_locked(struct shared *s, const char *node)
 {
-	pthread_mutex_lock(&s->mu);
 	struct known *k = find(s, node);
 	if (k == NULL && s->n_known < SHARED_MAX_NODES && (k = calloc(1, sizeof(*k))) != NULL) {
 		if ((k->node = strdup(node)) == NULL) {
@@ -251,6 +271,15 @@ static void store(struct shared *s, const char *node, struct record *rec)
 			s->n_known++;
 		}
 	}
+	return k;
+}
+
+/* Remember rec (moved: *rec is left empty) as the node's record. Without memory, or past
+ * SHARED_MAX_NODES, the node is forgotten instead: the next placement reads it again. */
+static void store(struct shared *s, const char *node, struct record *rec)
+{
+	pthread_mutex_lock(&s->mu);
+	struct known *k = known_get_locked(s, node);
 	if (k != NULL) {
 		record_free(&k->rec);
 		k->rec = *rec;
@@ -368,58 +397,188 @@ static int write_record(struct shared *s, const char *node, struct record *rec, 
 	return 0;
 }
 
+/* The latest deadline of the batch's placements still undecided: reads serve them all. */
+static double batch_deadline(const struct waiter *batch)
+{
+	double d = 0;
+	for (const struct waiter *w = batch; w != NULL; w = w->next)
+		if (!w->finished && w->deadline_s > d)
+			d = w->deadline_s;
+	return d;
+}
+
+static void finish(struct waiter *w, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void finish(struct waiter *w, int rc, const char *fmt, ...)
+{
+	w->rc = rc;
+	w->finished = 1;
+	if (fmt != NULL && w->err != NULL && w->errlen > 0) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(w->err, w->errlen, fmt, ap);
+		va_end(ap);
+	}
+}
+
+/*
+ * Decide and write for a batch of placements on one node (group commit): each decides in turn
+ * over the same working copy of the record, so later ones count the entries of earlier ones, and
+ * one write stores them all. A conflict, or a denial that asks for a fresh record, reads the
+ * record and decides the whole batch again. A placement whose deadline has passed before a
+ * round leaves the batch (SHARED_EBUDGET) without its entry being written.
+ */
+static void run_batch(struct shared *s, const char *node, struct waiter *batch)
+{
+	char err[ERR_MAX];
+	struct record base, work;
+	unsigned rounds = 0;
+	int fresh = 0, reread_done = 0, rc;
+
+	record_init(&work);
+	if (load(s, node, &base) != 0) {
+		for (struct waiter *w = batch; w != NULL; w = w->next)
+			finish(w, SHARED_ENOMEM, "reservation record %s/%s: out of memory", s->ns,
+			       node);
+		return;
+	}
+	for (;;) {
+		int any_write = 0, any_reread = 0, left = 0;
+		double now = monotime_s();
+
+		for (struct waiter *w = batch; w != NULL; w = w->next) {
+			if (w->finished)
+				continue;
+			if (now >= w->deadline_s || rounds >= MAX_ATTEMPT)
+				finish(w, SHARED_EBUDGET,
+				       "reservation record %s/%s: no time left after %u attempt%s "
+				       "(placements on the node queue for one write at a time)",
+				       s->ns, node, w->attempts, w->attempts == 1 ? "" : "s");
+			else
+				left++;
+		}
+		if (left == 0)
+			break;
+		if (rounds > 0)
+			atomic_fetch_add_explicit(&s->retries, (unsigned long)left,
+			                          memory_order_relaxed);
+		rounds++;
+		drop_gone(s, &base);
+		record_free(&work);
+		if (record_copy(&work, &base) != 0) {
+			rc = SHARED_ENOMEM;
+			snprintf(err, sizeof(err), "reservation record %s/%s: out of memory", s->ns,
+			         node);
+			goto fail;
+		}
+		for (struct waiter *w = batch; w != NULL; w = w->next) {
+			if (w->finished)
+				continue;
+			w->verdict = w->decide(w->ctx, &work, fresh);
+			w->attempts++;
+			any_write |= w->verdict == SHARED_WRITE;
+			any_reread |= w->verdict == SHARED_REREAD;
+		}
+		if (any_reread && !fresh && !reread_done) {
+			reread_done = 1;
+			if ((rc = reread(s, node, batch_deadline(batch), &base, err,
+			                 sizeof(err))) != 0)
+				goto fail;
+			fresh = 1;
+			continue;
+		}
+		if (!any_write) {
+			for (struct waiter *w = batch; w != NULL; w = w->next)
+				if (!w->finished)
+					finish(w, 0, NULL);
+			break;
+		}
+		rc = write_record(s, node, &work, err, sizeof(err));
+		if (rc == 0) {
+			for (struct waiter *w = batch; w != NULL; w = w->next)
+				if (!w->finished)
+					finish(w, 0, NULL);
+			break;
+		}
+		if (rc != KUBE_ECONFLICT && rc != KUBE_ENOTFOUND)
+			goto fail;
+		/* Another replica wrote first: read what it wrote and decide again. */
+		if ((rc = reread(s, node, batch_deadline(batch), &base, err, sizeof(err))) != 0)
+			goto fail;
+		fresh = 1;
+	}
+	record_free(&work);
+	record_free(&base);
+	return;
+fail:
+	/* Every placement of the batch fails: a denial may have counted a batch-mate's entry
+	 * that was never written. */
+	for (struct waiter *w = batch; w != NULL; w = w->next)
+		if (!w->finished)
+			finish(w, rc, "%s", err);
+	record_free(&work);
+	record_free(&base);
+}
+
 int shared_place(struct shared *s, const char *node, double deadline_s, shared_decide_fn decide,
                  void *ctx, unsigned *attempts, char *err, size_t errlen)
 {
-	struct record rec;
-	unsigned n = 0;
-	int fresh = 0, reread_done = 0, rc;
+	struct waiter me = {
+	    .decide = decide, .ctx = ctx, .deadline_s = deadline_s, .err = err, .errlen = errlen};
 
 	if (attempts != NULL)
 		*attempts = 0;
 	if (s == NULL || node == NULL || node[0] == '\0' || decide == NULL)
 		return SHARED_EINVAL;
-	if ((rc = load(s, node, &rec)) != 0) {
-		errbuf_set(err, errlen, "reservation record %s/%s: out of memory", s->ns, node);
-		return rc;
+	pthread_cond_init(&me.cv, NULL);
+	pthread_mutex_lock(&s->mu);
+	struct known *k = known_get_locked(s, node);
+	if (k == NULL) { /* no entry for the node: decide alone, unbatched */
+		pthread_mutex_unlock(&s->mu);
+		run_batch(s, node, &me);
+		goto out; /* me.finished: its result is set */
 	}
-	for (;;) {
-		if (n > 0)
-			atomic_fetch_add_explicit(&s->retries, 1, memory_order_relaxed);
-		drop_gone(s, &rec);
-		enum shared_verdict v = decide(ctx, &rec, fresh);
-		n++;
-		if (v == SHARED_NO_WRITE || (v == SHARED_REREAD && (fresh || reread_done))) {
-			rc = 0;
-			break;
-		}
-		if (v == SHARED_REREAD) {
-			reread_done = 1;
-			if ((rc = reread(s, node, deadline_s, &rec, err, errlen)) != 0)
-				break;
-			fresh = 1;
-			continue;
-		}
-		if (n >= MAX_ATTEMPT || monotime_s() >= deadline_s) {
-			errbuf_set(err, errlen,
-			           "reservation record %s/%s: still changing after %u attempts "
-			           "within the time budget",
-			           s->ns, node, n);
-			rc = SHARED_EBUDGET;
-			break;
-		}
-		rc = write_record(s, node, &rec, err, errlen);
-		if (rc != KUBE_ECONFLICT && rc != KUBE_ENOTFOUND)
-			break;
-		/* Another replica wrote first: read what it wrote and decide again. */
-		if ((rc = reread(s, node, deadline_s, &rec, err, errlen)) != 0)
-			break;
-		fresh = 1;
+	if (k->queue_tail != NULL)
+		k->queue_tail->next = &me;
+	else
+		k->queue = &me;
+	k->queue_tail = &me;
+	if (!k->busy) {
+		k->busy = 1;
+		me.leader = 1;
 	}
-	record_free(&rec);
+	while (!me.done && !me.leader)
+		pthread_cond_wait(&me.cv, &s->mu);
+	/* The leader decides and writes for everyone queued, batch after batch, until its own
+	 * placement is done; then it hands the node to the next waiter, if any. */
+	while (!me.done) {
+		struct waiter *batch = k->queue;
+		k->queue = k->queue_tail = NULL;
+		pthread_mutex_unlock(&s->mu);
+		run_batch(s, node, batch);
+		pthread_mutex_lock(&s->mu);
+		for (struct waiter *w = batch, *next; w != NULL; w = next) {
+			next = w->next;
+			w->next = NULL;
+			w->done = 1; /* published under mu: the waiter reads its result after */
+			if (w != &me)
+				pthread_cond_signal(&w->cv);
+		}
+	}
+	if (me.leader) {
+		if (k->queue != NULL) {
+			k->queue->leader = 1;
+			pthread_cond_signal(&k->queue->cv);
+		} else {
+			k->busy = 0;
+		}
+	}
+	pthread_mutex_unlock(&s->mu);
+out:
+	pthread_cond_destroy(&me.cv);
 	if (attempts != NULL)
-		*attempts = n;
-	return rc;
+		*attempts = me.attempts;
+	return me.rc;
 }
 
 size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn, void *ctx)

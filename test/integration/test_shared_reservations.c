@@ -9,9 +9,10 @@
  *      fresh node per round; 12 rounds with 2 replicas and 12 with 3, half of 60 x 1Gi and half
  *      of 30 x 5Gi, some with lease writes slowed down to widen the races. Every round: exactly
  *      what fits is admitted (36 and 7), the node's Lease holds exactly the admitted pods (uid,
- *      bytes), one Lease write per admitted placement (the double's count and each replica's
- *      gpu_memory_guard_reservation_writes_total{result="ok"}), and every 409 the double gave
- *      was counted by a replica as a conflict.
+ *      bytes), at most one Lease write per admitted placement (the double's count and each
+ *      replica's gpu_memory_guard_reservation_writes_total{result="ok"}; placements queued on
+ *      one replica share a write), and every 409 the double gave was counted by a replica as a
+ *      conflict.
  *   2. A dry run (allowed or not) and a denial write nothing.
  *   3. One replica killed with SIGKILL in the middle of a storm: the node is never over its
  *      limit, the Lease holds every admitted pod and at most the killed replica's in-flight
@@ -440,15 +441,16 @@ static void storm_round(int n_replicas, int round, int n_jobs, const char *limit
 	            entries_bytes(entries));
 	cJSON_Delete(entries);
 
-	/* Cost: one Lease write per admitted placement (the first one creates it). */
+	/* Cost: at most one Lease write per admitted placement (the first one creates it;
+	 * placements queued on one replica share a write: group commit). */
 	ITEST_CHECK(after.created - before.created == 1, "%s: %lu Leases created", node,
 	            after.created - before.created);
-	ITEST_CHECK(after.updated - before.updated == (unsigned long)admitted - 1,
+	ITEST_CHECK(after.updated - before.updated <= (unsigned long)admitted - 1,
 	            "%s: %lu Lease updates for %d admitted", node, after.updated - before.updated,
 	            admitted);
 	for (int i = 0; i < n_replicas; i++) {
 		double ok = after.writes_ok[i] - before.writes_ok[i];
-		ITEST_CHECK(ok == via[i],
+		ITEST_CHECK(ok <= via[i] && (via[i] == 0 || ok >= 1),
 		            "replica %d: writes_total{result=\"ok\"} +%.0f, %d admitted through it",
 		            i, ok, via[i]);
 		conflict_sum += after.writes_conflict[i] - before.writes_conflict[i];
@@ -457,8 +459,10 @@ static void storm_round(int n_replicas, int round, int n_jobs, const char *limit
 	ITEST_CHECK(conflict_sum == (double)(after.conflicts - before.conflicts),
 	            "%s: replicas counted %.0f conflicts, the double answered %lu", node,
 	            conflict_sum, after.conflicts - before.conflicts);
-	print_message("%s: %d/%d admitted (%s), %lu conflicts, lease delay %u ms\n", node, admitted,
-	              n_jobs, limit, after.conflicts - before.conflicts, lease_delay_ms);
+	print_message("%s: %d/%d admitted (%s) in %lu writes, %lu conflicts, lease delay %u ms\n",
+	              node, admitted, n_jobs, limit,
+	              after.created - before.created + after.updated - before.updated,
+	              after.conflicts - before.conflicts, lease_delay_ms);
 	free_jobs(jobs, n_jobs);
 }
 

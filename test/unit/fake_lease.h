@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "jsonpath.h"
 #include "kube.h"
@@ -25,6 +26,7 @@ struct fake_lease {
 	int gets, creates, updates, conflicts;
 	int fail_next_write; /* answer the next write with this KUBE_E* (0: none) */
 	int fail_next_get;
+	int write_delay_us; /* every write sleeps this long first (a slow API server) */
 	/* Called once before the next update is applied (another replica's write lands first). */
 	void (*before_update)(struct fake_lease *f);
 };
@@ -79,6 +81,8 @@ static inline int fake_lease_create(void *ctx, const char *ns, const cJSON *leas
 	struct fake_lease *f = ctx;
 	int rc;
 	(void)ns;
+	if (f->write_delay_us > 0)
+		usleep((useconds_t)f->write_delay_us);
 	pthread_mutex_lock(&f->mu);
 	f->creates++;
 	if (f->fail_next_write) {
@@ -109,6 +113,8 @@ static inline int fake_lease_update(void *ctx, const char *ns, const char *name,
 		f->before_update = NULL;
 		hook(f);
 	}
+	if (f->write_delay_us > 0)
+		usleep((useconds_t)f->write_delay_us);
 	pthread_mutex_lock(&f->mu);
 	f->updates++;
 	const char *want = json_str(lease, "metadata", "resourceVersion", NULL);

@@ -358,6 +358,37 @@ static void test_replicas_race_exactly(void **state)
 	}
 }
 
+/* One replica, many threads on one node, a slow API server: placements queued behind a write
+ * join the next one (group commit): exactly what fits, in fewer writes than admissions. */
+static void test_group_commit(void **state)
+{
+	struct fake_lease *f = fake_lease_new();
+	struct shared *s = replica(f);
+	struct racer rs[12];
+	pthread_t th[12];
+	int admitted = 0;
+	(void)state;
+	f->write_delay_us = 20000;
+	for (int i = 0; i < 12; i++) {
+		rs[i] = (struct racer){s, i * 5, 5, 0};
+		assert_int_equal(pthread_create(&th[i], NULL, race, &rs[i]), 0);
+	}
+	for (int i = 0; i < 12; i++) {
+		pthread_join(th[i], NULL);
+		admitted += rs[i].admitted;
+	}
+	uint64_t bytes;
+	assert_int_equal(admitted, 36);
+	assert_int_equal(stored_entries(f, &bytes), 36);
+	assert_int_equal(bytes, 36 * GI);
+	int writes = f->creates + f->updates - f->conflicts;
+	print_message("group commit: %d admitted in %d writes\n", admitted, writes);
+	assert_true(writes <= admitted / 2);
+	assert_int_equal(f->conflicts, 0); /* one replica never conflicts with itself */
+	shared_free(s);
+	fake_lease_free(f);
+}
+
 static void test_metrics(void **state)
 {
 	struct fake_lease *f = fake_lease_new();
@@ -497,6 +528,7 @@ int main(void)
 	    cmocka_unit_test(test_failures_and_deadline),
 	    cmocka_unit_test(test_unreadable_record),
 	    cmocka_unit_test(test_replicas_race_exactly),
+	    cmocka_unit_test(test_group_commit),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_each_entry_reads_the_known_record),
 	    cmocka_unit_test(test_forget_drops_gone_pods),
