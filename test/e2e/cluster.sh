@@ -10,7 +10,9 @@
 #        cluster.sh status
 #        cluster.sh webhook-start [--binary PATH]   # start the webhook, register it, wait for it
 #        cluster.sh webhook-stop             # stop the process; the configuration stays
-#        cluster.sh webhook-register | webhook-unregister
+#        cluster.sh webhook-register [PORT]    # point the configuration at 127.0.0.1:PORT (default
+#                                            # the webhook's), wait until it takes effect
+#        cluster.sh webhook-unregister
 #        cluster.sh apiserver-restart [DOWN_SECONDS]   # stop kube-apiserver, wait (default 3 s),
 #                                            # start it again (same flags, port, etcd), wait for /readyz
 #        cluster.sh apiserver-stop | apiserver-start   # the two halves
@@ -235,16 +237,7 @@ webhook_start() {
 	sed -i '/^WEBHOOK_BINARY=/d' "$STATE/cluster.env"
 	echo "WEBHOOK_BINARY=$bin" >>"$STATE/cluster.env"
 	log "starting gpu-memory-guard on 127.0.0.1:$WEBHOOK_PORT (health :$WEBHOOK_HEALTH_PORT)"
-	echo "---- $(date -u +%FT%TZ) start" >>"$STATE/logs/webhook.log"
-	# shellcheck disable=SC2086 # GMG_WEBHOOK_ARGS is a list of flags
-	start_daemon webhook "$bin" serve \
-		--listen "127.0.0.1:$WEBHOOK_PORT" \
-		--tls-cert-file "$PKI/webhook.crt" --tls-key-file "$PKI/webhook.key" \
-		--health-listen "127.0.0.1:$WEBHOOK_HEALTH_PORT" \
-		--kubeconfig "$STATE/webhook.kubeconfig" \
-		--threshold "$THRESHOLD" --mode enforce \
-		--exempt-namespace "$EXEMPT_NAMESPACE" \
-		--log-level info ${GMG_WEBHOOK_ARGS:-}
+	webhook_launch webhook "$WEBHOOK_PORT" "$WEBHOOK_HEALTH_PORT" "$bin"
 	if ! wait_for 30 "webhook /readyz" webhook_ready; then
 		tail -n 20 "$STATE/logs/webhook.log" >&2
 		die "webhook not ready (log: $STATE/logs/webhook.log)"
@@ -253,11 +246,13 @@ webhook_start() {
 
 webhook_stop() { stop_daemon webhook; }
 
+# webhook_register [PORT]: the configuration points at https://127.0.0.1:PORT/validate (default
+# the webhook's port; e2e test 12 points it at the round-robin proxy in front of its replicas).
 webhook_register() {
 	local ca
 	ca=$(base64 -w0 "$PKI/webhook-ca.crt")
 	sed -e "s|@CONFIG_NAME@|$WEBHOOK_CONFIG_NAME|" \
-		-e "s|@WEBHOOK_URL@|https://127.0.0.1:$WEBHOOK_PORT/validate|" \
+		-e "s|@WEBHOOK_URL@|https://127.0.0.1:${1:-$WEBHOOK_PORT}/validate|" \
 		-e "s|@CA_BUNDLE@|$ca|" \
 		-e "s|@TIMEOUT@|${GMG_WEBHOOK_TIMEOUT:-5}|" \
 		-e "s|@WEBHOOK_NAMESPACE@|$WEBHOOK_NAMESPACE|" \
@@ -320,8 +315,13 @@ do_down() {
 	[ -d "$STATE" ] || { log "nothing to tear down in $STATE"; return 0; }
 	# Clients first, in parallel (the webhook drains for a few seconds), then the API server, then
 	# etcd. `wait` names the stoppers: the daemons are children of this shell too after `up`.
-	local stoppers=""
-	for n in webhook kwok kube-controller-manager kube-scheduler; do
+	# Clients are every daemon with a pid file but those two: the suite's own too (e2e test 12's
+	# replicas and proxy, left running when a run is interrupted).
+	local stoppers="" f
+	for f in "$STATE"/pids/*.pid; do
+		[ -e "$f" ] || continue
+		n=$(basename "$f" .pid)
+		case $n in kube-apiserver | etcd) continue ;; esac
 		stop_daemon "$n" &
 		stoppers="$stoppers $!"
 	done
@@ -459,7 +459,7 @@ webhook-start)
 	webhook_register
 	;;
 webhook-stop) load_cluster_env; webhook_stop ;;
-webhook-register) load_cluster_env; webhook_register ;;
+webhook-register) load_cluster_env; webhook_register "${1:-}" ;;
 webhook-unregister) load_cluster_env; webhook_unregister ;;
 apiserver-stop) load_cluster_env; apiserver_stop ;;
 apiserver-start) load_cluster_env; apiserver_start ;;

@@ -129,6 +129,26 @@ stop_daemon() {
 	rm -f "$f"
 }
 
+# webhook_launch NAME PORT HEALTH_PORT BINARY [FLAG...]: starts `BINARY serve` as daemon NAME with
+# the suite's flags (the cluster's certificates and kubeconfig, $THRESHOLD, enforce, the exempt
+# namespace, $GMG_WEBHOOK_ARGS) plus FLAG...; returns once the process runs (not once it is ready).
+# Needs load_cluster_env. The one definition of the webhook's command line: cluster.sh starts the
+# webhook with it, e2e test 12 its extra replicas.
+webhook_launch() {
+	local name=$1 port=$2 health=$3 bin=$4
+	shift 4
+	echo "---- $(date -u +%FT%TZ) start" >>"$STATE/logs/$name.log"
+	# shellcheck disable=SC2086 # GMG_WEBHOOK_ARGS is a list of flags
+	start_daemon "$name" "$bin" serve \
+		--listen "127.0.0.1:$port" \
+		--tls-cert-file "$PKI/webhook.crt" --tls-key-file "$PKI/webhook.key" \
+		--health-listen "127.0.0.1:$health" \
+		--kubeconfig "$STATE/webhook.kubeconfig" \
+		--threshold "$THRESHOLD" --mode enforce \
+		--exempt-namespace "$EXEMPT_NAMESPACE" \
+		--log-level info ${GMG_WEBHOOK_ARGS:-} "$@"
+}
+
 daemon_alive() { [ -f "$STATE/pids/$1.pid" ] && kill -0 "$(cat "$STATE/pids/$1.pid")" 2>/dev/null; }
 
 # Per-node GPU memory as the API shows it (never as the webhook reports it): one JSON line per
