@@ -820,10 +820,10 @@ test_apiserver_restart() {
 # and must admit exactly what fits; one replica is killed with SIGKILL during a storm.
 # GMG_E2E_RESERVATIONS=local runs the replicas with per-process reservations instead (the flag
 # --reservations local, or no flag with a binary that predates it): the test must then fail, as
-# it did before shared reservations existed. GMG_E2E_RR_ROUNDS: rounds of each storm (3).
+# it did before shared reservations existed. GMG_E2E_RR_ROUNDS: rounds of each storm (1).
 # GMG_E2E_FIGURES=FILE: the figures table (markdown) is written there too.
 RR_TTL=15
-RR_ROUNDS=${GMG_E2E_RR_ROUNDS:-3}
+RR_ROUNDS=${GMG_E2E_RR_ROUNDS:-1}
 RR_MODE=${GMG_E2E_RESERVATIONS:-shared}
 RRPROXY=${GMG_RRPROXY:-$(dirname "$BINARY")/rrproxy}
 RR_NS=e2e-shared
