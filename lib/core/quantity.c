@@ -81,12 +81,16 @@ static int parse_mantissa(const char *s, size_t len, size_t *pos, int *negative,
 	return seen_digit ? 0 : -1;
 }
 
-/* Parse a signed decimal exponent ("3", "+3", "-12"), saturating at +-EXP_CLAMP. */
+/*
+ * Parse a signed decimal exponent ("3", "+3", "-12"), saturating at +-EXP_CLAMP. Returns 0,
+ * -1 when it is not a signed integer, -2 when it does not fit in 64 bits: apimachinery reads
+ * the exponent with strconv.ParseInt(s, 10, 64) and refuses the quantity when that fails.
+ */
 static int parse_exponent(const char *s, size_t len, long *out)
 {
 	size_t i = 0;
 	int neg = 0;
-	long v = 0;
+	uint64_t v = 0, limit;
 
 	if (i < len && (s[i] == '+' || s[i] == '-')) {
 		neg = s[i] == '-';
@@ -94,21 +98,29 @@ static int parse_exponent(const char *s, size_t len, long *out)
 	}
 	if (i == len)
 		return -1;
+	limit = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
 	for (; i < len; i++) {
+		unsigned digit;
+
 		if (!is_digit(s[i]))
 			return -1;
-		if (v < EXP_CLAMP)
-			v = v * 10 + (s[i] - '0');
+		digit = (unsigned)(s[i] - '0');
+		if (v > (limit - digit) / 10)
+			return -2; /* keep reading would not change that: refused as a whole */
+		v = v * 10 + digit;
 	}
 	if (v > EXP_CLAMP)
 		v = EXP_CLAMP;
-	*out = neg ? -v : v;
+	*out = neg ? -(long)v : (long)v;
 	return 0;
 }
 
-/* Apply the suffix s[0..len) to b. Returns 0 or -1 (unknown suffix). */
+/* Apply the suffix s[0..len) to b. Returns 0, -1 (unknown suffix) or -2 (an exponent that does
+ * not fit in 64 bits). */
 static int apply_suffix(const char *s, size_t len, struct bignum *b)
 {
+	int rc;
+
 	static const char *const binary[] = {"Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
 	static const char decimal[] = "num kMGTPE"; /* index i -> 10^(3*(i-3)) */
 	long e;
@@ -134,9 +146,11 @@ static int apply_suffix(const char *s, size_t len, struct bignum *b)
 			return 0;
 		}
 	}
-	if ((s[0] == 'e' || s[0] == 'E') && parse_exponent(s + 1, len - 1, &e) == 0) {
-		b->exp10 += e;
-		return 0;
+	if (s[0] == 'e' || s[0] == 'E') {
+		rc = parse_exponent(s + 1, len - 1, &e);
+		if (rc == 0)
+			b->exp10 += e;
+		return rc;
 	}
 	return -1;
 }
@@ -190,7 +204,13 @@ int quantity_parse(const char *s, size_t len, uint64_t *bytes, char *err, size_t
 		errbuf_set(err, errlen, "\"%.*s\" does not start with a number", (int)len, s);
 		return QUANTITY_EINVAL;
 	}
-	if (apply_suffix(s + pos, len - pos, &b) != 0) {
+	rc = apply_suffix(s + pos, len - pos, &b);
+	if (rc == -2) {
+		errbuf_set(err, errlen, "exponent \"%.*s\" does not fit in 64 bits",
+		           (int)(len - pos), s + pos);
+		return QUANTITY_EINVAL;
+	}
+	if (rc != 0) {
 		errbuf_set(err, errlen,
 		           "unknown suffix \"%.*s\" (use Ki Mi Gi Ti Pi Ei, or k M G T P E; "
 		           "case matters)",
@@ -205,7 +225,8 @@ int quantity_parse(const char *s, size_t len, uint64_t *bytes, char *err, size_t
 	}
 	rc = round_up(&b, &v);
 	if (rc != 0) {
-		errbuf_set(err, errlen, "\"%.*s\" is more than 16Ei", (int)len, s);
+		/* UINT64_MAX bytes is 16Ei - 1: anything out of range is 16Ei or more. */
+		errbuf_set(err, errlen, "\"%.*s\" is 16Ei or more", (int)len, s);
 		return rc;
 	}
 out:

@@ -8,6 +8,8 @@
  * Case-sensitive: "m" is milli, "Mi" mebi; "K", "mi", "KB", "gb" are invalid. No spaces.
  * The number needs at least one digit ("1.", ".5" are fine; "-", ".", "Gi" are refused). "e"
  * alone is not a suffix; "E" alone is exa. Zero with any sign or suffix ("-0", "0Gi") is 0.
+ * An exponent must fit in 64 bits, as apimachinery reads it (strconv.ParseInt): "1e-" followed
+ * by 20 nines is refused (QUANTITY_EINVAL), not read as 1 byte.
  * A bare number means bytes. Fractions are rounded UP to whole bytes, as Quantity.Value()
  * does ("0.5" -> 1, "1.5Ki" -> 1536, "100m" -> 1). Parsing is exact (integer arithmetic on
  * the digits, never a double), so "0.1Gi" is 107374183 bytes (107374182.4 rounded up).
@@ -26,7 +28,7 @@
 
 #define QUANTITY_EINVAL    (-1) /* not a quantity by the grammar (message says why) */
 #define QUANTITY_ENEGATIVE (-2) /* a valid quantity below zero */
-#define QUANTITY_ERANGE    (-3) /* more than UINT64_MAX bytes */
+#define QUANTITY_ERANGE    (-3) /* more than UINT64_MAX bytes: 16Ei or more */
 #define QUANTITY_EEMPTY    (-4) /* empty string */
 #define QUANTITY_ETOOLONG  (-5) /* longer than QUANTITY_MAX_LEN */
 

@@ -290,7 +290,7 @@ static void test_bad_values(void **state)
 	expect_invalid(
 	    "99999999999999999999Gi",
 	    "container \"vllm\": GPU_MEMORY_LIMIT \"99999999999999999999Gi\" is not a Kubernetes "
-	    "quantity (\"99999999999999999999Gi\" is more than 16Ei): write it like \"24Gi\", "
+	    "quantity (\"99999999999999999999Gi\" is 16Ei or more): write it like \"24Gi\", "
 	    "\"24G\" or \"25769803776\"");
 }
 

@@ -80,6 +80,7 @@ static void test_rounding_up(void **state)
 	    {"0.1Gi", 107374183}, /* 107374182.4 */
 	    {"1e-3", 1},
 	    {"1e-100000000", 1},               /* exponent saturates, still rounds up */
+	    {"1e-9223372036854775808", 1},     /* the smallest exponent that fits in 64 bits */
 	    {"1.999999999999999999999999", 2}, /* beyond any double's precision */
 	    {"1.0000000000000000000000001", 2},
 	    {"100.2Gi", 107588930765ull}, /* 107588930764.8 */
@@ -132,7 +133,15 @@ static void test_invalid_forms(void **state)
 	    {"18446744073709551616", QUANTITY_ERANGE},
 	    {"16Ei", QUANTITY_ERANGE},
 	    {"1e20", QUANTITY_ERANGE},
-	    {"1e100000000000000000000", QUANTITY_ERANGE},
+	    {"1e9223372036854775807", QUANTITY_ERANGE}, /* fits in int64: just too large */
+	    /* Exponents that do not fit in 64 bits: apimachinery's ParseInt fails, the quantity is
+	     * refused (they were read as 0 or 1 byte, or out of range). */
+	    {"1e100000000000000000000", QUANTITY_EINVAL},
+	    {"1e9223372036854775808", QUANTITY_EINVAL},
+	    {"1e-9223372036854775809", QUANTITY_EINVAL},
+	    {"1e-99999999999999999999", QUANTITY_EINVAL},
+	    {"0e-99999999999999999999", QUANTITY_EINVAL},
+	    {"1E+000000000000000000000000000099999999999999999999", QUANTITY_EINVAL},
 	    {"99999999999999999999999", QUANTITY_ERANGE},
 	    {"18446744073709551615.1", QUANTITY_ERANGE},
 	    {"12345678901234567890123456789012345678901234567890123456789012345",
@@ -161,6 +170,12 @@ static void test_error_messages(void **state)
 	                         "case matters)");
 	assert_int_equal(quantity_parse_str("-1Gi", &v, err, sizeof(err)), QUANTITY_ENEGATIVE);
 	assert_string_equal(err, "\"-1Gi\" is negative");
+	/* UINT64_MAX is 16Ei - 1 byte: 16Ei itself is the first value out of range. */
+	assert_int_equal(quantity_parse_str("16Ei", &v, err, sizeof(err)), QUANTITY_ERANGE);
+	assert_string_equal(err, "\"16Ei\" is 16Ei or more");
+	assert_int_equal(quantity_parse_str("1e-99999999999999999999", &v, err, sizeof(err)),
+	                 QUANTITY_EINVAL);
+	assert_string_equal(err, "exponent \"e-99999999999999999999\" does not fit in 64 bits");
 	/* A tiny buffer is still terminated. */
 	assert_int_equal(quantity_parse_str("x", &v, err, 4), QUANTITY_EINVAL);
 	assert_int_equal(strlen(err), 3);
