@@ -218,6 +218,16 @@ static int decode_envelope(const cJSON *root, const cJSON **request_out,
 		errbuf_set(err, errlen, "no request object: not an AdmissionReview");
 		return ADMISSION_ESHAPE;
 	}
+	/* Before the uid is read: an answer echoing it would be a v1 envelope, which the API
+	 * server cannot take for a review of another version (it decodes the answer into the
+	 * version it sent). The request is refused (400) instead, saying what to configure. */
+	if (api[0] != '\0' && strcmp(api, ADMISSION_API_VERSION) != 0) {
+		errbuf_set(err, errlen,
+		           "apiVersion \"%.64s\" is not served: only " ADMISSION_API_VERSION
+		           " (set admissionReviewVersions: [\"v1\"] in the webhook configuration)",
+		           api);
+		return ADMISSION_ESHAPE;
+	}
 	uid = json_at(request, "uid", NULL);
 	if (uid == NULL || !cJSON_IsString(uid) || uid->valuestring == NULL ||
 	    uid->valuestring[0] == '\0') {
@@ -229,11 +239,8 @@ static int decode_envelope(const cJSON *root, const cJSON **request_out,
 		return ADMISSION_ESHAPE;
 	}
 	strcpy(req->uid, uid->valuestring);
-	if ((kind[0] != '\0' && strcmp(kind, "AdmissionReview") != 0) ||
-	    (api[0] != '\0' && strncmp(api, "admission.k8s.io/", 17) != 0)) {
-		errbuf_set(err, errlen,
-		           "not an AdmissionReview (kind \"%.64s\", apiVersion \"%.64s\")", kind,
-		           api);
+	if (kind[0] != '\0' && strcmp(kind, "AdmissionReview") != 0) {
+		errbuf_set(err, errlen, "not an AdmissionReview (kind \"%.64s\")", kind);
 		return ADMISSION_ESHAPE;
 	}
 	*request_out = request;
@@ -416,7 +423,7 @@ char *admission_encode(const struct admission_response *resp, size_t *len)
 		goto out;
 	root = cJSON_CreateObject();
 	if (root == NULL ||
-	    cJSON_AddStringToObject(root, "apiVersion", "admission.k8s.io/v1") == NULL ||
+	    cJSON_AddStringToObject(root, "apiVersion", ADMISSION_API_VERSION) == NULL ||
 	    cJSON_AddStringToObject(root, "kind", "AdmissionReview") == NULL)
 		goto out;
 	response = cJSON_AddObjectToObject(root, "response");

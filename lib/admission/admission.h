@@ -7,6 +7,12 @@
  * value are an error. request.namespace wins over object.metadata.namespace; the name is
  * request.name, else object.metadata.name, else object.metadata.generateName.
  *
+ * Only admission.k8s.io/v1 is served: a review of another apiVersion (v1beta1) is refused
+ * (ADMISSION_ESHAPE without the uid, so the webhook answers 400 with the reason), because the
+ * API server decodes the answer into the version it sent and a v1 answer to a v1beta1 review
+ * fails there. The webhook configurations list admissionReviewVersions: ["v1"] only; an
+ * absent apiVersion is read as v1.
+ *
  * Encoding always produces {"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview",
  * "response":{"uid":..., "allowed":..., "status"?, "warnings"?, "auditAnnotations"?}} and never
  * a patch (validating webhook).
@@ -21,7 +27,8 @@
 
 struct cJSON;
 
-#define ADMISSION_BODY_MAX     (7u * 1024u * 1024u) /* bytes, as controller-runtime */
+#define ADMISSION_API_VERSION  "admission.k8s.io/v1" /* the only version served */
+#define ADMISSION_BODY_MAX     (7u * 1024u * 1024u)  /* bytes, as controller-runtime */
 #define ADMISSION_UID_MAX      128
 #define ADMISSION_NAME_MAX     253
 #define ADMISSION_MAX_WARNINGS 8
@@ -68,7 +75,9 @@ struct admission_request {
  * reason in err (for the 400 body); on error *review_out is NULL and req->object NULL.
  *   ADMISSION_EJSON:  empty, over ADMISSION_BODY_MAX bytes, a NUL byte, invalid JSON or bytes
  *                     after the value (no uid).
- *   ADMISSION_ESHAPE: not an AdmissionReview, no/empty/over-long request.uid, or a wrong type
+ *   ADMISSION_ESHAPE: not an AdmissionReview, an apiVersion other than ADMISSION_API_VERSION
+ *                     (req->uid left empty: answer 400, never a v1 answer to another
+ *                     version), no/empty/over-long request.uid, or a wrong type
  *                     or over-long value in a field the decision uses (name, namespace,
  *                     operation, dryRun, object, target). req->uid is filled when the uid
  *                     itself was valid, so the caller can still answer with it echoed.

@@ -381,6 +381,37 @@ static void test_case_different_keys(void **state)
 	cJSON_Delete(review);
 }
 
+/* Only admission.k8s.io/v1 is served: another version is refused without reading the uid, so
+ * the webhook answers 400 instead of a v1 envelope the API server would reject. */
+static void test_other_versions_refused(void **state)
+{
+	static const char *const versions[] = {"admission.k8s.io/v1beta1", "admission.k8s.io/v2",
+	                                       "v1", "admission.k8s.io/V1"};
+	size_t len;
+	char *fixture = fixture_read("review-binding-create.json", &len);
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(versions) / sizeof(versions[0]); i++) {
+		cJSON *j = cJSON_Parse(fixture), *review = NULL;
+		struct admission_request req;
+		char err[256] = "";
+		assert_non_null(j);
+		cJSON_ReplaceItemInObjectCaseSensitive(j, "apiVersion",
+		                                       cJSON_CreateString(versions[i]));
+		char *body = cJSON_PrintUnformatted(j);
+		int rc = admission_decode(body, strlen(body), &review, &req, err, sizeof(err));
+		if (rc != ADMISSION_ESHAPE)
+			fail_msg("%s: rc %d (%s)", versions[i], rc, err);
+		assert_null(review);
+		assert_string_equal(req.uid, ""); /* nothing to echo: a 400, not an answer */
+		assert_non_null(strstr(err, versions[i]));
+		assert_non_null(strstr(err, "admissionReviewVersions"));
+		cJSON_free(body);
+		cJSON_Delete(j);
+	}
+	free(fixture);
+}
+
 static void test_odd_types(void **state)
 {
 	static const struct {
@@ -658,6 +689,7 @@ int main(void)
 	    cmocka_unit_test(test_trailing_garbage),
 	    cmocka_unit_test(test_case_different_keys),
 	    cmocka_unit_test(test_odd_types),
+	    cmocka_unit_test(test_other_versions_refused),
 	    cmocka_unit_test(test_huge_inputs),
 	    cmocka_unit_test(test_encode_uid_on_every_path),
 	    cmocka_unit_test(test_roundtrip_fixture_uid),

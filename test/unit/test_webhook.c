@@ -1135,6 +1135,33 @@ static void test_bad_requests(void **state)
 	}
 }
 
+/* A v1beta1 review (a webhook configuration listing admissionReviewVersions v1beta1) is refused
+ * with 400 and the reason: a v1 answer would be rejected by the API server. */
+static void test_v1beta1_review_refused(void **state)
+{
+	struct env *e = *state;
+	size_t len;
+	char *body = fixture_read("review-binding-create.json", &len);
+	char *v = strstr(body, "\"admission.k8s.io/v1\"");
+	assert_non_null(v);
+	/* Same body, version v1beta1. */
+	size_t head = (size_t)(v - body) + strlen("\"admission.k8s.io/v1");
+	char *beta = malloc(len + 8);
+	assert_non_null(beta);
+	memcpy(beta, body, head);
+	memcpy(beta + head, "beta1", 5);
+	memcpy(beta + head + 5, body + head, len - head + 1);
+	char *out = NULL, err[WEBHOOK_ERR_MAX] = "";
+	size_t out_len = 0;
+	int rc = webhook_review(e->w, beta, strlen(beta), &out, &out_len, err, sizeof(err));
+	assert_int_equal(rc, WEBHOOK_EBADREQUEST);
+	assert_null(out);
+	assert_non_null(strstr(err, "\"admission.k8s.io/v1beta1\" is not served"));
+	assert_int_equal(e->fake.n_get_node + e->fake.n_list + e->fake.n_get_pod, 0);
+	free(beta);
+	free(body);
+}
+
 /* A review that has a uid but an unreadable shape is answered (uid echoed) and denied. */
 static void test_bad_shape_with_uid_denied(void **state)
 {
@@ -1486,6 +1513,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_no_percent_in_messages, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_non_gpu_placement_allowed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_v1beta1_review_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_shape_with_uid_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics_recorded, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_self_time_excludes_waits, setup, teardown),
