@@ -910,6 +910,137 @@ static void test_gone_reservations_dropped_oldest_first(void **state)
 	cJSON_Delete(a.root);
 }
 
+/*
+ * Rule (webhook.h, "Deleted pods"): a reservation is dropped for a pod deleted before binding,
+ * not for one bound to this node and terminating: it holds its GPU memory until it stops, and
+ * the node's list may not show it yet. Counted, so the binding (24Gi + 60Gi) is refused.
+ */
+static void test_terminating_bound_pod_reservation_kept(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	cJSON *ending = known_pod(e, "ending");
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(ending, "spec"), "nodeName",
+	                        "gpu-node-a");
+	set_deleting(ending);
+	reserve_aged(e, "inference/ending", 60 * GI, 10000); /* past the grace: looked up */
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_int_equal(e->fake.n_get_pod, 2); /* the binding's pod, then inference/ending */
+	assert_string_equal(e->fake.last_pod, "inference/ending");
+	assert_non_null(strstr(a.message, "inference/ending (admitting) 60Gi"));
+	assert_int_equal(ledger_size(e->ledger), 1);
+	cJSON_Delete(a.root);
+}
+
+/* A pod listed on gpu-node-a: the llama pod renamed (uid "uid-of-<name>"), its container asking
+ * for gpus GPUs and declaring mem (NULL: no declaration). */
+static cJSON *listed_gpu_pod(struct env *e, const char *name, const char *gpus, const char *mem)
+{
+	char uid[300];
+	cJSON *pod = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 0), 1);
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(pod, "metadata");
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(pod, "spec");
+	cJSON *c = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(spec, "containers"), 0);
+	cJSON *res = cJSON_GetObjectItemCaseSensitive(c, "resources");
+	snprintf(uid, sizeof(uid), "uid-of-%s", name);
+	cJSON_ReplaceItemInObjectCaseSensitive(meta, "name", cJSON_CreateString(name));
+	cJSON_ReplaceItemInObjectCaseSensitive(meta, "uid", cJSON_CreateString(uid));
+	cJSON_AddStringToObject(spec, "nodeName", "gpu-node-a");
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "limits"),
+	                                       "nvidia.com/gpu", cJSON_CreateString(gpus));
+	cJSON_ReplaceItemInObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(res, "requests"),
+	                                       "nvidia.com/gpu", cJSON_CreateString(gpus));
+	cJSON_DeleteItemFromObjectCaseSensitive(c, "env");
+	if (mem != NULL) {
+		cJSON *env = cJSON_AddArrayToObject(c, "env");
+		cJSON *v = cJSON_CreateObject();
+		cJSON_AddStringToObject(v, "name", "GPU_MEMORY_LIMIT");
+		cJSON_AddStringToObject(v, "value", mem);
+		cJSON_AddItemToArray(env, v);
+	}
+	cJSON_AddItemToArray(e->fake.items, pod);
+	return pod;
+}
+
+/*
+ * Rule (placement.h): a listed GPU pod without a valid declaration counts its GPU count x one
+ * GPU's memory. gpu-node-a with 4 GPUs of 81559Mi: limit 90 percent of 318.6Gi = 286.7Gi. An
+ * undeclared 2-GPU pod counts 159.3Gi: with 110Gi declared and the 24Gi binding, 293.3Gi is
+ * over (counting it as one GPU, 213.6Gi, would fit).
+ */
+static void test_undeclared_multi_gpu_pod_counts_its_gpus(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(e->fake.node, "metadata");
+	cJSON *ann = cJSON_GetObjectItemCaseSensitive(meta, "annotations");
+	if (ann == NULL)
+		ann = cJSON_AddObjectToObject(meta, "annotations");
+	cJSON_AddStringToObject(ann, "gpu-memory-guard.io/gpu-count", "4");
+	listed_gpu_pod(e, "two-gpus", "2", NULL);
+	listed_gpu_pod(e, "big", "1", "110Gi");
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "inference/two-gpus 159.3Gi"));
+	assert_non_null(strstr(a.message, "293.3Gi"));
+	cJSON_Delete(a.root);
+	/* Without the 110Gi pod it fits: 159.3Gi + 24Gi. */
+	empty_node(e);
+	listed_gpu_pod(e, "two-gpus", "2", NULL);
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+}
+
+/*
+ * Rule (placement.h, README): the pod being placed never counts itself. A Binding retried after
+ * its pod shows on the node, and a re-sent CREATE with nodeName, find the pod in the node's list
+ * (same namespace/name): its demand counts once. 24Gi + 30Gi fits under 71.7Gi; counted twice
+ * (78Gi) it would not.
+ */
+static void test_placed_pod_already_listed_counts_once(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	cJSON *self = cJSON_Duplicate(cJSON_GetArrayItem(e->fake.pods, 0), 1);
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(self, "spec"), "nodeName",
+	                        "gpu-node-a");
+	cJSON_AddItemToArray(e->fake.items, self);
+	listed_gpu_pod(e, "other", "1", "30Gi");
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	/* The listed copy without a uid (matched by namespace/name alone): the same. */
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(self, "metadata"),
+	                                        "uid");
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+
+	/* CREATE with nodeName of embedder-0 (12Gi), already listed, beside 26Gi and the llama
+	 * binding admitted above (24Gi, reserved): 62Gi fits, 74Gi would not. */
+	empty_node(e);
+	cJSON *r = fixture_json("review-pod-create-nodename.json");
+	cJSON_AddItemToArray(
+	    e->fake.items,
+	    cJSON_Duplicate(cJSON_GetObjectItemCaseSensitive(
+	                        cJSON_GetObjectItemCaseSensitive(r, "request"), "object"),
+	                    1));
+	cJSON_Delete(r);
+	listed_gpu_pod(e, "other", "1", "26Gi");
+	a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	/* Control: another pod of 12Gi there instead, and the same CREATE is refused. */
+	empty_node(e);
+	listed_gpu_pod(e, "other", "1", "26Gi");
+	listed_gpu_pod(e, "twelve", "1", "12Gi");
+	a = review_fixture(e, "review-pod-create-nodename.json");
+	assert_false(a.allowed);
+	cJSON_Delete(a.root);
+}
+
 /* Many reservations in flight: the largest few are named, the rest counted. */
 static void test_many_reservations_named_and_counted(void **state)
 {
@@ -1504,6 +1635,12 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_deleted_pod_reservation_dropped, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_young_reservation_counted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unverifiable_reservations_counted, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_terminating_bound_pod_reservation_kept, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_undeclared_multi_gpu_pod_counts_its_gpus, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_placed_pod_already_listed_counts_once, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_gone_reservations_dropped_oldest_first, setup,
 	                                    teardown),
