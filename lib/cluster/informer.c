@@ -49,7 +49,7 @@ struct informer {
 	struct informer_config cfg;
 	pthread_mutex_t mu;
 	pthread_cond_t wake; /* stop */
-	volatile int stop;
+	_Atomic int stop;    /* set by informer_free, read by the threads and their transfers */
 	struct kind pods, nodes;
 };
 

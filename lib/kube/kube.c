@@ -505,10 +505,10 @@ static void status_message(const struct body *b, char *msg, size_t msglen)
 struct call {
 	const char *verb, *resource, *what; /* observer labels; what names the call in err */
 	const char *url;
-	long budget_ms;           /* total time for this HTTP call */
-	const volatile int *stop; /* when set and nonzero, the transfer is aborted (KUBE_ESTOP) */
-	const char *method;       /* NULL: GET; else "POST" or "PUT" with body */
-	const char *body;         /* JSON request body (method set), NUL-terminated */
+	long budget_ms;          /* total time for this HTTP call */
+	const _Atomic int *stop; /* when set and nonzero, the transfer is aborted (KUBE_ESTOP) */
+	const char *method;      /* NULL: GET; else "POST" or "PUT" with body */
+	const char *body;        /* JSON request body (method set), NUL-terminated */
 };
 
 /* CURLOPT_XFERINFOFUNCTION of http_get: abort once *stop is set (polled about once a second
@@ -1078,7 +1078,7 @@ int kube_list_all(struct kube_client *c, const char *resource, long page_limit, 
 
 int kube_list_all_until(struct kube_client *c, const char *resource, long page_limit,
                         kube_item_fn fn, void *ctx, char *rv, size_t rvlen, long *http_code,
-                        const volatile int *stop, char *err, size_t errlen)
+                        const _Atomic int *stop, char *err, size_t errlen)
 {
 	char what[96], first_rv[KUBE_RV_MAX] = "", *url = NULL, *cont = NULL;
 	struct call k = {"list", resource, what, NULL, 0, NULL, NULL, NULL};
@@ -1155,7 +1155,7 @@ struct watch_xfer {
 	struct watch_decoder *dec;
 	watch_event_fn fn;
 	void *ctx;
-	const volatile int *stop;
+	const _Atomic int *stop;
 	long code;      /* HTTP status, read at the first body byte */
 	int dec_rc;     /* a WATCH_E* that ended decoding, 0 */
 	int stopped;    /* *stop was seen set */
@@ -1362,7 +1362,7 @@ static int check_watch_args(struct kube_client *c, const char *resource, const c
 }
 
 int kube_watch(struct kube_client *c, const char *resource, const char *resource_version,
-               long timeout_seconds, watch_event_fn fn, void *ctx, const volatile int *stop,
+               long timeout_seconds, watch_event_fn fn, void *ctx, const _Atomic int *stop,
                long *http_code, char *err, size_t errlen)
 {
 	struct watch_xfer w = {.fn = fn, .ctx = ctx, .stop = stop, .error_code = -1};

@@ -146,7 +146,7 @@ int kube_list_all(struct kube_client *c, const char *resource, long page_limit, 
  * is awaited: a shutdown does not wait up to the client timeout for a slow API server. */
 int kube_list_all_until(struct kube_client *c, const char *resource, long page_limit,
                         kube_item_fn fn, void *ctx, char *rv, size_t rvlen, long *http_code,
-                        const volatile int *stop, char *err, size_t errlen)
+                        const _Atomic int *stop, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /*
@@ -180,7 +180,7 @@ int kube_list_all_until(struct kube_client *c, const char *resource, long page_l
  * any number of watches may run at once, on different threads.
  */
 int kube_watch(struct kube_client *c, const char *resource, const char *resource_version,
-               long timeout_seconds, watch_event_fn fn, void *ctx, const volatile int *stop,
+               long timeout_seconds, watch_event_fn fn, void *ctx, const _Atomic int *stop,
                long *http_code, char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /* Seconds of silence tolerated past timeoutSeconds before a watch is dead (default

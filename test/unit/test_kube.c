@@ -1546,7 +1546,7 @@ static void h_watch_hang(int n, const char *path, struct reply *r)
 }
 
 struct stopper {
-	volatile int *flag;
+	_Atomic int *flag;
 	int after_ms;
 };
 
@@ -1555,14 +1555,14 @@ static void *stopper_main(void *arg)
 	struct stopper *st = arg;
 
 	sleep_ms(st->after_ms);
-	__atomic_store_n(st->flag, 1, __ATOMIC_SEQ_CST);
+	*st->flag = 1; /* an atomic store, as informer_free's */
 	return NULL;
 }
 
 static void test_watch_stop_flag(void **state)
 {
 	struct events_seen s = {PTHREAD_MUTEX_INITIALIZER, 0, {0}, {{0}}, 0, 0};
-	volatile int stop = 0;
+	_Atomic int stop = 0;
 	struct stopper st = {&stop, 300};
 	struct kube_client *c;
 	char err[256] = "";
