@@ -1,12 +1,22 @@
 # gpu-memory-guard: the two commands in the README are `make demo` and `make test`.
 # Both install their own dependencies (Debian 12, root).
-BUILD      ?= build
-BUILD_ASAN ?= build-asan
-JOBS       ?= $(shell nproc)
-BIN         = $(BUILD)/gpu-memory-guard
+BUILD         ?= build
+BUILD_ASAN    ?= build-asan
+BUILD_TSAN    ?= build-tsan
+BUILD_FUZZ    ?= build-fuzz
+BUILD_RELEASE ?= build-release
+JOBS          ?= $(shell nproc)
+BIN            = $(BUILD)/gpu-memory-guard
+# libFuzzer run time per target: `make fuzz` (long), `make fuzz-smoke` (in `make test`).
+FUZZ_SECONDS       ?= 300
+FUZZ_SMOKE_SECONDS ?= 30
+FUZZ_TARGETS       ?=
+# The tests with threads racing on shared state, run under ThreadSanitizer.
+TSAN_TESTS ?= ^(unit_ledger|unit_shared|integ_concurrency|integ_cache_concurrency|integ_shared_reservations|integ_cache_attack)$$
 
-.PHONY: all deps build build-asan test test-fast unit-integration asan e2e install-proof \
-        demo down bench bench-extender format check-format clean
+.PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
+        unit-integration asan tsan fuzz fuzz-smoke e2e install-proof demo down bench \
+        bench-extender format check-format clean
 
 all: build
 
@@ -30,6 +40,39 @@ asan: build-asan
 	cd $(BUILD_ASAN) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 	  UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 ctest --output-on-failure -j $(JOBS)
 
+# The concurrency tests under ThreadSanitizer (the binary they start is built with it too). Every
+# process writes its reports to $(BUILD_TSAN)/tsan-logs: any report fails the run, also one from
+# a gpu-memory-guard process whose exit status a test does not check.
+build-tsan: deps
+	cmake -S . -B $(BUILD_TSAN) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGMG_SANITIZE=thread >/dev/null
+	cmake --build $(BUILD_TSAN) -j $(JOBS)
+
+tsan: build-tsan
+	rm -rf $(BUILD_TSAN)/tsan-logs && mkdir -p $(BUILD_TSAN)/tsan-logs
+	cd $(BUILD_TSAN) && TSAN_OPTIONS=log_path=$(abspath $(BUILD_TSAN))/tsan-logs/tsan:second_deadlock_stack=1 \
+	  ctest --output-on-failure -R '$(TSAN_TESTS)'
+	@if ls $(BUILD_TSAN)/tsan-logs/tsan.* >/dev/null 2>&1; then \
+	  cat $(BUILD_TSAN)/tsan-logs/tsan.*; echo "tsan: ThreadSanitizer reports above" >&2; exit 1; fi
+
+# libFuzzer targets (test/fuzz, clang, ASan + UBSan): `make fuzz` runs each FUZZ_SECONDS,
+# `make fuzz-smoke` FUZZ_SMOKE_SECONDS; FUZZ_TARGETS="quantity review" picks some.
+build-fuzz: deps
+	cmake -S . -B $(BUILD_FUZZ) -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DGMG_FUZZ=ON >/dev/null
+	cmake --build $(BUILD_FUZZ) -j $(JOBS)
+
+fuzz: build-fuzz
+	bash test/fuzz/run.sh $(BUILD_FUZZ) $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: build-fuzz
+	bash test/fuzz/run.sh $(BUILD_FUZZ) $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
+# A Release build (-O3: GCC's -Wformat-truncation and -Wdangling-pointer see more there) must
+# build under -Werror.
+build-release: deps
+	cmake -S . -B $(BUILD_RELEASE) -DCMAKE_BUILD_TYPE=Release >/dev/null
+	cmake --build $(BUILD_RELEASE) -j $(JOBS)
+
 check-format: deps
 	@bash .ci/check-format.sh
 
@@ -42,7 +85,7 @@ install-proof: build
 	bash test/e2e/install-proof.sh $(abspath $(BIN))
 
 # Fast loop: everything but the real control plane.
-test-fast: check-format unit-integration asan
+test-fast: check-format unit-integration asan tsan fuzz-smoke build-release
 
 # Every test.
 test: test-fast e2e install-proof
@@ -67,4 +110,4 @@ format:
 	clang-format -i $$(git ls-files '*.c' '*.h')
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_FUZZ) $(BUILD_RELEASE)

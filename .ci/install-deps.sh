@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Install the Debian 12 packages the build, the tests and the demo need (idempotent; root).
+# clang + libclang-rt-14-dev: the libFuzzer targets (make fuzz; the runtime libclang_rt.fuzzer
+# is in libclang-rt-14-dev, only recommended by clang-14).
 set -euo pipefail
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev
 libcurl4-openssl-dev libcmocka-dev libyaml-dev curl openssl etcd-server etcd-client clang-format
-gnutls-bin ca-certificates git jq iproute2 procps psmisc"
+gnutls-bin ca-certificates git jq iproute2 procps psmisc
+clang libclang-rt-14-dev"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -93,8 +93,9 @@ struct request {
 	struct request *next;
 };
 
-/* MHD's messages (refused handshakes, accept errors) as log lines. */
-static void mhd_logger(void *cls, const char *fmt, va_list ap)
+/* MHD's messages (refused handshakes, accept errors) as log lines. The format attribute says fmt
+ * is MHD's printf format (clang's -Wformat-nonliteral refuses the vsnprintf otherwise). */
+__attribute__((format(printf, 2, 0))) static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
 	char line[512];
 	const char *listener = cls;
