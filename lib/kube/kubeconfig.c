@@ -183,6 +183,14 @@ static int load_cluster(yaml_document_t *doc, yaml_node_t *cluster, const char *
 		           server);
 		return -1;
 	}
+	/* A host is needed: "https://" alone (or "https:///") would have its slashes stripped
+	 * below into "https:" (found by fuzz_kubeconfig). */
+	s = server + (server[4] == 's' ? 8 : 7);
+	if (s[0] == '\0' || s[0] == '/') {
+		errbuf_set(err, errlen, "cluster \"%.64s\": server \"%.128s\" has no host", name,
+		           server);
+		return -1;
+	}
 	if (dup_str(&out->server, server, err, errlen) < 0)
 		return -1;
 	n = strlen(out->server);

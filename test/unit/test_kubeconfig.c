@@ -262,6 +262,12 @@ static void test_errors(void **state)
 	expect_error(HEAD "clusters:\n- name: kind\n  cluster: {server: ftp://h}\n"
 	                  "users:\n- name: admin\n  user: {}\n",
 	             "not an http(s) URL");
+	expect_error(HEAD "clusters:\n- name: kind\n  cluster: {server: \"http://\"}\n"
+	                  "users:\n- name: admin\n  user: {}\n",
+	             "has no host");
+	expect_error(HEAD "clusters:\n- name: kind\n  cluster: {server: \"https:///x\"}\n"
+	                  "users:\n- name: admin\n  user: {}\n",
+	             "has no host");
 	expect_error("- a\n- b\n", "not a YAML mapping");
 	expect_error("current-context: [unclosed\n", "YAML error");
 	expect_error("a: b\n  c: d\n", "YAML error");
