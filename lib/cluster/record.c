@@ -69,17 +69,24 @@ static int grow(struct record *r)
 	return 0;
 }
 
-int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
-               uint64_t expires_ms)
+static int entry_valid(const char *key, const char *uid, uint64_t bytes, uint64_t expires_ms)
+{
+	return key != NULL && key[0] != '\0' && strlen(key) < LEDGER_KEY_MAX &&
+	       strlen(uid) < LEDGER_UID_MAX && bytes <= RECORD_MAX_NUMBER &&
+	       expires_ms <= RECORD_MAX_NUMBER;
+}
+
+/* Put (key, uid) into r: replace the entry of the same pod when merge is set and there is
+ * one, else append. */
+static int put(struct record *r, const char *key, const char *uid, uint64_t bytes,
+               uint64_t expires_ms, int merge)
 {
 	if (uid == NULL)
 		uid = "";
-	if (key == NULL || key[0] == '\0' || strlen(key) >= LEDGER_KEY_MAX ||
-	    strlen(uid) >= LEDGER_UID_MAX || bytes > RECORD_MAX_NUMBER ||
-	    expires_ms > RECORD_MAX_NUMBER)
+	if (!entry_valid(key, uid, bytes, expires_ms))
 		return RECORD_EINVAL;
 	struct record_entry *e = NULL;
-	for (size_t i = 0; i < r->n && e == NULL; i++)
+	for (size_t i = 0; merge && i < r->n && e == NULL; i++)
 		if (same_pod(r->entries[i].key, r->entries[i].uid, key, uid))
 			e = &r->entries[i];
 	if (e == NULL) {
@@ -93,6 +100,12 @@ int record_put(struct record *r, const char *key, const char *uid, uint64_t byte
 	e->bytes = bytes;
 	e->expires_ms = expires_ms;
 	return 0;
+}
+
+int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
+               uint64_t expires_ms)
+{
+	return put(r, key, uid, bytes, expires_ms, 1);
 }
 
 size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placement_item *visible,
@@ -221,17 +234,18 @@ int record_from_lease(const cJSON *lease, struct record *out, char *err, size_t 
 			           RECORD_ANNOTATION, i);
 			goto out;
 		}
-		int prc = record_put(out, key->valuestring, uid ? uid->valuestring : NULL, bytes,
-		                     expires);
+		int prc =
+		    put(out, key->valuestring, uid ? uid->valuestring : NULL, bytes, expires, 0);
 		if (prc == RECORD_ENOMEM) {
 			rc = RECORD_ENOMEM;
 			errbuf_set(err, errlen, "out of memory");
 			goto out;
 		}
 		if (prc != 0) {
-			errbuf_set(
-			    err, errlen, "annotation %s: entry %zu: %s", RECORD_ANNOTATION, i,
-			    prc == RECORD_EFULL ? "over the entry cap" : "key or uid too long");
+			errbuf_set(err, errlen, "annotation %s: entry %zu: %s", RECORD_ANNOTATION,
+			           i,
+			           prc == RECORD_EFULL ? "over the entry cap"
+			                               : "an empty or too long key or uid");
 			goto out;
 		}
 		i++;

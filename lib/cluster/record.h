@@ -43,8 +43,10 @@ struct cJSON;
  * API server instead). Before that the entry and the visible pod are counted once. */
 #define RECORD_SETTLE_GRACE_MS 30000
 
-/* Numbers in the JSON are exact doubles: bytes and expiry up to 2^53 (8 PiB; year 287396). */
-#define RECORD_MAX_NUMBER (1ull << 53)
+/* Numbers in the JSON are written with 15 significant digits when they read back within a
+ * relative DBL_EPSILON (cJSON 1.7.15 print_number), exact only below 10^15: bytes and expiry
+ * are capped there (888 TiB; the year 33658). */
+#define RECORD_MAX_NUMBER 999999999999999ull
 
 #define RECORD_EPARSE (-1) /* the annotation is not a record (err says where) */
 #define RECORD_EFULL  (-2) /* RECORD_MAX_ENTRIES */
@@ -76,10 +78,11 @@ int record_copy(struct record *dst, const struct record *src) __attribute__((war
 
 /*
  * Read a Lease object (borrowed) into *out (initialized; replaced). A Lease without the
- * annotation is an empty record. 0, RECORD_EPARSE with err naming what is wrong (not a Lease,
- * no resourceVersion, an annotation that is not a list of entries, an entry without "pod" or
- * with a bad number, over RECORD_MAX_ENTRIES), RECORD_ENOMEM. On error *out keeps rv and
- * renew_ms when they could be read, and no entries.
+ * annotation is an empty record. Entries are kept as stored, in order, none merged (the writer
+ * decided which are the same pod; a duplicate counts twice, the safe side). 0, RECORD_EPARSE with
+ * err naming what is wrong (not a Lease, no resourceVersion, an annotation that is not a list of
+ * entries, an entry without "pod" or with a bad number, over RECORD_MAX_ENTRIES), RECORD_ENOMEM. On
+ * error *out keeps rv and renew_ms when they could be read, and no entries.
  */
 int record_from_lease(const struct cJSON *lease, struct record *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
