@@ -16,6 +16,9 @@
 #        cluster.sh apiserver-restart [DOWN_SECONDS]   # stop kube-apiserver, wait (default 3 s),
 #                                            # start it again (same flags, port, etcd), wait for /readyz
 #        cluster.sh apiserver-stop | apiserver-start   # the two halves
+#        cluster.sh scheduler-extender       # restart kube-scheduler with docs/scheduler.md's
+#                                            # KubeSchedulerConfiguration: the extender at the webhook
+#        cluster.sh scheduler-default        # restart kube-scheduler as `up` starts it (no extender)
 #
 # Environment: GMG_E2E_STATE (state folder; default ${TMPDIR:-/tmp}/gpu-memory-guard-e2e),
 # GMG_TOOLS_BIN (tools folder; default: test/e2e/build-tools.sh, cached), GMG_BINARY (webhook
@@ -150,12 +153,55 @@ start_apiserver() {
 	wait_for 90 "kube-apiserver /readyz" curl_api /readyz
 }
 
+# start_scheduler [CONFIG]: with CONFIG, kube-scheduler reads that KubeSchedulerConfiguration
+# (which must then carry clientConnection.kubeconfig and leaderElection: with --config,
+# kube-scheduler ignores the --kubeconfig flag).
 start_scheduler() {
-	start_daemon kube-scheduler "$TOOLS_BIN/kube-scheduler" \
-		--kubeconfig "$STATE/scheduler.kubeconfig" \
+	local conn=(--kubeconfig "$STATE/scheduler.kubeconfig" --leader-elect=false)
+	[ -z "${1:-}" ] || conn=(--config "$1")
+	start_daemon kube-scheduler "$TOOLS_BIN/kube-scheduler" "${conn[@]}" \
 		--authentication-kubeconfig "$STATE/scheduler.kubeconfig" \
 		--authorization-kubeconfig "$STATE/scheduler.kubeconfig" \
-		--leader-elect=false --bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --v=2
+		--bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --v=2
+}
+
+# --- the scheduler extender (e2e tests 13-16, the demo) ------------------------------------------
+
+# The KubeSchedulerConfiguration docs/scheduler.md gives self-managed control planes, taken from
+# the document itself (its first yaml block after the heading), adapted to this cluster as an
+# operator adapts it to theirs and nothing else: the scheduler's kubeconfig, leader election off
+# (as `up` runs it), the extender's URL (the webhook's TLS port on the host) and caData (the
+# webhook's CA). kube-scheduler decodes the file strictly: a wrong field in the document stops it.
+scheduler_extender_config() {
+	local doc="$REPO_ROOT/docs/scheduler.md" out="$STATE/scheduler-extender.yaml" url ca
+	url="https://127.0.0.1:$WEBHOOK_PORT/scheduler"
+	ca=$(base64 -w0 "$PKI/webhook-ca.crt")
+	awk '/^## Self-managed control planes/ { s = 1 } s && /^```yaml$/ { y = 1; next } y && /^```$/ { exit } y' "$doc" |
+		sed -E -e "s|^(  kubeconfig: ).*|\1$STATE/scheduler.kubeconfig|" \
+			-e 's|^(  leaderElect: )true$|\1false|' \
+			-e "s|^(- urlPrefix: ).*|\1\"$url\"|" \
+			-e "s|^(    caData: ).*|\1$ca|" >"$out"
+	# Each adaptation applied once, else the document changed shape: say so rather than run it.
+	[ "$(grep -c -e "kubeconfig: $STATE/scheduler.kubeconfig\$" -e '^  leaderElect: false$' \
+		-e "^- urlPrefix: \"$url\"\$" -e "^    caData: $ca\$" "$out")" = 4 ] && grep -q '^extenders:' "$out" ||
+		die "docs/scheduler.md's KubeSchedulerConfiguration no longer has the expected fields (clientConnection.kubeconfig, leaderElection.leaderElect, extenders[0].urlPrefix, tlsConfig.caData); got: $(tr '\n' ' ' <"$out")"
+	echo "$out"
+}
+
+scheduler_ready() { curl -skf --max-time 2 "https://127.0.0.1:$SCHEDULER_PORT/readyz"; }
+
+# scheduler_restart [CONFIG]: stops the cluster's kube-scheduler, starts it again with CONFIG
+# (none: as `up` starts it), waits for /readyz. SCHEDULER_CONFIG in cluster.env records which.
+scheduler_restart() {
+	local config=${1:-}
+	stop_daemon kube-scheduler
+	echo "---- $(date -u +%FT%TZ) start${config:+ --config $config}" >>"$STATE/logs/kube-scheduler.log"
+	start_scheduler "$config"
+	sed -i '/^SCHEDULER_CONFIG=/d' "$STATE/cluster.env"
+	echo "SCHEDULER_CONFIG=$config" >>"$STATE/cluster.env"
+	wait_for 60 "kube-scheduler /readyz" scheduler_ready ||
+		die "kube-scheduler not ready (log: $STATE/logs/kube-scheduler.log): $(tail -n 5 "$STATE/logs/kube-scheduler.log")"
+	log "kube-scheduler restarted (pid $(cat "$STATE/pids/kube-scheduler.pid"))${config:+ with $config}"
 }
 
 start_controller_manager() {
@@ -441,6 +487,7 @@ do_status() {
 	for n in etcd kube-apiserver kube-scheduler kube-controller-manager kwok webhook; do
 		if daemon_alive "$n"; then echo "$n: running (pid $(cat "$STATE/pids/$n.pid"))"; else echo "$n: stopped"; fi
 	done
+	echo "kube-scheduler configuration: ${SCHEDULER_CONFIG:-flags of up (no extender)}"
 	kc get nodes -L nvidia.com/gpu.product,nvidia.com/gpu.count,nvidia.com/gpu.replicas 2>/dev/null || true
 }
 
@@ -463,6 +510,8 @@ webhook-register) load_cluster_env; webhook_register "${1:-}" ;;
 webhook-unregister) load_cluster_env; webhook_unregister ;;
 apiserver-stop) load_cluster_env; apiserver_stop ;;
 apiserver-start) load_cluster_env; apiserver_start ;;
+scheduler-extender) load_cluster_env; scheduler_restart "$(scheduler_extender_config)" ;;
+scheduler-default) load_cluster_env; scheduler_restart ;;
 apiserver-restart)
 	load_cluster_env
 	apiserver_stop
