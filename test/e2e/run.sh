@@ -6,7 +6,9 @@
 # GMG_E2E_SCALE_PODS sets the count), an eleventh (kube-apiserver restarted mid-run) and a twelfth
 # (2 and 3 replicas with shared reservations behind a round-robin proxy, storms of parallel
 # placements, one replica killed; GMG_E2E_RR_ROUNDS, GMG_E2E_RESERVATIONS, GMG_E2E_FIGURES: see
-# test 12; docs/shared-reservations-e2e.md).
+# test 12; docs/shared-reservations-e2e.md), and 13-16 for the scheduler extender (issue 9: the
+# suite's kube-scheduler with it, the chart's second scheduler, the webhook without it;
+# GMG_E2E_EXTENDER=off: see test 13).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test; e.g. 12:
 # that test only, on a cluster of its own)
@@ -1235,6 +1237,286 @@ EOF
 	drop_ns $RR_NS
 }
 
+# --- 13-16. (issue 9) the scheduler extender: steer, not only refuse ------------------------------
+
+# Issue 9's scenarios. 13 and 14 restart the suite's kube-scheduler with the KubeSchedulerConfiguration
+# of docs/scheduler.md for self-managed control planes (cluster.sh scheduler-extender: the
+# extender at the webhook's TLS port); 15 runs a second kube-scheduler from the chart's rendered
+# configuration; 16 checks the suite's default scheduler, without the extender. Each test restores
+# the default scheduler at its end, whatever its verdict. Inputs as in the issue: H100 pods with a
+# preferred node affinity for gpu-h100-a (preferences are everyday scoring inputs).
+# GMG_E2E_EXTENDER=off leaves the extender out (13, 14: the default scheduler stays; 15: the
+# chart's configuration without its extenders): 13-15 must then fail, as they did before it existed.
+EXT_MODE=${GMG_E2E_EXTENDER:-on}
+EXT_REASON='free of the' # the extender's reason: "needs 20Gi, 11.7Gi free of the 90 percent limit"
+EXT_PREFERRED=gpu-h100-a
+SCHED2=gpu-memory-guard-scheduler # the chart's ConfigMap, ServiceAccount and Lease (release gpu-memory-guard)
+SCHED2_NAME=gpu-memory-guard      # its profile: the pods' spec.schedulerName
+B_DENIED='gpu_memory_guard_reviews_total{kind="binding",decision="denied"}'
+F_JUDGED='gpu_memory_guard_extender_requests_total{verb="filter",result="judged"}'
+
+wh_metric() { metrics | awk -v s="$1" '$1 == s { v = $2 } END { printf "%d", v + 0 }'; }
+# Bindings the webhook admitted (allowed, or allowed with a warning over the warn threshold).
+bindings_admitted() { metrics | awk '/^gpu_memory_guard_reviews_total\{kind="binding",decision="(allowed|warned)"\}/ { s += $NF } END { print s + 0 }'; }
+
+ext_scheduler_on() {
+	if [ "$EXT_MODE" = off ]; then log "GMG_E2E_EXTENDER=off: kube-scheduler stays without the extender"; return 0; fi
+	bash "$E2E_DIR/cluster.sh" scheduler-extender
+}
+ext_scheduler_off() { bash "$E2E_DIR/cluster.sh" scheduler-default || log "kube-scheduler was not restored to its default configuration"; }
+
+# A pod (or pod template spec) on stdin gets the issue's scheduling inputs: H100 nodes only, a
+# preferred node affinity for gpu-h100-a (weight 100).
+ext_prefer() {
+	jq --arg n "$EXT_PREFERRED" '.spec.nodeSelector = {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3-SHARED"} |
+	  .spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution = [{weight: 100,
+	    preference: {matchExpressions: [{key: "kubernetes.io/hostname", operator: "In", values: [$n]}]}}]'
+}
+
+# ext_events NS: "POD<TAB>MESSAGE" for every FailedScheduling event in NS.
+ext_events() {
+	kc get events -n "$1" --field-selector reason=FailedScheduling \
+		-o jsonpath='{range .items[*]}{.involvedObject.name}{"\t"}{.message}{"\n"}{end}' 2>/dev/null
+}
+
+# 13: issue 9's case. gpu-h100-a at its threshold 0.76 (annotation: 60.5Gi of 79.6Gi) holds 55Gi;
+# gpu-h100-b holds 60Gi of its 71.7Gi. A 10Gi pod preferring gpu-h100-a fits on gpu-h100-b only.
+ext_h100a_full() { pod_json probe "$1" 10Gi 1 gpu-h100-a | kc create --dry-run=server -f - >/dev/null 2>&1 && return 1 || return 0; }
+
+test_extender_case() {
+	CURRENT="13 extender: a pod preferring a memory-full node is bound where it fits"
+	local ns=e2e-ext-case out bad="" b0 a0 f0 b1 a1 f1 node ev
+	fresh_ns $ns
+	kc annotate node gpu-h100-a --overwrite gpu-memory-guard.io/threshold=0.76 >/dev/null
+	out=$(pod_json fill-a $ns 55Gi 1 gpu-h100-a | kc create -f - 2>&1) || bad="55Gi filler on gpu-h100-a refused: $out"
+	out=$(pod_json fill-b $ns 60Gi 1 gpu-h100-b | kc create -f - 2>&1) || bad="$bad; 60Gi filler on gpu-h100-b refused: $out"
+	# In effect when 10Gi more on gpu-h100-a is refused (it fits under the default 0.90).
+	[ -n "$bad" ] || wait_for 30 "threshold 0.76 on gpu-h100-a in effect" ext_h100a_full $ns ||
+		bad="10Gi more on gpu-h100-a (55Gi held, threshold 0.76) still admitted after 30s"
+	[ -n "$bad" ] || ext_scheduler_on || bad="kube-scheduler did not start with the extender"
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	else
+		b0=$(wh_metric "$B_DENIED") a0=$(bindings_admitted) f0=$(wh_metric "$F_JUDGED")
+		pod_json llm $ns 10Gi 1 | ext_prefer | kc create -f - >/dev/null
+		wait_for 30 "llm bound" bash -c "[ -n \"\$(kubectl -n $ns get pod llm -o jsonpath='{.spec.nodeName}')\" ]"
+		sleep 2 # a denied Binding's event and metric, if any, have landed
+		node=$(kc -n $ns get pod llm -o jsonpath='{.spec.nodeName}')
+		b1=$(wh_metric "$B_DENIED") a1=$(bindings_admitted) f1=$(wh_metric "$F_JUDGED")
+		ev=$(fs_messages $ns llm)
+		if [ "$node" != gpu-h100-b ]; then
+			fail "the 10Gi pod preferring the memory-full gpu-h100-a is bound to '${node:-nothing}' within 30s, not gpu-h100-b (Bindings denied +$((b1 - b0)), filter calls +$((f1 - f0))); events: ${ev:0:500}"
+		elif [ $((b1 - b0)) -ne 0 ] || [ $((a1 - a0)) -ne 1 ]; then
+			fail "bound to gpu-h100-b, but not on its first attempt: $((b1 - b0)) Bindings denied, $((a1 - a0)) admitted; events: ${ev:0:500}"
+		elif grep -qF 'denied the request' <<<"$ev"; then
+			fail "a FailedScheduling event quotes a webhook denial: ${ev:0:500}"
+		elif [ -n "$ev" ] && grep -vqF "$EXT_REASON" <<<"$ev"; then
+			fail "a FailedScheduling event without the extender's reason: ${ev:0:500}"
+		elif [ $((f1 - f0)) -lt 1 ]; then
+			fail "bound to gpu-h100-b with no filter call to the extender (filter judged $f0 -> $f1)"
+		elif [ -n "$(over_threshold)" ]; then
+			fail "node over threshold: $(over_threshold)"
+		else
+			pass "10Gi pod preferring gpu-h100-a (55Gi of its 60.5Gi limit at 0.76) bound to gpu-h100-b (60Gi of 71.7Gi) on its first attempt: 1 Binding admitted, 0 denied, $((f1 - f0)) filter call(s) judged, $(grep -c . <<<"$ev") FailedScheduling event(s)"
+		fi
+	fi
+	ext_scheduler_off
+	kc annotate node gpu-h100-a gpu-memory-guard.io/threshold- >/dev/null
+	drop_ns $ns
+}
+
+# ext_scale NS [SCHEDULER_NAME]: the issue's Deployment (20Gi per replica, 1 GPU, H100 nodes,
+# preferring gpu-h100-a) run at 2 replicas, then scaled to 8, past what fits: exactly what fits
+# is bound, with zero Bindings denied (the webhook's metrics, before and after), the rest Pending
+# with the extender's reason in their FailedScheduling events, and none with a webhook denial.
+# Sets EXT_BAD (empty when all holds) and EXT_SUMMARY.
+ext_scale() {
+	local ns=$1 sched=${2:-default-scheduler} want=0 n cap b0 a0 b1 a1 running pending reasoned denied_ev deadline ev
+	EXT_BAD="" EXT_SUMMARY=""
+	for n in gpu-h100-a gpu-h100-b; do
+		cap=$(node_usage $n | jq --argjson d $((20 * 1073741824)) '(.limit - .declared) / $d | floor')
+		want=$((want + (cap < 4 ? cap : 4)))
+	done
+	b0=$(wh_metric "$B_DENIED") a0=$(bindings_admitted)
+	pod_json x $ns 20Gi 1 | ext_prefer | jq --arg s "$sched" '.spec.schedulerName = $s |
+	  {apiVersion: "apps/v1", kind: "Deployment", metadata: {name: "vllm", namespace: .metadata.namespace},
+	   spec: {replicas: 2, selector: {matchLabels: {app: "vllm"}},
+	     template: {metadata: {labels: {app: "vllm", "app.kubernetes.io/part-of": "gmg-e2e"}}, spec: .spec}}}' |
+		kc apply -f - >/dev/null
+	if ! wait_for 60 "2 replicas running" bash -c "[ \$(kubectl -n $ns get pods --field-selector=status.phase=Running -o name | wc -l) -eq 2 ]"; then
+		EXT_BAD="the first 2 replicas did not run within 60s: $(kc get pods -n $ns -o wide --no-headers 2>&1 | awk '{print $1, $3, $7}' | tr '\n' ';') events: $(ext_events $ns | tail -n 2 | tr '\n' ' ')"
+		return
+	fi
+	kc scale deployment vllm -n $ns --replicas=8 >/dev/null
+	deadline=$((SECONDS + 60))
+	while :; do
+		running=$(phase_count $ns Running)
+		ev=$(ext_events $ns)
+		pending=$(kc get pods -n $ns --field-selector=status.phase=Pending -o jsonpath='{.items[*].metadata.name}')
+		reasoned=0
+		for n in $pending; do awk -F'\t' -v p="$n" '$1 == p' <<<"$ev" | grep -qF "$EXT_REASON" && reasoned=$((reasoned + 1)); done
+		[ "$running" -eq "$want" ] && [ "$reasoned" -eq $((8 - want)) ] && break
+		[ $SECONDS -lt $deadline ] || break
+		sleep 1
+	done
+	sleep 3 # kube-scheduler retries the Pending ones on the pods' updates: none may be bound or denied
+	running=$(phase_count $ns Running)
+	b1=$(wh_metric "$B_DENIED") a1=$(bindings_admitted)
+	ev=$(ext_events $ns)
+	denied_ev=$(grep -cF 'denied the request' <<<"$ev")
+	local over sample
+	over=$(over_threshold)
+	sample=$(grep -F "$EXT_REASON" <<<"$ev" | tail -n 1 | cut -f2)
+	local per
+	per=$(for n in gpu-h100-a gpu-h100-b; do echo "$n $(kc get pods -n $ns --field-selector spec.nodeName=$n -o name | wc -l)"; done | tr '\n' ',')
+	if [ -n "$over" ]; then
+		EXT_BAD="node over threshold: $over"
+	elif [ $((b1 - b0)) -ne 0 ] || [ "$denied_ev" -ne 0 ]; then
+		EXT_BAD="$((b1 - b0)) Bindings denied by the webhook during the scale-up ($denied_ev FailedScheduling events quote a denial; $running of 8 running, $want fit; per node: ${per%,}): $(grep -F 'denied the request' <<<"$ev" | tail -n 1 | cut -c1-400)"
+	elif [ "$running" -ne "$want" ]; then
+		EXT_BAD="$running of 8 running, $want fit (per node: ${per%,}); events: $(tail -n 2 <<<"$ev" | tr '\n' ' ' | cut -c1-500)"
+	elif [ "$reasoned" -ne $((8 - want)) ]; then
+		EXT_BAD="$((8 - want)) Pending replicas should carry the extender's reason in a FailedScheduling event; $reasoned do: $(tail -n 2 <<<"$ev" | tr '\n' ' ' | cut -c1-500)"
+	else
+		EXT_SUMMARY="$running of 8 bound and running (what fits; per node: ${per%,}), $((a1 - a0)) Bindings admitted, 0 denied (webhook metric $b0 -> $b1), $((8 - want)) Pending with the extender's reason: ${sample:0:300}"
+	fi
+}
+
+ext_scale_down() { kc delete deployment vllm -n "$1" --cascade=foreground --timeout=60s >/dev/null 2>&1 || log "deployment $1/vllm not deleted within 60s"; }
+
+test_extender_scale() {
+	CURRENT="14 extender: Deployment scaled past what fits, zero Bindings denied"
+	local ns=e2e-ext-scale
+	fresh_ns $ns
+	if ! ext_scheduler_on; then
+		fail "kube-scheduler did not start with the extender"
+	else
+		ext_scale $ns
+		if [ -n "$EXT_BAD" ]; then fail "$EXT_BAD"; else pass "$EXT_SUMMARY"; fi
+	fi
+	ext_scale_down $ns # before the default scheduler returns: it would try the Pending replicas
+	ext_scheduler_off
+	drop_ns $ns
+}
+
+# 15: the chart's second scheduler (scheduler.enabled), from `helm template`: the rendered
+# ConfigMap's KubeSchedulerConfiguration with only the extender's urlPrefix and caData changed
+# (the webhook on the host, its CA) and clientConnection.kubeconfig added (in the pod, the
+# in-cluster ServiceAccount); the rendered Deployment's command; the rendered RBAC, applied, with
+# a token of the rendered ServiceAccount, so the API server enforces the chart's permissions.
+# The host run as a daemon "gmg-scheduler" (cluster.sh down stops it if the suite is interrupted).
+ext_second_start() { # DIR
+	local dir=$1 ver port url ca args
+	ver=$(kc version -o json | jq -r .serverVersion.gitVersion)
+	"$TOOLS_BIN/helm" template gpu-memory-guard "$REPO_ROOT/helm/gpu-memory-guard" -n "$WEBHOOK_NAMESPACE" \
+		--kube-version "$ver" --set scheduler.enabled=true >"$dir/render.yaml" 2>"$dir/err" || { cat "$dir/err"; return 1; }
+	kc create --dry-run=client -o json -f "$dir/render.yaml" 2>"$dir/err" | jq -s . >"$dir/objects.json" || { cat "$dir/err"; return 1; }
+	jq -r --arg n $SCHED2 '.[] | select(.kind == "ConfigMap" and .metadata.name == $n) | .data["config.yaml"]' "$dir/objects.json" >"$dir/chart-config.yaml"
+	url="https://127.0.0.1:$WEBHOOK_PORT/scheduler"
+	ca=$(base64 -w0 "$PKI/webhook-ca.crt")
+	{
+		printf 'clientConnection:\n  kubeconfig: %s\n' "$dir/sa.kubeconfig"
+		sed -E -e "s|^(- urlPrefix: ).*|\\1\"$url\"|" -e "s|^(    caData: ).*|\\1$ca|" "$dir/chart-config.yaml"
+	} >"$dir/config.yaml"
+	if [ "$EXT_MODE" = off ]; then
+		awk '/^extenders:/ { exit } 1' "$dir/config.yaml" >"$dir/config.off" && mv "$dir/config.off" "$dir/config.yaml"
+		log "GMG_E2E_EXTENDER=off: the chart's configuration without its extenders"
+	else
+		# Only those lines differ from the chart's: 2 changed, 2 added.
+		[ "$(diff "$dir/chart-config.yaml" "$dir/config.yaml" | grep -c '^[<>]')" = 6 ] &&
+			grep -q "^- urlPrefix: \"$url\"\$" "$dir/config.yaml" && grep -q "^    caData: $ca\$" "$dir/config.yaml" ||
+			{ echo "the rendered configuration is not as expected: $(diff "$dir/chart-config.yaml" "$dir/config.yaml" | cut -c1-120 | tr '\n' ' ')"; return 1; }
+	fi
+	jq '{apiVersion: "v1", kind: "List", items: [.[] | select(.metadata.labels["app.kubernetes.io/component"] == "scheduler" and
+	  (.kind == "ServiceAccount" or .kind == "ClusterRoleBinding" or .kind == "Role" or .kind == "RoleBinding"))]}' \
+		"$dir/objects.json" >"$dir/rbac.json"
+	kc apply -f "$dir/rbac.json" >/dev/null || return 1
+	local token
+	token=$(kc create token $SCHED2 -n "$WEBHOOK_NAMESPACE" --duration=1h) || return 1
+	cat >"$dir/sa.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: gmg-e2e
+  cluster: {server: "https://127.0.0.1:$APISERVER_PORT", certificate-authority: "$PKI/ca.crt"}
+users:
+- name: $SCHED2
+  user: {token: "$token"}
+contexts:
+- name: gmg-e2e
+  context: {cluster: gmg-e2e, user: $SCHED2}
+current-context: gmg-e2e
+EOF
+	chmod 600 "$dir/sa.kubeconfig"
+	mapfile -t args < <(jq -r --arg n $SCHED2 '.[] | select(.kind == "Deployment" and .metadata.name == $n) |
+	  .spec.template.spec.containers[0].command[1:][]' "$dir/objects.json" | grep -vE '^--(config|bind-address|secure-port)(=|$)')
+	port=$(free_port)
+	echo "---- $(date -u +%FT%TZ) start" >>"$STATE/logs/gmg-scheduler.log"
+	start_daemon gmg-scheduler "$TOOLS_BIN/kube-scheduler" "${args[@]}" --config "$dir/config.yaml" \
+		--bind-address 127.0.0.1 --secure-port "$port" \
+		--authentication-kubeconfig "$dir/sa.kubeconfig" --authorization-kubeconfig "$dir/sa.kubeconfig"
+	wait_for 60 "the second scheduler's /readyz" curl -skf --max-time 2 "https://127.0.0.1:$port/readyz" &&
+		wait_for 45 "the second scheduler to lead" grep -q "successfully acquired lease $WEBHOOK_NAMESPACE/$SCHED2" "$STATE/logs/gmg-scheduler.log" ||
+		{ tail -n 5 "$STATE/logs/gmg-scheduler.log"; return 1; }
+}
+
+test_extender_second() {
+	CURRENT="15 extender: the chart's second scheduler, schedulerName $SCHED2_NAME"
+	local ns=e2e-ext-second dir out
+	dir=$(mktemp -d)
+	fresh_ns $ns
+	if ! out=$(ext_second_start "$dir" 2>&1); then
+		fail "the chart's second scheduler did not start: $(tr '\n' ' ' <<<"$out" | cut -c1-600)"
+	else
+		ext_scale $ns $SCHED2_NAME
+		if [ -z "$EXT_BAD" ] && grep -hiE 'forbidden|is not allowed|cannot (get|list|watch|create|update|patch)' "$STATE/logs/gmg-scheduler.log" |
+			grep -v 'FLAG: ' >"$dir/denials"; then
+			EXT_BAD="RBAC denials in the second scheduler's log: $(head -n 2 "$dir/denials" | cut -c1-300)"
+		fi
+		if [ -n "$EXT_BAD" ]; then fail "$EXT_BAD"; else pass "helm template's configuration (urlPrefix, caData adapted), chart RBAC, leader: $EXT_SUMMARY"; fi
+	fi
+	ext_scale_down $ns
+	stop_daemon gmg-scheduler
+	[ ! -f "$dir/rbac.json" ] || kc delete -f "$dir/rbac.json" --ignore-not-found >/dev/null 2>&1
+	kc delete lease -n "$WEBHOOK_NAMESPACE" $SCHED2 --ignore-not-found >/dev/null 2>&1
+	rm -rf "$dir"
+	drop_ns $ns
+}
+
+# 16: the suite's scheduler as `up` starts it, without the extender (13-15 restored it): a pod
+# that can only go to a memory-full node is bound there by kube-scheduler and the webhook refuses
+# the Binding; the extender is not asked.
+test_extender_safety_net() {
+	CURRENT="16 without the extender the webhook still refuses Bindings"
+	local ns=e2e-ext-net out b0 f0 b1 f1 config node
+	fresh_ns $ns
+	config=$(sed -n 's/^SCHEDULER_CONFIG=//p' "$STATE/cluster.env" | tail -n 1)
+	if [ -n "$config" ]; then
+		fail "kube-scheduler still runs with $config, not as up starts it"; drop_ns $ns; return
+	fi
+	if ! out=$(pod_json fill-a $ns 65Gi 1 gpu-h100-a | kc create -f - 2>&1); then
+		fail "65Gi filler on gpu-h100-a refused: $out"; drop_ns $ns; return
+	fi
+	b0=$(wh_metric "$B_DENIED") f0=$(wh_metric "$F_JUDGED")
+	pod_json pinned $ns 10Gi 1 "" gpu-h100-a | kc create -f - >/dev/null
+	wait_for 30 "a FailedScheduling event quoting the webhook" bash -c "kubectl get events -n $ns --field-selector reason=FailedScheduling,involvedObject.name=pinned -o jsonpath='{.items[*].message}' | grep -qF '$DENIED_BINDING'"
+	node=$(kc -n $ns get pod pinned -o jsonpath='{.spec.nodeName}')
+	b1=$(wh_metric "$B_DENIED") f1=$(wh_metric "$F_JUDGED")
+	out=$(fs_messages $ns pinned | tail -n 1)
+	if [ -n "$node" ]; then
+		fail "10Gi more on gpu-h100-a (65Gi held, limit 71.7Gi) was bound: the webhook let the Binding through ($((b1 - b0)) denied; events: ${out:0:300})"
+	elif ! grep -qF "$DENIED_BINDING" <<<"$out" || [ $((b1 - b0)) -lt 1 ]; then
+		fail "no Binding refused by the webhook within 30s ($((b1 - b0)) denied, extender filter calls +$((f1 - f0))); events: ${out:0:400}"
+	elif [ "$f1" -ne "$f0" ]; then
+		fail "the default scheduler asked the extender ($((f1 - f0)) filter calls): it is not restored"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "default scheduler, no extender call: $((b1 - b0)) Binding(s) of a 10Gi pod to gpu-h100-a (65Gi of 71.7Gi) refused by the webhook: ${out:0:300}"
+	fi
+	drop_ns $ns
+}
+
 # --- run -----------------------------------------------------------------------------------
 
 log "e2e: running tests (cluster up after $((SECONDS - START))s)"
@@ -1250,6 +1532,10 @@ want 9 && test_cache
 want 10 && test_scale_pods
 want 11 && test_apiserver_restart
 want 12 && test_shared_reservations
+want 13 && test_extender_case
+want 14 && test_extender_scale
+want 15 && test_extender_second
+want 16 && test_extender_safety_net
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
