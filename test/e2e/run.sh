@@ -1382,7 +1382,14 @@ ext_scale() {
 	fi
 }
 
-ext_scale_down() { kc delete deployment vllm -n "$1" --cascade=foreground --timeout=60s >/dev/null 2>&1 || log "deployment $1/vllm not deleted within 60s"; }
+# ext_scale_down NS: the Deployment's replicas gone, the Pending ones first (a ReplicaSet scaled
+# down deletes unassigned pods first), so that no Pending replica takes the room the running
+# ones free; then the Deployment.
+ext_scale_down() {
+	kc scale deployment vllm -n "$1" --replicas=0 >/dev/null 2>&1
+	wait_for 60 "the replicas gone" bash -c "[ \$(kubectl -n $1 get pods -o name | wc -l) -eq 0 ]" || log "$1: replicas still there after 60s"
+	kc delete deployment vllm -n "$1" --wait=false >/dev/null 2>&1
+}
 
 test_extender_scale() {
 	CURRENT="14 extender: Deployment scaled past what fits, zero Bindings denied"
@@ -1475,8 +1482,8 @@ test_extender_second() {
 		fi
 		if [ -n "$EXT_BAD" ]; then fail "$EXT_BAD"; else pass "helm template's configuration (urlPrefix, caData adapted), chart RBAC, leader: $EXT_SUMMARY"; fi
 	fi
+	stop_daemon gmg-scheduler # first: the Deployment's pods are then never placed again
 	ext_scale_down $ns
-	stop_daemon gmg-scheduler
 	[ ! -f "$dir/rbac.json" ] || kc delete -f "$dir/rbac.json" --ignore-not-found >/dev/null 2>&1
 	kc delete lease -n "$WEBHOOK_NAMESPACE" $SCHED2 --ignore-not-found >/dev/null 2>&1
 	rm -rf "$dir"
