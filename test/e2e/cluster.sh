@@ -510,7 +510,11 @@ webhook-register) load_cluster_env; webhook_register "${1:-}" ;;
 webhook-unregister) load_cluster_env; webhook_unregister ;;
 apiserver-stop) load_cluster_env; apiserver_stop ;;
 apiserver-start) load_cluster_env; apiserver_start ;;
-scheduler-extender) load_cluster_env; scheduler_restart "$(scheduler_extender_config)" ;;
+scheduler-extender)
+	load_cluster_env
+	config=$(scheduler_extender_config) # exits here if the document changed shape
+	scheduler_restart "$config"
+	;;
 scheduler-default) load_cluster_env; scheduler_restart ;;
 apiserver-restart)
 	load_cluster_env
