@@ -390,8 +390,9 @@ struct shared_decision {
 	double deciding_s; /* time inside decide_shared: the rest of shared_place is waiting */
 };
 
-/* Clock of a decision: monotonic, held back to the cache's progress on the cache path (as
- * decide_cached). */
+/* Clock of a decision: monotonic; on the cache path held back to the cache's progress, so a
+ * reservation never stops counting before the cache has caught up past its expiry (a watch
+ * that went quiet). Counting it longer is the safe side. */
 static uint64_t decision_now(const struct webhook *w, int cache_path)
 {
 	uint64_t now = ledger_now_ms();
@@ -454,19 +455,30 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	d->verdict = SHARED_WRITE;
 }
 
+/* The cache's view of p's node decides (sets *decided) unless the cache does not know the
+ * node. Returns 1 when the placement is to be decided over the view, 0 when not (unknown node:
+ * the API path; unknown capacity: denied). */
+static int cached_view_usable(const struct cache_node_view *v, const struct placement *p,
+                              struct outcome *o, int *decided)
+{
+	if (!v->known)
+		return 0;
+	*decided = 1;
+	o->source = "cache";
+	if (v->capacity_rc != 0) {
+		deny(o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
+		     p->pod_name, p->node, v->capacity_error);
+		return 0;
+	}
+	return 1;
+}
+
 static void shared_cached_view(void *ctx, const struct cache_node_view *v)
 {
 	struct shared_decision *d = ctx;
 
-	if (!v->known)
+	if (!cached_view_usable(v, d->p, d->o, &d->decided))
 		return;
-	d->decided = 1;
-	d->o->source = "cache";
-	if (v->capacity_rc != 0) {
-		deny(d->o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
-		     d->p->pod_name, d->p->node, v->capacity_error);
-		return;
-	}
 	struct placement_node pn = {
 	    .name = d->p->node,
 	    .cap = v->cap,
@@ -817,25 +829,10 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 	struct cached *c = ctx;
 	struct reserved r = {0};
 	const char **keys = NULL;
-	uint64_t now = ledger_now_ms();
+	uint64_t now = decision_now(c->w, 1);
 
-	/* A reservation expires by the cache's clock, not the wall's: it must not stop counting
-	 * before the cache has caught up past its expiry (a watch that went quiet). Counting it
-	 * longer is the safe side. */
-	if (c->w->cache_progress_ms != NULL) {
-		uint64_t seen = c->w->cache_progress_ms(c->w->cache_ctx);
-		if (seen < now)
-			now = seen;
-	}
-	if (!v->known)
+	if (!cached_view_usable(v, c->p, c->o, &c->decided))
 		return;
-	c->decided = 1;
-	c->o->source = "cache";
-	if (v->capacity_rc != 0) {
-		deny(c->o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
-		     c->p->pod_name, c->p->node, v->capacity_error);
-		return;
-	}
 	/* Reservations whose pods (same name and uid) the cache now shows on the node are
 	 * settled. */
 	if (v->n_pods > 0 && (keys = calloc(2 * v->n_pods, sizeof(*keys))) == NULL)
