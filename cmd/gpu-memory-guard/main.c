@@ -22,6 +22,7 @@
 #include "webhook.h"
 
 #include <ctype.h>
+#include <stdatomic.h>
 #include <curl/curl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,6 +46,8 @@ static size_t ledger_gauge(void *ctx)
 struct gone_sink {
 	struct ledger *ledger;
 	struct shared *shared; /* NULL: --reservations local */
+	/* Set once made, after the informer's threads started; freed after they stopped. */
+	struct extender *_Atomic extender;
 };
 
 static void pod_gone(void *ctx, const char *key, const char *uid)
@@ -54,6 +57,7 @@ static void pod_gone(void *ctx, const char *key, const char *uid)
 		ledger_forget(g->ledger, key, uid);
 	if (g->shared != NULL)
 		shared_forget(g->shared, uid);
+	extender_forget(atomic_load(&g->extender), uid);
 }
 
 /* The API client from --kubeconfig, else the in-cluster service account. */
@@ -144,6 +148,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	}
 	sink.ledger = ledger;
 	sink.shared = shared;
+	atomic_init(&sink.extender, NULL);
 	if (cfg->cache_watch) {
 		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
 		struct informer_config icfg = {
@@ -204,6 +209,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	};
 	if ((extender = extender_new(&ecfg, metrics)) == NULL)
 		goto out;
+	atomic_store(&sink.extender, extender);
 	if ((tls = tls_store_new(cfg->tls_cert_file, cfg->tls_key_file, metrics, err,
 	                         sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot load the serving certificate",
@@ -242,9 +248,9 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 out:
 	server_free(server);
 	tls_store_free(tls);
-	extender_free(extender);
 	webhook_free(webhook);
-	informer_free(informer); /* stops its threads: no more ledger_forget */
+	informer_free(informer); /* stops its threads: no more ledger_forget, extender_forget */
+	extender_free(extender);
 	cache_free(cache);
 	shared_free(shared);
 	kube_client_free(kube);

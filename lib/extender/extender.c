@@ -6,6 +6,7 @@
 #include "cache.h"
 #include "capacity.h"
 #include "demand.h"
+#include "holds.h"
 #include "jsonpath.h"
 #include "ledger.h"
 #include "log.h"
@@ -40,6 +41,7 @@ struct extender {
 	int (*cache_fresh)(void *ctx, double now_s);
 	void *cache_ctx;
 	struct extender_reservations res;
+	struct holds *holds; /* the pods this extender's filter passed, in flight (holds.h) */
 	struct metrics *metrics;
 };
 
@@ -81,7 +83,8 @@ struct job {
 	struct demand d;
 	struct verdict *v; /* n */
 	size_t undecided;
-	int refused; /* refuse_busy: nothing more may wait */
+	uint64_t now_ms; /* ledger_now_ms() when the holds were pruned */
+	int refused;     /* refuse_busy: nothing more may wait */
 };
 
 /* ---- reservations ---- */
@@ -523,6 +526,8 @@ struct judging {
 	struct job *j;
 	struct verdict *v;
 	const struct resv *r;
+	size_t n_held;       /* of r's items, pods in flight (holds.h) */
+	uint64_t held_bytes; /* their declared bytes */
 };
 
 static void judge_view(void *ctx, const struct cache_node_view *view)
@@ -568,6 +573,76 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 		return;
 	}
 	verdict_from(j, jg->v, view->cap, &res);
+	if (jg->v->state == ST_FAIL && jg->n_held > 0 && jg->v->reason != NULL) {
+		char held[QUANTITY_FMT_MAX], *why = jg->v->reason;
+		jg->v->reason = NULL;
+		quantity_format(jg->held_bytes, held, sizeof(held));
+		set_verdict(jg->v, ST_FAIL,
+		            "%s, counting %s of %zu pod%s whose Binding is in flight", why, held,
+		            jg->n_held, jg->n_held == 1 ? "" : "s");
+		free(why);
+	}
+}
+
+/* ---- pods in flight (holds.h) ---- */
+
+/* A hold is settled once the watch cache shows its pod bound (it is then counted where it
+ * is), finished, or replaced by another pod of the same name. A pod the cache does not show
+ * keeps its hold: the cache may not have seen a pod the scheduler already has (one it saw
+ * deleted is dropped by extender_forget). */
+static int hold_settled(void *ctx, const char *key, const char *uid)
+{
+	struct extender *x = ctx;
+	struct cache_pod p;
+	char ns[CACHE_KEY_MAX];
+	const char *slash = strchr(key, '/');
+
+	if (slash == NULL || (size_t)(slash - key) >= sizeof(ns))
+		return 1; /* not a key holds_put was given by this file */
+	memcpy(ns, key, (size_t)(slash - key));
+	ns[slash - key] = '\0';
+	if (cache_get_pod(x->cache, ns, slash + 1, &p) != 0)
+		return 0;
+	return strcmp(p.uid, uid) != 0 || p.node[0] != '\0' || p.finished;
+}
+
+/* After a filter call for a GPU pod: the nodes it passed hold the pod until its Binding shows
+ * (holds.h). A pod passed nowhere, or without a uid, holds nothing (a uid-less pod cannot be
+ * told from the pod being judged). Out of memory or a full table: the hold is lost, logged;
+ * the webhook still refuses a Binding that would not fit. */
+static void hold_passed(struct job *j)
+{
+	const char **pass;
+	size_t n = 0;
+	int rc;
+
+	if (j->uid == NULL || j->uid[0] == '\0')
+		return;
+	if ((pass = malloc((j->n ? j->n : 1) * sizeof(*pass))) == NULL) {
+		rc = HOLDS_ENOMEM;
+		goto err;
+	}
+	for (size_t i = 0; i < j->n; i++)
+		if (j->v[i].state == ST_PASS)
+			pass[n++] = j->names[i];
+	rc = holds_put(j->x->holds, j->pod_name, j->uid, j->d.bytes, pass, n, j->now_ms,
+	               HOLDS_TTL_MS);
+	free(pass);
+	if (rc == 0)
+		return;
+err:;
+	struct log_field f[] = {
+	    LOG_STR("pod", j->pod_name),
+	    LOG_STR("error", rc == HOLDS_EFULL ? "too many pods in flight" : "out of memory"),
+	    LOG_END,
+	};
+	log_fields(LOG_WARN, "extender hold lost", f);
+}
+
+void extender_forget(struct extender *x, const char *uid)
+{
+	if (x != NULL && uid != NULL && uid[0] != '\0')
+		holds_drop(x->holds, uid);
 }
 
 /* Judge the undecided nodes: reservations first, then the cache's view (extender.h). Nodes
@@ -601,7 +676,13 @@ static int judge(struct job *j, int may_block)
 			            "reservations");
 			continue;
 		}
-		struct judging jg = {j, v, &r};
+		struct judging jg = {j, v, &r, 0, 0};
+		jg.n_held = holds_each(x->holds, j->names[i], j->uid, j->now_ms, resv_add, &r,
+		                       &jg.held_bytes);
+		if (r.nomem) {
+			rc = EXTENDER_ENOMEM;
+			break;
+		}
 		cache_with_node(x->cache, j->names[i], judge_view, &jg);
 	}
 	resv_clear(&r);
@@ -750,8 +831,12 @@ static int job_prepare(struct extender *x, enum extender_verb verb, const char *
 		set_error(j,
 		          "gpu-memory-guard cannot judge GPU pod %s: its watch cache is %s; retry",
 		          j->pod_name, x->cache ? "not synced or stale" : "off (--cache off)");
-	else if (j->kind == K_GPU && (rc = judge(j, 0)) != 0)
-		goto err;
+	else if (j->kind == K_GPU) {
+		j->now_ms = ledger_now_ms();
+		holds_prune(x->holds, j->now_ms, hold_settled, x);
+		if ((rc = judge(j, 0)) != 0)
+			goto err;
+	}
 done:
 	j->own = monotime_s() - t;
 	*out = j;
@@ -798,6 +883,8 @@ static int job_finish(struct job *j, char **out, size_t *out_len, char *err, siz
 	*out_len = 0;
 	if (j->kind == K_GPU && j->undecided > 0 && !j->refused)
 		rc = judge(j, 1);
+	if (rc == 0 && j->kind == K_GPU && j->verb == EXTENDER_FILTER && j->undecided == 0)
+		hold_passed(j);
 	if (rc == 0 && j->verb == EXTENDER_PRIORITIZE && j->kind == K_ERROR) {
 		snprintf(err, errlen, "%s", j->error);
 		rc = EXTENDER_EBADREQUEST;
@@ -948,6 +1035,8 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	x->cache_ctx = cfg->cache_ctx;
 	x->res = cfg->reservations;
 	x->metrics = metrics;
+	if ((x->holds = holds_new()) == NULL)
+		goto err;
 	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {
 		if ((x->gpu_resources[i] = strdup(cfg->gpu_resources[i])) == NULL)
 			goto err;
@@ -974,5 +1063,6 @@ void extender_free(struct extender *x)
 		free(x->gpu_resources[i]);
 	for (size_t i = 0; i < x->n_exempt; i++)
 		free(x->exempt[i]);
+	holds_free(x->holds);
 	free(x);
 }

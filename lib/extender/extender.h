@@ -3,7 +3,14 @@
  * extender/v1 types), on the webhook's engine: the pod's demand (demand.h), the node's view
  * from the watch cache (cache.h), the pending reservations from the caller (below), and the
  * pure placement core (placement.h) with the webhook's policy. The filter steers; it reserves
- * nothing: the Binding through the webhook stays the commit point and the safety net.
+ * nothing in the cluster: the Binding through the webhook stays the commit point and the
+ * safety net. It only remembers, in this process, the pods it passed whose Binding the watch
+ * cache does not show yet (holds.h): each counts on every node its filter passed (the
+ * extender is not told which one the scheduler picked) until the cache shows it bound,
+ * finished or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed onto a node
+ * the webhook would then refuse. The holds are per process: a scheduler whose calls reach
+ * another replica (a Service spreads connections, not requests, so one scheduler keeps one
+ * replica while its connection lives) does not see them.
  *
  *   POST /scheduler/filter      ExtenderArgs -> ExtenderFilterResult
  *   POST /scheduler/prioritize  ExtenderArgs -> HostPriorityList
@@ -27,7 +34,8 @@
  *   fits under the threshold in force (the node's annotation, else the policy's): passes;
  *   in warn mode a placement over it passes too (the webhook would allow it with a warning);
  *   over the threshold -> FailedNodes "needs 10Gi, 1.7Gi free of the 90 percent limit"
- *     (kube-scheduler shows it in the FailedScheduling event; the node may free memory);
+ *     (kube-scheduler shows it in the FailedScheduling event; the node may free memory), with
+ *     ", counting 10Gi of 1 pod whose Binding is in flight" when pods in flight counted;
  *   can never fit (the pod alone, or one container's share of a GPU, over the limit) ->
  *     FailedAndUnresolvableNodes "needs 600Gi, above the 90 percent limit of the node's 640Gi
  *     GPU memory" / "container "vllm" needs 75Gi per GPU, above the 90 percent limit of one
@@ -62,6 +70,8 @@
  * from this extender): prioritize answers the same bad bodies with 400 and the reason
  * (EXTENDER_EBADREQUEST), and with a cache that cannot judge, every node 0. Bodies larger than
  * EXTENDER_BODY_MAX are the server's 413.
+ *
+ * prioritize counts the pods in flight too (the pod's own hold never counts against it).
  *
  * Order of reading: a node's reservations are copied first, then its view is read from the
  * cache: a pod whose reservation settles in between is then seen at least once (placement.h
@@ -171,6 +181,12 @@ void extender_free(struct extender *x); /* NULL is a no-op; no call may be runni
 int extender_handle(struct extender *x, enum extender_verb verb, const char *body, size_t len,
                     char **out, size_t *out_len, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/* The watch cache reports pod uid gone (deleted, finished, replaced: cache.h's gone
+ * callback): its hold, if any, ends now rather than at HOLDS_TTL_MS (a pod deleted while its
+ * Binding was in flight no longer shows in the cache, so the filter cannot tell it settled).
+ * NULL x or uid: no-op. Thread-safe; callable from the informer's threads. */
+void extender_forget(struct extender *x, const char *uid);
 
 /* The server's routes (server.h), marked plain (served on the scheduler listener too):
  * POST EXTENDER_PATH_FILTER / EXTENDER_PATH_PRIORITIZE, bodies up to EXTENDER_BODY_MAX. A call

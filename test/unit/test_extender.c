@@ -3,8 +3,8 @@
  * recorded fixtures test/data/extender-args-{nodenames,nodes}.json, made by
  * test/data/extender-gen with the real extender/v1 types), any letter case, the filter's
  * reasons, binpack and spread scores, reservations from the caller's source (counted, the pod's
- * own not, a held node waited for), pass-through pods, invalid declarations, a cache that
- * cannot judge, every bad input, metrics.
+ * own not, a held node waited for), pods in flight (holds.h), pass-through pods, invalid
+ * declarations, a cache that cannot judge, every bad input, metrics.
  *
  * The cluster (a real watch cache fed with Node and Pod objects), 1 GPU per node:
  *   n-full   80Gi, 70.3Gi used: 1.7Gi free of the 90 percent limit (72Gi)
@@ -816,6 +816,73 @@ static void test_ledger_source(void **state)
 	ledger_free(l);
 }
 
+/* Pods in flight (holds.h): a pod the filter passed counts on every node it passed until the
+ * watch cache shows it bound, so the next pod of a burst is not passed onto its node (the
+ * webhook would refuse one of the two Bindings). Its own hold never counts against itself. */
+static void test_pods_in_flight(void **state)
+{
+	const char *nodes[] = {"n-room", "n-full"}, *room[] = {"n-room"};
+	char *first = llama("10Gi"), *first_args = args_names(first, nodes, 2);
+	char *big = pod_text("ml", "big", "25Gi", NULL, "", "nvidia.com/gpu");
+	char *big_args = args_names(big, room, 1), names[256];
+	cJSON *a;
+
+	/* llama-0 passes n-room; the scheduler binds it there, asynchronously. */
+	a = call(EXTENDER_FILTER, first_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+
+	/* ml/big next: 40 + 10 in flight + 25 > 72. */
+	a = call(EXTENDER_FILTER, big_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	assert_string_equal(reason(a, "FailedNodes", "n-room"),
+	                    "needs 25Gi, 22Gi free of the 90 percent limit, counting 10Gi of 1 "
+	                    "pod whose Binding is in flight");
+	cJSON_Delete(a);
+	a = call(EXTENDER_PRIORITIZE, big_args);
+	assert_int_equal(score_of(a, "n-room"), 0);
+	cJSON_Delete(a);
+
+	/* llama-0 filtered again (its Binding failed, say): its own hold is not counted. */
+	a = call(EXTENDER_FILTER, first_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+
+	/* The cache reports llama-0 gone (deleted while in flight): its hold ends. ml/big passes
+	 * and holds n-room in turn until it is reported gone too. */
+	extender_forget(E.x, "uid-ml-llama-0");
+	a = call(EXTENDER_FILTER, big_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, first_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	cJSON_Delete(a);
+	extender_forget(E.x, "uid-ml-big");
+	extender_forget(E.x, NULL);
+	extender_forget(NULL, "uid-ml-big");
+	a = call(EXTENDER_FILTER, first_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+
+	/* The cache shows llama-0 bound elsewhere: its hold on n-room is over, and ml/big fits
+	 * (40 + 25 of 72). */
+	put_pod(E.cache, "ml", "llama-0", "10Gi", "n-empty");
+	a = call(EXTENDER_FILTER, big_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+	free(first);
+	free(first_args);
+	free(big);
+	free(big_args);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -836,6 +903,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_empty_list, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
