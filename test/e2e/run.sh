@@ -8,7 +8,8 @@
 # placements, one replica killed; GMG_E2E_RR_ROUNDS, GMG_E2E_RESERVATIONS, GMG_E2E_FIGURES: see
 # test 12; docs/shared-reservations-e2e.md), and 13-16 for the scheduler extender (issue 9: the
 # suite's kube-scheduler with it, the chart's second scheduler, the webhook without it;
-# GMG_E2E_EXTENDER=off: see test 13).
+# GMG_E2E_EXTENDER=off: see test 13), and 19 (issue 12: etcd paused, a replica killed, the
+# serving certificate and the token replaced, under a steady flow of placements; faults.sh).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test but the
 # known failing ones, see KNOWN_FAILING; e.g. 12: that test only, on a cluster of its own)
@@ -845,6 +846,7 @@ RR_FIG=""       # the figures table, rows "| ... |"
 RR_BAD=""       # problems found, "; "-separated
 RR_LAST=""      # the last storm's summary
 
+# The replicas' flags; RR_EXTRA_FLAGS (test 19) are appended (the last of a repeated flag wins).
 rr_flags() {
 	if [ "$RR_MODE" = shared ]; then
 		echo "--reservations shared --reservations-namespace $WEBHOOK_NAMESPACE --reservation-ttl ${RR_TTL}s"
@@ -853,6 +855,7 @@ rr_flags() {
 	else
 		echo "--reservation-ttl ${RR_TTL}s"
 	fi
+	echo "${RR_EXTRA_FLAGS:-}"
 }
 
 rr_replica_ready() { curl -sf --max-time 2 "http://127.0.0.1:$1/readyz" | grep -q '^cache: synced'; }
@@ -1247,6 +1250,10 @@ EOF
 	drop_ns $RR_NS
 }
 
+# --- 19. (issue 12) faults under a steady flow: test/e2e/faults.sh ------------------------------
+# shellcheck source=faults.sh
+. "$E2E_DIR/faults.sh"
+
 # --- 13-16. (issue 9) the scheduler extender: steer, not only refuse ------------------------------
 
 # Issue 9's scenarios. 13 and 14 restart the suite's kube-scheduler with the KubeSchedulerConfiguration
@@ -1553,6 +1560,8 @@ want 13 && test_extender_case
 want 14 && test_extender_scale
 want 15 && test_extender_second
 want 16 && test_extender_safety_net
+want 19 && test_faults
+want 20 && test_soak
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
