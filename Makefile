@@ -15,7 +15,7 @@ FUZZ_TARGETS       ?=
 TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|integ_concurrency|integ_cache_concurrency|integ_shared_reservations|integ_cache_attack)$$
 
 .PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
-        unit-integration asan tsan fuzz fuzz-smoke e2e install-proof demo down bench \
+        unit-integration asan tsan fuzz fuzz-smoke e2e soak install-proof demo down bench \
         bench-extender format check-format clean
 
 all: build
@@ -79,6 +79,13 @@ check-format: deps
 # End-to-end suite against a real kube-apiserver (first run builds Kubernetes: 10-25 min).
 e2e: build
 	bash test/e2e/run.sh $(abspath $(BIN))
+
+# The soak (not in `make test`, which runs its 2-minute version as e2e test 20): 30 minutes of
+# placements and deletions on the real control plane with a fault every 30 s; prints RSS,
+# descriptors, threads and reviews over time (docs/soak.md). SOAK_SECONDS sets the length.
+SOAK_SECONDS ?= 1800
+soak: build
+	GMG_E2E_SOAK_SECONDS=$(SOAK_SECONDS) bash test/e2e/run.sh $(abspath $(BIN)) 20
 
 # Install paths (manifests, Helm chart, certs) proven against the real API server.
 install-proof: build
