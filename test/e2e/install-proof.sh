@@ -34,7 +34,9 @@
 #    fits, a pod that fits nowhere stays Pending with the extender's reasons; failover to the
 #    standby, which binds a new pod; no RBAC denial in the scheduler logs.
 # 5. Manifests path: the same with certificates from `gpu-memory-guard certs`, the documented
-#    one-line apply, and the chart's existingSecret mode on that Secret.
+#    one-line apply, and the chart's existingSecret mode on that Secret. Then the optional
+#    manifests/scheduler/ (sched_manifest_checks): dry runs, the same objects as the chart's
+#    scheduler.enabled, the real kube-scheduler run from it.
 # 6. Webhook down: GPU placements fail closed, ordinary pod CREATE is not sent, bindings wait,
 #    and the webhook's own namespace and kube-system still schedule.
 #
@@ -82,6 +84,7 @@ teardown() {
 	local rc=$?
 	stop_host_scheduler 1
 	stop_host_scheduler 2
+	stop_host_scheduler 3 # sched_manifest_checks
 	stop_host_webhook
 	if [ "${GMG_E2E_KEEP:-0}" = 1 ]; then
 		log "cluster kept up: GMG_E2E_STATE=$STATE $E2E_DIR/cluster.sh env"
@@ -955,6 +958,141 @@ scheduler_checks() {
 	cleanup_test_pods
 }
 
+# --- the second scheduler from the plain manifest manifests/scheduler/ (issue 9) -------------
+# Run in the manifests path, with its webhook on the host (caBundle $BUNDLE, URL $URL):
+# 1. kubectl apply --dry-run=server -k manifests/scheduler/ is accepted, and so is docs'
+#    command (kustomize | sed caData from the webhook configuration's caBundle | apply);
+# 2. its objects equal the chart's with scheduler.enabled=true (the same normalized() as
+#    same_objects, plus names, the KubeSchedulerConfiguration but for caData, and the image);
+# 3. applied for real (urlPrefix switched to the host webhook, as the manifests' overlay switches
+#    clientConfig): both replicas admitted, RBAC (can-i), the real kube-scheduler runs with the
+#    Deployment's command and the stored configuration, leads, and places issue 9's pod where it
+#    fits on its first attempt; kubectl delete -k removes it.
+
+SCHED_MANIFESTS="$REPO_ROOT/manifests/scheduler"
+
+# docs/scheduler.md's plain-manifest command up to the apply; extra sed expressions after CA.
+sched_manifest_filled() { # CA_B64 [SED_ARGS...]
+	local ca=$1
+	shift
+	kc kustomize "$SCHED_MANIFESTS" | sed -e "s|caData: \"\"|caData: \"$ca\"|" "$@"
+}
+
+# CA as docs/scheduler.md gets it: from the installed webhook configuration.
+installed_ca() { kc get validatingwebhookconfiguration gpu-memory-guard -o jsonpath='{.webhooks[0].clientConfig.caBundle}'; }
+
+# The documented pipe, server-side dry run: every object accepted, caData = the caBundle.
+sched_manifest_pipeline() {
+	local ca out cfg
+	ca=$(installed_ca) && [ "$ca" = "$BUNDLE" ] || { echo "caBundle installed: ${ca:0:40}..."; return 1; }
+	out=$(sched_manifest_filled "$ca" | kc apply --dry-run=server -o json -f -) || return 1
+	[ "$(jq '.items | length' <<<"$out")" = 9 ] || { jq -c '[.items[] | .kind]' <<<"$out"; return 1; }
+	cfg=$(jq '.items[] | select(.kind == "ConfigMap")' <<<"$out" | sched_config_of) || return 1
+	sched_config_ok "$cfg" "https://$RELEASE.$NS.svc:443/scheduler" "$BUNDLE"
+}
+
+# One object list (server-side dry-run JSON on stdin) in comparable form: normalized() (what
+# same_objects compares), the kinds, names and namespaces, the configuration without caData,
+# the pod template's image and whether every selector selects the pod template's labels.
+sched_normalized() { # OUT_PREFIX
+	local items
+	items=$(cat)
+	# normalized() keeps the input order within a kind; kustomize and helm order differently.
+	normalized <<<"$items" | jq -S sort >"$1.norm.json" || return 1
+	jq -S '[.items[] | {kind, n: .metadata.name, ns: .metadata.namespace}] | sort' <<<"$items" >"$1.names.json"
+	jq '.items[] | select(.kind == "ConfigMap")' <<<"$items" | sched_config_of |
+		jq -S 'del(.extenders[].tlsConfig.caData)' >"$1.config.json" || return 1
+	jq -r '.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].image' <<<"$items" >"$1.image"
+	jq -e '(.items[] | select(.kind == "Deployment")) as $d | $d.spec.template.metadata.labels as $l |
+	  def sel: to_entries | all(.[]; $l[.key] == .value);
+	  [$d.spec.selector.matchLabels,
+	   ($d.spec.template.spec.affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution[] |
+	     .podAffinityTerm.labelSelector.matchLabels),
+	   (.items[] | select(.kind == "PodDisruptionBudget") | .spec.selector.matchLabels)] |
+	  length == 3 and all(.[]; sel)' <<<"$items" >/dev/null ||
+		{ echo "$1: a selector does not select the pod template's labels"; return 1; }
+}
+
+# The chart's scheduler objects (label component=scheduler) and the manifest's, as the API server
+# normalizes them, must be the same; the manifest's image tag is the cluster version the chart
+# derives (the one this proof runs).
+sched_manifest_same_objects() {
+	local f
+	helm_template --set scheduler.enabled=true >"$WORK/sched-chart.yaml" || return 1
+	kc create --dry-run=client -o json -f "$WORK/sched-chart.yaml" |
+		jq -s '{apiVersion: "v1", kind: "List",
+		  items: [.[] | select(.metadata.labels["app.kubernetes.io/component"] == "scheduler")]}' |
+		kc apply --dry-run=server -o json -f - | sched_normalized "$WORK/sched-chart" || return 1
+	sched_manifest_filled "$BUNDLE" | kc apply --dry-run=server -o json -f - >"$WORK/sched-manifest.json" &&
+		sched_normalized "$WORK/sched-manifest" <"$WORK/sched-manifest.json" || return 1
+	for f in names.json norm.json config.json image; do
+		diff -u "$WORK/sched-manifest.$f" "$WORK/sched-chart.$f" || return 1
+	done
+	[ "$(cat "$WORK/sched-manifest.image")" = "registry.k8s.io/kube-scheduler:$KUBE_VERSION" ]
+}
+
+# For real, the extender switched to URL (the host webhook; its certificate names 127.0.0.1), as
+# the manifests' overlay switches the webhooks' clientConfig.
+sched_manifest_apply() { # URL_PREFIX
+	sched_manifest_filled "$(installed_ca)" \
+		-e "s|urlPrefix: \"https://$RELEASE.$NS.svc:443/scheduler\"|urlPrefix: \"$1\"|" | kc apply -f -
+}
+
+sched_manifest_checks() {
+	local label=manifests-sched host_url="https://127.0.0.1:$WEBHOOK_PORT/scheduler" f0 o0 b0 f1 o1 b1 n
+	cleanup_test_pods
+	check "kubectl apply --dry-run=server -k manifests/scheduler/ (caData empty) accepted" \
+		kc apply --dry-run=server -k "$SCHED_MANIFESTS"
+	check "docs' manifests/scheduler command (kustomize | sed caData = the installed caBundle | apply) accepted; configuration as designed" \
+		sched_manifest_pipeline
+	check "manifests/scheduler/ and the chart (scheduler.enabled) render the same objects (names, RBAC, pod spec, PDB, configuration but caData; image kube-scheduler:$KUBE_VERSION)" \
+		sched_manifest_same_objects
+	n=$(jq '.items | length' "$WORK/sched-manifest.json" 2>/dev/null)
+	printf '     %s objects: %s\n' "${n:-?}" "$(jq -r '[.items[] | .kind] | join(", ")' "$WORK/sched-manifest.json" 2>/dev/null)"
+
+	check "$label: kubectl apply of the filled manifest (urlPrefix switched to the host webhook)" \
+		sched_manifest_apply "$host_url"
+	check "$label: both replicas created under Pod Security restricted" wait_for 60 "2 scheduler pods" sched_pods 2
+	check "$label: RBAC as kube-scheduler needs it, no more (can-i as its ServiceAccount)" sched_rbac_ok
+	check "$label: stored configuration as designed (caData = the caBundle)" \
+		sched_config_ok "$(kc -n "$NS" get configmap "$SCHED" -o json | sched_config_of)" "$host_url" "$BUNDLE"
+	check "$label: ServiceAccount token kubeconfig ($SCHED)" sa_kubeconfig_for "$SCHED" "$WORK/sched-sa.kubeconfig"
+	check "$label: host configuration = the stored one + clientConnection.kubeconfig only" \
+		sched_host_config "$WORK/sched-sa.kubeconfig" "$WORK/sched-config.json"
+	# Not through check(): SCHED_PIDS must be set in this shell.
+	if start_host_scheduler 3 >"$WORK/sched-start.out" 2>&1; then
+		pass "$label: real kube-scheduler $KUBE_VERSION runs with the manifest's command and configuration (pid ${SCHED_PIDS[3]})"
+	else
+		fail "$label: real kube-scheduler runs with the manifest's configuration" "$(cat "$WORK/sched-start.out")"
+	fi
+	check "$label: it becomes leader (Lease $NS/$SCHED)" wait_for 45 "leader" leads 3
+	# Issue 9's case, as in scheduler_checks.
+	check "$label: gpu-h100-a filled with 40Gi (pod with nodeName)" create_pod "$label-fill" 40Gi gpu-h100-a
+	f0=$(metric "$F_JUDGED") o0=$(metric "$F_OUT") b0=$(metric "$B_DENIED")
+	check "$label: 50Gi GPU pod with schedulerName $SCHED_NAME, preferring gpu-h100-a, created" \
+		sched_pod "$label-fits" 50Gi gpu-h100-a
+	if wait_for 45 "$label-fits bound" pod_bound "$label-fits" && [ "$(pod_node "$label-fits")" = gpu-h100-b ]; then
+		f1=$(metric "$F_JUDGED") o1=$(metric "$F_OUT") b1=$(metric "$B_DENIED")
+		if [ $((f1 - f0)) = 1 ] && [ $((o1 - o0)) = 3 ] && [ "$b1" = "$b0" ] && [ -z "$(sched_events "$label-fits")" ]; then
+			pass "$label: bound to gpu-h100-b on its first attempt (1 filter call judged, 3 nodes filtered out, no Binding denied, no FailedScheduling)"
+		else
+			fail "$label: bound on its first attempt" \
+				"filter +$((f1 - f0)), filtered out +$((o1 - o0)), binding denials $b0 -> $b1; events: $(sched_events "$label-fits")"
+		fi
+	else
+		fail "$label: bound to gpu-h100-b" "node '$(pod_node "$label-fits")'; events: $(sched_events "$label-fits")"
+	fi
+	stop_host_scheduler 3
+	if grep -hiE 'forbidden|unauthorized|is not allowed|cannot (get|list|watch|create|update|patch)|RBAC' \
+		"$STATE/logs/host-scheduler-3.log" | grep -v 'FLAG: ' >"$WORK/sched-denials.txt"; then
+		fail "$label: no RBAC denial in its log" "$(head -n 3 "$WORK/sched-denials.txt" | cut -c1-300)"
+	else
+		pass "$label: no RBAC denial in its log"
+	fi
+	check "$label: kubectl delete -k manifests/scheduler/ removes it" kc delete -k "$SCHED_MANIFESTS"
+	cleanup_test_pods
+}
+
 # --- main ----------------------------------------------------------------------------------
 
 mkdir -p "$STATE"
@@ -1165,6 +1303,9 @@ else
 	fail "gpu-memory-guard certs --renew" "$(cat "$WORK/certs.err")"
 fi
 rotation_check "manifests" "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key"
+
+echo "== second scheduler from manifests/scheduler/ (the plain manifest)"
+sched_manifest_checks
 
 echo "== webhook down (configuration still registered): what failurePolicy Fail costs"
 stop_host_webhook
