@@ -1544,11 +1544,13 @@ test_extender_safety_net() {
 # capability dropped, no new privileges, the serving certificate and the kubeconfig mounted
 # read-only (0440, group 65532, as the chart's Secret volume), /tmp a 16Mi tmpfs (the chart's
 # emptyDir), the host network. The image's own entrypoint with the suite's webhook args (as the
-# chart's `args:`). The real kube-apiserver is pointed at it: a placement that fits is allowed and
-# one past the threshold refused, both counted by the container's /metrics. Prints the image's
-# size and the time from `runc run` to a synced /readyz. Not reproduced: the chart's seccomp
-# profile RuntimeDefault (runc gets none from umoci's bundle; docs/image.md).
+# chart's `args:`), seccomp RuntimeDefault as CRI-O and Podman define it (containers-common's
+# seccomp.json, which skopeo brings, turned into the runtime spec's form for this machine's
+# architecture and a process without capabilities). The real kube-apiserver is pointed at it: a
+# placement that fits is allowed and one past the threshold refused, both counted by the
+# container's /metrics. Prints the image's size and the time from `runc run` to a synced /readyz.
 IMAGE_ARCHIVE=${GMG_IMAGE:-$(dirname "$BINARY")/gpu-memory-guard-image.oci.tar}
+RUNTIME_DEFAULT_SECCOMP=/usr/share/containers/seccomp.json
 IMG_ID=gmg-e2e-image-$$
 
 img_ready() { curl -sf --max-time 2 "http://127.0.0.1:$1/readyz" | grep -q '^cache: synced'; }
@@ -1571,7 +1573,15 @@ img_bundle() {
 		cp "$STATE/webhook.kubeconfig" "$dir/kube/kubeconfig" || return 1
 	chown root:65532 "$dir"/tls/* "$dir"/kube/* && chmod 0440 "$dir"/tls/* "$dir"/kube/* || return 1
 	entry=$(jq -r '.process.args[0]' "$dir/bundle/config.json")
-	jq --arg entry "$entry" --arg tls "$dir/tls" --arg kube "$dir/kube" \
+	# The rules that apply to an amd64 process with no capability (Docker's profile format: rules
+	# may be limited to some architectures or to holders of a capability).
+	jq '{defaultAction, defaultErrnoRet, architectures: ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+	     syscalls: [.syscalls[] | select((.includes.caps // []) == [] and
+	       ((.includes.arches // []) == [] or (.includes.arches | index("amd64") != null))) |
+	       {names, action} + (if .errnoRet then {errnoRet} else {} end) +
+	       (if (.args // []) != [] then {args} else {} end)]}' "$RUNTIME_DEFAULT_SECCOMP" >"$dir/seccomp.json" ||
+		return 1
+	jq --slurpfile seccomp "$dir/seccomp.json" --arg entry "$entry" --arg tls "$dir/tls" --arg kube "$dir/kube" \
 		--arg listen "127.0.0.1:$port" --arg health "127.0.0.1:$health" --arg threshold "$THRESHOLD" \
 		--arg exempt "$EXEMPT_NAMESPACE" '
 	  .process.terminal = false
@@ -1585,6 +1595,7 @@ img_bundle() {
 	  | .process.noNewPrivileges = true
 	  | .process.capabilities = {bounding: [], effective: [], inheritable: [], permitted: [], ambient: []}
 	  | .root.readonly = true
+	  | .linux.seccomp = $seccomp[0]
 	  | .linux.namespaces |= map(select(.type != "network"))
 	  | .mounts += [
 	      {destination: "/etc/gpu-memory-guard/tls", type: "bind", source: $tls, options: ["rbind", "ro", "nosuid", "nodev", "noexec"]},
@@ -1604,6 +1615,7 @@ img_confinement() {
 		grep -qE "^$c:\s+0+$" "/proc/$pid/status" || bad="$bad; $(grep "^$c:" "/proc/$pid/status")"
 	done
 	grep -qE '^NoNewPrivs:\s+1$' "/proc/$pid/status" || bad="$bad; $(grep ^NoNewPrivs: "/proc/$pid/status")"
+	grep -qE '^Seccomp:\s+2$' "/proc/$pid/status" || bad="$bad; no seccomp filter: $(grep ^Seccomp: "/proc/$pid/status")"
 	root_opts=$(awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo")
 	[[ ,$root_opts, == *,ro,* ]] || bad="$bad; root mounted $root_opts"
 	for m in /etc/gpu-memory-guard/tls /etc/gpu-memory-guard/kube; do
@@ -1629,6 +1641,7 @@ test_image() {
 	if [ ! -f "$IMAGE_ARCHIVE" ]; then
 		fail "no image at $IMAGE_ARCHIVE (make image)"; return
 	fi
+	[ -f "$RUNTIME_DEFAULT_SECCOMP" ] || { fail "no $RUNTIME_DEFAULT_SECCOMP (containers-common, with skopeo)"; return; }
 	for t in runc umoci skopeo; do
 		command -v $t >/dev/null || { fail "$t not installed (bash .ci/install-deps.sh)"; return; }
 	done
@@ -1696,7 +1709,7 @@ test_image() {
 		elif [ -n "$(over_threshold)" ]; then
 			fail "node over threshold: $(over_threshold)"
 		else
-			pass "image $digest ($sizes) unpacked by umoci in ${unpack_ms}ms, runc run to /readyz synced in ${t_ready}ms as 65532:65532, read-only root, no capabilities, no new privileges, certificate and kubeconfig read-only, host network; through it the API server admitted $((fit / 2))Mi on $node and refused $((fit - fit / 2 + 1))Mi more: ${out:0:200}"
+			pass "image $digest ($sizes) unpacked by umoci in ${unpack_ms}ms, runc run to /readyz synced in ${t_ready}ms as 65532:65532, read-only root, no capabilities, no new privileges, seccomp RuntimeDefault, certificate and kubeconfig read-only, host network; through it the API server admitted $((fit / 2))Mi on $node and refused $((fit - fit / 2 + 1))Mi more: ${out:0:200}"
 		fi
 	fi
 	bash "$E2E_DIR/cluster.sh" webhook-register >/dev/null 2>&1 || log "test 18: the suite's webhook could not be registered again"
