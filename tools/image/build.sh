@@ -150,6 +150,9 @@ WORK="$OUT/image-work"
 rm -rf "$WORK" && mkdir -p "$WORK"
 ROOT="$WORK/rootfs"
 cp -a "$ROOTFS_CACHE/rootfs" "$ROOT"
+# What differs between two debootstraps of the same packages (ldconfig's inode/ctime cache), and
+# the device nodes debootstrap made (the runtime mounts /dev; an unprivileged unpack cannot mknod).
+rm -rf "$ROOT/var/cache/ldconfig/aux-cache" "$ROOT"/dev/*
 install -m 0755 "$BINARY" "$ROOT/usr/local/bin/gpu-memory-guard"
 chroot "$ROOT" /usr/local/bin/gpu-memory-guard version >"$WORK/version" 2>&1 ||
 	die "the binary does not run inside the image's root filesystem: $(cat "$WORK/version")"
@@ -193,7 +196,7 @@ cp "$OUT/$NAME.spdx.json" "$ROOT/usr/share/doc/gpu-memory-guard/sbom.spdx.json"
 # --- 3. the layer and the config -----------------------------------------------------------------
 
 # Sorted names, numeric owners, fixed mtimes, no atime/ctime: the same files give the same bytes.
-(cd "$ROOT" && tar --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" --clamp-mtime \
+(cd "$ROOT" && tar --sort=name --numeric-owner --mtime="@$SOURCE_DATE_EPOCH" \
 	--pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime --format=posix \
 	-cf "$WORK/layer.tar" .)
 LAYOUT="$WORK/oci"
