@@ -131,6 +131,10 @@ EOF
 }
 KEY=$( (echo "$SUITE minbase $MIRROR $SECURITY_MIRROR"; echo "$PACKAGES"; declare -f make_rootfs) | sha256sum | cut -c1-16)
 ROOTFS_CACHE="$GMG_CACHE/image-rootfs/$KEY"
+# One build at a time makes, prunes or copies the cache (two work trees on one machine share it).
+mkdir -p "$GMG_CACHE/image-rootfs"
+exec 9>"$GMG_CACHE/image-rootfs.lock"
+flock 9
 if [ "${GMG_IMAGE_REFRESH:-0}" = 1 ] || [ ! -f "$ROOTFS_CACHE/ok" ]; then
 	log "root filesystem: debootstrap --variant=minbase $SUITE + $(paste -sd' ' <<<"$PACKAGES") (cache key $KEY)"
 	t=$SECONDS
@@ -150,6 +154,7 @@ WORK="$OUT/image-work"
 rm -rf "$WORK" && mkdir -p "$WORK"
 ROOT="$WORK/rootfs"
 cp -a "$ROOTFS_CACHE/rootfs" "$ROOT"
+exec 9>&-
 # What differs between two debootstraps of the same packages (ldconfig's inode/ctime cache), and
 # the device nodes debootstrap made (the runtime mounts /dev; an unprivileged unpack cannot mknod).
 rm -rf "$ROOT/var/cache/ldconfig/aux-cache" "$ROOT"/dev/*
