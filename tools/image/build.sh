@@ -16,7 +16,8 @@
 #    rebuilds it. GMG_IMAGE_REFRESH=1 rebuilds it anyway (newer security updates).
 # 2. the binary in /usr/local/bin, an SPDX 2.3 SBOM of the root filesystem's dpkg database (with
 #    versions) in /usr/share/doc/gpu-memory-guard/sbom.spdx.json; `chroot ROOT gpu-memory-guard
-#    version` proves every library it links resolves inside the image.
+#    version` proves every library it links resolves inside the image, and each DT_NEEDED entry
+#    maps (in the image's dpkg database) to a package of the Dockerfile's list or libc6.
 # 3. one layer: GNU tar with sorted names, numeric owners and every mtime set to
 #    SOURCE_DATE_EPOCH (default: the commit's time), added with `umoci raw add-layer`; the config
 #    (user, entrypoint, cmd, ports, labels, created = SOURCE_DATE_EPOCH) with `umoci config`.
@@ -161,6 +162,20 @@ rm -rf "$ROOT/var/cache/ldconfig/aux-cache" "$ROOT"/dev/*
 install -m 0755 "$BINARY" "$ROOT/usr/local/bin/gpu-memory-guard"
 chroot "$ROOT" /usr/local/bin/gpu-memory-guard version >"$WORK/version" 2>&1 ||
 	die "the binary does not run inside the image's root filesystem: $(cat "$WORK/version")"
+# Every library the binary links (DT_NEEDED) resolves in the image to a file of a package the
+# Dockerfile installs (or of libc6, which every Debian root has).
+needed=""
+for lib in $(objdump -p "$BINARY" | awk '/NEEDED/ { print $2 }'); do
+	path=$(ldconfig -r "$ROOT" -p | awk -v l="$lib" '$1 == l { print $NF; exit }')
+	[ -n "$path" ] || die "$lib (DT_NEEDED) is not in the image"
+	pkg=$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -S "$(chroot "$ROOT" readlink -f "$path")" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+	[ -n "$pkg" ] || pkg=$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -S "$path" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
+	case " libc6 $(echo $PACKAGES) " in
+	*" $pkg "*) needed="$needed $lib=$pkg" ;;
+	*) die "$lib (DT_NEEDED) comes from ${pkg:-no package}, which the Dockerfile's runtime stage does not install" ;;
+	esac
+done
+log "DT_NEEDED -> package:$needed"
 VERSION=$(awk '$1 == "label" && $2 ~ /^org.opencontainers.image.version=/ { sub(/^[^=]*=/, "", $2); print $2 }' <<<"$SPEC")
 
 # SPDX 2.3: the image, the gpu-memory-guard binary, and every Debian package of the dpkg database.
