@@ -1607,7 +1607,7 @@ img_bundle() {
 # What the kernel says of the container's process (not what config.json asked for): "" when it
 # runs as the chart's securityContext says, else what differs.
 img_confinement() {
-	local pid=$1 bad="" root_opts
+	local pid=$1 bad="" root_opts c m
 	grep -qE '^Uid:\s+65532\s+65532\s+65532\s+65532$' "/proc/$pid/status" || bad="$bad; $(grep ^Uid: "/proc/$pid/status")"
 	grep -qE '^Gid:\s+65532\s+65532\s+65532\s+65532$' "/proc/$pid/status" || bad="$bad; $(grep ^Gid: "/proc/$pid/status")"
 	grep -qE '^Groups:\s+65532\s*$' "/proc/$pid/status" || bad="$bad; $(grep ^Groups: "/proc/$pid/status")"
@@ -1637,7 +1637,7 @@ img_stop() {
 test_image() {
 	CURRENT="18 the image of make image under runc"
 	local ns=e2e-image node=gpu-l4-0 dir="$STATE/image" port health t0 t_ready pid bad digest inspected \
-		fit a0 d0 a1 d1 out sizes pkgs missing
+		fit a0 d0 a1 d1 out sizes pkgs missing p v t unpack_ms
 	if [ ! -f "$IMAGE_ARCHIVE" ]; then
 		fail "no image at $IMAGE_ARCHIVE (make image)"; return
 	fi
@@ -1655,7 +1655,7 @@ test_image() {
 	if ! out=$(img_bundle "$dir" "$port" "$health" 2>&1); then
 		fail "unpacking the image into a runc bundle failed: ${out:0:400}"; return
 	fi
-	local unpack_ms=$((($(date +%s%N) - t0) / 1000000))
+	unpack_ms=$((($(date +%s%N) - t0) / 1000000))
 	digest=$(jq -r '.manifests[0].digest' "$dir/layout/index.json")
 	if [ "sha256:$inspected" != "$digest" ]; then
 		fail "skopeo read manifest sha256:$inspected, the layout's index names $digest"; return
