@@ -15,7 +15,7 @@ FUZZ_TARGETS       ?=
 TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|integ_concurrency|integ_cache_concurrency|integ_shared_reservations|integ_cache_attack)$$
 
 .PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
-        unit-integration asan tsan fuzz fuzz-smoke e2e soak install-proof demo down bench \
+        unit-integration asan tsan fuzz fuzz-smoke e2e soak image install-proof demo down bench \
         bench-extender format check-format clean
 
 all: build
@@ -76,8 +76,15 @@ build-release: deps
 check-format: deps
 	@bash .ci/check-format.sh
 
-# End-to-end suite against a real kube-apiserver (first run builds Kubernetes: 10-25 min).
-e2e: build
+# The container image, built without a daemon from Debian packages (tools/image/build.sh,
+# docs/image.md): $(BUILD)/gpu-memory-guard-image.oci.tar, its SBOM and digests beside it. The
+# root filesystem is cached in ~/.cache/gpu-memory-guard (first run: about 6 min).
+image: build
+	bash tools/image/build.sh $(abspath $(BIN)) $(abspath $(BUILD))
+
+# End-to-end suite against a real kube-apiserver (first run builds Kubernetes: 10-25 min); test
+# 18 runs the image under runc.
+e2e: build image
 	bash test/e2e/run.sh $(abspath $(BIN))
 
 # The soak (not in `make test`, which runs its 2-minute version as e2e test 20): 30 minutes of
