@@ -177,12 +177,17 @@ static long long content_length(struct MHD_Connection *c)
 	return *end == '\0' && n <= (unsigned long long)LLONG_MAX ? (long long)n : -1;
 }
 
-/* 413, naming the route's cap. */
+/* 413, naming the route's cap. The text is on this stack: copied into the response (MHD sends
+ * it after we return; a persistent response sent whatever the stack then held). */
 static enum MHD_Result too_large(struct server *s, struct MHD_Connection *c, struct request *r)
 {
 	char text[64];
-	snprintf(text, sizeof(text), "body larger than %zu MiB\n", r->route->body_max >> 20);
-	return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, text);
+	int n =
+	    snprintf(text, sizeof(text), "body larger than %zu MiB\n", r->route->body_max >> 20);
+	r->answered = 1;
+	metrics_http(s->metrics, MHD_HTTP_CONTENT_TOO_LARGE);
+	return reply(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "text/plain; charset=utf-8", text,
+	             n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0, MHD_RESPMEM_MUST_COPY);
 }
 
 /*
