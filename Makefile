@@ -16,7 +16,7 @@ TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|integ_concurrency|integ_cache
 
 .PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
         unit-integration asan tsan fuzz fuzz-smoke e2e soak image install-proof demo down bench \
-        bench-extender format check-format clean
+        bench-extender format check-format clean quantity-diff
 
 all: build
 
@@ -73,6 +73,11 @@ build-release: deps
 	cmake -S . -B $(BUILD_RELEASE) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD_RELEASE) -j $(JOBS)
 
+# The quantity parser against k8s.io/apimachinery's: its test strings and 100,000 seeded random
+# ones; any answer outside the allowed differences fails (docs/quantity-differential.md).
+quantity-diff: build
+	bash test/quantity-diff/run.sh $(BUILD)
+
 check-format: deps
 	@bash .ci/check-format.sh
 
@@ -99,7 +104,7 @@ install-proof: build
 	bash test/e2e/install-proof.sh $(abspath $(BIN))
 
 # Fast loop: everything but the real control plane.
-test-fast: check-format unit-integration asan tsan fuzz-smoke build-release
+test-fast: check-format unit-integration quantity-diff asan tsan fuzz-smoke build-release
 
 # Every test.
 test: test-fast e2e install-proof
