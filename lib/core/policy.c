@@ -179,12 +179,16 @@ static int never_fits(const struct policy_input *in, const struct policy_decisio
 		quantity_format(in->max_per_gpu_bytes, d, sizeof(d));
 		quantity_format(in->per_gpu_bytes, c, sizeof(c));
 		quantity_format(gpu_budget, b, sizeof(b));
-		msg_add(
-		    m,
-		    "%s can never fit on %s: container \"%s\" declares %s per GPU, above the %s "
-		    "limit of one GPU's %s (%s)",
-		    in->pod, in->node, in->max_per_gpu_container ? in->max_per_gpu_container : "?",
-		    d, r, c, b);
+		const char *what = in->piece_what ? in->piece_what : "GPU";
+
+		msg_add(m,
+		        "%s can never fit on %s: container \"%s\" declares %s per %s, above the %s "
+		        "limit of one %s's %s (%s)",
+		        in->pod, in->node,
+		        in->max_per_gpu_container ? in->max_per_gpu_container : "?", d, what, r,
+		        what, c, b);
+		if (in->piece_rule != NULL && in->piece_rule[0] != '\0')
+			msg_add(m, "; %s", in->piece_rule);
 		return 1;
 	}
 	if (in->demand_bytes > out->budget_bytes) {

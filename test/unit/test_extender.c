@@ -42,8 +42,9 @@ static const char *const ALL[] = {"n-full",  "n-room",  "n-empty",  "n-annot",
 
 /* ---- the cluster ---- */
 
-/* A Node with gpus GPUs (allocatable), GPU memory annotation mem (NULL: none), threshold
- * annotation (NULL: none). */
+/* A Node with gpus GPUs (allocatable and the count annotation: without GFD labels allocatable
+ * alone is not a card count), GPU memory annotation mem (NULL: none), threshold annotation
+ * (NULL: none). */
 static void put_node_gpus(struct cache *c, const char *name, const char *mem, const char *threshold,
                           const char *gpus)
 {
@@ -56,6 +57,7 @@ static void put_node_gpus(struct cache *c, const char *name, const char *mem, co
 		cJSON_AddStringToObject(ann, "gpu-memory-guard.io/gpu-memory", mem);
 	if (threshold)
 		cJSON_AddStringToObject(ann, "gpu-memory-guard.io/threshold", threshold);
+	cJSON_AddStringToObject(ann, "gpu-memory-guard.io/gpu-count", gpus);
 	cJSON_AddStringToObject(
 	    cJSON_AddObjectToObject(cJSON_AddObjectToObject(node, "status"), "allocatable"),
 	    "nvidia.com/gpu", gpus);
