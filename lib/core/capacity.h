@@ -42,8 +42,9 @@
  *      when a GFD label (nvidia.com/gpu.memory, .product, .replicas or .sharing-strategy) says
  *      what one unit is: a plugin without GFD (HAMi's vGPU, any plugin with several slots per
  *      card) advertises slots, not cards, and nothing on the node says how many per card.
- *      HAMi's own registration annotation (hami.io/node-nvidia-register) is not read: its
- *      format changed between HAMi releases; set the count annotation on such nodes.
+ *      HAMi's own registration annotation (hami.io/node-nvidia-register) is not read: it is
+ *      the internal protocol of HAMi's plugin and scheduler (docs/develop/protocol.md there),
+ *      not a kept interface; set the count annotation on such nodes.
  * Threshold override: annotation gpu-memory-guard.io/threshold, a ratio 0 < t <= 1.
  * A present but malformed source is an error naming it (never silently skipped): an operator
  * who wrote an override meant it. Numbers in labels and count annotations are positive decimal
