@@ -12,9 +12,10 @@
  * Sharing (GFD's labels, https://github.com/NVIDIA/k8s-device-plugin docs/gpu-feature-discovery
  * and the device plugin's sharing section): label nvidia.com/gpu.sharing-strategy is "none",
  * "time-slicing" or "mps"; label nvidia.com/gpu.replicas is the number of units the device plugin
- * advertises per card (allocatable nvidia.com/gpu = cards x replicas). Replicas above 1 (or a
- * "-SHARED" product) without a strategy label is time-slicing (GFD releases before the strategy
- * label). Another strategy value is an error. What one pod can get in one piece (piece_bytes):
+ * advertises per card (allocatable nvidia.com/gpu = cards x replicas). Without the strategy
+ * label (GFD releases before it), or with "none", replicas above 1 or a "-SHARED" product mean
+ * time-slicing (the unsafe reading would be none). Another strategy value is an error.
+ * What one pod can get in one piece (piece_bytes):
  *   - none: one card (a container's declaration is spread over its cards, ceil(decl / gpus));
  *   - time-slicing: one card, and the device plugin may hand several slices of one card to one
  *     container (it spreads only when another card has free slots): a container of k slices
