@@ -227,7 +227,7 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 	}
 	/* Time-slicing and MPS advertise count x replicas; rounding down errs on the safe side.
 	 * Without GFD nothing says how many slots one card is (HAMi vGPU: 10 per card). */
-	if (gfd_says_unit(nv))
+	if (gfd_says_unit(nv) && !out->replicas_unknown)
 		v = allocatable_gpus(nv, cfg) / out->replicas;
 	if (v > 0) {
 		out->gpu_count = v;
@@ -268,10 +268,20 @@ static int sharing(const struct node_view *nv, struct capacity *out, char *err, 
 
 		out->sharing = out->replicas > 1 || shared ? CAPACITY_SHARING_TIME_SLICING
 		                                           : CAPACITY_SHARING_NONE;
+		out->replicas_unknown = out->sharing != CAPACITY_SHARING_NONE && replicas_s == NULL;
 	} else if (strcmp(strategy, "time-slicing") == 0) {
 		out->sharing = CAPACITY_SHARING_TIME_SLICING;
+		out->replicas_unknown = replicas_s == NULL;
 	} else if (strcmp(strategy, "mps") == 0) {
 		out->sharing = CAPACITY_SHARING_MPS;
+		if (replicas_s == NULL) { /* the pinned piece is card / replicas: unknown */
+			errbuf_set(err, errlen,
+			           "node %s: label " CAPACITY_LABEL_SHARING
+			           " is mps but label " CAPACITY_LABEL_REPLICAS
+			           " is missing: what each MPS client may use is unknown",
+			           nv->name);
+			return CAPACITY_EINVALID;
+		}
 	} else {
 		errbuf_set(err, errlen,
 		           "node %s: label " CAPACITY_LABEL_SHARING
@@ -520,7 +530,8 @@ void capacity_piece(const struct capacity *cap, const char *profile, uint64_t gp
 	out->piece_bytes = cap->piece_bytes;
 	switch (cap->sharing) {
 	case CAPACITY_SHARING_TIME_SLICING:
-		time_sliced(out, gpus, cap->replicas, bytes, "card");
+		time_sliced(out, gpus, cap->replicas_unknown ? UINT64_MAX : cap->replicas, bytes,
+		            "card");
 		break;
 	case CAPACITY_SHARING_MPS:
 		out->what = "MPS client";

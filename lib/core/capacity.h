@@ -133,6 +133,10 @@ struct capacity {
 	double threshold;              /* the node's ratio (0,1] when has_threshold */
 	enum capacity_sharing sharing; /* of the whole GPUs (nvidia.com/gpu) */
 	uint64_t replicas;             /* units advertised per card; 1 without sharing */
+	int replicas_unknown;          /* time-slicing without label nvidia.com/gpu.replicas: how
+	                                  many slices a card has is unknown (all of a container's
+	                                  may be on one card; no card count from allocatable). MPS
+	                                  without it is an error (the pinned piece is unknown) */
 	uint64_t piece_bytes;          /* the largest piece one container gets of nvidia.com/gpu:
 	                                  one card, or card / replicas under MPS */
 	enum capacity_mig mig;

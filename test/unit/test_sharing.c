@@ -396,6 +396,38 @@ static void test_model(void **state)
 		cJSON_Delete(j);
 		assert_int_equal(c.sharing, CAPACITY_SHARING_TIME_SLICING);
 	}
+	/* Time-slicing without the replicas label: slices per card unknown, so all of a container's
+	 * may be on one card, and allocatable says nothing about cards. */
+	{
+		struct node_spec shared = {
+		    "'nvidia.com/gpu.count':'2','nvidia.com/gpu.memory':'81559',"
+		    "'nvidia.com/gpu.product':'NVIDIA-H100-80GB-HBM3-SHARED'",
+		    "", "'nvidia.com/gpu':'8'"};
+		struct capacity_piece pc;
+
+		j = node_json(&shared);
+		assert_int_equal(capacity_from_node(j, NULL, &c, err, sizeof(err)), 0);
+		cJSON_Delete(j);
+		assert_int_equal(c.sharing, CAPACITY_SHARING_TIME_SLICING);
+		assert_true(c.replicas_unknown);
+		capacity_piece(&c, NULL, 8, 160 * 1024 * mib, &pc);
+		assert_int_equal(pc.share_bytes, 160 * 1024 * mib);
+		assert_string_equal(pc.rule, "time-sliced: all its slices may land on one card");
+		shared.labels = "'nvidia.com/gpu.memory':'81559','nvidia.com/gpu.sharing-strategy':"
+		                "'time-slicing'";
+		j = node_json(&shared);
+		assert_int_equal(capacity_from_node(j, NULL, &c, err, sizeof(err)),
+		                 CAPACITY_EUNKNOWN);
+		cJSON_Delete(j);
+		/* MPS without replicas: the pinned piece is unknown. */
+		shared.labels = "'nvidia.com/gpu.count':'1','nvidia.com/gpu.memory':'46068',"
+		                "'nvidia.com/gpu.sharing-strategy':'mps'";
+		j = node_json(&shared);
+		assert_int_equal(capacity_from_node(j, NULL, &c, err, sizeof(err)),
+		                 CAPACITY_EINVALID);
+		cJSON_Delete(j);
+		assert_non_null(strstr(err, "nvidia.com/gpu.replicas is missing"));
+	}
 	/* An unknown strategy is an error naming the label. */
 	{
 		struct node_spec bad = {
