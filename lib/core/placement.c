@@ -159,6 +159,25 @@ static int judge_pieces(const struct capacity *cap, const struct demand *d, doub
 	return 0;
 }
 
+/* On a MIG-mixed node, say which pool the sums are of. */
+static void pool_note(const struct capacity *cap, uint32_t pool, struct placement_result *out)
+{
+	if (cap->mig != CAPACITY_MIG_MIXED)
+		return;
+	if (pool == CAPACITY_POOL_WHOLE) {
+		snprintf(out->pool_note, sizeof(out->pool_note),
+		         "MIG mixed: whole-GPU pods share the %llu GPU(s) not partitioned into MIG "
+		         "slices",
+		         (unsigned long long)cap->gpu_count);
+		return;
+	}
+	for (size_t i = 0; i < cap->n_profiles; i++)
+		if (capacity_pool_id(cap->profiles[i].name) == pool)
+			snprintf(out->pool_note, sizeof(out->pool_note),
+			         "MIG mixed: counted against the node's %llu %s slices",
+			         (unsigned long long)cap->profiles[i].count, cap->profiles[i].name);
+}
+
 /* The pod asks for a pool the node lacks: it can never fit there (warn mode: a warning). */
 static void no_pool(const struct placement_node *node, const struct placement_pod *pod,
                     const struct placement_policy *pol, struct placement_result *out)
@@ -222,6 +241,7 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 		return 0;
 	}
 
+	pool_note(cap, pod->demand->pool, out);
 	struct policy_input in = {
 	    .pod = pod->name,
 	    .node = node->name,
@@ -232,6 +252,7 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	    .per_gpu_bytes = out->piece.piece_bytes,
 	    .piece_what = out->piece.what,
 	    .piece_rule = out->piece.rule,
+	    .pool_note = out->pool_note,
 	    .gpu_count = cap->gpu_count,
 	    .threshold = threshold,
 	    .warn_threshold = pol->warn_threshold,

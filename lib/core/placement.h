@@ -101,6 +101,7 @@ struct placement_result {
 	                                fit (piece.known 0: a pool the node lacks); else the
 	                                largest share judged */
 	const char *piece_container; /* that use's container (points into the demand) */
+	char pool_note[128];         /* MIG mixed: which pool the sums are of ("" elsewhere) */
 	int reserve;                 /* 1: allowed and not dry-run: record the reservation below */
 	uint64_t reserve_bytes;      /* = demand bytes */
 };

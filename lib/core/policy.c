@@ -159,6 +159,8 @@ static void over_message(const struct policy_input *in, const struct policy_deci
 	    "limit (%s)",
 	    in->pod, d, in->node, t, c, percent(out->total_bytes, in->capacity_bytes), r, b);
 	add_consumers(m, in);
+	if (in->pool_note != NULL && in->pool_note[0] != '\0')
+		msg_add(m, "; %s", in->pool_note);
 }
 
 /*
@@ -222,6 +224,8 @@ static void warn_message(const struct policy_input *in, const struct policy_deci
 	        "placing %s (%s) on %s brings it to %s of %s GPU memory (%u percent), above the %s "
 	        "warning level; the limit is %s (%s)",
 	        in->pod, d, in->node, t, c, percent(out->total_bytes, in->capacity_bytes), w, r, b);
+	if (in->pool_note != NULL && in->pool_note[0] != '\0')
+		msg_add(m, "; %s", in->pool_note);
 }
 
 int policy_decide(const struct policy_input *in, struct policy_decision *out)

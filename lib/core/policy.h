@@ -61,6 +61,9 @@ struct policy_input {
 	const char *piece_what;  /* what per_gpu_bytes is: NULL or "GPU", "MPS client", ... */
 	const char *piece_rule;  /* the sharing rule that made max_per_gpu_bytes, appended to a
 	                            never-fits message after "; " (NULL or "": none) */
+	const char *pool_note;   /* what capacity_bytes is when not the node's whole memory (MIG
+	                            mixed), appended to an over-threshold or warning message after
+	                            "; " (NULL or "": none) */
 	uint64_t gpu_count;
 	double threshold;      /* ratio (0,1] in force for this node */
 	double warn_threshold; /* ratio (0,1]; >= threshold or <= 0 disables the warning */

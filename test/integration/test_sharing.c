@@ -194,8 +194,11 @@ static void test_many_slices(void **state)
  * and summed apart. */
 static void test_mig_mixed(void **state)
 {
-	place("mixed-whole", "sh-mixed", "nvidia.com/gpu", "1", "30Gi", 0,
-	      "would declare 60Gi of 40Gi GPU memory");
+	place(
+	    "mixed-whole", "sh-mixed", "nvidia.com/gpu", "1", "30Gi", 0,
+	    "would declare 60Gi of 40Gi GPU memory (150 percent), above the 90 percent limit "
+	    "(36Gi); already there: inference/whole-a 30Gi; MIG mixed: whole-GPU pods share the 1 "
+	    "GPU(s) not partitioned into MIG slices");
 	place("mixed-slice-big", "sh-mixed", "nvidia.com/mig-1g.5gb", "1", "8Gi", 0,
 	      "declares 8Gi per MIG slice, above the 90 percent limit of one MIG slice's 4.8Gi "
 	      "(4.3Gi); MIG 1g.5gb: one slice has its own memory");

@@ -179,7 +179,9 @@ static const struct row rows[] = {
      {GPU("1"), "30Gi"},
      0,
      "OverThreshold",
-     "would declare 60Gi of 40Gi GPU memory"},
+     "would declare 60Gi of 40Gi GPU memory (150 percent), above the 90 percent limit (36Gi); "
+     "already there: ns/p0 30Gi; MIG mixed: whole-GPU pods share the 1 GPU(s) not partitioned "
+     "into MIG slices"},
     {"MIG mixed: 8Gi on a 1g.5gb slice never fits",
      mixed_a100,
      {{0}},
