@@ -192,9 +192,8 @@ static void no_pool(const struct placement_node *node, const struct placement_po
 	if (out->piece.known)
 		snprintf(dec->message, sizeof(dec->message),
 		         "%s can never fit on %s: it asks for whole GPUs and every GPU there is "
-		         "partitioned into MIG slices (" CAPACITY_LABEL_MIG
-		         "=mixed, no allocatable "
-		         "whole GPU)",
+		         "partitioned into MIG slices (" CAPACITY_LABEL_MIG "=mixed, no "
+		         "allocatable whole GPU)",
 		         pod->name ? pod->name : "(unnamed pod)",
 		         node->name ? node->name : "(unnamed node)");
 	else
