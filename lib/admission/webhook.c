@@ -254,6 +254,7 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 			continue;
 		struct placement_item *it = &v->items[v->n_items++];
 		it->key = k;
+		it->pool = d.pool;
 		if (d.status == DEMAND_OK)
 			it->bytes = d.bytes;
 		else

@@ -36,9 +36,12 @@
 struct pod_demand {
 	enum demand_status status;
 	uint64_t bytes, gpus, max_per_gpu_bytes;
-	char *container; /* max_per_gpu_container, NULL when empty */
-	char *error;     /* NULL when empty */
-	char *warning;   /* NULL when empty */
+	uint32_t pool;           /* demand.pool */
+	size_t n_uses;           /* demand.n_uses */
+	struct demand_use *uses; /* demand.uses[0..n_uses), NULL when none (GPU pods only) */
+	char *container;         /* max_per_gpu_container, NULL when empty */
+	char *error;             /* NULL when empty */
+	char *warning;           /* NULL when empty */
 };
 
 struct node;
@@ -171,6 +174,7 @@ static char *dup_or_null(const char *s)
 
 static void pod_demand_clear(struct pod_demand *d)
 {
+	free(d->uses);
 	free(d->container);
 	free(d->error);
 	free(d->warning);
@@ -295,6 +299,7 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	    .bytes = p->d.status == DEMAND_OK ? p->d.bytes : 0,
 	    .undeclared_gpus = item_gpus(p),
 	    .seen_ms = p->seen_ms,
+	    .pool = p->d.pool,
 	};
 	n->owners[p->slot] = p;
 	n->declared = sat_add(n->declared, p->d.status == DEMAND_OK ? p->d.bytes : 0);
@@ -371,13 +376,21 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 	p->d.bytes = d.bytes;
 	p->d.gpus = d.gpus;
 	p->d.max_per_gpu_bytes = d.max_per_gpu_bytes;
+	p->d.pool = d.pool;
+	if (d.n_uses > 0) {
+		p->d.uses = malloc(d.n_uses * sizeof(*p->d.uses));
+		if (p->d.uses != NULL) {
+			memcpy(p->d.uses, d.uses, d.n_uses * sizeof(*p->d.uses));
+			p->d.n_uses = d.n_uses;
+		}
+	}
 	p->d.container = dup_or_null(d.max_per_gpu_container);
 	p->d.error = dup_or_null(d.error);
 	p->d.warning = dup_or_null(d.warning);
 	if (p->d.status != DEMAND_NOT_GPU)
 		c->gpu_pods++;
-	if ((d.max_per_gpu_container[0] && !p->d.container) || (d.error[0] && !p->d.error) ||
-	    (d.warning[0] && !p->d.warning))
+	if ((d.n_uses > 0 && !p->d.uses) || (d.max_per_gpu_container[0] && !p->d.container) ||
+	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning))
 		return CACHE_ENOMEM;
 	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
 	p->finished = is_finished(obj);
@@ -593,6 +606,10 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		d->bytes = p->d.bytes;
 		d->gpus = p->d.gpus;
 		d->max_per_gpu_bytes = p->d.max_per_gpu_bytes;
+		d->pool = p->d.pool;
+		d->n_uses = p->d.n_uses;
+		if (d->n_uses > 0)
+			memcpy(d->uses, p->d.uses, d->n_uses * sizeof(d->uses[0]));
 		snprintf(d->max_per_gpu_container, sizeof(d->max_per_gpu_container), "%s",
 		         p->d.container ? p->d.container : "");
 		snprintf(d->error, sizeof(d->error), "%s", p->d.error ? p->d.error : "");

@@ -479,10 +479,11 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		val = cap;
 		break;
 	case 1: {
-		struct placement_item it = {.key = "", .undeclared_gpus = v->undeclared_gpus};
+		struct placement_item it = {
+		    .key = "", .undeclared_gpus = v->undeclared_gpus, .pool = CAPACITY_POOL_WHOLE};
 		val = v->declared_bytes;
 		if (v->undeclared_gpus && has_cap)
-			val = sat_add(val, placement_item_bytes(&it, v->cap->per_gpu_bytes));
+			val = sat_add(val, placement_item_bytes(&it, v->cap));
 		break;
 	}
 	default:

@@ -8,17 +8,26 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "capacity.h"
 #include "jsonpath.h"
 #include "quantity.h"
 #include "satmath.h"
 
 static const char *const default_resources[] = {"nvidia.com/gpu"};
 
+#define MIG_PER_CONTAINER 4 /* MIG profiles one container may ask for */
+
 /* What one container contributes. */
 struct container_info {
 	char name[DEMAND_NAME_MAX + 1];
 	const char *resource; /* first configured GPU resource it asks for (borrowed) */
-	uint64_t gpus;
+	uint64_t gpus;        /* all units: whole GPUs and MIG slices */
+	uint64_t whole;       /* of which whole GPUs (configured names) */
+	struct {
+		const char *profile; /* after DEMAND_MIG_PREFIX (borrowed) */
+		uint64_t n;
+	} mig[MIG_PER_CONTAINER];
+	size_t n_mig;
 	uint64_t bytes; /* valid declaration on a GPU container, else 0 */
 	int sidecar;    /* init container with restartPolicy Always */
 };
@@ -65,63 +74,92 @@ static uint64_t rule_result(const struct rule_acc *acc)
 	return running > acc->init_max ? running : acc->init_max;
 }
 
-/*
- * A GPU count from resources.limits/requests: a JSON string of decimal digits ("1", as the API
- * server writes quantities) or an integral JSON number. Returns 0, or -1 for anything else
- * (a fractional or negative GPU count is not something the API server accepts).
- */
-static int parse_count(const cJSON *v, uint64_t *out)
+int demand_parse_count(const cJSON *v, uint64_t *out)
 {
 	uint64_t n = 0;
+	const char *s;
 
 	if (cJSON_IsNumber(v)) {
 		/* cJSON numbers are doubles: range-check before converting. */
 		double d = v->valuedouble;
 
-		if (!(d >= 0 && d <= DEMAND_MAX_GPUS) || (double)(uint64_t)d != d)
+		if (!(d >= 0 && d <= (double)DEMAND_MAX_GPUS) || (double)(uint64_t)d != d)
 			return -1;
 		*out = (uint64_t)d;
 		return 0;
 	}
 	if (!cJSON_IsString(v) || v->valuestring == NULL || v->valuestring[0] == '\0')
 		return -1;
-	for (const char *p = v->valuestring; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -1;
-		n = n * 10 + (uint64_t)(*p - '0');
-		if (n > DEMAND_MAX_GPUS)
-			return -1;
-	}
+	s = v->valuestring;
+	/* Whole numbers only: no fraction, no milli/micro/nano, no sign, no negative exponent
+	 * (quantity_parse would round "1.5" up to 2). */
+	if (strpbrk(s, ".mun+-") != NULL || quantity_parse_str(s, &n, NULL, 0) != 0 ||
+	    n > DEMAND_MAX_GPUS)
+		return -1;
 	*out = n;
 	return 0;
 }
 
-/* GPUs asked for by a resources.limits or .requests object, summed over configured names. */
+/* GPUs asked for by a resources.limits or .requests object, summed over configured names, and
+ * MIG slices (nvidia.com/mig-<profile>) per profile. */
 static int count_gpus(const cJSON *list, const char *const *names, size_t n_names,
                       struct container_info *ci, char *err)
 {
+	size_t plen = strlen(DEMAND_MIG_PREFIX);
 	uint64_t total = 0;
+	const cJSON *v;
 
+	ci->n_mig = 0;
 	for (size_t i = 0; i < n_names; i++) {
-		const cJSON *v = json_at(list, names[i], NULL);
 		uint64_t n = 0;
 
+		v = json_at(list, names[i], NULL);
 		if (v == NULL)
 			continue;
-		if (parse_count(v, &n) != 0) {
+		if (demand_parse_count(v, &n) != 0) {
 			set_msg(err,
-			        "container \"%s\": %s must be a whole number of GPUs up to %d, "
-			        "e.g. \"1\"",
-			        ci->name, names[i], DEMAND_MAX_GPUS);
+			        "container \"%s\": %s must be a whole number of GPUs, e.g. \"1\"",
+			        ci->name, names[i]);
 			return -1;
 		}
 		if (n > 0 && ci->resource == NULL)
 			ci->resource = names[i];
-		total += n;
+		total = sat_add(total, n);
+	}
+	ci->whole = total;
+	if (cJSON_IsObject(list)) {
+		cJSON_ArrayForEach(v, list)
+		{
+			uint64_t n = 0;
+
+			if (v->string == NULL || strncmp(v->string, DEMAND_MIG_PREFIX, plen) != 0)
+				continue;
+			if (demand_parse_count(v, &n) != 0 ||
+			    strlen(v->string) - plen >= DEMAND_PROFILE_MAX) {
+				set_msg(
+				    err,
+				    "container \"%s\": %.64s must be a whole number of MIG slices, "
+				    "e.g. \"1\"",
+				    ci->name, v->string);
+				return -1;
+			}
+			if (n == 0)
+				continue;
+			if (ci->n_mig == MIG_PER_CONTAINER) {
+				set_msg(err, "container \"%s\" asks for more than %d MIG profiles",
+				        ci->name, MIG_PER_CONTAINER);
+				return -1;
+			}
+			if (ci->resource == NULL)
+				ci->resource = v->string;
+			ci->mig[ci->n_mig].profile = v->string + plen;
+			ci->mig[ci->n_mig++].n = n;
+			total = sat_add(total, n);
+		}
 	}
 	if (total > DEMAND_MAX_GPUS) {
-		set_msg(err, "container \"%s\" asks for more than %d GPUs", ci->name,
-		        DEMAND_MAX_GPUS);
+		set_msg(err, "container \"%s\" asks for more than %llu GPUs", ci->name,
+		        (unsigned long long)DEMAND_MAX_GPUS);
 		return -1;
 	}
 	ci->gpus = total;
@@ -241,9 +279,50 @@ static void container_name(const cJSON *c, int init, int idx, char *buf)
 struct walk {
 	const char *const *names;
 	size_t n_names;
+	int pools; /* a pool seen yet */
 	struct rule_acc bytes_acc, gpus_acc;
 	struct demand *out;
 };
+
+/* One GPU container's ask of one pool; past DEMAND_MAX_USES folded into the last use as one
+ * unit holding the largest declaration (all of it on one piece: the most it could put). */
+static void add_use(struct demand *out, const struct container_info *ci, const char *profile,
+                    uint64_t gpus)
+{
+	struct demand_use *u;
+
+	if (out->n_uses == DEMAND_MAX_USES) {
+		u = &out->uses[DEMAND_MAX_USES - 1];
+		if (ci->bytes > u->bytes) {
+			u->bytes = ci->bytes;
+			snprintf(u->container, sizeof(u->container), "%.63s", ci->name);
+		}
+		u->gpus = 1;
+		if (strcmp(u->profile, profile ? profile : "") != 0)
+			u->profile[0] = '\0'; /* whole GPUs: the node's largest piece */
+		return;
+	}
+	u = &out->uses[out->n_uses++];
+	u->bytes = ci->bytes;
+	u->gpus = gpus;
+	snprintf(u->profile, sizeof(u->profile), "%s", profile ? profile : "");
+	snprintf(u->container, sizeof(u->container), "%.63s", ci->name);
+}
+
+/* The pod's pool: the one all its GPU containers ask, else CAPACITY_POOL_ANY. */
+static void add_pool(struct walk *w, const struct container_info *ci)
+{
+	for (size_t i = 0; i < ci->n_mig + (ci->whole > 0); i++) {
+		uint32_t p =
+		    i < ci->n_mig ? capacity_pool_id(ci->mig[i].profile) : CAPACITY_POOL_WHOLE;
+
+		if (!w->pools)
+			w->out->pool = p;
+		else if (w->out->pool != p)
+			w->out->pool = CAPACITY_POOL_ANY;
+		w->pools = 1;
+	}
+}
 
 /* Account one container: GPUs, declaration, warnings, per-GPU share. */
 static void visit(struct walk *w, const cJSON *c, int init, int idx)
@@ -272,7 +351,14 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 			out->max_per_gpu_bytes = share;
 			memcpy(out->max_per_gpu_container, ci.name, sizeof(ci.name));
 		}
-	} else if (decl != NULL && out->warning[0] == '\0') {
+		if (ci.whole > 0)
+			add_use(out, &ci, NULL, ci.whole);
+		for (size_t i = 0; i < ci.n_mig; i++)
+			add_use(out, &ci, ci.mig[i].profile, ci.mig[i].n);
+	}
+	if (ci.gpus > 0)
+		add_pool(w, &ci);
+	else if (decl != NULL && out->warning[0] == '\0') {
 		set_msg(out->warning,
 		        "container \"%s\" declares " DEMAND_ENV_NAME " but asks for no %s: the "
 		        "declaration is ignored",

@@ -19,8 +19,20 @@
  * : max( sum(app containers) + sum(sidecars), max over init containers i of (init_i + sum of
  * sidecars declared before i) ) The same rule gives the pod's effective GPU count.
  *
+ * MIG: a resource named nvidia.com/mig-<profile> (GFD's mixed strategy, e.g.
+ * nvidia.com/mig-1g.10gb) is a GPU resource too, whatever is configured: such a container asks
+ * for slices of that profile.
+ *
  * Per-GPU fit: for each GPU container, ceil(declaration / its GPU count) must fit in one GPU;
- * max_per_gpu_bytes and max_per_gpu_container report the largest.
+ * max_per_gpu_bytes and max_per_gpu_container report the largest. How a declaration lands on
+ * one piece depends on the node's sharing (capacity_piece()), so each GPU container's use (its
+ * declaration, units and pool) is kept in uses[] for the placement to judge on the node.
+ *
+ * GPU counts: Kubernetes accepts any whole number of an extended resource, and operators
+ * advertise thousands of time-slice replicas per card as memory units, so the only cap is
+ * DEMAND_MAX_GPUS (10^15), far above what any allocatable holds. A count is a whole quantity:
+ * digits with an optional k M G T P E / Ki Mi Gi Ti Pi Ei suffix or exponent ("3k", as the API
+ * server writes 3000), never a fraction.
  *
  * Pure (no I/O), thread-safe, no allocation: the result is a value on the caller's stack.
  */
@@ -33,18 +45,21 @@
 struct cJSON;
 
 #define DEMAND_ENV_NAME       "GPU_MEMORY_LIMIT"
-#define DEMAND_MIN_BYTES      (1024u * 1024u) /* 1 MiB: smaller is a unit mistake */
-#define DEMAND_MAX_CONTAINERS 256             /* per pod, init + app; more is refused */
-#define DEMAND_MAX_RESOURCES  8               /* configured GPU resource names */
-#define DEMAND_MAX_GPUS       1024            /* per container; more is refused */
+#define DEMAND_MIN_BYTES      (1024u * 1024u)     /* 1 MiB: smaller is a unit mistake */
+#define DEMAND_MAX_CONTAINERS 256                 /* per pod, init + app; more is refused */
+#define DEMAND_MAX_RESOURCES  8                   /* configured GPU resource names */
+#define DEMAND_MAX_GPUS       1000000000000000ull /* 10^15 units per container */
+#define DEMAND_MAX_USES       4  /* GPU containers judged one by one; more are folded */
+#define DEMAND_PROFILE_MAX    24 /* a MIG profile name, "1g.10gb" (CAPACITY_PROFILE_MAX) */
+#define DEMAND_USE_NAME_MAX   64 /* a container name in uses[] (DNS-1123 label: 63) */
+#define DEMAND_MIG_PREFIX     "nvidia.com/mig-"
 #define DEMAND_MSG_MAX        512
 #define DEMAND_NAME_MAX       254 /* DNS-1123 label 63; the cap is generous but fixed */
 
 /* Configured GPU resource names; borrowed for the call. Only the first DEMAND_MAX_RESOURCES
- * are used (config enforces the cap). A GPU count is a JSON string of decimal digits ("1", as
- * the API server writes it) or an integral JSON number; anything else (fractional, negative,
- * above DEMAND_MAX_GPUS) makes the pod DEMAND_INVALID. The counts of several configured names
- * on one container add up. */
+ * are used (config enforces the cap). A GPU count is a whole quantity (demand_parse_count())
+ * or an integral JSON number; anything else (fractional, negative, above DEMAND_MAX_GPUS) makes
+ * the pod DEMAND_INVALID. The counts of several configured names on one container add up. */
 struct demand_config {
 	const char *const *gpu_resources; /* e.g. {"nvidia.com/gpu"}; NULL -> default */
 	size_t n_gpu_resources;
@@ -57,12 +72,27 @@ enum demand_status {
 	DEMAND_INVALID = 2, /* GPU pod with at least one bad or missing declaration */
 };
 
+/* One GPU container's ask of one pool: what the node's sharing rules judge. */
+struct demand_use {
+	uint64_t bytes;                      /* the container's declaration */
+	uint64_t gpus;                       /* units of the pool it asks for */
+	char profile[DEMAND_PROFILE_MAX];    /* MIG profile, "" for whole GPUs */
+	char container[DEMAND_USE_NAME_MAX]; /* its name (cut at 63 bytes) */
+};
+
 struct demand {
 	enum demand_status status;
 	uint64_t bytes;             /* effective pod demand in bytes (DEMAND_OK only) */
 	uint64_t gpus;              /* effective pod GPU count (GPU pods, valid or not) */
 	uint64_t max_per_gpu_bytes; /* largest ceil(decl/gpus) over GPU containers */
 	char max_per_gpu_container[DEMAND_NAME_MAX + 1];
+	uint32_t pool; /* CAPACITY_POOL_WHOLE, a MIG profile's id, or
+	                  CAPACITY_POOL_ANY for a pod asking several pools */
+	size_t n_uses; /* DEMAND_OK: GPU containers x pools, up to
+	                  DEMAND_MAX_USES; the ones beyond are folded into the last
+	                  as one unit holding the largest declaration (the most
+	                  one piece could take) */
+	struct demand_use uses[DEMAND_MAX_USES];
 	char error[DEMAND_MSG_MAX];   /* DEMAND_INVALID: first problem, names the container */
 	char warning[DEMAND_MSG_MAX]; /* non-empty: declaration on a non-GPU container */
 };
@@ -80,5 +110,9 @@ struct demand {
  */
 int demand_from_pod(const struct cJSON *pod, const struct demand_config *cfg, struct demand *out)
     __attribute__((warn_unused_result));
+
+/* A GPU count: a whole quantity string ("4096", "3k", "2Ki") or an integral JSON number, at
+ * most DEMAND_MAX_GPUS. 0 and *out set, or -1. Shared with capacity (allocatable). */
+int demand_parse_count(const struct cJSON *v, uint64_t *out) __attribute__((warn_unused_result));
 
 #endif

@@ -56,9 +56,11 @@ static int visible(const struct placement_node *node, const struct placement_ite
 	return 0;
 }
 
-uint64_t placement_item_bytes(const struct placement_item *it, uint64_t per_gpu_bytes)
+uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap)
 {
-	return it->undeclared_gpus > 0 ? sat_mul(it->undeclared_gpus, per_gpu_bytes) : it->bytes;
+	return it->undeclared_gpus > 0
+	           ? capacity_undeclared_bytes(cap, it->pool, it->undeclared_gpus)
+	           : it->bytes;
 }
 
 static int items_valid(const struct placement_item *v, size_t n)
@@ -75,13 +77,14 @@ static int items_valid(const struct placement_item *v, size_t n)
 static void tally(const struct placement_node *node, const struct placement_pod *pod,
                   uint64_t now_ms, int names, struct tally *t)
 {
-	uint64_t per_gpu = node->cap->per_gpu_bytes;
+	const struct capacity *cap = node->cap;
+	uint32_t pool = pod->demand->pool;
 
 	for (size_t i = 0; i < node->n_pods; i++) {
 		const struct placement_item *it = &node->pods[i];
-		uint64_t b = placement_item_bytes(it, per_gpu);
+		uint64_t b = placement_item_bytes(it, cap);
 
-		if (same_pod(it, pod->key, pod->uid))
+		if (same_pod(it, pod->key, pod->uid) || !capacity_pools_share(cap, it->pool, pool))
 			continue;
 		t->used = sat_add(t->used, b);
 		if (names)
@@ -89,9 +92,9 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 	}
 	for (size_t i = 0; i < node->n_reserved; i++) {
 		const struct placement_item *r = &node->reserved[i];
-		uint64_t b = placement_item_bytes(r, per_gpu);
+		uint64_t b = placement_item_bytes(r, cap);
 
-		if (same_pod(r, pod->key, pod->uid) ||
+		if (same_pod(r, pod->key, pod->uid) || !capacity_pools_share(cap, r->pool, pool) ||
 		    (r->expires_ms != 0 && r->expires_ms <= now_ms))
 			continue;
 		if (visible(node, r)) {
@@ -115,6 +118,92 @@ static int invalid(struct placement_result *out, const char *why)
 	return -1;
 }
 
+/*
+ * Judge each GPU container's use on the node's sharing: the first whose share does not fit
+ * within the threshold of its piece (or whose pool the node lacks) goes into out->piece;
+ * otherwise the largest share. Returns 1 when one does not fit.
+ */
+static int judge_pieces(const struct capacity *cap, const struct demand *d, double threshold,
+                        struct placement_result *out)
+{
+	uint64_t ppm = (uint64_t)(threshold * 1e6 + 0.5);
+	int have = 0;
+
+	if (d->n_uses == 0) { /* a demand without uses (built by hand): the per-GPU rule */
+		out->piece.known = 1;
+		out->piece.what = "GPU";
+		out->piece.piece_bytes = cap->per_gpu_bytes;
+		out->piece.share_bytes = d->max_per_gpu_bytes;
+		out->piece_container = d->max_per_gpu_container;
+		return 0;
+	}
+	for (size_t i = 0; i < d->n_uses; i++) {
+		const struct demand_use *u = &d->uses[i];
+		struct capacity_piece pc;
+		uint64_t budget;
+
+		capacity_piece(cap, u->profile, u->gpus, u->bytes, &pc);
+		budget =
+		    (pc.piece_bytes / 1000000) * ppm + (pc.piece_bytes % 1000000) * ppm / 1000000;
+		if (!pc.known || pc.share_bytes > budget) {
+			out->piece = pc;
+			out->piece_container = u->container;
+			return 1;
+		}
+		if (!have || pc.share_bytes > out->piece.share_bytes) {
+			out->piece = pc;
+			out->piece_container = u->container;
+			have = 1;
+		}
+	}
+	return 0;
+}
+
+/* On a MIG-mixed node, say which pool the sums are of. */
+static void pool_note(const struct capacity *cap, uint32_t pool, struct placement_result *out)
+{
+	if (cap->mig != CAPACITY_MIG_MIXED)
+		return;
+	if (pool == CAPACITY_POOL_WHOLE) {
+		snprintf(out->pool_note, sizeof(out->pool_note),
+		         "MIG mixed: whole-GPU pods share the %llu GPU(s) not partitioned into MIG "
+		         "slices",
+		         (unsigned long long)cap->gpu_count);
+		return;
+	}
+	for (size_t i = 0; i < cap->n_profiles; i++)
+		if (capacity_pool_id(cap->profiles[i].name) == pool)
+			snprintf(out->pool_note, sizeof(out->pool_note),
+			         "MIG mixed: counted against the node's %llu %s slices",
+			         (unsigned long long)cap->profiles[i].count, cap->profiles[i].name);
+}
+
+/* The pod asks for a pool the node lacks: it can never fit there (warn mode: a warning). */
+static void no_pool(const struct placement_node *node, const struct placement_pod *pod,
+                    const struct placement_policy *pol, struct placement_result *out)
+{
+	struct policy_decision *dec = &out->decision;
+
+	dec->reason = "NeverFits";
+	dec->verdict = pol->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY_NEVER_FITS;
+	dec->allowed = pol->mode == POLICY_WARN;
+	if (pol->verdict_only)
+		return;
+	if (out->piece.known)
+		snprintf(dec->message, sizeof(dec->message),
+		         "%s can never fit on %s: it asks for whole GPUs and every GPU there is "
+		         "partitioned into MIG slices (" CAPACITY_LABEL_MIG "=mixed, no "
+		         "allocatable whole GPU)",
+		         pod->name ? pod->name : "(unnamed pod)",
+		         node->name ? node->name : "(unnamed node)");
+	else
+		snprintf(dec->message, sizeof(dec->message),
+		         "%s can never fit on %s: container \"%s\" asks for MIG slices but %s",
+		         pod->name ? pod->name : "(unnamed pod)",
+		         node->name ? node->name : "(unnamed node)", out->piece_container,
+		         out->piece.rule);
+}
+
 int placement_decide(const struct placement_node *node, const struct placement_pod *pod,
                      const struct placement_policy *pol, uint64_t now_ms,
                      struct placement_result *out)
@@ -136,16 +225,35 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	out->n_settled = t.n_settled;
 
 	const struct capacity *cap = node->cap;
+	double threshold = cap->has_threshold ? cap->threshold : pol->threshold;
+	int piece_fails = 0;
+
+	if (threshold > 0.0 && threshold <= 1.0)
+		piece_fails = judge_pieces(cap, pod->demand, threshold, out);
+	out->pool_bytes = capacity_pool_bytes(cap, pod->demand->pool);
+	/* A pool the node lacks; a zero capacity elsewhere is policy_decide's invalid input. */
+	if ((piece_fails && !out->piece.known) ||
+	    (out->pool_bytes == 0 && cap->mig == CAPACITY_MIG_MIXED)) {
+		if (!piece_fails)
+			out->piece.known = 1;
+		no_pool(node, pod, pol, out);
+		return 0;
+	}
+
+	pool_note(cap, pod->demand->pool, out);
 	struct policy_input in = {
 	    .pod = pod->name,
 	    .node = node->name,
 	    .demand_bytes = pod->demand->bytes,
-	    .max_per_gpu_bytes = pod->demand->max_per_gpu_bytes,
-	    .max_per_gpu_container = pod->demand->max_per_gpu_container,
-	    .capacity_bytes = cap->total_bytes,
-	    .per_gpu_bytes = cap->per_gpu_bytes,
+	    .max_per_gpu_bytes = out->piece.share_bytes,
+	    .max_per_gpu_container = out->piece_container,
+	    .capacity_bytes = out->pool_bytes,
+	    .per_gpu_bytes = out->piece.piece_bytes,
+	    .piece_what = out->piece.what,
+	    .piece_rule = out->piece.rule,
+	    .pool_note = out->pool_note,
 	    .gpu_count = cap->gpu_count,
-	    .threshold = cap->has_threshold ? cap->threshold : pol->threshold,
+	    .threshold = threshold,
 	    .warn_threshold = pol->warn_threshold,
 	    .mode = pol->mode,
 	    .used_bytes = t.used,

@@ -10,7 +10,11 @@
  *
  * Counting rules (the README's "What is already on the node"):
  *   - a visible consumer counts its declared bytes; a GPU pod without a valid declaration counts
- *     its GPUs x one GPU's memory (undeclared_gpus; it may use them whole);
+ *     the units it holds whole (undeclared_gpus; capacity_undeclared_bytes(): under
+ *     time-slicing never more cards than the node has);
+ *   - on a MIG-mixed node only consumers of the pod's pool count (whole GPUs, or one profile's
+ *     slices), against that pool's memory (capacity_pool_bytes()); a consumer of unknown pool
+ *     (a reservation) counts in every pool; elsewhere everything counts against the node;
  *   - two items are the same pod when their uids are equal, where both uids are known, and
  *     otherwise when their keys are equal (a newer pod of an old pod's name is another pod);
  *   - the pod being placed never counts itself (visible or reserved: a retried Binding, a
@@ -19,6 +23,12 @@
  *     same pod is counted once (as the visible pod);
  *   - the total is used + demand, saturating (an 8Ei declaration cannot wrap to a small sum).
  * The threshold in force is the node's (capacity.has_threshold: its annotation) or the policy's.
+ * Sharing: each of the pod's GPU containers (demand.uses) is judged on the node's sharing with
+ * capacity_piece(): what it may put on one piece (one GPU, one MPS client, one MIG slice) must
+ * fit within the threshold of that piece, else the pod can never fit there, and the message
+ * names the rule ("time-sliced: both slices may land on one card"). A pod asking for a pool the
+ * node lacks (a MIG profile it does not offer, whole GPUs on a node whose cards are all
+ * partitioned) can never fit either.
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
  *
@@ -32,9 +42,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "capacity.h"
 #include "policy.h"
 
-struct capacity;
 struct demand;
 
 /* A consumer of GPU memory on the node: a visible pod, or a reservation. Borrowed. */
@@ -43,11 +53,12 @@ struct placement_item {
 	const char *uid;          /* metadata.uid, or NULL when unknown */
 	uint64_t bytes;           /* declared demand, bytes */
 	uint64_t undeclared_gpus; /* > 0: a GPU pod without a valid declaration; counts
-	                             undeclared_gpus x capacity.per_gpu_bytes instead of bytes */
+	                             capacity_undeclared_bytes(pool, undeclared_gpus) instead */
 	uint64_t expires_ms;      /* reservations: expiry on the now_ms clock; 0: never */
 	uint64_t seen_ms;         /* visible pods from the watch cache: when the cache first
 	                             showed the pod on this node (monotonic ms); 0: unknown. Not
 	                             read by placement_decide (shared records prune by it) */
+	uint32_t pool;            /* CAPACITY_POOL_*, or a MIG profile's id; 0: every pool */
 };
 
 /* The node and what is on it. */
@@ -85,8 +96,14 @@ struct placement_result {
 	uint64_t used_bytes;     /* counted on the node besides the pod being placed */
 	uint64_t reserved_bytes; /* of which pending reservations */
 	size_t n_settled;        /* reservations not counted because their pod is visible */
-	int reserve;             /* 1: allowed and not dry-run: record the reservation below */
-	uint64_t reserve_bytes;  /* = demand bytes */
+	uint64_t pool_bytes; /* the memory of the pod's pool on the node (capacity_pool_bytes) */
+	struct capacity_piece piece; /* never fits by a piece: the container's use that does not
+	                                fit (piece.known 0: a pool the node lacks); else the
+	                                largest share judged */
+	const char *piece_container; /* that use's container (points into the demand) */
+	char pool_note[128];         /* MIG mixed: which pool the sums are of ("" elsewhere) */
+	int reserve;                 /* 1: allowed and not dry-run: record the reservation below */
+	uint64_t reserve_bytes;      /* = demand bytes */
 };
 
 /*
@@ -99,7 +116,7 @@ int placement_decide(const struct placement_node *node, const struct placement_p
                      const struct placement_policy *pol, uint64_t now_ms,
                      struct placement_result *out) __attribute__((warn_unused_result));
 
-/* Bytes one consumer counts on a node whose GPUs have per_gpu_bytes each (saturating). */
-uint64_t placement_item_bytes(const struct placement_item *it, uint64_t per_gpu_bytes);
+/* Bytes one consumer counts on a node of capacity cap (saturating). */
+uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap);
 
 #endif

@@ -159,6 +159,8 @@ static void over_message(const struct policy_input *in, const struct policy_deci
 	    "limit (%s)",
 	    in->pod, d, in->node, t, c, percent(out->total_bytes, in->capacity_bytes), r, b);
 	add_consumers(m, in);
+	if (in->pool_note != NULL && in->pool_note[0] != '\0')
+		msg_add(m, "; %s", in->pool_note);
 }
 
 /*
@@ -179,12 +181,16 @@ static int never_fits(const struct policy_input *in, const struct policy_decisio
 		quantity_format(in->max_per_gpu_bytes, d, sizeof(d));
 		quantity_format(in->per_gpu_bytes, c, sizeof(c));
 		quantity_format(gpu_budget, b, sizeof(b));
-		msg_add(
-		    m,
-		    "%s can never fit on %s: container \"%s\" declares %s per GPU, above the %s "
-		    "limit of one GPU's %s (%s)",
-		    in->pod, in->node, in->max_per_gpu_container ? in->max_per_gpu_container : "?",
-		    d, r, c, b);
+		const char *what = in->piece_what ? in->piece_what : "GPU";
+
+		msg_add(m,
+		        "%s can never fit on %s: container \"%s\" declares %s per %s, above the %s "
+		        "limit of one %s's %s (%s)",
+		        in->pod, in->node,
+		        in->max_per_gpu_container ? in->max_per_gpu_container : "?", d, what, r,
+		        what, c, b);
+		if (in->piece_rule != NULL && in->piece_rule[0] != '\0')
+			msg_add(m, "; %s", in->piece_rule);
 		return 1;
 	}
 	if (in->demand_bytes > out->budget_bytes) {
@@ -218,6 +224,8 @@ static void warn_message(const struct policy_input *in, const struct policy_deci
 	        "placing %s (%s) on %s brings it to %s of %s GPU memory (%u percent), above the %s "
 	        "warning level; the limit is %s (%s)",
 	        in->pod, d, in->node, t, c, percent(out->total_bytes, in->capacity_bytes), w, r, b);
+	if (in->pool_note != NULL && in->pool_note[0] != '\0')
+		msg_add(m, "; %s", in->pool_note);
 }
 
 int policy_decide(const struct policy_input *in, struct policy_decision *out)

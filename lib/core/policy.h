@@ -19,6 +19,8 @@
  * Never fits (checked first; enforce mode denies, warn mode allows with it as a warning):
  *   inference/llama-0 can never fit on gpu-node-a: container "vllm" declares 75Gi per GPU,
  *   above the 90 percent limit of one GPU's 80Gi (72Gi)
+ *   (with a sharing rule: "...; time-sliced: both slices may land on one card"; "GPU" is the
+ *   piece_what: "MPS client", "MIG slice")
  *   inference/llama-0 can never fit on gpu-node-a: it declares 600Gi, above the 90 percent
  *   limit of the node's 640Gi GPU memory (576Gi)
  * Early warning (allowed, total above warn_threshold x capacity):
@@ -54,7 +56,14 @@ struct policy_input {
 	uint64_t max_per_gpu_bytes; /* largest per-GPU share of one container */
 	const char *max_per_gpu_container;
 	uint64_t capacity_bytes; /* node HBM total */
-	uint64_t per_gpu_bytes;  /* one GPU's memory; 0 skips the per-GPU check */
+	uint64_t per_gpu_bytes;  /* one GPU's memory (or the piece max_per_gpu_bytes lands on);
+	                            0 skips the per-GPU check */
+	const char *piece_what;  /* what per_gpu_bytes is: NULL or "GPU", "MPS client", ... */
+	const char *piece_rule;  /* the sharing rule that made max_per_gpu_bytes, appended to a
+	                            never-fits message after "; " (NULL or "": none) */
+	const char *pool_note;   /* what capacity_bytes is when not the node's whole memory (MIG
+	                            mixed), appended to an over-threshold or warning message after
+	                            "; " (NULL or "": none) */
 	uint64_t gpu_count;
 	double threshold;      /* ratio (0,1] in force for this node */
 	double warn_threshold; /* ratio (0,1]; >= threshold or <= 0 disables the warning */

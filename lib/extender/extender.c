@@ -534,18 +534,30 @@ static void verdict_from(struct job *j, struct verdict *v, const struct capacity
 		quantity_format(left, free_b, sizeof(free_b));
 		set_verdict(v, ST_FAIL, "needs %s, %s free of the %s limit", need, free_b, limit);
 	} else if (dec->verdict == POLICY_DENY_NEVER_FITS) {
-		if (j->d.bytes > dec->budget_bytes) {
-			quantity_format(cap->total_bytes, size, sizeof(size));
+		const struct capacity_piece *pc = &res->piece;
+		const char *sep = pc->rule[0] ? "; " : "";
+
+		if (!pc->known) {
+			set_verdict(v, ST_UNRESOLVABLE,
+			            "container \"%s\" asks for MIG slices but %s",
+			            res->piece_container ? res->piece_container : "?", pc->rule);
+		} else if (res->pool_bytes == 0) {
+			set_verdict(
+			    v, ST_UNRESOLVABLE,
+			    "asks for whole GPUs and every GPU is partitioned into MIG slices");
+		} else if (j->d.bytes > dec->budget_bytes) {
+			quantity_format(res->pool_bytes, size, sizeof(size));
 			set_verdict(v, ST_UNRESOLVABLE,
 			            "needs %s, above the %s limit of the node's %s GPU memory",
 			            need, limit, size);
 		} else {
-			quantity_format(j->d.max_per_gpu_bytes, need, sizeof(need));
-			quantity_format(cap->per_gpu_bytes, size, sizeof(size));
+			quantity_format(pc->share_bytes, need, sizeof(need));
+			quantity_format(pc->piece_bytes, size, sizeof(size));
 			set_verdict(v, ST_UNRESOLVABLE,
-			            "container \"%s\" needs %s per GPU, above the %s limit of one "
-			            "GPU's %s",
-			            j->d.max_per_gpu_container, need, limit, size);
+			            "container \"%s\" needs %s per %s, above the %s limit of one "
+			            "%s's %s%s%s",
+			            res->piece_container ? res->piece_container : "?", need,
+			            pc->what, limit, pc->what, size, sep, pc->rule);
 		}
 	} else {
 		set_verdict(v, ST_UNRESOLVABLE, "cannot judge the node (%s)", dec->reason);

@@ -39,7 +39,11 @@
  *   can never fit (the pod alone, or one container's share of a GPU, over the limit) ->
  *     FailedAndUnresolvableNodes "needs 600Gi, above the 90 percent limit of the node's 640Gi
  *     GPU memory" / "container "vllm" needs 75Gi per GPU, above the 90 percent limit of one
- *     GPU's 80Gi" (preemption cannot help);
+ *     GPU's 80Gi", with the node's sharing rule after "; " when one applied ("time-sliced:
+ *     both slices may land on one card"; the piece is then "MPS client" or "MIG slice" when
+ *     so), or "container "x" asks for MIG slices but the node offers no MIG 2g.10gb slices
+ *     ..." / "asks for whole GPUs and every GPU is partitioned into MIG slices" (capacity.h's
+ *     sharing rules; preemption cannot help);
  *   unknown or invalid capacity, or a node the watch cache has not seen ->
  *     FailedAndUnresolvableNodes with the capacity error (what to set) or "node unknown to
  *     gpu-memory-guard's watch cache";

@@ -222,12 +222,17 @@ case_text deny u-valuefrom "$(mut u-valuefrom '.spec.containers[0].env[0] |= {na
 case_text any u-lim-arr "$(mut u-lim-arr '.spec.containers[0].resources.limits = [1]')"
 case_text any u-lim-num "$(mut u-lim-num '.spec.containers[0].resources.limits = 7')"
 i=0
-for g in '-1' '1.5' '"1e400"' '"NaN"' '"-1"' '"1.5"' '"abc"' '"99999999999"' '" 1"' '"+1"' '""' \
-	null true '[]' '{}' 1e308 '"1e3"' 1025; do
+# The only cap is 10^15 units (demand.h): thousands of time-slice replicas are valid counts.
+for g in '-1' '1.5' '"1e400"' '"NaN"' '"-1"' '"1.5"' '"abc"' '"9999999999999999"' '" 1"' '"+1"' '""' \
+	null true '[]' '{}' 1e308 '"1e-3"' 1e16; do
 	i=$((i + 1))
 	case_text deny "u-gpu-$i" "$(mut "u-gpu-$i" ".spec.containers[0].resources.limits[\"nvidia.com/gpu\"] = $g")"
 done
 case_text any u-gpu-0 "$(mut u-gpu-0 '.spec.containers[0].resources.limits["nvidia.com/gpu"] = "0"')"
+for g in '"4096"' '"1e3"' '"3k"' 1025; do
+	i=$((i + 1))
+	case_text any "u-gpu-$i" "$(mut "u-gpu-$i" ".spec.containers[0].resources.limits[\"nvidia.com/gpu\"] = $g")"
+done
 # A JSON number too large for a double (cJSON saturates): refused, not wrapped.
 case_text deny u-gpu-big "$(mut u-gpu-big '.spec.containers[0].resources.limits["nvidia.com/gpu"] = 7' |
 	sed 's/"nvidia.com\/gpu":7/"nvidia.com\/gpu":1e400/')"

@@ -1543,6 +1543,65 @@ test_extender_safety_net() {
 	drop_ns $ns
 }
 
+# --- 17. shared GPUs: time-slicing and MPS (issue 10) ----------------------------------------
+
+# Nodes of nodes/sharing/ (not created by cluster.sh up): created here, deleted at the end.
+SHARING_NODES="gpu-ts-2x gpu-mps-0"
+sharing_nodes_ready() {
+	local n
+	for n in $SHARING_NODES; do
+		[ "$(kc get node "$n" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] || return 1
+	done
+}
+sharing_nodes_gone() { ! kc get node $SHARING_NODES -o name 2>/dev/null | grep -q .; }
+# sharing_create NAME NS MEM GPUS NODE: 0 when admitted; the API server's answer on stdout.
+sharing_create() { pod_json "$1" "$2" "$3" "$4" "$5" | kc create -f - 2>&1; }
+
+test_sharing() {
+	CURRENT="17 shared GPUs: time-sliced slices on one card, MPS clients pinned"
+	local ns=e2e-sharing out bad="" ev
+	local ts_rule="time-sliced: both slices may land on one card"
+	local mps_rule="MPS: each client is pinned to the card's memory / 10 replicas"
+	if ! out=$(kc create -f "$E2E_DIR/nodes/sharing/" 2>&1) || ! wait_for 60 "nodes $SHARING_NODES Ready (kwok)" sharing_nodes_ready; then
+		fail "nodes $SHARING_NODES not created or not Ready: ${out:0:300}"
+		kc delete node $SHARING_NODES --ignore-not-found >/dev/null 2>&1
+		return
+	fi
+	fresh_ns $ns
+	# gpu-ts-2x: 2 x H100 (79.6Gi, limit 71.7Gi each), 4 slices per card.
+	if out=$(sharing_create ts-two $ns 140Gi 2 gpu-ts-2x); then
+		bad="$bad; 2 slices declaring 140Gi admitted on gpu-ts-2x (both may be on one 79.6Gi card)"
+	elif ! grep -qF "$DENIED_POD" <<<"$out" || ! grep -qF "$ts_rule" <<<"$out"; then
+		bad="$bad; 2 slices x 140Gi refused without the rule: ${out:0:300}"
+	fi
+	out=$(sharing_create ts-eight $ns 140Gi 8 gpu-ts-2x) || bad="$bad; 8 slices declaring 140Gi (70Gi on each card) refused: ${out:0:300}"
+	# gpu-mps-0: 1 x L40S (45Gi), 10 MPS clients pinned to 4.5Gi each (limit 4Gi).
+	if out=$(sharing_create mps-8 $ns 8Gi 1 gpu-mps-0); then
+		bad="$bad; an 8Gi MPS client admitted on gpu-mps-0 (pinned to 4.5Gi)"
+	elif ! grep -qF "$DENIED_POD" <<<"$out" || ! grep -qF "$mps_rule" <<<"$out"; then
+		bad="$bad; the 8Gi MPS client refused without the rule: ${out:0:300}"
+	fi
+	out=$(sharing_create mps-4 $ns 4Gi 1 gpu-mps-0) || bad="$bad; a 4Gi MPS client refused: ${out:0:300}"
+	# Through kube-scheduler: the Binding of an 8Gi client to the MPS node is refused too.
+	pod_json mps-sched $ns 8Gi 1 "" gpu-mps-0 | kc create -f - >/dev/null
+	wait_for 30 "a FailedScheduling event quoting the webhook" bash -c "$TOOLS_BIN/kubectl --kubeconfig $STATE/kubeconfig get events -n $ns --field-selector reason=FailedScheduling,involvedObject.name=mps-sched -o jsonpath='{.items[*].message}' | grep -qF '$DENIED_BINDING'"
+	ev=$(fs_messages $ns mps-sched | tail -n 1)
+	if [ -n "$(kc -n $ns get pod mps-sched -o jsonpath='{.spec.nodeName}')" ]; then
+		bad="$bad; kube-scheduler bound the 8Gi MPS client to gpu-mps-0"
+	elif ! grep -qF "$DENIED_BINDING" <<<"$ev" || ! grep -qF "$mps_rule" <<<"$ev"; then
+		bad="$bad; no Binding refusal naming the MPS rule within 30s: ${ev:0:300}"
+	fi
+	[ -z "$(over_threshold)" ] || bad="$bad; node over threshold: $(over_threshold)"
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	else
+		pass "gpu-ts-2x (2 x H100, 4 slices each): 2 slices x 140Gi refused ($ts_rule), 8 slices x 140Gi admitted; gpu-mps-0 (L40S, 10 MPS clients): 8Gi refused at CREATE and at Binding ($mps_rule), 4Gi admitted"
+	fi
+	drop_ns $ns
+	kc delete node $SHARING_NODES --ignore-not-found >/dev/null 2>&1
+	wait_for 60 "nodes $SHARING_NODES deleted" sharing_nodes_gone || log "nodes $SHARING_NODES still there after 60s"
+}
+
 # --- 18. (extra) the container image of `make image`, run as the chart runs it ----------------
 
 # The very archive `make image` wrote (GMG_IMAGE: another one), read back with skopeo (the tool
@@ -1744,6 +1803,7 @@ want 13 && test_extender_case
 want 14 && test_extender_scale
 want 15 && test_extender_second
 want 16 && test_extender_safety_net
+want 17 && test_sharing
 want 18 && test_image
 want 19 && test_faults
 want 20 && test_soak

@@ -193,8 +193,11 @@ static void test_unknown(void **state)
 	assert_int_equal(read_node("'nvidia.com/gpu.memory':'81559'", "", "", &c, err, sizeof(err)),
 	                 CAPACITY_EUNKNOWN);
 	assert_string_equal(err,
-	                    "node gpu-node-b: GPU count unknown: set label "
-	                    "nvidia.com/gpu.count or annotation gpu-memory-guard.io/gpu-count");
+	                    "node gpu-node-b: GPU count unknown: set annotation "
+	                    "gpu-memory-guard.io/gpu-count (physical GPUs) or GPU Feature "
+	                    "Discovery's labels nvidia.com/gpu.count and nvidia.com/gpu.replicas; "
+	                    "allocatable alone counts the device plugin's slots, which may be "
+	                    "several per GPU (time-slicing, MPS, vGPU)");
 
 	/* Fewer replicas advertised than one card's worth: no whole card. */
 	assert_int_equal(read_node("'nvidia.com/gpu.memory':'81559','nvidia.com/gpu.replicas':'4'",

@@ -352,7 +352,7 @@ static void test_gpu_counts(void **state)
 	           NULL);
 	assert_int_equal(d.status, DEMAND_INVALID);
 	assert_string_equal(d.error, "container \"a\": nvidia.com/gpu must be a whole number of "
-	                             "GPUs up to 1024, e.g. \"1\"");
+	                             "GPUs, e.g. \"1\"");
 	d = decide("{'spec':{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':"
 	           "1.5}}}]}}",
 	           NULL);
@@ -361,10 +361,12 @@ static void test_gpu_counts(void **state)
 	           "-1}}}]}}",
 	           NULL);
 	assert_int_equal(d.status, DEMAND_INVALID);
+	/* Above DEMAND_MAX_GPUS (10^15): refused. */
 	d = decide("{'spec':{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':"
-	           "'100000'}}}]}}",
+	           "'1000000000000001'}}}]}}",
 	           NULL);
 	assert_int_equal(d.status, DEMAND_INVALID);
+	assert_non_null(strstr(d.error, "must be a whole number of GPUs"));
 
 	/* Per-GPU share is rounded up. */
 	d = decide("{'spec':{'containers':[" GPU_C("a", "3", "10", "") "]}}", NULL);

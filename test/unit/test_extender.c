@@ -40,10 +40,18 @@ static const char *const ALL[] = {"n-full",  "n-room",  "n-empty",  "n-annot",
                                   "n-small", "n-nocap", "n-unknown"};
 #define N_ALL 7
 
+/* A pod asking for 2 slices, declaring %s (test_sharing_reasons). */
+#define TWO_SLICES_POD                                                                             \
+	"{\"metadata\":{\"name\":\"two\",\"namespace\":\"ml\"},\"spec\":{"                         \
+	"\"containers\":[{\"name\":\"vllm\",\"resources\":{\"limits\":{"                           \
+	"\"nvidia.com/gpu\":\"2\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","                      \
+	"\"value\":\"%s\"}]}]}}"
+
 /* ---- the cluster ---- */
 
-/* A Node with gpus GPUs (allocatable), GPU memory annotation mem (NULL: none), threshold
- * annotation (NULL: none). */
+/* A Node with gpus GPUs (allocatable and the count annotation: without GFD labels allocatable
+ * alone is not a card count), GPU memory annotation mem (NULL: none), threshold annotation
+ * (NULL: none). */
 static void put_node_gpus(struct cache *c, const char *name, const char *mem, const char *threshold,
                           const char *gpus)
 {
@@ -56,6 +64,7 @@ static void put_node_gpus(struct cache *c, const char *name, const char *mem, co
 		cJSON_AddStringToObject(ann, "gpu-memory-guard.io/gpu-memory", mem);
 	if (threshold)
 		cJSON_AddStringToObject(ann, "gpu-memory-guard.io/threshold", threshold);
+	cJSON_AddStringToObject(ann, "gpu-memory-guard.io/gpu-count", gpus);
 	cJSON_AddStringToObject(
 	    cJSON_AddObjectToObject(cJSON_AddObjectToObject(node, "status"), "allocatable"),
 	    "nvidia.com/gpu", gpus);
@@ -603,6 +612,47 @@ static void test_per_gpu_never_fits(void **state)
 	free(body);
 }
 
+/* Shared GPUs (issue 10): the never-fits reason names the sharing rule. n-ts: 2 cards of 80Gi
+ * time-sliced into 4 slices each; n-mps: one 45Gi card, 10 MPS clients. */
+static void test_sharing_reasons(void **state)
+{
+	static const char *const nodes[] = {
+	    "{\"metadata\":{\"name\":\"n-ts\",\"uid\":\"n-ts\",\"labels\":{"
+	    "\"nvidia.com/gpu.count\":\"2\",\"nvidia.com/gpu.memory\":\"81920\","
+	    "\"nvidia.com/gpu.replicas\":\"4\",\"nvidia.com/gpu.sharing-strategy\":"
+	    "\"time-slicing\"}},\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"8\"}}}",
+	    "{\"metadata\":{\"name\":\"n-mps\",\"uid\":\"n-mps\",\"labels\":{"
+	    "\"nvidia.com/gpu.count\":\"1\",\"nvidia.com/gpu.memory\":\"46080\","
+	    "\"nvidia.com/gpu.replicas\":\"10\",\"nvidia.com/gpu.sharing-strategy\":\"mps\"}},"
+	    "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"10\"}}}",
+	};
+	const char *names[] = {"n-ts", "n-mps"};
+	for (int i = 0; i < 2; i++) {
+		cJSON *n = cJSON_Parse(nodes[i]);
+		assert_int_equal(cache_apply_node(E.cache, WATCH_ADDED, n), 0);
+		cJSON_Delete(n);
+	}
+	char pod[512];
+	snprintf(pod, sizeof(pod), TWO_SLICES_POD, "8Gi");
+	char *body = args_names(pod, names, 2);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	assert_string_equal(reason(a, "FailedAndUnresolvableNodes", "n-mps"),
+	                    "container \"vllm\" needs 8Gi per MPS client, above the 90 percent "
+	                    "limit of one MPS client's 4.5Gi; MPS: each client is pinned to the "
+	                    "card's memory / 10 replicas");
+	assert_null(reason(a, "FailedAndUnresolvableNodes", "n-ts"));
+	cJSON_Delete(a);
+	free(body);
+	snprintf(pod, sizeof(pod), TWO_SLICES_POD, "75Gi");
+	body = args_names(pod, names, 1);
+	a = call(EXTENDER_FILTER, body);
+	assert_string_equal(reason(a, "FailedAndUnresolvableNodes", "n-ts"),
+	                    "container \"vllm\" needs 75Gi per GPU, above the 90 percent limit of "
+	                    "one GPU's 80Gi; time-sliced: both slices may land on one card");
+	cJSON_Delete(a);
+	free(body);
+}
+
 /* The watch cache cannot judge: the filter answers an Error (retry), prioritize has no
  * opinion. Pass-through pods need no cache. */
 static void test_cache_not_ready(void **state)
@@ -911,6 +961,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_invalid_declaration, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_never_fits_and_warn_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_per_gpu_never_fits, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_sharing_reasons, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_not_ready, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_percent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
