@@ -8,7 +8,8 @@
 # placements, one replica killed; GMG_E2E_RR_ROUNDS, GMG_E2E_RESERVATIONS, GMG_E2E_FIGURES: see
 # test 12; docs/shared-reservations-e2e.md), and 13-16 for the scheduler extender (issue 9: the
 # suite's kube-scheduler with it, the chart's second scheduler, the webhook without it;
-# GMG_E2E_EXTENDER=off: see test 13), 18 for the container image (`make image` unpacked
+# GMG_E2E_EXTENDER=off: see test 13), 17 for shared GPUs (issue 10: a time-sliced 2-card node
+# and an MPS node), 18 for the container image (`make image` unpacked
 # with umoci and run with runc under the chart's security context; GMG_IMAGE: see test 18), and
 # 19-20 (issue 12: etcd paused, a replica killed, the serving certificate and the token
 # replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh).
