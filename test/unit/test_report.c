@@ -22,6 +22,7 @@
 #include "placement.h"
 #include "quantity.h"
 #include "report.h"
+#include "report_cli.h"
 
 #define MIB (1024ull * 1024)
 #define GI  (1024ull * MIB)
@@ -459,6 +460,74 @@ static void test_almost_full(void **state)
 	report_free(r);
 }
 
+static int parse(const char *const *args, struct report_cli *o, char *err)
+{
+	char *argv[16];
+	int argc = 0;
+	argv[argc++] = "report";
+	while (*args != NULL)
+		argv[argc++] = (char *)*args++;
+	return report_cli_parse(argc, argv, o, err, REPORT_CLI_ERR_MAX);
+}
+
+/* The command line, kubectl's ways of writing -o included; each bad flag named. */
+static void test_cli(void **state)
+{
+	(void)state;
+	struct report_cli o;
+	char err[REPORT_CLI_ERR_MAX];
+
+	assert_int_equal(parse((const char *[]){NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_TABLE);
+	assert_true(o.threshold == 0.9);
+	assert_null(o.kubeconfig);
+	assert_null(o.node);
+	assert_int_equal(o.timeout_ms, REPORT_CLI_TIMEOUT_MS);
+	assert_int_equal(
+	    parse((const char *[]){"-o", "json", "--node=n1", "--kubeconfig", "k", "--threshold",
+	                           "0.8", "--gpu-resource", "a/b", "--request-timeout=5s", NULL},
+	          &o, err),
+	    0);
+	assert_int_equal(o.format, REPORT_JSON);
+	assert_string_equal(o.node, "n1");
+	assert_string_equal(o.kubeconfig, "k");
+	assert_true(o.threshold == 0.8);
+	assert_int_equal(o.n_gpu_resources, 1);
+	assert_string_equal(o.gpu_resources[0], "a/b");
+	assert_int_equal(o.timeout_ms, 5000);
+	assert_int_equal(parse((const char *[]){"-owide", NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_WIDE);
+	assert_int_equal(parse((const char *[]){"-o=json", NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_JSON);
+	assert_int_equal(parse((const char *[]){"--output", "wide", NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_WIDE);
+	assert_int_equal(parse((const char *[]){"--node", "x", "-h", NULL}, &o, err), 0);
+	assert_true(o.help);
+
+	static const struct {
+		const char *args[4];
+		const char *err;
+	} bad[] = {
+	    {{"-o", "yaml"}, "--output: unknown format \"yaml\" (want table, wide or json)"},
+	    {{"--threshold", "0"}, "--threshold: \"0\" is not a ratio 0 < RATIO <= 1"},
+	    {{"--threshold=1.1"}, "--threshold: \"1.1\" is not a ratio 0 < RATIO <= 1"},
+	    {{"--bogus", "x"}, "unknown flag --bogus (see --help)"},
+	    {{"--node"}, "--node needs a value"},
+	    {{"-o"}, "-o needs a value"},
+	    {{"json"}, "unexpected argument \"json\" (see --help)"},
+	    {{"--node="}, "--node: invalid value \"\""},
+	    {{"--request-timeout", "0s"}, "--request-timeout: must be above 0"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(parse(bad[i].args, &o, err), -1);
+		assert_string_equal(err, bad[i].err);
+	}
+	char usage[4096];
+	assert_non_null(strstr(report_cli_usage("kubectl gpu-memory", usage, sizeof(usage)),
+	                       "  kubectl gpu-memory [flags]\n"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -470,6 +539,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_inputs),
 	    cmocka_unit_test(test_threshold_flag),
 	    cmocka_unit_test(test_almost_full),
+	    cmocka_unit_test(test_cli),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
