@@ -310,15 +310,13 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 		p->key =
 		    dup_str(UNNAMED_POD); /* still holds memory: counted, as the webhook does */
 	}
-	if (d.status == DEMAND_OK) {
+	if (d.status == DEMAND_OK)
 		p->bytes = d.bytes;
-	} else {
+	else
 		p->problem = dup_str(d.error);
-		if (p->problem == NULL)
-			p->key = (free(p->key), NULL);
-	}
 	p->gpus = d.gpus;
-	if (p->node == NULL || p->uid == NULL || p->key == NULL) {
+	if (p->node == NULL || p->uid == NULL || p->key == NULL ||
+	    (d.status != DEMAND_OK && p->problem == NULL)) {
 		free(p->node);
 		free(p->uid);
 		free(p->key);
