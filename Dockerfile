@@ -36,8 +36,6 @@ RUN apt-get update \
       libmicrohttpd12 libgnutls30 libssl3 libcjson1 libcurl4 libyaml-0-2 ca-certificates \
  && rm -rf /var/lib/apt/lists/*
 COPY --from=builder /src/build/gpu-memory-guard /usr/local/bin/gpu-memory-guard
-# The kubectl plugin name (`kubectl gpu-memory`): the same binary, which reports when so called.
-RUN ln -s gpu-memory-guard /usr/local/bin/kubectl-gpu_memory
 # Numeric user and group, so runAsNonRoot can be verified without /etc/passwd; the process
 # needs no shell, no writable root filesystem and no capabilities.
 USER 65532:65532
