@@ -15,8 +15,8 @@ FUZZ_TARGETS       ?=
 TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|integ_concurrency|integ_cache_concurrency|integ_shared_reservations|integ_cache_attack)$$
 
 .PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
-        unit-integration asan tsan fuzz fuzz-smoke e2e soak install-proof demo down bench \
-        bench-extender format check-format clean
+        unit-integration asan tsan fuzz fuzz-smoke e2e soak image install-proof demo down bench \
+        bench-extender format check-format clean quantity-diff
 
 all: build
 
@@ -73,11 +73,23 @@ build-release: deps
 	cmake -S . -B $(BUILD_RELEASE) -DCMAKE_BUILD_TYPE=Release >/dev/null
 	cmake --build $(BUILD_RELEASE) -j $(JOBS)
 
+# The quantity parser against k8s.io/apimachinery's: its test strings and 100,000 seeded random
+# ones; any answer outside the allowed differences fails (docs/quantity-differential.md).
+quantity-diff: build
+	bash test/quantity-diff/run.sh $(BUILD)
+
 check-format: deps
 	@bash .ci/check-format.sh
 
-# End-to-end suite against a real kube-apiserver (first run builds Kubernetes: 10-25 min).
-e2e: build
+# The container image, built without a daemon from Debian packages (tools/image/build.sh,
+# docs/image.md): $(BUILD)/gpu-memory-guard-image.oci.tar, its SBOM and digests beside it. The
+# root filesystem is cached in ~/.cache/gpu-memory-guard (first run: about 6 min).
+image: build
+	bash tools/image/build.sh $(abspath $(BIN)) $(abspath $(BUILD))
+
+# End-to-end suite against a real kube-apiserver (first run builds Kubernetes: 10-25 min); test
+# 18 runs the image under runc.
+e2e: build image
 	bash test/e2e/run.sh $(abspath $(BIN))
 
 # The soak (not in `make test`, which runs its 2-minute version as e2e test 20): 30 minutes of
@@ -92,7 +104,7 @@ install-proof: build
 	bash test/e2e/install-proof.sh $(abspath $(BIN))
 
 # Fast loop: everything but the real control plane.
-test-fast: check-format unit-integration asan tsan fuzz-smoke build-release
+test-fast: check-format unit-integration quantity-diff asan tsan fuzz-smoke build-release
 
 # Every test.
 test: test-fast e2e install-proof

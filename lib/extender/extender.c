@@ -15,6 +15,7 @@
 #include "placement.h"
 #include "policy.h"
 #include "quantity.h"
+#include "satmath.h"
 #include "shared.h"
 #include "text.h"
 
@@ -89,21 +90,58 @@ struct job {
 
 /* ---- reservations ---- */
 
-/* A node's reservations, copied out of the source. */
+/* A node's reservations, copied out of the source (items[0, n_owned): owned), then the pods in
+ * flight borrowed from the holds while they are read-locked (items[n_owned, n)). */
 struct resv {
 	struct placement_item *items;
-	size_t n, cap;
+	size_t n, n_owned, cap;
 	int nomem;
+	size_t n_held;       /* pods in flight added */
+	uint64_t held_bytes; /* their declared bytes */
 };
 
 static void resv_clear(struct resv *r)
 {
-	for (size_t i = 0; i < r->n; i++) {
+	for (size_t i = 0; i < r->n_owned; i++) {
 		free((char *)r->items[i].key);
 		free((char *)r->items[i].uid);
 	}
-	r->n = 0;
+	r->n = r->n_owned = r->n_held = 0;
+	r->held_bytes = 0;
 	r->nomem = 0;
+}
+
+static int resv_grow(struct resv *r)
+{
+	if (r->n == r->cap) {
+		size_t ncap = r->cap ? 2 * r->cap : 16;
+		struct placement_item *p = realloc(r->items, ncap * sizeof(*p));
+		if (p == NULL) {
+			r->nomem = 1;
+			return -1;
+		}
+		r->items = p;
+		r->cap = ncap;
+	}
+	return 0;
+}
+
+/* A pod in flight (holds_each_locked), borrowed: not copied. One the reservations already
+ * count (its Binding admitted, the cache not showing it yet) is not counted twice. */
+static void resv_add_held(void *ctx, const char *key, const char *uid, uint64_t bytes)
+{
+	struct resv *r = ctx;
+
+	if (r->nomem)
+		return;
+	for (size_t i = 0; i < r->n_owned; i++)
+		if (r->items[i].uid != NULL && strcmp(r->items[i].uid, uid) == 0)
+			return;
+	if (resv_grow(r) != 0)
+		return;
+	r->items[r->n++] = (struct placement_item){.key = key, .uid = uid, .bytes = bytes};
+	r->n_held++;
+	r->held_bytes = sat_add(r->held_bytes, bytes);
 }
 
 static void resv_add(void *ctx, const char *key, const char *uid, uint64_t bytes)
@@ -113,16 +151,8 @@ static void resv_add(void *ctx, const char *key, const char *uid, uint64_t bytes
 
 	if (r->nomem || key == NULL)
 		return;
-	if (r->n == r->cap) {
-		size_t ncap = r->cap ? 2 * r->cap : 16;
-		struct placement_item *p = realloc(r->items, ncap * sizeof(*p));
-		if (p == NULL) {
-			r->nomem = 1;
-			return;
-		}
-		r->items = p;
-		r->cap = ncap;
-	}
+	if (resv_grow(r) != 0)
+		return;
 	it.key = strdup(key);
 	it.uid = uid && uid[0] ? strdup(uid) : NULL;
 	if (it.key == NULL || (uid && uid[0] && it.uid == NULL)) {
@@ -132,6 +162,7 @@ static void resv_add(void *ctx, const char *key, const char *uid, uint64_t bytes
 		return;
 	}
 	r->items[r->n++] = it;
+	r->n_owned++;
 }
 
 struct ledger_visit_ctx {
@@ -526,8 +557,6 @@ struct judging {
 	struct job *j;
 	struct verdict *v;
 	const struct resv *r;
-	size_t n_held;       /* of r's items, pods in flight (holds.h) */
-	uint64_t held_bytes; /* their declared bytes */
 };
 
 static void judge_view(void *ctx, const struct cache_node_view *view)
@@ -573,13 +602,13 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 		return;
 	}
 	verdict_from(j, jg->v, view->cap, &res);
-	if (jg->v->state == ST_FAIL && jg->n_held > 0 && jg->v->reason != NULL) {
+	if (jg->v->state == ST_FAIL && jg->r->n_held > 0 && jg->v->reason != NULL) {
 		char held[QUANTITY_FMT_MAX], *why = jg->v->reason;
 		jg->v->reason = NULL;
-		quantity_format(jg->held_bytes, held, sizeof(held));
+		quantity_format(jg->r->held_bytes, held, sizeof(held));
 		set_verdict(jg->v, ST_FAIL,
 		            "%s, counting %s of %zu pod%s whose Binding is in flight", why, held,
-		            jg->n_held, jg->n_held == 1 ? "" : "s");
+		            jg->r->n_held, jg->r->n_held == 1 ? "" : "s");
 		free(why);
 	}
 }
@@ -676,14 +705,19 @@ static int judge(struct job *j, int may_block)
 			            "reservations");
 			continue;
 		}
-		struct judging jg = {j, v, &r, 0, 0};
-		jg.n_held = holds_each(x->holds, j->names[i], j->uid, j->now_ms, resv_add, &r,
-		                       &jg.held_bytes);
+		struct judging jg = {j, v, &r};
+		/* The pods in flight are borrowed: the holds stay read-locked while the node is
+		 * judged (briefly: the judging never waits). */
+		holds_rdlock(x->holds);
+		holds_each_locked(x->holds, j->names[i], j->uid, j->now_ms, resv_add_held, &r,
+		                  NULL);
+		if (!r.nomem)
+			cache_with_node(x->cache, j->names[i], judge_view, &jg);
+		holds_unlock(x->holds);
 		if (r.nomem) {
 			rc = EXTENDER_ENOMEM;
 			break;
 		}
-		cache_with_node(x->cache, j->names[i], judge_view, &jg);
 	}
 	resv_clear(&r);
 	free(r.items);

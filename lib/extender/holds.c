@@ -179,13 +179,22 @@ size_t holds_prune(struct holds *h, uint64_t now_ms, holds_settled_fn settled, v
 	return left;
 }
 
-size_t holds_each(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
-                  holds_add_fn add, void *add_ctx, uint64_t *bytes_out)
+void holds_rdlock(struct holds *h)
+{
+	pthread_rwlock_rdlock(&h->lock);
+}
+
+void holds_unlock(struct holds *h)
+{
+	pthread_rwlock_unlock(&h->lock);
+}
+
+size_t holds_each_locked(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
+                         holds_add_fn add, void *add_ctx, uint64_t *bytes_out)
 {
 	uint64_t hash = name_hash(node), sum = 0;
 	size_t given = 0;
 
-	pthread_rwlock_rdlock(&h->lock);
 	for (size_t i = 0; i < h->n; i++) {
 		const struct hold *o = &h->v[i];
 		if (o->expires_ms <= now_ms || (except_uid && strcmp(o->uid, except_uid) == 0) ||
@@ -195,9 +204,19 @@ size_t holds_each(struct holds *h, const char *node, const char *except_uid, uin
 		sum = sat_add(sum, o->bytes);
 		given++;
 	}
-	pthread_rwlock_unlock(&h->lock);
 	if (bytes_out)
 		*bytes_out = sum;
+	return given;
+}
+
+size_t holds_each(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
+                  holds_add_fn add, void *add_ctx, uint64_t *bytes_out)
+{
+	size_t given;
+
+	holds_rdlock(h);
+	given = holds_each_locked(h, node, except_uid, now_ms, add, add_ctx, bytes_out);
+	holds_unlock(h);
 	return given;
 }
 

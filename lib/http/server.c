@@ -77,7 +77,8 @@ struct server {
 struct request {
 	char *body;
 	size_t len, cap;
-	int too_big;    /* chunked body passed the route's body_max: discard the rest, answer 413 */
+	int too_big;    /* body over the route's body_max: discard the rest, answer 413 */
+	size_t seen;    /* body bytes received, kept or not (bounded by SERVER_DISCARD_MAX) */
 	int counted;    /* counted in in_flight */
 	int answered;   /* a response is queued: ignore further calls */
 	double arrived; /* monotime_s() at the first call: the budget's start */
@@ -177,17 +178,33 @@ static long long content_length(struct MHD_Connection *c)
 	return *end == '\0' && n <= (unsigned long long)LLONG_MAX ? (long long)n : -1;
 }
 
-/* 413, naming the route's cap. */
+/* 413, naming the route's cap. The text is on this stack: copied into the response (MHD sends
+ * it after we return; a persistent response sent whatever the stack then held). */
 static enum MHD_Result too_large(struct server *s, struct MHD_Connection *c, struct request *r)
 {
 	char text[64];
-	snprintf(text, sizeof(text), "body larger than %zu MiB\n", r->route->body_max >> 20);
-	return answer_text(s, c, r, MHD_HTTP_CONTENT_TOO_LARGE, text);
+	int n =
+	    snprintf(text, sizeof(text), "body larger than %zu MiB\n", r->route->body_max >> 20);
+	r->answered = 1;
+	metrics_http(s->metrics, MHD_HTTP_CONTENT_TOO_LARGE);
+	return reply(s, c, MHD_HTTP_CONTENT_TOO_LARGE, "text/plain; charset=utf-8", text,
+	             n > 0 && (size_t)n < sizeof(text) ? (size_t)n : 0, MHD_RESPMEM_MUST_COPY);
+}
+
+/* The client waits for "100 Continue" before it sends its body. */
+static int expects_continue(struct MHD_Connection *c)
+{
+	const char *v = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_EXPECT);
+	return v != NULL && strcasecmp(v, "100-continue") == 0;
 }
 
 /*
  * First call, headers only: route, check method and type, size the body buffer. A response
- * queued here ends the request without reading the body.
+ * queued here ends the request without reading the body: MHD then sends it and closes the
+ * connection, and a client still sending gets a reset from the kernel (unread data) that can
+ * destroy the answer before it is read. So an oversized body is refused here only when the
+ * client waits for 100 Continue (it sends nothing) or declares more than SERVER_DISCARD_MAX;
+ * else it is read and dropped (too_big), and the 413 sent after it.
  */
 static enum MHD_Result admission_begin(const struct listener *l, struct MHD_Connection *c,
                                        const char *url, const char *method, struct request *r)
@@ -205,8 +222,12 @@ static enum MHD_Result admission_begin(const struct listener *l, struct MHD_Conn
 	if (!is_json(MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE)))
 		return answer_text(s, c, r, MHD_HTTP_BAD_REQUEST, wrong_type);
 	long long cl = content_length(c);
-	if (cl > (long long)r->route->body_max)
-		return too_large(s, c, r);
+	if (cl > (long long)r->route->body_max) {
+		if (expects_continue(c) || cl > (long long)SERVER_DISCARD_MAX)
+			return too_large(s, c, r);
+		r->too_big = 1;
+		return MHD_YES;
+	}
 	r->cap = cl > 0 ? (size_t)cl : BODY_INITIAL;
 	r->body = malloc(r->cap);
 	if (r->body == NULL)
@@ -412,8 +433,13 @@ static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, co
 		return MHD_YES;
 	}
 	if (*upload_data_size > 0) {
+		r->seen += *upload_data_size; /* MHD hands at most its buffer: no overflow */
 		admission_chunk(r, upload_data, *upload_data_size);
 		*upload_data_size = 0;
+		/* A chunked body that goes on past the discard bound: MHD 0.9.75 queues no answer
+		 * in the middle of a body, so the connection is closed without one. */
+		if (r->too_big && r->seen > SERVER_DISCARD_MAX)
+			return MHD_NO;
 		return MHD_YES;
 	}
 	return admission_finish(s, c, r);

@@ -63,7 +63,8 @@ struct tls_store;
  */
 struct server_route {
 	const char *path; /* exact request path, e.g. SERVER_PATH_VALIDATE */
-	size_t body_max;  /* bytes, at least 1 MiB; bigger bodies are answered 413 */
+	size_t body_max;  /* bytes, at least 1 MiB; bigger bodies are answered 413 (see
+	                     SERVER_DISCARD_MAX) */
 	void *ctx;        /* passed to prepare */
 	int (*prepare)(void *ctx, const char *body, size_t len, double arrived, void **job,
 	               char *err, size_t errlen);
@@ -79,6 +80,13 @@ struct server_route {
 #define SERVER_ERR_MAX          512
 #define SERVER_QUEUE_MAX        4096 /* placements waiting for a worker; past it, denied at once */
 #define SERVER_MAX_WORKERS      1024
+/*
+ * A body over its route's body_max is answered 413. Sent with Expect: 100-continue, or declaring
+ * a Content-Length over SERVER_DISCARD_MAX bytes, it is answered before it is read; otherwise it
+ * is read and dropped up to SERVER_DISCARD_MAX bytes, then answered, so that a client that sends
+ * all before it reads gets the 413, not a reset. Past that (chunked), the connection is closed.
+ */
+#define SERVER_DISCARD_MAX (32u * 1024u * 1024u)
 
 struct server_options {
 	const char *listen_host; /* "" = all addresses (dual-stack when available) */

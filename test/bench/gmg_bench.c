@@ -1113,12 +1113,19 @@ static const char *verdict(int met)
 
 /* ---- the scheduler extender (--extender) ---- */
 
-#define EXT_BODIES          256 /* distinct ExtenderArgs, cycled */
+#define EXT_BODIES 256 /* distinct ExtenderArgs, cycled */
+/* Distinct pods among them: the extender counts each pod its filter passed until the watch
+ * cache shows it bound (lib/extender/holds.h); kube-scheduler binds each within milliseconds,
+ * so a burst has a handful in flight, but the benchmark's pods are never bound: bodies k and
+ * k + EXT_IN_FLIGHT are the same pod (its hold replaced), so at most this many are in flight.
+ * Even, so that a pod keeps its size (k's parity). */
+#define EXT_IN_FLIGHT       8
 #define EXT_PATH_FILTER     "/scheduler/filter"
 #define EXT_PATH_PRIORITIZE "/scheduler/prioritize"
 
 /* ExtenderArgs as kube-scheduler sends them with nodeCacheCapable: true: {"Pod": the v1.Pod,
- * "Nodes": null, "NodeNames": every GPU node}. Pod k is a Pending pod not in the world; even k:
+ * "Nodes": null, "NodeNames": every GPU node}. Pod k % EXT_IN_FLIGHT is a Pending pod not in the
+ * world; even k:
  * 1 GPU declaring 10Gi (fits on every node), odd k: 8 GPUs declaring 500Gi (fails where the
  * world's pods leave less). Caller frees. */
 static char *ext_args(long k, const struct opts *o)
@@ -1126,9 +1133,9 @@ static char *ext_args(long k, const struct opts *o)
 	char pod[4096], name[64], node[32];
 	size_t cap, len;
 	char *body;
-	snprintf(name, sizeof name, "sched-%ld", k);
-	pod_json(pod, sizeof pod, "inference", name, 900000 + k, NULL, k % 2 ? "500Gi" : "10Gi",
-	         k % 2 ? 8 : 1);
+	snprintf(name, sizeof name, "sched-%ld", k % EXT_IN_FLIGHT);
+	pod_json(pod, sizeof pod, "inference", name, 900000 + k % EXT_IN_FLIGHT, NULL,
+	         k % 2 ? "500Gi" : "10Gi", k % 2 ? 8 : 1);
 	cap = strlen(pod) + (size_t)gpu_nodes(o) * 16 + 64;
 	if (!(body = malloc(cap)))
 		return NULL;

@@ -7,7 +7,8 @@
 #
 # 1. Static: the Dockerfile runs CI's dependency script and the Makefile's CMake lines (its
 #    cmake RUN line is run here, in the .dockerignore-filtered context), and its runtime stage
-#    installs a package for every library the binary links.
+#    installs a package for every library the binary links; `make image` (tools/image/build.sh)
+#    reads from that stage the same packages, USER, ENTRYPOINT, CMD, EXPOSE and LABEL keys.
 # 2. Chart without a cluster: helm lint (every certificate mode, scheduler.enabled),
 #    values.schema.json refuses bad values, cert-manager mode renders the cainjector annotation
 #    (and the second scheduler's caFile), reservations local is refused with more than one
@@ -139,6 +140,34 @@ check_dockerfile_runtime_libs() {
 	grep -q '^ENTRYPOINT \["/usr/local/bin/gpu-memory-guard"\]' "$REPO_ROOT/Dockerfile" ||
 		missing="$missing ENTRYPOINT"
 	[ -z "$missing" ] || { echo "not covered by the runtime stage:$missing"; return 1; }
+}
+
+# `make image` (tools/image/build.sh, no container engine) reads the Dockerfile's runtime stage and
+# stops on an instruction it does not reproduce: what it reads must be what the Dockerfile says
+# (the same packages, so the DT_NEEDED check above covers the image too; USER, ENTRYPOINT, CMD,
+# EXPOSE; every LABEL key).
+check_image_matches_dockerfile() {
+	local spec runtime stage want got
+	spec=$(bash "$REPO_ROOT/tools/image/build.sh" --spec) || return 1
+	stage=$(sed -n '/^FROM debian:\${DEBIAN_SLIM_TAG}/,$p' "$REPO_ROOT/Dockerfile" |
+		sed -e ':a' -e '/\\$/N; s/\\\n//; ta')
+	runtime=$(grep -oE -- '--no-install-recommends [^&]*' <<<"$stage" | tr ' ' '\n' | tail -n +2 |
+		grep -E '^[a-z0-9][a-z0-9.+-]+$' | sort -u)
+	got=$(awk '$1 == "package" { print $2 }' <<<"$spec" | sort -u)
+	[ -n "$runtime" ] && [ "$runtime" = "$got" ] ||
+		{ printf 'Dockerfile packages: %s\nmake image packages: %s\n' "$(echo $runtime)" "$(echo $got)"; return 1; }
+	want=$(sed -n 's/^USER //p' <<<"$stage")
+	got=$(awk '$1 == "user" { print $2 }' <<<"$spec")
+	[ "$want" = "$got" ] || { echo "USER $want, make image $got"; return 1; }
+	want=$(sed -n 's/^ENTRYPOINT //p; s/^CMD //p' <<<"$stage" | jq -c .)
+	got=$(awk '$1 == "entrypoint" || $1 == "cmd" { print $2 }' <<<"$spec")
+	[ "$want" = "$got" ] || { printf 'ENTRYPOINT/CMD %s, make image %s\n' "$want" "$got"; return 1; }
+	want=$(sed -n 's/^EXPOSE //p' <<<"$stage" | tr ' ' '\n' | grep -v '^$')
+	got=$(awk '$1 == "expose" { print $2 }' <<<"$spec")
+	[ "$want" = "$got" ] || { echo "EXPOSE $(echo $want), make image $(echo $got)"; return 1; }
+	want=$(grep -oE '[a-z0-9.-]+="' <<<"$stage" | tr -d '="' | sort)
+	got=$(awk '$1 == "label" { sub(/=.*/, "", $2); print $2 }' <<<"$spec" | sort)
+	[ "$want" = "$got" ] || { printf 'LABEL keys %s, make image %s\n' "$(echo $want)" "$(echo $got)"; return 1; }
 }
 
 # The build context as `docker build` would send it: the working tree's files minus
@@ -1105,6 +1134,7 @@ kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
 echo "== static: Dockerfile"
 check "Dockerfile builder runs CI's install-deps.sh and the Makefile's cmake lines" check_dockerfile_build
 check "Dockerfile runtime stage provides every library the binary links; numeric USER; ENTRYPOINT" check_dockerfile_runtime_libs
+check "make image (tools/image/build.sh) reads the Dockerfile's runtime stage: same packages, USER, ENTRYPOINT, CMD, EXPOSE, LABEL keys" check_image_matches_dockerfile
 check "Dockerfile builder's cmake RUN line builds the binary from the .dockerignore'd context (no engine)" check_dockerfile_builds_here
 
 echo "== chart without a cluster"

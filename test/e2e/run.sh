@@ -8,9 +8,11 @@
 # placements, one replica killed; GMG_E2E_RR_ROUNDS, GMG_E2E_RESERVATIONS, GMG_E2E_FIGURES: see
 # test 12; docs/shared-reservations-e2e.md), and 13-16 for the scheduler extender (issue 9: the
 # suite's kube-scheduler with it, the chart's second scheduler, the webhook without it;
-# GMG_E2E_EXTENDER=off: see test 13), and 19 (issue 12: etcd paused, a replica killed, the
-# serving certificate and the token replaced, under a steady flow of placements; faults.sh),
-# and 21 (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused).
+# GMG_E2E_EXTENDER=off: see test 13), 18 for the container image (`make image` unpacked
+# with umoci and run with runc under the chart's security context; GMG_IMAGE: see test 18), and
+# 19-20 (issue 12: etcd paused, a replica killed, the serving certificate and the token
+# replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh), and 21
+# (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test but the
 # known failing ones, see KNOWN_FAILING; e.g. 12: that test only, on a cluster of its own)
@@ -1542,6 +1544,188 @@ test_extender_safety_net() {
 	drop_ns $ns
 }
 
+# --- 18. (extra) the container image of `make image`, run as the chart runs it ----------------
+
+# The very archive `make image` wrote (GMG_IMAGE: another one), read back with skopeo (the tool
+# the README pushes it with), unpacked with umoci into a runtime bundle and run with runc under
+# the chart's security context: uid/gid 65532 (fsGroup 65532), read-only root filesystem, every
+# capability dropped, no new privileges, the serving certificate and the kubeconfig mounted
+# read-only (0440, group 65532, as the chart's Secret volume), /tmp a 16Mi tmpfs (the chart's
+# emptyDir), the host network. The image's own entrypoint with the suite's webhook args (as the
+# chart's `args:`), seccomp RuntimeDefault as CRI-O and Podman define it (containers-common's
+# seccomp.json, which skopeo brings, turned into the runtime spec's form for this machine's
+# architecture and a process without capabilities). The real kube-apiserver is pointed at it: a
+# placement that fits is allowed and one past the threshold refused, both counted by the
+# container's /metrics. Prints the image's size and the time from `runc run` to a synced /readyz.
+IMAGE_ARCHIVE=${GMG_IMAGE:-$(dirname "$BINARY")/gpu-memory-guard-image.oci.tar}
+RUNTIME_DEFAULT_SECCOMP=/usr/share/containers/seccomp.json
+IMG_ID=gmg-e2e-image-$$
+
+img_ready() { curl -sf --max-time 2 "http://127.0.0.1:$1/readyz" | grep -q '^cache: synced'; }
+# Reviews of pods the container answered with DECISION (allowed|denied).
+img_reviews() {
+	curl -sf --max-time 5 "http://127.0.0.1:$1/metrics" |
+		awk -v d="$2" '/^gpu_memory_guard_reviews_total\{/ && index($1, "kind=\"pod\"") && index($1, "decision=\"" d "\"") { s += $NF } END { print s + 0 }'
+}
+
+# img_bundle DIR PORT HEALTH: DIR/bundle from the archive, its config.json set as the chart runs
+# the container; "sizes" lines in DIR/facts.
+img_bundle() {
+	local dir=$1 port=$2 health=$3 entry
+	mkdir -p "$dir/layout" "$dir/tls" "$dir/kube" || return 1
+	tar -xf "$IMAGE_ARCHIVE" -C "$dir/layout" || return 1
+	umoci unpack --image "$dir/layout:latest" "$dir/bundle" >"$dir/unpack.log" 2>&1 ||
+		{ cat "$dir/unpack.log"; return 1; }
+	# The Secret volume and the kubeconfig as the kubelet lays them out with fsGroup 65532.
+	cp "$PKI/webhook.crt" "$dir/tls/tls.crt" && cp "$PKI/webhook.key" "$dir/tls/tls.key" &&
+		cp "$STATE/webhook.kubeconfig" "$dir/kube/kubeconfig" || return 1
+	chown root:65532 "$dir"/tls/* "$dir"/kube/* && chmod 0440 "$dir"/tls/* "$dir"/kube/* || return 1
+	entry=$(jq -r '.process.args[0]' "$dir/bundle/config.json")
+	# The rules that apply to an amd64 process with no capability (Docker's profile format: rules
+	# may be limited to some architectures or to holders of a capability).
+	jq '{defaultAction, defaultErrnoRet, architectures: ["SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"],
+	     syscalls: [.syscalls[] | select((.includes.caps // []) == [] and
+	       ((.includes.arches // []) == [] or (.includes.arches | index("amd64") != null))) |
+	       {names, action} + (if .errnoRet then {errnoRet} else {} end) +
+	       (if (.args // []) != [] then {args} else {} end)]}' "$RUNTIME_DEFAULT_SECCOMP" >"$dir/seccomp.json" ||
+		return 1
+	jq --slurpfile seccomp "$dir/seccomp.json" --arg entry "$entry" --arg tls "$dir/tls" --arg kube "$dir/kube" \
+		--arg listen "127.0.0.1:$port" --arg health "127.0.0.1:$health" --arg threshold "$THRESHOLD" \
+		--arg exempt "$EXEMPT_NAMESPACE" '
+	  .process.terminal = false
+	  | .process.args = [$entry, "serve", "--listen", $listen, "--health-listen", $health,
+	      "--tls-cert-file", "/etc/gpu-memory-guard/tls/tls.crt",
+	      "--tls-key-file", "/etc/gpu-memory-guard/tls/tls.key",
+	      "--kubeconfig", "/etc/gpu-memory-guard/kube/kubeconfig",
+	      "--threshold", $threshold, "--mode", "enforce", "--exempt-namespace", $exempt,
+	      "--log-level", "info"]
+	  | .process.user.additionalGids = [65532]
+	  | .process.noNewPrivileges = true
+	  | .process.capabilities = {bounding: [], effective: [], inheritable: [], permitted: [], ambient: []}
+	  | .root.readonly = true
+	  | .linux.seccomp = $seccomp[0]
+	  | .linux.namespaces |= map(select(.type != "network"))
+	  | .mounts += [
+	      {destination: "/etc/gpu-memory-guard/tls", type: "bind", source: $tls, options: ["rbind", "ro", "nosuid", "nodev", "noexec"]},
+	      {destination: "/etc/gpu-memory-guard/kube", type: "bind", source: $kube, options: ["rbind", "ro", "nosuid", "nodev", "noexec"]},
+	      {destination: "/tmp", type: "tmpfs", source: "tmpfs", options: ["nosuid", "nodev", "size=16m", "mode=1777"]}]' \
+		"$dir/bundle/config.json" >"$dir/config.json" && mv "$dir/config.json" "$dir/bundle/config.json"
+}
+
+# What the kernel says of the container's process (not what config.json asked for): "" when it
+# runs as the chart's securityContext says, else what differs.
+img_confinement() {
+	local pid=$1 bad="" root_opts c m
+	grep -qE '^Uid:\s+65532\s+65532\s+65532\s+65532$' "/proc/$pid/status" || bad="$bad; $(grep ^Uid: "/proc/$pid/status")"
+	grep -qE '^Gid:\s+65532\s+65532\s+65532\s+65532$' "/proc/$pid/status" || bad="$bad; $(grep ^Gid: "/proc/$pid/status")"
+	grep -qE '^Groups:\s+65532\s*$' "/proc/$pid/status" || bad="$bad; $(grep ^Groups: "/proc/$pid/status")"
+	for c in CapInh CapPrm CapEff CapBnd CapAmb; do
+		grep -qE "^$c:\s+0+$" "/proc/$pid/status" || bad="$bad; $(grep "^$c:" "/proc/$pid/status")"
+	done
+	grep -qE '^NoNewPrivs:\s+1$' "/proc/$pid/status" || bad="$bad; $(grep ^NoNewPrivs: "/proc/$pid/status")"
+	grep -qE '^Seccomp:\s+2$' "/proc/$pid/status" || bad="$bad; no seccomp filter: $(grep ^Seccomp: "/proc/$pid/status")"
+	root_opts=$(awk '$5 == "/" { print $6 }' "/proc/$pid/mountinfo")
+	[[ ,$root_opts, == *,ro,* ]] || bad="$bad; root mounted $root_opts"
+	for m in /etc/gpu-memory-guard/tls /etc/gpu-memory-guard/kube; do
+		[[ ,$(awk -v m="$m" '$5 == m { print $6 }' "/proc/$pid/mountinfo"), == *,ro,* ]] || bad="$bad; $m not mounted read-only"
+	done
+	[ "$(readlink "/proc/$pid/ns/net")" = "$(readlink /proc/self/ns/net)" ] || bad="$bad; not on the host network"
+	[ "$(readlink "/proc/$pid/ns/mnt")" != "$(readlink /proc/self/ns/mnt)" ] || bad="$bad; the host's mount namespace"
+	# A write to the root filesystem fails, /tmp (the emptyDir) takes one, as uid 65532.
+	runc exec --user 65532:65532 "$IMG_ID" /usr/bin/touch /probe >/dev/null 2>&1 && bad="$bad; wrote /probe on the root filesystem"
+	runc exec --user 65532:65532 "$IMG_ID" /usr/bin/touch /tmp/probe >/dev/null 2>&1 || bad="$bad; cannot write /tmp"
+	echo "${bad#; }"
+}
+
+img_stop() {
+	stop_daemon image
+	runc delete --force "$IMG_ID" >/dev/null 2>&1 || true
+}
+
+test_image() {
+	CURRENT="18 the image of make image under runc"
+	local ns=e2e-image node=gpu-l4-0 dir="$STATE/image" port health t0 t_ready pid bad digest inspected \
+		fit a0 d0 a1 d1 out sizes pkgs missing p v t unpack_ms
+	if [ ! -f "$IMAGE_ARCHIVE" ]; then
+		fail "no image at $IMAGE_ARCHIVE (make image)"; return
+	fi
+	[ -f "$RUNTIME_DEFAULT_SECCOMP" ] || { fail "no $RUNTIME_DEFAULT_SECCOMP (containers-common, with skopeo)"; return; }
+	for t in runc umoci skopeo; do
+		command -v $t >/dev/null || { fail "$t not installed (bash .ci/install-deps.sh)"; return; }
+	done
+	rm -rf "$dir" && mkdir -p "$dir"
+	# skopeo reads the archive as a registry push would, and names the manifest the layout's index does.
+	if ! inspected=$(skopeo inspect --raw "oci-archive:$IMAGE_ARCHIVE" 2>&1 | sha256sum | cut -d' ' -f1); then
+		fail "skopeo cannot read $IMAGE_ARCHIVE: $inspected"; return
+	fi
+	port=$(free_port) health=$(free_port)
+	t0=$(date +%s%N)
+	if ! out=$(img_bundle "$dir" "$port" "$health" 2>&1); then
+		fail "unpacking the image into a runc bundle failed: ${out:0:400}"; return
+	fi
+	unpack_ms=$((($(date +%s%N) - t0) / 1000000))
+	digest=$(jq -r '.manifests[0].digest' "$dir/layout/index.json")
+	if [ "sha256:$inspected" != "$digest" ]; then
+		fail "skopeo read manifest sha256:$inspected, the layout's index names $digest"; return
+	fi
+	# The SBOM the image carries lists every package of the Dockerfile's runtime stage, with the
+	# version the image's dpkg database has.
+	pkgs=$(bash "$REPO_ROOT/tools/image/build.sh" --spec | awk '$1 == "package" { print $2 }')
+	missing=""
+	for p in $pkgs; do
+		v=$(dpkg-query --admindir="$dir/bundle/rootfs/var/lib/dpkg" -W -f='${Version}' "$p" 2>/dev/null)
+		jq -e --arg p "$p" --arg v "$v" '[.packages[] | select(.name == $p and .versionInfo == $v)] | length == 1' \
+			"$dir/bundle/rootfs/usr/share/doc/gpu-memory-guard/sbom.spdx.json" >/dev/null 2>&1 || missing="$missing $p=$v"
+	done
+	if [ -n "$missing" ]; then
+		fail "the image's SBOM (/usr/share/doc/gpu-memory-guard/sbom.spdx.json) lacks:$missing"; return
+	fi
+	if [ "$(jq -r '"\(.process.user.uid):\(.process.user.gid)"' "$dir/bundle/config.json")" != 65532:65532 ]; then
+		fail "the image's config does not run as 65532:65532: $(jq -c .process.user "$dir/bundle/config.json")"; return
+	fi
+	t0=$(date +%s%N)
+	( cd "$dir/bundle" && start_daemon image runc run --bundle "$dir/bundle" "$IMG_ID" ) ||
+		{ fail "runc run failed: $(tail -n 5 "$STATE/logs/image.log" | tr '\n' ' ')"; img_stop; return; }
+	if ! wait_for 60 "the container's /readyz (cache synced)" img_ready "$health"; then
+		fail "the container is not ready with its cache synced within 60s: $(tail -n 5 "$STATE/logs/image.log" | tr '\n' ' ')"
+		img_stop; return
+	fi
+	t_ready=$((($(date +%s%N) - t0) / 1000000))
+	pid=$(runc state "$IMG_ID" | jq -r .pid)
+	bad=$(img_confinement "$pid")
+	if [ -n "$bad" ]; then
+		fail "the container does not run as the chart's securityContext says: $bad"; img_stop; return
+	fi
+	if ! out=$(bash "$E2E_DIR/cluster.sh" webhook-register "$port" 2>&1); then
+		fail "the API server does not call the container (a placement over the limit not refused): ${out:0:300}"
+		bash "$E2E_DIR/cluster.sh" webhook-register >/dev/null 2>&1; img_stop; return
+	fi
+	fresh_ns $ns
+	fit=$(node_usage $node | jq '(.limit - .declared) / 1048576 | floor')
+	a0=$(img_reviews "$health" allowed) d0=$(img_reviews "$health" denied)
+	if ! out=$(pod_json fits $ns "$((fit / 2))Mi" 1 $node | kc create -f - 2>&1); then
+		fail "a $((fit / 2))Mi pod on $node (${fit}Mi free under the limit) was refused: $out"
+	elif out=$(pod_json too-much $ns "$((fit - fit / 2 + 1))Mi" 1 $node | kc create -f - 2>&1); then
+		fail "$((fit - fit / 2 + 1))Mi more on $node (1Mi past the limit) was admitted"
+	elif ! grep -qF "$DENIED_POD" <<<"$out" || ! grep -q 'percent limit' <<<"$out"; then
+		fail "$((fit - fit / 2 + 1))Mi more on $node refused, but not for the threshold: ${out:0:300}"
+	else
+		a1=$(img_reviews "$health" allowed) d1=$(img_reviews "$health" denied)
+		sizes="archive $(($(stat -c %s "$IMAGE_ARCHIVE") / 1048576)) MiB, unpacked $(($(du -sb "$dir/bundle/rootfs" | cut -f1) / 1048576)) MiB"
+		if [ $((a1 - a0)) -lt 1 ] || [ $((d1 - d0)) -lt 1 ]; then
+			fail "the container's /metrics did not count the two placements (allowed +$((a1 - a0)), denied +$((d1 - d0))): another webhook answered"
+		elif [ -n "$(over_threshold)" ]; then
+			fail "node over threshold: $(over_threshold)"
+		else
+			pass "image $digest ($sizes) unpacked by umoci in ${unpack_ms}ms, runc run to /readyz synced in ${t_ready}ms as 65532:65532, read-only root, no capabilities, no new privileges, seccomp RuntimeDefault, certificate and kubeconfig read-only, host network; through it the API server admitted $((fit / 2))Mi on $node and refused $((fit - fit / 2 + 1))Mi more: ${out:0:200}"
+		fi
+	fi
+	bash "$E2E_DIR/cluster.sh" webhook-register >/dev/null 2>&1 || log "test 18: the suite's webhook could not be registered again"
+	img_stop
+	rm -rf "$dir"
+	drop_ns $ns
+}
+
 # --- 21. the report's numbers are the webhook's ----------------------------------------------
 
 # 21 (issue 11): `gpu-memory-guard report -o json` read with the suite's kubeconfig. On gpu-l4-0
@@ -1612,6 +1796,7 @@ want 13 && test_extender_case
 want 14 && test_extender_scale
 want 15 && test_extender_second
 want 16 && test_extender_safety_net
+want 18 && test_image
 want 19 && test_faults
 want 20 && test_soak
 want 21 && test_report

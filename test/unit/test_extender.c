@@ -845,6 +845,20 @@ static void test_pods_in_flight(void **state)
 	assert_int_equal(score_of(a, "n-room"), 0);
 	cJSON_Delete(a);
 
+	/* The webhook admits llama-0's Binding (a reservation on n-room) before the cache shows it:
+	 * counted once, not as a reservation and a pod in flight: 15Gi more fits (40 + 10 + 15). */
+	fake_add(&E.res, "n-room", "ml/llama-0", "uid-ml-llama-0", 10 * GIB);
+	char *mid = pod_text("ml", "mid", "15Gi", NULL, "", "nvidia.com/gpu");
+	char *mid_args = args_names(mid, room, 1);
+	a = call(EXTENDER_FILTER, mid_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+	extender_forget(E.x, "uid-ml-mid");
+	E.res.n = 0;
+	free(mid);
+	free(mid_args);
+
 	/* llama-0 filtered again (its Binding failed, say): its own hold is not counted. */
 	a = call(EXTENDER_FILTER, first_args);
 	names_of(a, names, sizeof(names));
