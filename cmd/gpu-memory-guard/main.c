@@ -16,12 +16,15 @@
 #include "ledger.h"
 #include "log.h"
 #include "metrics.h"
+#include "report.h"
+#include "report_cli.h"
 #include "server.h"
 #include "shared.h"
 #include "tls.h"
 #include "webhook.h"
 
 #include <ctype.h>
+#include <libgen.h>
 #include <stdatomic.h>
 #include <curl/curl.h>
 #include <pthread.h>
@@ -29,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #ifndef GMG_VERSION
 #define GMG_VERSION "unknown"
@@ -275,6 +279,107 @@ static int cmd_certs(int argc, char **argv)
 	return rc;
 }
 
+/* The kubeconfig of `report`: --kubeconfig, else the first file of $KUBECONFIG (a list, as
+ * kubectl's; we do not merge), else ~/.kube/config if it exists, else in-cluster. */
+static int report_kubeconfig(const char *flag, struct kube_config *kc, char *err, size_t errlen)
+{
+	char path[4096];
+	const char *env = getenv("KUBECONFIG"), *home = getenv("HOME");
+	struct stat st;
+
+	if (flag != NULL)
+		return kubeconfig_load(flag, kc, err, errlen);
+	if (env != NULL && env[0] != '\0') {
+		size_t len = strcspn(env, ":");
+		snprintf(path, sizeof(path), "%.*s", (int)len, env);
+		return kubeconfig_load(path, kc, err, errlen);
+	}
+	if (home != NULL && home[0] != '\0') {
+		snprintf(path, sizeof(path), "%s/.kube/config", home);
+		if (stat(path, &st) == 0)
+			return kubeconfig_load(path, kc, err, errlen);
+	}
+	return kubeconfig_in_cluster(NULL, kc, err, errlen);
+}
+
+struct report_sink {
+	struct report *report;
+	int (*add)(struct report *r, const struct cJSON *item, char *err, size_t errlen);
+	char err[REPORT_ERR_MAX];
+	int rc;
+};
+
+static int report_item(void *ctx, const struct cJSON *item)
+{
+	struct report_sink *s = ctx;
+	return s->rc = s->add(s->report, item, s->err, sizeof(s->err));
+}
+
+/* List every node, then every pod, into the report: the webhook's inputs, read once. */
+static int report_read(struct kube_client *c, struct report *r, char *err, size_t errlen)
+{
+	static const char *const resources[] = {"nodes", "pods"};
+	struct report_sink sink = {.report = r};
+	long code = 0;
+
+	for (size_t i = 0; i < 2; i++) {
+		sink.add = i == 0 ? report_add_node : report_add_pod;
+		int rc = kube_list_all(c, resources[i], 0, report_item, &sink, NULL, 0, &code, err,
+		                       errlen);
+		if (rc == KUBE_ESTOP)
+			snprintf(err, errlen, "%s: %.400s", resources[i], sink.err);
+		if (rc != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* `report` (and `kubectl gpu-memory`): read the cluster, print the report. */
+static int cmd_report(int argc, char **argv, const char *name)
+{
+	struct report_cli cli;
+	struct kube_config kc = {0};
+	struct kube_client *c = NULL;
+	struct report *r = NULL;
+	char err[REPORT_ERR_MAX], usage[4096], *out = NULL;
+	int status = 1;
+
+	if (report_cli_parse(argc, argv, &cli, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", name, err);
+		return EXIT_USAGE;
+	}
+	if (cli.help) {
+		fputs(report_cli_usage(name, usage, sizeof(usage)), stdout);
+		return 0;
+	}
+	log_set_level(LOG_ERROR); /* a command's errors go to stderr as one line, below */
+	struct report_config rc = {.threshold = cli.threshold,
+	                           .gpu_resources = cli.gpu_resources,
+	                           .n_gpu_resources = cli.n_gpu_resources};
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fprintf(stderr, "%s: curl_global_init failed\n", name);
+		return 1;
+	}
+	if (report_kubeconfig(cli.kubeconfig, &kc, err, sizeof(err)) != 0 ||
+	    (c = kube_client_new(&kc, (long)cli.timeout_ms, NULL, NULL, err, sizeof(err))) ==
+	        NULL ||
+	    (r = report_new(&rc, err, sizeof(err))) == NULL ||
+	    report_read(c, r, err, sizeof(err)) || report_build(r, err, sizeof(err)) != 0 ||
+	    report_render(r, cli.format, cli.node, &out, err, sizeof(err)) != 0) {
+		fprintf(stderr, "%s: %s\n", name, err);
+		goto out;
+	}
+	fputs(out, stdout);
+	status = fflush(stdout) == 0 ? 0 : 1;
+out:
+	free(out);
+	report_free(r);
+	kube_client_free(c);
+	kubeconfig_free(&kc);
+	curl_global_cleanup();
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct config cfg;
@@ -282,9 +387,15 @@ int main(int argc, char **argv)
 	enum log_level level = LOG_INFO;
 	sigset_t signals;
 
+	/* Called as the kubectl plugin (kubectl gpu-memory runs kubectl-gpu_memory, a link to
+	 * this binary): the report, with the plugin's arguments. */
+	if (argc >= 1 && strcmp(basename(argv[0]), "kubectl-gpu_memory") == 0)
+		return cmd_report(argc, argv, "kubectl gpu-memory");
 	/* Subcommands with flags of their own are dispatched here, before config. */
 	if (argc >= 2 && strcmp(argv[1], "certs") == 0)
 		return cmd_certs(argc - 1, argv + 1);
+	if (argc >= 2 && strcmp(argv[1], "report") == 0)
+		return cmd_report(argc - 1, argv + 1, "gpu-memory-guard report");
 
 	if (config_parse_args(argc, argv, &cfg, err, sizeof(err)) != 0) {
 		fprintf(stderr, "gpu-memory-guard: %s\n", err);

@@ -20,6 +20,8 @@ static const char usage_text[] =
     "Usage:\n"
     "  gpu-memory-guard serve [flags]   run the validating admission webhook\n"
     "  gpu-memory-guard certs [flags]   write a CA and a serving certificate (certs --help)\n"
+    "  gpu-memory-guard report [flags]  every GPU node's memory; also `kubectl gpu-memory`\n"
+    "                                   (report --help)\n"
     "  gpu-memory-guard version         print the version\n"
     "  gpu-memory-guard help            print this text\n"
     "\n"

@@ -12,7 +12,8 @@
 # and an MPS node), 18 for the container image (`make image` unpacked
 # with umoci and run with runc under the chart's security context; GMG_IMAGE: see test 18), and
 # 19-20 (issue 12: etcd paused, a replica killed, the serving certificate and the token
-# replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh).
+# replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh), and 21
+# (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test but the
 # known failing ones, see KNOWN_FAILING; e.g. 12: that test only, on a cluster of its own)
@@ -1785,6 +1786,57 @@ test_image() {
 	drop_ns $ns
 }
 
+# --- 21. the report's numbers are the webhook's ----------------------------------------------
+
+# 21 (issue 11): `gpu-memory-guard report -o json` read with the suite's kubeconfig. On gpu-l4-0
+# (a 6Gi pod there: the node's limit binds) and gpu-a100-0 (8 GPUs: one GPU's limit binds), a
+# pod declaring exactly the report's largestFitBytes is admitted by the webhook (server dry run,
+# spec.nodeName) and one byte more is refused; the report's declaredBytes equal usage.jq's from
+# the API's pods. Then `kubectl gpu-memory --node gpu-l4-0` (the plugin: a kubectl-gpu_memory
+# link on PATH) lists that pod.
+test_report() {
+	CURRENT="21 report agrees with the webhook"
+	local ns=e2e-report out json node fit decl want bad="" seen="" plugin
+	fresh_ns $ns
+	if ! out=$(pod_json resident $ns 6Gi 1 gpu-l4-0 | kc create -f - 2>&1); then
+		fail "a 6Gi pod on gpu-l4-0 was refused: $out"; drop_ns $ns; return
+	fi
+	if ! json=$("$BINARY" report --kubeconfig "$STATE/kubeconfig" --threshold "$THRESHOLD" -o json 2>&1); then
+		fail "the report failed: $json"; drop_ns $ns; return
+	fi
+	for node in gpu-l4-0 gpu-a100-0; do
+		fit=$(jq -r --arg n $node '.nodes[] | select(.name == $n) | .largestFitBytes' <<<"$json")
+		decl=$(jq -r --arg n $node '.nodes[] | select(.name == $n) | .declaredBytes' <<<"$json")
+		want=$(cluster_usage "$THRESHOLD" $node | jq -r .declared)
+		if ! [[ "$fit" =~ ^[0-9]+$ ]] || [ "$fit" -le 1048576 ]; then
+			bad="$bad; $node: largest fit '$fit'"; continue
+		fi
+		[ "$decl" = "$want" ] || bad="$bad; $node: the report declares $decl, the API's pods $want"
+		out=$(pod_json fit $ns "$fit" 1 $node | kc create --dry-run=server -f - 2>&1) ||
+			bad="$bad; $node: $fit bytes (the largest fit) refused: $out"
+		if out=$(pod_json over $ns "$((fit + 1))" 1 $node | kc create --dry-run=server -f - 2>&1); then
+			bad="$bad; $node: $((fit + 1)) bytes (one more than the largest fit) admitted"
+		elif ! grep -qF "$DENIED_POD" <<<"$out"; then
+			bad="$bad; $node: $((fit + 1)) bytes failed, but not by the webhook: $out"
+		fi
+		seen="$seen$node: $fit admitted, $((fit + 1)) refused, declared $decl; "
+	done
+	plugin=$(mktemp -d)
+	ln -s "$BINARY" "$plugin/kubectl-gpu_memory"
+	out=$(PATH="$plugin:$PATH" KUBECONFIG="$STATE/kubeconfig" "$TOOLS_BIN/kubectl" gpu-memory --node gpu-l4-0 2>&1) ||
+		bad="$bad; kubectl gpu-memory failed: $out"
+	grep -q "^$ns  *resident " <<<"$out" || bad="$bad; kubectl gpu-memory --node gpu-l4-0 does not list $ns/resident: $out"
+	rm -rf "$plugin"
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "${seen}kubectl gpu-memory lists the node's pod"
+	fi
+	drop_ns $ns
+}
+
 # --- run -----------------------------------------------------------------------------------
 
 log "e2e: running tests (cluster up after $((SECONDS - START))s)"
@@ -1808,6 +1860,7 @@ want 17 && test_sharing
 want 18 && test_image
 want 19 && test_faults
 want 20 && test_soak
+want 21 && test_report
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"

@@ -1,0 +1,143 @@
+/*
+ * report: every GPU node's memory at a glance, the `report` command's (and `kubectl gpu-memory`'s)
+ * adapter on the placement core (ARCHITECTURE.md: the "report adapter" box). Pure: cluster JSON
+ * in, rows out, text out; no I/O (cmd/ lists the nodes and pods and prints the text).
+ *
+ * Per GPU node (a node with a GPU capacity, a malformed one, an allocatable GPU resource, or GPU
+ * pods bound to it): the GPU model (label nvidia.com/gpu.product), the count and memory per GPU
+ * (capacity_from_node()), the sharing strategy (labels nvidia.com/gpu.sharing-strategy,
+ * nvidia.com/gpu.replicas, nvidia.com/mig.strategy, shown as written), the capacity, the
+ * threshold in force (the node's annotation, else report_config.threshold: the webhook's
+ * --threshold), the limit, what is declared there, what is free under the limit, the largest pod
+ * that still fits, and how many GPU pods count there.
+ *
+ * The numbers are the webhook's: the pods counted are the ones the webhook counts (GPU pods bound
+ * to the node, not Succeeded/Failed, each by demand_from_pod(); one without a valid declaration
+ * as its GPUs x one GPU's memory), and limit and declared are placement_decide()'s budget and
+ * used bytes for a probe pod. "Largest fit" is the largest GPU_MEMORY_LIMIT a new pod asking for
+ * one GPU (the first configured GPU resource) could declare and be admitted on that node now:
+ * found by bisection over placement_decide() on that pod (demand_from_pod() of a one-container
+ * Pod object), so every rule the core applies (the node's limit, one GPU's limit, and whatever
+ * the core learns later) is the webhook's, to the byte. 0 when not even DEMAND_MIN_BYTES fits.
+ * Not counted: placements admitted in the last seconds that the API server does not show yet
+ * (the webhook's reservations); the report reads the cluster, not a replica's memory.
+ *
+ * Use: report_new, then report_add_node / report_add_pod / report_add_list in any order, then
+ * report_build once, then report_rows and report_render as often as wanted.
+ * Caps: REPORT_MAX_NODES nodes, REPORT_MAX_PODS GPU pods kept (non-GPU and finished pods are
+ * read and dropped). Not thread-safe (one report per thread); distinct reports are independent.
+ */
+#ifndef GMG_REPORT_H
+#define GMG_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+
+#define REPORT_MAX_NODES 100000
+#define REPORT_MAX_PODS  1000000
+#define REPORT_ERR_MAX   512
+#define REPORT_NOTE_MAX  1024
+/* The key of the probe pod: a namespace with parentheses is not a valid one, so the probe can
+ * never be taken for a real pod (placement_decide skips the pod being placed by key). */
+#define REPORT_PROBE_KEY "(report)/largest-fit"
+
+#define REPORT_EINVAL    (-1) /* input not what was expected: err names where */
+#define REPORT_ENOMEM    (-2)
+#define REPORT_EFULL     (-3) /* over REPORT_MAX_NODES or REPORT_MAX_PODS */
+#define REPORT_ENOTFOUND (-4) /* report_render: --node names no node, or one without GPUs */
+#define REPORT_ESTATE    (-5) /* added after report_build, or rendered before it */
+
+enum report_format { REPORT_TABLE = 0, REPORT_WIDE = 1, REPORT_JSON = 2 };
+
+struct report_config {
+	double threshold;                 /* ratio (0,1]; a node's annotation overrides it */
+	const char *const *gpu_resources; /* NULL -> nvidia.com/gpu; copied by report_new */
+	size_t n_gpu_resources;           /* <= DEMAND_MAX_RESOURCES */
+};
+
+/* A GPU pod counted on a node. */
+struct report_pod {
+	const char *key;         /* "namespace/name" ("(unnamed pod)" without a name) */
+	const char *uid;         /* "" when unknown */
+	uint64_t gpus;           /* effective GPU count */
+	int declared;            /* 1: a valid GPU_MEMORY_LIMIT; 0: counts as whole GPUs */
+	uint64_t declared_bytes; /* declared: its demand */
+	uint64_t counted_bytes;  /* what the core counts for it on this node (0 if capacity unknown
+	                            and undeclared) */
+	const char *problem;     /* not declared: demand_from_pod()'s reason; else "" */
+};
+
+/* One GPU node. Byte fields are 0 when capacity_known is 0. */
+struct report_row {
+	const char *name;
+	const char *product; /* label nvidia.com/gpu.product, "" when absent */
+	const char *sharing; /* "none", "time-slicing", "mps", "mig-single", "mig-mixed", or the
+	                        strategy label as written; "mig-<s>+<strategy>" when both */
+	uint64_t replicas;   /* label nvidia.com/gpu.replicas, 1 when absent or unreadable */
+	int capacity_known;  /* 0: capacity_from_node() refused the node: note says why */
+	uint64_t gpu_count;
+	uint64_t per_gpu_bytes;
+	uint64_t capacity_bytes;
+	double threshold;        /* in force */
+	int threshold_from_node; /* 1: annotation gpu-memory-guard.io/threshold */
+	uint64_t limit_bytes;    /* floor(capacity x threshold), the core's budget */
+	uint64_t declared_bytes; /* what the core counts on the node (undeclared pods as GPUs) */
+	uint64_t free_bytes;     /* limit - declared, 0 when declared is over the limit */
+	uint64_t
+	    largest_fit_bytes; /* largest declaration a new 1-GPU pod is admitted with; 0: none */
+	size_t n_pods;         /* GPU pods counted */
+	size_t n_undeclared;   /* of which without a valid declaration */
+	const struct report_pod *pods; /* n_pods, by counted bytes descending, then key */
+	char note[REPORT_NOTE_MAX];    /* why capacity is unknown; "" otherwise */
+};
+
+struct report;
+
+/* New empty report; cfg copied. NULL with a reason in err for a threshold outside (0,1], too
+ * many GPU resources, or no memory. */
+struct report *report_new(const struct report_config *cfg, char *err, size_t errlen);
+/* NULL is a no-op. */
+void report_free(struct report *r);
+
+/*
+ * Add one core/v1 Node or Pod object (borrowed; only what the report needs is kept). A node
+ * needs metadata.name; a pod is kept when it is a GPU pod (demand.h) with spec.nodeName set and
+ * not Succeeded/Failed. REPORT_EINVAL (no name, not an object), REPORT_EFULL, REPORT_ENOMEM,
+ * REPORT_ESTATE after report_build; err says which.
+ */
+int report_add_node(struct report *r, const struct cJSON *node, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+int report_add_pod(struct report *r, const struct cJSON *pod, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * Add every item of a list: a NodeList or PodList as the API server returns them (items carry
+ * no kind), a "List" as `kubectl get nodes,pods -o json` writes it (each item's kind says: Node
+ * and Pod are read, other kinds skipped), or one Node or Pod object. Errors name the item:
+ * `PodList: items[3]: not an object`, `List: items[0]: no kind`, `expected a NodeList, PodList,
+ * List, Node or Pod object, got kind "Service"`.
+ */
+int report_add_list(struct report *r, const struct cJSON *list, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/* Compute the rows (sorted by node name). Once. REPORT_EINVAL for a node listed twice. */
+int report_build(struct report *r, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* The rows after report_build (borrowed from r, valid until report_free). */
+const struct report_row *report_rows(const struct report *r, size_t *n);
+
+/*
+ * The report as text, owned by the caller (free()). node NULL: every GPU node, one line each
+ * (REPORT_TABLE: NODE GPU COUNT SHARING CAPACITY LIMIT DECLARED FREE LARGEST-FIT PODS; WIDE adds
+ * memory per GPU, replicas, threshold, undeclared pods and the note; JSON: {"nodes": [...]} with
+ * every number in bytes, exact). node set: that node's row, then its pods by counted bytes
+ * (JSON: the node with a "pods" array). Sizes as the webhook's messages write them
+ * (quantity_format: 22.5Gi). REPORT_ENOTFOUND when node is not a node of the report, or has no
+ * GPUs; REPORT_ESTATE before report_build.
+ */
+int report_render(const struct report *r, enum report_format fmt, const char *node, char **out,
+                  char *err, size_t errlen) __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,545 @@
+/*
+ * Unit tests for lib/report: cluster JSON in, rows and text out, by the placement core. The
+ * fixtures of test/data (a time-sliced H100 node over its limit) and a List built here (an
+ * 8-GPU node, an L4 with its own threshold, a node whose capacity is malformed, a CPU node, pods
+ * that do not count); every number checked against the closed form the core implies, and
+ * each bad input against its exact error.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "fixture.h"
+
+#include "capacity.h"
+#include "demand.h"
+#include "placement.h"
+#include "quantity.h"
+#include "report.h"
+#include "report_cli.h"
+
+#define MIB (1024ull * 1024)
+#define GI  (1024ull * MIB)
+
+static struct report *new_report(double threshold)
+{
+	struct report_config cfg = {.threshold = threshold};
+	char err[REPORT_ERR_MAX];
+	struct report *r = report_new(&cfg, err, sizeof(err));
+	if (r == NULL)
+		fail_msg("report_new: %s", err);
+	return r;
+}
+
+static void add_json(struct report *r, const char *text)
+{
+	char err[REPORT_ERR_MAX];
+	cJSON *j = cJSON_Parse(text);
+	assert_non_null(j);
+	if (report_add_list(r, j, err, sizeof(err)) != 0)
+		fail_msg("report_add_list: %s", err);
+	cJSON_Delete(j);
+}
+
+static void build(struct report *r)
+{
+	char err[REPORT_ERR_MAX];
+	if (report_build(r, err, sizeof(err)) != 0)
+		fail_msg("report_build: %s", err);
+}
+
+static char *render(struct report *r, enum report_format f, const char *node)
+{
+	char err[REPORT_ERR_MAX], *out = NULL;
+	if (report_render(r, f, node, &out, err, sizeof(err)) != 0)
+		fail_msg("report_render: %s", err);
+	return out;
+}
+
+static const struct report_row *row_named(struct report *r, const char *name)
+{
+	size_t n;
+	const struct report_row *rows = report_rows(r, &n);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(rows[i].name, name) == 0)
+			return &rows[i];
+	fail_msg("no row %s", name);
+	return NULL;
+}
+
+/* The fixture node: one H100 (81559 MiB) time-sliced x4; 20Gi + 20Gi declared, a Succeeded
+ * 30Gi pod (not counted), a GPU pod without a declaration (counted as the whole GPU), a pod
+ * without GPUs (not counted). Over its limit: nothing more fits. */
+static void test_fixture_node_over_limit(void **state)
+{
+	(void)state;
+	struct report *r = new_report(0.9);
+	char err[REPORT_ERR_MAX];
+	cJSON *node = fixture_json("node-gpu-node-a.json");
+	cJSON *pods = fixture_json("podlist-gpu-node-a.json");
+
+	assert_int_equal(report_add_list(r, node, err, sizeof(err)), 0);
+	assert_int_equal(report_add_list(r, pods, err, sizeof(err)), 0);
+	build(r);
+	const struct report_row *w = row_named(r, "gpu-node-a");
+	uint64_t gpu = 81559 * MIB;
+	assert_string_equal(w->product, "NVIDIA-H100-80GB-HBM3-SHARED");
+	assert_string_equal(w->sharing, "time-slicing");
+	assert_int_equal(w->replicas, 4);
+	assert_true(w->capacity_known);
+	assert_int_equal(w->gpu_count, 1);
+	assert_int_equal(w->capacity_bytes, gpu);
+	assert_int_equal(w->limit_bytes, gpu / 10 * 9 + gpu % 10 * 9 / 10);
+	assert_int_equal(w->declared_bytes, 40 * GI + gpu);
+	assert_int_equal(w->free_bytes, 0);
+	assert_int_equal(w->largest_fit_bytes, 0);
+	assert_int_equal(w->n_pods, 3);
+	assert_int_equal(w->n_undeclared, 1);
+	/* by counted bytes: the undeclared pod first */
+	assert_string_equal(w->pods[0].key, "inference/legacy-notebook");
+	assert_false(w->pods[0].declared);
+	assert_int_equal(w->pods[0].counted_bytes, gpu);
+	assert_non_null(strstr(w->pods[0].problem, "GPU_MEMORY_LIMIT"));
+	assert_string_equal(w->pods[1].key, "inference/chat-7b-0");
+	assert_string_equal(w->pods[2].key, "inference/chat-7b-1");
+
+	char *t = render(r, REPORT_TABLE, NULL);
+	assert_string_equal(
+	    t,
+	    "NODE         GPU                            COUNT   SHARING        CAPACITY   LIMIT  "
+	    "  DECLARED   FREE   LARGEST FIT   PODS\n"
+	    "gpu-node-a   NVIDIA-H100-80GB-HBM3-SHARED   1       time-slicing   79.6Gi     71.7Gi "
+	    "  119.6Gi    0      none          3\n");
+	free(t);
+	cJSON_Delete(node);
+	cJSON_Delete(pods);
+	report_free(r);
+}
+
+/* A List as `kubectl get nodes,pods -o json` writes it. */
+static const char cluster[] =
+    "{\"kind\":\"List\",\"items\":["
+    /* 8 x H100 by GFD labels: two 40Gi pods; one GPU's limit bounds the largest fit */
+    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-h100\",\"labels\":{"
+    "\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\",\"nvidia.com/gpu.count\":\"8\","
+    "\"nvidia.com/gpu.memory\":\"81559\"}}},"
+    /* one L4 by the product table, threshold 0.5 on the node, MPS x2 */
+    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-l4\",\"annotations\":{"
+    "\"gpu-memory-guard.io/threshold\":\"0.5\"},\"labels\":{"
+    "\"nvidia.com/gpu.product\":\"NVIDIA-L4\",\"nvidia.com/gpu.count\":\"1\","
+    "\"nvidia.com/gpu.replicas\":\"2\",\"nvidia.com/gpu.sharing-strategy\":\"mps\"}}},"
+    /* a malformed override: the capacity is unknown, the row says why */
+    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-bad\",\"annotations\":{"
+    "\"gpu-memory-guard.io/gpu-memory\":\"lots\"},\"labels\":{\"nvidia.com/mig.strategy\":"
+    "\"single\"}},\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"2\"}}},"
+    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"cpu-0\"},\"status\":{\"allocatable\":"
+    "{\"cpu\":\"8\"}}},"
+    "{\"kind\":\"Service\",\"metadata\":{\"name\":\"ignored\"}},"
+    "%s"
+    "]}";
+
+#define POD(ns, name, node, phase, gpus, decl)                                                     \
+	"{\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name                \
+	"\",\"uid\":\"uid-" name "\"},\"spec\":{\"nodeName\":\"" node                              \
+	"\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"" gpus \
+	"\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"" decl                           \
+	"\"}]}]},\"status\":{\"phase\":\"" phase "\"}}"
+
+static const char pods[] = POD("team-a", "llama-0", "gpu-h100", "Running", "1", "40Gi") "," POD(
+    "team-a", "llama-1", "gpu-h100", "Pending", "1",
+    "40Gi") "," POD("team-a", "done", "gpu-h100", "Succeeded", "1",
+                    "70Gi") "," POD("team-b", "embed", "gpu-l4", "Running", "1",
+                                    "6Gi") "," POD("team-b", "unbound", "", "Pending", "1",
+                                                   "6Gi") "," POD("team-c", "cpu-only", "cpu-0",
+                                                                  "Running", "0",
+                                                                  "1Gi") "," POD("team-c", "on-bad",
+                                                                                 "gpu-bad",
+                                                                                 "Running", "1",
+                                                                                 "3Gi");
+
+static struct report *cluster_report(double threshold)
+{
+	struct report *r = new_report(threshold);
+	size_t len = sizeof(cluster) + sizeof(pods);
+	char *text = malloc(len);
+	assert_non_null(text);
+	snprintf(text, len, cluster, pods);
+	add_json(r, text);
+	free(text);
+	build(r);
+	return r;
+}
+
+static uint64_t ppm_of(uint64_t bytes, uint64_t ppm)
+{
+	return bytes / 1000000 * ppm + bytes % 1000000 * ppm / 1000000;
+}
+
+/* The closed form the core implies on main's capacity model: a 1-GPU pod fits while the node's
+ * total stays under its limit and its share stays under one GPU's limit. */
+static void test_rows_match_the_closed_form(void **state)
+{
+	(void)state;
+	struct report *r = cluster_report(0.9);
+	size_t n;
+	const struct report_row *rows = report_rows(r, &n);
+
+	assert_int_equal(n, 3); /* cpu-0 is not a GPU node */
+	assert_string_equal(rows[0].name, "gpu-bad");
+	assert_string_equal(rows[1].name, "gpu-h100");
+	assert_string_equal(rows[2].name, "gpu-l4");
+
+	const struct report_row *h = &rows[1];
+	uint64_t gpu = 81559 * MIB;
+	assert_int_equal(h->gpu_count, 8);
+	assert_int_equal(h->capacity_bytes, 8 * gpu);
+	assert_int_equal(h->limit_bytes, ppm_of(8 * gpu, 900000));
+	assert_int_equal(h->declared_bytes, 80 * GI);
+	assert_int_equal(h->free_bytes, ppm_of(8 * gpu, 900000) - 80 * GI);
+	assert_int_equal(h->largest_fit_bytes, ppm_of(gpu, 900000)); /* one GPU's limit */
+	assert_int_equal(h->n_pods, 2);
+	assert_string_equal(h->sharing, "none");
+	assert_false(h->threshold_from_node);
+
+	const struct report_row *l = &rows[2];
+	uint64_t l4 = 23034 * MIB;
+	assert_true(l->threshold_from_node);
+	assert_true(l->threshold == 0.5);
+	assert_string_equal(l->sharing, "mps");
+	assert_int_equal(l->replicas, 2);
+	assert_int_equal(l->limit_bytes, l4 / 2);
+	assert_int_equal(l->declared_bytes, 6 * GI);
+	assert_int_equal(l->largest_fit_bytes, l4 / 2 - 6 * GI); /* the node's limit binds */
+	assert_int_equal(l->free_bytes, l4 / 2 - 6 * GI);
+
+	const struct report_row *b = &rows[0];
+	assert_false(b->capacity_known);
+	assert_string_equal(b->sharing, "mig-single");
+	assert_int_equal(b->n_pods, 1);
+	assert_int_equal(b->declared_bytes, 3 * GI);
+	assert_int_equal(b->largest_fit_bytes, 0);
+	assert_non_null(strstr(b->note, "gpu-memory-guard.io/gpu-memory"));
+	report_free(r);
+}
+
+/* The answer is the core's: at the largest fit placement_decide admits, one byte more it does
+ * not (rebuilt here from the row's own inputs). */
+static void test_largest_fit_is_the_cores_edge(void **state)
+{
+	(void)state;
+	struct report *r = cluster_report(0.9);
+	const struct report_row *l = row_named(r, "gpu-l4");
+	struct capacity cap = {.per_gpu_bytes = l->per_gpu_bytes,
+	                       .gpu_count = l->gpu_count,
+	                       .total_bytes = l->capacity_bytes,
+	                       .has_threshold = 1,
+	                       .threshold = 0.5};
+	struct placement_item item = {.key = "team-b/embed", .bytes = 6 * GI};
+	struct placement_node node = {.name = "gpu-l4", .cap = &cap, .pods = &item, .n_pods = 1};
+	struct placement_policy pol = {0.9, 0.8, POLICY_ENFORCE, 0};
+	struct placement_result res;
+
+	for (int extra = 0; extra <= 1; extra++) {
+		struct demand d = {.status = DEMAND_OK, .gpus = 1};
+		d.bytes = d.max_per_gpu_bytes = l->largest_fit_bytes + (uint64_t)extra;
+		struct placement_pod pod = {
+		    .name = "x/y", .key = "x/y", .demand = &d, .dry_run = 1};
+		assert_int_equal(placement_decide(&node, &pod, &pol, 0, &res), 0);
+		assert_int_equal(res.decision.allowed, extra == 0);
+	}
+	report_free(r);
+}
+
+static void test_table_wide_and_node(void **state)
+{
+	(void)state;
+	struct report *r = cluster_report(0.9);
+	char *t = render(r, REPORT_TABLE, NULL);
+	assert_string_equal(
+	    t,
+	    "NODE       GPU                     COUNT   SHARING      CAPACITY   LIMIT     DECLARED"
+	    "   FREE      LARGEST FIT   PODS\n"
+	    "gpu-bad    -                       -       mig-single   unknown    -         3Gi     "
+	    "   -         -             1\n"
+	    "gpu-h100   NVIDIA-H100-80GB-HBM3   8       none         637.2Gi    573.5Gi   80Gi    "
+	    "   493.5Gi   71.7Gi        2\n"
+	    "gpu-l4     NVIDIA-L4               1       mps          22.5Gi     11.2Gi    6Gi     "
+	    "   5.2Gi     5.2Gi         1\n");
+	free(t);
+
+	t = render(r, REPORT_WIDE, NULL);
+	assert_non_null(strstr(t, "MEMORY/GPU   SHARING      REPLICAS   CAPACITY   THRESHOLD"));
+	assert_non_null(strstr(t, "UNDECLARED   NOTE\n"));
+	assert_non_null(strstr(t, "0.5 "));
+	assert_non_null(strstr(t, "node gpu-bad: "));
+	free(t);
+
+	t = render(r, REPORT_TABLE, "gpu-h100");
+	assert_string_equal(
+	    t,
+	    "NODE       GPU                     COUNT   SHARING   CAPACITY   LIMIT     DECLARED   "
+	    "FREE      LARGEST FIT   PODS\n"
+	    "gpu-h100   NVIDIA-H100-80GB-HBM3   8       none      637.2Gi    573.5Gi   80Gi       "
+	    "493.5Gi   71.7Gi        2\n"
+	    "\n"
+	    "NAMESPACE   NAME      GPUS   DECLARED   COUNTED\n"
+	    "team-a      llama-0   1      40Gi       40Gi\n"
+	    "team-a      llama-1   1      40Gi       40Gi\n");
+	free(t);
+	report_free(r);
+}
+
+static const cJSON *node_in(const cJSON *root, const char *name)
+{
+	const cJSON *n;
+	cJSON_ArrayForEach(n, cJSON_GetObjectItem(root, "nodes"))
+	{
+		if (strcmp(cJSON_GetObjectItem(n, "name")->valuestring, name) == 0)
+			return n;
+	}
+	fail_msg("no node %s in the JSON", name);
+	return NULL;
+}
+
+/* Numbers in bytes, exactly as the rows have them (written as integers, not doubles). */
+static void test_json(void **state)
+{
+	(void)state;
+	struct report *r = cluster_report(0.9);
+	char *t = render(r, REPORT_JSON, NULL);
+	char want[64];
+	cJSON *root = cJSON_Parse(t);
+	assert_non_null(root);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(root, "nodes")), 3);
+	const cJSON *h = node_in(root, "gpu-h100");
+	snprintf(want, sizeof(want), "\"largestFitBytes\":\t%llu",
+	         (unsigned long long)row_named(r, "gpu-h100")->largest_fit_bytes);
+	assert_non_null(strstr(t, want));
+	assert_int_equal((uint64_t)cJSON_GetObjectItem(h, "capacityBytes")->valuedouble,
+	                 8 * 81559 * MIB);
+	assert_string_equal(cJSON_GetObjectItem(h, "thresholdSource")->valuestring, "flag");
+	assert_null(cJSON_GetObjectItem(h, "pods")); /* pods only with --node */
+	const cJSON *b = node_in(root, "gpu-bad");
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(b, "capacityKnown")));
+	assert_non_null(strstr(cJSON_GetObjectItem(b, "error")->valuestring, "gpu-bad"));
+	cJSON_Delete(root);
+	free(t);
+
+	t = render(r, REPORT_JSON, "gpu-l4");
+	root = cJSON_Parse(t);
+	assert_non_null(root);
+	const cJSON *l = node_in(root, "gpu-l4");
+	assert_string_equal(cJSON_GetObjectItem(l, "thresholdSource")->valuestring, "node");
+	const cJSON *p = cJSON_GetArrayItem(cJSON_GetObjectItem(l, "pods"), 0);
+	assert_string_equal(cJSON_GetObjectItem(p, "namespace")->valuestring, "team-b");
+	assert_string_equal(cJSON_GetObjectItem(p, "name")->valuestring, "embed");
+	assert_string_equal(cJSON_GetObjectItem(p, "uid")->valuestring, "uid-embed");
+	assert_int_equal((uint64_t)cJSON_GetObjectItem(p, "declaredBytes")->valuedouble, 6 * GI);
+	cJSON_Delete(root);
+	free(t);
+	report_free(r);
+}
+
+static void expect_list_error(const char *text, int code, const char *want)
+{
+	struct report *r = new_report(0.9);
+	char err[REPORT_ERR_MAX] = "";
+	cJSON *j = cJSON_Parse(text);
+	assert_non_null(j);
+	assert_int_equal(report_add_list(r, j, err, sizeof(err)), code);
+	assert_string_equal(err, want);
+	cJSON_Delete(j);
+	report_free(r);
+}
+
+static void test_bad_inputs(void **state)
+{
+	(void)state;
+	expect_list_error("\"nodes\"", REPORT_EINVAL,
+	                  "expected a NodeList, PodList, List, Node or Pod object, got a string");
+	expect_list_error("{\"items\":[]}", REPORT_EINVAL,
+	                  "expected a NodeList, PodList, List, Node or Pod object, got an object "
+	                  "without kind");
+	expect_list_error("{\"kind\":\"Service\"}", REPORT_EINVAL,
+	                  "expected a NodeList, PodList, List, Node or Pod object, got kind "
+	                  "\"Service\"");
+	expect_list_error("{\"kind\":\"PodList\"}", REPORT_EINVAL, "PodList: no items");
+	expect_list_error("{\"kind\":\"PodList\",\"items\":{}}", REPORT_EINVAL,
+	                  "PodList: items is an object, not an array");
+	expect_list_error("{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{\"name\":\"a\"}},7]}",
+	                  REPORT_EINVAL, "NodeList: items[1]: a number, not an object");
+	expect_list_error("{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{}}]}", REPORT_EINVAL,
+	                  "NodeList: items[0]: node: no metadata.name");
+	expect_list_error("{\"kind\":\"List\",\"items\":[{\"metadata\":{\"name\":\"a\"}}]}",
+	                  REPORT_EINVAL, "List: items[0]: no kind");
+
+	/* a node twice */
+	struct report *r = new_report(0.9);
+	char err[REPORT_ERR_MAX] = "", *out = (char *)1;
+	add_json(r, "{\"kind\":\"NodeList\",\"items\":[{\"metadata\":{\"name\":\"n1\"}},"
+	            "{\"metadata\":{\"name\":\"n1\"}}]}");
+	assert_int_equal(report_build(r, err, sizeof(err)), REPORT_EINVAL);
+	assert_string_equal(err, "node n1 listed twice");
+	report_free(r);
+
+	/* order of use */
+	r = new_report(0.9);
+	assert_int_equal(report_render(r, REPORT_TABLE, NULL, &out, err, sizeof(err)),
+	                 REPORT_ESTATE);
+	assert_null(out);
+	build(r);
+	cJSON *n = cJSON_Parse("{\"metadata\":{\"name\":\"late\"}}");
+	assert_int_equal(report_add_node(r, n, err, sizeof(err)), REPORT_ESTATE);
+	assert_string_equal(err, "node added after the report was built");
+	cJSON_Delete(n);
+	out = render(r, REPORT_TABLE, NULL);
+	assert_string_equal(out, "No GPU nodes found.\n");
+	free(out);
+	report_free(r);
+
+	/* --node names no node, or one without GPUs */
+	r = cluster_report(0.9);
+	assert_int_equal(report_render(r, REPORT_TABLE, "nope", &out, err, sizeof(err)),
+	                 REPORT_ENOTFOUND);
+	assert_string_equal(err, "node nope not found");
+	assert_int_equal(report_render(r, REPORT_JSON, "cpu-0", &out, err, sizeof(err)),
+	                 REPORT_ENOTFOUND);
+	assert_string_equal(err, "node cpu-0 has no GPUs (no GPU capacity, no GPU pods)");
+	report_free(r);
+
+	/* the threshold is the webhook's range */
+	struct report_config cfg = {.threshold = 0};
+	assert_null(report_new(&cfg, err, sizeof(err)));
+	assert_string_equal(err, "threshold 0 outside (0,1]");
+	cfg.threshold = 1.5;
+	assert_null(report_new(&cfg, err, sizeof(err)));
+	assert_string_equal(err, "threshold 1.5 outside (0,1]");
+}
+
+/* The flag's threshold moves every node without an annotation, and only those. */
+static void test_threshold_flag(void **state)
+{
+	(void)state;
+	struct report *r = cluster_report(0.5);
+	const struct report_row *h = row_named(r, "gpu-h100");
+	uint64_t gpu = 81559 * MIB;
+	assert_int_equal(h->limit_bytes, 4 * gpu);
+	assert_int_equal(h->largest_fit_bytes, gpu / 2);
+	assert_int_equal(row_named(r, "gpu-l4")->limit_bytes, 23034 * MIB / 2);
+	report_free(r);
+}
+
+/* Below 1Mi free nothing fits (the smallest declaration the webhook takes is 1Mi). */
+static void test_almost_full(void **state)
+{
+	(void)state;
+	struct report *r = new_report(1.0);
+	add_json(r, "{\"kind\":\"List\",\"items\":["
+	            "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"annotations\":{"
+	            "\"gpu-memory-guard.io/gpu-memory\":\"10Gi\",\"gpu-memory-guard.io/gpu-count\":"
+	            "\"1\"}}}," POD("a", "p", "n", "Running", "1", "10239.5Mi") "]}");
+	build(r);
+	const struct report_row *w = row_named(r, "n");
+	assert_int_equal(w->free_bytes, MIB / 2);
+	assert_int_equal(w->largest_fit_bytes, 0);
+	report_free(r);
+
+	r = new_report(1.0);
+	add_json(r, "{\"kind\":\"List\",\"items\":["
+	            "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"annotations\":{"
+	            "\"gpu-memory-guard.io/gpu-memory\":\"10Gi\",\"gpu-memory-guard.io/gpu-count\":"
+	            "\"1\"}}}," POD("a", "p", "n", "Running", "1", "10239Mi") "]}");
+	build(r);
+	assert_int_equal(row_named(r, "n")->largest_fit_bytes, MIB);
+	report_free(r);
+}
+
+static int parse(const char *const *args, struct report_cli *o, char *err)
+{
+	char *argv[16];
+	int argc = 0;
+	argv[argc++] = "report";
+	while (*args != NULL)
+		argv[argc++] = (char *)*args++;
+	return report_cli_parse(argc, argv, o, err, REPORT_CLI_ERR_MAX);
+}
+
+/* The command line, kubectl's ways of writing -o included; each bad flag named. */
+static void test_cli(void **state)
+{
+	(void)state;
+	struct report_cli o;
+	char err[REPORT_CLI_ERR_MAX];
+
+	assert_int_equal(parse((const char *[]){NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_TABLE);
+	assert_true(o.threshold == 0.9);
+	assert_null(o.kubeconfig);
+	assert_null(o.node);
+	assert_int_equal(o.timeout_ms, REPORT_CLI_TIMEOUT_MS);
+	assert_int_equal(
+	    parse((const char *[]){"-o", "json", "--node=n1", "--kubeconfig", "k", "--threshold",
+	                           "0.8", "--gpu-resource", "a/b", "--request-timeout=5s", NULL},
+	          &o, err),
+	    0);
+	assert_int_equal(o.format, REPORT_JSON);
+	assert_string_equal(o.node, "n1");
+	assert_string_equal(o.kubeconfig, "k");
+	assert_true(o.threshold == 0.8);
+	assert_int_equal(o.n_gpu_resources, 1);
+	assert_string_equal(o.gpu_resources[0], "a/b");
+	assert_int_equal(o.timeout_ms, 5000);
+	assert_int_equal(parse((const char *[]){"-owide", NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_WIDE);
+	assert_int_equal(parse((const char *[]){"-o=json", NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_JSON);
+	assert_int_equal(parse((const char *[]){"--output", "wide", NULL}, &o, err), 0);
+	assert_int_equal(o.format, REPORT_WIDE);
+	assert_int_equal(parse((const char *[]){"--node", "x", "-h", NULL}, &o, err), 0);
+	assert_true(o.help);
+
+	static const struct {
+		const char *args[4];
+		const char *err;
+	} bad[] = {
+	    {{"-o", "yaml"}, "--output: unknown format \"yaml\" (want table, wide or json)"},
+	    {{"--threshold", "0"}, "--threshold: \"0\" is not a ratio 0 < RATIO <= 1"},
+	    {{"--threshold=1.1"}, "--threshold: \"1.1\" is not a ratio 0 < RATIO <= 1"},
+	    {{"--bogus", "x"}, "unknown flag --bogus (see --help)"},
+	    {{"--node"}, "--node needs a value"},
+	    {{"-o"}, "-o needs a value"},
+	    {{"json"}, "unexpected argument \"json\" (see --help)"},
+	    {{"--node="}, "--node: invalid value \"\""},
+	    {{"--request-timeout", "0s"}, "--request-timeout: must be above 0"},
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		err[0] = '\0';
+		assert_int_equal(parse(bad[i].args, &o, err), -1);
+		assert_string_equal(err, bad[i].err);
+	}
+	char usage[4096];
+	assert_non_null(strstr(report_cli_usage("kubectl gpu-memory", usage, sizeof(usage)),
+	                       "  kubectl gpu-memory [flags]\n"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_fixture_node_over_limit),
+	    cmocka_unit_test(test_rows_match_the_closed_form),
+	    cmocka_unit_test(test_largest_fit_is_the_cores_edge),
+	    cmocka_unit_test(test_table_wide_and_node),
+	    cmocka_unit_test(test_json),
+	    cmocka_unit_test(test_bad_inputs),
+	    cmocka_unit_test(test_threshold_flag),
+	    cmocka_unit_test(test_almost_full),
+	    cmocka_unit_test(test_cli),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
