@@ -281,7 +281,7 @@ static int group_setup(void **state)
 		return -1;
 	if (world_start_gmg(&W, extra, 30000))
 		return -1;
-	itest_wait_synced(&W, 15000);
+	itest_wait_synced(&W, 45000);
 	return 0;
 }
 
@@ -298,7 +298,7 @@ static void test_parallel_mix_exactly_what_fits(void **state)
 	static struct job jobs[N_JOBS];
 
 	(void)state;
-	itest_wait_synced(&W, 15000);
+	itest_wait_synced(&W, 45000);
 	make_jobs(jobs, N_JOBS, "one", "cc-node-0");
 	int admitted = run_jobs(jobs, N_JOBS, "cc-node-0", 0, 0);
 	free_jobs(jobs, N_JOBS);
@@ -318,7 +318,7 @@ static void test_parallel_mix_with_watch_cuts_and_binds(void **state)
 	struct review_answer a;
 
 	(void)state;
-	itest_wait_synced(&W, 15000);
+	itest_wait_synced(&W, 45000);
 	make_jobs(jobs, N_JOBS, "cut", "cc-node-1");
 	cutter_start(&c);
 	int admitted = run_jobs(jobs, N_JOBS, "cc-node-1", 1, 150);
@@ -334,7 +334,7 @@ static void test_parallel_mix_with_watch_cuts_and_binds(void **state)
 	            visible, admitted);
 	/* Settled: top the node up one 5Gi pod at a time (persisted) until denied. The total
 	 * never passes the limit, and what is left is taken (no reservation counted twice). */
-	itest_wait_synced(&W, 15000);
+	itest_wait_synced(&W, 45000);
 	int total = admitted;
 	for (int i = 0; i < N_JOBS; i++) {
 		char uid[64], name[64], pod_uid[HARNESS_UID_MAX];
@@ -397,7 +397,7 @@ static void test_statefulset_recreate_while_binding(void **state)
 	int attempt = 0;
 
 	(void)state;
-	itest_wait_synced(&W, 15000);
+	itest_wait_synced(&W, 45000);
 	cutter_start(&c);
 	for (int gen = 0; gen < GENERATIONS; gen++) {
 		/* The StatefulSet controller: the old sts-0 is gone, a new one (new uid) exists. */
@@ -443,8 +443,10 @@ static void test_statefulset_recreate_while_binding(void **state)
 	cutter_stop(&c);
 	print_message("%d generations: %d Binding reviews, %d watch cuts\n", GENERATIONS, attempt,
 	              atomic_load(&c.cuts));
-	/* Settled, watches healthy: still counted. */
-	itest_wait_synced(&W, 15000);
+	/* Settled, watches healthy: still counted. A watch cut again and again without events
+	 * backs off up to INFORMER_BACKOFF_MAX_MS (30 s) before it reopens: wait longer than that
+	 * (on a loaded machine the draw and the relist took more than 15 s). */
+	itest_wait_synced(&W, 45000);
 	for (int k = 0; k < 3; k++)
 		probe_denied("after the cuts", GENERATIONS - 1);
 }
