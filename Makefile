@@ -16,7 +16,7 @@ TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|integ_concurrency|integ_cache
 
 .PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
         unit-integration asan tsan fuzz fuzz-smoke e2e soak image install-proof demo down bench \
-        bench-extender format check-format clean quantity-diff
+        bench-extender format check-format clean quantity-diff promql-check
 
 all: build
 
@@ -109,11 +109,17 @@ soak: build
 install-proof: build
 	bash test/e2e/install-proof.sh $(abspath $(BIN))
 
+# The chart's PromQL (PrometheusRule alerts, Grafana dashboard) checked with promtool, built from
+# its Go module with the e2e tools, and against a real scrape of the binary: every metric and
+# label an expression uses must be exported (test/e2e/promql-check.sh).
+promql-check: build
+	bash test/e2e/promql-check.sh $(abspath $(BIN))
+
 # Fast loop: everything but the real control plane.
 test-fast: check-format unit-integration quantity-diff asan tsan fuzz-smoke build-release
 
 # Every test.
-test: test-fast e2e install-proof
+test: test-fast e2e install-proof promql-check
 
 demo: build
 	bash test/e2e/demo.sh $(abspath $(BIN))

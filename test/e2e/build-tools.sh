@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build and cache the control-plane tools the end-to-end suite and the demo run:
 # kube-apiserver, kube-scheduler, kube-controller-manager and kubectl from
-# k8s.io/kubernetes (Go module proxy), helm and kwok through `go install`, etcd from Debian.
+# k8s.io/kubernetes (Go module proxy), helm and kwok through `go install`, etcd from Debian; and
+# promtool (github.com/prometheus/prometheus), which checks the chart's PromQL (test/e2e/promql-check.sh).
 #
 # Cache: $GMG_CACHE (default ~/.cache/gpu-memory-guard), one folder per tool and version, never
 # inside the repository. A second run reuses it. Prints one line per step and, on failure, the
@@ -12,6 +13,8 @@ set -euo pipefail
 K8S_VERSION=${K8S_VERSION:-v1.33.13}
 HELM_VERSION=${HELM_VERSION:-v3.18.6}
 KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+# Prometheus' Go module: v0.316.0 is Prometheus 3.16.0 (its go.mod asks Go >= 1.26.7).
+PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
 CACHE=${GMG_CACHE:-$HOME/.cache/gpu-memory-guard}
 BIN="$CACHE/bin-$K8S_VERSION"
 LOGS="$CACHE/logs"
@@ -97,8 +100,8 @@ GO
 	) >"$log" 2>&1 || fail "kubernetes $K8S_VERSION build" "$log"
 }
 
-go_install_tool() { # name version package ldflags
-	local name=$1 ver=$2 pkg=$3 ldf=$4
+go_install_tool() { # name version package ldflags [build tags]
+	local name=$1 ver=$2 pkg=$3 ldf=$4 tags=${5:-}
 	local mod="$CACHE/src/$name-$ver" log="$LOGS/$name-$ver.log"
 	if [ -x "$BIN/$name" ] && [ -f "$CACHE/src/$name-$ver/.done" ]; then
 		step "$name $ver: cached"; return 0
@@ -108,7 +111,7 @@ go_install_tool() { # name version package ldflags
 	(
 		set -e
 		cd "$mod"
-		GOBIN="$mod/bin" go install -trimpath -ldflags "$ldf" "$pkg@$ver"
+		GOBIN="$mod/bin" go install -trimpath -tags "$tags" -ldflags "$ldf" "$pkg@$ver"
 		cp "$mod/bin/$name" "$BIN/$name"
 		touch .done
 	) >"$log" 2>&1 || fail "$name $ver build" "$log"
@@ -128,7 +131,7 @@ need_go() {
 }
 
 need_all=0
-for t in kube-apiserver kube-scheduler kube-controller-manager kubectl helm kwok; do
+for t in kube-apiserver kube-scheduler kube-controller-manager kubectl helm kwok promtool; do
 	[ -x "$BIN/$t" ] || need_all=1
 done
 [ $need_all = 0 ] || need_go
@@ -136,5 +139,9 @@ build_k8s
 go_install_tool helm "$HELM_VERSION" helm.sh/helm/v3/cmd/helm \
 	"-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
 go_install_tool kwok "$KWOK_VERSION" sigs.k8s.io/kwok/cmd/kwok "-s -w"
+# remove_all_sd: promtool without Prometheus' service discovery plugins (AWS, Azure, GCE,
+# Kubernetes, ...), which checking rules never uses: far fewer packages to compile.
+go_install_tool promtool "$PROMTOOL_VERSION" github.com/prometheus/prometheus/cmd/promtool \
+	"-s -w -X github.com/prometheus/common/version.Version=$PROMTOOL_VERSION" remove_all_sd
 step "all tools ready in $BIN"
 echo "$BIN"
