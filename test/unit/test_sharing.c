@@ -77,6 +77,16 @@ static const struct node_spec mixed_ts = {
     "'nvidia.com/mig-1g.5gb.replicas':'2','nvidia.com/mig-3g.20gb.count':'1'",
     "", "'nvidia.com/gpu':'0','nvidia.com/mig-1g.5gb':'14','nvidia.com/mig-3g.20gb':'1'"};
 
+/* One whole A100 time-sliced (allocatable 4 slices) beside a partitioned one, and no
+ * nvidia.com/gpu.replicas label: how many slices one card is cannot be read, so allocatable is
+ * not a card count. */
+static const struct node_spec mixed_ts_no_replicas = {
+    "'nvidia.com/gpu.count':'2','nvidia.com/gpu.memory':'40960','nvidia.com/gpu.product':"
+    "'NVIDIA-A100-SXM4-40GB-SHARED','nvidia.com/gpu.sharing-strategy':'time-slicing',"
+    "'nvidia.com/mig.strategy':'mixed','nvidia.com/mig-1g.5gb.count':'7',"
+    "'nvidia.com/mig-1g.5gb.memory':'4864'",
+    "", "'nvidia.com/gpu':'4','nvidia.com/mig-1g.5gb':'7'"};
+
 #define GPU(n)  "'nvidia.com/gpu':'" n "'"
 #define MIG5(n) "'nvidia.com/mig-1g.5gb':'" n "'"
 
@@ -218,6 +228,13 @@ static const struct row rows[] = {
      0,
      "NeverFits",
      "every GPU there is partitioned into MIG slices"},
+    {"MIG mixed, time-sliced without the replicas label: 4 slots are not 4 cards",
+     mixed_ts_no_replicas,
+     {{GPU("1"), "30Gi"}},
+     {GPU("1"), "30Gi"},
+     0,
+     "CapacityUnknown",
+     "GPU count unknown"},
     {"MIG mixed: a profile the node lacks",
      mixed_a100,
      {{0}},
