@@ -204,7 +204,10 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 	uint64_t v = 0;
 
 	if (out->mig == CAPACITY_MIG_MIXED && ann == NULL) {
-		/* gpu.count counts partitioned cards too; allocatable only the whole ones. */
+		/* gpu.count counts partitioned cards too; allocatable only the whole ones, in
+		 * slots: without the replicas label a slot may be a slice of a card, not a card. */
+		if (out->replicas_unknown)
+			goto unknown;
 		out->gpu_count = allocatable_gpus(nv, cfg) / out->replicas;
 		out->count_source = CAPACITY_SRC_ALLOCATABLE;
 		if (out->gpu_count > 0 || out->n_profiles > 0)

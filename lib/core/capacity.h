@@ -38,6 +38,7 @@
  *   1. annotation gpu-memory-guard.io/gpu-count (override: physical GPUs, or whole-GPU units
  *      under MIG);
  *   2. (mig.strategy mixed) allocatable / replicas: the unpartitioned cards, possibly 0;
+ *      unknown when time-sliced without label nvidia.com/gpu.replicas (slots, not cards);
  *   3. label nvidia.com/gpu.count;
  *   4. status.allocatable[<gpu resource>] / label nvidia.com/gpu.replicas (default 1), but only
  *      when a GFD label (nvidia.com/gpu.memory, .product, .replicas or .sharing-strategy) says
