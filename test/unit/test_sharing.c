@@ -87,6 +87,13 @@ static const struct node_spec mixed_ts_no_replicas = {
     "'nvidia.com/mig-1g.5gb.memory':'4864'",
     "", "'nvidia.com/gpu':'4','nvidia.com/mig-1g.5gb':'7'"};
 
+/* MIG single without nvidia.com/gpu.memory: units are slices, and the product table's size is
+ * a whole card's (GFD's own single-strategy product carries -MIG-<profile>, unknown). */
+static const struct node_spec single_by_product = {
+    "'nvidia.com/gpu.count':'7','nvidia.com/gpu.product':'NVIDIA-A100-SXM4-40GB',"
+    "'nvidia.com/mig.strategy':'single'",
+    "", "'nvidia.com/gpu':'7'"};
+
 #define GPU(n)  "'nvidia.com/gpu':'" n "'"
 #define MIG5(n) "'nvidia.com/mig-1g.5gb':'" n "'"
 
@@ -235,6 +242,13 @@ static const struct row rows[] = {
      0,
      "CapacityUnknown",
      "GPU count unknown"},
+    {"MIG single by the product table: a slice is not a whole card",
+     single_by_product,
+     {{0}},
+     {GPU("1"), "30Gi"},
+     0,
+     "CapacityUnknown",
+     "MIG slice"},
     {"MIG mixed: a profile the node lacks",
      mixed_a100,
      {{0}},
