@@ -575,6 +575,18 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 		rc = gpu_count(&nv, cfg, out, err, errlen);
 	if (rc != 0)
 		goto out;
+	if (out->mig == CAPACITY_MIG_SINGLE && out->memory_source == CAPACITY_SRC_PRODUCT_TABLE) {
+		/* The table holds whole cards; a unit here is one MIG slice. */
+		errbuf_set(err, errlen,
+		           "node %s: GPU memory unknown: " CAPACITY_LABEL_MIG
+		           " is single, so one unit is a MIG slice, and the product table knows "
+		           "whole cards only: set label " CAPACITY_LABEL_MEMORY
+		           " (MiB per slice, as GPU Feature Discovery does) or "
+		           "annotation " CAPACITY_ANN_GPU_MEMORY,
+		           nv.name);
+		rc = CAPACITY_EUNKNOWN;
+		goto out;
+	}
 	out->piece_bytes = out->sharing == CAPACITY_SHARING_MPS ? out->per_gpu_bytes / out->replicas
 	                                                        : out->per_gpu_bytes;
 	out->total_bytes = sat_mul(out->per_gpu_bytes, out->gpu_count);

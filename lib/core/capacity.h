@@ -7,7 +7,8 @@
  *   2. GPU Feature Discovery label nvidia.com/gpu.memory: MiB per GPU (NVML total / 1024^2);
  *      a value above CAPACITY_GFD_BYTES_CUTOFF is bytes (one 2022 GFD release wrote bytes);
  *   3. a built-in table by nvidia.com/gpu.product, a "-SHARED" suffix stripped
- *      (sizes as NVML reports them; ../shared/reference/gpu-facts.md).
+ *      (sizes as NVML reports them; ../shared/reference/gpu-facts.md); whole cards only, so
+ *      not under mig.strategy single (a unit is a slice there: unknown).
  *
  * Sharing (GFD's labels, https://github.com/NVIDIA/k8s-device-plugin docs/gpu-feature-discovery
  * and the device plugin's sharing section): label nvidia.com/gpu.sharing-strategy is "none",
