@@ -168,7 +168,9 @@ int capacity_from_node(const struct cJSON *node, const struct demand_config *cfg
 /*
  * The piece a container asking gpus units of a pool gets on this node, and what its
  * declaration (bytes) puts on one piece, by the sharing rules above. profile is NULL or "" for
- * whole GPUs (nvidia.com/gpu), else the MIG profile name ("1g.10gb"). Fills *out always;
+ * whole GPUs (nvidia.com/gpu), else the MIG profile name ("1g.10gb"), or DEMAND_PROFILE_FOLDED
+ * ("*": containers of several pools judged as one, the whole declaration on the smallest piece
+ * of a MIG-mixed node; elsewhere no such pool). Fills *out always;
  * out->known is 0 (and the piece 0) for a MIG profile the node does not offer.
  */
 void capacity_piece(const struct capacity *cap, const char *profile, uint64_t gpus, uint64_t bytes,
