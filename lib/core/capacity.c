@@ -204,7 +204,10 @@ static int gpu_count(const struct node_view *nv, const struct demand_config *cfg
 	uint64_t v = 0;
 
 	if (out->mig == CAPACITY_MIG_MIXED && ann == NULL) {
-		/* gpu.count counts partitioned cards too; allocatable only the whole ones. */
+		/* gpu.count counts partitioned cards too; allocatable only the whole ones, in
+		 * slots: without the replicas label a slot may be a slice of a card, not a card. */
+		if (out->replicas_unknown)
+			goto unknown;
 		out->gpu_count = allocatable_gpus(nv, cfg) / out->replicas;
 		out->count_source = CAPACITY_SRC_ALLOCATABLE;
 		if (out->gpu_count > 0 || out->n_profiles > 0)
@@ -495,6 +498,32 @@ static void time_sliced(struct capacity_piece *out, uint64_t gpus, uint64_t repl
 		         (unsigned long long)gpus, (unsigned long long)cards, where);
 }
 
+/* Containers of several pools judged as one (demand's folded use): the whole declaration on the
+ * smallest piece the node offers (a whole card when it has one, each profile's slice). */
+static void folded_piece(const struct capacity *cap, uint64_t bytes, struct capacity_piece *out)
+{
+	if (cap->mig != CAPACITY_MIG_MIXED) { /* at least one of them asks for MIG slices */
+		out->known = 0;
+		out->what = "MIG slice";
+		snprintf(out->rule, sizeof(out->rule),
+		         "the node offers no MIG slices (no " CAPACITY_LABEL_MIG "=mixed)");
+		return;
+	}
+	out->piece_bytes = cap->gpu_count > 0 ? cap->piece_bytes : UINT64_MAX;
+	out->share_bytes = bytes;
+	for (size_t i = 0; i < cap->n_profiles; i++)
+		if (cap->profiles[i].bytes < out->piece_bytes) {
+			out->piece_bytes = cap->profiles[i].bytes;
+			out->what = "MIG slice";
+		}
+	if (out->piece_bytes == UINT64_MAX)
+		out->piece_bytes = cap->piece_bytes;
+	snprintf(out->rule, sizeof(out->rule),
+	         "its GPU containers past the %dth ask for several pools: judged together on "
+	         "the node's smallest piece",
+	         DEMAND_MAX_USES);
+}
+
 void capacity_piece(const struct capacity *cap, const char *profile, uint64_t gpus, uint64_t bytes,
                     struct capacity_piece *out)
 {
@@ -503,6 +532,10 @@ void capacity_piece(const struct capacity *cap, const char *profile, uint64_t gp
 	out->what = "GPU";
 	if (gpus == 0)
 		gpus = 1;
+	if (profile != NULL && strcmp(profile, DEMAND_PROFILE_FOLDED) == 0) {
+		folded_piece(cap, bytes, out);
+		return;
+	}
 	if (profile != NULL && profile[0] != '\0') {
 		const struct capacity_profile *pr =
 		    cap->mig == CAPACITY_MIG_MIXED ? find_profile(cap, profile) : NULL;
@@ -572,6 +605,18 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 		rc = gpu_count(&nv, cfg, out, err, errlen);
 	if (rc != 0)
 		goto out;
+	if (out->mig == CAPACITY_MIG_SINGLE && out->memory_source == CAPACITY_SRC_PRODUCT_TABLE) {
+		/* The table holds whole cards; a unit here is one MIG slice. */
+		errbuf_set(err, errlen,
+		           "node %s: GPU memory unknown: " CAPACITY_LABEL_MIG
+		           " is single, so one unit is a MIG slice, and the product table knows "
+		           "whole cards only: set label " CAPACITY_LABEL_MEMORY
+		           " (MiB per slice, as GPU Feature Discovery does) or "
+		           "annotation " CAPACITY_ANN_GPU_MEMORY,
+		           nv.name);
+		rc = CAPACITY_EUNKNOWN;
+		goto out;
+	}
 	out->piece_bytes = out->sharing == CAPACITY_SHARING_MPS ? out->per_gpu_bytes / out->replicas
 	                                                        : out->per_gpu_bytes;
 	out->total_bytes = sat_mul(out->per_gpu_bytes, out->gpu_count);

@@ -7,7 +7,8 @@
  *   2. GPU Feature Discovery label nvidia.com/gpu.memory: MiB per GPU (NVML total / 1024^2);
  *      a value above CAPACITY_GFD_BYTES_CUTOFF is bytes (one 2022 GFD release wrote bytes);
  *   3. a built-in table by nvidia.com/gpu.product, a "-SHARED" suffix stripped
- *      (sizes as NVML reports them; ../shared/reference/gpu-facts.md).
+ *      (sizes as NVML reports them; ../shared/reference/gpu-facts.md); whole cards only, so
+ *      not under mig.strategy single (a unit is a slice there: unknown).
  *
  * Sharing (GFD's labels, https://github.com/NVIDIA/k8s-device-plugin docs/gpu-feature-discovery
  * and the device plugin's sharing section): label nvidia.com/gpu.sharing-strategy is "none",
@@ -38,6 +39,7 @@
  *   1. annotation gpu-memory-guard.io/gpu-count (override: physical GPUs, or whole-GPU units
  *      under MIG);
  *   2. (mig.strategy mixed) allocatable / replicas: the unpartitioned cards, possibly 0;
+ *      unknown when time-sliced without label nvidia.com/gpu.replicas (slots, not cards);
  *   3. label nvidia.com/gpu.count;
  *   4. status.allocatable[<gpu resource>] / label nvidia.com/gpu.replicas (default 1), but only
  *      when a GFD label (nvidia.com/gpu.memory, .product, .replicas or .sharing-strategy) says
@@ -166,7 +168,9 @@ int capacity_from_node(const struct cJSON *node, const struct demand_config *cfg
 /*
  * The piece a container asking gpus units of a pool gets on this node, and what its
  * declaration (bytes) puts on one piece, by the sharing rules above. profile is NULL or "" for
- * whole GPUs (nvidia.com/gpu), else the MIG profile name ("1g.10gb"). Fills *out always;
+ * whole GPUs (nvidia.com/gpu), else the MIG profile name ("1g.10gb"), or DEMAND_PROFILE_FOLDED
+ * ("*": containers of several pools judged as one, the whole declaration on the smallest piece
+ * of a MIG-mixed node; elsewhere no such pool). Fills *out always;
  * out->known is 0 (and the piece 0) for a MIG profile the node does not offer.
  */
 void capacity_piece(const struct capacity *cap, const char *profile, uint64_t gpus, uint64_t bytes,

@@ -298,8 +298,8 @@ static void add_use(struct demand *out, const struct container_info *ci, const c
 			snprintf(u->container, sizeof(u->container), "%.63s", ci->name);
 		}
 		u->gpus = 1;
-		if (strcmp(u->profile, profile ? profile : "") != 0)
-			u->profile[0] = '\0'; /* whole GPUs: the node's largest piece */
+		if (strcmp(u->profile, profile ? profile : "") != 0) /* the smallest piece */
+			snprintf(u->profile, sizeof(u->profile), "%s", DEMAND_PROFILE_FOLDED);
 		return;
 	}
 	u = &out->uses[out->n_uses++];

@@ -51,6 +51,9 @@ struct cJSON;
 #define DEMAND_MAX_GPUS       1000000000000000ull /* 10^15 units per container */
 #define DEMAND_MAX_USES       4  /* GPU containers judged one by one; more are folded */
 #define DEMAND_PROFILE_MAX    24 /* a MIG profile name, "1g.10gb" (CAPACITY_PROFILE_MAX) */
+/* uses[].profile of a folded use whose containers ask different pools: judged on the smallest
+ * piece the node offers (capacity_piece()) */
+#define DEMAND_PROFILE_FOLDED "*"
 #define DEMAND_USE_NAME_MAX   64 /* a container name in uses[] (DNS-1123 label: 63) */
 #define DEMAND_MIG_PREFIX     "nvidia.com/mig-"
 #define DEMAND_MSG_MAX        512
@@ -91,7 +94,8 @@ struct demand {
 	size_t n_uses; /* DEMAND_OK: GPU containers x pools, up to
 	                  DEMAND_MAX_USES; the ones beyond are folded into the last
 	                  as one unit holding the largest declaration (the most
-	                  one piece could take) */
+	                  one piece could take; of several pools, profile
+	                  DEMAND_PROFILE_FOLDED) */
 	struct demand_use uses[DEMAND_MAX_USES];
 	char error[DEMAND_MSG_MAX];   /* DEMAND_INVALID: first problem, names the container */
 	char warning[DEMAND_MSG_MAX]; /* non-empty: declaration on a non-GPU container */

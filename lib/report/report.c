@@ -483,6 +483,35 @@ static int is_gpu_node(const struct node_rec *n, size_t n_pods)
 	return n->cap_rc == 0 || n->cap_rc == CAPACITY_EINVALID || n->gpu_allocatable || n_pods > 0;
 }
 
+/* A MIG-mixed row: its numbers are the whole GPUs' pool (the probe's), so the note tells each
+ * profile's pool apart with what the core counts there (pods of that pool, and pods of several
+ * pools, which count in every pool), lest the slices' pods vanish from the row. */
+static void mig_note(const struct capacity *cap, const struct placement_item *items, size_t np,
+                     struct report_row *row)
+{
+	size_t len = 0;
+
+	len += (size_t)snprintf(row->note, sizeof(row->note),
+	                        "MIG mixed: the numbers are the %" PRIu64
+	                        " whole GPU(s)'; MIG slices apart:",
+	                        cap->gpu_count);
+	for (size_t k = 0; k < cap->n_profiles && len < sizeof(row->note); k++) {
+		const struct capacity_profile *pr = &cap->profiles[k];
+		uint32_t pool = capacity_pool_id(pr->name);
+		uint64_t declared = 0;
+		char each[32], sum[32];
+
+		for (size_t i = 0; i < np; i++)
+			if (capacity_pools_share(cap, items[i].pool, pool))
+				declared = sat_add(declared, placement_item_bytes(&items[i], cap));
+		quantity_format(pr->bytes, each, sizeof(each));
+		quantity_format(declared, sum, sizeof(sum));
+		len += (size_t)snprintf(row->note + len, sizeof(row->note) - len,
+		                        "%s %s: %" PRIu64 " slices of %s, %s declared",
+		                        k ? ";" : "", pr->name, pr->count, each, sum);
+	}
+}
+
 /* Fill row from node n and its pods p[0..np) (rp: where the row's pods go). 0 or -1. */
 static int build_row(struct report *r, const struct node_rec *n, const struct pod_rec *p, size_t np,
                      struct report_pod *rp, struct report_row *row)
@@ -534,6 +563,10 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	row->gpu_count = n->cap.gpu_count;
 	row->per_gpu_bytes = n->cap.per_gpu_bytes;
 	row->capacity_bytes = n->cap.total_bytes;
+	if (n->cap.mig == CAPACITY_MIG_MIXED) {
+		row->capacity_bytes = capacity_pool_bytes(&n->cap, CAPACITY_POOL_WHOLE);
+		mig_note(&n->cap, items, np, row);
+	}
 
 	struct placement_node pn = {.name = n->name, .cap = &n->cap, .pods = items, .n_pods = np};
 	int fits = probe_fits(r, &pn, DEMAND_MIN_BYTES, &first);
@@ -866,7 +899,8 @@ static cJSON *row_json(const struct report_row *w, int with_pods)
 	      add_u64(o, "largestFitBytes", w->largest_fit_bytes) != 0 ||
 	      add_u64(o, "podCount", w->n_pods) != 0 ||
 	      add_u64(o, "undeclaredPodCount", w->n_undeclared) != 0 ||
-	      (w->note[0] && !cJSON_AddStringToObject(o, "error", w->note));
+	      (w->note[0] &&
+	       !cJSON_AddStringToObject(o, w->capacity_known ? "note" : "error", w->note));
 	if (!bad && with_pods) {
 		bad = (pods = cJSON_AddArrayToObject(o, "pods")) == NULL;
 		for (size_t i = 0; !bad && i < w->n_pods; i++) {

@@ -79,7 +79,7 @@ struct report_row {
 	int capacity_known;  /* 0: capacity_from_node() refused the node: note says why */
 	uint64_t gpu_count;
 	uint64_t per_gpu_bytes;
-	uint64_t capacity_bytes;
+	uint64_t capacity_bytes; /* MIG mixed: the whole GPUs' pool (capacity_pool_bytes) */
 	double threshold;        /* in force */
 	int threshold_from_node; /* 1: annotation gpu-memory-guard.io/threshold */
 	uint64_t limit_bytes;    /* floor(capacity x threshold), the core's budget */
@@ -90,7 +90,9 @@ struct report_row {
 	size_t n_pods;         /* GPU pods counted */
 	size_t n_undeclared;   /* of which without a valid declaration */
 	const struct report_pod *pods; /* n_pods, by counted bytes descending, then key */
-	char note[REPORT_NOTE_MAX];    /* why capacity is unknown; "" otherwise */
+	char note[REPORT_NOTE_MAX];    /* why capacity is unknown; on a MIG-mixed node, that the
+	                                  numbers are the whole GPUs' pool and each profile's
+	                                  slices and declared bytes; "" otherwise */
 };
 
 struct report;

@@ -460,6 +460,54 @@ static void test_almost_full(void **state)
 	report_free(r);
 }
 
+#define MIG_POD(ns, name, node, slices, env)                                                       \
+	"{\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name                \
+	"\",\"uid\":\"uid-" name "\"},\"spec\":{\"nodeName\":\"" node                              \
+	"\",\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{\"nvidia.com/mig-1g.5gb\":" \
+	"\"" slices "\"}}" env "}]},\"status\":{\"phase\":\"Running\"}}"
+#define MIG_ENV(decl) ",\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"" decl "\"}]"
+
+/* A MIG-mixed node: the row's numbers are one pool's (the whole GPUs', which the 1-GPU probe
+ * asks for), so its capacity is that pool's and limit = capacity x threshold, as the header
+ * says; the slices' pool, apart, is told in the note with what is declared there, never lost. */
+static void test_mig_mixed(void **state)
+{
+	(void)state;
+	struct report *r = new_report(0.9);
+	add_json(
+	    r,
+	    "{\"kind\":\"List\",\"items\":["
+	    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"half\",\"labels\":{"
+	    "\"nvidia.com/gpu.count\":\"2\",\"nvidia.com/gpu.memory\":\"40960\","
+	    "\"nvidia.com/mig.strategy\":\"mixed\",\"nvidia.com/mig-1g.5gb.count\":\"7\","
+	    "\"nvidia.com/mig-1g.5gb.memory\":\"4864\"}},\"status\":{\"allocatable\":{"
+	    "\"nvidia.com/gpu\":\"1\",\"nvidia.com/mig-1g.5gb\":\"7\"}}},"
+	    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"allmig\",\"labels\":{"
+	    "\"nvidia.com/gpu.count\":\"1\",\"nvidia.com/gpu.memory\":\"40960\","
+	    "\"nvidia.com/mig.strategy\":\"mixed\",\"nvidia.com/mig-1g.5gb.count\":\"7\","
+	    "\"nvidia.com/mig-1g.5gb.memory\":\"4864\"}},\"status\":{\"allocatable\":{"
+	    "\"nvidia.com/gpu\":\"0\",\"nvidia.com/mig-1g.5gb\":\"7\"}}}," POD(
+	        "a", "whole", "half", "Running", "1",
+	        "10Gi") "," MIG_POD("a", "m2", "half", "1",
+	                            MIG_ENV("4Gi")) "," MIG_POD("a", "m3", "half", "2",
+	                                                        "") "," MIG_POD("a", "m1", "allmig",
+	                                                                        "1",
+	                                                                        MIG_ENV(
+	                                                                            "4Gi")) "]}");
+	build(r);
+	const struct report_row *w = row_named(r, "half");
+	assert_int_equal(w->capacity_bytes, 40960 * MIB);
+	assert_int_equal(w->limit_bytes, ppm_of(40960 * MIB, 900000));
+	assert_int_equal(w->declared_bytes, 10 * GI);
+	/* 4Gi declared + 2 undeclared slices of 4864Mi: 13.5Gi */
+	assert_non_null(strstr(w->note, "1g.5gb: 7 slices of 4.8Gi, 13.5Gi declared"));
+	w = row_named(r, "allmig");
+	assert_int_equal(w->capacity_bytes, 0);
+	assert_int_equal(w->largest_fit_bytes, 0);
+	assert_non_null(strstr(w->note, "1g.5gb: 7 slices of 4.8Gi, 4Gi declared"));
+	report_free(r);
+}
+
 static int parse(const char *const *args, struct report_cli *o, char *err)
 {
 	char *argv[16];
@@ -539,6 +587,7 @@ int main(void)
 	    cmocka_unit_test(test_bad_inputs),
 	    cmocka_unit_test(test_threshold_flag),
 	    cmocka_unit_test(test_almost_full),
+	    cmocka_unit_test(test_mig_mixed),
 	    cmocka_unit_test(test_cli),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -77,6 +77,23 @@ static const struct node_spec mixed_ts = {
     "'nvidia.com/mig-1g.5gb.replicas':'2','nvidia.com/mig-3g.20gb.count':'1'",
     "", "'nvidia.com/gpu':'0','nvidia.com/mig-1g.5gb':'14','nvidia.com/mig-3g.20gb':'1'"};
 
+/* One whole A100 time-sliced (allocatable 4 slices) beside a partitioned one, and no
+ * nvidia.com/gpu.replicas label: how many slices one card is cannot be read, so allocatable is
+ * not a card count. */
+static const struct node_spec mixed_ts_no_replicas = {
+    "'nvidia.com/gpu.count':'2','nvidia.com/gpu.memory':'40960','nvidia.com/gpu.product':"
+    "'NVIDIA-A100-SXM4-40GB-SHARED','nvidia.com/gpu.sharing-strategy':'time-slicing',"
+    "'nvidia.com/mig.strategy':'mixed','nvidia.com/mig-1g.5gb.count':'7',"
+    "'nvidia.com/mig-1g.5gb.memory':'4864'",
+    "", "'nvidia.com/gpu':'4','nvidia.com/mig-1g.5gb':'7'"};
+
+/* MIG single without nvidia.com/gpu.memory: units are slices, and the product table's size is
+ * a whole card's (GFD's own single-strategy product carries -MIG-<profile>, unknown). */
+static const struct node_spec single_by_product = {
+    "'nvidia.com/gpu.count':'7','nvidia.com/gpu.product':'NVIDIA-A100-SXM4-40GB',"
+    "'nvidia.com/mig.strategy':'single'",
+    "", "'nvidia.com/gpu':'7'"};
+
 #define GPU(n)  "'nvidia.com/gpu':'" n "'"
 #define MIG5(n) "'nvidia.com/mig-1g.5gb':'" n "'"
 
@@ -218,6 +235,20 @@ static const struct row rows[] = {
      0,
      "NeverFits",
      "every GPU there is partitioned into MIG slices"},
+    {"MIG mixed, time-sliced without the replicas label: 4 slots are not 4 cards",
+     mixed_ts_no_replicas,
+     {{GPU("1"), "30Gi"}},
+     {GPU("1"), "30Gi"},
+     0,
+     "CapacityUnknown",
+     "GPU count unknown"},
+    {"MIG single by the product table: a slice is not a whole card",
+     single_by_product,
+     {{0}},
+     {GPU("1"), "30Gi"},
+     0,
+     "CapacityUnknown",
+     "MIG slice"},
     {"MIG mixed: a profile the node lacks",
      mixed_a100,
      {{0}},
@@ -445,6 +476,52 @@ static void test_model(void **state)
 }
 
 /* Undeclared pods count the units they hold whole, never more cards than the node has. */
+/* Past DEMAND_MAX_USES GPU containers the rest are judged as one use: when they ask different
+ * MIG profiles, that use must be judged on the smallest of their pieces, never on a whole card.
+ * Here the fifth container puts 9Gi on a 2g.10gb slice (9.5Gi, 90 percent: 8.6Gi): never fits,
+ * alone or with four small ones before it. */
+static void test_folded_profiles(void **state)
+{
+	static const struct node_spec mixed2 = {
+	    "'nvidia.com/gpu.count':'3','nvidia.com/gpu.memory':'40960','nvidia.com/mig.strategy':"
+	    "'mixed','nvidia.com/mig-1g.5gb.count':'7','nvidia.com/mig-1g.5gb.memory':'4864',"
+	    "'nvidia.com/mig-2g.10gb.count':'3','nvidia.com/mig-2g.10gb.memory':'9728'",
+	    "", "'nvidia.com/gpu':'1'"};
+	char text[4096];
+	size_t n = 0;
+	struct capacity c;
+	struct demand d;
+	char err[CAPACITY_MSG_MAX];
+	cJSON *j = node_json(&mixed2);
+
+	(void)state;
+	assert_int_equal(capacity_from_node(j, NULL, &c, err, sizeof(err)), 0);
+	cJSON_Delete(j);
+	n += (size_t)snprintf(text + n, sizeof(text) - n,
+	                      "{'metadata':{'namespace':'ns','name':'p9','uid':'u9'},'spec':{"
+	                      "'containers':[");
+	for (int i = 0; i < 5; i++)
+		n += (size_t)snprintf(
+		    text + n, sizeof(text) - n,
+		    "%s{'name':'c%d','resources':{'limits':{'nvidia.com/mig-%s':'1'}},"
+		    "'env':[{'name':'GPU_MEMORY_LIMIT','value':'%s'}]}",
+		    i ? "," : "", i, i < 4 ? "1g.5gb" : "2g.10gb", i < 4 ? "1Gi" : "9Gi");
+	snprintf(text + n, sizeof(text) - n, "]}}");
+	j = parse(text);
+	assert_int_equal(demand_from_pod(j, NULL, &d), 0);
+	cJSON_Delete(j);
+	assert_int_equal(d.status, DEMAND_OK);
+
+	struct placement_node pn = {.name = "n1", .cap = &c};
+	struct placement_pod pp = {.name = "ns/p9", .key = "ns/p9", .uid = "u9", .demand = &d};
+	struct placement_policy pol = {.threshold = 0.9, .mode = POLICY_ENFORCE};
+	struct placement_result res;
+
+	assert_int_equal(placement_decide(&pn, &pp, &pol, 0, &res), 0);
+	assert_false(res.decision.allowed);
+	assert_string_equal(res.decision.reason, "NeverFits");
+}
+
 static void test_undeclared_bytes(void **state)
 {
 	const uint64_t mib = 1024ull * 1024;
@@ -474,6 +551,7 @@ int main(void)
 	    cmocka_unit_test(test_rows),
 	    cmocka_unit_test(test_model),
 	    cmocka_unit_test(test_undeclared_bytes),
+	    cmocka_unit_test(test_folded_profiles),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
