@@ -326,7 +326,7 @@ static int read_profile(const struct node_view *nv, const char *key, const char 
 {
 	size_t plen = strlen(CAPACITY_MIG_PREFIX), klen = strlen(key), slen = strlen(".count");
 	const char *mem, *rep;
-	uint64_t v;
+	uint64_t v = 0; /* set when mem is (GCC -O3 cannot see it: -Wmaybe-uninitialized) */
 
 	if (klen - plen - slen >= CAPACITY_PROFILE_MAX) {
 		errbuf_set(err, errlen, "node %s: MIG profile label \"%.96s\" is too long",
