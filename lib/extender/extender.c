@@ -669,7 +669,7 @@ static void hold_passed(struct job *j)
 	rc = holds_put(j->x->holds, j->pod_name, j->uid, j->d.bytes, pass, n, j->now_ms,
 	               HOLDS_TTL_MS);
 	free(pass);
-	if (rc == 0)
+	if (rc == 0 || rc == HOLDS_EGONE) /* gone: deleted while being judged, nothing to hold */
 		return;
 err:;
 	struct log_field f[] = {
@@ -683,7 +683,7 @@ err:;
 void extender_forget(struct extender *x, const char *uid)
 {
 	if (x != NULL && uid != NULL && uid[0] != '\0')
-		holds_drop(x->holds, uid);
+		holds_forget(x->holds, uid);
 }
 
 /* Judge the undecided nodes: reservations first, then the cache's view (extender.h). Nodes

@@ -19,6 +19,8 @@ struct holds {
 	pthread_rwlock_t lock;
 	struct hold *v;
 	size_t n, cap;
+	uint64_t gone[HOLDS_GONE_MAX]; /* hashes of uids forgotten (holds_forget), a ring */
+	size_t n_gone, next_gone;
 };
 
 /* 64-bit FNV-1a. */
@@ -31,6 +33,14 @@ static uint64_t name_hash(const char *s)
 		h *= 1099511628211ULL;
 	}
 	return h;
+}
+
+static int is_gone(const struct holds *h, uint64_t uid_hash)
+{
+	for (size_t i = 0; i < h->n_gone; i++)
+		if (h->gone[i] == uid_hash)
+			return 1;
+	return 0;
 }
 
 static int by_value(const void *a, const void *b)
@@ -120,6 +130,11 @@ int holds_put(struct holds *h, const char *key, const char *uid, uint64_t bytes,
 	o.expires_ms = sat_add(now_ms, ttl_ms);
 
 	pthread_rwlock_wrlock(&h->lock);
+	if (is_gone(h, name_hash(uid))) {
+		pthread_rwlock_unlock(&h->lock);
+		hold_clear(&o);
+		return HOLDS_EGONE;
+	}
 	i = find(h, uid);
 	if (i < h->n) {
 		hold_clear(&h->v[i]);
@@ -161,6 +176,22 @@ void holds_drop(struct holds *h, const char *uid)
 	pthread_rwlock_wrlock(&h->lock);
 	if ((i = find(h, uid)) < h->n)
 		remove_at(h, i);
+	pthread_rwlock_unlock(&h->lock);
+}
+
+void holds_forget(struct holds *h, const char *uid)
+{
+	size_t i;
+
+	if (uid == NULL || uid[0] == '\0')
+		return;
+	pthread_rwlock_wrlock(&h->lock);
+	if ((i = find(h, uid)) < h->n)
+		remove_at(h, i);
+	h->gone[h->next_gone] = name_hash(uid);
+	h->next_gone = (h->next_gone + 1) % HOLDS_GONE_MAX;
+	if (h->n_gone < HOLDS_GONE_MAX)
+		h->n_gone++;
 	pthread_rwlock_unlock(&h->lock);
 }
 

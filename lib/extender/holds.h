@@ -13,9 +13,13 @@
  * P's Binding lands (a pod event), with its own backoff.
  *
  * A hold ends when its pod settles (the caller's settled(): bound, finished, deleted or
- * replaced, as the watch cache shows), when the same pod is filtered again (holds_put replaces
- * it), or after its TTL (HOLDS_TTL_MS: past it a Binding still in flight is counted by the
- * webhook, the safety net).
+ * replaced, as the watch cache shows), when the pod is reported gone (holds_forget), when the
+ * same pod is filtered again (holds_put replaces it), or after its TTL (HOLDS_TTL_MS: past it a
+ * Binding still in flight is counted by the webhook, the safety net). A pod reported gone
+ * before its filter call ended (deleted while the scheduler judged it) is remembered, among the
+ * last HOLDS_GONE_MAX gone, so its late hold is refused (HOLDS_EGONE) instead of counting for
+ * the whole TTL: kube-scheduler does not retry the pods a hold refused when the hold merely
+ * expires (no cluster event), only after its unschedulable-pod timeout (5 minutes).
  *
  * Nodes are remembered by a 64-bit FNV-1a hash of their name: two names that collide count a
  * hold on both, which only errs on the safe side.
@@ -34,10 +38,14 @@
 /* How long a hold lives without being settled: longer than a Binding's round trip through the
  * API server and the webhook (the webhook's timeoutSeconds is at most 30). */
 #define HOLDS_TTL_MS 30000
+/* uids of pods reported gone remembered (holds_forget): deletions that may race a filter call
+ * within milliseconds; a 64-bit hash of the uid, so a collision only refuses a hold. */
+#define HOLDS_GONE_MAX 4096
 
 #define HOLDS_EFULL  (-1) /* HOLDS_MAX live holds */
 #define HOLDS_ENOMEM (-2)
 #define HOLDS_EINVAL (-3) /* key or uid NULL or empty, or more than HOLDS_MAX_NODES nodes */
+#define HOLDS_EGONE  (-4) /* the pod was reported gone (holds_forget): nothing held */
 
 struct holds; /* opaque */
 
@@ -53,6 +61,10 @@ int holds_put(struct holds *h, const char *key, const char *uid, uint64_t bytes,
 
 /* Drop the hold of uid, if any. */
 void holds_drop(struct holds *h, const char *uid);
+
+/* The pod of uid is gone (deleted, finished): drop its hold and refuse any later holds_put of
+ * it (HOLDS_EGONE) while it is among the last HOLDS_GONE_MAX forgotten. NULL or "" is a no-op. */
+void holds_forget(struct holds *h, const char *uid);
 
 /* Drop the expired holds and those settled(ctx, key, uid) says are settled (1). settled is
  * called with the table locked: it must not call holds functions. Returns holds left. */

@@ -1,8 +1,9 @@
 /*
  * Unit tests for lib/extender/holds: a pod's hold counts on the nodes it names and on no
  * other, never against the pod itself; it is replaced by the same pod's next hold, dropped
- * with no nodes, by holds_drop, when settled or expired; bad input and a full table are
- * refused; byte sums saturate.
+ * with no nodes, by holds_drop, when settled or expired; a pod reported gone (holds_forget)
+ * loses its hold and a late hold of it is refused while remembered; bad input and a full table
+ * are refused; byte sums saturate.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -97,6 +98,42 @@ static void test_expiry_and_prune(void **state)
 	assert_string_equal(on(h, "node-a", NULL, UINT64_MAX - 1, 1), "ml/r:uid-r:1;");
 	assert_int_equal(holds_prune(h, 1500, NULL, NULL), 1);
 	holds_free(h);
+}
+
+/* A pod deleted while its filter call ran: the cache's gone callback came before the hold
+ * (e2e: a Deployment torn down while the scheduler judged one of its pods). Its late hold must
+ * not count for the whole TTL against the next pods. */
+static void test_forget_refuses_late_hold(void **state)
+{
+	struct holds *h = holds_new();
+	const char *ab[] = {"node-a", "node-b"};
+	char uid[32];
+
+	assert_non_null(h);
+	holds_forget(h, "uid-gone");
+	assert_int_equal(holds_put(h, "ml/gone", "uid-gone", 20 * GIB, ab, 2, 1000, 30000),
+	                 HOLDS_EGONE);
+	assert_int_equal(holds_count(h), 0);
+	assert_string_equal(on(h, "node-b", NULL, 1001, 0), "");
+	/* another pod, even of the same name (a new uid), is held */
+	assert_int_equal(holds_put(h, "ml/gone", "uid-new", 20 * GIB, ab, 2, 1000, 30000), 0);
+	assert_string_equal(on(h, "node-b", NULL, 1001, 1), "ml/gone:uid-new:20;");
+	/* a hold then its pod gone: dropped at once */
+	holds_forget(h, "uid-new");
+	assert_int_equal(holds_count(h), 0);
+	/* NULL and "" are no-ops */
+	holds_forget(h, NULL);
+	holds_forget(h, "");
+	assert_int_equal(holds_put(h, "ml/x", "uid-x", GIB, ab, 1, 1000, 30000), 0);
+	/* the memory is bounded: after HOLDS_GONE_MAX later pods gone, the first is forgotten */
+	for (int i = 0; i < HOLDS_GONE_MAX; i++) {
+		snprintf(uid, sizeof(uid), "uid-later-%d", i);
+		holds_forget(h, uid);
+	}
+	assert_int_equal(holds_put(h, "ml/gone", "uid-gone", GIB, ab, 2, 1000, 30000), 0);
+	assert_int_equal(holds_put(h, "ml/l", "uid-later-7", GIB, ab, 2, 1000, 30000), HOLDS_EGONE);
+	holds_free(h);
+	(void)state;
 }
 
 static void test_bad_input_and_full(void **state)
@@ -198,6 +235,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_put_each),
 	    cmocka_unit_test(test_expiry_and_prune),
+	    cmocka_unit_test(test_forget_refuses_late_hold),
 	    cmocka_unit_test(test_bad_input_and_full),
 	    cmocka_unit_test(test_threads),
 	};
