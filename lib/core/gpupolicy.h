@@ -60,8 +60,8 @@ struct cJSON;
 #define GPUPOLICY_TIERS_MAX     16
 #define GPUPOLICY_NAME_MAX      254 /* metadata.name: a DNS subdomain, 253 bytes */
 #define GPUPOLICY_TIER_NAME_MAX 64
-#define GPUPOLICY_LIST_MAX      64  /* priorityClassNames, namespaces, values per list */
-#define GPUPOLICY_EXPR_MAX      32  /* matchLabels + matchExpressions per selector */
+#define GPUPOLICY_LIST_MAX      64 /* priorityClassNames, namespaces, values per list */
+#define GPUPOLICY_EXPR_MAX      32 /* matchLabels + matchExpressions per selector */
 #define GPUPOLICY_ERR_MAX       512
 #define GPUPOLICY_MSG_MAX       POLICY_MSG_MAX
 
@@ -100,8 +100,8 @@ struct gpupolicy_tier {
 	int has_pod_selector;
 	struct labelsel pod_selector;
 	int has_max_share;
-	double max_share; /* ratio (0,1] */
-	int yield_to;     /* index of the tier yielded to, or -1 */
+	double max_share;   /* ratio (0,1] */
+	int yield_to;       /* index of the tier yielded to, or -1 */
 	double yield_above; /* ratio (0,1] of that tier's budget */
 };
 
@@ -164,26 +164,26 @@ struct gpupolicy_plan {
 /* The checks for a node selected by policies sel[0..n) (n may be 0). annotation: the node's
  * threshold annotation when has_annotation (capacity.h). Pure; always fills *out. */
 void gpupolicy_resolve(const struct gpupolicy *const *sel, size_t n,
-                       const struct gpupolicy_flags *flags, int has_annotation,
-                       double annotation, struct gpupolicy_plan *out);
+                       const struct gpupolicy_flags *flags, int has_annotation, double annotation,
+                       struct gpupolicy_plan *out);
 
 /* ---- tiers ---- */
 
 struct gpupolicy_tier_input {
 	const struct gpupolicy *policy;
-	const char *pod;          /* "namespace/name", for messages */
-	const char *node;         /* for messages */
-	int tier;                 /* the pod's tier in policy (gpupolicy_tier_of), -1: none */
-	uint64_t demand_bytes;    /* the pod's declared bytes */
-	uint64_t capacity_bytes;  /* what maxShare is a share of: the pod's pool on the node */
+	const char *pod;            /* "namespace/name", for messages */
+	const char *node;           /* for messages */
+	int tier;                   /* the pod's tier in policy (gpupolicy_tier_of), -1: none */
+	uint64_t demand_bytes;      /* the pod's declared bytes */
+	uint64_t capacity_bytes;    /* what maxShare is a share of: the pod's pool on the node */
 	const uint64_t *tier_bytes; /* [policy->n_tiers]: what each tier's pods already declare
 	                               on the node (the pod itself not included) */
 };
 
 struct gpupolicy_tier_result {
-	int violated;           /* 0: within every tier rule */
-	const char *reason;     /* "TierOverShare", "TierYield" (static), NULL when not violated */
-	uint64_t budget_bytes;  /* the pod's tier budget (0 without maxShare) */
+	int violated;          /* 0: within every tier rule */
+	const char *reason;    /* "TierOverShare", "TierYield" (static), NULL when not violated */
+	uint64_t budget_bytes; /* the pod's tier budget (0 without maxShare) */
 	char message[GPUPOLICY_MSG_MAX];
 	/* TierOverShare: placing ml/b-3 (20Gi) on gpu-a would bring tier "batch" of
 	 *   GPUMemoryPolicy "split" to 40Gi, above its budget of 40 percent of 80Gi (32Gi)
@@ -195,8 +195,7 @@ struct gpupolicy_tier_result {
 
 /* Judge the tier rules of one policy for one placement. 0, or -1 for a NULL input or a tier
  * index out of range (message says so). A pod of no tier never violates. */
-int gpupolicy_check_tiers(const struct gpupolicy_tier_input *in,
-                          struct gpupolicy_tier_result *out);
+int gpupolicy_check_tiers(const struct gpupolicy_tier_input *in, struct gpupolicy_tier_result *out);
 
 /* "enforce", "warn", "audit" */
 const char *gpupolicy_mode_name(enum gpupolicy_mode m);
