@@ -13,6 +13,8 @@
  */
 #include "cache.h"
 
+#include "labelset.h"
+
 #include "jsonpath.h"
 #include "monotime.h"
 #include "satmath.h"
@@ -56,6 +58,9 @@ struct pod {
 	unsigned counted : 1, finished : 1, mirror : 1, mark : 1;
 	unsigned gone_sent : 1; /* the gone callback was queued for it (once per pod) */
 	struct pod_demand d;
+	/* GPU pods only, for GPUMemoryPolicy tiers: */
+	char *priority_class; /* spec.priorityClassName, NULL when none */
+	struct labelset labels;
 };
 
 struct node {
@@ -65,6 +70,7 @@ struct node {
 	int cap_rc;
 	struct capacity cap;
 	char *cap_err;
+	struct labelset labels; /* the Node's metadata.labels (GPUMemoryPolicy nodeSelector) */
 	struct placement_item *items;
 	struct pod **owners;
 	size_t n, n_cap;
@@ -187,6 +193,7 @@ static void node_free(struct node *n)
 		return;
 	free(n->name);
 	free(n->cap_err);
+	labelset_clear(&n->labels);
 	free(n->items);
 	free(n->owners);
 	free(n);
@@ -197,6 +204,8 @@ static void pod_free(struct pod *p)
 	if (p == NULL)
 		return;
 	pod_demand_clear(&p->d);
+	free(p->priority_class);
+	labelset_clear(&p->labels);
 	free(p->key);
 	free(p);
 }
@@ -300,6 +309,9 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	    .undeclared_gpus = item_gpus(p),
 	    .seen_ms = p->seen_ms,
 	    .pool = p->d.pool,
+	    .priority_class = p->priority_class,
+	    .labels = p->labels.l.n ? &p->labels.l : NULL,
+	    .attrs_known = 1,
 	};
 	n->owners[p->slot] = p;
 	n->declared = sat_add(n->declared, p->d.status == DEMAND_OK ? p->d.bytes : 0);
@@ -389,6 +401,15 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 	p->d.warning = dup_or_null(d.warning);
 	if (p->d.status != DEMAND_NOT_GPU)
 		c->gpu_pods++;
+	free(p->priority_class);
+	p->priority_class = NULL;
+	labelset_clear(&p->labels);
+	if (p->d.status != DEMAND_NOT_GPU) {
+		const char *pc = json_str(obj, "spec", "priorityClassName", NULL);
+		if ((pc && pc[0] && (p->priority_class = strdup(pc)) == NULL) ||
+		    labelset_copy(&p->labels, json_at(obj, "metadata", "labels", NULL)) != 0)
+			return CACHE_ENOMEM;
+	}
 	if ((d.n_uses > 0 && !p->d.uses) || (d.max_per_gpu_container[0] && !p->d.container) ||
 	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning))
 		return CACHE_ENOMEM;
@@ -512,6 +533,8 @@ int cache_apply_node(struct cache *c, enum watch_event_type type, const cJSON *o
 	n->cap_rc = capacity_from_node(obj, &c->dcfg, &n->cap, err, sizeof(err));
 	if (n->cap_rc != 0 && (n->cap_err = strdup(err)) == NULL)
 		rc = CACHE_ENOMEM; /* the node reads as unknown capacity without a message */
+	if (labelset_copy(&n->labels, json_at(obj, "metadata", "labels", NULL)) != 0)
+		rc = CACHE_ENOMEM; /* no labels: selected by no policy until the relist */
 out:
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -620,6 +643,26 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 	return rc;
 }
 
+int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const char *uid,
+                        char *priority_class, size_t pc_cap, struct labelset *labels)
+{
+	char key[CACHE_KEY_MAX];
+	int rc = CACHE_ENOTFOUND;
+
+	priority_class[0] = '\0';
+	labelset_clear(labels);
+	if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
+		return CACHE_ENOTFOUND;
+	pthread_rwlock_rdlock(&c->lock);
+	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
+	if (p != NULL && (uid == NULL || uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
+		snprintf(priority_class, pc_cap, "%s", p->priority_class ? p->priority_class : "");
+		rc = labelset_copy_pairs(labels, &p->labels.l) == 0 ? 0 : CACHE_ENOMEM;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
 static void view_of(const struct node *n, const char *name, struct cache_node_view *v)
 {
 	memset(v, 0, sizeof(*v));
@@ -630,6 +673,7 @@ static void view_of(const struct node *n, const char *name, struct cache_node_vi
 		return;
 	v->known = n->known;
 	if (n->known) {
+		v->labels = &n->labels.l;
 		v->capacity_rc = n->cap_rc;
 		v->cap = n->cap_rc == 0 ? &n->cap : NULL;
 		v->capacity_error = n->cap_rc == 0 ? "" : n->cap_err ? n->cap_err : NOMSG_MSG;

@@ -94,15 +94,24 @@ struct cache_pod {
 /* Copy pod ns/name into *out. 0, or CACHE_ENOTFOUND when the cache has not seen it. */
 int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cache_pod *out);
 
+/* The GPUMemoryPolicy attributes of GPU pod ns/name (of uid, when uid is neither NULL nor ""):
+ * its spec.priorityClassName into priority_class ("" when none; cut to pc_cap) and a copy of
+ * its labels into *labels (the caller clears it: labelset_clear). 0, CACHE_ENOTFOUND (not seen,
+ * another uid, or not a GPU pod: no attributes kept) or CACHE_ENOMEM. */
+struct labelset;
+int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const char *uid,
+                        char *priority_class, size_t pc_cap, struct labelset *labels);
+
 /* A node's snapshot for the placement core, borrowed during the callback only. */
 struct cache_node_view {
 	const char *name;
-	int known;                         /* the Node object has been seen */
-	int capacity_rc;                   /* 0, or CAPACITY_E* */
-	const struct capacity *cap;        /* valid when capacity_rc == 0, else NULL */
-	const char *capacity_error;        /* the message when capacity_rc != 0 (never NULL;
-	                                      "" when 0) */
-	const struct placement_item *pods; /* GPU pods bound to it, not finished */
+	int known;                             /* the Node object has been seen */
+	const struct gpupolicy_labels *labels; /* its labels when known, else NULL */
+	int capacity_rc;                       /* 0, or CAPACITY_E* */
+	const struct capacity *cap;            /* valid when capacity_rc == 0, else NULL */
+	const char *capacity_error;            /* the message when capacity_rc != 0 (never NULL;
+	                                          "" when 0) */
+	const struct placement_item *pods;     /* GPU pods bound to it, not finished */
 	size_t n_pods;
 	uint64_t declared_bytes;  /* sum of the declared bytes of pods */
 	uint64_t undeclared_gpus; /* sum of the GPUs of pods without a valid declaration */

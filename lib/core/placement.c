@@ -3,6 +3,8 @@
  */
 #include "placement.h"
 
+#include "gpupolicy.h"
+
 #include "capacity.h"
 #include "demand.h"
 #include "satmath.h"
@@ -269,6 +271,60 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	if (out->decision.allowed && !pod->dry_run) {
 		out->reserve = 1;
 		out->reserve_bytes = pod->demand->bytes;
+	}
+	return 0;
+}
+
+/* The pod's tier under p of an item with known attributes; -1: none. */
+static int item_tier(const struct gpupolicy *p, const struct placement_item *it)
+{
+	char ns[PLACEMENT_NS_MAX];
+	const char *slash = strchr(it->key, '/');
+	size_t len = slash ? (size_t)(slash - it->key) : 0;
+
+	if (len >= sizeof(ns))
+		len = 0; /* not a "namespace/name" key: no namespace */
+	memcpy(ns, it->key, len);
+	ns[len] = '\0';
+	return gpupolicy_tier_of(p, ns, it->priority_class, it->labels);
+}
+
+static void tier_add(const struct gpupolicy *p, const struct placement_item *it, uint64_t b,
+                     uint64_t *tier_bytes)
+{
+	if (!it->attrs_known) { /* a reservation: its tier is unknown, count it in each */
+		for (size_t k = 0; k < p->n_tiers; k++)
+			tier_bytes[k] = sat_add(tier_bytes[k], b);
+		return;
+	}
+	int t = item_tier(p, it);
+	if (t >= 0 && (size_t)t < p->n_tiers)
+		tier_bytes[t] = sat_add(tier_bytes[t], b);
+}
+
+int placement_tier_bytes(const struct placement_node *node, const struct placement_pod *pod,
+                         const struct gpupolicy *p, uint64_t now_ms, uint64_t *tier_bytes)
+{
+	if (node == NULL || node->cap == NULL || pod == NULL || pod->demand == NULL || p == NULL ||
+	    tier_bytes == NULL || !items_valid(node->pods, node->n_pods) ||
+	    !items_valid(node->reserved, node->n_reserved))
+		return -1;
+	const struct capacity *cap = node->cap;
+	uint32_t pool = pod->demand->pool;
+
+	memset(tier_bytes, 0, p->n_tiers * sizeof(*tier_bytes));
+	for (size_t i = 0; i < node->n_pods; i++) {
+		const struct placement_item *it = &node->pods[i];
+		if (same_pod(it, pod->key, pod->uid) || !capacity_pools_share(cap, it->pool, pool))
+			continue;
+		tier_add(p, it, placement_item_bytes(it, cap), tier_bytes);
+	}
+	for (size_t i = 0; i < node->n_reserved; i++) {
+		const struct placement_item *r = &node->reserved[i];
+		if (same_pod(r, pod->key, pod->uid) || !capacity_pools_share(cap, r->pool, pool) ||
+		    (r->expires_ms != 0 && r->expires_ms <= now_ms) || visible(node, r))
+			continue;
+		tier_add(p, r, placement_item_bytes(r, cap), tier_bytes);
 	}
 	return 0;
 }

@@ -46,6 +46,7 @@
 #include "policy.h"
 
 struct demand;
+struct gpupolicy_labels;
 
 /* A consumer of GPU memory on the node: a visible pod, or a reservation. Borrowed. */
 struct placement_item {
@@ -59,6 +60,13 @@ struct placement_item {
 	                             showed the pod on this node (monotonic ms); 0: unknown. Not
 	                             read by placement_decide (shared records prune by it) */
 	uint32_t pool;            /* CAPACITY_POOL_*, or a MIG profile's id; 0: every pool */
+	/* For GPUMemoryPolicy tiers (gpupolicy.h), when attrs_known: the pod's
+	 * spec.priorityClassName (NULL: none) and labels (NULL: none). An item without them (a
+	 * reservation: attrs_known 0) counts in every tier, its tier being unknown (the safe
+	 * side). Not read by placement_decide. */
+	const char *priority_class;
+	const struct gpupolicy_labels *labels;
+	int attrs_known;
 };
 
 /* The node and what is on it. */
@@ -115,6 +123,16 @@ struct placement_result {
 int placement_decide(const struct placement_node *node, const struct placement_pod *pod,
                      const struct placement_policy *pol, uint64_t now_ms,
                      struct placement_result *out) __attribute__((warn_unused_result));
+
+/* What each tier of GPUMemoryPolicy p already declares on the node, for the pod being placed
+ * (gpupolicy_check_tiers' tier_bytes): the same counting rules as placement_decide (the pod
+ * itself, other pools, expired and settled reservations left out); an item without known
+ * attributes (attrs_known 0) counts in every tier. tier_bytes has p->n_tiers entries. 0, or -1
+ * for a missing input or a consumer without a key. Pure. */
+#define PLACEMENT_NS_MAX 64 /* a namespace name: a DNS label, 63 bytes */
+struct gpupolicy;
+int placement_tier_bytes(const struct placement_node *node, const struct placement_pod *pod,
+                         const struct gpupolicy *p, uint64_t now_ms, uint64_t *tier_bytes);
 
 /* Bytes one consumer counts on a node of capacity cap (saturating). */
 uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap);
