@@ -3,6 +3,8 @@
  */
 #include "informer.h"
 
+#include "policies.h"
+
 #include "cache.h"
 #include "kube.h"
 #include "ledger.h"
@@ -27,6 +29,7 @@ struct informer;
 struct kind {
 	struct informer *inf;
 	enum cache_kind which;
+	int policies;         /* 1: GPUMemoryPolicy objects into cfg.policies (which unused) */
 	const char *resource; /* "pods" / "nodes" */
 	pthread_t thread;
 	int started;
@@ -51,6 +54,7 @@ struct informer {
 	pthread_cond_t wake; /* stop */
 	_Atomic int stop;    /* set by informer_free, read by the threads and their transfers */
 	struct kind pods, nodes;
+	struct kind pols; /* GPUMemoryPolicy objects, when cfg.policies */
 };
 
 static void set_error(struct kind *k, const char *what, int rc, const char *err)
@@ -100,8 +104,15 @@ static int backoff(struct kind *k, unsigned fails)
 
 static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 {
-	int rc = k->which == CACHE_PODS ? cache_apply_pod(k->inf->cache, type, obj)
-	                                : cache_apply_node(k->inf->cache, type, obj);
+	int rc;
+
+	if (k->policies) {
+		rc = policies_apply(k->inf->cfg.policies, type, obj);
+		rc = rc == POLICIES_EFULL ? CACHE_EFULL : rc == POLICIES_ENOMEM ? CACHE_ENOMEM : rc;
+	} else {
+		rc = k->which == CACHE_PODS ? cache_apply_pod(k->inf->cache, type, obj)
+		                            : cache_apply_node(k->inf->cache, type, obj);
+	}
 	if (rc != 0 && type != WATCH_DELETED) {
 		/* The cache no longer holds everything (out of memory, full, or an object it cannot
 		 * key: no name, an over-long uid; a real API server sends none): it must not decide
@@ -173,16 +184,33 @@ static int relist(struct kind *k)
 	pthread_mutex_lock(&k->inf->mu);
 	k->list_failed = 0;
 	pthread_mutex_unlock(&k->inf->mu);
-	cache_resync_begin(k->inf->cache, k->which);
+	if (k->policies)
+		policies_resync_begin(k->inf->cfg.policies);
+	else
+		cache_resync_begin(k->inf->cache, k->which);
 	/* Until the stop flag: SIGTERM must not wait up to --api-timeout for a slow page. */
 	int rc = kube_list_all_until(k->inf->kc, k->resource, k->inf->cfg.page_limit, on_listed, k,
 	                             k->rv, sizeof(k->rv), &code, &k->inf->stop, err, sizeof(err));
+	if (rc == KUBE_ENOTFOUND && k->policies) {
+		/* The CRD is not installed: no policy can exist. Synced and empty; the LIST is
+		 * retried (run()), so a CRD installed later is read. */
+		policies_crd_missing(k->inf->cfg.policies);
+		set_error(k, "LIST", rc, "the GPUMemoryPolicy CRD is not installed (404)");
+		pthread_mutex_lock(&k->inf->mu);
+		k->synced = 1;
+		pthread_mutex_unlock(&k->inf->mu);
+		return rc;
+	}
 	if (rc != 0) {
 		if (rc != KUBE_ESTOP || !k->inf->stop)
 			set_error(k, "LIST", rc, err);
 		return rc;
 	}
-	size_t removed = cache_resync_end(k->inf->cache, k->which);
+	size_t removed = 0;
+	if (k->policies)
+		policies_resync_end(k->inf->cfg.policies);
+	else
+		removed = cache_resync_end(k->inf->cache, k->which);
 	pthread_mutex_lock(&k->inf->mu);
 	if (k->synced)
 		k->relists++;
@@ -302,6 +330,9 @@ struct informer *informer_new(struct kube_client *kc, struct cache *cache,
 	pthread_cond_init(&inf->wake, NULL);
 	kind_init(inf, &inf->pods, CACHE_PODS, "pods");
 	kind_init(inf, &inf->nodes, CACHE_NODES, "nodes");
+	kind_init(inf, &inf->pols, CACHE_NODES, INFORMER_POLICIES_RESOURCE);
+	inf->pols.policies = 1;
+	inf->pols.seed ^= 0x9e3779b9u;
 	return inf;
 }
 
@@ -313,6 +344,11 @@ int informer_start(struct informer *inf)
 	if (pthread_create(&inf->pods.thread, NULL, run, &inf->pods) != 0)
 		return -1;
 	inf->pods.started = 1;
+	if (inf->cfg.policies != NULL) {
+		if (pthread_create(&inf->pols.thread, NULL, run, &inf->pols) != 0)
+			return -1;
+		inf->pols.started = 1;
+	}
 	return 0;
 }
 
@@ -328,6 +364,8 @@ void informer_free(struct informer *inf)
 		pthread_join(inf->pods.thread, NULL);
 	if (inf->nodes.started)
 		pthread_join(inf->nodes.thread, NULL);
+	if (inf->pols.started)
+		pthread_join(inf->pols.thread, NULL);
 	pthread_cond_destroy(&inf->wake);
 	pthread_mutex_destroy(&inf->mu);
 	free(inf);
@@ -410,6 +448,7 @@ void informer_status(struct informer *inf, struct informer_status *out)
 	pthread_mutex_lock(&inf->mu);
 	kind_status(inf, &inf->pods, now, &out->pods);
 	kind_status(inf, &inf->nodes, now, &out->nodes);
+	kind_status(inf, &inf->pols, now, &out->policies);
 	pthread_mutex_unlock(&inf->mu);
 }
 
@@ -449,6 +488,29 @@ void informer_ready_note(void *ctx, char *buf, size_t cap)
 		             ? " (placements read the API server)"
 		             : "",
 		         bad->last_error);
+		return;
+	}
+	if (inf->cfg.policies != NULL) {
+		struct policies_stats ps;
+		policies_stats(inf->cfg.policies, &ps);
+		if (!ps.synced)
+			snprintf(
+			    buf, cap,
+			    "cache: syncing GPUMemoryPolicy objects (%zu pods, %zu nodes read; "
+			    "GPU placements refused until they are)%s%s",
+			    cs.pods, cs.nodes, st.policies.last_error[0] ? ": " : "",
+			    st.policies.last_error);
+		else if (ps.crd_missing)
+			snprintf(buf, cap,
+			         "cache: synced (%zu pods, %zu nodes); policies: the "
+			         "GPUMemoryPolicy CRD "
+			         "is not installed (flags and node annotations only)",
+			         cs.pods, cs.nodes);
+		else
+			snprintf(buf, cap,
+			         "cache: synced (%zu pods, %zu nodes); policies: %zu usable, %zu "
+			         "invalid",
+			         cs.pods, cs.nodes, ps.usable, ps.invalid);
 		return;
 	}
 	snprintf(buf, cap, "cache: synced (%zu pods, %zu nodes)", cs.pods, cs.nodes);

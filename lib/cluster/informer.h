@@ -56,11 +56,18 @@ struct metrics_writer;
  * minute, k8s.io/apiserver pkg/storage/cacher defaultBookmarkFrequency) counts as broken. */
 #define INFORMER_SILENCE_S 75.0
 
+/* The GPUMemoryPolicy collection (policies.h), group/version/plural. */
+#define INFORMER_POLICIES_RESOURCE "gpu-memory-guard.io/v1alpha1/gpumemorypolicies"
+
+struct policies;
+
 struct informer_config {
-	long page_limit;        /* items per LIST page (0: KUBE_PAGE_LIMIT) */
-	double threshold;       /* ratio (0,1] for the node_limit_bytes gauge */
-	struct ledger *ledger;  /* for node_reserved_bytes; may be NULL (borrowed) */
-	double max_staleness_s; /* --cache-max-staleness, for informer_fresh_fn */
+	struct policies *policies; /* a third thread lists and watches GPUMemoryPolicy objects
+	                              into it (policies.h); NULL: none (borrowed) */
+	long page_limit;           /* items per LIST page (0: KUBE_PAGE_LIMIT) */
+	double threshold;          /* ratio (0,1] for the node_limit_bytes gauge */
+	struct ledger *ledger;     /* for node_reserved_bytes; may be NULL (borrowed) */
+	double max_staleness_s;    /* --cache-max-staleness, for informer_fresh_fn */
 };
 
 struct informer_kind_status {
@@ -77,6 +84,7 @@ struct informer_kind_status {
 
 struct informer_status {
 	struct informer_kind_status pods, nodes;
+	struct informer_kind_status policies; /* zero when informer_config.policies is NULL */
 };
 
 struct informer;

@@ -987,19 +987,33 @@ out:
 	return rc;
 }
 
-/* A collection name for a cluster-wide path: 1..63 bytes of [a-z0-9] (nothing to escape). */
+/* A collection for a cluster-wide path (nothing to escape): a core resource, 1..63 bytes of
+ * [a-z0-9], or "group/version/resource" of [a-z0-9.-] with exactly two slashes, at most 317
+ * bytes (a 253-byte group, a 63-byte resource). */
 static int check_resource(const char *s, char *err, size_t errlen)
 {
-	size_t n = s != NULL ? strlen(s) : 0;
+	size_t n = s != NULL ? strlen(s) : 0, slashes = 0;
+	const char *p;
 
-	if (n == 0 || n > 63 || strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") != n) {
-		errbuf_set(err, errlen, "resource must be 1..63 bytes of [a-z0-9]");
-		return KUBE_EINVAL;
-	}
-	return 0;
+	if (n > 0 && n <= 63 && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789") == n)
+		return 0;
+	for (p = s; n > 0 && *p; p++)
+		slashes += *p == '/';
+	if (n > 0 && n <= 317 && slashes == 2 && s[0] != '/' && s[n - 1] != '/' &&
+	    strstr(s, "//") == NULL && strspn(s, "abcdefghijklmnopqrstuvwxyz0123456789.-/") == n)
+		return 0;
+	errbuf_set(err, errlen,
+	           "resource must be 1..63 bytes of [a-z0-9], or group/version/resource");
+	return KUBE_EINVAL;
 }
 
-/* GET /api/v1/<resource>?limit=N[&continue=T] */
+/* "/api/v1/" for a core resource, "/apis/" for group/version/resource. */
+static const char *collection_prefix(const char *resource)
+{
+	return strchr(resource, '/') != NULL ? "/apis/" : "/api/v1/";
+}
+
+/* GET /api/v1/<resource>?limit=N[&continue=T] (or /apis/<group/version/resource>) */
 static int list_all_url(struct kube_client *c, const char *resource, long limit, const char *cont,
                         char *url, size_t cap)
 {
@@ -1008,7 +1022,7 @@ static int list_all_url(struct kube_client *c, const char *resource, long limit,
 
 	snprintf(q, sizeof(q), "?limit=%ld", limit);
 	if (url_append(url, cap, &pos, c->cfg.server) < 0 ||
-	    url_append(url, cap, &pos, "/api/v1/") < 0 ||
+	    url_append(url, cap, &pos, collection_prefix(resource)) < 0 ||
 	    url_append(url, cap, &pos, resource) < 0 || url_append(url, cap, &pos, q) < 0)
 		return -1;
 	if (cont != NULL && (url_append(url, cap, &pos, "&continue=") < 0 ||
@@ -1227,7 +1241,8 @@ static int on_watch_progress(void *userp, curl_off_t dltotal, curl_off_t dlnow, 
 	return stop_requested(userp);
 }
 
-/* GET /api/v1/<resource>?watch=1[&resourceVersion=RV]&allowWatchBookmarks=true&timeoutSeconds= */
+/* GET /api/v1/<resource>?watch=1[&resourceVersion=RV]&allowWatchBookmarks=true&timeoutSeconds=
+ * (or /apis/<group/version/resource>) */
 static int watch_url(struct kube_client *c, const char *resource, const char *rv, long timeout_s,
                      char *url, size_t cap)
 {
@@ -1235,7 +1250,7 @@ static int watch_url(struct kube_client *c, const char *resource, const char *rv
 	size_t pos = 0;
 
 	if (url_append(url, cap, &pos, c->cfg.server) < 0 ||
-	    url_append(url, cap, &pos, "/api/v1/") < 0 ||
+	    url_append(url, cap, &pos, collection_prefix(resource)) < 0 ||
 	    url_append(url, cap, &pos, resource) < 0 || url_append(url, cap, &pos, "?watch=1") < 0)
 		return -1;
 	if (rv != NULL && rv[0] != '\0' &&

@@ -120,6 +120,7 @@ typedef int (*kube_item_fn)(void *ctx, const struct cJSON *item);
 
 /*
  * Every object of a cluster-wide collection: GET /api/v1/<resource>?limit=<page_limit>&continue=
+ * (resource "group/version/plural": GET /apis/group/version/plural?...)
  * page by page, resource a lowercase plural ("pods", "nodes"; 1..63 bytes of [a-z0-9]). Each
  * page is parsed, fn called per item in order, then the page freed: memory is bounded by one
  * page, and each page by the body cap. page_limit 0 -> KUBE_PAGE_LIMIT; at most

@@ -42,10 +42,13 @@
 #define NAME_MAX_DBL 253    /* bytes of a namespace or name */
 
 /* Leases have a store and a history too (the code is shared), but no list or watch route. */
-enum res { RES_PODS = 0, RES_NODES, RES_LEASES, RES_N };
+enum res { RES_PODS = 0, RES_NODES, RES_LEASES, RES_POLICIES, RES_N };
 
-static const char *const RES_KIND[RES_N] = {"Pod", "Node", "Lease"};
-static const char *const RES_LIST_KIND[RES_N] = {"PodList", "NodeList", "LeaseList"};
+static const char *const RES_KIND[RES_N] = {"Pod", "Node", "Lease", "GPUMemoryPolicy"};
+static const char *const RES_LIST_KIND[RES_N] = {"PodList", "NodeList", "LeaseList",
+                                                 "GPUMemoryPolicyList"};
+/* Cluster-scoped kinds: no namespace. */
+#define CLUSTER_SCOPED(r) ((r) == RES_NODES || (r) == RES_POLICIES)
 
 /* One stored object. ns is "" for nodes. */
 struct obj {
@@ -94,6 +97,7 @@ struct apiserver_double {
 	unsigned long open_watches;
 	unsigned bookmark_ms;
 	int watch_gone;
+	int no_policy_crd; /* 1: the GPUMemoryPolicy collection answers 404 (CRD not installed) */
 	int fail_code;
 	unsigned delay_ms;
 	int expire_continue;
@@ -468,7 +472,7 @@ static int put_locked(struct apiserver_double *d, enum res r, const char *ns, cJ
 	if (!cJSON_IsObject(md) || !*str_at(tree, "metadata", "name") ||
 	    strlen(str_at(tree, "metadata", "name")) > NAME_MAX_DBL)
 		goto out;
-	if (r != RES_NODES && ns) {
+	if (!CLUSTER_SCOPED(r) && ns) {
 		cJSON_DeleteItemFromObjectCaseSensitive(md, "namespace");
 		cJSON_AddStringToObject(md, "namespace", ns);
 	}
@@ -479,7 +483,7 @@ static int put_locked(struct apiserver_double *d, enum res r, const char *ns, cJ
 	o = calloc(1, sizeof *o);
 	if (!o)
 		goto out;
-	o->ns = dup_or_empty(r != RES_NODES ? str_at(tree, "metadata", "namespace") : "");
+	o->ns = dup_or_empty(!CLUSTER_SCOPED(r) ? str_at(tree, "metadata", "namespace") : "");
 	o->name = dup_or_empty(str_at(tree, "metadata", "name"));
 	o->node = dup_or_empty(str_at(tree, "spec", "nodeName"));
 	o->phase = dup_or_empty(str_at(tree, "status", "phase"));
@@ -1487,6 +1491,13 @@ static int put_lease_locked(struct apiserver_double *d, const char *ns, cJSON *t
 }
 
 /* /apis/coordination.k8s.io/v1/namespaces/NS/leases[/NAME]: 1, else 0. */
+/* GET /apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies (list or watch). */
+static int is_policy_path(char **seg, int n)
+{
+	return n == 4 && !strcmp(seg[0], "apis") && !strcmp(seg[1], "gpu-memory-guard.io") &&
+	       !strcmp(seg[2], "v1alpha1") && !strcmp(seg[3], "gpumemorypolicies");
+}
+
 static int is_lease_path(char **seg, int n)
 {
 	return (n == 6 || n == 7) && !strcmp(seg[0], "apis") && !strcmp(seg[1], LEASE_GROUP) &&
@@ -1755,6 +1766,13 @@ static struct answer route_api(struct apiserver_double *d, struct MHD_Connection
 	char msg[600];
 	if (is_lease_path(seg, n))
 		return route_leases(d, c, method, seg, n, body);
+	if (is_policy_path(seg, n) && get) {
+		if (d->no_policy_crd)
+			return status_answer(404, "NotFound",
+			                     "the server could not find the requested resource");
+		return is_watch(c) ? start_watch(d, c, RES_POLICIES)
+		                   : list_objects(d, c, RES_POLICIES, NULL);
+	}
 	if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
 		return status_answer(404, "NotFound",
 		                     "the server could not find the requested resource");
@@ -1804,6 +1822,9 @@ static enum apiserver_double_counter classify(struct MHD_Connection *c, const ch
 	if (is_lease_path(seg, n))
 		return strcmp(method, "GET") ? APISERVER_DOUBLE_LEASE_WRITE
 		                             : APISERVER_DOUBLE_GET_LEASE;
+	if (is_policy_path(seg, n) && !strcmp(method, "GET"))
+		return is_watch(c) ? APISERVER_DOUBLE_WATCH_POLICIES
+		                   : APISERVER_DOUBLE_LIST_POLICIES;
 	if (strcmp(method, "GET"))
 		return APISERVER_DOUBLE_WRITE;
 	if (n == 4 && nodes)
@@ -2513,5 +2534,36 @@ void apiserver_double_last_list_query(struct apiserver_double *d, char *selector
 	pthread_mutex_lock(&d->mu);
 	snprintf(selector, sel_len, "%s", d->last_sel);
 	snprintf(limit, limit_len, "%s", d->last_limit);
+	pthread_mutex_unlock(&d->mu);
+}
+
+int apiserver_double_put_policy(struct apiserver_double *d, const char *policy_json)
+{
+	cJSON *t = cJSON_Parse(policy_json);
+	int rc;
+	if (!t)
+		return -1;
+	pthread_mutex_lock(&d->mu);
+	rc = put_locked(d, RES_POLICIES, NULL, t);
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+int apiserver_double_delete_policy(struct apiserver_double *d, const char *name)
+{
+	struct obj *o;
+	int rc = -1;
+	pthread_mutex_lock(&d->mu);
+	o = store_find(&d->store[RES_POLICIES], "", name);
+	if (o)
+		rc = delete_locked(d, RES_POLICIES, o);
+	pthread_mutex_unlock(&d->mu);
+	return rc;
+}
+
+void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed)
+{
+	pthread_mutex_lock(&d->mu);
+	d->no_policy_crd = !installed;
 	pthread_mutex_unlock(&d->mu);
 }

@@ -124,6 +124,8 @@ enum apiserver_double_counter {
 	APISERVER_DOUBLE_LEASE_UPDATED,  /* 200 PUT that stored a new version (no-ops not) */
 	APISERVER_DOUBLE_LEASE_CONFLICT, /* 409 Conflict / AlreadyExists answered (not injected) */
 	APISERVER_DOUBLE_LEASE_DELETED,
+	APISERVER_DOUBLE_LIST_POLICIES, /* GPUMemoryPolicy lists (one per page) */
+	APISERVER_DOUBLE_WATCH_POLICIES,
 	APISERVER_DOUBLE_N_COUNTERS
 };
 
@@ -159,6 +161,13 @@ int apiserver_double_set_phase(struct apiserver_double *d, const char *ns, const
 int apiserver_double_delete_pod(struct apiserver_double *d, const char *ns, const char *name);
 /* Remove node name. 0 / -1. */
 int apiserver_double_delete_node(struct apiserver_double *d, const char *name);
+/* GPUMemoryPolicy objects (cluster-scoped), served as a list and a watch at
+ * /apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies; stored as given (no validation: the
+ * webhook's own must catch what the CRD's would). 0 or -1. */
+int apiserver_double_put_policy(struct apiserver_double *d, const char *policy_json);
+int apiserver_double_delete_policy(struct apiserver_double *d, const char *name);
+/* installed 0: that collection answers 404, as without the CRD (default installed). */
+void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed);
 
 /* Add or replace a lease (JSON text) in namespace ns (NULL: the object's, else "default"),
  * as the API server would have stored it: kind, apiVersion, metadata.uid and

@@ -1,0 +1,258 @@
+/* policies: the store of GPUMemoryPolicy objects (policies.h). */
+#include "policies.h"
+
+#include <cjson/cJSON.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "jsonpath.h"
+#include "log.h"
+#include "metrics.h"
+
+struct entry {
+	char *name;
+	long long generation;
+	struct gpupolicy *p; /* NULL: invalid */
+	char *error;         /* NULL when usable */
+	int mark;
+};
+
+struct policies {
+	pthread_rwlock_t lock;
+	struct entry *v; /* sorted by name */
+	size_t n, cap;
+	int synced, crd_missing;
+};
+
+struct policies *policies_new(void)
+{
+	struct policies *s = calloc(1, sizeof(*s));
+
+	if (s == NULL)
+		return NULL;
+	if (pthread_rwlock_init(&s->lock, NULL) != 0) {
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+static void entry_clear(struct entry *e)
+{
+	free(e->name);
+	gpupolicy_free(e->p);
+	free(e->error);
+	memset(e, 0, sizeof(*e));
+}
+
+void policies_free(struct policies *s)
+{
+	if (s == NULL)
+		return;
+	for (size_t i = 0; i < s->n; i++)
+		entry_clear(&s->v[i]);
+	free(s->v);
+	pthread_rwlock_destroy(&s->lock);
+	free(s);
+}
+
+/* Index of name, or where it goes (*found 0). Lock held. */
+static size_t find(const struct policies *s, const char *name, int *found)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(s->v[mid].name, name);
+		if (c == 0) {
+			*found = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	*found = 0;
+	return lo;
+}
+
+static void remove_at(struct policies *s, size_t i)
+{
+	entry_clear(&s->v[i]);
+	memmove(&s->v[i], &s->v[i + 1], (s->n - i - 1) * sizeof(s->v[0]));
+	s->n--;
+}
+
+int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *obj)
+{
+	const char *name = json_str(obj, "metadata", "name", NULL);
+	char err[GPUPOLICY_ERR_MAX] = "";
+	struct entry e = {0};
+	size_t i;
+	int found, rc;
+
+	if (type != WATCH_ADDED && type != WATCH_MODIFIED && type != WATCH_DELETED)
+		return 0;
+	if (!cJSON_IsObject(obj) || name == NULL || name[0] == '\0')
+		return POLICIES_EINVAL;
+	if (type == WATCH_DELETED) {
+		pthread_rwlock_wrlock(&s->lock);
+		i = find(s, name, &found);
+		if (found)
+			remove_at(s, i);
+		pthread_rwlock_unlock(&s->lock);
+		log_fields(LOG_INFO, "policy deleted",
+		           (struct log_field[]){LOG_STR("policy", name), LOG_END});
+		return 0;
+	}
+	/* Parsed outside the lock. */
+	const cJSON *gen = json_at(obj, "metadata", "generation", NULL);
+	e.generation = cJSON_IsNumber(gen) ? (long long)gen->valuedouble : 0;
+	rc = gpupolicy_parse(obj, &e.p, err, sizeof(err));
+	if (rc == GPUPOLICY_ENOMEM)
+		return POLICIES_ENOMEM;
+	if ((e.name = strdup(name)) == NULL || (rc != 0 && (e.error = strdup(err)) == NULL)) {
+		entry_clear(&e);
+		return POLICIES_ENOMEM;
+	}
+	log_fields(rc == 0 ? LOG_INFO : LOG_WARN, rc == 0 ? "policy applied" : "policy unusable",
+	           (struct log_field[]){LOG_STR("policy", name), LOG_INT("generation", e.generation),
+	                                LOG_STR("error", rc == 0 ? NULL : err), LOG_END});
+	pthread_rwlock_wrlock(&s->lock);
+	i = find(s, name, &found);
+	if (found) {
+		entry_clear(&s->v[i]);
+		s->v[i] = e;
+		pthread_rwlock_unlock(&s->lock);
+		return 0;
+	}
+	if (s->n >= POLICIES_MAX) {
+		pthread_rwlock_unlock(&s->lock);
+		entry_clear(&e);
+		return POLICIES_EFULL;
+	}
+	if (s->n == s->cap) {
+		size_t ncap = s->cap ? 2 * s->cap : 8;
+		struct entry *v = realloc(s->v, ncap * sizeof(*v));
+		if (v == NULL) {
+			pthread_rwlock_unlock(&s->lock);
+			entry_clear(&e);
+			return POLICIES_ENOMEM;
+		}
+		s->v = v;
+		s->cap = ncap;
+	}
+	memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(s->v[0]));
+	s->v[i] = e;
+	s->n++;
+	pthread_rwlock_unlock(&s->lock);
+	return 0;
+}
+
+void policies_resync_begin(struct policies *s)
+{
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = 0; i < s->n; i++)
+		s->v[i].mark = 1;
+	pthread_rwlock_unlock(&s->lock);
+}
+
+void policies_resync_end(struct policies *s)
+{
+	pthread_rwlock_wrlock(&s->lock);
+	for (size_t i = s->n; i-- > 0;)
+		if (s->v[i].mark)
+			remove_at(s, i);
+	s->synced = 1;
+	s->crd_missing = 0;
+	pthread_rwlock_unlock(&s->lock);
+}
+
+void policies_crd_missing(struct policies *s)
+{
+	pthread_rwlock_wrlock(&s->lock);
+	while (s->n > 0)
+		remove_at(s, s->n - 1);
+	s->synced = 1;
+	s->crd_missing = 1;
+	pthread_rwlock_unlock(&s->lock);
+}
+
+int policies_synced(struct policies *s)
+{
+	int synced;
+
+	pthread_rwlock_rdlock(&s->lock);
+	synced = s->synced;
+	pthread_rwlock_unlock(&s->lock);
+	return synced;
+}
+
+void policies_rdlock(struct policies *s)
+{
+	pthread_rwlock_rdlock(&s->lock);
+}
+
+void policies_unlock(struct policies *s)
+{
+	pthread_rwlock_unlock(&s->lock);
+}
+
+size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
+                          const struct gpupolicy **out, size_t max)
+{
+	static const struct gpupolicy_labels none = {NULL, 0};
+	size_t k = 0;
+
+	for (size_t i = 0; i < s->n && k < max; i++) {
+		const struct gpupolicy *p = s->v[i].p;
+		if (p == NULL)
+			continue;
+		if (node_labels == NULL && p->node_selector.n > 0)
+			continue;
+		if (gpupolicy_selects(p, node_labels ? node_labels : &none))
+			out[k++] = p;
+	}
+	return k;
+}
+
+void policies_stats(struct policies *s, struct policies_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->n; i++) {
+		if (s->v[i].p != NULL)
+			out->usable++;
+		else
+			out->invalid++;
+	}
+	out->synced = s->synced;
+	out->crd_missing = s->crd_missing;
+	pthread_rwlock_unlock(&s->lock);
+}
+
+void policies_each(struct policies *s, policies_each_fn fn, void *ctx)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->n; i++)
+		fn(ctx, s->v[i].name, s->v[i].generation, s->v[i].p,
+		   s->v[i].error ? s->v[i].error : "");
+	pthread_rwlock_unlock(&s->lock);
+}
+
+void policies_collect(void *ctx, struct metrics_writer *w)
+{
+	struct policies_stats st;
+
+	policies_stats(ctx, &st);
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_policies GPUMemoryPolicy objects held, by state "
+	               "(invalid: refused by the webhook's own validation, applied nowhere).\n"
+	               "# TYPE gpu_memory_guard_policies gauge\n"
+	               "gpu_memory_guard_policies{state=\"usable\"} %zu\n"
+	               "gpu_memory_guard_policies{state=\"invalid\"} %zu\n",
+	               st.usable, st.invalid);
+}

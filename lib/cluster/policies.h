@@ -1,0 +1,82 @@
+/*
+ * policies: the watch cache's store of GPUMemoryPolicy objects (gpupolicy.h), filled by the
+ * informer (informer.h, the third kind) from a LIST then a WATCH of
+ * /apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies, read by every placement.
+ *
+ * Each object is kept by name, parsed once when its event arrives. One the webhook cannot use
+ * (gpupolicy_parse() refused it: the API server's validation was bypassed or is older than
+ * this binary) is kept with its error, applies to nothing, and is counted and logged (and
+ * written to its status once the status writer exists): never ignored silently.
+ *
+ * Synced: the store may be used once a LIST completed, or once the API server said the CRD is
+ * not installed (404: no policy can exist; the informer keeps retrying, so a CRD installed
+ * later is picked up). Before that, placements are refused (fail closed: a policy not yet read
+ * may be stricter than the flags).
+ *
+ * Thread-safe: one writer (the informer's thread), any number of readers; readers hold the
+ * read lock while they use the policies they were given (policies_rdlock ... _unlock). Lock
+ * order: the watch cache's store, then this one (a reader may take it inside cache_with_node).
+ */
+#ifndef GMG_POLICIES_H
+#define GMG_POLICIES_H
+
+#include <stddef.h>
+
+#include "gpupolicy.h"
+#include "watch.h"
+
+struct cJSON;
+struct metrics_writer;
+
+#define POLICIES_MAX 1024 /* objects kept; past it an event is refused (POLICIES_EFULL) */
+
+#define POLICIES_EINVAL (-1) /* no metadata.name: skipped */
+#define POLICIES_ENOMEM (-2)
+#define POLICIES_EFULL  (-3)
+
+struct policies;
+
+struct policies *policies_new(void);  /* NULL on allocation failure; caller owns it */
+void policies_free(struct policies *s); /* NULL is a no-op; no call may be running */
+
+/* Apply one watch event (or listed object, as WATCH_ADDED), borrowed. BOOKMARK and ERROR are
+ * ignored. An object gpupolicy_parse() refuses is kept as invalid (0 is returned: the store
+ * holds what the API server has). 0 or POLICIES_E*. */
+int policies_apply(struct policies *s, enum watch_event_type type, const struct cJSON *obj);
+
+/* Relist: mark all, apply the list, remove what is still marked; then synced. */
+void policies_resync_begin(struct policies *s);
+void policies_resync_end(struct policies *s);
+
+/* The API server says the CRD is not installed: empty, synced (see above). */
+void policies_crd_missing(struct policies *s);
+
+/* 1 once listed (or the CRD found missing). */
+int policies_synced(struct policies *s);
+
+/* Readers: between rdlock and unlock, policies_selecting gives the usable policies that
+ * select a node of these labels (NULL labels: a node whose labels are unknown is selected by
+ * the policies with an empty nodeSelector only), at most max, in name order; the pointers stay
+ * valid until unlock. Returns how many were written to out. */
+void policies_rdlock(struct policies *s);
+void policies_unlock(struct policies *s);
+size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
+                          const struct gpupolicy **out, size_t max);
+
+struct policies_stats {
+	size_t usable, invalid;
+	int synced, crd_missing;
+};
+void policies_stats(struct policies *s, struct policies_stats *out);
+
+/* Call fn for every object (name, generation, the parsed policy or NULL, the parse error or
+ * "") under the read lock. */
+typedef void (*policies_each_fn)(void *ctx, const char *name, long long generation,
+                                 const struct gpupolicy *p, const char *error);
+void policies_each(struct policies *s, policies_each_fn fn, void *ctx);
+
+/* metrics_collector_fn:
+ *   gpu_memory_guard_policies{state="usable"|"invalid"}   gauge, objects held */
+void policies_collect(void *ctx, struct metrics_writer *w);
+
+#endif
