@@ -14,6 +14,7 @@
 #include "kube.h"
 #include "kubeconfig.h"
 #include "ledger.h"
+#include "policies.h"
 #include "log.h"
 #include "metrics.h"
 #include "report.h"
@@ -130,6 +131,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct cache *cache = NULL;
 	struct informer *informer = NULL;
 	struct shared *shared = NULL;
+	struct policies *policies = NULL;
 	struct gone_sink sink; /* outlives the cache, which calls pod_gone with it */
 	struct tls_store *tls = NULL;
 	struct server *server = NULL;
@@ -155,7 +157,12 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	atomic_init(&sink.extender, NULL);
 	if (cfg->cache_watch) {
 		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
+		if (cfg->policies &&
+		    ((policies = policies_new()) == NULL ||
+		     metrics_add_collector(metrics, policies_collect, policies) != 0))
+			goto out;
 		struct informer_config icfg = {
+		    .policies = policies,
 		    .threshold = cfg->threshold,
 		    .ledger = ledger,
 		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
@@ -188,6 +195,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache_progress_ms = informer_progress_ms,
 	    .cache_ctx = informer,
 	    .shared = shared,
+	    .policies = policies,
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
@@ -210,6 +218,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache_ctx = informer,
 	    .reservations = shared ? extender_reservations_shared(shared)
 	                           : extender_reservations_ledger(&eledger),
+	    .policies = policies,
 	};
 	if ((extender = extender_new(&ecfg, metrics)) == NULL)
 		goto out;
@@ -256,6 +265,7 @@ out:
 	informer_free(informer); /* stops its threads: no more ledger_forget, extender_forget */
 	extender_free(extender);
 	cache_free(cache);
+	policies_free(policies); /* after the informer, whose thread filled it */
 	shared_free(shared);
 	kube_client_free(kube);
 	ledger_free(ledger);

@@ -9,12 +9,15 @@
 #include "demand.h"
 #include "jsonpath.h"
 #include "kube.h"
+#include "labelset.h"
 #include "ledger.h"
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
 #include "placement.h"
+#include "policies.h"
 #include "policy.h"
+#include "policyset.h"
 #include "quantity.h"
 #include "server.h"
 #include "shared.h"
@@ -45,7 +48,8 @@ struct webhook {
 	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
 	struct ledger *ledger;
-	struct shared *shared; /* --reservations shared; NULL: the ledger reserves */
+	struct shared *shared;     /* --reservations shared; NULL: the ledger reserves */
+	struct policies *policies; /* GPUMemoryPolicy objects; NULL: flags and annotations only */
 	struct metrics *metrics;
 };
 
@@ -66,6 +70,13 @@ struct outcome {
 	const char *source; /* placements: "cache" or "api" */
 	int api_failed;     /* the API path could not ask the API server: the cache may decide
 	                       if its watch broke only moments ago (webhook.h) */
+	/* Breaches of GPUMemoryPolicy objects in audit mode: the auditAnnotations entry
+	 * WEBHOOK_AUDIT_KEY (each "GPUMemoryPolicy \"name\" (audit): message", joined by " | ")
+	 * and the reasons for the metric. */
+	char audit[ADMISSION_MSG_MAX];
+	const char *audit_reasons[POLICYSET_AUDIT]; /* static strings */
+	size_t n_audit;
+	char policy[GPUPOLICY_NAME_MAX]; /* the policy that refused, "" when none */
 };
 
 double webhook_now(void)
@@ -179,6 +190,7 @@ static void check_declarations(struct webhook *w, const cJSON *pod, const char *
  * pool), and every listed key for ledger_reconcile. */
 struct visible {
 	struct placement_item *items;
+	struct labelset *labels; /* items[i].labels points into labels[i] */
 	size_t n_items;
 	const char **keys;
 	char *pool;
@@ -187,6 +199,9 @@ struct visible {
 
 static void visible_free(struct visible *v)
 {
+	for (size_t i = 0; v->labels != NULL && i < v->n_items; i++)
+		labelset_clear(&v->labels[i]);
+	free(v->labels);
 	free(v->items);
 	free(v->keys);
 	free(v->pool);
@@ -230,9 +245,10 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 			pool_len += strlen(key) + 1;
 	}
 	v->items = calloc(n ? n : 1, sizeof(*v->items));
+	v->labels = calloc(n ? n : 1, sizeof(*v->labels));
 	v->keys = calloc(n ? n : 1, sizeof(*v->keys));
 	v->pool = malloc(pool_len);
-	if (v->items == NULL || v->keys == NULL || v->pool == NULL)
+	if (v->items == NULL || v->labels == NULL || v->keys == NULL || v->pool == NULL)
 		return -1;
 	memcpy(v->pool, unnamed, sizeof(unnamed));
 	cJSON_ArrayForEach(pod, items)
@@ -252,9 +268,16 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 		(void)drc;
 		if (d.status == DEMAND_NOT_GPU)
 			continue;
+		struct labelset *ls = &v->labels[v->n_items];
 		struct placement_item *it = &v->items[v->n_items++];
 		it->key = k;
 		it->pool = d.pool;
+		/* GPUMemoryPolicy tiers: strings borrowed from the list (it outlives v's use) */
+		if (labelset_copy(ls, json_at(pod, "metadata", "labels", NULL)) != 0)
+			return -1;
+		it->priority_class = json_str(pod, "spec", "priorityClassName", NULL);
+		it->labels = ls->l.n ? &ls->l : NULL;
+		it->attrs_known = 1;
 		if (d.status == DEMAND_OK)
 			it->bytes = d.bytes;
 		else
@@ -299,23 +322,56 @@ static void deny_untracked(struct outcome *o, const char *pod_name, const char *
 	     pod_name, node);
 }
 
+/* The pod's GPUMemoryPolicy tier attributes (borrowed). */
+struct pod_attrs {
+	const char *ns;
+	const char *priority_class;            /* NULL or "": none */
+	const struct gpupolicy_labels *labels; /* NULL: none */
+};
+
 struct placement {
 	const char *pod_name; /* "ns/name" for messages */
-	const char *key;      /* ledger key */
-	const char *uid;      /* the pod's metadata.uid, or NULL */
+	const struct pod_attrs *attrs;
+	const struct gpupolicy_labels *node_labels; /* NULL: unknown */
+	const char *key;                            /* ledger key */
+	const char *uid;                            /* the pod's metadata.uid, or NULL */
 	const char *node;
 	const struct demand *demand;
 	const struct capacity *cap; /* API path; the cache path gives the core its own */
 	int dry_run;
 };
 
-/* Decide with the placement core over the node's snapshot; sets o. Returns 1 when allowed with
- * a reservation to record (res->reserve_bytes), 0 otherwise. */
+#define SELECT_MAX 64 /* policies applied to one node at most (the first, in name order) */
+
+/* Copy the policyset's audit entries into the outcome (before the policies are unlocked). */
+static void keep_audit(struct outcome *o, const struct policyset_result *ps)
+{
+	size_t len = 0;
+
+	o->audit[0] = '\0';
+	o->n_audit = 0;
+	for (size_t i = 0; i < ps->n_audit; i++) {
+		int n = snprintf(o->audit + len, sizeof(o->audit) - len,
+		                 "%sGPUMemoryPolicy \"%s\" (audit): %s", i ? " | " : "",
+		                 ps->audit[i].policy, ps->audit[i].message);
+		if (n > 0)
+			len += (size_t)n < sizeof(o->audit) - len ? (size_t)n
+			                                          : sizeof(o->audit) - len - 1;
+		o->audit_reasons[o->n_audit++] = ps->audit[i].reason;
+	}
+}
+
+/* Decide with the placement core over the node's snapshot, under the flags, the node's
+ * annotation and the GPUMemoryPolicy objects selecting the node (policyset.h); sets o. Returns
+ * 1 when allowed with a reservation to record (res->reserve_bytes), 0 otherwise. */
 static int decide_core(struct webhook *w, const struct placement *p,
                        const struct placement_node *pn, uint64_t now, struct outcome *o,
                        struct placement_result *out)
 {
-	struct placement_result res;
+	static const struct pod_attrs no_attrs = {NULL, NULL, NULL};
+	const struct pod_attrs *a = p->attrs ? p->attrs : &no_attrs;
+	const struct gpupolicy *sel[SELECT_MAX];
+	struct policyset_result *ps = malloc(sizeof(*ps));
 	struct placement_pod pod = {
 	    .name = p->pod_name,
 	    .key = p->key,
@@ -323,30 +379,65 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	    .demand = p->demand,
 	    .dry_run = p->dry_run,
 	};
-	struct placement_policy pol = {
-	    .threshold = w->threshold,
-	    .warn_threshold = w->warn_threshold,
-	    .mode = w->mode_warn ? POLICY_WARN : POLICY_ENFORCE,
-	};
-	const struct policy_decision *dec = &res.decision;
+	size_t n = 0;
+	int rc, reserve = 0;
 
-	int rc = placement_decide(pn, &pod, &pol, now, &res);
-	*out = res;
+	memset(out, 0, sizeof(*out));
+	o->n_audit = 0;
+	o->audit[0] = '\0';
+	o->policy[0] = '\0';
+	if (ps == NULL) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     p->pod_name);
+		return 0;
+	}
+	if (w->policies != NULL && !policies_synced(w->policies)) {
+		free(ps);
+		deny(o, METRICS_ERROR, 500, "PoliciesNotRead",
+		     "cannot check %s: gpu-memory-guard has not read the GPUMemoryPolicy objects "
+		     "yet; "
+		     "denied to keep GPU memory safe, retry later",
+		     p->pod_name);
+		return 0;
+	}
+	if (w->policies != NULL) {
+		policies_rdlock(w->policies);
+		n = policies_selecting(w->policies, p->node_labels, sel, SELECT_MAX);
+	}
+	struct policyset_input in = {
+	    .node = pn,
+	    .pod = &pod,
+	    .pod_namespace = a->ns,
+	    .pod_priority_class = a->priority_class,
+	    .pod_labels = a->labels,
+	    .policies = sel,
+	    .n_policies = n,
+	    .flags = {w->threshold, w->warn_threshold, w->mode_warn ? POLICY_WARN : POLICY_ENFORCE},
+	    .now_ms = now,
+	};
+	rc = policyset_decide(&in, ps);
+	*out = ps->main;
 	if (rc != 0) {
 		deny(o, METRICS_DENIED, 403, "InvalidCapacity", "node %s: %s", p->node,
-		     dec->message);
-		return 0;
+		     ps->main.decision.message);
+	} else if (!ps->allowed) {
+		deny(o, METRICS_DENIED, 403, ps->reason, "%s", ps->message);
+		if (ps->policy != NULL)
+			snprintf(o->policy, sizeof(o->policy), "%s", ps->policy);
+	} else {
+		allow(o, ps->reason, 0);
+		for (size_t i = 0; i < ps->n_warnings; i++)
+			add_warning(o, ps->warnings[i]);
+		if (ps->n_warnings > 0)
+			o->mdec = METRICS_WARNED;
+		keep_audit(o, ps);
+		reserve = ps->reserve;
 	}
-	if (!dec->allowed) {
-		deny(o, METRICS_DENIED, 403, dec->reason, "%s", dec->message);
-		return 0;
-	}
-	allow(o, dec->reason, 0);
-	if (dec->verdict != POLICY_ALLOW) {
-		o->mdec = METRICS_WARNED;
-		add_warning(o, dec->message);
-	}
-	return res.reserve;
+	if (w->policies != NULL)
+		policies_unlock(w->policies);
+	out->reserve = reserve;
+	free(ps);
+	return reserve;
 }
 
 /* Admitted, but its reservation cannot be recorded: deny (fail safe). */
@@ -486,7 +577,12 @@ static void shared_cached_view(void *ctx, const struct cache_node_view *v)
 	    .pods = v->pods,
 	    .n_pods = v->n_pods,
 	};
+	const struct placement *given = d->p;
+	struct placement q = *given;
+	q.node_labels = v->labels; /* valid while the cache is read-locked: this call */
+	d->p = &q;
 	decide_on_record(d, &pn);
+	d->p = given;
 }
 
 static enum shared_verdict decide_shared(void *ctx, struct record *rec, int fresh)
@@ -758,9 +854,10 @@ static int placement_precheck(struct webhook *w, const cJSON *pod, const char *p
 /* A GPU placement (demand d) on node: the heart of the webhook. */
 static void check_placement(struct webhook *w, const struct admission_request *req,
                             const char *pod_name, const char *node, const struct demand *d,
-                            const char *uid, struct outcome *o)
+                            const char *uid, const struct pod_attrs *a, struct outcome *o)
 {
 	struct capacity cap;
+	struct labelset node_labels = {0};
 	cJSON *node_obj = NULL;
 	long code = 0;
 	char err[ERR_MAX], key[KEY_MAX], call[ADMISSION_NAME_MAX + 32];
@@ -786,8 +883,15 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 		     pod_name);
 		goto out;
 	}
+	if (labelset_copy(&node_labels, json_at(node_obj, "metadata", "labels", NULL)) != 0) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     pod_name);
+		goto out;
+	}
 	struct placement p = {
 	    .pod_name = pod_name,
+	    .attrs = a,
+	    .node_labels = &node_labels.l,
 	    .key = key,
 	    .uid = uid,
 	    .node = node,
@@ -798,6 +902,7 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	check_node(w, &p, o);
 	add_warning(o, d->warning);
 out:
+	labelset_clear(&node_labels);
 	cJSON_Delete(node_obj);
 }
 
@@ -853,7 +958,9 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 	    .reserved = r.items,
 	    .n_reserved = r.n,
 	};
-	apply_decision(c->w, c->ln, c->p, &pn, now, c->o);
+	struct placement q = *c->p;
+	q.node_labels = v->labels;
+	apply_decision(c->w, c->ln, &q, &pn, now, c->o);
 	goto out;
 nomem:
 	deny(c->o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
@@ -870,7 +977,8 @@ out:
  */
 static int place_cached(struct webhook *w, const struct admission_request *req,
                         const char *pod_name, const char *node, const struct demand *d,
-                        const char *uid, int may_block, struct outcome *o)
+                        const char *uid, const struct pod_attrs *a, int may_block,
+                        struct outcome *o)
 {
 	char key[KEY_MAX];
 	int busy = 0;
@@ -888,6 +996,7 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	}
 	struct placement p = {
 	    .pod_name = pod_name,
+	    .attrs = a,
 	    .key = key,
 	    .uid = uid,
 	    .node = node,
@@ -957,7 +1066,19 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 		add_warning(o, cp.demand.warning);
 		return 1;
 	}
-	return place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, may_block, o);
+	char pc[GPUPOLICY_NAME_MAX];
+	struct labelset labels = {0};
+	int arc = cache_get_pod_attrs(w->cache, req->namespace_, req->name, cp.uid, pc, sizeof(pc),
+	                              &labels);
+	if (arc != 0) { /* gone meanwhile, or out of memory: the API path reads the pod */
+		labelset_clear(&labels);
+		return 0;
+	}
+	struct pod_attrs a = {req->namespace_, pc, labels.l.n ? &labels.l : NULL};
+	int decided =
+	    place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, &a, may_block, o);
+	labelset_clear(&labels);
+	return decided;
 }
 
 /* A pods/binding CREATE to a node: the pod is read from the API server, then placed. */
@@ -977,6 +1098,7 @@ static void check_binding(struct webhook *w, const struct admission_request *req
                           const char *pod_name, struct outcome *o)
 {
 	struct demand d;
+	struct labelset labels = {0};
 	cJSON *pod = NULL;
 	long code = 0;
 	char err[ERR_MAX], call[2 * ADMISSION_NAME_MAX + 32];
@@ -994,12 +1116,21 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 		            rc ? err : "the answer is not the Pod asked for");
 		goto out;
 	}
-	if (!placement_precheck(w, pod, pod_name, req->binding_node, &d, o) &&
-	    !place_cached(w, req, pod_name, req->binding_node, &d,
-	                  json_str(pod, "metadata", "uid", NULL), 1, o))
+	if (placement_precheck(w, pod, pod_name, req->binding_node, &d, o))
+		goto out;
+	if (labelset_copy(&labels, json_at(pod, "metadata", "labels", NULL)) != 0) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     pod_name);
+		goto out;
+	}
+	struct pod_attrs a = {req->namespace_, json_str(pod, "spec", "priorityClassName", NULL),
+	                      labels.l.n ? &labels.l : NULL};
+	if (!place_cached(w, req, pod_name, req->binding_node, &d,
+	                  json_str(pod, "metadata", "uid", NULL), &a, 1, o))
 		check_placement(w, req, pod_name, req->binding_node, &d,
-		                json_str(pod, "metadata", "uid", NULL), o);
+		                json_str(pod, "metadata", "uid", NULL), &a, o);
 out:
+	labelset_clear(&labels);
 	cJSON_Delete(pod);
 }
 
@@ -1013,7 +1144,9 @@ struct webhook_review_ctx {
 	const char *node; /* pod CREATE with nodeName: the node (in review); NULL for a binding */
 	struct demand d;  /* ... and the pod's demand */
 	const char *uid;  /* ... and its metadata.uid (in review), or NULL */
-	double busy;      /* seconds inside prepare and finish (o.waited of them blocked) */
+	struct labelset labels; /* ... and its labels */
+	struct pod_attrs attrs; /* ... its GPUMemoryPolicy tier attributes (in review, labels) */
+	double busy;            /* seconds inside prepare and finish (o.waited of them blocked) */
 	char pod_name[2 * ADMISSION_NAME_MAX + 2];
 };
 
@@ -1031,8 +1164,8 @@ static void decide_placement(struct webhook_review_ctx *x)
 	if (req->target == ADMISSION_BINDING) {
 		if (!binding_cached(w, req, x->pod_name, 1, o))
 			check_binding(w, req, x->pod_name, o);
-	} else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, 1, o)) {
-		check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, o);
+	} else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, 1, o)) {
+		check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, o);
 	}
 	if (o->allowed || o->reason == NULL || strcmp(o->reason, "APIServerUnavailable") != 0 ||
 	    !cache_usable(w))
@@ -1040,9 +1173,10 @@ static void decide_placement(struct webhook_review_ctx *x)
 	struct outcome api = *o; /* the refusal, if the cache cannot decide either */
 	o->api_failed = 1;
 	o->n_warnings = 0;
-	int decided = req->target == ADMISSION_BINDING
-	                  ? binding_cached(w, req, x->pod_name, 1, o)
-	                  : place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, 1, o);
+	int decided =
+	    req->target == ADMISSION_BINDING
+	        ? binding_cached(w, req, x->pod_name, 1, o)
+	        : place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, 1, o);
 	if (!decided) {
 		double waited = o->waited;
 		*o = api;
@@ -1090,8 +1224,16 @@ static int classify(struct webhook_review_ctx *x)
 	x->uid = json_str(req->object, "metadata", "uid", NULL);
 	if (placement_precheck(w, req->object, x->pod_name, node, &x->d, o))
 		return 1;
+	if (labelset_copy(&x->labels, json_at(req->object, "metadata", "labels", NULL)) != 0) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     x->pod_name);
+		return 1;
+	}
+	x->attrs.ns = req->namespace_;
+	x->attrs.priority_class = json_str(req->object, "spec", "priorityClassName", NULL);
+	x->attrs.labels = x->labels.l.n ? &x->labels.l : NULL;
 	/* With a fresh watch cache the placement is decided here, on the server's thread. */
-	return place_cached(w, req, x->pod_name, node, &x->d, x->uid, 0, o);
+	return place_cached(w, req, x->pod_name, node, &x->d, x->uid, &x->attrs, 0, o);
 }
 
 static const char *kind_name(enum admission_target t)
@@ -1120,6 +1262,8 @@ static void log_decision(const struct admission_request *req, const struct outco
 	    LOG_STR("reason", o->reason),
 	    LOG_STR("source", o->source),
 	    LOG_STR("message", text),
+	    LOG_STR("policy", o->policy[0] ? o->policy : NULL),
+	    LOG_STR("audit", o->allowed && o->n_audit ? o->audit : NULL),
 	    LOG_BOOL("dry_run", req->dry_run),
 	    LOG_DBL("latency_ms", latency_s * 1000.0),
 	    LOG_DBL("self_ms", self_s * 1000.0),
@@ -1140,6 +1284,11 @@ static int encode(const struct admission_request *req, const struct outcome *o, 
 	resp.message = o->message;
 	for (size_t i = 0; i < o->n_warnings; i++)
 		resp.warnings[resp.n_warnings++] = o->warnings[i];
+	if (o->allowed && o->n_audit > 0) {
+		resp.audit_keys[0] = WEBHOOK_AUDIT_KEY;
+		resp.audit_values[0] = o->audit;
+		resp.n_audit = 1;
+	}
 	*out = admission_encode(&resp, out_len);
 	return *out ? 0 : WEBHOOK_ENOMEM;
 }
@@ -1159,6 +1308,7 @@ void webhook_discard(struct webhook_review_ctx *x)
 {
 	if (x == NULL)
 		return;
+	labelset_clear(&x->labels);
 	cJSON_Delete(x->review);
 	free(x);
 }
@@ -1235,6 +1385,8 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	if (self < 0)
 		self = 0;
 	log_decision(req, o, dt, self);
+	for (size_t i = 0; o->allowed && i < o->n_audit; i++)
+		metrics_policy_audit(w->metrics, o->audit_reasons[i]);
 	metrics_review(w->metrics,
 	               req->target == ADMISSION_POD       ? METRICS_KIND_POD
 	               : req->target == ADMISSION_BINDING ? METRICS_KIND_BINDING
@@ -1284,6 +1436,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->cache_ctx = cfg->cache_ctx;
 	w->ledger = ledger;
 	w->shared = cfg->shared;
+	w->policies = cfg->policies;
 	w->metrics = metrics;
 	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {
 		if ((w->gpu_resources[i] = strdup(cfg->gpu_resources[i])) == NULL)

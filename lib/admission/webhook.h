@@ -65,6 +65,7 @@ struct kube_client;
 struct ledger;
 struct metrics;
 struct shared;
+struct policies;
 
 #define WEBHOOK_EBADREQUEST       (-1) /* not an AdmissionReview with request.uid: answer 400 */
 #define WEBHOOK_ENOMEM            (-2) /* could not build the answer: answer 500 */
@@ -100,6 +101,10 @@ struct webhook_source {
 
 /* The real API client as a source (c borrowed; must outlive the webhook). */
 struct webhook_source webhook_source_kube(struct kube_client *c);
+
+/* The auditAnnotations key of audit-mode breaches; the API server writes it to the audit log
+ * as "<webhook name>/audit-violations" (the shape of Pod Security Admission's). */
+#define WEBHOOK_AUDIT_KEY "audit-violations"
 
 struct webhook_config {
 	double threshold;                 /* ratio (0,1]; a node annotation overrides it */
@@ -142,6 +147,13 @@ struct webhook_config {
 	 * there by compare-and-swap; the ledger only serializes this process's placements per
 	 * node. A denial or a dry run writes nothing. */
 	struct shared *shared;
+	/* GPUMemoryPolicy objects (policies.h, filled by the informer), borrowed; NULL: the flags
+	 * and node annotations only. Every GPU placement is decided under the policies selecting
+	 * its node (policyset.h); until the store has been listed, GPU placements are refused
+	 * (500, PoliciesNotRead: fail closed). A breach of a policy in audit mode is allowed with
+	 * the auditAnnotations entry WEBHOOK_AUDIT_KEY and counted
+	 * (gpu_memory_guard_policy_audit_violations_total). */
+	struct policies *policies;
 };
 
 struct webhook; /* opaque */

@@ -7,6 +7,9 @@
 #include "capacity.h"
 #include "demand.h"
 #include "holds.h"
+#include "labelset.h"
+#include "policies.h"
+#include "policyset.h"
 #include "jsonpath.h"
 #include "ledger.h"
 #include "log.h"
@@ -42,7 +45,8 @@ struct extender {
 	int (*cache_fresh)(void *ctx, double now_s);
 	void *cache_ctx;
 	struct extender_reservations res;
-	struct holds *holds; /* the pods this extender's filter passed, in flight (holds.h) */
+	struct holds *holds;       /* the pods this extender's filter passed, in flight (holds.h) */
+	struct policies *policies; /* GPUMemoryPolicy objects, or NULL (extender.h) */
 	struct metrics *metrics;
 };
 
@@ -86,6 +90,9 @@ struct job {
 	size_t undecided;
 	uint64_t now_ms; /* ledger_now_ms() when the holds were pruned */
 	int refused;     /* refuse_busy: nothing more may wait */
+	/* GPUMemoryPolicy tier attributes of the pod (in args, and labels) */
+	const char *ns, *priority_class;
+	struct labelset labels;
 };
 
 /* ---- reservations ---- */
@@ -442,6 +449,8 @@ static void classify(struct job *j)
 
 	ns = json_str(pod, "metadata", "namespace", NULL);
 	name = json_str(pod, "metadata", "name", NULL);
+	j->ns = ns;
+	j->priority_class = json_str(pod, "spec", "priorityClassName", NULL);
 	snprintf(j->pod_name, sizeof(j->pod_name), "%.63s/%.253s", ns ? ns : "",
 	         name ? name : "(unnamed)");
 	j->uid = json_str(pod, "metadata", "uid", NULL);
@@ -464,6 +473,13 @@ static void classify(struct job *j)
 		return;
 	}
 	j->why = "Judged";
+	if (x->policies != NULL &&
+	    (!policies_synced(x->policies) ||
+	     labelset_copy(&j->labels, json_at(pod, "metadata", "labels", NULL)) != 0)) {
+		j->kind = K_NOCACHE; /* answered with an Error: the scheduler retries */
+		j->why = "PoliciesNotRead";
+		return;
+	}
 	if (x->cache == NULL || (x->cache_fresh && !x->cache_fresh(x->cache_ctx, monotime_s()))) {
 		j->kind = K_NOCACHE;
 		j->why = "CacheNotReady";
@@ -571,6 +587,61 @@ struct judging {
 	const struct resv *r;
 };
 
+/* The node under the GPUMemoryPolicy objects that select it (policyset.h), as the webhook
+ * judges a Binding there. Returns 0 when none selects it (the flags' judgement follows). The
+ * policies are read-locked inside the cache's read lock (policies.h's lock order). */
+static int judge_policies(struct job *j, struct verdict *v, const struct cache_node_view *view,
+                          const struct placement_node *pn, const struct placement_pod *pod)
+{
+	struct extender *x = j->x;
+	const struct gpupolicy *sel[EXTENDER_POLICIES_MAX];
+	struct policyset_result *ps;
+	size_t n;
+
+	policies_rdlock(x->policies);
+	n = policies_selecting(x->policies, view->labels, sel, EXTENDER_POLICIES_MAX);
+	if (n == 0) {
+		policies_unlock(x->policies);
+		return 0;
+	}
+	if ((ps = malloc(sizeof(*ps))) == NULL) {
+		policies_unlock(x->policies);
+		set_verdict(v, ST_FAIL, "out of memory");
+		return 1;
+	}
+	struct policyset_input in = {
+	    .node = pn,
+	    .pod = pod,
+	    .pod_namespace = j->ns,
+	    .pod_priority_class = j->priority_class,
+	    .pod_labels = j->labels.l.n ? &j->labels.l : NULL,
+	    .policies = sel,
+	    .n_policies = n,
+	    .flags = {x->threshold, x->warn_threshold, x->mode_warn ? POLICY_WARN : POLICY_ENFORCE},
+	    .verdict_only = 1,
+	};
+	int rc = policyset_decide(&in, ps);
+	if (rc != 0) {
+		set_verdict(v, ST_UNRESOLVABLE, "%s", ps->main.decision.message);
+	} else if (ps->allowed || ps->policy == NULL) {
+		/* allowed (scored as usual), or refused by the flags or the annotation: the usual
+		 * short reason */
+		verdict_from(j, v, view->cap, &ps->main);
+		if (!ps->allowed && v->state == ST_PASS)
+			set_verdict(v, ST_FAIL, "refused by the node threshold");
+	} else {
+		/* refused by a policy: its words (decided again with them) */
+		in.verdict_only = 0;
+		if (policyset_decide(&in, ps) == 0 && !ps->allowed)
+			set_verdict(v, ST_FAIL, "%s", ps->message);
+		else
+			set_verdict(v, ST_FAIL, "refused by GPUMemoryPolicy");
+	}
+	policies_unlock(x->policies);
+	free(ps);
+	return 1;
+}
+
 static void judge_view(void *ctx, const struct cache_node_view *view)
 {
 	struct judging *jg = ctx;
@@ -609,6 +680,8 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	    .verdict_only = 1, /* the reasons are written below, from the numbers */
 	};
 	/* now 0: the source gave live reservations only, none with an expiry. */
+	if (x->policies != NULL && judge_policies(j, jg->v, view, &pn, &pod))
+		return;
 	if (placement_decide(&pn, &pod, &pol, 0, &res) != 0) {
 		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", res.decision.message);
 		return;
@@ -832,6 +905,7 @@ static void job_free(struct job *j)
 	free(j->v);
 	free(j->names);
 	free(j->objs);
+	labelset_clear(&j->labels);
 	cJSON_Delete(j->args);
 	free(j);
 }
@@ -873,6 +947,12 @@ static int job_prepare(struct extender *x, enum extender_verb verb, const char *
 		pass_all(j);
 	else if (j->kind == K_INVALID)
 		fail_all(j);
+	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER &&
+	         strcmp(j->why, "PoliciesNotRead") == 0)
+		set_error(j,
+		          "gpu-memory-guard cannot judge GPU pod %s: it has not read the "
+		          "GPUMemoryPolicy objects yet; retry",
+		          j->pod_name);
 	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER)
 		set_error(j,
 		          "gpu-memory-guard cannot judge GPU pod %s: its watch cache is %s; retry",
@@ -1080,6 +1160,7 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	x->cache_fresh = cfg->cache_fresh;
 	x->cache_ctx = cfg->cache_ctx;
 	x->res = cfg->reservations;
+	x->policies = cfg->policies;
 	x->metrics = metrics;
 	if ((x->holds = holds_new()) == NULL)
 		goto err;

@@ -150,6 +150,8 @@ struct extender_reservations extender_reservations_ledger(struct extender_ledger
 struct shared;
 struct extender_reservations extender_reservations_shared(struct shared *s);
 
+struct policies;
+
 struct extender_config {
 	double threshold;                     /* ratio (0,1]; a node annotation overrides it */
 	double warn_threshold;                /* ratio (0,1] */
@@ -166,8 +168,13 @@ struct extender_config {
 	int (*cache_fresh)(void *ctx, double now_s);
 	void *cache_ctx;
 	struct extender_reservations reservations; /* copied; what it points to is borrowed */
+	/* GPUMemoryPolicy objects (policies.h), borrowed, or NULL: a node that policies select is
+	 * judged under them as the webhook judges a Binding there (policyset.h); a refusal by a
+	 * policy carries its message. Until they are read, GPU pods are answered with an Error. */
+	struct policies *policies;
 };
-#define EXTENDER_MAX_EXEMPT 64
+#define EXTENDER_POLICIES_MAX 64 /* policies applied to one node at most, as the webhook */
+#define EXTENDER_MAX_EXEMPT   64
 
 struct extender; /* opaque */
 

@@ -87,6 +87,11 @@ static const char usage_text[] =
     "                                Pods (LIST then WATCH), no API call per placement;\n"
     "                                off: every placement reads the API server (GET node,\n"
     "                                LIST its pods), for debugging (default watch)\n"
+    "  --policies on|off             on: read GPUMemoryPolicy objects through the watch\n"
+    "                                cache and apply them (docs/policies.md); GPU\n"
+    "                                placements are refused until they are read; off:\n"
+    "                                flags and node annotations only (default on with\n"
+    "                                --cache watch; --cache off turns it off)\n"
     "  --cache-max-staleness DUR     while a watch is broken placements read the API\n"
     "                                server; the cache decides instead only if the API\n"
     "                                server cannot be asked and the watch broke less than\n"
@@ -126,6 +131,7 @@ void config_defaults(struct config *cfg)
 	cfg->reservation_ttl_ms = 60000;
 	cfg->reservation_grace_ms = 5000;
 	cfg->cache_watch = 1;
+	cfg->policies = -1; /* on with the cache */
 	cfg->cache_max_staleness_ms = 5000;
 	cfg->api_timeout_ms = 2000;
 	cfg->log_level = "info";
@@ -323,6 +329,7 @@ enum flag_id {
 	F_CERT_WARN,
 	F_GRACE,
 	F_CACHE,
+	F_POLICIES,
 	F_CACHE_STALENESS,
 	F_RESERVATIONS,
 	F_RESERVATIONS_NS,
@@ -356,6 +363,7 @@ static const struct {
     {"cert-expiry-warning", F_CERT_WARN},
     {"reservation-grace", F_GRACE},
     {"cache", F_CACHE},
+    {"policies", F_POLICIES},
     {"cache-max-staleness", F_CACHE_STALENESS},
     {"reservations", F_RESERVATIONS},
     {"reservations-namespace", F_RESERVATIONS_NS},
@@ -493,6 +501,13 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		}
 		cfg->cache_watch = strcmp(v, "watch") == 0;
 		return 0;
+	case F_POLICIES:
+		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
+			snprintf(err, errlen, "--policies: \"%s\" is not on or off", v);
+			return -1;
+		}
+		cfg->policies = strcmp(v, "on") == 0;
+		return 0;
 	case F_RESERVATIONS:
 		if (strcmp(v, "local") != 0 && strcmp(v, "shared") != 0) {
 			snprintf(err, errlen, "--reservations: \"%s\" is not local or shared", v);
@@ -610,6 +625,13 @@ static int parse_serve(int argc, char **argv, int first, struct config *cfg, cha
 		snprintf(err, errlen, "serve: --tls-cert-file and --tls-key-file are required");
 		return CONFIG_EUSAGE;
 	}
+	if (cfg->policies == 1 && !cfg->cache_watch) {
+		/* Policies are read through the watch cache's informer. */
+		snprintf(err, errlen, "--policies on needs --cache watch");
+		return CONFIG_EUSAGE;
+	}
+	if (cfg->policies == -1)
+		cfg->policies = cfg->cache_watch;
 	if (cfg->scheduler_listen_set && !cfg->cache_watch) {
 		/* The extender judges from the watch cache only: with --cache off it could only
 		 * answer errors. */

@@ -72,22 +72,23 @@ struct config {
 	                                       (Leases) live; NULL: main reads the in-cluster
 	                                       service account's namespace */
 	int cache_watch;                    /* --cache watch (default): 1; off: 0 */
-	uint64_t cache_max_staleness_ms;    /* --cache-max-staleness, default 5s: placements read
-	                                       the API server while the cache's watch has been
-	                                       broken longer than this */
-	uint64_t api_timeout_ms;            /* --api-timeout, default 2s (> 0) */
-	const char *log_level;              /* --log-level debug|info|warn|error, default info */
-	uint64_t drain_timeout_ms;          /* --drain-timeout, default 5s: after SIGTERM, /readyz
-	                                       fails and requests are still served this long */
-	uint64_t cert_expiry_warning_ms;    /* --cert-expiry-warning, default 720h (30 days):
-	                                       /readyz warns when the certificate expires sooner */
-	uint64_t shutdown_timeout_ms;       /* --shutdown-timeout, default 10s: then the wait for
-	                                       in-flight requests before closing connections */
-	unsigned threads;                   /* --threads, 0 (default) = number of CPUs, min 2 */
-	unsigned workers;                   /* --workers, 0 (default) = 4 x CPUs, min 8 */
-	unsigned connection_timeout_s;      /* --connection-timeout, idle connection, default 30s */
-	int scheduler_listen_set;           /* --scheduler-listen given: start the plain-HTTP
-	                                       scheduler extender listener (needs --cache watch) */
+	int policies; /* --policies: 1 on, 0 off; after parsing never -1 (default: cache_watch) */
+	uint64_t cache_max_staleness_ms; /* --cache-max-staleness, default 5s: placements read
+	                                    the API server while the cache's watch has been
+	                                    broken longer than this */
+	uint64_t api_timeout_ms;         /* --api-timeout, default 2s (> 0) */
+	const char *log_level;           /* --log-level debug|info|warn|error, default info */
+	uint64_t drain_timeout_ms;       /* --drain-timeout, default 5s: after SIGTERM, /readyz
+	                                    fails and requests are still served this long */
+	uint64_t cert_expiry_warning_ms; /* --cert-expiry-warning, default 720h (30 days):
+	                                    /readyz warns when the certificate expires sooner */
+	uint64_t shutdown_timeout_ms;    /* --shutdown-timeout, default 10s: then the wait for
+	                                    in-flight requests before closing connections */
+	unsigned threads;                /* --threads, 0 (default) = number of CPUs, min 2 */
+	unsigned workers;                /* --workers, 0 (default) = 4 x CPUs, min 8 */
+	unsigned connection_timeout_s;   /* --connection-timeout, idle connection, default 30s */
+	int scheduler_listen_set;        /* --scheduler-listen given: start the plain-HTTP
+	                                    scheduler extender listener (needs --cache watch) */
 	struct config_addr scheduler_listen; /* --scheduler-listen, no default (off) */
 	int scheduler_spread;                /* --scheduler-score spread: 1; binpack (default): 0 */
 };

@@ -9,14 +9,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define N_KINDS       3
-#define N_DECISIONS   4
-#define N_VERBS       6 /* get, list, watch, create, update, other */
-#define N_RESOURCES   4 /* pods, nodes, leases, other */
-#define N_HTTP        7 /* 200 400 404 405 413 500 other */
-#define CODE_FREE     (-1)
-#define N_EXT_VERBS   2
-#define N_EXT_RESULTS 3
+#define N_KINDS         3
+#define N_DECISIONS     4
+#define N_VERBS         6 /* get, list, watch, create, update, other */
+#define N_RESOURCES     4 /* pods, nodes, leases, other */
+#define N_HTTP          7 /* 200 400 404 405 413 500 other */
+#define CODE_FREE       (-1)
+#define N_EXT_VERBS     2
+#define N_EXT_RESULTS   3
+#define N_AUDIT_REASONS 5
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
@@ -65,6 +66,7 @@ struct metrics {
 	atomic_int ready;
 	atomic_uint_fast64_t ext_requests[N_EXT_VERBS][N_EXT_RESULTS];
 	atomic_uint_fast64_t ext_filtered_out;
+	atomic_uint_fast64_t audit[N_AUDIT_REASONS];
 	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
@@ -139,6 +141,21 @@ void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
 	if (nodes_out > 0)
 		atomic_fetch_add_explicit(&m->ext_filtered_out, nodes_out, memory_order_relaxed);
 	histogram_observe(&m->ext_latency[verb], seconds);
+}
+
+static const char *const audit_reason_names[N_AUDIT_REASONS] = {
+    "OverThreshold", "NeverFits", "TierOverShare", "TierYield", "other"};
+
+void metrics_policy_audit(struct metrics *m, const char *reason)
+{
+	size_t i = 0;
+
+	if (m == NULL)
+		return;
+	while (i < N_AUDIT_REASONS - 1 &&
+	       (reason == NULL || strcmp(reason, audit_reason_names[i]) != 0))
+		i++;
+	atomic_fetch_add_explicit(&m->audit[i], 1, memory_order_relaxed);
 }
 
 void metrics_http(struct metrics *m, unsigned code)
@@ -379,6 +396,12 @@ static void render_extender(struct metrics_writer *b, struct metrics *m)
 	        "# TYPE gpu_memory_guard_extender_nodes_filtered_out_total counter\n"
 	        "gpu_memory_guard_extender_nodes_filtered_out_total %llu\n",
 	        (unsigned long long)load(&m->ext_filtered_out));
+	bprintf(b, "# HELP gpu_memory_guard_policy_audit_violations_total Placements allowed that "
+	           "a GPUMemoryPolicy in audit mode would refuse, by reason.\n"
+	           "# TYPE gpu_memory_guard_policy_audit_violations_total counter\n");
+	for (int r = 0; r < N_AUDIT_REASONS; r++)
+		bprintf(b, "gpu_memory_guard_policy_audit_violations_total{reason=\"%s\"} %llu\n",
+		        audit_reason_names[r], (unsigned long long)load(&m->audit[r]));
 	bprintf(b, "# HELP gpu_memory_guard_extender_request_seconds Time to answer one scheduler "
 	           "extender call, from its arrival.\n"
 	           "# TYPE gpu_memory_guard_extender_request_seconds histogram\n");

@@ -25,6 +25,9 @@
  *   gpu_memory_guard_extender_nodes_filtered_out_total        counter, nodes a filter call put
  *       in FailedNodes or FailedAndUnresolvableNodes
  *   gpu_memory_guard_extender_request_seconds{verb}           histogram, arrival to answer
+ *   gpu_memory_guard_policy_audit_violations_total{reason}    counter, placements allowed that
+ *       a GPUMemoryPolicy in audit mode would refuse; reason: OverThreshold | NeverFits |
+ *       TierOverShare | TierYield | other (one per policy breached)
  *
  *   gpu_memory_guard_api_requests_total{verb="watch",...} counts a watch when it ends.
  * Collectors (metrics_add_collector) add the watch cache's series: see informer.h.
@@ -43,7 +46,7 @@
 #define METRICS_TEXT_MAX                                                                           \
 	(16u * 1024u * 1024u) /* bytes of one rendering (per-node gauges of a                      \
 	                         large cluster); more is an error */
-#define METRICS_MAX_COLLECTORS 4
+#define METRICS_MAX_COLLECTORS 6
 #define METRICS_MAX_CODES      16 /* distinct API status codes per verb/resource */
 
 enum metrics_kind { METRICS_KIND_POD = 0, METRICS_KIND_BINDING, METRICS_KIND_OTHER };
@@ -84,6 +87,9 @@ void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_deci
  * from arrival to answer. m may be NULL. */
 void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
                       enum metrics_extender_result result, size_t nodes_out, double seconds);
+
+/* One breach of a GPUMemoryPolicy in audit mode (policyset.h), by reason. m may be NULL. */
+void metrics_policy_audit(struct metrics *m, const char *reason);
 
 /* One HTTP answer on the admission or scheduler listener, by status code. m may be NULL. */
 void metrics_http(struct metrics *m, unsigned code);

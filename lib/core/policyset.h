@@ -1,0 +1,67 @@
+/*
+ * policyset: one placement decided under the flags, the node's annotation and the
+ * GPUMemoryPolicy objects that select the node (gpupolicy.h), over placement_decide().
+ *
+ * The node threshold: gpupolicy_resolve() gives at most three checks (enforce, warn, audit);
+ * each is placement_decide() at that check's threshold. Enforce: over it is refused. Warn: over
+ * it is allowed with a warning. Audit: over it is allowed, recorded as an audit entry (the
+ * webhook writes it to the AdmissionReview response's auditAnnotations and counts it). The
+ * early warning (warnThreshold) of an allowed placement comes from the enforce check.
+ * Tiers: every selecting policy that has tiers judges the pod's tier (gpupolicy_tier_of) over
+ * what each tier already declares on the node (placement_tier_bytes), in the policy's mode.
+ * A message set by a policy names it ("; GPUMemoryPolicy \"a100-pool\"" is appended to the
+ * threshold messages it set; tier messages name it themselves).
+ *
+ * Pure: no I/O, no clock, no allocation; every pointer borrowed. Thread-safe.
+ */
+#ifndef GMG_POLICYSET_H
+#define GMG_POLICYSET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gpupolicy.h"
+#include "placement.h"
+
+#define POLICYSET_WARNINGS 2
+#define POLICYSET_AUDIT    4
+
+struct policyset_input {
+	const struct placement_node *node;
+	const struct placement_pod *pod;
+	const char *pod_namespace;                /* for tier membership */
+	const char *pod_priority_class;           /* NULL or "": none */
+	const struct gpupolicy_labels *pod_labels; /* NULL: none */
+	const struct gpupolicy *const *policies; /* those selecting the node (policies.h) */
+	size_t n_policies;
+	struct gpupolicy_flags flags;
+	int verdict_only; /* placement_policy.verdict_only: no words (the extender) */
+	uint64_t now_ms;
+};
+
+struct policyset_audit {
+	const char *policy; /* borrowed from the input's policy */
+	const char *reason; /* "OverThreshold", "NeverFits", "TierOverShare", "TierYield" */
+	char message[POLICY_MSG_MAX];
+};
+
+struct policyset_result {
+	struct placement_result main; /* the first check's: numbers, reserve, reserve_bytes */
+	int invalid_input;            /* placement_decide refused the input: main.decision says */
+	int allowed;
+	const char *reason;          /* the refusal's, or main.decision.reason when allowed */
+	const char *policy;          /* the policy that refused, NULL: the flags or annotation */
+	char message[POLICY_MSG_MAX]; /* the refusal */
+	char warnings[POLICYSET_WARNINGS][POLICY_MSG_MAX];
+	size_t n_warnings;
+	struct policyset_audit audit[POLICYSET_AUDIT];
+	size_t n_audit;       /* entries kept */
+	size_t n_audit_total; /* breaches in audit mode, kept or not */
+	int reserve;          /* allowed and not a dry run: record main.reserve_bytes */
+};
+
+/* Decide. 0, or -1 for invalid input (out->invalid_input, out->main.decision.message). */
+int policyset_decide(const struct policyset_input *in, struct policyset_result *out)
+    __attribute__((warn_unused_result));
+
+#endif

@@ -1,0 +1,319 @@
+/*
+ * Unit tests for lib/core/policyset: a placement under the flags, the node's annotation and the
+ * GPUMemoryPolicy objects selecting the node. Policies are written as the API server serves
+ * them (JSON) and decoded by gpupolicy_parse. Covers precedence (annotation > policies > flags;
+ * audit and warn policies never weaken the flags; the strictest enforcing threshold), the
+ * three modes (refusal, warning, audit entry), and tiers including the seed's example: realtime
+ * at most 60 percent of the node, batch refused while realtime declares more than 80 percent
+ * of its share; reservations of unknown tier counted in every tier.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+
+#include "capacity.h"
+#include "demand.h"
+#include "gpupolicy.h"
+#include "placement.h"
+#include "policyset.h"
+
+#define MIB (1024ull * 1024)
+#define GI  (1024ull * MIB)
+
+/* One 80Gi GPU: the flags' 90 percent budget is 72Gi. */
+static const struct capacity card = {
+    .per_gpu_bytes = 80 * GI, .gpu_count = 1, .total_bytes = 80 * GI, .replicas = 1};
+
+static const struct gpupolicy_flags flags = {0.9, 0.8, POLICY_ENFORCE};
+
+static struct gpupolicy *parse(const char *json)
+{
+	char err[GPUPOLICY_ERR_MAX] = "";
+	struct gpupolicy *p = NULL;
+	cJSON *o = cJSON_Parse(json);
+
+	assert_non_null(o);
+	if (gpupolicy_parse(o, &p, err, sizeof(err)) != 0)
+		fail_msg("policy refused: %s", err);
+	cJSON_Delete(o);
+	return p;
+}
+
+static struct demand demand_of(uint64_t bytes)
+{
+	struct demand d;
+	memset(&d, 0, sizeof(d));
+	d.status = DEMAND_OK;
+	d.bytes = bytes;
+	d.gpus = 1;
+	d.max_per_gpu_bytes = bytes;
+	snprintf(d.max_per_gpu_container, sizeof(d.max_per_gpu_container), "c");
+	return d;
+}
+
+/* A pod already on the node, of priority class pc (NULL: none). */
+static struct placement_item pod_item(const char *key, uint64_t bytes, const char *pc)
+{
+	struct placement_item it = {.key = key, .bytes = bytes, .priority_class = pc};
+	it.attrs_known = 1;
+	return it;
+}
+
+struct run {
+	const struct capacity *cap;
+	struct placement_item *pods;
+	size_t n_pods;
+	struct placement_item *reserved;
+	size_t n_reserved;
+	struct gpupolicy **pols;
+	size_t n_pols;
+	const char *pc; /* the placed pod's priority class */
+	uint64_t bytes;
+};
+
+static struct policyset_result decide(const struct run *r)
+{
+	static struct policyset_result out;
+	struct demand d = demand_of(r->bytes);
+	struct placement_node node = {"gpu-a",      r->cap ? r->cap : &card, r->pods, r->n_pods,
+	                              r->reserved, r->n_reserved};
+	struct placement_pod pod = {"ml/new", "ml/new", "uid-new", &d, 0};
+	struct policyset_input in = {
+	    .node = &node,
+	    .pod = &pod,
+	    .pod_namespace = "ml",
+	    .pod_priority_class = r->pc,
+	    .policies = (const struct gpupolicy *const *)r->pols,
+	    .n_policies = r->n_pols,
+	    .flags = flags,
+	};
+	assert_int_equal(policyset_decide(&in, &out), 0);
+	return out;
+}
+
+static void test_no_policy_is_the_flags(void **state)
+{
+	struct placement_item pods[] = {pod_item("ml/a", 60 * GI, NULL)};
+	struct run r = {.pods = pods, .n_pods = 1, .bytes = 12 * GI};
+	struct policyset_result res = decide(&r);
+
+	assert_true(res.allowed); /* 72Gi: at the budget exactly */
+	assert_true(res.reserve);
+	assert_int_equal(res.main.reserve_bytes, 12 * GI);
+	r.bytes = 12 * GI + 1;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "OverThreshold");
+	assert_null(res.policy);
+	assert_null(strstr(res.message, "GPUMemoryPolicy"));
+	(void)state;
+}
+
+static void test_enforcing_policy_replaces_the_flags(void **state)
+{
+	struct gpupolicy *strict = parse(
+	    "{\"metadata\":{\"name\":\"a100-pool\"},\"spec\":{\"threshold\":0.5,\"mode\":\"enforce\"}}");
+	struct gpupolicy *looser = parse(
+	    "{\"metadata\":{\"name\":\"looser\"},\"spec\":{\"threshold\":0.95}}");
+	struct gpupolicy *pols[] = {looser, strict};
+	struct run r = {.pols = pols, .n_pols = 2, .bytes = 40 * GI};
+	struct policyset_result res = decide(&r);
+
+	assert_true(res.allowed); /* 40Gi = 50 percent of 80Gi: at the strictest budget */
+	r.bytes = 40 * GI + 1;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.policy, "a100-pool");
+	assert_non_null(strstr(res.message, "above the 50 percent limit"));
+	assert_non_null(strstr(res.message, "GPUMemoryPolicy \"a100-pool\""));
+	/* a looser enforcing policy alone replaces the flags' 90 percent */
+	r.pols = &looser;
+	r.n_pols = 1;
+	r.bytes = 76 * GI; /* 95 percent */
+	res = decide(&r);
+	assert_true(res.allowed);
+	gpupolicy_free(strict);
+	gpupolicy_free(looser);
+	(void)state;
+}
+
+static void test_annotation_beats_policies(void **state)
+{
+	struct capacity annotated = card;
+	struct gpupolicy *strict =
+	    parse("{\"metadata\":{\"name\":\"strict\"},\"spec\":{\"threshold\":0.5}}");
+	struct run r = {.cap = &annotated, .pols = &strict, .n_pols = 1, .bytes = 60 * GI};
+
+	annotated.has_threshold = 1;
+	annotated.threshold = 0.8; /* 64Gi */
+	assert_true(decide(&r).allowed);
+	r.bytes = 64 * GI + 1;
+	assert_false(decide(&r).allowed);
+	gpupolicy_free(strict);
+	(void)state;
+}
+
+static void test_audit_and_warn_never_weaken_the_flags(void **state)
+{
+	struct gpupolicy *audit = parse(
+	    "{\"metadata\":{\"name\":\"rollout\"},\"spec\":{\"threshold\":0.5,\"mode\":\"audit\"}}");
+	struct gpupolicy *warn = parse(
+	    "{\"metadata\":{\"name\":\"soon\"},\"spec\":{\"threshold\":0.6,\"mode\":\"warn\"}}");
+	struct placement_item pods[] = {pod_item("ml/a", 10 * GI, NULL)};
+	struct run r = {.pods = pods, .n_pods = 1, .pols = &audit, .n_pols = 1, .bytes = 35 * GI};
+	struct policyset_result res = decide(&r);
+
+	/* audit: allowed, one audit entry, no warning */
+	assert_true(res.allowed);
+	assert_int_equal(res.n_audit, 1);
+	assert_int_equal(res.n_warnings, 0);
+	assert_string_equal(res.audit[0].policy, "rollout");
+	assert_string_equal(res.audit[0].reason, "OverThreshold");
+	assert_non_null(strstr(res.audit[0].message, "above the 50 percent limit"));
+	/* within the audit policy's threshold (10 + 30 = 40Gi): nothing to record */
+	r.bytes = 30 * GI;
+	assert_int_equal(decide(&r).n_audit, 0);
+	/* the flags still enforce 90 percent beside an auditing policy */
+	r.bytes = 62 * GI + 1;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_null(res.policy);
+	/* warn: allowed with the policy's warning; the flags still enforce */
+	r.pols = &warn;
+	r.bytes = 40 * GI; /* 50Gi: above the warning policy's 48Gi */
+	res = decide(&r);
+	assert_true(res.allowed);
+	assert_int_equal(res.n_warnings, 1);
+	assert_non_null(strstr(res.warnings[0], "GPUMemoryPolicy \"soon\""));
+	r.bytes = 62 * GI + 1;
+	assert_false(decide(&r).allowed);
+	gpupolicy_free(audit);
+	gpupolicy_free(warn);
+	(void)state;
+}
+
+/* The seed's example: realtime at most 60 percent of the card (48Gi); batch refused while
+ * realtime declares more than 80 percent of its share (38.4Gi). */
+static const char seed[] =
+    "{\"metadata\":{\"name\":\"realtime-batch\",\"generation\":3},\"spec\":{"
+    "\"threshold\":0.9,\"tiers\":["
+    "{\"name\":\"realtime\",\"priorityClassNames\":[\"realtime\"],\"maxShare\":0.6},"
+    "{\"name\":\"batch\",\"priorityClassNames\":[\"batch\"],"
+    "\"yield\":{\"tier\":\"realtime\",\"above\":0.8}}]}}";
+
+static void test_seed_tiers(void **state)
+{
+	struct gpupolicy *p = parse(seed);
+	struct placement_item pods[3] = {pod_item("ml/rt-0", 30 * GI, "realtime"),
+	                                 pod_item("ml/b-0", 10 * GI, "batch"),
+	                                 pod_item("ml/other", 5 * GI, NULL)};
+	struct run r = {.pods = pods, .n_pods = 3, .pols = &p, .n_pols = 1};
+	struct policyset_result res;
+
+	/* realtime up to 48Gi: 30 + 18 */
+	r.pc = "realtime";
+	r.bytes = 18 * GI;
+	assert_true(decide(&r).allowed);
+	r.bytes = 18 * GI + 1;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	assert_string_equal(res.policy, "realtime-batch");
+	assert_non_null(strstr(res.message, "tier \"realtime\""));
+	/* batch while realtime declares 30Gi (under 38.4Gi): allowed, however large, up to the
+	 * node threshold */
+	r.pc = "batch";
+	r.bytes = 20 * GI;
+	assert_true(decide(&r).allowed);
+	/* realtime at exactly 80 percent of its share (floor of 38.4Gi): batch still allowed */
+	pods[0].bytes = (48 * GI * 8) / 10;
+	r.bytes = 1 * GI;
+	assert_true(decide(&r).allowed);
+	/* one byte more: batch refused, the message names both tiers */
+	pods[0].bytes++;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierYield");
+	assert_non_null(strstr(res.message, "\"batch\""));
+	assert_non_null(strstr(res.message, "\"realtime\""));
+	/* a pod of no tier: the node threshold only */
+	r.pc = NULL;
+	r.bytes = 10 * GI;
+	assert_true(decide(&r).allowed);
+	gpupolicy_free(p);
+	(void)state;
+}
+
+static void test_reservation_of_unknown_tier_counts_in_each(void **state)
+{
+	struct gpupolicy *p = parse(seed);
+	struct placement_item pods[] = {pod_item("ml/rt-0", 30 * GI, "realtime")};
+	struct placement_item resv[] = {{.key = "ml/admitting", .uid = "u-1", .bytes = 10 * GI}};
+	struct run r = {.pods = pods,
+	                .n_pods = 1,
+	                .reserved = resv,
+	                .n_reserved = 1,
+	                .pols = &p,
+	                .n_pols = 1,
+	                .pc = "realtime",
+	                .bytes = 8 * GI + 1};
+	struct policyset_result res = decide(&r);
+
+	/* 30 + 10 (its tier unknown: counted as realtime too) + 8Gi + 1 > 48Gi */
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	/* once the cache shows it (a visible pod of the same uid), its own tier counts */
+	struct placement_item both[] = {pods[0], pod_item("ml/admitting", 10 * GI, "batch")};
+	both[1].uid = "u-1";
+	r.pods = both;
+	r.n_pods = 2;
+	assert_true(decide(&r).allowed);
+	gpupolicy_free(p);
+	(void)state;
+}
+
+static void test_tier_modes(void **state)
+{
+	struct gpupolicy *audit = parse(
+	    "{\"metadata\":{\"name\":\"tiers-audit\"},\"spec\":{\"mode\":\"audit\",\"tiers\":["
+	    "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
+	struct gpupolicy *warn = parse(
+	    "{\"metadata\":{\"name\":\"tiers-warn\"},\"spec\":{\"mode\":\"warn\",\"tiers\":["
+	    "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
+	struct run r = {.pols = &audit, .n_pols = 1, .bytes = 30 * GI};
+	struct policyset_result res = decide(&r);
+
+	assert_true(res.allowed);
+	assert_int_equal(res.n_audit, 1);
+	assert_string_equal(res.audit[0].reason, "TierOverShare");
+	assert_string_equal(res.audit[0].policy, "tiers-audit");
+	r.pols = &warn;
+	res = decide(&r);
+	assert_true(res.allowed);
+	assert_int_equal(res.n_audit, 0);
+	assert_int_equal(res.n_warnings, 1);
+	assert_non_null(strstr(res.warnings[0], "tier \"rt\""));
+	gpupolicy_free(audit);
+	gpupolicy_free(warn);
+	(void)state;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_no_policy_is_the_flags),
+	    cmocka_unit_test(test_enforcing_policy_replaces_the_flags),
+	    cmocka_unit_test(test_annotation_beats_policies),
+	    cmocka_unit_test(test_audit_and_warn_never_weaken_the_flags),
+	    cmocka_unit_test(test_seed_tiers),
+	    cmocka_unit_test(test_reservation_of_unknown_tier_counts_in_each),
+	    cmocka_unit_test(test_tier_modes),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
