@@ -13,7 +13,7 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(cd "$here/../data" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record)
+[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy)
 
 # Seeds from test/data for the targets that read the same documents.
 seed() {
@@ -46,6 +46,7 @@ dicts() {
 	extender) echo json extender quantity ;;
 	watch) echo json watch ;;
 	record) echo json record ;;
+	gpupolicy) echo json gpupolicy ;;
 	kubeconfig) echo kubeconfig ;;
 	esac
 }
