@@ -70,7 +70,7 @@ for t in "${targets[@]}"; do
 		-print_final_stats=1 -dict="$dict" -artifact_prefix="$build/fuzz-artifacts/$t-" \
 		"$corpus" "$seeds" >"$log" 2>&1 || rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
 	files=$(find "$corpus" -type f | wc -l)
 	if [ "$rc" -ne 0 ]; then
 		echo "fuzz_$t: FAILED (exit $rc) after ${execs:-?} executions; log $log:"
