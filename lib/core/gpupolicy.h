@@ -37,8 +37,18 @@
  * gpu-memory-guard.io/threshold beats policies, which beat the flags. Where several policies
  * select one node, each is applied in its own mode: the strictest threshold of the enforcing
  * ones enforces, the strictest of the warning ones warns, the strictest of the auditing ones
- * audits, and every tier limit of every policy applies in its policy's mode. A policy in audit
- * mode changes nothing that is enforced: the flags (or the annotation) stay in force beside it.
+ * audits, and every tier limit of every policy applies in its policy's mode. A policy in warn
+ * or audit mode changes nothing that is enforced: the flags (or the annotation) stay in force
+ * beside it. In detail:
+ *   annotation: one check, the flags' mode, the annotation's threshold, the flags' warn
+ *     threshold, source "node annotation"; no policy threshold is used.
+ *   else: enforce check = the smallest threshold of the enforce-mode policies that set one
+ *     (source: that policy, the first on ties), or without any the flags (in the flags' mode);
+ *     warn check = the smallest of the warn-mode policies, merged into the flags' check (the
+ *     smaller threshold) when that is itself a warn check; audit check = the smallest of the
+ *     audit-mode policies. A check's warn_threshold: the smallest warnThreshold of the
+ *     policies of its group that set one, else the flags'. A policy that sets no threshold is
+ *     in no group (its warnThreshold alone changes no check).
  *
  * Ratios are applied at parts per million, like policy.h: budget = floor(bytes x ppm / 1e6).
  * Thread-safe: a parsed policy is read-only.
@@ -121,8 +131,12 @@ struct gpupolicy {
 /*
  * Decode a GPUMemoryPolicy object (borrowed). 0 and *out (caller owns it: gpupolicy_free), or
  * GPUPOLICY_EINVAL with err naming the field ("spec.tiers[1].maxShare: must be a number in
- * (0, 1], got 1.5") and *out NULL, or GPUPOLICY_ENOMEM. Unknown fields are ignored (the API
- * server prunes them). err may be NULL.
+ * (0, 1], got 1.5") and *out NULL, or GPUPOLICY_ENOMEM (nothing left allocated). Unknown
+ * fields are ignored (the API server prunes them), and so is a field that is null. Beyond the
+ * rules above: metadata.name must be a DNS subdomain (the API server's rule for a custom
+ * resource; the name is printed in messages, which never hold a '%'); an empty
+ * priorityClassNames or namespaces list counts as not given; a label value may be "".
+ * err may be NULL.
  */
 int gpupolicy_parse(const struct cJSON *obj, struct gpupolicy **out, char *err, size_t errlen);
 void gpupolicy_free(struct gpupolicy *p); /* NULL is a no-op */
@@ -193,8 +207,10 @@ struct gpupolicy_tier_result {
 	 * No '%' (see policy.h). */
 };
 
-/* Judge the tier rules of one policy for one placement. 0, or -1 for a NULL input or a tier
- * index out of range (message says so). A pod of no tier never violates. */
+/* Judge the tier rules of one policy for one placement: over-share first, then yield. 0, or -1
+ * (not violated, message says why) for a NULL input, a tier index out of range, no tier_bytes,
+ * or a hand-made policy whose yield does not name another tier with a maxShare. A pod of no
+ * tier never violates. */
 int gpupolicy_check_tiers(const struct gpupolicy_tier_input *in, struct gpupolicy_tier_result *out);
 
 /* "enforce", "warn", "audit" */

@@ -13,7 +13,7 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(cd "$here/../data" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record)
+[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy)
 
 # Seeds from test/data for the targets that read the same documents.
 seed() {
@@ -46,6 +46,7 @@ dicts() {
 	extender) echo json extender quantity ;;
 	watch) echo json watch ;;
 	record) echo json record ;;
+	gpupolicy) echo json gpupolicy ;;
 	kubeconfig) echo kubeconfig ;;
 	esac
 }
@@ -69,7 +70,7 @@ for t in "${targets[@]}"; do
 		-print_final_stats=1 -dict="$dict" -artifact_prefix="$build/fuzz-artifacts/$t-" \
 		"$corpus" "$seeds" >"$log" 2>&1 || rc=$?
 	execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
-	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
 	files=$(find "$corpus" -type f | wc -l)
 	if [ "$rc" -ne 0 ]; then
 		echo "fuzz_$t: FAILED (exit $rc) after ${execs:-?} executions; log $log:"

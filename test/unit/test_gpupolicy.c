@@ -696,6 +696,29 @@ static void test_check_tiers_edges(void **state)
 	gpupolicy_free(p);
 }
 
+/* A ratio is rounded to ppm, not truncated: 0.500002 x 1e6 is 500001.99999999994 in double. */
+static void test_ppm_rounding(void **state)
+{
+	struct gpupolicy *p =
+	    must_parse("{'metadata':{'name':'p'},'spec':{'tiers':[{'name':'t','namespaces':['a'],"
+	               "'maxShare':0.500002}]}}");
+	uint64_t tb[1] = {0};
+	struct gpupolicy_tier_input in = {.policy = p,
+	                                  .tier = 0,
+	                                  .demand_bytes = 500002,
+	                                  .capacity_bytes = 1000000,
+	                                  .tier_bytes = tb};
+	struct gpupolicy_tier_result r;
+
+	assert_int_equal(gpupolicy_check_tiers(&in, &r), 0);
+	assert_int_equal(r.budget_bytes, 500002);
+	assert_int_equal(r.violated, 0);
+	in.demand_bytes++;
+	assert_int_equal(gpupolicy_check_tiers(&in, &r), 0);
+	assert_int_equal(r.violated, 1);
+	gpupolicy_free(p);
+}
+
 static void test_check_tiers_invalid(void **state)
 {
 	struct gpupolicy *p = must_parse(realtime_batch);
@@ -879,19 +902,13 @@ static void test_resolve_parsed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_full),
-	    cmocka_unit_test(test_parse_defaults),
-	    cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_refusals_caps),
-	    cmocka_unit_test(test_refusals_nan),
-	    cmocka_unit_test(test_selectors),
-	    cmocka_unit_test(test_tier_of),
-	    cmocka_unit_test(test_seed_example),
-	    cmocka_unit_test(test_header_messages),
-	    cmocka_unit_test(test_check_tiers_edges),
-	    cmocka_unit_test(test_check_tiers_invalid),
-	    cmocka_unit_test(test_resolve),
-	    cmocka_unit_test(test_resolve_parsed),
+	    cmocka_unit_test(test_parse_full),      cmocka_unit_test(test_parse_defaults),
+	    cmocka_unit_test(test_refusals),        cmocka_unit_test(test_refusals_caps),
+	    cmocka_unit_test(test_refusals_nan),    cmocka_unit_test(test_selectors),
+	    cmocka_unit_test(test_tier_of),         cmocka_unit_test(test_seed_example),
+	    cmocka_unit_test(test_header_messages), cmocka_unit_test(test_check_tiers_edges),
+	    cmocka_unit_test(test_ppm_rounding),    cmocka_unit_test(test_check_tiers_invalid),
+	    cmocka_unit_test(test_resolve),         cmocka_unit_test(test_resolve_parsed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
