@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # A real Kubernetes control plane on loopback, without containers: etcd, kube-apiserver (RBAC),
 # kube-scheduler, kube-controller-manager (no nodelifecycle), kwok simulating the kubelets of
-# fake GPU nodes, and gpu-memory-guard running on the host, registered through a
-# ValidatingWebhookConfiguration with clientConfig.url.
+# fake GPU nodes, the GPUMemoryPolicy CRD (manifests/crd-gpumemorypolicy.yaml), and
+# gpu-memory-guard running on the host, registered through a ValidatingWebhookConfiguration with
+# clientConfig.url.
 #
 # Usage: cluster.sh up [--no-webhook] [--binary PATH]
 #        cluster.sh down
@@ -237,7 +238,8 @@ nodes_ready() {
 bootstrap_objects() {
 	kc create namespace "$WEBHOOK_NAMESPACE" >/dev/null
 	kc create namespace "$EXEMPT_NAMESPACE" >/dev/null
-	# The webhook's identity on the host: the chart's ClusterRole (pods, nodes: read only).
+	# The webhook's identity on the host: the chart's ClusterRole (pods, nodes, GPUMemoryPolicy
+	# objects: read only).
 	kc apply -f - >/dev/null <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -246,6 +248,9 @@ metadata:
 rules:
 - apiGroups: [""]
   resources: ["pods", "nodes"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["gpu-memory-guard.io"]
+  resources: ["gpumemorypolicies"]
   verbs: ["get", "list", "watch"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
@@ -262,6 +267,15 @@ subjects:
   name: gpu-memory-guard
 EOF
 	kc create -f "$E2E_DIR/nodes/" >/dev/null
+	install_crds
+}
+
+# The GPUMemoryPolicy CRD, as manifests/ installs it, Established before the webhook starts (so
+# that a webhook listing policies at start finds the resource served).
+install_crds() {
+	kc apply -f "$REPO_ROOT/manifests/crd-gpumemorypolicy.yaml" >/dev/null
+	kc wait --for=condition=Established --timeout=60s crd/gpumemorypolicies.gpu-memory-guard.io >/dev/null ||
+		die "the GPUMemoryPolicy CRD is not Established"
 }
 
 # --- webhook -------------------------------------------------------------------------------
@@ -442,7 +456,7 @@ EOF
 	start_etcd
 	log "kube-apiserver"
 	start_apiserver
-	log "namespaces, RBAC, nodes"
+	log "namespaces, RBAC, nodes, the GPUMemoryPolicy CRD"
 	bootstrap_objects
 	log "kube-scheduler, kube-controller-manager, kwok"
 	start_scheduler

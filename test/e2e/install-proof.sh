@@ -15,12 +15,16 @@
 #    replica.
 # 3. Server-side dry runs: manifests/ (kubectl apply -f and -k), helm template (also with
 #    scheduler.enabled: the extender's URL is the Service's, its caData the render's CA); the
-#    chart and manifests/ render the same objects.
+#    chart (with --include-crds: its crds/ folder) and manifests/ render the same objects, the
+#    GPUMemoryPolicy CRD and the ClusterRole's read-only rule on gpumemorypolicies included; the
+#    chart's crds/gpumemorypolicy.yaml is byte-identical to manifests/crd-gpumemorypolicy.yaml.
 # 4. Helm path: helm install with clientConfig switched to a URL; the stored Deployment and
 #    webhook configuration carry every designed setting; the binary runs on the host with the
 #    chart's own args, the chart Secret's cert/key and a token of the chart's ServiceAccount;
 #    placements admitted and refused by pod CREATE, by the scheduler's binding and by the legacy
-#    bindings resource; the API server refuses what the ClusterRole does not allow; shared
+#    bindings resource; the API server refuses what the ClusterRole does not allow (policies:
+#    get/list/watch only, no status write); the CRD (deleted first) is installed by helm install
+#    from crds/ and Established, and left in place by helm uninstall; shared
 #    reservations (issue 8): the Deployment passes --reservations=shared and the release
 #    namespace, an admitted placement leaves the node's Lease holding the pod, and the
 #    ServiceAccount may get/create/update Leases in that namespace only (can-i, and real writes
@@ -450,12 +454,13 @@ binding_call_failed() {
 # The chart (default values, release gpu-memory-guard) and manifests/ must render the same
 # objects, as the API server normalizes them (server-side dry run, defaults applied): webhooks
 # without clientConfig, ClusterRole rules, the Lease Role and its binding, the pod spec (args
-# included) without image and label selectors, Service ports, PDB. Labels and the image tag may
-# differ.
+# included) without image and label selectors, Service ports, PDB, the CRD's spec (helm template
+# leaves crds/ out unless --include-crds). Labels and the image tag may differ.
 normalized() { # jq filter for one object, by kind
 	jq -S '(.items // [.])[] | select(.kind != "Secret" and .kind != "Namespace") |
 	if .kind == "ValidatingWebhookConfiguration" then {kind, w: (.webhooks | map(del(.clientConfig)))}
 	elif .kind == "ClusterRole" then {kind, r: .rules}
+	elif .kind == "CustomResourceDefinition" then {kind, n: .metadata.name, s: .spec}
 	elif .kind == "ClusterRoleBinding" then {kind, r: .roleRef, s: .subjects}
 	elif .kind == "Role" then {kind, n: .metadata.name, ns: .metadata.namespace, r: .rules}
 	elif .kind == "RoleBinding" then {kind, n: .metadata.name, ns: .metadata.namespace, r: .roleRef, s: .subjects}
@@ -467,10 +472,29 @@ normalized() { # jq filter for one object, by kind
 	else {kind} end' | jq -s -S 'sort_by(.kind)'
 }
 same_objects() {
-	helm_template >"$WORK/chart.yaml" &&
+	helm_template --include-crds >"$WORK/chart.yaml" &&
 		kc apply --dry-run=server -o json -f "$WORK/chart.yaml" | normalized >"$WORK/chart.norm.json" &&
 		kc apply --dry-run=server -o json -f "$MANIFESTS" | normalized >"$WORK/manifests.norm.json" &&
-		diff -u "$WORK/manifests.norm.json" "$WORK/chart.norm.json"
+		diff -u "$WORK/manifests.norm.json" "$WORK/chart.norm.json" || return 1
+	jq -e '[.[] | .kind] | index("CustomResourceDefinition") != null' "$WORK/chart.norm.json" >/dev/null ||
+		{ echo "no CustomResourceDefinition in the renders"; return 1; }
+}
+
+CRD_NAME=gpumemorypolicies.gpu-memory-guard.io
+# The chart ships the CRD in crds/ (Helm installs that folder before templates and never
+# upgrades nor deletes it), manifests/ as a resource: one file, two copies.
+crd_copies_identical() {
+	cmp "$CHART/crds/gpumemorypolicy.yaml" "$MANIFESTS/crd-gpumemorypolicy.yaml"
+}
+crd_established() {
+	[ "$(kc get crd "$CRD_NAME" -o jsonpath='{.status.conditions[?(@.type=="Established")].status}' 2>&1)" = True ]
+}
+crd_absent() { ! kc get crd "$CRD_NAME" >/dev/null 2>&1; }
+# The stored CRD is the chart's file (as a server dry run of that file normalizes it).
+crd_is_charts() {
+	kc apply --dry-run=server -o json -f "$CHART/crds/gpumemorypolicy.yaml" | jq -S .spec >"$WORK/crd.want.json" &&
+		kc get crd "$CRD_NAME" -o json | jq -S .spec >"$WORK/crd.got.json" &&
+		diff -u "$WORK/crd.want.json" "$WORK/crd.got.json"
 }
 
 # The placement checks every install path must pass. $1 = label.
@@ -534,6 +558,34 @@ rbac_checks() { # LABEL
 	if [ "$code" = 403 ]; then pass "$label: delete pod with the ServiceAccount token refused (403)"; else fail "$label: delete pod refused" "HTTP $code"; fi
 	code=$(kc auth can-i watch nodes --as "system:serviceaccount:$NS:$SA" 2>/dev/null)
 	if [ "$code" = yes ]; then pass "$label: ServiceAccount may watch nodes"; else fail "$label: ServiceAccount may watch nodes" "$code"; fi
+	policy_rbac_checks "$label"
+}
+
+# GPUMemoryPolicy objects: get, list, watch; no write, not even of the status (a rule of its own
+# when the webhook writes it).
+policy_rbac_checks() { # LABEL
+	local label=$1 v sub got want bad="" code
+	for sub in "" status; do
+		for v in get list watch create update patch delete deletecollection; do
+			want=no
+			case "$sub:$v" in :get | :list | :watch) want=yes ;; esac
+			got=$(kc auth can-i "$v" "$CRD_NAME" --subresource="$sub" --as "system:serviceaccount:$NS:$SA" 2>/dev/null)
+			[ "$got" = "$want" ] || bad="$bad $v${sub:+ $sub}:$got(want $want)"
+		done
+	done
+	if [ -z "$bad" ]; then
+		pass "$label: ServiceAccount may get, list, watch gpumemorypolicies and write none, nor their status (can-i)"
+	else
+		fail "$label: ServiceAccount may get, list, watch gpumemorypolicies and write none, nor their status (can-i)" "$bad"
+	fi
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$STATE/pki/ca.crt" \
+		-H "Authorization: Bearer $(cat "$WORK/token")" "$(apiserver_url)/apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies")
+	if [ "$code" = 200 ]; then pass "$label: list gpumemorypolicies with the ServiceAccount token (200)"; else fail "$label: list gpumemorypolicies with the ServiceAccount token" "HTTP $code"; fi
+	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$STATE/pki/ca.crt" \
+		-H "Authorization: Bearer $(cat "$WORK/token")" -H 'Content-Type: application/json' -X POST \
+		--data '{"apiVersion":"gpu-memory-guard.io/v1alpha1","kind":"GPUMemoryPolicy","metadata":{"name":"gmg-proof"},"spec":{}}' \
+		"$(apiserver_url)/apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies")
+	if [ "$code" = 403 ]; then pass "$label: creating a GPUMemoryPolicy with the ServiceAccount token refused (403)"; else fail "$label: creating a GPUMemoryPolicy refused" "HTTP $code"; fi
 }
 
 # The stored Deployment passes shared reservations in the webhook's own namespace.
@@ -1178,7 +1230,9 @@ echo "== server-side dry runs"
 check "kubectl apply --dry-run=server -f manifests/" kc apply --dry-run=server -f "$MANIFESTS"
 check "kubectl apply --dry-run=server -k manifests/" kc apply --dry-run=server -k "$MANIFESTS"
 check "helm template | kubectl apply --dry-run=server -f -" template_apply
-check "chart and manifests/ render the same objects (webhooks, RBAC incl. the Lease Role, pod spec, Service, PDB)" same_objects
+check "chart's crds/gpumemorypolicy.yaml is byte-identical to manifests/crd-gpumemorypolicy.yaml" crd_copies_identical
+check "kubectl apply --dry-run=server -f chart's crds/gpumemorypolicy.yaml" kc apply --dry-run=server -f "$CHART/crds/gpumemorypolicy.yaml"
+check "chart (--include-crds) and manifests/ render the same objects (CRD, webhooks, RBAC incl. policies and the Lease Role, pod spec, Service, PDB)" same_objects
 check "chart: reservations=local with replicas=1 renders --reservations=local and no Lease Role, accepted" local_single_ok
 check "chart: bindings failurePolicy Ignore renders and is accepted (pods stay Fail)" bindings_policy_rendered Ignore
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
@@ -1194,7 +1248,11 @@ check "helm template (scheduler.enabled, existingSecret with caBundle, spread, 2
 echo "== Helm path"
 URL="https://127.0.0.1:$WEBHOOK_PORT/validate"
 HELM_SET=(--set "webhook.url=$URL" --set 'certificate.selfSigned.extraIPs={127.0.0.1}' --set scheduler.enabled=true)
+# cluster.sh installed the CRD: delete it so that the chart's crds/ is what installs it.
+check "GPUMemoryPolicy CRD deleted before helm install" kc delete crd "$CRD_NAME" --wait=true
 check "helm install (clientConfig.url=$URL, scheduler.enabled)" helm_ install "$RELEASE" "$CHART" -n "$NS" "${HELM_SET[@]}"
+check "helm install created the GPUMemoryPolicy CRD from crds/, Established" wait_for 30 "CRD Established" crd_established
+check "helm: the stored CRD is the chart's crds/gpumemorypolicy.yaml" crd_is_charts
 notes_opt_in() { helm_ get notes "$RELEASE" -n "$NS" | grep -q "schedulerName: $SCHED_NAME"; }
 check "helm NOTES tell how pods opt in (schedulerName: $SCHED_NAME)" notes_opt_in
 kc -n "$NS" get deploy "$RELEASE" -o json >"$WORK/helm-deploy.json"
@@ -1250,6 +1308,7 @@ rotation_check "helm" "$WORK/helm-tls" "$WORK/helm-renewed.crt" "$WORK/helm-rene
 stop_host_webhook
 cleanup_test_pods
 check "helm uninstall" helm_ uninstall "$RELEASE" -n "$NS" --wait
+check "helm uninstall leaves the GPUMemoryPolicy CRD (and so the policies) in place" crd_established
 # Deployment pods of the release (kwok) must be gone before the manifests create theirs.
 wait_for 60 "release pods gone" no_pods "$NS" || true
 

@@ -12,8 +12,10 @@
 # and an MPS node), 18 for the container image (`make image` unpacked
 # with umoci and run with runc under the chart's security context; GMG_IMAGE: see test 18), and
 # 19-20 (issue 12: etcd paused, a replica killed, the serving certificate and the token
-# replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh), and 21
-# (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused).
+# replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh), 21
+# (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused), and 22
+# (the GPUMemoryPolicy CRD: examples accepted, bad policies refused by the API server's schema
+# and CEL rules, printer columns; policies.sh).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test but the
 # known failing ones, see KNOWN_FAILING; e.g. 12: that test only, on a cluster of its own)
@@ -1258,6 +1260,10 @@ EOF
 # shellcheck source=faults.sh
 . "$E2E_DIR/faults.sh"
 
+# --- 22. the GPUMemoryPolicy CRD: test/e2e/policies.sh -------------------------------------------
+# shellcheck source=policies.sh
+. "$E2E_DIR/policies.sh"
+
 # --- 13-16. (issue 9) the scheduler extender: steer, not only refuse ------------------------------
 
 # Issue 9's scenarios. 13 and 14 restart the suite's kube-scheduler with the KubeSchedulerConfiguration
@@ -1861,6 +1867,7 @@ want 18 && test_image
 want 19 && test_faults
 want 20 && test_soak
 want 21 && test_report
+want 22 && test_policy_crd
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
