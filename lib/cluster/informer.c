@@ -584,17 +584,18 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 
 	informer_status(inf, &st);
 	cache_stats(inf->cache, &cs);
-	const struct informer_kind_status *ks[2] = {&st.pods, &st.nodes};
-	const char *res[2] = {"pods", "nodes"};
+	const struct informer_kind_status *ks[3] = {&st.pods, &st.nodes, &st.policies};
+	const char *res[3] = {"pods", "nodes", "gpumemorypolicies"};
+	const int nk = inf->cfg.policies != NULL ? 3 : 2; /* the kinds watched */
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_synced 1 when the watch cache of the "
 	                  "resource is listed and its watch not broken.\n"
 	                  "# TYPE gpu_memory_guard_cache_synced gauge\n");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nk; i++)
 		metrics_printf(w, "gpu_memory_guard_cache_synced{resource=\"%s\"} %d\n", res[i],
 		               ks[i]->synced && !ks[i]->incomplete && ks[i]->broken_for_s == 0);
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_events_total Watch events received.\n"
 	                  "# TYPE gpu_memory_guard_cache_events_total counter\n");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nk; i++)
 		for (int t = 0; t < 5; t++)
 			metrics_printf(
 			    w,
@@ -604,20 +605,20 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_relists_total Full lists after the first "
 	                  "(watch too old, 410 Gone).\n"
 	                  "# TYPE gpu_memory_guard_cache_relists_total counter\n");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nk; i++)
 		metrics_printf(w, "gpu_memory_guard_cache_relists_total{resource=\"%s\"} %lu\n",
 		               res[i], ks[i]->relists);
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_watch_restarts_total Watches that ended "
 	                  "in an error.\n"
 	                  "# TYPE gpu_memory_guard_cache_watch_restarts_total counter\n");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nk; i++)
 		metrics_printf(w,
 		               "gpu_memory_guard_cache_watch_restarts_total{resource=\"%s\"} %lu\n",
 		               res[i], ks[i]->watch_restarts);
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_last_event_age_seconds Age of the newest "
 	                  "watch event, bookmarks included (-1 before any).\n"
 	                  "# TYPE gpu_memory_guard_cache_last_event_age_seconds gauge\n");
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < nk; i++)
 		metrics_printf(
 		    w, "gpu_memory_guard_cache_last_event_age_seconds{resource=\"%s\"} %.3f\n",
 		    res[i], ks[i]->last_event_age);

@@ -130,6 +130,13 @@ start_etcd() {
 }
 
 start_apiserver() {
+	# The audit log records pod creations in test 23's namespace with their annotations, where
+	# the API server writes the webhook's auditAnnotations ("pods.gpu-memory-guard.io/...").
+	printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' \
+		'rules:' \
+		'- level: Metadata' '  verbs: [create]' '  namespaces: [e2e-policy]' \
+		'  resources: [{group: "", resources: [pods]}]' \
+		'- level: None' >"$STATE/audit-policy.yaml"
 	start_daemon kube-apiserver "$TOOLS_BIN/kube-apiserver" \
 		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
 		--bind-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
@@ -150,7 +157,8 @@ start_apiserver() {
 		--authorization-mode Node,RBAC \
 		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
 		--endpoint-reconciler-type none \
-		--allow-privileged=true --profiling=false --v=1
+		--allow-privileged=true --profiling=false --v=1 \
+		--audit-policy-file "$STATE/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log"
 	wait_for 90 "kube-apiserver /readyz" curl_api /readyz
 }
 

@@ -118,3 +118,91 @@ test_policy_crd() {
 		pass "CRD Established (chart's crds/ identical, server dry run accepted); $n example policies accepted; $PO_SEEN bad policies refused at kubectl apply with the expected messages; a good policy created, defaulted to enforce, status through the subresource, listed by kubectl get gmp ($PO_ROW), deleted"
 	fi
 }
+
+# --- 23. (issue 11) the webhook applies GPUMemoryPolicy objects ---------------------------------
+#
+# Through the real API server and the running webhook (no restart): the seed's example
+# (examples/policies/realtime-batch.yaml, on the H100 nodes) refuses a realtime pod over its
+# 60 percent share and, once realtime declares more than 80 percent of that share, a batch pod,
+# while a pod of no tier is admitted; switched to audit, the same batch pod is admitted and the
+# API server's audit log holds the webhook's auditAnnotations entry
+# (pods.gpu-memory-guard.io/audit-violations) and the webhook counts it; an enforcing threshold
+# policy on the A100 node refuses what the flags admit; deleting the policies restores the flags.
+# Every verdict is kubectl's (server dry runs, one real create); the webhook's pid is unchanged.
+
+PA_NS=e2e-policy
+
+pa_pod() { # NAME MEMORY GPUS NODE PRIORITY_CLASS(or "")
+	pod_json "$1" $PA_NS "$2" "$3" "$4" | jq --arg pc "$5" 'if $pc == "" then . else .spec.priorityClassName = $pc end'
+}
+pa_dry() { pa_pod "$@" | kc create --dry-run=server -f - 2>&1; }
+pa_dry_denied() { # GREP NAME MEMORY GPUS NODE PC: refused with GREP in the message
+	local out
+	out=$(pa_dry "${@:2}") && return 1
+	grep -qF "$1" <<<"$out"
+}
+pa_dry_allowed() { pa_dry "$@" >/dev/null; }
+pa_audit_total() { metrics | awk '/^gpu_memory_guard_policy_audit_violations_total/ {s += $2} END {print s + 0}'; }
+
+test_policy_apply() {
+	CURRENT="23 GPUMemoryPolicy applied by the webhook"
+	local bad="" out t0 lag_apply lag_audit a0 a1 node=gpu-h100-a a100=gpu-a100-0 audit_line
+	fresh_ns $PA_NS
+	kc create priorityclass realtime --value=1000 >/dev/null 2>&1
+	kc create priorityclass batch --value=100 >/dev/null 2>&1
+	# Before: the flags (90 percent) admit a 48Gi realtime pod on the 79.6Gi H100.
+	pa_dry_allowed rt-probe 48Gi 1 $node realtime || bad="$bad; 48Gi realtime refused before any policy"
+	out=$(kc apply -f "$REPO_ROOT/examples/policies/realtime-batch.yaml" 2>&1) || bad="$bad; example refused: $out"
+	t0=$SECONDS
+	# realtime budget: 60 percent of 81559Mi = 47.8Gi
+	if ! wait_for 30 "the realtime tier to apply" pa_dry_denied 'tier "realtime"' rt-probe 48Gi 1 $node realtime; then
+		bad="$bad; 48Gi realtime still not refused by its tier 30s after the policy: $(pa_dry rt-probe 48Gi 1 $node realtime)"
+	fi
+	lag_apply=$((SECONDS - t0))
+	# 40Gi of realtime placed: above 80 percent of its share (38.2Gi).
+	out=$(pa_pod rt-0 40Gi 1 $node realtime | kc create -f - 2>&1) || bad="$bad; 40Gi realtime refused: $out"
+	wait_for 30 "batch to yield" pa_dry_denied 'yields to tier "realtime"' batch-probe 1Gi 1 $node batch ||
+		bad="$bad; 1Gi batch not refused with realtime at 40Gi: $(pa_dry batch-probe 1Gi 1 $node batch)"
+	grep -qF "$DENIED_POD" <<<"$(pa_dry batch-probe 1Gi 1 $node batch)" || bad="$bad; the batch refusal is not the webhook's"
+	pa_dry_allowed plain 20Gi 1 $node "" || bad="$bad; a 20Gi pod of no tier refused: $(pa_dry plain 20Gi 1 $node "")"
+	# Audit: the same batch pod admitted, the breach in the API server's audit log and counted.
+	a0=$(pa_audit_total)
+	kc patch gmp realtime-batch --type=merge -p '{"spec": {"mode": "audit"}}' >/dev/null
+	t0=$SECONDS
+	wait_for 30 "audit mode" pa_dry_allowed batch-probe 1Gi 1 $node batch ||
+		bad="$bad; batch still refused 30s after mode audit: $(pa_dry batch-probe 1Gi 1 $node batch)"
+	lag_audit=$((SECONDS - t0))
+	out=$(pa_pod batch-0 1Gi 1 $node batch | kc create -f - 2>&1) || bad="$bad; batch-0 refused in audit mode: $out"
+	a1=$(pa_audit_total)
+	[ "$a1" -gt "$a0" ] || bad="$bad; gpu_memory_guard_policy_audit_violations_total $a0 -> $a1"
+	audit_line=""
+	wait_for 15 "the audit log entry" bash -c "grep -F '\"name\":\"batch-0\"' '$STATE/logs/audit.log' | grep -qF 'pods.gpu-memory-guard.io/audit-violations'" &&
+		audit_line=$(grep -F '"name":"batch-0"' "$STATE/logs/audit.log" | grep -F 'pods.gpu-memory-guard.io/audit-violations' | head -n 1 |
+			jq -r '.annotations["pods.gpu-memory-guard.io/audit-violations"]' 2>/dev/null)
+	[[ $audit_line == *'GPUMemoryPolicy "realtime-batch" (audit)'*'yields to tier "realtime"'* ]] ||
+		bad="$bad; no audit-violations annotation for batch-0 in the API server's audit log (got: '$audit_line'; $(grep -c . "$STATE/logs/audit.log" 2>/dev/null) lines)"
+	kc delete gmp realtime-batch --wait=true >/dev/null 2>&1
+	# An enforcing threshold policy on the A100 node (8 x 38.6Gi): 120Gi there, 40Gi more is
+	# 160Gi, over 50 percent (154.4Gi) and under the flags' 90 percent.
+	out=$(pa_pod a100-0 120Gi 8 $a100 "" | kc create -f - 2>&1) || bad="$bad; 120Gi on $a100 refused: $out"
+	pa_dry_allowed a100-probe 40Gi 8 $a100 "" || bad="$bad; 40Gi more on $a100 refused under the flags"
+	kc apply -f - >/dev/null <<<'apiVersion: gpu-memory-guard.io/v1alpha1
+kind: GPUMemoryPolicy
+metadata: {name: e2e-a100-half}
+spec:
+  nodeSelector: {matchLabels: {nvidia.com/gpu.product: NVIDIA-A100-SXM4-40GB}}
+  threshold: 0.5'
+	wait_for 30 "the A100 policy" pa_dry_denied 'GPUMemoryPolicy "e2e-a100-half"' a100-probe 40Gi 8 $a100 "" ||
+		bad="$bad; 40Gi more on $a100 not refused by e2e-a100-half: $(pa_dry a100-probe 40Gi 8 $a100 "")"
+	kc delete gmp e2e-a100-half --wait=true >/dev/null 2>&1
+	wait_for 30 "the flags again" pa_dry_allowed a100-probe 40Gi 8 $a100 "" ||
+		bad="$bad; 40Gi more on $a100 still refused after the policy was deleted"
+	[ "$(cat "$STATE/pids/webhook.pid")" = "$WEBHOOK_PID" ] && kill -0 "$WEBHOOK_PID" || bad="$bad; the webhook was restarted or died"
+	kc delete priorityclass realtime batch >/dev/null 2>&1
+	drop_ns $PA_NS
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	else
+		pass "seed example applied without restart in ${lag_apply}s: 48Gi realtime refused by its tier, 1Gi batch refused while realtime declares 40Gi, 20Gi of no tier admitted; audit mode (in ${lag_audit}s): batch admitted, the API server's audit log has pods.gpu-memory-guard.io/audit-violations \"${audit_line:0:160}...\", metric $a0 -> $a1; e2e-a100-half refused 40Gi more on $a100 that the flags admit, and deleting it restored them"
+	fi
+}

@@ -13,9 +13,10 @@
 # with umoci and run with runc under the chart's security context; GMG_IMAGE: see test 18), and
 # 19-20 (issue 12: etcd paused, a replica killed, the serving certificate and the token
 # replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh), 21
-# (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused), and 22
+# (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused), 22
 # (the GPUMemoryPolicy CRD: examples accepted, bad policies refused by the API server's schema
-# and CEL rules, printer columns; policies.sh).
+# and CEL rules, printer columns; policies.sh) and 23 (the webhook applies policies: the seed's
+# tiers, audit mode in the API server's audit log, a threshold policy; policies.sh).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test but the
 # known failing ones, see KNOWN_FAILING; e.g. 12: that test only, on a cluster of its own)
@@ -1868,6 +1869,7 @@ want 19 && test_faults
 want 20 && test_soak
 want 21 && test_report
 want 22 && test_policy_crd
+want 23 && test_policy_apply
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
