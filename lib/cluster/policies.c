@@ -119,7 +119,8 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 		return POLICIES_ENOMEM;
 	}
 	log_fields(rc == 0 ? LOG_INFO : LOG_WARN, rc == 0 ? "policy applied" : "policy unusable",
-	           (struct log_field[]){LOG_STR("policy", name), LOG_INT("generation", e.generation),
+	           (struct log_field[]){LOG_STR("policy", name),
+	                                LOG_INT("generation", e.generation),
 	                                LOG_STR("error", rc == 0 ? NULL : err), LOG_END});
 	pthread_rwlock_wrlock(&s->lock);
 	i = find(s, name, &found);

@@ -36,7 +36,7 @@ struct metrics_writer;
 
 struct policies;
 
-struct policies *policies_new(void);  /* NULL on allocation failure; caller owns it */
+struct policies *policies_new(void);    /* NULL on allocation failure; caller owns it */
 void policies_free(struct policies *s); /* NULL is a no-op; no call may be running */
 
 /* Apply one watch event (or listed object, as WATCH_ADDED), borrowed. BOOKMARK and ERROR are

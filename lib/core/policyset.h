@@ -29,10 +29,10 @@
 struct policyset_input {
 	const struct placement_node *node;
 	const struct placement_pod *pod;
-	const char *pod_namespace;                /* for tier membership */
-	const char *pod_priority_class;           /* NULL or "": none */
+	const char *pod_namespace;                 /* for tier membership */
+	const char *pod_priority_class;            /* NULL or "": none */
 	const struct gpupolicy_labels *pod_labels; /* NULL: none */
-	const struct gpupolicy *const *policies; /* those selecting the node (policies.h) */
+	const struct gpupolicy *const *policies;   /* those selecting the node (policies.h) */
 	size_t n_policies;
 	struct gpupolicy_flags flags;
 	int verdict_only; /* placement_policy.verdict_only: no words (the extender) */
@@ -49,8 +49,8 @@ struct policyset_result {
 	struct placement_result main; /* the first check's: numbers, reserve, reserve_bytes */
 	int invalid_input;            /* placement_decide refused the input: main.decision says */
 	int allowed;
-	const char *reason;          /* the refusal's, or main.decision.reason when allowed */
-	const char *policy;          /* the policy that refused, NULL: the flags or annotation */
+	const char *reason;           /* the refusal's, or main.decision.reason when allowed */
+	const char *policy;           /* the policy that refused, NULL: the flags or annotation */
 	char message[POLICY_MSG_MAX]; /* the refusal */
 	char warnings[POLICYSET_WARNINGS][POLICY_MSG_MAX];
 	size_t n_warnings;

@@ -79,8 +79,8 @@ static struct review_answer place(const char *name, const char *limit, const cha
 	if (audit != NULL) {
 		cJSON *ans = cJSON_Parse(rs.body);
 		const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-		    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(ans, "response"),
-		                                     "auditAnnotations"),
+		    cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(ans, "response"), "auditAnnotations"),
 		    "audit-violations");
 		snprintf(audit, audit_cap, "%s", cJSON_IsString(v) ? v->valuestring : "");
 		cJSON_Delete(ans);
@@ -110,8 +110,8 @@ static void wait_policies(double usable, double invalid)
 		double i = metric("gpu_memory_guard_policies", "state=\"invalid\"");
 		if (u == usable && i == invalid)
 			return;
-		ITEST_CHECK(harness_now() < end, "policies usable %g invalid %g, waited for %g %g", u,
-		            i, usable, invalid);
+		ITEST_CHECK(harness_now() < end, "policies usable %g invalid %g, waited for %g %g",
+		            u, i, usable, invalid);
 		usleep(50 * 1000);
 	}
 }
@@ -199,10 +199,10 @@ static void test_audit_mode(void **state)
 	itest_contains(audit, "GPUMemoryPolicy \"half\" (audit)", "auditAnnotations");
 	itest_contains(audit, "above the 50 percent limit", "auditAnnotations");
 	double after = metric("gpu_memory_guard_policy_audit_violations_total", NULL);
-	double never = metric("gpu_memory_guard_policy_audit_violations_total",
-	                      "reason=\"NeverFits\"");
-	ITEST_CHECK(after == before + 1 && never >= 1, "audit metric %g -> %g (NeverFits %g)", before,
-	            after, never);
+	double never =
+	    metric("gpu_memory_guard_policy_audit_violations_total", "reason=\"NeverFits\"");
+	ITEST_CHECK(after == before + 1 && never >= 1, "audit metric %g -> %g (NeverFits %g)",
+	            before, after, never);
 	/* within the audited threshold: no entry */
 	a = place("quiet", "30Gi", "pol-a", NULL, 1, audit, sizeof(audit));
 	ITEST_CHECK(a.allowed && audit[0] == '\0', "30Gi: allowed %d, audit \"%s\"", a.allowed,
@@ -215,9 +215,9 @@ static void test_audit_mode(void **state)
 static void test_invalid_policy_counted_applied_nowhere(void **state)
 {
 	(void)state;
-	ITEST_CHECK(put_policy("{\"metadata\":{\"name\":\"broken\"},\"spec\":{\"threshold\":1.5}}") ==
-	                0,
-	            "put policy");
+	ITEST_CHECK(
+	    put_policy("{\"metadata\":{\"name\":\"broken\"},\"spec\":{\"threshold\":1.5}}") == 0,
+	    "put policy");
 	wait_policies(1, 1);
 	struct review_answer a = place("still", "30Gi", "pol-a", NULL, 1, NULL, 0);
 	ITEST_CHECK(a.allowed, "an invalid policy changed a decision: %s", a.message);

@@ -81,8 +81,8 @@ static struct policyset_result decide(const struct run *r)
 {
 	static struct policyset_result out;
 	struct demand d = demand_of(r->bytes);
-	struct placement_node node = {"gpu-a",      r->cap ? r->cap : &card, r->pods, r->n_pods,
-	                              r->reserved, r->n_reserved};
+	struct placement_node node = {
+	    "gpu-a", r->cap ? r->cap : &card, r->pods, r->n_pods, r->reserved, r->n_reserved};
 	struct placement_pod pod = {"ml/new", "ml/new", "uid-new", &d, 0};
 	struct policyset_input in = {
 	    .node = &node,
@@ -117,10 +117,10 @@ static void test_no_policy_is_the_flags(void **state)
 
 static void test_enforcing_policy_replaces_the_flags(void **state)
 {
-	struct gpupolicy *strict = parse(
-	    "{\"metadata\":{\"name\":\"a100-pool\"},\"spec\":{\"threshold\":0.5,\"mode\":\"enforce\"}}");
-	struct gpupolicy *looser = parse(
-	    "{\"metadata\":{\"name\":\"looser\"},\"spec\":{\"threshold\":0.95}}");
+	struct gpupolicy *strict = parse("{\"metadata\":{\"name\":\"a100-pool\"},\"spec\":{"
+	                                 "\"threshold\":0.5,\"mode\":\"enforce\"}}");
+	struct gpupolicy *looser =
+	    parse("{\"metadata\":{\"name\":\"looser\"},\"spec\":{\"threshold\":0.95}}");
 	struct gpupolicy *pols[] = {looser, strict};
 	struct run r = {.pols = pols, .n_pols = 2, .bytes = 40 * GI};
 	struct policyset_result res = decide(&r);
@@ -161,8 +161,8 @@ static void test_annotation_beats_policies(void **state)
 
 static void test_audit_and_warn_never_weaken_the_flags(void **state)
 {
-	struct gpupolicy *audit = parse(
-	    "{\"metadata\":{\"name\":\"rollout\"},\"spec\":{\"threshold\":0.5,\"mode\":\"audit\"}}");
+	struct gpupolicy *audit = parse("{\"metadata\":{\"name\":\"rollout\"},\"spec\":{"
+	                                "\"threshold\":0.5,\"mode\":\"audit\"}}");
 	struct gpupolicy *warn = parse(
 	    "{\"metadata\":{\"name\":\"soon\"},\"spec\":{\"threshold\":0.6,\"mode\":\"warn\"}}");
 	struct placement_item pods[] = {pod_item("ml/a", 10 * GI, NULL)};
@@ -283,9 +283,9 @@ static void test_tier_modes(void **state)
 	struct gpupolicy *audit = parse(
 	    "{\"metadata\":{\"name\":\"tiers-audit\"},\"spec\":{\"mode\":\"audit\",\"tiers\":["
 	    "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
-	struct gpupolicy *warn = parse(
-	    "{\"metadata\":{\"name\":\"tiers-warn\"},\"spec\":{\"mode\":\"warn\",\"tiers\":["
-	    "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
+	struct gpupolicy *warn =
+	    parse("{\"metadata\":{\"name\":\"tiers-warn\"},\"spec\":{\"mode\":\"warn\",\"tiers\":["
+	          "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
 	struct run r = {.pols = &audit, .n_pols = 1, .bytes = 30 * GI};
 	struct policyset_result res = decide(&r);
 
