@@ -763,20 +763,26 @@ static int group_check(const struct gpupolicy *const *sel, size_t n, enum gpupol
 	for (size_t i = 0; i < n; i++) {
 		const struct gpupolicy *p = sel[i];
 
-		if (p == NULL || p->mode != m || !p->has_threshold)
+		if (p == NULL || p->mode != m)
+			continue;
+		/* warnThreshold counts even without a threshold: a policy may ask only for earlier
+		 * warnings */
+		if (p->has_warn_threshold && (!has_warn || p->warn_threshold < c.warn_threshold)) {
+			c.warn_threshold = p->warn_threshold;
+			has_warn = 1;
+		}
+		if (!p->has_threshold)
 			continue;
 		if (!found || p->threshold < c.threshold) {
 			c.threshold = p->threshold;
 			c.source = p->name;
 		}
-		if (p->has_warn_threshold && (!has_warn || p->warn_threshold < c.warn_threshold)) {
-			c.warn_threshold = p->warn_threshold;
-			has_warn = 1;
-		}
 		found = 1;
 	}
 	if (found)
 		*out = c;
+	else if (has_warn)
+		out->warn_threshold = c.warn_threshold; /* the flags' check keeps its threshold */
 	return found;
 }
 
@@ -793,8 +799,9 @@ static int group_check(const struct gpupolicy *const *sel, size_t n, enum gpupol
  *     flags' own check in warn mode, the two are one warn check at the smaller threshold
  *     (source of the smaller; the flags on ties).
  *  4. The audit check: the strictest threshold of the audit-mode policies.
- * Each check's warn threshold: the smallest warnThreshold of the policies of its group that set
- * one (policies that set no threshold are in no group), else the flags'.
+ * Each check's warn threshold: the smallest warnThreshold of the policies of its mode that set
+ * one (with or without a threshold: a policy may ask only for earlier warnings), else the
+ * flags'; the annotation's check takes the enforcing policies' the same way.
  */
 void gpupolicy_resolve(const struct gpupolicy *const *sel, size_t n,
                        const struct gpupolicy_flags *flags, int has_annotation, double annotation,
@@ -815,8 +822,12 @@ void gpupolicy_resolve(const struct gpupolicy *const *sel, size_t n,
 	c->source = "flags";
 	out->n = 1;
 	if (has_annotation) {
+		struct gpupolicy_check e = *c;
 		c->threshold = annotation;
 		c->source = "node annotation";
+		/* the enforcing policies' warnThreshold still beats the flags' */
+		group_check(sel, n, GPUPOLICY_ENFORCE, flags, &e);
+		c->warn_threshold = e.warn_threshold;
 		return;
 	}
 	group_check(sel, n, GPUPOLICY_ENFORCE, flags, c);

@@ -47,8 +47,9 @@
  *     warn check = the smallest of the warn-mode policies, merged into the flags' check (the
  *     smaller threshold) when that is itself a warn check; audit check = the smallest of the
  *     audit-mode policies. A check's warn_threshold: the smallest warnThreshold of the
- *     policies of its group that set one, else the flags'. A policy that sets no threshold is
- *     in no group (its warnThreshold alone changes no check).
+ *     policies of its mode that set one (with or without a threshold: a policy may ask only
+ *     for earlier warnings), else the flags'; the annotation's check takes the enforcing
+ *     policies' the same way.
  *
  * Ratios are applied at parts per million, like policy.h: budget = floor(bytes x ppm / 1e6).
  * Thread-safe: a parsed policy is read-only.

@@ -804,14 +804,19 @@ static void test_resolve(void **state)
 	expect_plan("none, warn", &plan, (struct want_check[]){{GPUPOLICY_WARN, 0.9, 0.8, "flags"}},
 	            1);
 
-	/* the annotation beats every policy (warn and audit ones too) */
+	/* the annotation beats every policy's threshold (warn and audit ones too); the enforcing
+	 * policies' warnThreshold still beats the flags' */
 	const struct gpupolicy *all[] = {&e2, &w2, &a1};
 	gpupolicy_resolve(all, 3, &enforce, 1, 0.95, &plan);
 	expect_plan("annotation", &plan,
-	            (struct want_check[]){{GPUPOLICY_ENFORCE, 0.95, 0.8, "node annotation"}}, 1);
+	            (struct want_check[]){{GPUPOLICY_ENFORCE, 0.95, 0.6, "node annotation"}}, 1);
 	gpupolicy_resolve(all, 3, &warn, 1, 0.5, &plan);
 	expect_plan("annotation, warn", &plan,
-	            (struct want_check[]){{GPUPOLICY_WARN, 0.5, 0.8, "node annotation"}}, 1);
+	            (struct want_check[]){{GPUPOLICY_WARN, 0.5, 0.6, "node annotation"}}, 1);
+	const struct gpupolicy *wa_only[] = {&w2, &a1};
+	gpupolicy_resolve(wa_only, 2, &enforce, 1, 0.95, &plan);
+	expect_plan("annotation, no enforcing policy", &plan,
+	            (struct want_check[]){{GPUPOLICY_ENFORCE, 0.95, 0.8, "node annotation"}}, 1);
 
 	/* an enforcing policy beats the flags, even a looser one */
 	const struct gpupolicy *one[] = {&e1};
@@ -827,17 +832,17 @@ static void test_resolve(void **state)
 	/* several enforcing: the strictest, the first on ties; warn: smallest set */
 	const struct gpupolicy *es[] = {&e1, &e2, &e3, &e_none};
 	gpupolicy_resolve(es, 4, &enforce, 0, 0, &plan);
-	expect_plan("strictest", &plan, (struct want_check[]){{GPUPOLICY_ENFORCE, 0.7, 0.6, "e2"}},
+	expect_plan("strictest", &plan, (struct want_check[]){{GPUPOLICY_ENFORCE, 0.7, 0.5, "e2"}},
 	            1);
 	const struct gpupolicy *es2[] = {&e3, &e1, &e2};
 	gpupolicy_resolve(es2, 3, &enforce, 0, 0, &plan);
 	expect_plan("strictest, tie", &plan,
 	            (struct want_check[]){{GPUPOLICY_ENFORCE, 0.7, 0.6, "e3"}}, 1);
-	/* a policy without a threshold is in no group */
+	/* a policy without a threshold keeps the flags' threshold and lowers only the warning */
 	const struct gpupolicy *en[] = {&e_none};
 	gpupolicy_resolve(en, 1, &enforce, 0, 0, &plan);
 	expect_plan("no threshold", &plan,
-	            (struct want_check[]){{GPUPOLICY_ENFORCE, 0.9, 0.8, "flags"}}, 1);
+	            (struct want_check[]){{GPUPOLICY_ENFORCE, 0.9, 0.5, "flags"}}, 1);
 
 	/* warn and audit policies never replace the flags: they add checks */
 	const struct gpupolicy *wa[] = {&a2, &w1, &a1, &w2};
