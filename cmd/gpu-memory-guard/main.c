@@ -325,23 +325,52 @@ static int report_item(void *ctx, const struct cJSON *item)
 	return s->rc = s->add(s->report, item, s->err, sizeof(s->err));
 }
 
-/* List every node, then every pod, into the report: the webhook's inputs, read once. */
+/* List every node, every pod, then every GPUMemoryPolicy into the report: the webhook's
+ * inputs, read once. The policies' CRD not installed (404) is no policy, as for the webhook; a
+ * 403 names the RBAC the report lacks. */
 static int report_read(struct kube_client *c, struct report *r, char *err, size_t errlen)
 {
-	static const char *const resources[] = {"nodes", "pods"};
+	static const char *const resources[] = {
+	    "nodes", "pods", GPUPOLICY_GROUP "/" GPUPOLICY_VERSION "/" GPUPOLICY_PLURAL};
 	struct report_sink sink = {.report = r};
 	long code = 0;
 
-	for (size_t i = 0; i < 2; i++) {
-		sink.add = i == 0 ? report_add_node : report_add_pod;
+	for (size_t i = 0; i < 3; i++) {
+		sink.add = i == 0 ? report_add_node : i == 1 ? report_add_pod : report_add_policy;
+		code = 0;
 		int rc = kube_list_all(c, resources[i], 0, report_item, &sink, NULL, 0, &code, err,
 		                       errlen);
+		if (rc == KUBE_ENOTFOUND && i == 2)
+			continue; /* the CRD is not installed: no policy can exist */
 		if (rc == KUBE_ESTOP)
 			snprintf(err, errlen, "%s: %.400s", resources[i], sink.err);
+		else if (rc != 0 && code == 403 && i == 2) {
+			char why[REPORT_ERR_MAX];
+			snprintf(why, sizeof(why), "%s", err);
+			snprintf(
+			    err, errlen,
+			    "%.300s (the report needs list on %s.%s, cluster-wide, to apply the "
+			    "webhook's GPUMemoryPolicy objects)",
+			    why, GPUPOLICY_PLURAL, GPUPOLICY_GROUP);
+		}
 		if (rc != 0)
 			return -1;
 	}
 	return 0;
+}
+
+/* A policy the webhook cannot use applies to no node: say so, on stderr. */
+static void report_warn_policies(const struct report *r, const char *name)
+{
+	struct report_policy p;
+
+	for (size_t i = 0; i < report_policies(r, i, &p); i++)
+		if (p.error[0] != '\0')
+			fprintf(
+			    stderr,
+			    "%s: warning: GPUMemoryPolicy %s is not usable, applied to no node: "
+			    "%s\n",
+			    name, p.name, p.error);
 }
 
 /* `report` (and `kubectl gpu-memory`): read the cluster, print the report. */
@@ -379,6 +408,7 @@ static int cmd_report(int argc, char **argv, const char *name)
 		fprintf(stderr, "%s: %s\n", name, err);
 		goto out;
 	}
+	report_warn_policies(r, name);
 	fputs(out, stdout);
 	status = fflush(stdout) == 0 ? 0 : 1;
 out:

@@ -5,8 +5,11 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "gpupolicy.h"
 #include "jsonpath.h"
+#include "labelset.h"
 #include "placement.h"
+#include "policyset.h"
 #include "quantity.h"
 #include "satmath.h"
 
@@ -32,7 +35,8 @@ struct node_rec {
 	int cap_rc; /* capacity_from_node()'s result */
 	struct capacity cap;
 	char cap_err[CAPACITY_MSG_MAX];
-	int gpu_allocatable; /* allocatable carries a configured GPU resource, not "0" */
+	int gpu_allocatable;    /* allocatable carries a configured GPU resource, not "0" */
+	struct labelset labels; /* metadata.labels: GPUMemoryPolicy spec.nodeSelector */
 };
 
 /* A GPU pod bound to a node, not finished. */
@@ -43,6 +47,15 @@ struct pod_rec {
 	char *problem; /* NULL when declared */
 	uint64_t bytes, gpus;
 	uint32_t pool; /* demand.pool: which GPUs it draws on (MIG mixed: a pool of its own) */
+	char *priority_class;   /* spec.priorityClassName, NULL when none (tiers) */
+	struct labelset labels; /* metadata.labels (tiers' podSelector) */
+};
+
+/* A GPUMemoryPolicy as read: parsed, or its error. */
+struct pol_rec {
+	char *name;
+	struct gpupolicy *p; /* NULL: not usable */
+	char *error;         /* "" when usable */
 };
 
 struct report {
@@ -56,6 +69,8 @@ struct report {
 	size_t n_nodes, cap_nodes;
 	struct pod_rec *pods;
 	size_t n_pods, cap_pods;
+	struct pol_rec *pols;
+	size_t n_pols, cap_pols;
 	int built;
 	struct report_row *rows;
 	size_t n_rows;
@@ -166,6 +181,7 @@ void report_free(struct report *r)
 	for (size_t i = 0; i < r->n_nodes; i++) {
 		free(r->nodes[i].name);
 		free(r->nodes[i].product);
+		labelset_clear(&r->nodes[i].labels);
 	}
 	free(r->nodes);
 	for (size_t i = 0; i < r->n_pods; i++) {
@@ -173,8 +189,18 @@ void report_free(struct report *r)
 		free(r->pods[i].key);
 		free(r->pods[i].uid);
 		free(r->pods[i].problem);
+		free(r->pods[i].priority_class);
+		labelset_clear(&r->pods[i].labels);
 	}
 	free(r->pods);
+	for (size_t i = 0; i < r->n_pols; i++) {
+		free(r->pols[i].name);
+		gpupolicy_free(r->pols[i].p);
+		free(r->pols[i].error);
+	}
+	free(r->pols);
+	for (size_t i = 0; r->rows != NULL && i < r->n_rows; i++)
+		free((void *)r->rows[i].tiers);
 	free(r->rows);
 	free(r->row_pods);
 	free(r);
@@ -257,9 +283,10 @@ int report_add_node(struct report *r, const cJSON *node, char *err, size_t errle
 	memset(n, 0, sizeof(*n));
 	n->name = dup_str(name);
 	n->product = dup_str(json_str(labels, CAPACITY_LABEL_PRODUCT, NULL));
-	if (n->name == NULL || n->product == NULL) {
+	if (n->name == NULL || n->product == NULL || labelset_copy(&n->labels, labels) != 0) {
 		free(n->name);
 		free(n->product);
+		labelset_clear(&n->labels);
 		return fail(err, errlen, REPORT_ENOMEM, "out of memory");
 	}
 	n->replicas = replicas_of(labels);
@@ -268,6 +295,52 @@ int report_add_node(struct report *r, const cJSON *node, char *err, size_t errle
 	n->gpu_allocatable = gpu_allocatable(r, node);
 	r->n_nodes++;
 	return 0;
+}
+
+int report_add_policy(struct report *r, const cJSON *policy, char *err, size_t errlen)
+{
+	const char *name = json_str(policy, "metadata", "name", NULL);
+	char why[GPUPOLICY_ERR_MAX] = "";
+	struct pol_rec *p;
+	int rc;
+
+	if (r->built)
+		return fail(err, errlen, REPORT_ESTATE, "policy added after the report was built");
+	if (!cJSON_IsObject(policy))
+		return fail(err, errlen, REPORT_EINVAL, "GPUMemoryPolicy: not an object");
+	if (r->n_pols >= REPORT_POLICIES_MAX)
+		return fail(err, errlen, REPORT_EFULL, "more than %d GPUMemoryPolicy objects",
+		            REPORT_POLICIES_MAX);
+	if (grow((void **)&r->pols, &r->cap_pols, r->n_pols, sizeof(*r->pols)) != 0)
+		return fail(err, errlen, REPORT_ENOMEM, "out of memory");
+	p = &r->pols[r->n_pols];
+	memset(p, 0, sizeof(*p));
+	rc = gpupolicy_parse(policy, &p->p, why, sizeof(why));
+	if (rc == GPUPOLICY_ENOMEM)
+		return fail(err, errlen, REPORT_ENOMEM, "out of memory");
+	if (rc != 0 && why[0] == '\0')
+		snprintf(why, sizeof(why), "not a usable GPUMemoryPolicy");
+	p->name = dup_str(name != NULL && name[0] != '\0' ? name : "(unnamed)");
+	p->error = dup_str(rc == 0 ? "" : why);
+	if (p->name == NULL || p->error == NULL) {
+		free(p->name);
+		free(p->error);
+		gpupolicy_free(p->p);
+		return fail(err, errlen, REPORT_ENOMEM, "out of memory");
+	}
+	r->n_pols++;
+	return 0;
+}
+
+size_t report_policies(const struct report *r, size_t i, struct report_policy *out)
+{
+	if (out != NULL && i < r->n_pols) {
+		const struct pol_rec *p = &r->pols[i];
+		out->name = p->name;
+		out->mode = p->p != NULL ? gpupolicy_mode_name(p->p->mode) : "";
+		out->error = p->error;
+	}
+	return r->n_pols;
 }
 
 static int is_finished(const cJSON *pod)
@@ -317,12 +390,17 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 		p->problem = dup_str(d.error);
 	p->gpus = d.gpus;
 	p->pool = d.pool;
+	const char *pc = json_str(pod, "spec", "priorityClassName", NULL);
+	int bad_pc = pc != NULL && pc[0] != '\0' && (p->priority_class = strdup(pc)) == NULL;
 	if (p->node == NULL || p->uid == NULL || p->key == NULL ||
-	    (d.status != DEMAND_OK && p->problem == NULL)) {
+	    (d.status != DEMAND_OK && p->problem == NULL) || bad_pc ||
+	    labelset_copy(&p->labels, json_at(pod, "metadata", "labels", NULL)) != 0) {
 		free(p->node);
 		free(p->uid);
 		free(p->key);
 		free(p->problem);
+		free(p->priority_class);
+		labelset_clear(&p->labels);
 		return fail(err, errlen, REPORT_ENOMEM, "out of memory");
 	}
 	r->n_pods++;
@@ -346,7 +424,8 @@ static const char *json_type(const cJSON *v)
 	return "null";
 }
 
-/* The items of a NodeList (as_node 1), PodList (0) or List (-1: by each item's kind). */
+/* The items of a NodeList (as_node 1), PodList (0), GPUMemoryPolicyList (2) or List (-1: by
+ * each item's kind). */
 static int add_items(struct report *r, const cJSON *list, const char *kind, int as_node, char *err,
                      size_t errlen)
 {
@@ -372,10 +451,14 @@ static int add_items(struct report *r, const cJSON *list, const char *kind, int 
 			if (k == NULL)
 				return fail(err, errlen, REPORT_EINVAL, "%s: items[%zu]: no kind",
 				            kind, i);
-			node = strcmp(k, "Node") == 0 ? 1 : strcmp(k, "Pod") == 0 ? 0 : -1;
+			node = strcmp(k, "Node") == 0           ? 1
+			       : strcmp(k, "Pod") == 0          ? 0
+			       : strcmp(k, GPUPOLICY_KIND) == 0 ? 2
+			                                        : -1;
 		}
 		rc = node == 1   ? report_add_node(r, it, why, sizeof(why))
 		     : node == 0 ? report_add_pod(r, it, why, sizeof(why))
+		     : node == 2 ? report_add_policy(r, it, why, sizeof(why))
 		                 : 0; /* another kind of a List: not ours */
 		if (rc != 0)
 			return fail(err, errlen, rc, "%s: items[%zu]: %s", kind, i, why);
@@ -387,7 +470,8 @@ static int add_items(struct report *r, const cJSON *list, const char *kind, int 
 int report_add_list(struct report *r, const cJSON *list, char *err, size_t errlen)
 {
 	const char *kind = json_str(list, "kind", NULL);
-	static const char expected[] = "expected a NodeList, PodList, List, Node or Pod object";
+	static const char expected[] = "expected a NodeList, PodList, GPUMemoryPolicyList, List, "
+	                               "Node, Pod or GPUMemoryPolicy object";
 
 	if (!cJSON_IsObject(list))
 		return fail(err, errlen, REPORT_EINVAL, "%s, got %s", expected, json_type(list));
@@ -397,8 +481,12 @@ int report_add_list(struct report *r, const cJSON *list, char *err, size_t errle
 		return add_items(r, list, kind, 1, err, errlen);
 	if (strcmp(kind, "PodList") == 0)
 		return add_items(r, list, kind, 0, err, errlen);
+	if (strcmp(kind, GPUPOLICY_KIND "List") == 0)
+		return add_items(r, list, kind, 2, err, errlen);
 	if (strcmp(kind, "List") == 0)
 		return add_items(r, list, kind, -1, err, errlen);
+	if (strcmp(kind, GPUPOLICY_KIND) == 0)
+		return report_add_policy(r, list, err, errlen);
 	if (strcmp(kind, "Node") == 0)
 		return report_add_node(r, list, err, errlen);
 	if (strcmp(kind, "Pod") == 0)
@@ -409,6 +497,11 @@ int report_add_list(struct report *r, const cJSON *list, char *err, size_t errle
 static int node_cmp(const void *a, const void *b)
 {
 	return strcmp(((const struct node_rec *)a)->name, ((const struct node_rec *)b)->name);
+}
+
+static int pol_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct pol_rec *)a)->name, ((const struct pol_rec *)b)->name);
 }
 
 static int pod_cmp(const void *a, const void *b)
@@ -426,47 +519,85 @@ static int row_pod_cmp(const void *a, const void *b)
 	return strcmp(x->key, y->key);
 }
 
-/* Decide the probe pod declaring bytes on the node: 1 allowed, 0 refused, -1 no memory. */
-static int probe_fits(struct report *r, const struct placement_node *pn, uint64_t bytes,
-                      struct placement_result *res)
+/* The GPUMemoryPolicy objects that select one node (usable ones, name order). */
+struct node_policies {
+	const struct gpupolicy *sel[REPORT_POLICIES_PER_NODE];
+	size_t n;
+};
+
+/* The webhook's flags, as the report knows them: --threshold, enforce. */
+static struct gpupolicy_flags report_flags(const struct report *r)
+{
+	return (struct gpupolicy_flags){
+	    .threshold = r->threshold, .warn_threshold = 0, .mode = POLICY_ENFORCE};
+}
+
+/* The probe pod's demand declaring bytes: 1, 0 when not a declaration the webhook would take
+ * (under DEMAND_MIN_BYTES), -1 no memory. */
+static int probe_demand(struct report *r, uint64_t bytes, struct demand *d)
 {
 	char v[24];
-	struct demand d;
-	struct placement_pod pp = {.name = REPORT_PROBE_KEY, .key = REPORT_PROBE_KEY, .dry_run = 1};
-	struct placement_policy pol = {.threshold = r->threshold,
-	                               .warn_threshold = 0,
-	                               .mode = POLICY_ENFORCE,
-	                               .verdict_only = 1};
 
 	snprintf(v, sizeof(v), "%" PRIu64, bytes);
 	if (cJSON_SetValuestring(r->probe_value, v) == NULL)
 		return -1;
-	if (demand_from_pod(r->probe, &r->dcfg, &d) != 0 || d.status != DEMAND_OK)
-		return 0; /* not a declaration the webhook would take (under DEMAND_MIN_BYTES) */
+	return demand_from_pod(r->probe, &r->dcfg, d) == 0 && d->status == DEMAND_OK;
+}
+
+/* Decide the probe pod declaring bytes on the node as the webhook does (policyset_decide: the
+ * flags, the node's annotation, the policies selecting it; the probe is of no tier): 1
+ * allowed, 0 refused, -1 no memory. res: the first (ENFORCE) check's result. */
+static int probe_fits(struct report *r, const struct placement_node *pn,
+                      const struct node_policies *np, uint64_t bytes, struct placement_result *res)
+{
+	struct demand d;
+	struct placement_pod pp = {.name = REPORT_PROBE_KEY, .key = REPORT_PROBE_KEY, .dry_run = 1};
+	struct policyset_result ps;
+	int rc = probe_demand(r, bytes, &d);
+
+	if (rc <= 0)
+		return rc;
 	pp.demand = &d;
-	if (placement_decide(pn, &pp, &pol, 0, res) != 0)
+	struct policyset_input in = {
+	    .node = pn,
+	    .pod = &pp,
+	    .pod_namespace = NULL, /* of no tier: no namespace, priority class or labels */
+	    .pod_priority_class = NULL,
+	    .pod_labels = NULL,
+	    .policies = np->sel,
+	    .n_policies = np->n,
+	    .flags = report_flags(r),
+	    .verdict_only = 1,
+	    .now_ms = 0,
+	};
+	rc = policyset_decide(&in, &ps);
+	*res = ps.main;
+	if (rc != 0)
 		return 0;
-	return res->decision.allowed;
+	return ps.allowed;
 }
 
 /*
  * The largest declaration the probe is admitted with: bisection between the smallest
  * declaration the webhook takes (admitted, else 0) and the node's limit + 1 (never fits).
- * Admission is monotone in the declaration (the total and each GPU's share only grow). first
- * is the decision at DEMAND_MIN_BYTES. 0 or -1 (no memory).
+ * Admission is monotone in the declaration (the total, each GPU's share and a tier's total
+ * only grow; a tier's yield does not depend on it). first is the ENFORCE check's result at
+ * DEMAND_MIN_BYTES (its budget: the limit), first_allowed the webhook's verdict there. 0 or -1
+ * (no memory).
  */
 static int largest_fit(struct report *r, const struct placement_node *pn,
-                       const struct placement_result *first, uint64_t *out)
+                       const struct node_policies *np, const struct placement_result *first,
+                       int first_allowed, uint64_t *out)
 {
 	struct placement_result res;
 	uint64_t lo = DEMAND_MIN_BYTES, hi = sat_add(first->decision.budget_bytes, 1);
 
 	*out = 0;
-	if (!first->decision.allowed)
+	if (!first_allowed)
 		return 0;
 	while (hi - lo > 1) {
 		uint64_t mid = lo + (hi - lo) / 2;
-		int fits = probe_fits(r, pn, mid, &res);
+		int fits = probe_fits(r, pn, np, mid, &res);
 		if (fits < 0)
 			return -1;
 		if (fits)
@@ -512,13 +643,78 @@ static void mig_note(const struct capacity *cap, const struct placement_item *it
 	}
 }
 
+/* The usable policies selecting node n, in name order (r->pols is sorted), at most
+ * REPORT_POLICIES_PER_NODE: the webhook's policies_selecting(). */
+static void select_policies(const struct report *r, const struct node_rec *n,
+                            struct node_policies *out)
+{
+	out->n = 0;
+	for (size_t i = 0; i < r->n_pols && out->n < REPORT_POLICIES_PER_NODE; i++)
+		if (r->pols[i].p != NULL && gpupolicy_selects(r->pols[i].p, &n->labels.l))
+			out->sel[out->n++] = r->pols[i].p;
+}
+
+/* Every tier of every selecting policy: declared on the node (placement_tier_bytes for the
+ * probe, a pod of the whole GPUs' pool) and budget (gpupolicy_check_tiers' for a pod of that
+ * tier declaring nothing: floor(pool x maxShare) at ppm). 0 or -1 (no memory). */
+static int row_tiers(struct report *r, const struct placement_node *pn,
+                     const struct node_policies *np, uint64_t pool_bytes, struct report_row *row)
+{
+	struct report_tier *t;
+	size_t n = 0;
+	struct demand d;
+	struct placement_pod pp = {.name = REPORT_PROBE_KEY, .key = REPORT_PROBE_KEY, .dry_run = 1};
+
+	for (size_t i = 0; i < np->n; i++)
+		n += np->sel[i]->n_tiers;
+	if (n == 0)
+		return 0;
+	if ((t = calloc(n, sizeof(*t))) == NULL || probe_demand(r, DEMAND_MIN_BYTES, &d) < 0) {
+		free(t);
+		return -1;
+	}
+	pp.demand = &d;
+	row->tiers = t;
+	for (size_t i = 0; i < np->n; i++) {
+		const struct gpupolicy *p = np->sel[i];
+		uint64_t declared[GPUPOLICY_TIERS_MAX] = {0}, zero[GPUPOLICY_TIERS_MAX] = {0};
+
+		if (p->n_tiers == 0)
+			continue;
+		if (placement_tier_bytes(pn, &pp, p, 0, declared) != 0)
+			memset(declared, 0, sizeof(declared)); /* the decision refused the input */
+		for (size_t k = 0; k < p->n_tiers; k++) {
+			struct gpupolicy_tier_input ti = {.policy = p,
+			                                  .tier = (int)k,
+			                                  .demand_bytes = 0,
+			                                  .capacity_bytes = pool_bytes,
+			                                  .tier_bytes = zero};
+			struct gpupolicy_tier_result tr;
+
+			t[row->n_tiers] = (struct report_tier){
+			    .policy = p->name,
+			    .tier = p->tiers[k].name,
+			    .declared_bytes = declared[k],
+			    .has_budget = p->tiers[k].has_max_share,
+			};
+			if (p->tiers[k].has_max_share && gpupolicy_check_tiers(&ti, &tr) == 0)
+				t[row->n_tiers].budget_bytes = tr.budget_bytes;
+			row->n_tiers++;
+		}
+	}
+	return 0;
+}
+
 /* Fill row from node n and its pods p[0..np) (rp: where the row's pods go). 0 or -1. */
 static int build_row(struct report *r, const struct node_rec *n, const struct pod_rec *p, size_t np,
                      struct report_pod *rp, struct report_row *row)
 {
 	struct placement_item *items = calloc(np ? np : 1, sizeof(*items));
 	struct placement_result first;
-	int rc = -1;
+	struct node_policies pols;
+	struct gpupolicy_plan plan;
+	struct gpupolicy_flags flags = report_flags(r);
+	int rc = -1, has_annotation = n->cap_rc == 0 && n->cap.has_threshold;
 
 	if (items == NULL)
 		return -1;
@@ -528,8 +724,15 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	row->sharing = n->sharing;
 	row->replicas = n->replicas;
 	row->capacity_known = n->cap_rc == 0;
-	row->threshold = n->cap_rc == 0 && n->cap.has_threshold ? n->cap.threshold : r->threshold;
-	row->threshold_from_node = n->cap_rc == 0 && n->cap.has_threshold;
+	/* The threshold in force: the ENFORCE check (the first: the flags are enforce). */
+	select_policies(r, n, &pols);
+	gpupolicy_resolve(pols.sel, pols.n, &flags, has_annotation,
+	                  has_annotation ? n->cap.threshold : 0, &plan);
+	row->n_policies = pols.n;
+	row->threshold = plan.checks[0].threshold;
+	row->threshold_source = plan.checks[0].source;
+	row->threshold_from_node = has_annotation;
+	row->threshold_from_policy = !has_annotation && strcmp(row->threshold_source, "flags") != 0;
 	row->pods = rp;
 	row->n_pods = np;
 	for (size_t i = 0; i < np; i++) {
@@ -539,6 +742,9 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		items[i].uid = p[i].uid[0] ? p[i].uid : NULL;
 		items[i].bytes = p[i].bytes;
 		items[i].pool = p[i].pool;
+		items[i].priority_class = p[i].priority_class;
+		items[i].labels = p[i].labels.l.n ? &p[i].labels.l : NULL;
+		items[i].attrs_known = 1; /* as the webhook's visible pods */
 		if (p[i].problem != NULL)
 			items[i].undeclared_gpus = p[i].gpus ? p[i].gpus : 1;
 		rp[i] = (struct report_pod){
@@ -569,7 +775,7 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	}
 
 	struct placement_node pn = {.name = n->name, .cap = &n->cap, .pods = items, .n_pods = np};
-	int fits = probe_fits(r, &pn, DEMAND_MIN_BYTES, &first);
+	int fits = probe_fits(r, &pn, &pols, DEMAND_MIN_BYTES, &first);
 	if (fits < 0)
 		goto out;
 	if (first.invalid_input) {
@@ -582,7 +788,10 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	row->declared_bytes = first.used_bytes; /* the core's sum: the webhook's number */
 	row->free_bytes =
 	    row->limit_bytes > row->declared_bytes ? row->limit_bytes - row->declared_bytes : 0;
-	rc = largest_fit(r, &pn, &first, &row->largest_fit_bytes);
+	if (row_tiers(r, &pn, &pols, first.pool_bytes, row) != 0 ||
+	    largest_fit(r, &pn, &pols, &first, fits, &row->largest_fit_bytes) != 0)
+		goto out;
+	rc = 0;
 out:
 	free(items);
 	return rc;
@@ -602,6 +811,12 @@ int report_build(struct report *r, char *err, size_t errlen)
 		if (strcmp(r->nodes[i - 1].name, r->nodes[i].name) == 0)
 			return fail(err, errlen, REPORT_EINVAL, "node %s listed twice",
 			            r->nodes[i].name);
+	if (r->n_pols > 1) /* name order: the webhook's (policies_selecting) */
+		qsort(r->pols, r->n_pols, sizeof(*r->pols), pol_cmp);
+	for (size_t i = 1; i < r->n_pols; i++)
+		if (strcmp(r->pols[i - 1].name, r->pols[i].name) == 0)
+			return fail(err, errlen, REPORT_EINVAL, "GPUMemoryPolicy %s listed twice",
+			            r->pols[i].name);
 	r->rows = calloc(r->n_nodes ? r->n_nodes : 1, sizeof(*r->rows));
 	r->row_pods = calloc(r->n_pods ? r->n_pods : 1, sizeof(*r->row_pods));
 	if (r->rows == NULL || r->row_pods == NULL)
@@ -619,8 +834,11 @@ int report_build(struct report *r, char *err, size_t errlen)
 		if (!is_gpu_node(n, pi - start))
 			continue;
 		if (build_row(r, n, &r->pods[start], pi - start, &r->row_pods[used],
-		              &r->rows[r->n_rows]) != 0)
+		              &r->rows[r->n_rows]) != 0) {
+			free((void *)r->rows[r->n_rows].tiers);
+			r->rows[r->n_rows].tiers = NULL;
 			return fail(err, errlen, REPORT_ENOMEM, "out of memory");
+		}
 		used += pi - start;
 		r->n_rows++;
 	}
@@ -720,7 +938,37 @@ static const char *dash(const char *s)
 	return s != NULL && s[0] ? s : "-";
 }
 
-/* One node's cells; wide adds MEMORY/GPU, REPLICAS, THRESHOLD, UNDECLARED. */
+/* The tiers of a row: "realtime 40Gi/48Gi, batch 10Gi" (tier, declared, /budget when it has
+ * one), "policy:tier ..." when several policies have tiers; "-" without. Cut with "..." at
+ * CELL_MAX. */
+static void tiers_cell(const struct report_row *w, char *c)
+{
+	size_t len = 0;
+	int several = 0;
+
+	for (size_t i = 1; i < w->n_tiers; i++)
+		several |= strcmp(w->tiers[i].policy, w->tiers[0].policy) != 0;
+	c[0] = '\0';
+	for (size_t i = 0; i < w->n_tiers && len < CELL_MAX; i++) {
+		const struct report_tier *t = &w->tiers[i];
+		char d[32], b[32];
+		int k;
+
+		quantity_format(t->declared_bytes, d, sizeof(d));
+		quantity_format(t->budget_bytes, b, sizeof(b));
+		k = snprintf(c + len, CELL_MAX - len, "%s%s%s%s %s%s%s", i ? ", " : "",
+		             several ? t->policy : "", several ? ":" : "", t->tier, d,
+		             t->has_budget ? "/" : "", t->has_budget ? b : "");
+		len += k > 0 ? (size_t)k : 0;
+	}
+	if (len >= CELL_MAX)
+		memcpy(c + CELL_MAX - 4, "...", 4);
+	if (w->n_tiers == 0)
+		cell(c, "-");
+}
+
+/* One node's cells; wide adds MEMORY/GPU, REPLICAS, THRESHOLD, THRESHOLD SOURCE, UNDECLARED,
+ * TIERS. */
 static size_t node_cells(const struct report_row *w, int wide, char (*c)[CELL_MAX])
 {
 	size_t k = 0;
@@ -745,8 +993,10 @@ static size_t node_cells(const struct report_row *w, int wide, char (*c)[CELL_MA
 		cell_bytes(c[k++], w->capacity_bytes);
 	else
 		cell(c[k++], "unknown");
-	if (wide)
+	if (wide) {
 		cell(c[k++], "%g", w->threshold);
+		cell(c[k++], "%s", dash(w->threshold_source));
+	}
 	if (known)
 		cell_bytes(c[k++], w->limit_bytes);
 	else
@@ -763,16 +1013,21 @@ static size_t node_cells(const struct report_row *w, int wide, char (*c)[CELL_MA
 		cell(c[k++], "-");
 	}
 	cell(c[k++], "%zu", w->n_pods);
-	if (wide)
+	if (wide) {
 		cell(c[k++], "%zu", w->n_undeclared);
+		tiers_cell(w, c[k++]);
+	}
 	return k;
 }
 
 static const char *const node_head[] = {"NODE",  "GPU",      "COUNT", "SHARING",     "CAPACITY",
                                         "LIMIT", "DECLARED", "FREE",  "LARGEST FIT", "PODS"};
-static const char *const node_head_wide[] = {
-    "NODE",      "GPU",   "COUNT",    "MEMORY/GPU", "SHARING",     "REPLICAS", "CAPACITY",
-    "THRESHOLD", "LIMIT", "DECLARED", "FREE",       "LARGEST FIT", "PODS",     "UNDECLARED"};
+static const char *const node_head_wide[] = {"NODE",        "GPU",       "COUNT",
+                                             "MEMORY/GPU",  "SHARING",   "REPLICAS",
+                                             "CAPACITY",    "THRESHOLD", "THRESHOLD SOURCE",
+                                             "LIMIT",       "DECLARED",  "FREE",
+                                             "LARGEST FIT", "PODS",      "UNDECLARED",
+                                             "TIERS"};
 
 static int render_nodes(const struct report_row *rows, size_t n, int wide, struct sb *s)
 {
@@ -877,6 +1132,32 @@ static cJSON *pod_json(const struct report_pod *p)
 	return o;
 }
 
+/* "tiers": [{"policy", "tier", "declaredBytes", "budgetBytes" (null without maxShare)}]. */
+static int tiers_json(cJSON *o, const struct report_row *w)
+{
+	cJSON *arr = cJSON_AddArrayToObject(o, "tiers");
+
+	if (arr == NULL)
+		return -1;
+	for (size_t i = 0; i < w->n_tiers; i++) {
+		const struct report_tier *t = &w->tiers[i];
+		cJSON *e = cJSON_CreateObject();
+		int bad = e == NULL || !cJSON_AddItemToArray(arr, e);
+
+		if (bad) {
+			cJSON_Delete(e);
+			return -1;
+		}
+		if (!cJSON_AddStringToObject(e, "policy", t->policy) ||
+		    !cJSON_AddStringToObject(e, "tier", t->tier) ||
+		    add_u64(e, "declaredBytes", t->declared_bytes) != 0 ||
+		    (t->has_budget ? add_u64(e, "budgetBytes", t->budget_bytes) != 0
+		                   : !cJSON_AddNullToObject(e, "budgetBytes")))
+			return -1;
+	}
+	return 0;
+}
+
 static cJSON *row_json(const struct report_row *w, int with_pods)
 {
 	cJSON *o = cJSON_CreateObject(), *pods;
@@ -892,7 +1173,12 @@ static cJSON *row_json(const struct report_row *w, int with_pods)
 	      add_u64(o, "capacityBytes", w->capacity_bytes) != 0 ||
 	      !cJSON_AddNumberToObject(o, "threshold", w->threshold) ||
 	      !cJSON_AddStringToObject(o, "thresholdSource",
-	                               w->threshold_from_node ? "node" : "flag") ||
+	                               w->threshold_from_node     ? "node"
+	                               : w->threshold_from_policy ? "policy"
+	                                                          : "flag") ||
+	      (w->threshold_from_policy
+	           ? !cJSON_AddStringToObject(o, "thresholdPolicy", w->threshold_source)
+	           : !cJSON_AddNullToObject(o, "thresholdPolicy")) ||
 	      add_u64(o, "limitBytes", w->limit_bytes) != 0 ||
 	      add_u64(o, "declaredBytes", w->declared_bytes) != 0 ||
 	      add_u64(o, "freeBytes", w->free_bytes) != 0 ||
@@ -901,6 +1187,8 @@ static cJSON *row_json(const struct report_row *w, int with_pods)
 	      add_u64(o, "undeclaredPodCount", w->n_undeclared) != 0 ||
 	      (w->note[0] &&
 	       !cJSON_AddStringToObject(o, w->capacity_known ? "note" : "error", w->note));
+	if (!bad)
+		bad = tiers_json(o, w) != 0;
 	if (!bad && with_pods) {
 		bad = (pods = cJSON_AddArrayToObject(o, "pods")) == NULL;
 		for (size_t i = 0; !bad && i < w->n_pods; i++) {
@@ -917,9 +1205,10 @@ static cJSON *row_json(const struct report_row *w, int with_pods)
 	return o;
 }
 
-static char *render_json(const struct report_row *rows, size_t n, int with_pods)
+static char *render_json(const struct report *r, const struct report_row *rows, size_t n,
+                         int with_pods)
 {
-	cJSON *root = cJSON_CreateObject(), *arr;
+	cJSON *root = cJSON_CreateObject(), *arr, *pols;
 	char *text = NULL;
 
 	if (root == NULL || (arr = cJSON_AddArrayToObject(root, "nodes")) == NULL)
@@ -930,6 +1219,23 @@ static char *render_json(const struct report_row *rows, size_t n, int with_pods)
 			cJSON_Delete(o);
 			goto out;
 		}
+	}
+	/* Every policy read, an unusable one with its error (applied nowhere). */
+	if ((pols = cJSON_AddArrayToObject(root, "policies")) == NULL)
+		goto out;
+	for (size_t i = 0; i < r->n_pols; i++) {
+		const struct pol_rec *p = &r->pols[i];
+		cJSON *o = cJSON_CreateObject();
+		if (o == NULL || !cJSON_AddItemToArray(pols, o)) {
+			cJSON_Delete(o);
+			goto out;
+		}
+		if (!cJSON_AddStringToObject(o, "name", p->name) ||
+		    !cJSON_AddBoolToObject(o, "usable", p->p != NULL) ||
+		    (p->p != NULL
+		         ? !cJSON_AddStringToObject(o, "mode", gpupolicy_mode_name(p->p->mode))
+		         : !cJSON_AddStringToObject(o, "error", p->error)))
+			goto out;
 	}
 	text = cJSON_Print(root);
 out:
@@ -973,7 +1279,7 @@ int report_render(const struct report *r, enum report_format fmt, const char *no
 		n = 1;
 	}
 	if (fmt == REPORT_JSON) {
-		char *text = render_json(rows, n, node != NULL);
+		char *text = render_json(r, rows, n, node != NULL);
 		if (text == NULL)
 			return fail(err, errlen, REPORT_ENOMEM, "out of memory");
 		/* cJSON_Print's buffer is the caller's to free() (the default hooks). */

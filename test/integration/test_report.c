@@ -8,6 +8,11 @@
  * gpu-node-a (test/data): 81559 MiB x 1, over its limit (nothing fits). gpu-node-roomy: 81559
  * MiB x 1 with one 30Gi pod: the limit (71.68Gi) binds. gpu-node-8x: 8 x 40960 MiB, empty: one
  * GPU's limit (36Gi) binds.
+ *
+ * GPUMemoryPolicy objects: the webhook runs --cache watch (it applies policies there), the
+ * double serves them. The CRD missing (404) is no policy; an enforcing policy at 0.5 on
+ * gpu-node-roomy gives the report's limit and largest fit, and the webhook admits that largest
+ * fit and refuses one byte more; an invalid policy is a warning on stderr, applied nowhere.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -19,6 +24,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "itest.h"
 
@@ -30,11 +36,15 @@ static int group_setup(void **state)
 	if (world_init(&W, 2))
 		return -1;
 	itest_world = &W;
+	W.cache_mode = "watch"; /* the webhook applies GPUMemoryPolicy objects from its cache */
 	if (world_add_node(&W, "gpu-node-roomy", 81559, 1) ||
 	    world_add_node(&W, "gpu-node-8x", 40960, 8) ||
 	    world_add_pod(&W, "inference", "roomy-0", "30Gi", "gpu-node-roomy"))
 		return -1;
-	return world_start_gmg(&W, extra, 30000);
+	if (world_start_gmg(&W, extra, 30000))
+		return -1;
+	itest_wait_synced(&W, 10000);
+	return 0;
 }
 
 static int group_teardown(void **state)
@@ -148,6 +158,94 @@ static void test_threshold_flag(void **state)
 	cJSON_Delete(j);
 }
 
+/* What the webhook holds: its gpu_memory_guard_policies gauge, state usable or invalid. */
+static double policies_held(const char *state_label)
+{
+	char *body = NULL;
+	long code = world_health_get(&W, "/metrics", &body);
+	ITEST_CHECK(code == 200 && body, "GET /metrics: %ld", code);
+	double v = harness_metric(body, "gpu_memory_guard_policies", state_label, 0);
+	free(body);
+	return v;
+}
+
+static void wait_policies(double usable, double invalid)
+{
+	double end = harness_now() + 20.0;
+	for (;;) {
+		double u = policies_held("state=\"usable\""),
+		       i = policies_held("state=\"invalid\"");
+		if (u == usable && i == invalid)
+			return;
+		ITEST_CHECK(harness_now() < end, "policies usable %g invalid %g, waited for %g %g",
+		            u, i, usable, invalid);
+		usleep(50 * 1000);
+	}
+}
+
+/* A policy selecting gpu-node-roomy by its hostname label, at 0.5, enforced. */
+static const char half_roomy[] =
+    "{\"apiVersion\":\"gpu-memory-guard.io/v1alpha1\",\"kind\":\"GPUMemoryPolicy\","
+    "\"metadata\":{\"name\":\"half-roomy\",\"generation\":1},\"spec\":{\"nodeSelector\":{"
+    "\"matchLabels\":{\"kubernetes.io/hostname\":\"gpu-node-roomy\"}},\"threshold\":0.5,"
+    "\"mode\":\"enforce\"}}";
+
+/* The report's limit on a node an enforcing policy selects is the webhook's: its largest fit is
+ * admitted, one byte more refused; the CRD missing is no policy; an invalid one a warning. */
+static void test_policy_limit_is_the_webhooks(void **state)
+{
+	const uint64_t mib = 1024ull * 1024, gi = 1024 * mib;
+	char cmd[2048], *out;
+
+	/* No CRD: no policy, not an error. */
+	apiserver_double_set_policy_crd(W.api, 0);
+	cJSON *j = report_json("");
+	apiserver_double_set_policy_crd(W.api, 1);
+	const cJSON *n = node_in(j, "gpu-node-roomy");
+	ITEST_CHECK(!strcmp(cJSON_GetObjectItem(n, "thresholdSource")->valuestring, "flag"),
+	            "threshold source without policies");
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(j, "policies")), 0);
+	cJSON_Delete(j);
+
+	ITEST_CHECK(apiserver_double_put_policy(W.api, half_roomy) == 0, "put policy");
+	ITEST_CHECK(
+	    apiserver_double_put_policy(
+	        W.api, "{\"metadata\":{\"name\":\"broken\"},\"spec\":{\"threshold\":1.5}}") == 0,
+	    "put policy");
+	wait_policies(1, 1);
+
+	j = report_json("");
+	n = node_in(j, "gpu-node-roomy");
+	uint64_t limit = field(n, "limitBytes"), fit = field(n, "largestFitBytes");
+	assert_int_equal(limit, 81559 * mib / 2); /* the policy's 0.5, not the flags' 0.9 */
+	assert_int_equal(field(n, "declaredBytes"), 30 * gi);
+	assert_int_equal(field(n, "freeBytes"), limit - 30 * gi);
+	assert_int_equal(fit, limit - 30 * gi);
+	ITEST_CHECK(
+	    !strcmp(cJSON_GetObjectItem(n, "thresholdSource")->valuestring, "policy") &&
+	        !strcmp(cJSON_GetObjectItem(n, "thresholdPolicy")->valuestring, "half-roomy"),
+	    "threshold source");
+	ITEST_CHECK(webhook_allows("gpu-node-roomy", fit), "%" PRIu64 " refused", fit);
+	ITEST_CHECK(!webhook_allows("gpu-node-roomy", fit + 1), "%" PRIu64 " admitted", fit + 1);
+	/* the 8x node is not selected: the flags' 0.9 of one GPU */
+	assert_int_equal(field(node_in(j, "gpu-node-8x"), "largestFitBytes"), 40960 * mib / 10 * 9);
+	cJSON_Delete(j);
+
+	/* The invalid policy: a warning line on stderr, with its error. */
+	snprintf(cmd, sizeof(cmd), "%s report --kubeconfig %s 2>&1 >/dev/null", harness_binary(),
+	         W.kubeconfig);
+	assert_int_equal(run(cmd, &out), 0);
+	itest_contains(out, "warning: GPUMemoryPolicy broken is not usable, applied to no node: ",
+	               "the invalid policy's warning");
+	itest_contains(out, "spec.threshold", "its error");
+	free(out);
+
+	ITEST_CHECK(apiserver_double_delete_policy(W.api, "half-roomy") == 0 &&
+	                apiserver_double_delete_policy(W.api, "broken") == 0,
+	            "delete policies");
+	wait_policies(0, 0);
+}
+
 /* The kubectl plugin name, the kubeconfig from $KUBECONFIG, the table and --node. */
 static void test_plugin_table_and_node(void **state)
 {
@@ -203,6 +301,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_largest_fit_is_the_webhooks),
 	    cmocka_unit_test(test_threshold_flag),
+	    cmocka_unit_test(test_policy_limit_is_the_webhooks),
 	    cmocka_unit_test(test_plugin_table_and_node),
 	    cmocka_unit_test(test_errors),
 	};

@@ -19,7 +19,9 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "gpupolicy.h"
 #include "placement.h"
+#include "policyset.h"
 #include "quantity.h"
 #include "report.h"
 #include "report_cli.h"
@@ -275,7 +277,10 @@ static void test_table_wide_and_node(void **state)
 
 	t = render(r, REPORT_WIDE, NULL);
 	assert_non_null(strstr(t, "MEMORY/GPU   SHARING      REPLICAS   CAPACITY   THRESHOLD"));
-	assert_non_null(strstr(t, "UNDECLARED   NOTE\n"));
+	assert_non_null(strstr(t, "THRESHOLD   THRESHOLD SOURCE   LIMIT"));
+	assert_non_null(strstr(t, "UNDECLARED   TIERS   NOTE\n"));
+	assert_non_null(strstr(t, "0.5         node annotation    "));
+	assert_non_null(strstr(t, "0.9         flags              "));
 	assert_non_null(strstr(t, "0.5 "));
 	assert_non_null(strstr(t, "node gpu-bad: "));
 	free(t);
@@ -362,13 +367,14 @@ static void test_bad_inputs(void **state)
 {
 	(void)state;
 	expect_list_error("\"nodes\"", REPORT_EINVAL,
-	                  "expected a NodeList, PodList, List, Node or Pod object, got a string");
+	                  "expected a NodeList, PodList, GPUMemoryPolicyList, List, Node, Pod or "
+	                  "GPUMemoryPolicy object, got a string");
 	expect_list_error("{\"items\":[]}", REPORT_EINVAL,
-	                  "expected a NodeList, PodList, List, Node or Pod object, got an object "
-	                  "without kind");
+	                  "expected a NodeList, PodList, GPUMemoryPolicyList, List, Node, Pod or "
+	                  "GPUMemoryPolicy object, got an object without kind");
 	expect_list_error("{\"kind\":\"Service\"}", REPORT_EINVAL,
-	                  "expected a NodeList, PodList, List, Node or Pod object, got kind "
-	                  "\"Service\"");
+	                  "expected a NodeList, PodList, GPUMemoryPolicyList, List, Node, Pod or "
+	                  "GPUMemoryPolicy object, got kind \"Service\"");
 	expect_list_error("{\"kind\":\"PodList\"}", REPORT_EINVAL, "PodList: no items");
 	expect_list_error("{\"kind\":\"PodList\",\"items\":{}}", REPORT_EINVAL,
 	                  "PodList: items is an object, not an array");
@@ -519,6 +525,292 @@ static int parse(const char *const *args, struct report_cli *o, char *err)
 }
 
 /* The command line, kubectl's ways of writing -o included; each bad flag named. */
+/* ---- GPUMemoryPolicy objects (gpupolicy.h): the webhook's precedence and tiers ---- */
+
+/* One 80Gi GPU (81920 MiB), label pool=<pool>; annotation: a threshold ("" none). */
+#define POLNODE(name, pool, annotation)                                                            \
+	"{\"kind\":\"Node\",\"metadata\":{\"name\":\"" name "\",\"annotations\":{" annotation      \
+	"},\"labels\":{\"pool\":\"" pool                                                           \
+	"\",\"nvidia.com/gpu.product\":\"NVIDIA-H100-80GB-HBM3\","                                 \
+	"\"nvidia.com/gpu.count\":\"1\",\"nvidia.com/gpu.memory\":\"81920\"}}}"
+
+/* A 1-GPU pod on node declaring decl, of priority class pc ("" none). */
+#define POLPOD(ns, name, node, decl, pc)                                                           \
+	"{\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"" ns "\",\"name\":\"" name                \
+	"\",\"uid\":\"uid-" name "\"},\"spec\":{\"nodeName\":\"" node                              \
+	"\",\"priorityClassName\":\"" pc "\",\"containers\":[{\"name\":\"c\",\"resources\":"       \
+	"{\"limits\":{\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","         \
+	"\"value\":\"" decl "\"}]}]},\"status\":{\"phase\":\"Running\"}}"
+
+/* A policy selecting pool=<pool> ("" every node), mode, threshold (a JSON number). */
+#define POLICY(name, pool, mode, threshold)                                                        \
+	"{\"apiVersion\":\"gpu-memory-guard.io/v1alpha1\",\"kind\":\"GPUMemoryPolicy\","           \
+	"\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"nodeSelector\":{\"matchLabels\":{"       \
+	"\"pool\":\"" pool "\"}},\"mode\":\"" mode "\",\"threshold\":" threshold "}}"
+
+/* The seed's example (docs/policies.md), on every node. */
+#define SEED_POLICY                                                                                \
+	"{\"apiVersion\":\"gpu-memory-guard.io/v1alpha1\",\"kind\":\"GPUMemoryPolicy\","           \
+	"\"metadata\":{\"name\":\"realtime-batch\"},\"spec\":{\"threshold\":0.9,\"tiers\":["       \
+	"{\"name\":\"realtime\",\"priorityClassNames\":[\"realtime\"],\"maxShare\":0.6},"          \
+	"{\"name\":\"batch\",\"priorityClassNames\":[\"batch\"],"                                  \
+	"\"yield\":{\"tier\":\"realtime\",\"above\":0.8}}]}}"
+
+static const char half_policy[] = POLICY("half", "a", "enforce", "0.5");
+static const char audit_policy[] = POLICY("quarter", "a", "audit", "0.25");
+
+static struct report *policy_report(double threshold, const char *items)
+{
+	struct report *r = new_report(threshold);
+	size_t len = strlen(items) + 64;
+	char *text = malloc(len);
+	assert_non_null(text);
+	snprintf(text, len, "{\"kind\":\"List\",\"items\":[%s]}", items);
+	add_json(r, text);
+	free(text);
+	build(r);
+	return r;
+}
+
+static struct gpupolicy *parse_policy(const char *text)
+{
+	char err[GPUPOLICY_ERR_MAX];
+	struct gpupolicy *p = NULL;
+	cJSON *j = cJSON_Parse(text);
+	assert_non_null(j);
+	if (gpupolicy_parse(j, &p, err, sizeof(err)) != 0)
+		fail_msg("gpupolicy_parse: %s", err);
+	cJSON_Delete(j);
+	return p;
+}
+
+/* An enforcing policy at 0.5 on pool=a: the limit is 50 percent there, and the largest fit is
+ * policyset_decide's edge (the webhook's call); pool=b keeps the flags. An audit policy beside
+ * it changes nothing that is enforced. */
+static void test_policy_sets_the_limit(void **state)
+{
+	(void)state;
+	struct report *r = policy_report(
+	    0.9,
+	    POLNODE("pol-a", "a", "") "," POLNODE("pol-b", "b", "") "," POLPOD(
+	        "ml", "p-0", "pol-a", "10Gi",
+	        "") "," POLPOD("ml", "p-1", "pol-b", "10Gi",
+	                       "") "," POLICY("half", "a", "enforce",
+	                                      "0.5") "," POLICY("quarter", "a", "audit", "0.25"));
+	const struct report_row *a = row_named(r, "pol-a"), *b = row_named(r, "pol-b");
+
+	assert_true(a->threshold == 0.5);
+	assert_string_equal(a->threshold_source, "half");
+	assert_true(a->threshold_from_policy);
+	assert_false(a->threshold_from_node);
+	assert_int_equal(a->n_policies, 2);
+	assert_int_equal(a->limit_bytes, 40 * GI);
+	assert_int_equal(a->declared_bytes, 10 * GI);
+	assert_int_equal(a->free_bytes, 30 * GI);
+	assert_int_equal(a->largest_fit_bytes, 30 * GI);
+	assert_true(b->threshold == 0.9);
+	assert_string_equal(b->threshold_source, "flags");
+	assert_false(b->threshold_from_policy);
+	assert_int_equal(b->n_policies, 0);
+	assert_int_equal(b->limit_bytes, ppm_of(80 * GI, 900000));
+	assert_int_equal(b->largest_fit_bytes, ppm_of(80 * GI, 900000) - 10 * GI);
+
+	/* The edge, re-decided by policyset_decide from the row's inputs and the same policies. */
+	struct gpupolicy *half = parse_policy(half_policy), *quarter = parse_policy(audit_policy);
+	const struct gpupolicy *sel[] = {half, quarter};
+	struct capacity cap = {.per_gpu_bytes = 80 * GI, .gpu_count = 1, .total_bytes = 80 * GI};
+	struct placement_item item = {.key = "ml/p-0", .bytes = 10 * GI, .attrs_known = 1};
+	struct placement_node node = {.name = "pol-a", .cap = &cap, .pods = &item, .n_pods = 1};
+	struct policyset_result *res = malloc(sizeof(*res));
+	assert_non_null(res);
+	for (int extra = 0; extra <= 1; extra++) {
+		struct demand d = {.status = DEMAND_OK, .gpus = 1};
+		d.bytes = d.max_per_gpu_bytes = a->largest_fit_bytes + (uint64_t)extra;
+		struct placement_pod pod = {
+		    .name = "x/y", .key = "x/y", .demand = &d, .dry_run = 1};
+		struct policyset_input in = {.node = &node,
+		                             .pod = &pod,
+		                             .pod_namespace = "x",
+		                             .policies = sel,
+		                             .n_policies = 2,
+		                             .flags = {0.9, 0.8, POLICY_ENFORCE}};
+		assert_int_equal(policyset_decide(&in, res), 0);
+		assert_int_equal(res->allowed, extra == 0);
+		if (extra)
+			assert_string_equal(res->policy, "half");
+	}
+	free(res);
+	gpupolicy_free(half);
+	gpupolicy_free(quarter);
+
+	/* JSON: the existing fields, and which policy set the threshold. */
+	char *t = render(r, REPORT_JSON, NULL);
+	cJSON *root = cJSON_Parse(t);
+	assert_non_null(root);
+	const cJSON *ja = node_in(root, "pol-a"), *jb = node_in(root, "pol-b");
+	assert_string_equal(cJSON_GetObjectItem(ja, "thresholdSource")->valuestring, "policy");
+	assert_string_equal(cJSON_GetObjectItem(ja, "thresholdPolicy")->valuestring, "half");
+	assert_true(cJSON_GetObjectItem(ja, "threshold")->valuedouble == 0.5);
+	assert_int_equal((uint64_t)cJSON_GetObjectItem(ja, "limitBytes")->valuedouble, 40 * GI);
+	assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(ja, "tiers")), 0);
+	assert_string_equal(cJSON_GetObjectItem(jb, "thresholdSource")->valuestring, "flag");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(jb, "thresholdPolicy")));
+	const cJSON *pols = cJSON_GetObjectItem(root, "policies");
+	assert_int_equal(cJSON_GetArraySize(pols), 2);
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(pols, 0), "name")->valuestring,
+	                    "half");
+	assert_string_equal(cJSON_GetObjectItem(cJSON_GetArrayItem(pols, 1), "mode")->valuestring,
+	                    "audit");
+	cJSON_Delete(root);
+	free(t);
+	t = render(r, REPORT_WIDE, NULL);
+	assert_non_null(strstr(t, "0.5         half               40Gi"));
+	free(t);
+	report_free(r);
+
+	/* The audit policy alone: the flags stay in force. */
+	r = policy_report(0.9,
+	                  POLNODE("pol-a", "a", "") "," POLICY("quarter", "a", "audit", "0.25"));
+	a = row_named(r, "pol-a");
+	assert_true(a->threshold == 0.9);
+	assert_string_equal(a->threshold_source, "flags");
+	assert_int_equal(a->n_policies, 1);
+	assert_int_equal(a->limit_bytes, ppm_of(80 * GI, 900000));
+	assert_int_equal(a->largest_fit_bytes, ppm_of(80 * GI, 900000));
+	report_free(r);
+}
+
+/* The node's annotation beats an enforcing policy (gpupolicy_resolve's precedence). */
+static void test_annotation_beats_policy(void **state)
+{
+	(void)state;
+	struct report *r = policy_report(
+	    0.9, POLNODE("pol-ann", "a", "\"gpu-memory-guard.io/threshold\":\"0.7\"") "," POLICY(
+	             "half", "a", "enforce", "0.5"));
+	const struct report_row *a = row_named(r, "pol-ann");
+	assert_true(a->threshold == 0.7);
+	assert_string_equal(a->threshold_source, "node annotation");
+	assert_true(a->threshold_from_node);
+	assert_false(a->threshold_from_policy);
+	assert_int_equal(a->n_policies, 1);
+	assert_int_equal(a->limit_bytes, ppm_of(80 * GI, 700000));
+	assert_int_equal(a->largest_fit_bytes, ppm_of(80 * GI, 700000));
+	char *t = render(r, REPORT_JSON, NULL);
+	assert_non_null(strstr(t, "\"thresholdSource\":\t\"node\""));
+	free(t);
+	report_free(r);
+}
+
+/* The seed's tiers: what realtime and batch declare on the node, realtime's budget (60 percent
+ * of 80Gi), batch without one; a pod of no tier in neither. Two policies with tiers: named. */
+static void test_seed_tiers(void **state)
+{
+	(void)state;
+	struct report *r = policy_report(
+	    0.9,
+	    POLNODE("pol-a", "a", "") "," POLPOD("ml", "rt-0", "pol-a", "20Gi", "realtime") "," POLPOD(
+	        "ml", "rt-1", "pol-a",
+	        "10Gi", "realtime") "," POLPOD("ml", "b-0", "pol-a", "10Gi",
+	                                       "batch") "," POLPOD("ml", "x-0", "pol-a", "5Gi",
+	                                                           "") "," SEED_POLICY);
+	const struct report_row *a = row_named(r, "pol-a");
+
+	assert_int_equal(a->n_tiers, 2);
+	assert_string_equal(a->tiers[0].policy, "realtime-batch");
+	assert_string_equal(a->tiers[0].tier, "realtime");
+	assert_int_equal(a->tiers[0].declared_bytes, 30 * GI);
+	assert_true(a->tiers[0].has_budget);
+	assert_int_equal(a->tiers[0].budget_bytes, 48 * GI);
+	assert_string_equal(a->tiers[1].tier, "batch");
+	assert_int_equal(a->tiers[1].declared_bytes, 10 * GI);
+	assert_false(a->tiers[1].has_budget);
+	assert_int_equal(a->tiers[1].budget_bytes, 0);
+	assert_string_equal(a->threshold_source, "realtime-batch");
+	assert_int_equal(a->declared_bytes, 45 * GI);
+	/* the probe is of no tier: the node's limit binds */
+	assert_int_equal(a->largest_fit_bytes, ppm_of(80 * GI, 900000) - 45 * GI);
+	char *t = render(r, REPORT_WIDE, NULL);
+	assert_non_null(strstr(t, "   realtime 30Gi/48Gi, batch 10Gi   -\n"));
+	free(t);
+	t = render(r, REPORT_JSON, NULL);
+	cJSON *root = cJSON_Parse(t);
+	const cJSON *tiers = cJSON_GetObjectItem(node_in(root, "pol-a"), "tiers");
+	assert_int_equal(cJSON_GetArraySize(tiers), 2);
+	const cJSON *rt = cJSON_GetArrayItem(tiers, 0), *bt = cJSON_GetArrayItem(tiers, 1);
+	assert_string_equal(cJSON_GetObjectItem(rt, "policy")->valuestring, "realtime-batch");
+	assert_string_equal(cJSON_GetObjectItem(rt, "tier")->valuestring, "realtime");
+	assert_int_equal((uint64_t)cJSON_GetObjectItem(rt, "declaredBytes")->valuedouble, 30 * GI);
+	assert_int_equal((uint64_t)cJSON_GetObjectItem(rt, "budgetBytes")->valuedouble, 48 * GI);
+	assert_string_equal(cJSON_GetObjectItem(bt, "tier")->valuestring, "batch");
+	assert_true(cJSON_IsNull(cJSON_GetObjectItem(bt, "budgetBytes")));
+	cJSON_Delete(root);
+	free(t);
+	report_free(r);
+
+	/* A second policy with a tier: each tier named by its policy. */
+	r = policy_report(
+	    0.9, POLNODE("pol-a", "a", "") "," POLPOD(
+	             "ml", "rt-0", "pol-a", "20Gi",
+	             "realtime") "," SEED_POLICY
+	                         ",{\"kind\":\"GPUMemoryPolicy\",\"metadata\":{\"name\":\"gold\"},"
+	                         "\"spec\":{\"tiers\":[{\"name\":\"vip\",\"namespaces\":[\"vip\"],"
+	                         "\"maxShare\":0.25}]}}");
+	t = render(r, REPORT_WIDE, NULL);
+	assert_non_null(strstr(t, "   gold:vip 0/20Gi, realtime-batch:realtime 20Gi/48Gi, "
+	                          "realtime-batch:batch 0   -\n"));
+	free(t);
+	report_free(r);
+}
+
+/* An invalid policy is reported with its error and applied nowhere; lists of policies. */
+static void test_invalid_policy_reported(void **state)
+{
+	(void)state;
+	struct report *r = policy_report(
+	    0.9, POLNODE("pol-a", "a", "") ",{\"kind\":\"GPUMemoryPolicy\",\"metadata\":{\"name\":"
+	                                   "\"broken\"},\"spec\":{\"threshold\":1.5}}");
+	const struct report_row *a = row_named(r, "pol-a");
+	struct report_policy p;
+
+	assert_true(a->threshold == 0.9);
+	assert_string_equal(a->threshold_source, "flags");
+	assert_int_equal(a->n_policies, 0);
+	assert_int_equal(a->limit_bytes, ppm_of(80 * GI, 900000));
+	assert_int_equal(report_policies(r, 0, &p), 1);
+	assert_string_equal(p.name, "broken");
+	assert_string_equal(p.mode, "");
+	assert_non_null(strstr(p.error, "spec.threshold"));
+	char *t = render(r, REPORT_JSON, NULL);
+	cJSON *root = cJSON_Parse(t);
+	const cJSON *jp = cJSON_GetArrayItem(cJSON_GetObjectItem(root, "policies"), 0);
+	assert_string_equal(cJSON_GetObjectItem(jp, "name")->valuestring, "broken");
+	assert_false(cJSON_IsTrue(cJSON_GetObjectItem(jp, "usable")));
+	assert_string_equal(cJSON_GetObjectItem(jp, "error")->valuestring, p.error);
+	cJSON_Delete(root);
+	free(t);
+	report_free(r);
+
+	/* A GPUMemoryPolicyList (items without kind), and a policy alone. */
+	r = new_report(0.9);
+	add_json(r, "{\"kind\":\"NodeList\",\"items\":[" POLNODE("pol-a", "a", "") "]}");
+	add_json(r, "{\"kind\":\"GPUMemoryPolicyList\",\"items\":[{\"metadata\":{\"name\":"
+	            "\"half\"},\"spec\":{\"threshold\":0.5}}]}");
+	add_json(r, audit_policy);
+	build(r);
+	assert_int_equal(report_policies(r, 0, NULL), 2);
+	assert_int_equal(row_named(r, "pol-a")->limit_bytes, 40 * GI);
+	report_free(r);
+
+	/* a policy twice */
+	r = new_report(0.9);
+	char err[REPORT_ERR_MAX] = "";
+	add_json(r, half_policy);
+	add_json(r, half_policy);
+	assert_int_equal(report_build(r, err, sizeof(err)), REPORT_EINVAL);
+	assert_string_equal(err, "GPUMemoryPolicy half listed twice");
+	report_free(r);
+}
+
 static void test_cli(void **state)
 {
 	(void)state;
@@ -588,6 +880,10 @@ int main(void)
 	    cmocka_unit_test(test_threshold_flag),
 	    cmocka_unit_test(test_almost_full),
 	    cmocka_unit_test(test_mig_mixed),
+	    cmocka_unit_test(test_policy_sets_the_limit),
+	    cmocka_unit_test(test_annotation_beats_policy),
+	    cmocka_unit_test(test_seed_tiers),
+	    cmocka_unit_test(test_invalid_policy_reported),
 	    cmocka_unit_test(test_cli),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
