@@ -1161,7 +1161,7 @@ int kube_list_all_until(struct kube_client *c, const char *resource, long page_l
                         const _Atomic int *stop, char *err, size_t errlen)
 {
 	char what[96], first_rv[KUBE_RV_MAX] = "", *url = NULL, *cont = NULL;
-	struct call k = {"list", resource, what, NULL, 0, NULL, NULL, NULL, NULL};
+	struct call k = {"list", resource_label(resource), what, NULL, 0, NULL, NULL, NULL, NULL};
 	long code = 0;
 	int rc;
 
@@ -1486,7 +1486,7 @@ int kube_watch(struct kube_client *c, const char *resource, const char *resource
 	cc = curl_easy_perform(h->easy);
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &w.code);
 	if (c->obs != NULL)
-		c->obs(c->obs_ctx, "watch", resource, w.code, monotime_s() - t0);
+		c->obs(c->obs_ctx, "watch", resource_label(resource), w.code, monotime_s() - t0);
 	/* A clean end: the server may have left a last event without its newline. */
 	if (cc == CURLE_OK && w.code >= 200 && w.code <= 299 && w.dec_rc == 0 && w.error_code < 0 &&
 	    !w.user_stop && !w.stopped)

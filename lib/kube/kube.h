@@ -57,7 +57,8 @@ struct kube_config;
 struct kube_client;
 
 /* Observer for metrics: called after each HTTP call with verb ("get", "list"), the resource
- * ("pods", "nodes"), the HTTP code (0 when no answer) and the latency in seconds. */
+ * ("pods", "nodes"; of a "group/version/resource" path, its last segment), the HTTP code (0
+ * when no answer) and the latency in seconds. */
 typedef void (*kube_observer)(void *ctx, const char *verb, const char *resource, long code,
                               double seconds);
 

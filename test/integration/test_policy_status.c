@@ -209,6 +209,15 @@ static void test_ready_applied(void **state)
 	assert_int_equal(strlen(r.transition), 20); /* 2026-11-30T16:00:00Z */
 	assert_int_equal(r.transition[19], 'Z');
 	assert_true(apiserver_double_count(W.api, APISERVER_DOUBLE_PATCH_POLICY_STATUS) >= 1);
+	/* The leader's API metrics name the resource by its plural, for the list and the patch. */
+	char *body = NULL;
+	ITEST_CHECK(world_health_get(&R[leader], "/metrics", &body) == 200, "metrics");
+	assert_true(harness_metric(body, "gpu_memory_guard_api_requests_total",
+	                           "verb=\"patch\",resource=\"gpumemorypolicies\",code=\"200\"",
+	                           0) >= 1);
+	assert_true(harness_metric(body, "gpu_memory_guard_api_requests_total",
+	                           "verb=\"list\",resource=\"gpumemorypolicies\"", 1) >= 1);
+	free(body);
 }
 
 static void test_invalid(void **state)
