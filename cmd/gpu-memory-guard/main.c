@@ -15,6 +15,7 @@
 #include "kubeconfig.h"
 #include "ledger.h"
 #include "policies.h"
+#include "policystatus.h"
 #include "log.h"
 #include "metrics.h"
 #include "report.h"
@@ -132,7 +133,9 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct informer *informer = NULL;
 	struct shared *shared = NULL;
 	struct policies *policies = NULL;
+	struct policystatus *pstatus = NULL;
 	struct gone_sink sink; /* outlives the cache, which calls pod_gone with it */
+	char ns[64] = "";      /* of shared reservations and the policy status Lease */
 	struct tls_store *tls = NULL;
 	struct server *server = NULL;
 	struct metrics *metrics = metrics_new();
@@ -143,7 +146,6 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	if ((kube = make_kube(cfg, metrics)) == NULL)
 		goto out;
 	if (cfg->reservations_shared) {
-		char ns[64];
 		struct shared_api api = shared_api_kube(kube);
 		if (reservations_namespace(cfg, ns, sizeof(ns)) != 0 ||
 		    (shared = shared_new(ns, &api, cfg->reservation_ttl_ms, NULL)) == NULL ||
@@ -174,6 +176,19 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 		if (informer_start(informer) != 0) {
 			log_msg(LOG_ERROR, "cannot start the watch cache's threads");
 			goto out;
+		}
+		if (policies != NULL) {
+			/* --reservations local is one replica (see policystatus.h): no Lease. */
+			struct policystatus_config pcfg = {.kube = kube,
+			                                   .single_writer =
+			                                       !cfg->reservations_shared,
+			                                   .ns = ns,
+			                                   .cache = cache,
+			                                   .policies = policies};
+			if ((pstatus = policystatus_new(&pcfg)) == NULL ||
+			    metrics_add_collector(metrics, policystatus_collect, pstatus) != 0 ||
+			    policystatus_start(pstatus) != 0)
+				goto out;
 		}
 	}
 	struct webhook_source src = webhook_source_kube(kube);
@@ -262,7 +277,8 @@ out:
 	server_free(server);
 	tls_store_free(tls);
 	webhook_free(webhook);
-	informer_free(informer); /* stops its threads: no more ledger_forget, extender_forget */
+	policystatus_free(pstatus); /* reads the cache and the policies: stopped first */
+	informer_free(informer);    /* stops its threads: no more ledger_forget, extender_forget */
 	extender_free(extender);
 	cache_free(cache);
 	policies_free(policies); /* after the informer, whose thread filled it */

@@ -505,10 +505,11 @@ static void status_message(const struct body *b, char *msg, size_t msglen)
 struct call {
 	const char *verb, *resource, *what; /* observer labels; what names the call in err */
 	const char *url;
-	long budget_ms;          /* total time for this HTTP call */
-	const _Atomic int *stop; /* when set and nonzero, the transfer is aborted (KUBE_ESTOP) */
-	const char *method;      /* NULL: GET; else "POST" or "PUT" with body */
-	const char *body;        /* JSON request body (method set), NUL-terminated */
+	long budget_ms;           /* total time for this HTTP call */
+	const _Atomic int *stop;  /* when set and nonzero, the transfer is aborted (KUBE_ESTOP) */
+	const char *method;       /* NULL: GET; else "POST", "PUT" or "PATCH" with body */
+	const char *body;         /* JSON request body (method set), NUL-terminated */
+	const char *content_type; /* of the body; NULL: application/json */
 };
 
 /* CURLOPT_XFERINFOFUNCTION of http_get: abort once *stop is set (polled about once a second
@@ -591,7 +592,10 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 	curl_easy_setopt(h->easy, CURLOPT_XFERINFOFUNCTION, k->stop != NULL ? call_progress : NULL);
 	curl_easy_setopt(h->easy, CURLOPT_XFERINFODATA, (void *)k);
 	if (k->method != NULL) {
-		hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+		char ctype[96];
+		snprintf(ctype, sizeof(ctype), "Content-Type: %s",
+		         k->content_type != NULL ? k->content_type : "application/json");
+		hdrs = curl_slist_append(NULL, ctype);
 		if (hdrs == NULL ||
 		    curl_easy_setopt(h->easy, CURLOPT_HTTPHEADER, hdrs) != CURLE_OK ||
 		    curl_easy_setopt(h->easy, CURLOPT_POSTFIELDS, k->body) != CURLE_OK ||
@@ -668,7 +672,7 @@ static int get_object(struct kube_client *c, const char *path_prefix, const char
                       long *http_code, char *err, size_t errlen)
 {
 	char url[URL_MAX], what[64 + 2 * NAME_MAX_LEN];
-	struct call k = {"get", resource, what, url, c->timeout_ms, NULL, NULL, NULL};
+	struct call k = {"get", resource, what, url, c->timeout_ms, NULL, NULL, NULL, NULL};
 	size_t pos = 0;
 	long code = 0;
 	int rc;
@@ -753,7 +757,8 @@ static int write_lease(struct kube_client *c, const char *verb, const char *ns, 
 	char url[URL_MAX], what[64 + 2 * NAME_MAX_LEN];
 	const char *obj_name = json_str(lease, "metadata", "name", NULL);
 	struct call k = {
-	    verb, "leases", what, url, c->timeout_ms, NULL, name != NULL ? "PUT" : "POST", NULL};
+	    verb, "leases", what, url, c->timeout_ms, NULL, name != NULL ? "PUT" : "POST",
+	    NULL, NULL};
 	size_t pos = 0;
 	long code = 0;
 	char *body = NULL;
@@ -822,6 +827,66 @@ int kube_update_lease(struct kube_client *c, const char *ns, const char *name,
 	if (rc < 0)
 		return rc;
 	return write_lease(c, "update", ns, name, lease, out, http_code, err, errlen);
+}
+
+/* The last segment of a resource path: the observer's resource label ("gpumemorypolicies"). */
+static const char *resource_label(const char *resource)
+{
+	const char *slash = strrchr(resource, '/');
+	return slash != NULL ? slash + 1 : resource;
+}
+
+static int check_resource(const char *s, char *err, size_t errlen);
+static const char *collection_prefix(const char *resource);
+
+int kube_patch_status(struct kube_client *c, const char *resource, const char *name,
+                      const struct cJSON *patch, long *http_code, char *err, size_t errlen)
+{
+	char url[URL_MAX], what[64 + 320 + NAME_MAX_LEN];
+	struct call k = {.verb = "patch",
+	                 .url = url,
+	                 .what = what,
+	                 .method = "PATCH",
+	                 .content_type = "application/merge-patch+json"};
+	size_t pos = 0;
+	long code = 0;
+	char *body = NULL;
+	cJSON *out = NULL;
+	int rc;
+
+	if (http_code != NULL)
+		*http_code = 0;
+	if (c == NULL || !cJSON_IsObject(patch))
+		return KUBE_EINVAL;
+	if ((rc = check_resource(resource, err, errlen)) < 0 ||
+	    (rc = check_name(name, "object name", err, errlen)) < 0)
+		return rc;
+	k.resource = resource_label(resource);
+	k.budget_ms = c->timeout_ms;
+	snprintf(what, sizeof(what), "patch %s %s/status", resource, name);
+	if (url_append(url, sizeof(url), &pos, c->cfg.server) < 0 ||
+	    url_append(url, sizeof(url), &pos, collection_prefix(resource)) < 0 ||
+	    url_append(url, sizeof(url), &pos, resource) < 0 ||
+	    url_append(url, sizeof(url), &pos, "/") < 0 ||
+	    url_append_escaped(url, sizeof(url), &pos, name) < 0 ||
+	    url_append(url, sizeof(url), &pos, "/status") < 0) {
+		errbuf_set(err, errlen, "%s: URL too long", what);
+		rc = KUBE_EINVAL;
+		goto out;
+	}
+	if ((body = cJSON_PrintUnformatted(patch)) == NULL) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	k.body = body;
+	rc = http_get(c, &k, &out, &code, c->body_max, NULL, err, errlen);
+out:
+	cJSON_Delete(out);
+	free(body);
+	if (http_code != NULL)
+		*http_code = code;
+	return rc;
 }
 
 /* Move every element of page.items to the end of all. */
@@ -951,7 +1016,8 @@ int kube_list_pods_on_node(struct kube_client *c, const char *node, struct cJSON
                            long *http_code, char *err, size_t errlen)
 {
 	char what[64 + NAME_MAX_LEN], *url = NULL;
-	struct listing l = {{"list", "pods", what, NULL, 0, NULL, NULL, NULL}, 0, 0, NULL, NULL, 0};
+	struct listing l = {
+	    {"list", "pods", what, NULL, 0, NULL, NULL, NULL, NULL}, 0, 0, NULL, NULL, 0};
 	int gone = 0, rc;
 
 	if (items != NULL)
@@ -1095,7 +1161,7 @@ int kube_list_all_until(struct kube_client *c, const char *resource, long page_l
                         const _Atomic int *stop, char *err, size_t errlen)
 {
 	char what[96], first_rv[KUBE_RV_MAX] = "", *url = NULL, *cont = NULL;
-	struct call k = {"list", resource, what, NULL, 0, NULL, NULL, NULL};
+	struct call k = {"list", resource_label(resource), what, NULL, 0, NULL, NULL, NULL, NULL};
 	long code = 0;
 	int rc;
 
@@ -1420,7 +1486,7 @@ int kube_watch(struct kube_client *c, const char *resource, const char *resource
 	cc = curl_easy_perform(h->easy);
 	curl_easy_getinfo(h->easy, CURLINFO_RESPONSE_CODE, &w.code);
 	if (c->obs != NULL)
-		c->obs(c->obs_ctx, "watch", resource, w.code, monotime_s() - t0);
+		c->obs(c->obs_ctx, "watch", resource_label(resource), w.code, monotime_s() - t0);
 	/* A clean end: the server may have left a last event without its newline. */
 	if (cc == CURLE_OK && w.code >= 200 && w.code <= 299 && w.dec_rc == 0 && w.error_code < 0 &&
 	    !w.user_stop && !w.stopped)

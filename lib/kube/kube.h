@@ -57,7 +57,8 @@ struct kube_config;
 struct kube_client;
 
 /* Observer for metrics: called after each HTTP call with verb ("get", "list"), the resource
- * ("pods", "nodes"), the HTTP code (0 when no answer) and the latency in seconds. */
+ * ("pods", "nodes"; of a "group/version/resource" path, its last segment), the HTTP code (0
+ * when no answer) and the latency in seconds. */
 typedef void (*kube_observer)(void *ctx, const char *verb, const char *resource, long code,
                               double seconds);
 
@@ -106,6 +107,18 @@ int kube_create_lease(struct kube_client *c, const char *ns, const struct cJSON 
 int kube_update_lease(struct kube_client *c, const char *ns, const char *name,
                       const struct cJSON *lease, struct cJSON **out, long *http_code, char *err,
                       size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * PATCH /apis/<group/version/resource>/NAME/status (a cluster-scoped object's status
+ * subresource; resource as for kube_list_all) with patch (borrowed) as a JSON merge patch
+ * (Content-Type application/merge-patch+json, RFC 7386). The answer's body is not kept.
+ * KUBE_ENOTFOUND on 404 (the object is gone), KUBE_ECONFLICT on 409; else as kube_get_pod.
+ * The observer sees verb "patch" and the resource's last segment ("gpumemorypolicies").
+ * Thread-safe.
+ */
+int kube_patch_status(struct kube_client *c, const char *resource, const char *name,
+                      const struct cJSON *patch, long *http_code, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
 
 /* All pods with spec.nodeName=NODE and phase not Succeeded/Failed, every page, merged into one
  * JSON array *items (owned by caller). A 410 Gone mid-pagination restarts the list once. The

@@ -11,8 +11,8 @@
 
 #define N_KINDS         3
 #define N_DECISIONS     4
-#define N_VERBS         6 /* get, list, watch, create, update, other */
-#define N_RESOURCES     4 /* pods, nodes, leases, other */
+#define N_VERBS         7 /* get, list, watch, create, update, patch, other */
+#define N_RESOURCES     5 /* pods, nodes, leases, gpumemorypolicies, other */
 #define N_HTTP          7 /* 200 400 404 405 413 500 other */
 #define CODE_FREE       (-1)
 #define N_EXT_VERBS     2
@@ -21,9 +21,10 @@
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
-static const char *const verb_names[N_VERBS] = {"get",    "list",   "watch",
-                                                "create", "update", "other"};
-static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "leases", "other"};
+static const char *const verb_names[N_VERBS] = {"get",    "list",  "watch", "create",
+                                                "update", "patch", "other"};
+static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "leases",
+                                                        "gpumemorypolicies", "other"};
 static const char *const ext_verb_names[N_EXT_VERBS] = {"filter", "prioritize"};
 static const char *const ext_result_names[N_EXT_RESULTS] = {"judged", "passthrough", "error"};
 static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};

@@ -1498,6 +1498,113 @@ static int is_policy_path(char **seg, int n)
 	       !strcmp(seg[2], "v1alpha1") && !strcmp(seg[3], "gpumemorypolicies");
 }
 
+/* PATCH /apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies/NAME/status */
+static int is_policy_status_path(char **seg, int n)
+{
+	return n == 6 && !strcmp(seg[0], "apis") && !strcmp(seg[1], "gpu-memory-guard.io") &&
+	       !strcmp(seg[2], "v1alpha1") && !strcmp(seg[3], "gpumemorypolicies") &&
+	       !strcmp(seg[5], "status");
+}
+
+/* RFC 7386 merge of patch into target (both objects): null removes a member, an object merges
+ * into an object, anything else replaces. 0, or -1 out of memory. */
+static int merge_patch(cJSON *target, const cJSON *patch)
+{
+	const cJSON *p;
+	cJSON_ArrayForEach(p, patch)
+	{
+		cJSON *t = cJSON_GetObjectItemCaseSensitive(target, p->string), *copy;
+		if (cJSON_IsNull(p)) {
+			cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+			continue;
+		}
+		if (cJSON_IsObject(p) && cJSON_IsObject(t)) {
+			if (merge_patch(t, p))
+				return -1;
+			continue;
+		}
+		if (cJSON_IsObject(p)) {
+			/* A new object member: merged into {} so that its nulls are dropped. */
+			copy = cJSON_CreateObject();
+			if (!copy || merge_patch(copy, p)) {
+				cJSON_Delete(copy);
+				return -1;
+			}
+		} else if (!(copy = cJSON_Duplicate(p, 1))) {
+			return -1;
+		}
+		cJSON_DeleteItemFromObjectCaseSensitive(target, p->string);
+		if (!cJSON_AddItemToObject(target, p->string, copy)) {
+			cJSON_Delete(copy);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* PATCH of a policy's status subresource: a JSON merge patch whose status member alone is
+ * applied (the API server ignores the rest on /status); a new resourceVersion and a MODIFIED
+ * event. Caller holds mu. */
+static struct answer policy_patch_status(struct apiserver_double *d, struct MHD_Connection *c,
+                                         const char *name, const char *body)
+{
+	const char *ct = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Content-Type");
+	struct obj *o = store_find(&d->store[RES_POLICIES], "", name);
+	cJSON *patch = NULL, *tree = NULL;
+	const cJSON *st;
+	struct answer a;
+	char msg[600];
+
+	if (d->no_policy_crd)
+		return status_answer(404, "NotFound",
+		                     "the server could not find the requested resource");
+	if (!ct || strncmp(ct, "application/merge-patch+json", 28))
+		return status_answer(415, "UnsupportedMediaType",
+		                     "the test double takes application/merge-patch+json only");
+	if (!o) {
+		snprintf(msg, sizeof msg,
+		         "gpumemorypolicies.gpu-memory-guard.io \"%.250s\" not found", name);
+		return status_answer(404, "NotFound", msg);
+	}
+	patch = cJSON_Parse(body ? body : "");
+	if (!cJSON_IsObject(patch)) {
+		a = status_answer(400, "BadRequest", "the body is not a JSON object");
+		goto out;
+	}
+	tree = cJSON_Parse(o->json);
+	st = cJSON_GetObjectItemCaseSensitive(patch, "status");
+	if (!tree) {
+		a = status_answer(500, "InternalError", "out of memory");
+		goto out;
+	}
+	if (st) {
+		cJSON *wrap = cJSON_CreateObject();
+		cJSON *copy = wrap ? cJSON_Duplicate(st, 1) : NULL;
+		int rc = copy && cJSON_AddItemToObject(wrap, "status", copy) ? 0 : -1;
+		if (rc != 0)
+			cJSON_Delete(copy);
+		if (rc == 0)
+			rc = merge_patch(tree, wrap);
+		cJSON_Delete(wrap);
+		if (rc) {
+			a = status_answer(500, "InternalError", "out of memory");
+			goto out;
+		}
+	}
+	if (put_locked(d, RES_POLICIES, NULL, tree)) { /* takes tree */
+		tree = NULL;
+		a = status_answer(500, "InternalError", "cannot store the object");
+		goto out;
+	}
+	tree = NULL;
+	o = store_find(&d->store[RES_POLICIES], "", name);
+	a = text_answer(200, o->json);
+out:
+	cJSON_Delete(patch);
+	cJSON_Delete(tree);
+	return a;
+}
+
 static int is_lease_path(char **seg, int n)
 {
 	return (n == 6 || n == 7) && !strcmp(seg[0], "apis") && !strcmp(seg[1], LEASE_GROUP) &&
@@ -1766,6 +1873,8 @@ static struct answer route_api(struct apiserver_double *d, struct MHD_Connection
 	char msg[600];
 	if (is_lease_path(seg, n))
 		return route_leases(d, c, method, seg, n, body);
+	if (is_policy_status_path(seg, n) && !strcmp(method, "PATCH"))
+		return policy_patch_status(d, c, seg[4], body);
 	if (is_policy_path(seg, n) && get) {
 		if (d->no_policy_crd)
 			return status_answer(404, "NotFound",
@@ -1822,6 +1931,8 @@ static enum apiserver_double_counter classify(struct MHD_Connection *c, const ch
 	if (is_lease_path(seg, n))
 		return strcmp(method, "GET") ? APISERVER_DOUBLE_LEASE_WRITE
 		                             : APISERVER_DOUBLE_GET_LEASE;
+	if (is_policy_status_path(seg, n))
+		return APISERVER_DOUBLE_PATCH_POLICY_STATUS;
 	if (is_policy_path(seg, n) && !strcmp(method, "GET"))
 		return is_watch(c) ? APISERVER_DOUBLE_WATCH_POLICIES
 		                   : APISERVER_DOUBLE_LIST_POLICIES;
@@ -2559,6 +2670,18 @@ int apiserver_double_delete_policy(struct apiserver_double *d, const char *name)
 		rc = delete_locked(d, RES_POLICIES, o);
 	pthread_mutex_unlock(&d->mu);
 	return rc;
+}
+
+char *apiserver_double_get_policy(struct apiserver_double *d, const char *name)
+{
+	struct obj *o;
+	char *json = NULL;
+	pthread_mutex_lock(&d->mu);
+	o = store_find(&d->store[RES_POLICIES], "", name);
+	if (o)
+		json = strdup(o->json);
+	pthread_mutex_unlock(&d->mu);
+	return json;
 }
 
 void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed)

@@ -21,6 +21,10 @@
  *   DELETE /api/v1/namespaces/NS/pods/NAME
  *   GET | PUT | DELETE /apis/coordination.k8s.io/v1/namespaces/NS/leases/NAME,
  *   POST /apis/coordination.k8s.io/v1/namespaces/NS/leases: see "Leases" below.
+ *   GET  /apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies (list, watch)
+ *   PATCH /apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies/NAME/status: a JSON merge patch
+ *        (Content-Type application/merge-patch+json, else 415) of which only status is
+ *        applied (RFC 7386), a new resourceVersion and a MODIFIED event; 404 when absent.
  * Test controls (no token, for curl during manual testing; tests use the C functions below):
  *   POST /_double/fail?code=N (0 = off), /_double/delay?ms=N, /_double/expire-continue?times=N,
  *        /_double/fail-lease-writes?code=N&times=M, /_double/delay-lease-writes?ms=N
@@ -126,6 +130,7 @@ enum apiserver_double_counter {
 	APISERVER_DOUBLE_LEASE_DELETED,
 	APISERVER_DOUBLE_LIST_POLICIES, /* GPUMemoryPolicy lists (one per page) */
 	APISERVER_DOUBLE_WATCH_POLICIES,
+	APISERVER_DOUBLE_PATCH_POLICY_STATUS, /* PATCH .../gpumemorypolicies/NAME/status */
 	APISERVER_DOUBLE_N_COUNTERS
 };
 
@@ -166,6 +171,8 @@ int apiserver_double_delete_node(struct apiserver_double *d, const char *name);
  * webhook's own must catch what the CRD's would). 0 or -1. */
 int apiserver_double_put_policy(struct apiserver_double *d, const char *policy_json);
 int apiserver_double_delete_policy(struct apiserver_double *d, const char *name);
+/* The policy name as stored (JSON text, caller frees), or NULL when absent. */
+char *apiserver_double_get_policy(struct apiserver_double *d, const char *name);
 /* installed 0: that collection answers 404, as without the CRD (default installed). */
 void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed);
 

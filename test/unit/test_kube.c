@@ -58,6 +58,8 @@ struct server {
 	int nconn; /* accepted connections */
 	char paths[MAX_REQS][4096];
 	char auth[MAX_REQS][256];
+	char method[MAX_REQS][8];  /* "GET", "PATCH" */
+	char ctype[MAX_REQS][128]; /* Content-Type, "" when none */
 	int nreq;
 	handler_fn handler;
 	volatile int stopping;
@@ -78,7 +80,7 @@ static struct server srv;
 static struct {
 	pthread_mutex_t mu;
 	int calls;
-	char verb[16], resource[16];
+	char verb[16], resource[64];
 	long code;
 	double seconds;
 } obs;
@@ -218,21 +220,27 @@ static void serve_conn(struct conn *conn)
 
 	while (read_head(conn, buf, sizeof(buf)) > 0) {
 		struct reply r = {.status = 200};
-		char path[4096] = "", auth[256] = "", *line, *save = NULL;
+		char path[4096] = "", auth[256] = "", method[8] = "", ctype[128] = "", *line,
+		     *save = NULL;
 		int n;
 
+		/* A PATCH's body is left unread: only as a connection's last request. */
 		for (line = strtok_r(buf, "\r\n", &save); line;
 		     line = strtok_r(NULL, "\r\n", &save)) {
-			if (strncmp(line, "GET ", 4) == 0)
-				sscanf(line + 4, "%4095s", path);
+			if (strncmp(line, "GET ", 4) == 0 || strncmp(line, "PATCH ", 6) == 0)
+				sscanf(line, "%7s %4095s", method, path);
 			else if (strncasecmp(line, "Authorization: ", 15) == 0)
 				snprintf(auth, sizeof(auth), "%s", line + 15);
+			else if (strncasecmp(line, "Content-Type: ", 14) == 0)
+				snprintf(ctype, sizeof(ctype), "%s", line + 14);
 		}
 		pthread_mutex_lock(&srv.mu);
 		n = srv.nreq;
 		if (n < MAX_REQS) {
 			snprintf(srv.paths[n], sizeof(srv.paths[n]), "%s", path);
 			snprintf(srv.auth[n], sizeof(srv.auth[n]), "%s", auth);
+			snprintf(srv.method[n], sizeof(srv.method[n]), "%s", method);
+			snprintf(srv.ctype[n], sizeof(srv.ctype[n]), "%s", ctype);
 			srv.nreq++;
 		}
 		pthread_mutex_unlock(&srv.mu);
@@ -819,6 +827,41 @@ static void test_invalid_arguments(void **state)
 	assert_null(kube_client_new(&cfg, 1000, NULL, NULL, err, sizeof(err)));
 	cfg.server = "http://x";
 	assert_null(kube_client_new(&cfg, 0, NULL, NULL, err, sizeof(err)));
+}
+
+/* PATCH of a status subresource: the path (name escaped), the method, the merge-patch media
+ * type, the observer's verb and bounded resource label; bad arguments make no request. */
+static void test_patch_status(void **state)
+{
+	static const char res[] = "gpu-memory-guard.io/v1alpha1/gpumemorypolicies";
+	struct kube_client *c;
+	cJSON *patch = cJSON_Parse("{\"status\":{\"observedGeneration\":1}}"), *arr;
+	long code = -1;
+	char err[256] = "";
+
+	(void)state;
+	server_start(h_auth_echo);
+	c = client("static-token", NULL, 2000);
+	arr = cJSON_CreateArray();
+	assert_int_equal(kube_patch_status(c, "Bad", "p", patch, &code, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(kube_patch_status(c, res, ".", patch, &code, err, sizeof(err)),
+	                 KUBE_EINVAL);
+	assert_int_equal(kube_patch_status(c, res, "p", arr, &code, err, sizeof(err)), KUBE_EINVAL);
+	assert_int_equal(srv.nreq, 0);
+	assert_int_equal(kube_patch_status(c, res, "p 1", patch, &code, err, sizeof(err)), 0);
+	assert_int_equal(code, 200);
+	assert_string_equal(srv.method[0], "PATCH");
+	assert_string_equal(srv.paths[0],
+	                    "/apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies/p%201/status");
+	assert_string_equal(srv.ctype[0], "application/merge-patch+json");
+	assert_string_equal(srv.auth[0], "Bearer static-token");
+	assert_string_equal(obs.verb, "patch");
+	assert_string_equal(obs.resource, "gpumemorypolicies");
+	cJSON_Delete(patch);
+	cJSON_Delete(arr);
+	kube_client_free(c);
+	server_stop();
 }
 
 static void write_token(const char *path, const char *tok, time_t mtime)
@@ -1631,6 +1674,7 @@ int main(void)
 	    cmocka_unit_test_setup(test_timeout_server_never_answers, setup),
 	    cmocka_unit_test_setup(test_transport_error, setup),
 	    cmocka_unit_test_setup(test_invalid_arguments, setup),
+	    cmocka_unit_test_setup(test_patch_status, setup),
 	    cmocka_unit_test_setup(test_token_file_reread, setup),
 	    cmocka_unit_test_setup(test_threads_own_handles, setup),
 	    cmocka_unit_test_setup(test_tls_blobs_and_client_cert, setup),

@@ -113,7 +113,8 @@ static void test_api_calls_by_code(void **state)
 	metrics_api_call(m, "get", "pods", 404, 0.01);
 	metrics_api_call(m, "list", "pods", 0, 2.0);
 	metrics_api_call(m, "get", "nodes", 500, 0.001);
-	metrics_api_call(m, "patch", "secrets", 200, 0.001);
+	metrics_api_call(m, "deletecollection", "secrets", 200, 0.001);
+	metrics_api_call(m, "patch", "gpumemorypolicies", 200, 0.001);
 	for (long code = 1; code <= METRICS_MAX_CODES + 3; code++)
 		metrics_api_call(m, "get", "nodes", 600 + code, 0.001);
 	char *t = render(m);
@@ -125,6 +126,8 @@ static void test_api_calls_by_code(void **state)
 	               "code=\"0\"} 1");
 	expect_line(t, "gpu_memory_guard_api_requests_total{verb=\"other\",resource=\"other\","
 	               "code=\"200\"} 1");
+	expect_line(t, "gpu_memory_guard_api_requests_total{verb=\"patch\","
+	               "resource=\"gpumemorypolicies\",code=\"200\"} 1");
 	/* 500 and 15 more codes take the 16 slots of get/nodes; the last 4 go to "other". */
 	expect_line(t, "gpu_memory_guard_api_requests_total{verb=\"get\",resource=\"nodes\","
 	               "code=\"other\"} 4");
