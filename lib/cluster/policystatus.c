@@ -75,7 +75,7 @@ cJSON *policystatus_patch(const struct policystatus_entry *e, const char *transi
 
 	if (root == NULL || (st = cJSON_AddObjectToObject(root, "status")) == NULL ||
 	    cJSON_AddNumberToObject(st, "observedGeneration", (double)e->generation) == NULL ||
-	    cJSON_AddNumberToObject(st, "selectedNodes", e->valid ? (double)e->nodes : 0) == NULL ||
+	    cJSON_AddNumberToObject(st, "nodes", e->valid ? (double)e->nodes : 0) == NULL ||
 	    (conds = cJSON_AddArrayToObject(st, "conditions")) == NULL ||
 	    (c = cJSON_CreateObject()) == NULL)
 		goto err;

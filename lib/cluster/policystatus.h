@@ -5,7 +5,7 @@
  *
  * The status written to each policy (PATCH .../gpumemorypolicies/NAME/status, merge patch):
  *   status.observedGeneration  metadata.generation of the object read
- *   status.selectedNodes       GPU nodes of the watch cache whose labels it selects (0 when
+ *   status.nodes       GPU nodes of the watch cache whose labels it selects (0 when
  *                              unusable)
  *   status.conditions          [{type Ready, status "True", reason Applied, message "applied to
  *                              N nodes"} or {status "False", reason Invalid, message the parse

@@ -246,8 +246,8 @@ nodes_ready() {
 bootstrap_objects() {
 	kc create namespace "$WEBHOOK_NAMESPACE" >/dev/null
 	kc create namespace "$EXEMPT_NAMESPACE" >/dev/null
-	# The webhook's identity on the host: the chart's ClusterRole (pods, nodes, GPUMemoryPolicy
-	# objects: read only).
+	# The webhook's identity on the host: the chart's ClusterRoles (pods, nodes, GPUMemoryPolicy
+	# objects: read only; the policies' status: patch, update).
 	kc apply -f - >/dev/null <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -260,6 +260,9 @@ rules:
 - apiGroups: ["gpu-memory-guard.io"]
   resources: ["gpumemorypolicies"]
   verbs: ["get", "list", "watch"]
+- apiGroups: ["gpu-memory-guard.io"]
+  resources: ["gpumemorypolicies/status"]
+  verbs: ["patch", "update"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRoleBinding

@@ -561,22 +561,22 @@ rbac_checks() { # LABEL
 	policy_rbac_checks "$label"
 }
 
-# GPUMemoryPolicy objects: get, list, watch; no write, not even of the status (a rule of its own
-# when the webhook writes it).
+# GPUMemoryPolicy objects: get, list, watch; no write of the spec; the status subresource: patch
+# and update only (the status writer, ClusterRole gpu-memory-guard-policy-status).
 policy_rbac_checks() { # LABEL
 	local label=$1 v sub got want bad="" code
 	for sub in "" status; do
 		for v in get list watch create update patch delete deletecollection; do
 			want=no
-			case "$sub:$v" in :get | :list | :watch) want=yes ;; esac
+			case "$sub:$v" in :get | :list | :watch | status:patch | status:update) want=yes ;; esac
 			got=$(kc auth can-i "$v" "$CRD_NAME" --subresource="$sub" --as "system:serviceaccount:$NS:$SA" 2>/dev/null)
 			[ "$got" = "$want" ] || bad="$bad $v${sub:+ $sub}:$got(want $want)"
 		done
 	done
 	if [ -z "$bad" ]; then
-		pass "$label: ServiceAccount may get, list, watch gpumemorypolicies and write none, nor their status (can-i)"
+		pass "$label: ServiceAccount may get, list, watch gpumemorypolicies and write none, and patch or update only their status (can-i)"
 	else
-		fail "$label: ServiceAccount may get, list, watch gpumemorypolicies and write none, nor their status (can-i)" "$bad"
+		fail "$label: ServiceAccount may get, list, watch gpumemorypolicies and write none, and patch or update only their status (can-i)" "$bad"
 	fi
 	code=$(curl -s -o /dev/null -w '%{http_code}' --max-time 5 --cacert "$STATE/pki/ca.crt" \
 		-H "Authorization: Bearer $(cat "$WORK/token")" "$(apiserver_url)/apis/gpu-memory-guard.io/v1alpha1/gpumemorypolicies")

@@ -126,7 +126,8 @@ test_policy_crd() {
 # 60 percent share and, once realtime declares more than 80 percent of that share, a batch pod,
 # while a pod of no tier is admitted; switched to audit, the same batch pod is admitted and the
 # API server's audit log holds the webhook's auditAnnotations entry
-# (pods.gpu-memory-guard.io/audit-violations) and the webhook counts it; an enforcing threshold
+# (pods.gpu-memory-guard.io/audit-violations) and the webhook counts it; the policy's status
+# (observedGeneration, nodes, Ready) follows each edit; an enforcing threshold
 # policy on the A100 node refuses what the flags admit; deleting the policies restores the flags.
 # Every verdict is kubectl's (server dry runs, one real create); the webhook's pid is unchanged.
 
@@ -142,11 +143,15 @@ pa_dry_denied() { # GREP NAME MEMORY GPUS NODE PC: refused with GREP in the mess
 	grep -qF "$1" <<<"$out"
 }
 pa_dry_allowed() { pa_dry "$@" >/dev/null; }
+pa_status() { # NAME: "observedGeneration nodes ReadyStatus ReadyReason", as the webhook wrote it
+	kc get gmp "$1" -o jsonpath='{.status.observedGeneration} {.status.nodes} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}'
+}
+pa_status_is() { [ "$(pa_status "$1")" = "$2" ]; }
 pa_audit_total() { metrics | awk '/^gpu_memory_guard_policy_audit_violations_total/ {s += $2} END {print s + 0}'; }
 
 test_policy_apply() {
 	CURRENT="23 GPUMemoryPolicy applied by the webhook"
-	local bad="" out t0 lag_apply lag_audit a0 a1 node=gpu-h100-a a100=gpu-a100-0 audit_line
+	local bad="" out t0 lag_apply lag_audit a0 a1 node=gpu-h100-a a100=gpu-a100-0 audit_line h100s status_row
 	fresh_ns $PA_NS
 	kc create priorityclass realtime --value=1000 >/dev/null 2>&1
 	kc create priorityclass batch --value=100 >/dev/null 2>&1
@@ -159,6 +164,11 @@ test_policy_apply() {
 		bad="$bad; 48Gi realtime still not refused by its tier 30s after the policy: $(pa_dry rt-probe 48Gi 1 $node realtime)"
 	fi
 	lag_apply=$((SECONDS - t0))
+	# Its status, written by the webhook: observedGeneration, the H100 nodes it selects, Ready.
+	h100s=$(kc get nodes -l nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3-SHARED -o name | grep -c .)
+	wait_for 20 "the policy's status" pa_status_is realtime-batch "1 $h100s True Applied" ||
+		bad="$bad; status of realtime-batch is '$(pa_status realtime-batch)', want '1 $h100s True Applied'"
+	status_row=$(kc get gmp realtime-batch --no-headers 2>&1 | tr -s ' ')
 	# 40Gi of realtime placed: above 80 percent of its share (38.2Gi).
 	out=$(pa_pod rt-0 40Gi 1 $node realtime | kc create -f - 2>&1) || bad="$bad; 40Gi realtime refused: $out"
 	wait_for 30 "batch to yield" pa_dry_denied 'yields to tier "realtime"' batch-probe 1Gi 1 $node batch ||
@@ -172,6 +182,8 @@ test_policy_apply() {
 	wait_for 30 "audit mode" pa_dry_allowed batch-probe 1Gi 1 $node batch ||
 		bad="$bad; batch still refused 30s after mode audit: $(pa_dry batch-probe 1Gi 1 $node batch)"
 	lag_audit=$((SECONDS - t0))
+	wait_for 20 "the status of generation 2" pa_status_is realtime-batch "2 $h100s True Applied" ||
+		bad="$bad; after the edit, status of realtime-batch is '$(pa_status realtime-batch)', want '2 $h100s True Applied'"
 	out=$(pa_pod batch-0 1Gi 1 $node batch | kc create -f - 2>&1) || bad="$bad; batch-0 refused in audit mode: $out"
 	a1=$(pa_audit_total)
 	[ "$a1" -gt "$a0" ] || bad="$bad; gpu_memory_guard_policy_audit_violations_total $a0 -> $a1"
@@ -203,6 +215,6 @@ spec:
 	if [ -n "$bad" ]; then
 		fail "${bad#; }"
 	else
-		pass "seed example applied without restart in ${lag_apply}s: 48Gi realtime refused by its tier, 1Gi batch refused while realtime declares 40Gi, 20Gi of no tier admitted; audit mode (in ${lag_audit}s): batch admitted, the API server's audit log has pods.gpu-memory-guard.io/audit-violations \"${audit_line:0:160}...\", metric $a0 -> $a1; e2e-a100-half refused 40Gi more on $a100 that the flags admit, and deleting it restored them"
+		pass "seed example applied without restart in ${lag_apply}s (kubectl get gmp: $status_row; observedGeneration 1 then 2 after the edit): 48Gi realtime refused by its tier, 1Gi batch refused while realtime declares 40Gi, 20Gi of no tier admitted; audit mode (in ${lag_audit}s): batch admitted, the API server's audit log has pods.gpu-memory-guard.io/audit-violations \"${audit_line:0:160}...\", metric $a0 -> $a1; e2e-a100-half refused 40Gi more on $a100 that the flags admit, and deleting it restored them"
 	fi
 }

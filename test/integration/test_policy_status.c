@@ -6,7 +6,7 @@
  *
  * In order: exactly one replica holds the Lease gpu-memory-guard-policy-status (the other
  * says so in its metric); the policy "big" (matchLabels nvidia.com/gpu.memory=81920) gets
- * observedGeneration 1, selectedNodes 2 and Ready True Applied "applied to 2 nodes"; an
+ * observedGeneration 1, nodes 2 and Ready True Applied "applied to 2 nodes"; an
  * invalid policy (threshold 1.5, which the double does not refuse) gets Ready False Invalid
  * with the webhook's parse error; the leader killed (SIGKILL: no release), the other takes
  * the Lease over after leaseDurationSeconds and writes the status of "big" changed meanwhile
@@ -139,7 +139,7 @@ static int policy_ready(struct apiserver_double *api, const char *name, struct r
 	cJSON *p = text ? cJSON_Parse(text) : NULL;
 	const cJSON *st = cJSON_GetObjectItemCaseSensitive(p, "status"), *c;
 	const cJSON *og = cJSON_GetObjectItemCaseSensitive(st, "observedGeneration");
-	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(st, "selectedNodes");
+	const cJSON *sel = cJSON_GetObjectItemCaseSensitive(st, "nodes");
 	int rc = -1;
 
 	memset(r, 0, sizeof(*r));

@@ -112,7 +112,7 @@ static void test_patch_ready(void **state)
 	char *s = patch_text(&e, "2026-11-30T16:00:00Z");
 	assert_string_equal(
 	    s,
-	    "{\"status\":{\"observedGeneration\":7,\"selectedNodes\":3,\"conditions\":[{\"type\":"
+	    "{\"status\":{\"observedGeneration\":7,\"nodes\":3,\"conditions\":[{\"type\":"
 	    "\"Ready\",\"status\":\"True\",\"reason\":\"Applied\",\"message\":\"applied to 3 "
 	    "nodes\",\"observedGeneration\":7,\"lastTransitionTime\":\"2026-11-30T16:00:00Z\"}]}}");
 	free(s);
@@ -130,7 +130,7 @@ static void test_patch_invalid(void **state)
 	char *s = patch_text(&e, "2026-11-30T16:00:00Z");
 	assert_string_equal(
 	    s,
-	    "{\"status\":{\"observedGeneration\":2,\"selectedNodes\":0,\"conditions\":[{\"type\":"
+	    "{\"status\":{\"observedGeneration\":2,\"nodes\":0,\"conditions\":[{\"type\":"
 	    "\"Ready\",\"status\":\"False\",\"reason\":\"Invalid\",\"message\":\"spec.threshold: "
 	    "must be a number in (0, 1], got 1.5\",\"observedGeneration\":2,"
 	    "\"lastTransitionTime\":\"2026-11-30T16:00:00Z\"}]}}");
