@@ -206,6 +206,23 @@ spec:
   threshold: 0.5'
 	wait_for 30 "the A100 policy" pa_dry_denied 'GPUMemoryPolicy "e2e-a100-half"' a100-probe 40Gi 8 $a100 "" ||
 		bad="$bad; 40Gi more on $a100 not refused by e2e-a100-half: $(pa_dry a100-probe 40Gi 8 $a100 "")"
+	# The report reads the policy too: its limit and largest fit there are the webhook's.
+	local json fit src limit
+	if ! json=$("$BINARY" report --kubeconfig "$STATE/kubeconfig" --threshold "$THRESHOLD" -o json 2>&1); then
+		bad="$bad; the report failed: $json"
+	else
+		fit=$(jq -r --arg n $a100 '.nodes[] | select(.name == $n) | .largestFitBytes' <<<"$json")
+		src=$(jq -r --arg n $a100 '.nodes[] | select(.name == $n) | "\(.thresholdSource) \(.thresholdPolicy)"' <<<"$json")
+		limit=$(jq -r --arg n $a100 '.nodes[] | select(.name == $n) | .limitBytes' <<<"$json")
+		[ "$src" = "policy e2e-a100-half" ] || bad="$bad; the report's threshold source on $a100: '$src'"
+		if ! [[ $fit =~ ^[0-9]+$ ]] || [ "$fit" -le 1048576 ]; then
+			bad="$bad; the report's largest fit on $a100: '$fit'"
+		else
+			pa_dry_allowed a100-fit "$fit" 1 $a100 "" || bad="$bad; the report's largest fit $fit refused on $a100"
+			pa_dry_denied "$DENIED_POD" a100-over "$((fit + 1))" 1 $a100 "" ||
+				bad="$bad; one byte more than the report's largest fit ($((fit + 1))) not refused by the webhook on $a100"
+		fi
+	fi
 	kc delete gmp e2e-a100-half --wait=true >/dev/null 2>&1
 	wait_for 30 "the flags again" pa_dry_allowed a100-probe 40Gi 8 $a100 "" ||
 		bad="$bad; 40Gi more on $a100 still refused after the policy was deleted"
@@ -215,6 +232,6 @@ spec:
 	if [ -n "$bad" ]; then
 		fail "${bad#; }"
 	else
-		pass "seed example applied without restart in ${lag_apply}s (kubectl get gmp: $status_row; observedGeneration 1 then 2 after the edit): 48Gi realtime refused by its tier, 1Gi batch refused while realtime declares 40Gi, 20Gi of no tier admitted; audit mode (in ${lag_audit}s): batch admitted, the API server's audit log has pods.gpu-memory-guard.io/audit-violations \"${audit_line:0:160}...\", metric $a0 -> $a1; e2e-a100-half refused 40Gi more on $a100 that the flags admit, and deleting it restored them"
+		pass "seed example applied without restart in ${lag_apply}s (kubectl get gmp: $status_row; observedGeneration 1 then 2 after the edit): 48Gi realtime refused by its tier, 1Gi batch refused while realtime declares 40Gi, 20Gi of no tier admitted; audit mode (in ${lag_audit}s): batch admitted, the API server's audit log has pods.gpu-memory-guard.io/audit-violations \"${audit_line:0:160}...\", metric $a0 -> $a1; e2e-a100-half refused 40Gi more on $a100 that the flags admit (the report: limit $limit bytes from the policy, largest fit $fit admitted, one byte more refused), and deleting it restored them"
 	fi
 }
