@@ -126,7 +126,8 @@ test_policy_crd() {
 # 60 percent share and, once realtime declares more than 80 percent of that share, a batch pod,
 # while a pod of no tier is admitted; switched to audit, the same batch pod is admitted and the
 # API server's audit log holds the webhook's auditAnnotations entry
-# (pods.gpu-memory-guard.io/audit-violations) and the webhook counts it; the policy's status
+# (pods.gpu-memory-guard.io/audit-violations) and the webhook counts it; switched to warn, it is
+# admitted with kubectl's warning, and refused again back in enforce; the policy's status
 # (observedGeneration, nodes, Ready) follows each edit; an enforcing threshold
 # policy on the A100 node refuses what the flags admit; deleting the policies restores the flags.
 # Every verdict is kubectl's (server dry runs, one real create); the webhook's pid is unchanged.
@@ -143,6 +144,11 @@ pa_dry_denied() { # GREP NAME MEMORY GPUS NODE PC: refused with GREP in the mess
 	grep -qF "$1" <<<"$out"
 }
 pa_dry_allowed() { pa_dry "$@" >/dev/null; }
+pa_dry_warns() { # GREP NAME MEMORY GPUS NODE PC: admitted, with GREP in kubectl's warning
+	local out
+	out=$(pa_dry "${@:2}") || return 1
+	grep '^Warning:' <<<"$out" | grep -qF "$1"
+}
 pa_status() { # NAME: "observedGeneration nodes ReadyStatus ReadyReason", as the webhook wrote it
 	kc get gmp "$1" -o jsonpath='{.status.observedGeneration} {.status.nodes} {.status.conditions[?(@.type=="Ready")].status} {.status.conditions[?(@.type=="Ready")].reason}'
 }
@@ -151,7 +157,7 @@ pa_audit_total() { metrics | awk '/^gpu_memory_guard_policy_audit_violations_tot
 
 test_policy_apply() {
 	CURRENT="23 GPUMemoryPolicy applied by the webhook"
-	local bad="" out t0 lag_apply lag_audit a0 a1 node=gpu-h100-a a100=gpu-a100-0 audit_line h100s status_row
+	local bad="" out t0 lag_apply lag_audit a0 a1 node=gpu-h100-a a100=gpu-a100-0 audit_line h100s status_row warn_out
 	fresh_ns $PA_NS
 	kc create priorityclass realtime --value=1000 >/dev/null 2>&1
 	kc create priorityclass batch --value=100 >/dev/null 2>&1
@@ -193,6 +199,16 @@ test_policy_apply() {
 			jq -r '.annotations["pods.gpu-memory-guard.io/audit-violations"]' 2>/dev/null)
 	[[ $audit_line == *'GPUMemoryPolicy "realtime-batch" (audit)'*'yields to tier "realtime"'* ]] ||
 		bad="$bad; no audit-violations annotation for batch-0 in the API server's audit log (got: '$audit_line'; $(grep -c . "$STATE/logs/audit.log" 2>/dev/null) lines)"
+	# Warn: admitted, and kubectl shows the refusal's words as a warning; then enforce again.
+	kc patch gmp realtime-batch --type=merge -p '{"spec": {"mode": "warn"}}' >/dev/null
+	warn_out=""
+	wait_for 30 "warn mode" pa_dry_warns 'yields to tier "realtime"' batch-probe 1Gi 1 $node batch &&
+		warn_out=$(pa_dry batch-probe 1Gi 1 $node batch | grep '^Warning:' | head -n 1)
+	[[ $warn_out == *'yields to tier "realtime"'* ]] ||
+		bad="$bad; warn mode: no kubectl warning with the yield for a batch dry run: $(pa_dry batch-probe 1Gi 1 $node batch)"
+	kc patch gmp realtime-batch --type=merge -p '{"spec": {"mode": "enforce"}}' >/dev/null
+	wait_for 30 "enforce again" pa_dry_denied 'yields to tier "realtime"' batch-probe 1Gi 1 $node batch ||
+		bad="$bad; back in enforce mode, 1Gi batch not refused"
 	kc delete gmp realtime-batch --wait=true >/dev/null 2>&1
 	# An enforcing threshold policy on the A100 node (8 x 38.6Gi): 120Gi there, 40Gi more is
 	# 160Gi, over 50 percent (154.4Gi) and under the flags' 90 percent.
@@ -232,6 +248,6 @@ spec:
 	if [ -n "$bad" ]; then
 		fail "${bad#; }"
 	else
-		pass "seed example applied without restart in ${lag_apply}s (kubectl get gmp: $status_row; observedGeneration 1 then 2 after the edit): 48Gi realtime refused by its tier, 1Gi batch refused while realtime declares 40Gi, 20Gi of no tier admitted; audit mode (in ${lag_audit}s): batch admitted, the API server's audit log has pods.gpu-memory-guard.io/audit-violations \"${audit_line:0:160}...\", metric $a0 -> $a1; e2e-a100-half refused 40Gi more on $a100 that the flags admit (the report: limit $limit bytes from the policy, largest fit $fit admitted, one byte more refused), and deleting it restored them"
+		pass "seed example applied without restart in ${lag_apply}s (kubectl get gmp: $status_row; observedGeneration 1 then 2 after the edit): 48Gi realtime refused by its tier, 1Gi batch refused while realtime declares 40Gi, 20Gi of no tier admitted; audit mode (in ${lag_audit}s): batch admitted, the API server's audit log has pods.gpu-memory-guard.io/audit-violations \"${audit_line:0:160}...\", metric $a0 -> $a1; warn mode: admitted with kubectl's \"${warn_out:0:90}...\"; enforce again: refused; e2e-a100-half refused 40Gi more on $a100 that the flags admit (the report: limit $limit bytes from the policy, largest fit $fit admitted, one byte more refused), and deleting it restored them"
 	fi
 }
