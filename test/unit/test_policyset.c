@@ -75,6 +75,7 @@ struct run {
 	size_t n_pols;
 	const char *pc; /* the placed pod's priority class */
 	uint64_t bytes;
+	const struct gpupolicy_flags *flags; /* NULL: flags (enforce, 0.9, warn 0.8) */
 };
 
 static struct policyset_result decide(const struct run *r)
@@ -91,7 +92,7 @@ static struct policyset_result decide(const struct run *r)
 	    .pod_priority_class = r->pc,
 	    .policies = (const struct gpupolicy *const *)r->pols,
 	    .n_policies = r->n_pols,
-	    .flags = flags,
+	    .flags = r->flags ? *r->flags : flags,
 	};
 	assert_int_equal(policyset_decide(&in, &out), 0);
 	return out;
@@ -304,6 +305,32 @@ static void test_tier_modes(void **state)
 	(void)state;
 }
 
+/* --mode warn: the flags' own check is a warn check, and --warn-threshold still gives the early
+ * warning of an allowed placement past it (as before policies: placement_decide at the flags'
+ * warn threshold), and so does an enforcing policy that only sets warnThreshold. */
+static void test_flags_warn_mode_keeps_the_early_warning(void **state)
+{
+	static const struct gpupolicy_flags warn_flags = {0.9, 0.8, POLICY_WARN};
+	struct placement_item pods[] = {pod_item("ml/a", 60 * GI, NULL)};
+	struct run r = {.pods = pods, .n_pods = 1, .bytes = 6 * GI, .flags = &warn_flags};
+	struct policyset_result res = decide(&r);
+
+	assert_true(res.allowed); /* 66Gi: 82 percent, past the 80 percent warning level */
+	assert_int_equal(res.n_warnings, 1);
+	assert_non_null(strstr(res.warnings[0], "80 percent warning level"));
+	/* an enforcing policy asking only for earlier warnings: at 50 percent */
+	struct gpupolicy *early =
+	    parse("{\"metadata\":{\"name\":\"early\"},\"spec\":{\"warnThreshold\":0.5}}");
+	struct gpupolicy *pols[] = {early};
+	struct run e = {.pols = pols, .n_pols = 1, .bytes = 45 * GI, .flags = &warn_flags};
+	res = decide(&e);
+	assert_true(res.allowed);
+	assert_int_equal(res.n_warnings, 1);
+	assert_non_null(strstr(res.warnings[0], "50 percent warning level"));
+	gpupolicy_free(early);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +341,7 @@ int main(void)
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_reservation_of_unknown_tier_counts_in_each),
 	    cmocka_unit_test(test_tier_modes),
+	    cmocka_unit_test(test_flags_warn_mode_keeps_the_early_warning),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
