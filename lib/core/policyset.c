@@ -66,7 +66,9 @@ static int threshold_checks(const struct policyset_input *in, struct policyset_r
 		struct placement_pod pod = *in->pod;
 		struct placement_policy pol = {
 		    .threshold = c->threshold,
-		    .warn_threshold = c->mode == GPUPOLICY_ENFORCE ? c->warn_threshold : 0,
+		    /* the early warning: the first check's (enforce, or the flags' own warn
+		     * check under --mode warn), as placement_decide gave it before policies */
+		    .warn_threshold = i == 0 ? c->warn_threshold : 0,
 		    .mode = c->mode == GPUPOLICY_ENFORCE ? POLICY_ENFORCE : POLICY_WARN,
 		    .verdict_only = in->verdict_only,
 		};
