@@ -268,10 +268,11 @@ static void test_takeover(void **state)
 	assert_string_equal(r.reason, "Invalid");
 }
 
+static struct world L;
+
 /* --reservations local: one replica by contract, which writes status without any Lease. */
 static void test_single_writer(void **state)
 {
-	static struct world L;
 	struct ready r;
 	char *body = NULL;
 	(void)state;
@@ -290,6 +291,32 @@ static void test_single_writer(void **state)
 	ITEST_CHECK(world_health_get(&L, "/metrics", &body) == 200, "metrics");
 	assert_true(harness_metric(body, "gpu_memory_guard_policy_status_leader", NULL, 0) == 1);
 	free(body);
+}
+
+/* Deleted and created again between two rounds (kubectl replace --force, delete then apply):
+ * a new object, without status, whose status would be the same text as the old one's (a new
+ * object's generation is 1 again). It is written all the same. */
+static void test_recreated_gets_status(void **state)
+{
+	static const char big_again[] =
+	    "{\"apiVersion\":\"gpu-memory-guard.io/v1alpha1\",\"kind\":\"GPUMemoryPolicy\","
+	    "\"metadata\":{\"name\":\"big\",\"uid\":\"big-recreated\",\"generation\":1},"
+	    "\"spec\":{\"nodeSelector\":{\"matchLabels\":{\"nvidia.com/gpu.memory\":\"81920\"}},"
+	    "\"threshold\":0.8}}";
+	struct ready r;
+	(void)state;
+	ITEST_CHECK(apiserver_double_delete_policy(L.api, "big") == 0 &&
+	                apiserver_double_put_policy(L.api, big_again) == 0,
+	            "recreate");
+	ITEST_CHECK(policy_ready(L.api, "big", &r) != 0, "the new object has no status yet");
+	wait_status(L.api, "big", 1, 15.0, &r);
+	assert_string_equal(r.status, "True");
+	assert_string_equal(r.message, "applied to 1 node");
+}
+
+static void test_single_writer_exit(void **state)
+{
+	(void)state;
 	/* A clean shutdown with the writer running: exit 0 (under ASan: no leak, no misuse). */
 	int st = world_stop_gmg(&L, SIGTERM, 15000);
 	ITEST_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
@@ -305,7 +332,9 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_invalid),    cmocka_unit_test(test_no_rewrite),
 	    cmocka_unit_test(test_takeover),
 	};
-	const struct CMUnitTest single[] = {cmocka_unit_test(test_single_writer)};
+	const struct CMUnitTest single[] = {cmocka_unit_test(test_single_writer),
+	                                    cmocka_unit_test(test_recreated_gets_status),
+	                                    cmocka_unit_test(test_single_writer_exit)};
 	int failed = cmocka_run_group_tests_name("replicas", tests, group_setup, group_teardown);
 	return failed + cmocka_run_group_tests_name("single", single, NULL, NULL);
 }
