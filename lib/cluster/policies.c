@@ -13,6 +13,7 @@
 
 struct entry {
 	char *name;
+	char *uid; /* metadata.uid, "" when absent: a new object of the same name is another */
 	long long generation;
 	struct gpupolicy *p; /* NULL: invalid */
 	char *error;         /* NULL when usable */
@@ -42,6 +43,7 @@ struct policies *policies_new(void)
 static void entry_clear(struct entry *e)
 {
 	free(e->name);
+	free(e->uid);
 	gpupolicy_free(e->p);
 	free(e->error);
 	memset(e, 0, sizeof(*e));
@@ -89,6 +91,7 @@ static void remove_at(struct policies *s, size_t i)
 int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *obj)
 {
 	const char *name = json_str(obj, "metadata", "name", NULL);
+	const char *uid = json_str(obj, "metadata", "uid", NULL);
 	char err[GPUPOLICY_ERR_MAX] = "";
 	struct entry e = {0};
 	size_t i;
@@ -114,7 +117,8 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	rc = gpupolicy_parse(obj, &e.p, err, sizeof(err));
 	if (rc == GPUPOLICY_ENOMEM)
 		return POLICIES_ENOMEM;
-	if ((e.name = strdup(name)) == NULL || (rc != 0 && (e.error = strdup(err)) == NULL)) {
+	if ((e.name = strdup(name)) == NULL || (e.uid = strdup(uid ? uid : "")) == NULL ||
+	    (rc != 0 && (e.error = strdup(err)) == NULL)) {
 		entry_clear(&e);
 		return POLICIES_ENOMEM;
 	}
@@ -239,7 +243,7 @@ void policies_each(struct policies *s, policies_each_fn fn, void *ctx)
 {
 	pthread_rwlock_rdlock(&s->lock);
 	for (size_t i = 0; i < s->n; i++)
-		fn(ctx, s->v[i].name, s->v[i].generation, s->v[i].p,
+		fn(ctx, s->v[i].name, s->v[i].uid, s->v[i].generation, s->v[i].p,
 		   s->v[i].error ? s->v[i].error : "");
 	pthread_rwlock_unlock(&s->lock);
 }

@@ -69,9 +69,9 @@ struct policies_stats {
 };
 void policies_stats(struct policies *s, struct policies_stats *out);
 
-/* Call fn for every object (name, generation, the parsed policy or NULL, the parse error or
- * "") under the read lock. */
-typedef void (*policies_each_fn)(void *ctx, const char *name, long long generation,
+/* Call fn for every object (name, metadata.uid or "", generation, the parsed policy or NULL,
+ * the parse error or "") under the read lock. */
+typedef void (*policies_each_fn)(void *ctx, const char *name, const char *uid, long long generation,
                                  const struct gpupolicy *p, const char *error);
 void policies_each(struct policies *s, policies_each_fn fn, void *ctx);
 

@@ -117,6 +117,7 @@ void policystatus_identity(char *buf, size_t cap)
 /* What was last written to one policy. */
 struct written {
 	char name[GPUPOLICY_NAME_MAX];
+	char uid[POLICYSTATUS_UID_MAX];         /* of the object written to */
 	char *text;                             /* the patch, serialized */
 	int valid;                              /* its Ready status */
 	char transition[POLICYSTATUS_TIME_MAX]; /* its lastTransitionTime */
@@ -167,8 +168,8 @@ static int by_name(const void *a, const void *b)
 	              ((const struct policystatus_entry *)b)->name);
 }
 
-static void snap_one(void *ctx, const char *name, long long generation, const struct gpupolicy *p,
-                     const char *error)
+static void snap_one(void *ctx, const char *name, const char *uid, long long generation,
+                     const struct gpupolicy *p, const char *error)
 {
 	struct policystatus *s = ctx;
 	struct policystatus_entry *e;
@@ -176,6 +177,7 @@ static void snap_one(void *ctx, const char *name, long long generation, const st
 		return;
 	e = &s->snap[s->n_snap++];
 	snprintf(e->name, sizeof(e->name), "%s", name);
+	snprintf(e->uid, sizeof(e->uid), "%s", uid);
 	e->generation = generation;
 	e->valid = p != NULL;
 	snprintf(e->error, sizeof(e->error), "%s", p != NULL ? "" : error);
@@ -329,8 +331,15 @@ static void write_one(struct policystatus *s, const struct policystatus_entry *e
 	long code = 0;
 	int rc;
 
-	if (w != NULL)
+	if (w != NULL) {
 		w->seen = 1;
+		if (strcmp(w->uid, e->uid) !=
+		    0) { /* another object of that name: not written yet */
+			free(w->text);
+			w->text = NULL;
+			w->valid = -1;
+		}
+	}
 	if (w != NULL && w->valid == e->valid)
 		snprintf(transition, sizeof(transition), "%s", w->transition);
 	else
@@ -360,6 +369,7 @@ static void write_one(struct policystatus *s, const struct policystatus_entry *e
 	w->text = text;
 	text = NULL;
 	w->valid = e->valid;
+	snprintf(w->uid, sizeof(w->uid), "%s", e->uid);
 	snprintf(w->transition, sizeof(w->transition), "%s", transition);
 	log_fields(LOG_DEBUG, "policy status written",
 	           (struct log_field[]){LOG_STR("policy", e->name), LOG_END});

@@ -12,7 +12,9 @@
  *                              error}, with observedGeneration and lastTransitionTime (RFC 3339
  *                              UTC, kept while status stays the same)]
  * A status is written only when it differs from what this replica last wrote for the policy
- * (forgotten when leadership is lost: the next leader writes each policy once).
+ * (forgotten when leadership is lost: the next leader writes each policy once), or when the
+ * object is another one of the same name (its metadata.uid changed: deleted and created again
+ * between two rounds, without status).
  *
  * Election (k8s.io/client-go tools/leaderelection): every POLICYSTATUS_PERIOD_S the Lease is
  * read; absent: created with this replica as holder; held by this replica: renewed (PUT with
@@ -50,6 +52,7 @@ struct metrics_writer;
 #define POLICYSTATUS_PERIOD_S     5   /* seconds between rounds (renewals, status writes) */
 #define POLICYSTATUS_IDENTITY_MAX 128 /* bytes of holderIdentity with its NUL */
 #define POLICYSTATUS_ERROR_MAX    512 /* bytes of a parse error quoted in a condition */
+#define POLICYSTATUS_UID_MAX      128 /* bytes of a metadata.uid kept with its NUL */
 #define POLICYSTATUS_TIME_MAX     32  /* bytes of an RFC 3339 time with its NUL */
 #define POLICYSTATUS_WARN_EVERY_S 60  /* seconds between two warnings of failed writes */
 
@@ -84,6 +87,7 @@ enum policystatus_action policystatus_decide(const struct policystatus_lease *l,
 /* One policy's status, as computed in a round. */
 struct policystatus_entry {
 	char name[GPUPOLICY_NAME_MAX];
+	char uid[POLICYSTATUS_UID_MAX]; /* metadata.uid, "" when unknown */
 	long long generation;
 	int valid;                          /* 0: the parse error below */
 	char error[POLICYSTATUS_ERROR_MAX]; /* gpupolicy_parse's message when !valid */
