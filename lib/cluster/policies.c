@@ -2,6 +2,7 @@
 #include "policies.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,10 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	}
 	/* Parsed outside the lock. */
 	const cJSON *gen = json_at(obj, "metadata", "generation", NULL);
-	e.generation = cJSON_IsNumber(gen) ? (long long)gen->valuedouble : 0;
+	double g = cJSON_IsNumber(gen) ? gen->valuedouble : 0;
+	/* An integer in int64's range (2^63 is the first double out of it), else 0: never a
+	 * cast out of range, nor a negative observedGeneration (gpupolicy_parse says why). */
+	e.generation = g >= 0.0 && g < 9223372036854775808.0 && floor(g) == g ? (long long)g : 0;
 	rc = gpupolicy_parse(obj, &e.p, err, sizeof(err));
 	if (rc == GPUPOLICY_ENOMEM)
 		return POLICIES_ENOMEM;
