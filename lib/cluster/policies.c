@@ -169,13 +169,13 @@ void policies_resync_begin(struct policies *s)
 	pthread_rwlock_unlock(&s->lock);
 }
 
-void policies_resync_end(struct policies *s)
+void policies_resync_end(struct policies *s, int complete)
 {
 	pthread_rwlock_wrlock(&s->lock);
 	for (size_t i = s->n; i-- > 0;)
 		if (s->v[i].mark)
 			remove_at(s, i);
-	s->synced = 1;
+	s->synced = complete != 0;
 	s->crd_missing = 0;
 	pthread_rwlock_unlock(&s->lock);
 }

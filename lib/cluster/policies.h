@@ -44,9 +44,12 @@ void policies_free(struct policies *s); /* NULL is a no-op; no call may be runni
  * holds what the API server has). 0 or POLICIES_E*. */
 int policies_apply(struct policies *s, enum watch_event_type type, const struct cJSON *obj);
 
-/* Relist: mark all, apply the list, remove what is still marked; then synced. */
+/* Relist: mark all, apply the list, remove what is still marked; then synced when complete
+ * (every listed object was stored), else not synced: an object the store could not hold
+ * (POLICIES_EFULL, out of memory) may be stricter than the flags, so placements are refused
+ * as before the first list, until a relist stores them all. */
 void policies_resync_begin(struct policies *s);
-void policies_resync_end(struct policies *s);
+void policies_resync_end(struct policies *s, int complete);
 
 /* The API server says the CRD is not installed: empty, synced (see above). */
 void policies_crd_missing(struct policies *s);
