@@ -331,6 +331,23 @@ static void test_flags_warn_mode_keeps_the_early_warning(void **state)
 	(void)state;
 }
 
+/* A policy may be named "flags" (a DNS subdomain like any): its refusal is still a policy's,
+ * named in the message and in res.policy, not taken for the --threshold flag's. */
+static void test_policy_named_flags(void **state)
+{
+	struct gpupolicy *p =
+	    parse("{\"metadata\":{\"name\":\"flags\"},\"spec\":{\"threshold\":0.5}}");
+	struct run r = {.pols = &p, .n_pols = 1, .bytes = 40 * GI + 1};
+	struct policyset_result res = decide(&r);
+
+	assert_false(res.allowed);
+	assert_non_null(res.policy);
+	assert_string_equal(res.policy, "flags");
+	assert_non_null(strstr(res.message, "; GPUMemoryPolicy \"flags\""));
+	gpupolicy_free(p);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -342,6 +359,7 @@ int main(void)
 	    cmocka_unit_test(test_reservation_of_unknown_tier_counts_in_each),
 	    cmocka_unit_test(test_tier_modes),
 	    cmocka_unit_test(test_flags_warn_mode_keeps_the_early_warning),
+	    cmocka_unit_test(test_policy_named_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
