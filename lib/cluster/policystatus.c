@@ -321,15 +321,24 @@ static struct written *find_written(struct policystatus *s, const char *name)
 	return NULL;
 }
 
-/* Write e's status when it differs from the last written. */
-static void write_one(struct policystatus *s, const struct policystatus_entry *e)
+/* A refusal every policy would get alike: no answer, unauthorized, forbidden (the status
+ * RBAC missing), throttled, a server error. The round stops there. */
+static int refused_for_all(int rc, long code)
+{
+	return rc == KUBE_ETRANSPORT || rc == KUBE_ETIMEOUT ||
+	       (rc == KUBE_EHTTP && (code == 401 || code == 403 || code == 429 || code >= 500));
+}
+
+/* Write e's status when it differs from the last written. Returns 1 when the write was
+ * refused in a way every other policy's would be too (refused_for_all), else 0. */
+static int write_one(struct policystatus *s, const struct policystatus_entry *e)
 {
 	struct written *w = find_written(s, e->name);
 	char transition[POLICYSTATUS_TIME_MAX], err[512];
 	cJSON *patch = NULL;
 	char *text = NULL;
 	long code = 0;
-	int rc;
+	int rc, all = 0;
 
 	if (w != NULL) {
 		w->seen = 1;
@@ -355,6 +364,7 @@ static void write_one(struct policystatus *s, const struct policystatus_entry *e
 		if (rc != KUBE_ENOTFOUND) /* deleted meanwhile: its DELETED event follows */
 			warn_limited(s, "policy status: cannot write a policy's status", e->name,
 			             err);
+		all = refused_for_all(rc, code);
 		goto out;
 	}
 	if (w == NULL) {
@@ -376,6 +386,7 @@ static void write_one(struct policystatus *s, const struct policystatus_entry *e
 out:
 	cJSON_Delete(patch);
 	free(text);
+	return all;
 }
 
 /* Drop what was written to policies no longer in the store. */
@@ -409,8 +420,16 @@ static void round_once(struct policystatus *s)
 		forget_written(s); /* another replica may write meanwhile */
 		return;
 	}
-	for (size_t i = 0; i < s->n_snap; i++)
-		write_one(s, &s->snap[i]);
+	/* After a refusal every policy would get, the rest wait for the next round (kept as
+	 * seen): not one failing PATCH per policy every round. */
+	int stopped = 0;
+	for (size_t i = 0; i < s->n_snap; i++) {
+		struct written *w;
+		if (!stopped)
+			stopped = write_one(s, &s->snap[i]);
+		else if ((w = find_written(s, s->snap[i].name)) != NULL)
+			w->seen = 1;
+	}
 	prune_written(s);
 }
 

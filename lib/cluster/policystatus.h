@@ -31,7 +31,9 @@
  *
  * Threads: one, started by policystatus_start. It copies what it needs from the policies and
  * the cache under their read locks, and holds no lock across an API call: placements never
- * wait for it. Failed writes are logged (warn, at most once a minute) and retried next round.
+ * wait for it. Failed writes are logged (warn, at most once a minute) and retried next round;
+ * a refusal every policy would get alike (no answer, 401, 403, 429, 5xx) ends the round, so
+ * that a missing RBAC rule costs one PATCH a round, not one per policy.
  */
 #ifndef GMG_POLICYSTATUS_H
 #define GMG_POLICYSTATUS_H
