@@ -220,12 +220,15 @@ static void test_ready_applied(void **state)
 	free(body);
 }
 
+static char bad_transition[40]; /* "bad"'s lastTransitionTime as its first writer wrote it */
+
 static void test_invalid(void **state)
 {
 	struct ready r;
 	(void)state;
 	assert_int_equal(apiserver_double_put_policy(W.api, BAD), 0);
 	wait_status(W.api, "bad", 3, 20.0, &r);
+	snprintf(bad_transition, sizeof(bad_transition), "%s", r.transition);
 	assert_string_equal(r.status, "False");
 	assert_string_equal(r.reason, "Invalid");
 	itest_contains(r.message, "threshold", "Invalid message");
@@ -263,9 +266,13 @@ static void test_takeover(void **state)
 	/* Not before the Lease expired on the follower's clock (15 s, minus a round's slack). */
 	assert_true(took >= 9.0);
 	assert_true(took <= 30.0);
-	/* The invalid one is written again by the new leader, unchanged in substance. */
+	/* The invalid one is written again by the new leader (in the same round as "big", before
+	 * it: name order), unchanged in substance: its lastTransitionTime is kept
+	 * (metav1.Condition: the last time the status changed, and "bad" has been False all along).
+	 */
 	wait_status(W.api, "bad", 3, 10.0, &r);
 	assert_string_equal(r.reason, "Invalid");
+	assert_string_equal(r.transition, bad_transition);
 }
 
 static struct world L;
