@@ -72,10 +72,19 @@ struct policies_stats {
 };
 void policies_stats(struct policies *s, struct policies_stats *out);
 
-/* Call fn for every object (name, metadata.uid or "", generation, the parsed policy or NULL,
- * the parse error or "") under the read lock. */
-typedef void (*policies_each_fn)(void *ctx, const char *name, const char *uid, long long generation,
-                                 const struct gpupolicy *p, const char *error);
+/* One object as policies_each gives it (every pointer valid during the call only). */
+struct policies_object {
+	const char *name;
+	const char *uid; /* metadata.uid, "" when absent */
+	long long generation;
+	const struct gpupolicy *p; /* NULL: unusable */
+	const char *error;         /* the parse error, "" when usable */
+	const char *ready;         /* status.conditions[type=Ready].status as read, "" if none */
+	const char *transition;    /* ... and its lastTransitionTime, "" if none */
+};
+
+/* Call fn for every object under the read lock. */
+typedef void (*policies_each_fn)(void *ctx, const struct policies_object *o);
 void policies_each(struct policies *s, policies_each_fn fn, void *ctx);
 
 /* metrics_collector_fn:

@@ -168,20 +168,21 @@ static int by_name(const void *a, const void *b)
 	              ((const struct policystatus_entry *)b)->name);
 }
 
-static void snap_one(void *ctx, const char *name, const char *uid, long long generation,
-                     const struct gpupolicy *p, const char *error)
+static void snap_one(void *ctx, const struct policies_object *o)
 {
 	struct policystatus *s = ctx;
 	struct policystatus_entry *e;
 	if (s->n_snap >= POLICIES_MAX)
 		return;
 	e = &s->snap[s->n_snap++];
-	snprintf(e->name, sizeof(e->name), "%s", name);
-	snprintf(e->uid, sizeof(e->uid), "%s", uid);
-	e->generation = generation;
-	e->valid = p != NULL;
-	snprintf(e->error, sizeof(e->error), "%s", p != NULL ? "" : error);
+	snprintf(e->name, sizeof(e->name), "%s", o->name);
+	snprintf(e->uid, sizeof(e->uid), "%s", o->uid);
+	e->generation = o->generation;
+	e->valid = o->p != NULL;
+	snprintf(e->error, sizeof(e->error), "%s", o->p != NULL ? "" : o->error);
 	e->nodes = 0;
+	snprintf(e->ready_was, sizeof(e->ready_was), "%s", o->ready);
+	snprintf(e->transition_was, sizeof(e->transition_was), "%s", o->transition);
 }
 
 /* Under the cache's read lock, then the policies' (the documented order). */
@@ -351,6 +352,11 @@ static int write_one(struct policystatus *s, const struct policystatus_entry *e)
 	}
 	if (w != NULL && w->valid == e->valid)
 		snprintf(transition, sizeof(transition), "%s", w->transition);
+	else if ((w == NULL || w->valid == -1) && e->transition_was[0] != '\0' &&
+	         strcmp(e->ready_was, e->valid ? "True" : "False") == 0)
+		/* not written by this replica yet (a new leader): the object's own, when its
+		 * status is the same */
+		snprintf(transition, sizeof(transition), "%s", e->transition_was);
 	else
 		policystatus_rfc3339((long long)time(NULL), transition, sizeof(transition));
 	if ((patch = policystatus_patch(e, transition)) == NULL ||

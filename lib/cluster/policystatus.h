@@ -94,6 +94,8 @@ struct policystatus_entry {
 	int valid;                          /* 0: the parse error below */
 	char error[POLICYSTATUS_ERROR_MAX]; /* gpupolicy_parse's message when !valid */
 	size_t nodes;                       /* GPU nodes selected (valid only) */
+	char ready_was[8];                  /* the object's Ready status as read, "" if none */
+	char transition_was[POLICYSTATUS_TIME_MAX]; /* ... its lastTransitionTime */
 };
 
 /* The merge patch {"status": {...}} for e, lastTransitionTime transition (RFC 3339). Caller

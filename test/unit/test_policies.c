@@ -21,15 +21,12 @@ struct seen {
 	int usable;
 };
 
-static void record(void *ctx, const char *name, const char *uid, long long generation,
-                   const struct gpupolicy *p, const char *error)
+static void record(void *ctx, const struct policies_object *o)
 {
 	struct seen *s = ctx;
-	(void)uid;
-	(void)error;
-	snprintf(s->name, sizeof(s->name), "%s", name);
-	s->generation = generation;
-	s->usable = p != NULL;
+	snprintf(s->name, sizeof(s->name), "%s", o->name);
+	s->generation = o->generation;
+	s->usable = o->p != NULL;
 }
 
 /* The generation kept for an object (the status writer's observedGeneration, which the CRD
