@@ -207,9 +207,12 @@ static int relist(struct kind *k)
 		return rc;
 	}
 	size_t removed = 0;
-	if (k->policies)
-		policies_resync_end(k->inf->cfg.policies);
-	else
+	if (k->policies) {
+		pthread_mutex_lock(&k->inf->mu);
+		int complete = !k->list_failed; /* apply() stored every listed object */
+		pthread_mutex_unlock(&k->inf->mu);
+		policies_resync_end(k->inf->cfg.policies, complete);
+	} else
 		removed = cache_resync_end(k->inf->cache, k->which);
 	pthread_mutex_lock(&k->inf->mu);
 	if (k->synced)

@@ -2,6 +2,7 @@
 #include "policies.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,9 +14,12 @@
 
 struct entry {
 	char *name;
+	char *uid; /* metadata.uid, "" when absent: a new object of the same name is another */
 	long long generation;
 	struct gpupolicy *p; /* NULL: invalid */
 	char *error;         /* NULL when usable */
+	char ready[8];       /* status.conditions[type=Ready].status as read ("" if none) */
+	char transition[40]; /* ... and its lastTransitionTime ("" if none or too long) */
 	int mark;
 };
 
@@ -42,6 +46,7 @@ struct policies *policies_new(void)
 static void entry_clear(struct entry *e)
 {
 	free(e->name);
+	free(e->uid);
 	gpupolicy_free(e->p);
 	free(e->error);
 	memset(e, 0, sizeof(*e));
@@ -56,6 +61,27 @@ void policies_free(struct policies *s)
 	free(s->v);
 	pthread_rwlock_destroy(&s->lock);
 	free(s);
+}
+
+/* The object's Ready condition as stored (written by the status writer, which keeps its
+ * lastTransitionTime while the status stays the same, across leaders). */
+static void read_ready(const cJSON *obj, struct entry *e)
+{
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, json_at(obj, "status", "conditions", NULL))
+	{
+		const char *type = json_str(c, "type", NULL);
+		const char *st = json_str(c, "status", NULL);
+		const char *t = json_str(c, "lastTransitionTime", NULL);
+
+		if (type == NULL || strcmp(type, "Ready") != 0 || st == NULL || t == NULL ||
+		    strlen(st) >= sizeof(e->ready) || strlen(t) >= sizeof(e->transition))
+			continue;
+		memcpy(e->ready, st, strlen(st) + 1);
+		memcpy(e->transition, t, strlen(t) + 1);
+		return;
+	}
 }
 
 /* Index of name, or where it goes (*found 0). Lock held. */
@@ -89,6 +115,7 @@ static void remove_at(struct policies *s, size_t i)
 int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *obj)
 {
 	const char *name = json_str(obj, "metadata", "name", NULL);
+	const char *uid = json_str(obj, "metadata", "uid", NULL);
 	char err[GPUPOLICY_ERR_MAX] = "";
 	struct entry e = {0};
 	size_t i;
@@ -110,11 +137,16 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	}
 	/* Parsed outside the lock. */
 	const cJSON *gen = json_at(obj, "metadata", "generation", NULL);
-	e.generation = cJSON_IsNumber(gen) ? (long long)gen->valuedouble : 0;
+	double g = cJSON_IsNumber(gen) ? gen->valuedouble : 0;
+	/* An integer in int64's range (2^63 is the first double out of it), else 0: never a
+	 * cast out of range, nor a negative observedGeneration (gpupolicy_parse says why). */
+	e.generation = g >= 0.0 && g < 9223372036854775808.0 && floor(g) == g ? (long long)g : 0;
+	read_ready(obj, &e);
 	rc = gpupolicy_parse(obj, &e.p, err, sizeof(err));
 	if (rc == GPUPOLICY_ENOMEM)
 		return POLICIES_ENOMEM;
-	if ((e.name = strdup(name)) == NULL || (rc != 0 && (e.error = strdup(err)) == NULL)) {
+	if ((e.name = strdup(name)) == NULL || (e.uid = strdup(uid ? uid : "")) == NULL ||
+	    (rc != 0 && (e.error = strdup(err)) == NULL)) {
 		entry_clear(&e);
 		return POLICIES_ENOMEM;
 	}
@@ -161,13 +193,13 @@ void policies_resync_begin(struct policies *s)
 	pthread_rwlock_unlock(&s->lock);
 }
 
-void policies_resync_end(struct policies *s)
+void policies_resync_end(struct policies *s, int complete)
 {
 	pthread_rwlock_wrlock(&s->lock);
 	for (size_t i = s->n; i-- > 0;)
 		if (s->v[i].mark)
 			remove_at(s, i);
-	s->synced = 1;
+	s->synced = complete != 0;
 	s->crd_missing = 0;
 	pthread_rwlock_unlock(&s->lock);
 }
@@ -238,9 +270,19 @@ void policies_stats(struct policies *s, struct policies_stats *out)
 void policies_each(struct policies *s, policies_each_fn fn, void *ctx)
 {
 	pthread_rwlock_rdlock(&s->lock);
-	for (size_t i = 0; i < s->n; i++)
-		fn(ctx, s->v[i].name, s->v[i].generation, s->v[i].p,
-		   s->v[i].error ? s->v[i].error : "");
+	for (size_t i = 0; i < s->n; i++) {
+		const struct entry *e = &s->v[i];
+		struct policies_object o = {
+		    .name = e->name,
+		    .uid = e->uid,
+		    .generation = e->generation,
+		    .p = e->p,
+		    .error = e->error ? e->error : "",
+		    .ready = e->ready,
+		    .transition = e->transition,
+		};
+		fn(ctx, &o);
+	}
 	pthread_rwlock_unlock(&s->lock);
 }
 

@@ -44,9 +44,12 @@ void policies_free(struct policies *s); /* NULL is a no-op; no call may be runni
  * holds what the API server has). 0 or POLICIES_E*. */
 int policies_apply(struct policies *s, enum watch_event_type type, const struct cJSON *obj);
 
-/* Relist: mark all, apply the list, remove what is still marked; then synced. */
+/* Relist: mark all, apply the list, remove what is still marked; then synced when complete
+ * (every listed object was stored), else not synced: an object the store could not hold
+ * (POLICIES_EFULL, out of memory) may be stricter than the flags, so placements are refused
+ * as before the first list, until a relist stores them all. */
 void policies_resync_begin(struct policies *s);
-void policies_resync_end(struct policies *s);
+void policies_resync_end(struct policies *s, int complete);
 
 /* The API server says the CRD is not installed: empty, synced (see above). */
 void policies_crd_missing(struct policies *s);
@@ -69,10 +72,19 @@ struct policies_stats {
 };
 void policies_stats(struct policies *s, struct policies_stats *out);
 
-/* Call fn for every object (name, generation, the parsed policy or NULL, the parse error or
- * "") under the read lock. */
-typedef void (*policies_each_fn)(void *ctx, const char *name, long long generation,
-                                 const struct gpupolicy *p, const char *error);
+/* One object as policies_each gives it (every pointer valid during the call only). */
+struct policies_object {
+	const char *name;
+	const char *uid; /* metadata.uid, "" when absent */
+	long long generation;
+	const struct gpupolicy *p; /* NULL: unusable */
+	const char *error;         /* the parse error, "" when usable */
+	const char *ready;         /* status.conditions[type=Ready].status as read, "" if none */
+	const char *transition;    /* ... and its lastTransitionTime, "" if none */
+};
+
+/* Call fn for every object under the read lock. */
+typedef void (*policies_each_fn)(void *ctx, const struct policies_object *o);
 void policies_each(struct policies *s, policies_each_fn fn, void *ctx);
 
 /* metrics_collector_fn:

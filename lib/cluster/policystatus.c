@@ -117,6 +117,7 @@ void policystatus_identity(char *buf, size_t cap)
 /* What was last written to one policy. */
 struct written {
 	char name[GPUPOLICY_NAME_MAX];
+	char uid[POLICYSTATUS_UID_MAX];         /* of the object written to */
 	char *text;                             /* the patch, serialized */
 	int valid;                              /* its Ready status */
 	char transition[POLICYSTATUS_TIME_MAX]; /* its lastTransitionTime */
@@ -167,19 +168,21 @@ static int by_name(const void *a, const void *b)
 	              ((const struct policystatus_entry *)b)->name);
 }
 
-static void snap_one(void *ctx, const char *name, long long generation, const struct gpupolicy *p,
-                     const char *error)
+static void snap_one(void *ctx, const struct policies_object *o)
 {
 	struct policystatus *s = ctx;
 	struct policystatus_entry *e;
 	if (s->n_snap >= POLICIES_MAX)
 		return;
 	e = &s->snap[s->n_snap++];
-	snprintf(e->name, sizeof(e->name), "%s", name);
-	e->generation = generation;
-	e->valid = p != NULL;
-	snprintf(e->error, sizeof(e->error), "%s", p != NULL ? "" : error);
+	snprintf(e->name, sizeof(e->name), "%s", o->name);
+	snprintf(e->uid, sizeof(e->uid), "%s", o->uid);
+	e->generation = o->generation;
+	e->valid = o->p != NULL;
+	snprintf(e->error, sizeof(e->error), "%s", o->p != NULL ? "" : o->error);
 	e->nodes = 0;
+	snprintf(e->ready_was, sizeof(e->ready_was), "%s", o->ready);
+	snprintf(e->transition_was, sizeof(e->transition_was), "%s", o->transition);
 }
 
 /* Under the cache's read lock, then the policies' (the documented order). */
@@ -319,20 +322,41 @@ static struct written *find_written(struct policystatus *s, const char *name)
 	return NULL;
 }
 
-/* Write e's status when it differs from the last written. */
-static void write_one(struct policystatus *s, const struct policystatus_entry *e)
+/* A refusal every policy would get alike: no answer, unauthorized, forbidden (the status
+ * RBAC missing), throttled, a server error. The round stops there. */
+static int refused_for_all(int rc, long code)
+{
+	return rc == KUBE_ETRANSPORT || rc == KUBE_ETIMEOUT ||
+	       (rc == KUBE_EHTTP && (code == 401 || code == 403 || code == 429 || code >= 500));
+}
+
+/* Write e's status when it differs from the last written. Returns 1 when the write was
+ * refused in a way every other policy's would be too (refused_for_all), else 0. */
+static int write_one(struct policystatus *s, const struct policystatus_entry *e)
 {
 	struct written *w = find_written(s, e->name);
 	char transition[POLICYSTATUS_TIME_MAX], err[512];
 	cJSON *patch = NULL;
 	char *text = NULL;
 	long code = 0;
-	int rc;
+	int rc, all = 0;
 
-	if (w != NULL)
+	if (w != NULL) {
 		w->seen = 1;
+		if (strcmp(w->uid, e->uid) !=
+		    0) { /* another object of that name: not written yet */
+			free(w->text);
+			w->text = NULL;
+			w->valid = -1;
+		}
+	}
 	if (w != NULL && w->valid == e->valid)
 		snprintf(transition, sizeof(transition), "%s", w->transition);
+	else if ((w == NULL || w->valid == -1) && e->transition_was[0] != '\0' &&
+	         strcmp(e->ready_was, e->valid ? "True" : "False") == 0)
+		/* not written by this replica yet (a new leader): the object's own, when its
+		 * status is the same */
+		snprintf(transition, sizeof(transition), "%s", e->transition_was);
 	else
 		policystatus_rfc3339((long long)time(NULL), transition, sizeof(transition));
 	if ((patch = policystatus_patch(e, transition)) == NULL ||
@@ -346,6 +370,7 @@ static void write_one(struct policystatus *s, const struct policystatus_entry *e
 		if (rc != KUBE_ENOTFOUND) /* deleted meanwhile: its DELETED event follows */
 			warn_limited(s, "policy status: cannot write a policy's status", e->name,
 			             err);
+		all = refused_for_all(rc, code);
 		goto out;
 	}
 	if (w == NULL) {
@@ -360,12 +385,14 @@ static void write_one(struct policystatus *s, const struct policystatus_entry *e
 	w->text = text;
 	text = NULL;
 	w->valid = e->valid;
+	snprintf(w->uid, sizeof(w->uid), "%s", e->uid);
 	snprintf(w->transition, sizeof(w->transition), "%s", transition);
 	log_fields(LOG_DEBUG, "policy status written",
 	           (struct log_field[]){LOG_STR("policy", e->name), LOG_END});
 out:
 	cJSON_Delete(patch);
 	free(text);
+	return all;
 }
 
 /* Drop what was written to policies no longer in the store. */
@@ -399,8 +426,16 @@ static void round_once(struct policystatus *s)
 		forget_written(s); /* another replica may write meanwhile */
 		return;
 	}
-	for (size_t i = 0; i < s->n_snap; i++)
-		write_one(s, &s->snap[i]);
+	/* After a refusal every policy would get, the rest wait for the next round (kept as
+	 * seen): not one failing PATCH per policy every round. */
+	int stopped = 0;
+	for (size_t i = 0; i < s->n_snap; i++) {
+		struct written *w;
+		if (!stopped)
+			stopped = write_one(s, &s->snap[i]);
+		else if ((w = find_written(s, s->snap[i].name)) != NULL)
+			w->seen = 1;
+	}
 	prune_written(s);
 }
 

@@ -12,7 +12,9 @@
  *                              error}, with observedGeneration and lastTransitionTime (RFC 3339
  *                              UTC, kept while status stays the same)]
  * A status is written only when it differs from what this replica last wrote for the policy
- * (forgotten when leadership is lost: the next leader writes each policy once).
+ * (forgotten when leadership is lost: the next leader writes each policy once), or when the
+ * object is another one of the same name (its metadata.uid changed: deleted and created again
+ * between two rounds, without status).
  *
  * Election (k8s.io/client-go tools/leaderelection): every POLICYSTATUS_PERIOD_S the Lease is
  * read; absent: created with this replica as holder; held by this replica: renewed (PUT with
@@ -29,7 +31,9 @@
  *
  * Threads: one, started by policystatus_start. It copies what it needs from the policies and
  * the cache under their read locks, and holds no lock across an API call: placements never
- * wait for it. Failed writes are logged (warn, at most once a minute) and retried next round.
+ * wait for it. Failed writes are logged (warn, at most once a minute) and retried next round;
+ * a refusal every policy would get alike (no answer, 401, 403, 429, 5xx) ends the round, so
+ * that a missing RBAC rule costs one PATCH a round, not one per policy.
  */
 #ifndef GMG_POLICYSTATUS_H
 #define GMG_POLICYSTATUS_H
@@ -50,6 +54,7 @@ struct metrics_writer;
 #define POLICYSTATUS_PERIOD_S     5   /* seconds between rounds (renewals, status writes) */
 #define POLICYSTATUS_IDENTITY_MAX 128 /* bytes of holderIdentity with its NUL */
 #define POLICYSTATUS_ERROR_MAX    512 /* bytes of a parse error quoted in a condition */
+#define POLICYSTATUS_UID_MAX      128 /* bytes of a metadata.uid kept with its NUL */
 #define POLICYSTATUS_TIME_MAX     32  /* bytes of an RFC 3339 time with its NUL */
 #define POLICYSTATUS_WARN_EVERY_S 60  /* seconds between two warnings of failed writes */
 
@@ -84,10 +89,13 @@ enum policystatus_action policystatus_decide(const struct policystatus_lease *l,
 /* One policy's status, as computed in a round. */
 struct policystatus_entry {
 	char name[GPUPOLICY_NAME_MAX];
+	char uid[POLICYSTATUS_UID_MAX]; /* metadata.uid, "" when unknown */
 	long long generation;
 	int valid;                          /* 0: the parse error below */
 	char error[POLICYSTATUS_ERROR_MAX]; /* gpupolicy_parse's message when !valid */
 	size_t nodes;                       /* GPU nodes selected (valid only) */
+	char ready_was[8];                  /* the object's Ready status as read, "" if none */
+	char transition_was[POLICYSTATUS_TIME_MAX]; /* ... its lastTransitionTime */
 };
 
 /* The merge patch {"status": {...}} for e, lastTransitionTime transition (RFC 3339). Caller

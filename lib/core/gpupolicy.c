@@ -776,6 +776,7 @@ static int group_check(const struct gpupolicy *const *sel, size_t n, enum gpupol
 		if (!found || p->threshold < c.threshold) {
 			c.threshold = p->threshold;
 			c.source = p->name;
+			c.policy = p;
 		}
 		found = 1;
 	}
@@ -837,6 +838,7 @@ void gpupolicy_resolve(const struct gpupolicy *const *sel, size_t n,
 			if (w.threshold < c->threshold) {
 				c->threshold = w.threshold;
 				c->source = w.source;
+				c->policy = w.policy;
 			}
 			c->warn_threshold = w.warn_threshold;
 		} else {

@@ -168,6 +168,8 @@ struct gpupolicy_check {
 	double warn_threshold;    /* ratio (0,1]; for the early warning of an allowed placement */
 	const char *source;       /* "flags", "node annotation", or the policy's name (borrowed
 	                             from the policy) */
+	const struct gpupolicy *policy; /* the policy that set the threshold, NULL: the flags or
+	                                   the annotation (a policy may be named "flags") */
 };
 
 /* At most one check per mode, enforce first. */

@@ -40,7 +40,7 @@ static void with_source(char *dst, const char *msg, const struct gpupolicy_check
 
 static int from_policy(const struct gpupolicy_check *c)
 {
-	return strcmp(c->source, "flags") != 0 && strcmp(c->source, "node annotation") != 0;
+	return c->policy != NULL; /* not the source's text: a policy may be named "flags" */
 }
 
 static void refuse(struct policyset_result *out, const char *policy, const char *reason,
@@ -66,7 +66,9 @@ static int threshold_checks(const struct policyset_input *in, struct policyset_r
 		struct placement_pod pod = *in->pod;
 		struct placement_policy pol = {
 		    .threshold = c->threshold,
-		    .warn_threshold = c->mode == GPUPOLICY_ENFORCE ? c->warn_threshold : 0,
+		    /* the early warning: the first check's (enforce, or the flags' own warn
+		     * check under --mode warn), as placement_decide gave it before policies */
+		    .warn_threshold = i == 0 ? c->warn_threshold : 0,
 		    .mode = c->mode == GPUPOLICY_ENFORCE ? POLICY_ENFORCE : POLICY_WARN,
 		    .verdict_only = in->verdict_only,
 		};

@@ -6,7 +6,8 @@
  * each is placement_decide() at that check's threshold. Enforce: over it is refused. Warn: over
  * it is allowed with a warning. Audit: over it is allowed, recorded as an audit entry (the
  * webhook writes it to the AdmissionReview response's auditAnnotations and counts it). The
- * early warning (warnThreshold) of an allowed placement comes from the enforce check.
+ * early warning (warnThreshold) of an allowed placement comes from the first check (enforce, or
+ * the flags' own warn check under --mode warn).
  * Tiers: every selecting policy that has tiers judges the pod's tier (gpupolicy_tier_of) over
  * what each tier already declares on the node (placement_tier_bytes), in the policy's mode.
  * A message set by a policy names it ("; GPUMemoryPolicy \"a100-pool\"" is appended to the

@@ -732,7 +732,7 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	row->threshold = plan.checks[0].threshold;
 	row->threshold_source = plan.checks[0].source;
 	row->threshold_from_node = has_annotation;
-	row->threshold_from_policy = !has_annotation && strcmp(row->threshold_source, "flags") != 0;
+	row->threshold_from_policy = !has_annotation && plan.checks[0].policy != NULL;
 	row->pods = rp;
 	row->n_pods = np;
 	for (size_t i = 0; i < np; i++) {

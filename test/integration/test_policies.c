@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "itest.h"
+#define POLICIES_MAX 1024 /* lib/cluster/policies.h */
 
 static struct world W;
 static int review_n;
@@ -259,6 +260,38 @@ static void test_seed_tiers(void **state)
 	ITEST_CHECK(a.allowed, "batch refused after the policy was deleted: %s", a.message);
 }
 
+/* More policies than the store holds (POLICIES_MAX): one is not stored, and a policy not read
+ * may be stricter than the flags, so placements are refused (PoliciesNotRead), as before the
+ * policies are read; never decided without it. Last: the world ends with it. */
+static void test_store_full_fails_closed(void **state)
+{
+	char json[512];
+	(void)state;
+
+	for (int i = 0; i < POLICIES_MAX; i++) {
+		snprintf(json, sizeof(json),
+		         "{\"metadata\":{\"name\":\"fill-%04d\",\"generation\":1},\"spec\":{"
+		         "\"nodeSelector\":{\"matchLabels\":{\"no-such-label\":\"x\"}}}}",
+		         i);
+		ITEST_CHECK(put_policy(json) == 0, "put filler %d", i);
+	}
+	wait_policies(POLICIES_MAX, 0);
+	/* flags: 30Gi fits pol-b's 36Gi */
+	struct review_answer a = place("full-0", "30Gi", "pol-b", NULL, 1, NULL, 0);
+	ITEST_CHECK(a.allowed, "30Gi on pol-b refused: %s", a.message);
+	/* one more, enforcing 50 percent (20Gi) on pol-b: not storable */
+	ITEST_CHECK(put_policy("{\"metadata\":{\"name\":\"zz-strict\",\"generation\":1},"
+	                       "\"spec\":{\"nodeSelector\":{\"matchLabels\":{"
+	                       "\"nvidia.com/gpu.memory\":\"40960\"}},\"threshold\":0.5}}") == 0,
+	            "put zz-strict");
+	a = wait_verdict("30Gi", "pol-b", NULL, 0);
+	print_message("refused with the store full: %s\n", a.message);
+	sleep(3); /* and stays so (the relist that cannot store it must not say synced) */
+	a = place("full-1", "30Gi", "pol-b", NULL, 1, NULL, 0);
+	ITEST_CHECK(!a.allowed,
+	            "30Gi on pol-b admitted without the policy the store could not hold");
+}
+
 int main(int argc, char **argv)
 {
 	harness_init(argc, argv);
@@ -268,6 +301,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_audit_mode),
 	    cmocka_unit_test(test_invalid_policy_counted_applied_nowhere),
 	    cmocka_unit_test(test_seed_tiers),
+	    cmocka_unit_test(test_store_full_fails_closed),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -220,12 +220,15 @@ static void test_ready_applied(void **state)
 	free(body);
 }
 
+static char bad_transition[40]; /* "bad"'s lastTransitionTime as its first writer wrote it */
+
 static void test_invalid(void **state)
 {
 	struct ready r;
 	(void)state;
 	assert_int_equal(apiserver_double_put_policy(W.api, BAD), 0);
 	wait_status(W.api, "bad", 3, 20.0, &r);
+	snprintf(bad_transition, sizeof(bad_transition), "%s", r.transition);
 	assert_string_equal(r.status, "False");
 	assert_string_equal(r.reason, "Invalid");
 	itest_contains(r.message, "threshold", "Invalid message");
@@ -263,15 +266,20 @@ static void test_takeover(void **state)
 	/* Not before the Lease expired on the follower's clock (15 s, minus a round's slack). */
 	assert_true(took >= 9.0);
 	assert_true(took <= 30.0);
-	/* The invalid one is written again by the new leader, unchanged in substance. */
+	/* The invalid one is written again by the new leader (in the same round as "big", before
+	 * it: name order), unchanged in substance: its lastTransitionTime is kept
+	 * (metav1.Condition: the last time the status changed, and "bad" has been False all along).
+	 */
 	wait_status(W.api, "bad", 3, 10.0, &r);
 	assert_string_equal(r.reason, "Invalid");
+	assert_string_equal(r.transition, bad_transition);
 }
+
+static struct world L;
 
 /* --reservations local: one replica by contract, which writes status without any Lease. */
 static void test_single_writer(void **state)
 {
-	static struct world L;
 	struct ready r;
 	char *body = NULL;
 	(void)state;
@@ -290,6 +298,67 @@ static void test_single_writer(void **state)
 	ITEST_CHECK(world_health_get(&L, "/metrics", &body) == 200, "metrics");
 	assert_true(harness_metric(body, "gpu_memory_guard_policy_status_leader", NULL, 0) == 1);
 	free(body);
+}
+
+/* Deleted and created again between two rounds (kubectl replace --force, delete then apply):
+ * a new object, without status, whose status would be the same text as the old one's (a new
+ * object's generation is 1 again). It is written all the same. */
+static void test_recreated_gets_status(void **state)
+{
+	static const char big_again[] =
+	    "{\"apiVersion\":\"gpu-memory-guard.io/v1alpha1\",\"kind\":\"GPUMemoryPolicy\","
+	    "\"metadata\":{\"name\":\"big\",\"uid\":\"big-recreated\",\"generation\":1},"
+	    "\"spec\":{\"nodeSelector\":{\"matchLabels\":{\"nvidia.com/gpu.memory\":\"81920\"}},"
+	    "\"threshold\":0.8}}";
+	struct ready r;
+	(void)state;
+	ITEST_CHECK(apiserver_double_delete_policy(L.api, "big") == 0 &&
+	                apiserver_double_put_policy(L.api, big_again) == 0,
+	            "recreate");
+	ITEST_CHECK(policy_ready(L.api, "big", &r) != 0, "the new object has no status yet");
+	wait_status(L.api, "big", 1, 15.0, &r);
+	assert_string_equal(r.status, "True");
+	assert_string_equal(r.message, "applied to 1 node");
+}
+
+/* Status writes refused for every policy alike (403: the status RBAC missing; or 5xx, or no
+ * answer): a round stops at the first such refusal, and the rest wait for the next round,
+ * rather than one failing PATCH per policy every round (1024 policies: 200 a second). */
+static void test_refused_writes_do_not_hammer(void **state)
+{
+	char json[512], *body = NULL;
+	(void)state;
+	for (int i = 0; i < 30; i++) {
+		snprintf(json, sizeof(json),
+		         "{\"metadata\":{\"name\":\"many-%02d\",\"generation\":1},\"spec\":{"
+		         "\"threshold\":0.9}}",
+		         i);
+		ITEST_CHECK(apiserver_double_put_policy(L.api, json) == 0, "put many-%02d", i);
+	}
+	/* as soon as the webhook holds them (before its next round writes them), refuse all */
+	double end = harness_now() + 10.0;
+	for (;;) {
+		ITEST_CHECK(world_health_get(&L, "/metrics", &body) == 200, "metrics");
+		double u = harness_metric(body, "gpu_memory_guard_policies", "state=\"usable\"", 0);
+		free(body);
+		body = NULL;
+		if (u >= 31)
+			break;
+		ITEST_CHECK(harness_now() < end, "the webhook holds %g policies", u);
+		usleep(20 * 1000);
+	}
+	apiserver_double_set_fail(L.api, 403);
+	unsigned long n0 = apiserver_double_count(L.api, APISERVER_DOUBLE_PATCH_POLICY_STATUS);
+	sleep(11); /* two rounds at least */
+	unsigned long n = apiserver_double_count(L.api, APISERVER_DOUBLE_PATCH_POLICY_STATUS) - n0;
+	apiserver_double_set_fail(L.api, 0);
+	print_message("%lu status PATCHes refused in 11 s\n", n);
+	ITEST_CHECK(n <= 4, "%lu status PATCHes in 11 s while every one is refused", n);
+}
+
+static void test_single_writer_exit(void **state)
+{
+	(void)state;
 	/* A clean shutdown with the writer running: exit 0 (under ASan: no leak, no misuse). */
 	int st = world_stop_gmg(&L, SIGTERM, 15000);
 	ITEST_CHECK(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 0, "exit status %d", st);
@@ -305,7 +374,10 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_invalid),    cmocka_unit_test(test_no_rewrite),
 	    cmocka_unit_test(test_takeover),
 	};
-	const struct CMUnitTest single[] = {cmocka_unit_test(test_single_writer)};
+	const struct CMUnitTest single[] = {cmocka_unit_test(test_single_writer),
+	                                    cmocka_unit_test(test_recreated_gets_status),
+	                                    cmocka_unit_test(test_refused_writes_do_not_hammer),
+	                                    cmocka_unit_test(test_single_writer_exit)};
 	int failed = cmocka_run_group_tests_name("replicas", tests, group_setup, group_teardown);
 	return failed + cmocka_run_group_tests_name("single", single, NULL, NULL);
 }

@@ -75,6 +75,7 @@ struct run {
 	size_t n_pols;
 	const char *pc; /* the placed pod's priority class */
 	uint64_t bytes;
+	const struct gpupolicy_flags *flags; /* NULL: flags (enforce, 0.9, warn 0.8) */
 };
 
 static struct policyset_result decide(const struct run *r)
@@ -91,7 +92,7 @@ static struct policyset_result decide(const struct run *r)
 	    .pod_priority_class = r->pc,
 	    .policies = (const struct gpupolicy *const *)r->pols,
 	    .n_policies = r->n_pols,
-	    .flags = flags,
+	    .flags = r->flags ? *r->flags : flags,
 	};
 	assert_int_equal(policyset_decide(&in, &out), 0);
 	return out;
@@ -304,6 +305,49 @@ static void test_tier_modes(void **state)
 	(void)state;
 }
 
+/* --mode warn: the flags' own check is a warn check, and --warn-threshold still gives the early
+ * warning of an allowed placement past it (as before policies: placement_decide at the flags'
+ * warn threshold), and so does an enforcing policy that only sets warnThreshold. */
+static void test_flags_warn_mode_keeps_the_early_warning(void **state)
+{
+	static const struct gpupolicy_flags warn_flags = {0.9, 0.8, POLICY_WARN};
+	struct placement_item pods[] = {pod_item("ml/a", 60 * GI, NULL)};
+	struct run r = {.pods = pods, .n_pods = 1, .bytes = 6 * GI, .flags = &warn_flags};
+	struct policyset_result res = decide(&r);
+
+	assert_true(res.allowed); /* 66Gi: 82 percent, past the 80 percent warning level */
+	assert_int_equal(res.n_warnings, 1);
+	assert_non_null(strstr(res.warnings[0], "80 percent warning level"));
+	/* an enforcing policy asking only for earlier warnings: at 50 percent */
+	struct gpupolicy *early =
+	    parse("{\"metadata\":{\"name\":\"early\"},\"spec\":{\"warnThreshold\":0.5}}");
+	struct gpupolicy *pols[] = {early};
+	struct run e = {.pols = pols, .n_pols = 1, .bytes = 45 * GI, .flags = &warn_flags};
+	res = decide(&e);
+	assert_true(res.allowed);
+	assert_int_equal(res.n_warnings, 1);
+	assert_non_null(strstr(res.warnings[0], "50 percent warning level"));
+	gpupolicy_free(early);
+	(void)state;
+}
+
+/* A policy may be named "flags" (a DNS subdomain like any): its refusal is still a policy's,
+ * named in the message and in res.policy, not taken for the --threshold flag's. */
+static void test_policy_named_flags(void **state)
+{
+	struct gpupolicy *p =
+	    parse("{\"metadata\":{\"name\":\"flags\"},\"spec\":{\"threshold\":0.5}}");
+	struct run r = {.pols = &p, .n_pols = 1, .bytes = 40 * GI + 1};
+	struct policyset_result res = decide(&r);
+
+	assert_false(res.allowed);
+	assert_non_null(res.policy);
+	assert_string_equal(res.policy, "flags");
+	assert_non_null(strstr(res.message, "; GPUMemoryPolicy \"flags\""));
+	gpupolicy_free(p);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -314,6 +358,8 @@ int main(void)
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_reservation_of_unknown_tier_counts_in_each),
 	    cmocka_unit_test(test_tier_modes),
+	    cmocka_unit_test(test_flags_warn_mode_keeps_the_early_warning),
+	    cmocka_unit_test(test_policy_named_flags),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
