@@ -27,7 +27,7 @@ run() {
 }
 
 section "1/6 Control-plane tools (built once from Kubernetes' Go modules, then cached)"
-GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1)
+GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" cluster | tail -n 1)
 export GMG_TOOLS_BIN
 say "tools in $GMG_TOOLS_BIN"
 

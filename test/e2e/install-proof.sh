@@ -1178,7 +1178,7 @@ sched_manifest_checks() {
 
 mkdir -p "$STATE"
 log "install-proof: building or reusing the control-plane tools"
-TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1) || die "building the tools failed"
+TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" cluster | tail -n 1) || die "building the tools failed"
 export GMG_TOOLS_BIN=$TOOLS_BIN
 [ -x "$TOOLS_BIN/helm" ] || die "helm missing in $TOOLS_BIN"
 kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }

@@ -31,7 +31,7 @@ tools_bin() {
 	elif [ -f "$STATE/cluster.env" ] && grep -q '^TOOLS_BIN=' "$STATE/cluster.env"; then
 		sed -n 's/^TOOLS_BIN=//p' "$STATE/cluster.env"
 	else
-		bash "$E2E_DIR/build-tools.sh" | tail -n 1
+		bash "$E2E_DIR/build-tools.sh" cluster | tail -n 1
 	fi
 }
 

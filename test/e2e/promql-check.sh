@@ -30,7 +30,7 @@ DOUBLE="$(dirname "$GMG")/test/integration/apiserver-double"
 TARGET_LABELS="namespace pod instance job service endpoint container"
 [ -x "$DOUBLE" ] || { echo "promql-check: $DOUBLE missing (make build)" >&2; exit 1; }
 
-TOOLS=$(bash "$ROOT/test/e2e/build-tools.sh" | tail -n 1)
+TOOLS=$(bash "$ROOT/test/e2e/build-tools.sh" cluster promtool | tail -n 1)
 HELM="$TOOLS/helm"
 PROMTOOL="$TOOLS/promtool"
 W=$(mktemp -d /tmp/gmg-promql.XXXXXX)

@@ -75,7 +75,7 @@ GRACE=5
 SETTLE=${GMG_E2E_SETTLE:-$((GRACE + 1))}
 
 log "e2e: building or reusing the control-plane tools"
-GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" | tail -n 1) || die "building the tools failed"
+GMG_TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" cluster | tail -n 1) || die "building the tools failed"
 export GMG_TOOLS_BIN
 trap teardown EXIT
 trap 'exit 130' INT TERM

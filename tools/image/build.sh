@@ -3,6 +3,7 @@
 #
 # Usage: tools/image/build.sh /abs/path/to/gpu-memory-guard [OUT_DIR]   (OUT_DIR default: the
 #        binary's folder)
+#        tools/image/build.sh --rootfs    (step 1 only: the cached root filesystem)
 #        tools/image/build.sh --spec      (what is read from the Dockerfile, one "key value" a line)
 #
 # The Dockerfile's runtime stage is the one description of the image: this script reads its
@@ -89,10 +90,17 @@ if [ "${1:-}" = --spec ]; then
 	exit 0
 fi
 
-BINARY=${1:-}
-[ -n "$BINARY" ] && [ -x "$BINARY" ] || die "usage: $0 /abs/path/to/gpu-memory-guard [OUT_DIR]"
-BINARY=$(readlink -f "$BINARY")
-OUT=$(mkdir -p "${2:-$(dirname "$BINARY")}" && cd "${2:-$(dirname "$BINARY")}" && pwd)
+# --rootfs: only step 1, the cached root filesystem (no binary needed): `make test` makes it in
+# the background while the fast tests run.
+ROOTFS_ONLY=0
+if [ "${1:-}" = --rootfs ]; then
+	ROOTFS_ONLY=1
+else
+	BINARY=${1:-}
+	[ -n "$BINARY" ] && [ -x "$BINARY" ] || die "usage: $0 /abs/path/to/gpu-memory-guard [OUT_DIR] | --rootfs | --spec"
+	BINARY=$(readlink -f "$BINARY")
+	OUT=$(mkdir -p "${2:-$(dirname "$BINARY")}" && cd "${2:-$(dirname "$BINARY")}" && pwd)
+fi
 [ "$(id -u)" = 0 ] || die "debootstrap and chroot need root"
 for t in debootstrap umoci jq tar; do command -v $t >/dev/null || die "$t missing (bash .ci/install-deps.sh)"; done
 
@@ -148,6 +156,7 @@ if [ "${GMG_IMAGE_REFRESH:-0}" = 1 ] || [ ! -f "$ROOTFS_CACHE/ok" ]; then
 else
 	log "root filesystem from the cache ($ROOTFS_CACHE)"
 fi
+[ $ROOTFS_ONLY = 0 ] || exit 0
 
 # --- 2. the image's files ----------------------------------------------------------------------
 
