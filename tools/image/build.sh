@@ -40,6 +40,8 @@ TAG=latest
 
 log() { printf '%s image: %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# A command that fails without a word (set -e) still says where.
+trap 'log "ERROR: line $LINENO: exit status $? (set -e)"' ERR
 
 # --- the Dockerfile's runtime stage -----------------------------------------------------------
 
@@ -175,7 +177,9 @@ chroot "$ROOT" /usr/local/bin/gpu-memory-guard version >"$WORK/version" 2>&1 ||
 # Dockerfile installs (or of libc6, which every Debian root has).
 needed=""
 for lib in $(objdump -p "$BINARY" | awk '/NEEDED/ { print $2 }'); do
-	path=$(ldconfig -r "$ROOT" -p | awk -v l="$lib" '$1 == l { print $NF; exit }')
+	# awk reads to the end: leaving early would kill ldconfig with SIGPIPE in mid-output (it
+	# writes 4 KiB at a time), which pipefail turns into a silent exit of this script.
+	path=$(ldconfig -r "$ROOT" -p | awk -v l="$lib" '$1 == l && p == "" { p = $NF } END { print p }')
 	[ -n "$path" ] || die "$lib (DT_NEEDED) is not in the image"
 	pkg=$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -S "$(chroot "$ROOT" readlink -f "$path")" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
 	[ -n "$pkg" ] || pkg=$(dpkg-query --admindir="$ROOT/var/lib/dpkg" -S "$path" 2>/dev/null | head -n 1 | cut -d: -f1 || true)
