@@ -229,6 +229,12 @@ void policies_rdlock(struct policies *s)
 	pthread_rwlock_rdlock(&s->lock);
 }
 
+int policies_rdlock_synced(struct policies *s)
+{
+	pthread_rwlock_rdlock(&s->lock);
+	return s->synced;
+}
+
 void policies_unlock(struct policies *s)
 {
 	pthread_rwlock_unlock(&s->lock);

@@ -63,6 +63,10 @@ int policies_synced(struct policies *s);
  * valid until unlock. Returns how many were written to out. */
 void policies_rdlock(struct policies *s);
 void policies_unlock(struct policies *s);
+/* policies_rdlock, and whether the store is synced (policies_synced) under that same lock, so
+ * a reader never decides on a list a failed relist left incomplete after it looked. The caller
+ * unlocks in either case. */
+int policies_rdlock_synced(struct policies *s);
 size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
                           const struct gpupolicy **out, size_t max);
 

@@ -598,7 +598,12 @@ static int judge_policies(struct job *j, struct verdict *v, const struct cache_n
 	struct policyset_result *ps;
 	size_t n;
 
-	policies_rdlock(x->policies);
+	if (!policies_rdlock_synced(x->policies)) { /* a relist failed since judge() looked */
+		policies_unlock(x->policies);
+		set_verdict(v, ST_FAIL,
+		            "gpu-memory-guard has not read the GPUMemoryPolicy objects");
+		return 1;
+	}
 	n = policies_selecting(x->policies, view->labels, sel, EXTENDER_POLICIES_MAX);
 	if (n == 0) {
 		policies_unlock(x->policies);

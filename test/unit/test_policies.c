@@ -57,10 +57,36 @@ static void test_generation_out_of_range(void **state)
 	(void)state;
 }
 
+/* policies_rdlock_synced: what a reader decides on is the synced state under the lock it reads
+ * with: not synced before the first list, synced after a complete relist, not synced after an
+ * incomplete one (and the read lock is held in every case: a writer would wait). */
+static void test_rdlock_synced(void **state)
+{
+	struct policies *s = policies_new();
+
+	assert_non_null(s);
+	assert_int_equal(policies_rdlock_synced(s), 0);
+	policies_unlock(s);
+	policies_resync_begin(s);
+	policies_resync_end(s, 1);
+	assert_int_equal(policies_rdlock_synced(s), 1);
+	policies_unlock(s);
+	policies_resync_begin(s);
+	policies_resync_end(s, 0);
+	assert_int_equal(policies_rdlock_synced(s), 0);
+	policies_unlock(s);
+	policies_crd_missing(s);
+	assert_int_equal(policies_rdlock_synced(s), 1);
+	policies_unlock(s);
+	policies_free(s);
+	(void)state;
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_generation_out_of_range),
+	    cmocka_unit_test(test_rdlock_synced),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
