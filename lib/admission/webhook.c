@@ -272,12 +272,15 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 		struct placement_item *it = &v->items[v->n_items++];
 		it->key = k;
 		it->pool = d.pool;
-		/* GPUMemoryPolicy tiers: strings borrowed from the list (it outlives v's use) */
-		if (labelset_copy(ls, json_at(pod, "metadata", "labels", NULL)) != 0)
-			return -1;
-		it->priority_class = json_str(pod, "spec", "priorityClassName", NULL);
-		it->labels = ls->l.n ? &ls->l : NULL;
-		it->attrs_known = 1;
+		/* GPUMemoryPolicy tiers: strings borrowed from the list (it outlives v's use); with
+		 * --policies off there are no tiers and nothing to copy */
+		if (w->policies != NULL) {
+			if (labelset_copy(ls, json_at(pod, "metadata", "labels", NULL)) != 0)
+				return -1;
+			it->priority_class = json_str(pod, "spec", "priorityClassName", NULL);
+			it->labels = ls->l.n ? &ls->l : NULL;
+			it->attrs_known = 1;
+		}
 		if (d.status == DEMAND_OK)
 			it->bytes = d.bytes;
 		else
@@ -391,7 +394,8 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		     p->pod_name);
 		return 0;
 	}
-	if (w->policies != NULL && !policies_synced(w->policies)) {
+	if (w->policies != NULL && !policies_rdlock_synced(w->policies)) {
+		policies_unlock(w->policies);
 		free(ps);
 		deny(o, METRICS_ERROR, 500, "PoliciesNotRead",
 		     "cannot check %s: gpu-memory-guard has not read the GPUMemoryPolicy objects "
@@ -400,10 +404,8 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		     p->pod_name);
 		return 0;
 	}
-	if (w->policies != NULL) {
-		policies_rdlock(w->policies);
+	if (w->policies != NULL)
 		n = policies_selecting(w->policies, p->node_labels, sel, SELECT_MAX);
-	}
 	struct policyset_input in = {
 	    .node = pn,
 	    .pod = &pod,
@@ -1066,10 +1068,12 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 		add_warning(o, cp.demand.warning);
 		return 1;
 	}
-	char pc[GPUPOLICY_NAME_MAX];
+	char pc[GPUPOLICY_NAME_MAX] = "";
 	struct labelset labels = {0};
-	int arc = cache_get_pod_attrs(w->cache, req->namespace_, req->name, cp.uid, pc, sizeof(pc),
-	                              &labels);
+	/* tier membership, for the policies (none with --policies off) */
+	int arc = w->policies == NULL ? 0
+	                              : cache_get_pod_attrs(w->cache, req->namespace_, req->name,
+	                                                    cp.uid, pc, sizeof(pc), &labels);
 	if (arc != 0) { /* gone meanwhile, or out of memory: the API path reads the pod */
 		labelset_clear(&labels);
 		return 0;
@@ -1118,7 +1122,8 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	}
 	if (placement_precheck(w, pod, pod_name, req->binding_node, &d, o))
 		goto out;
-	if (labelset_copy(&labels, json_at(pod, "metadata", "labels", NULL)) != 0) {
+	if (w->policies != NULL && /* tier membership; no tiers with --policies off */
+	    labelset_copy(&labels, json_at(pod, "metadata", "labels", NULL)) != 0) {
 		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 		     pod_name);
 		goto out;
@@ -1224,7 +1229,8 @@ static int classify(struct webhook_review_ctx *x)
 	x->uid = json_str(req->object, "metadata", "uid", NULL);
 	if (placement_precheck(w, req->object, x->pod_name, node, &x->d, o))
 		return 1;
-	if (labelset_copy(&x->labels, json_at(req->object, "metadata", "labels", NULL)) != 0) {
+	if (w->policies != NULL && /* tier membership; no tiers with --policies off */
+	    labelset_copy(&x->labels, json_at(req->object, "metadata", "labels", NULL)) != 0) {
 		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 		     x->pod_name);
 		return 1;
