@@ -442,9 +442,11 @@ do_up() {
 	trap 'rc=$?; [ "$BASHPID" = "'"$up_pid"'" ] || exit $rc; trap - EXIT INT TERM; if [ $rc -ne 0 ]; then log "up failed; tearing down (logs: $STATE/logs)"; do_down; fi; exit $rc' EXIT
 	trap 'exit 130' INT TERM
 
-	ETCD_PORT=$(free_port) ETCD_PEER_PORT=$(free_port) APISERVER_PORT=$(free_port)
-	SCHEDULER_PORT=$(free_port) CONTROLLER_MANAGER_PORT=$(free_port) KWOK_PORT=$(free_port)
-	WEBHOOK_PORT=$(free_port) WEBHOOK_HEALTH_PORT=$(free_port)
+	local v
+	for v in ETCD_PORT ETCD_PEER_PORT APISERVER_PORT SCHEDULER_PORT CONTROLLER_MANAGER_PORT \
+		KWOK_PORT WEBHOOK_PORT WEBHOOK_HEALTH_PORT; do
+		free_port "$v"
+	done
 	THRESHOLD=$DEFAULT_THRESHOLD
 	cat >"$STATE/cluster.env" <<EOF
 TOOLS_BIN=$TOOLS_BIN

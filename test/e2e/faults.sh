@@ -195,9 +195,9 @@ EOF
 	rr_node fa-steady-a && rr_node fa-steady-b && rr_node fa-edge || FA_BAD="$FA_BAD; nodes not created"
 	[ -z "$FA_BAD" ] || return 1
 	PICKED="$PICKED $WEBHOOK_PORT $WEBHOOK_HEALTH_PORT"
-	RR_PROXY_PORT=$(free_port)
+	free_port RR_PROXY_PORT
 	RR_PORT=() RR_HEALTH=()
-	for i in 1 2; do RR_PORT[i]=$(free_port) RR_HEALTH[i]=$(free_port); done
+	for i in 1 2; do free_port "RR_PORT[$i]"; free_port "RR_HEALTH[$i]"; done
 	bash "$E2E_DIR/cluster.sh" webhook-stop
 	RR_EXTRA_FLAGS="--kubeconfig $dir/kubeconfig --tls-cert-file $dir/tls/tls.crt --tls-key-file $dir/tls/tls.key --tls-reload-interval 1s"
 	if ! rr_start 2; then

@@ -884,7 +884,7 @@ sched_host_config() { # KUBECONFIG OUT
 # in-cluster config's stand-in). Logs to $STATE/logs/host-scheduler-N.log.
 start_host_scheduler() {
 	local n=$1 args port
-	port=$(free_port)
+	free_port port
 	mapfile -t args < <(kc -n "$NS" get deploy "$SCHED" -o json | jq -r '.spec.template.spec.containers[0].command[1:][]' |
 		grep -vE '^--(config|bind-address|secure-port)(=|$)')
 	"$TOOLS_BIN/kube-scheduler" "${args[@]}" --config "$WORK/sched-config.json" \

@@ -57,17 +57,21 @@ port_listening() {
 		/proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
-# A TCP port on 127.0.0.1 nobody listens on, outside the ephemeral range (32768+) and not in
-# $PICKED (ports already handed out by this run). Random so that two runs rarely race for one.
+# free_port NAME: sets the variable NAME (an array element too: "RR_PORT[2]") to a TCP port on
+# 127.0.0.1 nobody listens on, outside the ephemeral range (32768+) and not in $PICKED (ports
+# already handed out by this shell). Random so that two runs rarely race for one. It assigns
+# rather than prints: in `X=$(free_port)` the subshell's PICKED is lost, and two calls could
+# hand out one port (seen: kube-scheduler on the API server's port, dead at its bind, while its
+# /healthz check was answered by the API server).
 PICKED=""
 free_port() {
-	local p i
-	for i in $(seq 1 200); do
-		p=$((20000 + RANDOM % 12000))
-		case " $PICKED " in *" $p "*) continue ;; esac
-		if ! port_listening "$p"; then
-			PICKED="$PICKED $p"
-			echo "$p"
+	local _fp_port _fp_try
+	for _fp_try in $(seq 1 200); do
+		_fp_port=$((20000 + RANDOM % 12000))
+		case " $PICKED " in *" $_fp_port "*) continue ;; esac
+		if ! port_listening "$_fp_port"; then
+			PICKED="$PICKED $_fp_port"
+			printf -v "$1" '%s' "$_fp_port"
 			return 0
 		fi
 	done

@@ -1208,9 +1208,9 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpu-memory-guar
 subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: gpu-memory-guard}]
 EOF
 	PICKED="$PICKED $WEBHOOK_PORT $WEBHOOK_HEALTH_PORT"
-	RR_PROXY_PORT=$(free_port)
+	free_port RR_PROXY_PORT
 	RR_PORT=() RR_HEALTH=()
-	for i in 1 2 3; do RR_PORT[i]=$(free_port) RR_HEALTH[i]=$(free_port); done
+	for i in 1 2 3; do free_port "RR_PORT[$i]"; free_port "RR_HEALTH[$i]"; done
 	# The suite's webhook stops, so that a placement is refused only once the configuration that
 	# points at the proxy is in effect (with the old one it fails: nothing listens there).
 	bash "$E2E_DIR/cluster.sh" webhook-stop
@@ -1485,7 +1485,7 @@ EOF
 	chmod 600 "$dir/sa.kubeconfig"
 	mapfile -t args < <(jq -r --arg n $SCHED2 '.[] | select(.kind == "Deployment" and .metadata.name == $n) |
 	  .spec.template.spec.containers[0].command[1:][]' "$dir/objects.json" | grep -vE '^--(config|bind-address|secure-port)(=|$)')
-	port=$(free_port)
+	free_port port
 	echo "---- $(date -u +%FT%TZ) start" >>"$STATE/logs/gmg-scheduler.log"
 	start_daemon gmg-scheduler "$TOOLS_BIN/kube-scheduler" "${args[@]}" --config "$dir/config.yaml" \
 		--bind-address 127.0.0.1 --secure-port "$port" \
@@ -1725,7 +1725,7 @@ test_image() {
 	if ! inspected=$(skopeo inspect --raw "oci-archive:$IMAGE_ARCHIVE" 2>&1 | sha256sum | cut -d' ' -f1); then
 		fail "skopeo cannot read $IMAGE_ARCHIVE: $inspected"; return
 	fi
-	port=$(free_port) health=$(free_port)
+	free_port port; free_port health
 	t0=$(date +%s%N)
 	if ! out=$(img_bundle "$dir" "$port" "$health" 2>&1); then
 		fail "unpacking the image into a runc bundle failed: ${out:0:400}"; return
