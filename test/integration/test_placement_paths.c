@@ -31,6 +31,9 @@ static int group_setup(void **state)
 	    world_add_node(&W, "gpu-node-x", 81559, 1) ||
 	    world_add_pod(&W, "team-x", "hog", "60Gi", "gpu-node-x") ||
 	    world_add_node(&W, "gpu-node-many", 81559, 1) ||
+	    world_add_node(&W, "gpu-node-bound-a", 81559, 1) ||
+	    world_add_node(&W, "gpu-node-bound-b", 81559, 1) ||
+	    world_add_pod(&W, "inference", "already-bound", "60Gi", "gpu-node-bound-a") ||
 	    apiserver_double_put_node(
 	        W.api, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-node-exact\","
 	               "\"annotations\":{\"gpu-memory-guard.io/gpu-memory\":\"10Gi\","
@@ -132,6 +135,21 @@ static void test_legacy_bindings_resource(void **state)
 		if (i == 0)
 			itest_contains(a.message, "24Gi", "legacy binding: the pod was looked up");
 	}
+}
+
+/* A Binding of a pod the GET shows already bound reserves nothing (the API server answers 409
+ * Conflict, "pod ... is already assigned to node ..."): a reservation would be a phantom that
+ * refuses real placements on the Binding's node until its TTL. */
+static void test_binding_of_bound_pod_reserves_nothing(void **state)
+{
+	struct review_answer a;
+	char *body = harness_binding_review("rebind", "already-bound", "gpu-node-bound-b");
+	itest_review(&W, body, "rebind", 1, &a);
+	free(body);
+	/* Nothing reserved on gpu-node-bound-b: 70Gi fits its 71.68Gi limit (not a dry run). */
+	body = harness_pod_review("rebind-next", "next", "70Gi", "gpu-node-bound-b", 0);
+	itest_review(&W, body, "rebind-next", 1, &a);
+	free(body);
 }
 
 /* An unscheduled pod CREATE whose first container's GPU_MEMORY_LIMIT env is replaced. */
@@ -281,6 +299,7 @@ int main(int argc, char **argv)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_generate_name_only_pods),
 	    cmocka_unit_test(test_legacy_bindings_resource),
+	    cmocka_unit_test(test_binding_of_bound_pod_reserves_nothing),
 	    cmocka_unit_test(test_declarations_refused_at_create),
 	    cmocka_unit_test(test_declaration_without_gpu_warns),
 	    cmocka_unit_test(test_update_with_bad_declaration_allowed),

@@ -40,6 +40,8 @@ static int group_setup(void **state)
 	    world_add_node(&W, "wc-node-b", 81559, 1) ||
 	    world_add_node(&W, "wc-node-c", 81559, 1) ||
 	    world_add_node(&W, "wc-node-d", 81559, 1) ||
+	    world_add_node(&W, "wc-node-e", 81559, 1) ||
+	    world_add_node(&W, "wc-node-f", 81559, 1) ||
 	    world_add_pod(&W, "team-w", "resident", "30Gi", "wc-node-a"))
 		return -1;
 	if (world_start_gmg(&W, extra, 30000))
@@ -181,6 +183,40 @@ static void test_binding_of_another_uid_reads_the_pod(void **state)
 	            apiserver_double_count(W.api, APISERVER_DOUBLE_GET_POD));
 }
 
+/* A Binding of a pod the cache shows already bound (to another node) reserves nothing: the API
+ * server refuses it with 409 Conflict ("pod ... is already assigned to node ..."), so a
+ * reservation would be a phantom that refuses real placements on the new node until its TTL. */
+static void test_binding_of_bound_pod_reserves_nothing(void **state)
+{
+	struct review_answer a;
+	char uid[64], *body;
+	double end = harness_now() + 5;
+
+	ITEST_CHECK(world_add_pod(&W, "inference", "bound-e", "60Gi", "wc-node-e") == 0, "put");
+	for (int i = 0;; i++) { /* until the cache counts it on wc-node-e */
+		snprintf(uid, sizeof uid, "wc-e-%d", i);
+		body = harness_pod_review(uid, "probe-e", "20Gi", "wc-node-e", 1);
+		itest_review(&W, body, uid, -1, &a);
+		free(body);
+		if (!a.allowed)
+			break;
+		ITEST_CHECK(harness_now() < end, "the bound pod was not counted within 5 s");
+		usleep(20 * 1000);
+	}
+	itest_contains(a.message, "inference/bound-e 60Gi", "the bound pod is counted on e");
+	apiserver_double_reset_counts(W.api);
+	body = harness_binding_review("wc-rebind", "bound-e", "wc-node-f");
+	itest_review(&W, body, "wc-rebind", 1, &a);
+	free(body);
+	ITEST_CHECK(apiserver_double_count(W.api, APISERVER_DOUBLE_GET_POD) == 0,
+	            "the Binding of a cached bound pod made %lu GET pod calls, want 0",
+	            apiserver_double_count(W.api, APISERVER_DOUBLE_GET_POD));
+	/* Nothing reserved on wc-node-f: 70Gi fits its 71.68Gi limit (not a dry run). */
+	body = harness_pod_review("wc-f-1", "f-1", "70Gi", "wc-node-f", 0);
+	itest_review(&W, body, "wc-f-1", 1, &a);
+	free(body);
+}
+
 /* A relist after 410 Gone converges: the pod created while the watch was down is seen. */
 static void test_relist_after_gone(void **state)
 {
@@ -283,6 +319,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_pod_added_by_watch_is_counted),
 	    cmocka_unit_test(test_deleted_pod_reservation_dropped),
 	    cmocka_unit_test(test_binding_of_another_uid_reads_the_pod),
+	    cmocka_unit_test(test_binding_of_bound_pod_reserves_nothing),
 	    cmocka_unit_test(test_relist_after_gone),
 	    cmocka_unit_test(test_broken_watch_asks_the_api_server),
 	    cmocka_unit_test(test_stale_cache_falls_back),
