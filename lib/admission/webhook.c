@@ -1048,12 +1048,16 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 	    cache_get_pod(w->cache, req->namespace_, req->name, &cp) != 0)
 		return 0;
 	/* Only the very pod the Binding names (kube-scheduler sets the Binding's uid to the
-	 * pod's): an older pod of the same name, or one already bound or finished, is not it;
-	 * nor can a Binding without a uid be matched. The API path GETs the pod as it is. */
-	if (uid == NULL || strcmp(uid, cp.uid) != 0 || cp.node[0] != '\0' || cp.finished)
+	 * pod's): an older pod of the same name, or a finished one, is not it; nor can a Binding
+	 * without a uid be matched. The API path GETs the pod as it is. */
+	if (uid == NULL || strcmp(uid, cp.uid) != 0 || cp.finished)
 		return 0;
 	snprintf(o->node, sizeof(o->node), "%s", req->binding_node);
 	o->source = "cache";
+	if (cp.node[0] != '\0') {
+		allow(o, "AlreadyBound", 0); /* binding_refused_by_storage() */
+		return 1;
+	}
 	if (cp.mirror) {
 		allow(o, "MirrorPod", 0);
 		return 1;
@@ -1098,6 +1102,29 @@ static int is_pod_named(const cJSON *pod, const char *ns, const char *name)
 	return got != NULL && strcmp(got, name) == 0 && (got_ns == NULL || strcmp(got_ns, ns) == 0);
 }
 
+/*
+ * A Binding the API server's storage refuses after admission: of a pod already bound (409
+ * Conflict, "pod ... is already assigned to node ...") or being deleted ("pod ... is being
+ * deleted, cannot be assigned to a host"), in pkg/registry/core/pod/storage/storage.go
+ * (setPodNodeAndMetadata). Admitted without a placement check and reserving nothing: a
+ * reservation would count, for its TTL, a pod that never comes to that node (a phantom that
+ * refuses real placements there). 1 when decided.
+ */
+static int binding_refused_by_storage(const cJSON *pod, struct outcome *o)
+{
+	const char *bound = json_str(pod, "spec", "nodeName", NULL);
+
+	if (bound != NULL && bound[0] != '\0') {
+		allow(o, "AlreadyBound", 0);
+		return 1;
+	}
+	if (json_at(pod, "metadata", "deletionTimestamp", NULL) != NULL) {
+		allow(o, "BeingDeleted", 0);
+		return 1;
+	}
+	return 0;
+}
+
 static void check_binding(struct webhook *w, const struct admission_request *req,
                           const char *pod_name, struct outcome *o)
 {
@@ -1120,6 +1147,8 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 		            rc ? err : "the answer is not the Pod asked for");
 		goto out;
 	}
+	if (binding_refused_by_storage(pod, o))
+		goto out;
 	if (placement_precheck(w, pod, pod_name, req->binding_node, &d, o))
 		goto out;
 	if (w->policies != NULL && /* tier membership; no tiers with --policies off */

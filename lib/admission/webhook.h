@@ -9,11 +9,14 @@
  *
  * Placement check on node N for pod P:
  *   mirror pods (annotation kubernetes.io/config.mirror), exempt namespaces and non-GPU pods
- *   are allowed; otherwise GET node -> capacity (threshold annotation overrides the flag) ->
- *   lock N in the ledger -> list pods on N -> used = sum of their demands (P itself and
- *   Succeeded/Failed pods skipped; terminating pods count; a GPU pod without a valid
- *   declaration counts its GPUs x memory per GPU) -> drop reservations the list now shows ->
- *   drop reservations of deleted pods (below) -> add the other pending reservations ->
+ *   are allowed; so is a Binding of a pod already bound or being deleted (the API server's
+ *   storage refuses it after admission, 409 Conflict: reserving for it would be a phantom on
+ *   the Binding's node), reserving nothing (reasons AlreadyBound, BeingDeleted; the cache's
+ *   copy of the pod answers when it has the Binding's uid); otherwise GET node -> capacity
+ * (threshold annotation overrides the flag) -> lock N in the ledger -> list pods on N -> used = sum
+ * of their demands (P itself and Succeeded/Failed pods skipped; terminating pods count; a GPU pod
+ * without a valid declaration counts its GPUs x memory per GPU) -> drop reservations the list now
+ * shows -> drop reservations of deleted pods (below) -> add the other pending reservations ->
  *   policy_decide -> if allowed and not dry-run, reserve -> unlock.
  *
  * Deleted pods: a reservation is dropped when the list shows its pod, but a pod admitted and
