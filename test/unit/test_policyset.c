@@ -5,7 +5,8 @@
  * audit and warn policies never weaken the flags; the strictest enforcing threshold), the
  * three modes (refusal, warning, audit entry), and tiers including the seed's example: realtime
  * at most 60 percent of the node, batch refused while realtime declares more than 80 percent
- * of its share; reservations of unknown tier counted in every tier.
+ * of its share; reservations of unknown tier counted in every tier; on a MIG-mixed node a
+ * tier's share is of the pod's pool (the whole GPUs, or a profile's slices).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,6 +76,7 @@ struct run {
 	size_t n_pols;
 	const char *pc; /* the placed pod's priority class */
 	uint64_t bytes;
+	uint32_t pool;                       /* the placed pod's pool (0: CAPACITY_POOL_ANY) */
 	const struct gpupolicy_flags *flags; /* NULL: flags (enforce, 0.9, warn 0.8) */
 };
 
@@ -82,6 +84,7 @@ static struct policyset_result decide(const struct run *r)
 {
 	static struct policyset_result out;
 	struct demand d = demand_of(r->bytes);
+	d.pool = r->pool;
 	struct placement_node node = {
 	    "gpu-a", r->cap ? r->cap : &card, r->pods, r->n_pods, r->reserved, r->n_reserved};
 	struct placement_pod pod = {"ml/new", "ml/new", "uid-new", &d, 0};
@@ -305,6 +308,60 @@ static void test_tier_modes(void **state)
 	(void)state;
 }
 
+/* A MIG-mixed node: one whole 80Gi card and 2 slices of profile 3g.40gb (80Gi together):
+ * 160Gi in all. A tier's maxShare is a share of the pod's pool, not of the node's total: 50
+ * percent is 40Gi of the whole card or 40Gi of the slices, never 80Gi. */
+static const struct capacity mig_mixed = {.per_gpu_bytes = 80 * GI,
+                                          .gpu_count = 1,
+                                          .total_bytes = 160 * GI,
+                                          .replicas = 1,
+                                          .piece_bytes = 80 * GI,
+                                          .mig = CAPACITY_MIG_MIXED,
+                                          .n_profiles = 1,
+                                          .profiles = {{"3g.40gb", 2, 40 * GI, 1}}};
+
+static void test_tier_share_of_the_pods_pool_on_mig_mixed(void **state)
+{
+	struct gpupolicy *p =
+	    parse("{\"metadata\":{\"name\":\"half\"},\"spec\":{\"tiers\":[{\"name\":\"rt\","
+	          "\"priorityClassNames\":[\"realtime\"],\"maxShare\":0.5}]}}");
+	uint32_t slices = capacity_pool_id("3g.40gb");
+	struct run r = {.cap = &mig_mixed, .pols = &p, .n_pols = 1, .pc = "realtime"};
+	struct policyset_result res;
+
+	/* Whole GPUs, nothing on the node: 50Gi is within the 72Gi threshold of the card but over
+	 * the tier's 40Gi (with the node's 160Gi as the base it would pass an 80Gi budget). */
+	r.pool = CAPACITY_POOL_WHOLE;
+	r.bytes = 50 * GI;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	assert_non_null(strstr(res.message, "(40Gi)"));
+	r.bytes = 40 * GI;
+	assert_true(decide(&r).allowed);
+	r.bytes = 40 * GI + 1;
+	assert_false(decide(&r).allowed);
+
+	/* The slices: 20Gi of the tier there already, 30Gi on the whole card (another pool: not
+	 * counted). 20 + 20 is the slices' 40Gi budget; one byte more is over it. */
+	struct placement_item pods[] = {pod_item("ml/rt-slice", 20 * GI, "realtime"),
+	                                pod_item("ml/rt-card", 30 * GI, "realtime")};
+	pods[0].pool = slices;
+	pods[1].pool = CAPACITY_POOL_WHOLE;
+	r.pods = pods;
+	r.n_pods = 2;
+	r.pool = slices;
+	r.bytes = 20 * GI;
+	assert_true(decide(&r).allowed);
+	r.bytes = 20 * GI + 1;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	assert_non_null(strstr(res.message, "(40Gi)"));
+	gpupolicy_free(p);
+	(void)state;
+}
+
 /* --mode warn: the flags' own check is a warn check, and --warn-threshold still gives the early
  * warning of an allowed placement past it (as before policies: placement_decide at the flags'
  * warn threshold), and so does an enforcing policy that only sets warnThreshold. */
@@ -358,6 +415,7 @@ int main(void)
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_reservation_of_unknown_tier_counts_in_each),
 	    cmocka_unit_test(test_tier_modes),
+	    cmocka_unit_test(test_tier_share_of_the_pods_pool_on_mig_mixed),
 	    cmocka_unit_test(test_flags_warn_mode_keeps_the_early_warning),
 	    cmocka_unit_test(test_policy_named_flags),
 	};
