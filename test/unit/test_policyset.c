@@ -77,6 +77,7 @@ struct run {
 	const char *pc; /* the placed pod's priority class */
 	uint64_t bytes;
 	uint32_t pool;                       /* the placed pod's pool (0: CAPACITY_POOL_ANY) */
+	uint64_t now_ms;                     /* the decision's clock (reservations expire by it) */
 	const struct gpupolicy_flags *flags; /* NULL: flags (enforce, 0.9, warn 0.8) */
 };
 
@@ -96,6 +97,7 @@ static struct policyset_result decide(const struct run *r)
 	    .policies = (const struct gpupolicy *const *)r->pols,
 	    .n_policies = r->n_pols,
 	    .flags = r->flags ? *r->flags : flags,
+	    .now_ms = r->now_ms,
 	};
 	assert_int_equal(policyset_decide(&in, &out), 0);
 	return out;
@@ -282,6 +284,37 @@ static void test_reservation_of_unknown_tier_counts_in_each(void **state)
 	(void)state;
 }
 
+/* A reservation whose expiry is exactly the decision's time has expired: it counts in no tier
+ * (nor against the threshold); one expiring a millisecond later still counts. */
+static void test_reservation_expiring_now_counts_in_no_tier(void **state)
+{
+	struct gpupolicy *p = parse(seed);
+	struct placement_item pods[] = {pod_item("ml/rt-0", 30 * GI, "realtime")};
+	struct placement_item resv[] = {
+	    {.key = "ml/admitted", .uid = "u-1", .bytes = 10 * GI, .expires_ms = 5000}};
+	struct run r = {.pods = pods,
+	                .n_pods = 1,
+	                .reserved = resv,
+	                .n_reserved = 1,
+	                .pols = &p,
+	                .n_pols = 1,
+	                .pc = "realtime",
+	                .bytes = 18 * GI,
+	                .now_ms = 5000};
+	struct policyset_result res = decide(&r);
+
+	/* 30 + 18 is realtime's 48Gi budget exactly: the expired 10Gi is not in it */
+	assert_true(res.allowed);
+	assert_int_equal(res.main.reserved_bytes, 0);
+	/* at 4999 it is live: 30 + 10 + 18 > 48Gi */
+	r.now_ms = 4999;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	gpupolicy_free(p);
+	(void)state;
+}
+
 static void test_tier_modes(void **state)
 {
 	struct gpupolicy *audit = parse(
@@ -414,6 +447,7 @@ int main(void)
 	    cmocka_unit_test(test_audit_and_warn_never_weaken_the_flags),
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_reservation_of_unknown_tier_counts_in_each),
+	    cmocka_unit_test(test_reservation_expiring_now_counts_in_no_tier),
 	    cmocka_unit_test(test_tier_modes),
 	    cmocka_unit_test(test_tier_share_of_the_pods_pool_on_mig_mixed),
 	    cmocka_unit_test(test_flags_warn_mode_keeps_the_early_warning),
