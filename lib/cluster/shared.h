@@ -13,7 +13,10 @@
  *      placement core, and when it admits, prunes rec and adds the reservation (record_put);
  *   3. WRITE: PUT the Lease with rec's resourceVersion (or POST it when it does not exist);
  *      success: the new record is remembered, done. 409 (another replica wrote first, or
- *      created it): GET the Lease, back to 2 with it. Within the deadline; past it,
+ *      created it): GET the Lease, back to 2 with it. 404 on the PUT (the Lease deleted
+ *      since it was read, from a server that does not create on update; kube-apiserver
+ *      v1.33 creates it, 201): the same, not an error: the GET finds none, decide again on
+ *      the empty record, and the write creates it. Within the deadline; past it,
  *      SHARED_EBUDGET (the caller denies: fail closed).
  *      NO_WRITE (denied, dry run): done; nothing is written.
  *      REREAD (a denial that counted entries of a record not read during this call, which other

@@ -104,7 +104,9 @@ struct apiserver_double {
 	unsigned lease_delay_ms;    /* each lease write waits this long before it is applied */
 	unsigned long lease_fail_n; /* the next lease_fail_n lease writes answer lease_fail_code */
 	int lease_fail_code;
-	unsigned long uid_seq; /* metadata.uid of created leases */
+	unsigned long lease_gone_n; /* the next lease_gone_n PUTs of a stored lease delete it and
+	                               answer 404 (apiserver_double_delete_lease_before_put) */
+	unsigned long uid_seq;      /* metadata.uid of created leases */
 	int stopping;
 	unsigned long counts[APISERVER_DOUBLE_N_COUNTERS];
 	char last_sel[512];
@@ -1628,8 +1630,17 @@ static struct answer route_leases(struct apiserver_double *d, struct MHD_Connect
 		struct obj *o = store_find(&d->store[RES_LEASES], ns, seg[6]);
 		return o ? text_answer(200, o->json) : lease_not_found(seg[6]);
 	}
-	if (n == 7 && !strcmp(method, "PUT"))
+	if (n == 7 && !strcmp(method, "PUT")) {
+		struct obj *o = store_find(&d->store[RES_LEASES], ns, seg[6]);
+		if (o && d->lease_gone_n) { /* apiserver_double_delete_lease_before_put */
+			d->lease_gone_n--;
+			delete_locked(d, RES_LEASES, o);
+			count_locked(d, APISERVER_DOUBLE_LEASE_DELETED);
+			count_locked(d, APISERVER_DOUBLE_LEASE_PUT_GONE);
+			return lease_not_found(seg[6]);
+		}
 		return lease_put(d, ns, seg[6], body);
+	}
 	if (n == 7 && !strcmp(method, "DELETE"))
 		return lease_delete(d, ns, seg[6], body);
 	return status_answer(405, "MethodNotAllowed",
@@ -2004,6 +2015,9 @@ static struct answer control(struct apiserver_double *d, struct MHD_Connection *
 	                        (double)d->counts[APISERVER_DOUBLE_LEASE_CONFLICT]);
 	cJSON_AddNumberToObject(o, "leaseDeleted",
 	                        (double)d->counts[APISERVER_DOUBLE_LEASE_DELETED]);
+	cJSON_AddNumberToObject(o, "leasePutGone",
+	                        (double)d->counts[APISERVER_DOUBLE_LEASE_PUT_GONE]);
+	cJSON_AddNumberToObject(o, "leaseGoneLeft", (double)d->lease_gone_n);
 	cJSON_AddNumberToObject(o, "leaseFailLeft", (double)d->lease_fail_n);
 	cJSON_AddNumberToObject(o, "leaseFailCode", d->lease_fail_code);
 	cJSON_AddNumberToObject(o, "leaseDelayMs", d->lease_delay_ms);
@@ -2512,6 +2526,13 @@ void apiserver_double_fail_lease_writes(struct apiserver_double *d, unsigned lon
 	pthread_mutex_lock(&d->mu);
 	d->lease_fail_n = http_code >= 400 && http_code <= 599 ? times : 0;
 	d->lease_fail_code = http_code;
+	pthread_mutex_unlock(&d->mu);
+}
+
+void apiserver_double_delete_lease_before_put(struct apiserver_double *d, unsigned long times)
+{
+	pthread_mutex_lock(&d->mu);
+	d->lease_gone_n = times;
 	pthread_mutex_unlock(&d->mu);
 }
 

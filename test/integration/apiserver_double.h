@@ -87,7 +87,8 @@
  * Failure injection: fail (every API call answers code with a Status body, watches included),
  * delay (each API answer waits; woken early by stop), down (apiserver_double_stop: the port is
  * closed, then apiserver_double_start reopens it on the same port), expired continue tokens,
- * compaction, watch cuts, watches answered 410.
+ * compaction, watch cuts, watches answered 410, a lease deleted just before a PUT of it and the
+ * PUT answered 404 (apiserver_double_delete_lease_before_put; not what kube-apiserver does).
  *
  * Thread-safe: all functions may be called while the double serves requests.
  */
@@ -128,7 +129,8 @@ enum apiserver_double_counter {
 	APISERVER_DOUBLE_LEASE_UPDATED,  /* 200 PUT that stored a new version (no-ops not) */
 	APISERVER_DOUBLE_LEASE_CONFLICT, /* 409 Conflict / AlreadyExists answered (not injected) */
 	APISERVER_DOUBLE_LEASE_DELETED,
-	APISERVER_DOUBLE_LIST_POLICIES, /* GPUMemoryPolicy lists (one per page) */
+	APISERVER_DOUBLE_LEASE_PUT_GONE, /* PUTs answered 404 by delete_lease_before_put */
+	APISERVER_DOUBLE_LIST_POLICIES,  /* GPUMemoryPolicy lists (one per page) */
 	APISERVER_DOUBLE_WATCH_POLICIES,
 	APISERVER_DOUBLE_PATCH_POLICY_STATUS, /* PATCH .../gpumemorypolicies/NAME/status */
 	APISERVER_DOUBLE_N_COUNTERS
@@ -216,6 +218,14 @@ void apiserver_double_set_delay_ms(struct apiserver_double *d, unsigned ms);
  * (or a code out of range): off. */
 void apiserver_double_fail_lease_writes(struct apiserver_double *d, unsigned long times,
                                         int http_code);
+/* TEST-DOUBLE FEATURE, not kube-apiserver's behaviour: the next `times` PUTs of a lease that
+ * exists delete it first (as another client's DELETE landing between the writer's read and its
+ * write; DELETED counted) and answer 404 NotFound `leases.coordination.k8s.io "NAME" not found`
+ * (counted as LEASE_PUT_GONE). kube-apiserver v1.33 answers a PUT of an absent lease by
+ * creating it (the lease strategy allows create on update: 201, as this double does without
+ * this switch); a 404 there needs a server or strategy that does not, so this exists to drive a
+ * client's 404 path for real. 0: off. */
+void apiserver_double_delete_lease_before_put(struct apiserver_double *d, unsigned long times);
 /* Each lease write waits ms before it is applied (its precondition is compared after the
  * wait, so what the writer read has more time to go stale); 0: off. */
 void apiserver_double_set_lease_delay_ms(struct apiserver_double *d, unsigned ms);

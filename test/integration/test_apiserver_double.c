@@ -1386,6 +1386,45 @@ static void test_lease_injection(void **state)
 	cJSON_Delete(j);
 }
 
+/* delete_lease_before_put (a test-double feature): the next PUT of a stored lease finds it
+ * deleted and answers 404 NotFound; a PUT of an absent lease is not affected (create on update:
+ * 201), nor are later PUTs. */
+static void test_lease_deleted_before_put(void **state)
+{
+	struct fx *f = *state;
+	cJSON *j = NULL, *s = NULL;
+	char *body = lease_body("node-gone", "a", NULL), *put;
+	assert_int_equal(post_lease(f, "gmg-gone", body, &j), 201);
+	put = lease_body("node-gone", "b", md_str(j, "resourceVersion"));
+	apiserver_double_reset_counts(f->d);
+
+	apiserver_double_delete_lease_before_put(f->d, 1);
+	assert_int_equal(put_lease(f, "gmg-gone", "node-gone", put, &s), 404);
+	assert_status(s, 404, "NotFound", "leases.coordination.k8s.io \"node-gone\" not found");
+	cJSON_Delete(s);
+	assert_int_equal(get_lease(f, "gmg-gone", "node-gone", NULL), 404);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_PUT_GONE), 1);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_DELETED), 1);
+	/* The switch is spent: the same PUT now creates the lease, as kube-apiserver does. */
+	assert_int_equal(put_lease(f, "gmg-gone", "node-gone", put, &s), 201);
+	cJSON_Delete(s);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_CREATED), 1);
+	/* Armed while the lease is absent: that PUT creates it (201), the switch stays armed. */
+	assert_int_equal(apiserver_double_delete_lease(f->d, "gmg-gone", "node-gone"), 0);
+	apiserver_double_delete_lease_before_put(f->d, 1);
+	assert_int_equal(put_lease(f, "gmg-gone", "node-gone", put, &s), 201);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_PUT_GONE), 1);
+	char *put2 = lease_body("node-gone", "c", md_str(s, "resourceVersion"));
+	cJSON_Delete(s);
+	assert_int_equal(put_lease(f, "gmg-gone", "node-gone", put2, NULL), 404);
+	assert_int_equal(apiserver_double_count(f->d, APISERVER_DOUBLE_LEASE_PUT_GONE), 2);
+	apiserver_double_delete_lease_before_put(f->d, 0);
+	free(put2);
+	free(put);
+	free(body);
+	cJSON_Delete(j);
+}
+
 /* Leases put directly or loaded from a state file are served like created ones. */
 static void test_lease_put_and_load(void **state)
 {
@@ -1442,6 +1481,7 @@ int main(void)
 	    cmocka_unit_test(test_lease_delete),
 	    cmocka_unit_test(test_lease_concurrent_writers),
 	    cmocka_unit_test(test_lease_injection),
+	    cmocka_unit_test(test_lease_deleted_before_put),
 	    cmocka_unit_test(test_lease_put_and_load),
 	};
 	curl_global_init(CURL_GLOBAL_ALL);

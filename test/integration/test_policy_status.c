@@ -13,7 +13,12 @@
  * (generation 2, selecting the one 40Gi node).
  *
  * Then, alone in a world of its own, one replica with --reservations local writes status
- * without a Lease.
+ * without a Lease; with every status write refused it does not hammer, and once they are
+ * answered again all 30 policies get their status.
+ *
+ * The status Lease itself is checked: holder, leaseDurationSeconds 15, renewTime moving on
+ * while acquireTime and leaseTransitions stay; after the takeover the new holder, one more
+ * transition and a new acquireTime.
  *
  * Replicas' identities: POD_NAME=gmg-ps-0 / gmg-ps-1 (the environment the binary inherits).
  */
@@ -102,6 +107,33 @@ static void lease_holder(char *buf, size_t cap)
 	free(text);
 }
 
+/* The status Lease's spec as the double stores it. */
+struct lease_spec {
+	char holder[128], acquire[40], renew[40];
+	double duration, transitions; /* -1 when absent */
+};
+
+static void lease_spec(struct lease_spec *ls)
+{
+	char *text = apiserver_double_get_lease(W.api, NS, LEASE);
+	cJSON *l = text ? cJSON_Parse(text) : NULL;
+	const cJSON *sp = cJSON_GetObjectItemCaseSensitive(l, "spec"), *v;
+	memset(ls, 0, sizeof(*ls));
+#define STR(field, dst)                                                                            \
+	v = cJSON_GetObjectItemCaseSensitive(sp, field);                                           \
+	snprintf(dst, sizeof(dst), "%s", cJSON_IsString(v) ? v->valuestring : "")
+	STR("holderIdentity", ls->holder);
+	STR("acquireTime", ls->acquire);
+	STR("renewTime", ls->renew);
+#undef STR
+	v = cJSON_GetObjectItemCaseSensitive(sp, "leaseDurationSeconds");
+	ls->duration = cJSON_IsNumber(v) ? v->valuedouble : -1;
+	v = cJSON_GetObjectItemCaseSensitive(sp, "leaseTransitions");
+	ls->transitions = cJSON_IsNumber(v) ? v->valuedouble : -1;
+	cJSON_Delete(l);
+	free(text);
+}
+
 /* Wait until exactly one running replica says it leads and the Lease names it; its index. */
 static int wait_one_leader(double timeout_s)
 {
@@ -185,15 +217,31 @@ static void wait_status(struct apiserver_double *api, const char *name, long lon
 }
 
 static int leader;
+static struct lease_spec first_term; /* the Lease as the first leader keeps it */
 
 static void test_one_leader(void **state)
 {
+	struct lease_spec later;
+	char want[32];
 	(void)state;
 	leader = wait_one_leader(20.0);
-	/* Stays so: the other keeps following while the leader renews. */
+	lease_spec(&first_term);
+	snprintf(want, sizeof(want), "gmg-ps-%d", leader);
+	assert_string_equal(first_term.holder, want);
+	assert_true(first_term.duration == 15); /* POLICYSTATUS_LEASE_S */
+	assert_true(first_term.transitions == 0);
+	assert_int_equal(strlen(first_term.renew), 27); /* MicroTime: 2026-11-30T16:00:00.123456Z */
+	assert_true(first_term.acquire[0] != '\0');
+	/* Stays so: the other keeps following while the leader renews (a round every 5 s:
+	 * renewTime moves on, acquireTime and leaseTransitions do not). */
 	sleep(6);
 	assert_int_equal(wait_one_leader(1.0), leader);
 	assert_int_equal(leader_metric(1 - leader), 0);
+	lease_spec(&later);
+	assert_string_equal(later.holder, want);
+	assert_true(strcmp(later.renew, first_term.renew) > 0);
+	assert_string_equal(later.acquire, first_term.acquire);
+	assert_true(later.transitions == 0);
 }
 
 static void test_ready_applied(void **state)
@@ -234,6 +282,11 @@ static void test_invalid(void **state)
 	itest_contains(r.message, "threshold", "Invalid message");
 	itest_contains(r.message, "1.5", "Invalid message");
 	assert_int_equal(r.selected, 0);
+	assert_int_equal(r.cond_generation, 3);
+	/* "big" untouched by the other policy's status. */
+	wait_status(W.api, "big", 1, 1.0, &r);
+	assert_string_equal(r.reason, "Applied");
+	assert_int_equal(r.selected, 2);
 }
 
 /* Written once: a round that finds nothing changed writes nothing. */
@@ -273,6 +326,15 @@ static void test_takeover(void **state)
 	wait_status(W.api, "bad", 3, 10.0, &r);
 	assert_string_equal(r.reason, "Invalid");
 	assert_string_equal(r.transition, bad_transition);
+	/* The Lease: the other's now, one transition, acquired anew. */
+	struct lease_spec ls;
+	char want[32];
+	lease_spec(&ls);
+	snprintf(want, sizeof(want), "gmg-ps-%d", other);
+	assert_string_equal(ls.holder, want);
+	assert_true(ls.transitions == first_term.transitions + 1);
+	assert_true(strcmp(ls.acquire, first_term.acquire) > 0);
+	assert_true(ls.duration == 15);
 }
 
 static struct world L;
@@ -354,6 +416,19 @@ static void test_refused_writes_do_not_hammer(void **state)
 	apiserver_double_set_fail(L.api, 0);
 	print_message("%lu status PATCHes refused in 11 s\n", n);
 	ITEST_CHECK(n <= 4, "%lu status PATCHes in 11 s while every one is refused", n);
+	/* Writes answered again: every one of the 30 gets its status (the rounds go on). No
+	 * nodeSelector selects every GPU node: ps-a and the fixtures' gpu-node-a. */
+	for (int i = 0; i < 30; i++) {
+		struct ready r;
+		char name[32];
+		snprintf(name, sizeof(name), "many-%02d", i);
+		wait_status(L.api, name, 1, i == 0 ? 20.0 : 5.0, &r);
+		ITEST_CHECK(!strcmp(r.status, "True") && !strcmp(r.reason, "Applied") &&
+		                !strcmp(r.message, "applied to 2 nodes") && r.selected == 2 &&
+		                r.cond_generation == 1,
+		            "%s: Ready %s %s, nodes %lld, generation %lld", name, r.status,
+		            r.reason, r.selected, r.cond_generation);
+	}
 }
 
 static void test_single_writer_exit(void **state)

@@ -21,10 +21,17 @@
  *   4. A pod admitted (Binding) and deleted before it shows on its node: once the replicas'
  *      watch caches see the DELETE its entry no longer counts (a placement needing its room is
  *      admitted before the TTL) and the next write drops it from the Lease.
+ *   5. The Lease deleted between a replica's write and its next update: the PUT answers 404
+ *      (the double's delete_lease_before_put; kube-apiserver would create it), the placement
+ *      is decided again, the Lease created and the placement admitted; and as kube-apiserver
+ *      v1.33 answers it (the PUT of the absent Lease creates it): admitted too.
+ *   6. A pod Pending for longer than the settle grace (30 s) before its Binding: its entry
+ *      is kept by the next write after the replica's cache shows it bound (the grace runs
+ *      from when the cache first saw it bound, not from when it first saw the pod).
  *
  * Results are read from the answers, the double's Leases and counters and the replicas'
- * /metrics, never from logs. Admitted pods are not persisted, so no entry settles or expires
- * during the test (TTL 60 s, fresh node per round).
+ * /metrics, never from logs. Admitted pods are not persisted (but in 6), so no entry settles or
+ * expires during the test (TTL 60 s, fresh node per round).
  *
  * Nodes: 40960 MiB x 1 GPU at the default threshold 0.9: a limit of 36 GiB.
  */
@@ -54,6 +61,9 @@
 #define KILL_JOBS  45
 
 static struct world W, R[N_REPLICAS];
+static double synced_at[N_REPLICAS]; /* harness_now() when each replica was last synced */
+
+#define LATE_POD "settle-late" /* Pending from the start (test 6) */
 
 /* ---- placements sent at once ---- */
 
@@ -343,6 +353,7 @@ static void start_replica(int i)
 	ITEST_CHECK(world_start_gmg(&R[i], EXTRA, 30000) == 0, "replica %d did not start", i);
 	itest_world = &R[i];
 	itest_wait_synced(&R[i], 15000);
+	synced_at[i] = harness_now();
 	itest_world = &W;
 }
 
@@ -353,6 +364,9 @@ static int group_setup(void **state)
 		return -1;
 	itest_world = &W;
 	W.cache_mode = "watch";
+	/* Test 6's pod, Pending before any replica starts: each sees it in its first list. */
+	if (world_add_pod(&W, "inference", LATE_POD, "20Gi", NULL))
+		return -1;
 	for (int i = 0; i < N_REPLICAS; i++)
 		if (world_replica_init(&R[i], &W, i))
 			return -1;
@@ -699,6 +713,144 @@ static void test_deleted_pod_stops_counting(void **state)
 	cJSON_Delete(entries);
 }
 
+/* ---- 5. the Lease deleted before an update ---- */
+
+static double replica_errors(int i)
+{
+	return replica_metric(i, "gpu_memory_guard_reservation_writes_total", "result=\"error\"");
+}
+
+/* One placement of limit through replica 0 (a Binding), admitted; fails the test otherwise. */
+static void admit_one(struct job *jobs, const char *prefix, const char *limit, const char *node)
+{
+	make_jobs(jobs, 1, prefix, limit, node, 1, 0);
+	run_jobs(jobs, 1, 0, -1, 0);
+	if (jobs[0].code != 200 || !jobs[0].a.allowed)
+		dump_replica_logs();
+	ITEST_CHECK(jobs[0].code == 200 && jobs[0].a.allowed, "%s (%s) on %s: HTTP %ld, %s",
+	            jobs[0].name, limit, node, jobs[0].code,
+	            jobs[0].code == 200 ? jobs[0].a.message : jobs[0].error);
+}
+
+static void test_update_of_deleted_lease(void **state)
+{
+	static struct job a[1], b[1], c[1];
+	const char *node = "shared-lease-gone";
+	struct snapshot before, after;
+	cJSON *entries;
+	(void)state;
+	use_replicas(2);
+	ITEST_CHECK(world_add_node(&W, node, 40960, 1) == 0, "add node");
+	admit_one(a, "lg-a", "20Gi", node); /* replica 0 creates the Lease, knows its version */
+
+	/* Replica 0's next placement updates its copy: the double deletes the Lease first and
+	 * answers the PUT 404. Decided again on a fresh read (none), the Lease is created. */
+	unsigned long gone = apiserver_double_count(W.api, APISERVER_DOUBLE_LEASE_PUT_GONE);
+	unsigned long gets = apiserver_double_count(W.api, APISERVER_DOUBLE_GET_LEASE);
+	double errors = replica_errors(0);
+	snapshot(&before, 2);
+	apiserver_double_delete_lease_before_put(W.api, 1);
+	admit_one(b, "lg-b", "10Gi", node);
+	apiserver_double_delete_lease_before_put(W.api, 0);
+	snapshot(&after, 2);
+	ITEST_CHECK(apiserver_double_count(W.api, APISERVER_DOUBLE_LEASE_PUT_GONE) == gone + 1,
+	            "the update was not sent, or not answered 404 (%lu PUTs answered 404)",
+	            apiserver_double_count(W.api, APISERVER_DOUBLE_LEASE_PUT_GONE) - gone);
+	ITEST_CHECK(after.created - before.created == 1, "%lu Leases created after the 404",
+	            after.created - before.created);
+	ITEST_CHECK(after.writes_ok[0] - before.writes_ok[0] == 1,
+	            "replica 0: writes_total{result=\"ok\"} +%.0f",
+	            after.writes_ok[0] - before.writes_ok[0]);
+	/* Not a write error, and decided again on a read. (With a 404 taken as an error the
+	 * first decision refuses, APIServerUnavailable; decide_placement then decides once more
+	 * from the cache and that PUT of the now absent Lease creates it: admitted too, but
+	 * with a write error and no read.) */
+	ITEST_CHECK(replica_errors(0) == errors, "replica 0 counted the 404 as a write error");
+	ITEST_CHECK(apiserver_double_count(W.api, APISERVER_DOUBLE_GET_LEASE) == gets + 1,
+	            "%lu Lease reads after the 404 (want 1: decided again on a fresh read)",
+	            apiserver_double_count(W.api, APISERVER_DOUBLE_GET_LEASE) - gets);
+	entries = lease_entries(node, NULL, 0);
+	ITEST_CHECK(entries && cJSON_GetArraySize(entries) == 1 && entry_of(entries, b[0].name) &&
+	                entries_bytes(entries) == 10 * GIB,
+	            "Lease %s: %d entries, %llu bytes (want %s's 10Gi alone)", node,
+	            entries ? cJSON_GetArraySize(entries) : -1, entries_bytes(entries), b[0].name);
+	check_admitted_in_lease(b, 1, entries, node, 10 * GIB);
+	cJSON_Delete(entries);
+
+	/* As kube-apiserver answers it: the Lease deleted, the PUT of the absent Lease creates it
+	 * (201) from replica 0's copy plus the new entry. */
+	ITEST_CHECK(apiserver_double_delete_lease(W.api, NS_LEASES, node) == 0, "delete Lease");
+	snapshot(&before, 2);
+	admit_one(c, "lg-c", "5Gi", node);
+	snapshot(&after, 2);
+	ITEST_CHECK(after.created - before.created == 1 && after.updated == before.updated,
+	            "PUT of the absent Lease: %lu created, %lu updated",
+	            after.created - before.created, after.updated - before.updated);
+	entries = lease_entries(node, NULL, 0);
+	ITEST_CHECK(entries && cJSON_GetArraySize(entries) == 2 && entry_of(entries, b[0].name) &&
+	                entry_of(entries, c[0].name) && entries_bytes(entries) == 15 * GIB,
+	            "Lease %s: %d entries, %llu bytes (want %s and %s, 15Gi)", node,
+	            entries ? cJSON_GetArraySize(entries) : -1, entries_bytes(entries), b[0].name,
+	            c[0].name);
+	cJSON_Delete(entries);
+	free_jobs(a, 1);
+	free_jobs(b, 1);
+	free_jobs(c, 1);
+}
+
+/* ---- 6. a pod Pending for longer than the settle grace, then bound ---- */
+
+static void test_long_pending_pod_entry_kept_after_binding(void **state)
+{
+	const char *node = "shared-settle";
+	struct review_answer ans;
+	char *body;
+	cJSON *entries;
+	(void)state;
+	use_replicas(2);
+	ITEST_CHECK(world_add_node(&W, node, 40960, 1) == 0, "add node");
+	/* LATE_POD has been Pending, in replica 0's cache, for more than 30 s. */
+	double wait = synced_at[0] + 31 - harness_now();
+	if (wait > 0) {
+		print_message("waiting %.1f s: %s Pending for 31 s in replica 0's cache\n", wait,
+		              LATE_POD);
+		usleep((useconds_t)(wait * 1e6));
+	}
+	itest_world = &R[0];
+	body = harness_binding_review("late-bind", LATE_POD, node);
+	itest_review(&R[0], body, "late-bind", 1, &ans);
+	free(body);
+
+	/* The Binding happens: replica 0's cache sees the pod bound to the node (MODIFIED). */
+	double modified = replica_metric(0, "gpu_memory_guard_cache_events_total",
+	                                 "resource=\"pods\",type=\"modified\"");
+	ITEST_CHECK(apiserver_double_bind(W.api, "inference", LATE_POD, node) == 0, "bind");
+	double until = harness_now() + 10;
+	while (replica_metric(0, "gpu_memory_guard_cache_events_total",
+	                      "resource=\"pods\",type=\"modified\"") <= modified &&
+	       harness_now() < until)
+		usleep(20000);
+	ITEST_CHECK(replica_metric(0, "gpu_memory_guard_cache_events_total",
+	                           "resource=\"pods\",type=\"modified\"") > modified,
+	            "replica 0 did not see the Binding in 10 s");
+
+	/* The next write (a 5Gi CREATE) prunes entries whose pods the cache has shown bound for
+	 * the grace: LATE_POD was shown bound a moment ago, so its entry stays (other replicas'
+	 * caches may not show it yet). */
+	body = harness_pod_review("late-next", "late-next", "5Gi", node, 0);
+	itest_review(&R[0], body, "late-next", 1, &ans);
+	free(body);
+	itest_world = &W;
+	entries = lease_entries(node, NULL, 0);
+	ITEST_CHECK(entries && cJSON_GetArraySize(entries) == 2 && entry_of(entries, LATE_POD) &&
+	                entry_of(entries, "late-next") && entries_bytes(entries) == 25 * GIB,
+	            "Lease %s: %d entries, %llu bytes (want %s's 20Gi and late-next's 5Gi: the "
+	            "entry of a pod bound a moment ago was pruned)",
+	            node, entries ? cJSON_GetArraySize(entries) : -1, entries_bytes(entries),
+	            LATE_POD);
+	cJSON_Delete(entries);
+}
+
 int main(int argc, char **argv)
 {
 	const struct CMUnitTest tests[] = {
@@ -707,6 +859,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_dry_run_and_denial_write_nothing),
 	    cmocka_unit_test(test_replica_killed_mid_storm),
 	    cmocka_unit_test(test_deleted_pod_stops_counting),
+	    cmocka_unit_test(test_update_of_deleted_lease),
+	    cmocka_unit_test(test_long_pending_pod_entry_kept_after_binding),
 	};
 	harness_init(argc, argv);
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

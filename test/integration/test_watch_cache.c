@@ -3,7 +3,10 @@
  * serving LIST and WATCH: placements decided with no API call; a pod added by a watch event is
  * counted; a pod deleted before it shows up stops counting; a watch cut for longer than
  * --cache-max-staleness makes placements take the API path (and deny when that fails too); a
- * relist after 410 Gone converges.
+ * relist after 410 Gone converges. After each event the node's sums are checked in the
+ * binary's /metrics (gpu_memory_guard_node_{capacity,declared,reserved}_bytes): a pod bound by
+ * ADDED or by a later MODIFIED, one still Pending, a MODIFIED that changes nothing, a pod
+ * finished, replaced by a pod of the same name (another uid) and deleted.
  *
  * Nodes are 81559 MiB per GPU at threshold 0.9: 71.68Gi per GPU.
  */
@@ -28,6 +31,61 @@ static unsigned long placement_calls(void)
 	       apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_PODS);
 }
 
+#define GIB (1024.0 * 1024.0 * 1024.0)
+#define MIB (1024.0 * 1024.0)
+
+/* The node's gauge gpu_memory_guard_node_<what>_bytes in /metrics, -1 when absent. */
+static double node_gauge(const char *what, const char *node)
+{
+	char name[96], label[128], *m = NULL;
+	double v = -1;
+	snprintf(name, sizeof name, "gpu_memory_guard_node_%s_bytes", what);
+	snprintf(label, sizeof label, "node=\"%s\"}", node);
+	if (world_health_get(&W, "/metrics", &m) == 200)
+		v = harness_metric(m, name, label, 0);
+	free(m);
+	return v;
+}
+
+/* Wait up to 5 s for the node's gauge to read want (bytes), else fail naming the event. A node
+ * without reservations has no reserved_bytes series: absent reads as 0 there. */
+static void expect_sum(const char *what, const char *node, double want, const char *after)
+{
+	double end = harness_now() + 5, v;
+	for (;;) {
+		v = node_gauge(what, node);
+		if (v < 0 && strcmp(what, "reserved") == 0)
+			v = 0;
+		if (v == want || harness_now() >= end)
+			break;
+		usleep(20 * 1000);
+	}
+	ITEST_CHECK(v == want,
+	            "after %s: gpu_memory_guard_node_%s_bytes{node=\"%s\"} = %.0f, want %.0f",
+	            after, what, node, v, want);
+}
+
+/* Pod watch events of type ("added", "modified", "deleted") the binary has received. */
+static double pod_events(const char *type)
+{
+	char label[64], *m = NULL;
+	double v = -1;
+	snprintf(label, sizeof label, "resource=\"pods\",type=\"%s\"", type);
+	if (world_health_get(&W, "/metrics", &m) == 200)
+		v = harness_metric(m, "gpu_memory_guard_cache_events_total", label, 0);
+	free(m);
+	return v;
+}
+
+/* Wait up to 5 s until more than `before` pod events of type have arrived. */
+static void wait_pod_event(const char *type, double before, const char *what)
+{
+	double end = harness_now() + 5;
+	while (pod_events(type) <= before && harness_now() < end)
+		usleep(20 * 1000);
+	ITEST_CHECK(pod_events(type) > before, "%s: no %s pod event in 5 s", what, type);
+}
+
 static int group_setup(void **state)
 {
 	static const char *const extra[] = {"--cache-max-staleness", "1s", "--reservation-ttl",
@@ -47,6 +105,9 @@ static int group_setup(void **state)
 	if (world_start_gmg(&W, extra, 30000))
 		return -1;
 	itest_wait_synced(&W, 10000);
+	expect_sum("declared", "wc-node-a", 30 * GIB, "the first list");
+	expect_sum("declared", "wc-node-b", 0, "the first list");
+	expect_sum("capacity", "wc-node-a", 81559 * MIB, "the first list");
 	return 0;
 }
 
@@ -80,6 +141,11 @@ static void test_placements_make_no_api_call(void **state)
 	itest_contains(a.message, "inference/fit (admitting) 41Gi", "denial names the reservation");
 	free(body);
 	ITEST_CHECK(placement_calls() == 0, "placements made %lu API calls", placement_calls());
+	/* Admitted CREATEs are reserved, not pods: the cache's sums do not move. */
+	expect_sum("declared", "wc-node-a", 30 * GIB, "placements");
+	expect_sum("declared", "wc-node-b", 0, "placements");
+	expect_sum("reserved", "wc-node-a", 41 * GIB, "placements");
+	expect_sum("reserved", "wc-node-b", 50 * 100 * MIB, "placements");
 }
 
 /* A pod that arrives by a watch event is counted by the next placement. */
@@ -101,6 +167,7 @@ static void test_pod_added_by_watch_is_counted(void **state)
 		usleep(20 * 1000);
 	}
 	itest_contains(a.message, "team-w/late 70Gi", "denial names the watched pod");
+	expect_sum("declared", "wc-node-c", 70 * GIB, "ADDED team-w/late");
 }
 
 /* A pod admitted and deleted before it showed up on its node stops counting at the DELETE. */
@@ -128,6 +195,8 @@ static void test_deleted_pod_reservation_dropped(void **state)
 	itest_review(&W, body, "wc-d-1", 0, &a);
 	itest_contains(a.message, "inference/gone-soon (admitting) 60Gi", "reservation counted");
 	free(body);
+	expect_sum("reserved", "wc-node-d", 60 * GIB, "the Binding of gone-soon");
+	expect_sum("declared", "wc-node-d", 0, "the Binding of gone-soon (not bound yet)");
 	ITEST_CHECK(apiserver_double_delete_pod(W.api, "inference", "gone-soon") == 0, "delete");
 	end = harness_now() + 5;
 	for (int i = 0;; i++) {
@@ -142,6 +211,50 @@ static void test_deleted_pod_reservation_dropped(void **state)
 		            a.message);
 		usleep(20 * 1000);
 	}
+	expect_sum("reserved", "wc-node-d", 0, "DELETED gone-soon");
+	expect_sum("declared", "wc-node-d", 0, "DELETED gone-soon");
+}
+
+/* The node's sums after each kind of pod event, on a node added while the binary runs. */
+static void test_node_sums_follow_events(void **state)
+{
+	const char *node = "wc-node-e";
+	double n;
+
+	ITEST_CHECK(world_add_node(&W, node, 81559, 1) == 0, "add node");
+	expect_sum("capacity", node, 81559 * MIB, "ADDED node");
+	expect_sum("declared", node, 0, "ADDED node");
+	ITEST_CHECK(world_add_pod(&W, "team-e", "e-a", "10Gi", node) == 0, "put e-a");
+	expect_sum("declared", node, 10 * GIB, "ADDED e-a, bound");
+	n = pod_events("added");
+	ITEST_CHECK(world_add_pod(&W, "team-e", "e-b", "5Gi", NULL) == 0, "put e-b");
+	wait_pod_event("added", n, "ADDED e-b");
+	expect_sum("declared", node, 10 * GIB, "ADDED e-b, Pending");
+	ITEST_CHECK(apiserver_double_bind(W.api, "team-e", "e-b", node) == 0, "bind e-b");
+	expect_sum("declared", node, 15 * GIB, "MODIFIED e-b, bound");
+	n = pod_events("modified");
+	ITEST_CHECK(apiserver_double_set_phase(W.api, "team-e", "e-a", "Running") == 0, "Running");
+	wait_pod_event("modified", n, "MODIFIED e-a Running");
+	expect_sum("declared", node, 15 * GIB, "MODIFIED e-a Running (counted once)");
+	ITEST_CHECK(apiserver_double_set_phase(W.api, "team-e", "e-a", "Succeeded") == 0,
+	            "Succeeded");
+	expect_sum("declared", node, 5 * GIB, "MODIFIED e-a Succeeded");
+	/* e-b replaced by a pod of the same name (another uid) declaring 3Gi. */
+	ITEST_CHECK(apiserver_double_put_pod(
+	                W.api, "team-e",
+	                "{\"metadata\":{\"name\":\"e-b\",\"uid\":\"uid-e-b-newer\"},\"spec\":{"
+	                "\"nodeName\":\"wc-node-e\",\"containers\":[{\"name\":\"c\",\"resources\":"
+	                "{\"limits\":{\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":"
+	                "\"GPU_MEMORY_LIMIT\",\"value\":\"3Gi\"}]}]},\"status\":{\"phase\":"
+	                "\"Running\"}}") == 0,
+	            "replace e-b");
+	expect_sum("declared", node, 3 * GIB, "e-b replaced (3Gi, another uid)");
+	ITEST_CHECK(apiserver_double_delete_pod(W.api, "team-e", "e-b") == 0, "delete e-b");
+	expect_sum("declared", node, 0, "DELETED e-b");
+	n = pod_events("deleted");
+	ITEST_CHECK(apiserver_double_delete_pod(W.api, "team-e", "e-a") == 0, "delete e-a");
+	wait_pod_event("deleted", n, "DELETED e-a");
+	expect_sum("declared", node, 0, "DELETED e-a (finished: nothing left to subtract)");
 }
 
 /* A Binding decided from the cache only for the very pod it names: another uid (an older pod
@@ -249,6 +362,7 @@ static void test_relist_after_gone(void **state)
 	itest_contains(metrics, "gpu_memory_guard_node_declared_bytes{node=\"wc-node-b\"}",
 	               "per-node gauge");
 	free(metrics);
+	expect_sum("declared", "wc-node-b", 71 * GIB, "the relist (while-cut)");
 }
 
 /* A watch broken only moments ago while the API server answers: the placement asks the API
@@ -318,6 +432,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_placements_make_no_api_call),
 	    cmocka_unit_test(test_pod_added_by_watch_is_counted),
 	    cmocka_unit_test(test_deleted_pod_reservation_dropped),
+	    cmocka_unit_test(test_node_sums_follow_events),
 	    cmocka_unit_test(test_binding_of_another_uid_reads_the_pod),
 	    cmocka_unit_test(test_binding_of_bound_pod_reserves_nothing),
 	    cmocka_unit_test(test_relist_after_gone),

@@ -15,9 +15,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cache.h"
 #include "fixture.h"
+#include "monotime.h"
 #include "watch.h"
 
 #define MIB (1024ull * 1024ull)
@@ -72,6 +74,7 @@ struct view {
 	char keys[VIEW_ITEMS][CACHE_KEY_MAX];
 	char uids[VIEW_ITEMS][CACHE_UID_MAX];
 	uint64_t bytes[VIEW_ITEMS], gpus[VIEW_ITEMS];
+	uint64_t seen_ms[VIEW_ITEMS];
 };
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -107,6 +110,7 @@ static void view_copy(void *ctx, const struct cache_node_view *v)
 			         v->pods[i].uid ? v->pods[i].uid : "");
 			out->bytes[i] = v->pods[i].bytes;
 			out->gpus[i] = v->pods[i].undeclared_gpus;
+			out->seen_ms[i] = v->pods[i].seen_ms;
 		}
 	}
 }
@@ -800,6 +804,47 @@ static void test_pod_fields(void **state)
 }
 
 /* BOOKMARK and ERROR never touch the store, whatever object they carry. */
+/* A visible pod's seen_ms is when the cache first saw it bound to its node (a shared record
+ * drops the pod's entry RECORD_SETTLE_GRACE_MS after it: by then every replica's cache shows
+ * the Binding), not when it first saw the pod: a pod Pending for a while gets the time of the
+ * event that binds it. Later events of the pod on the same node keep it. */
+static void test_seen_when_first_bound(void **state)
+{
+	struct cache *c = cache_new(&(struct demand_config){NULL, 0}, NULL, NULL);
+	uint64_t before, after, seen;
+	struct view v;
+	(void)state;
+	assert_non_null(c);
+	assert_int_equal(node_ev(c, WATCH_ADDED, "gpu-1", "81920", "1", NULL), 0);
+	assert_int_equal(
+	    pod_ev(c, WATCH_ADDED, "ml", "late", "uid-late", NULL, "Pending", "1", "10Gi"), 0);
+	usleep(20000);
+	assert_int_equal(
+	    pod_ev(c, WATCH_MODIFIED, "ml", "late", "uid-late", NULL, "Pending", "1", "10Gi"), 0);
+	usleep(20000); /* the clock moves on: Pending for 40 ms, then bound */
+	before = monotime_ms();
+	assert_int_equal(
+	    pod_ev(c, WATCH_MODIFIED, "ml", "late", "uid-late", "gpu-1", "Pending", "1", "10Gi"),
+	    0);
+	after = monotime_ms();
+	v = view_of(c, "gpu-1");
+	assert_int_equal(v.n_pods, 1);
+	seen = v.seen_ms[0];
+	if (seen < before || seen > after)
+		fail_msg("seen_ms %llu: not the binding event's time [%llu, %llu]",
+		         (unsigned long long)seen, (unsigned long long)before,
+		         (unsigned long long)after);
+	/* Running on the same node, later: unchanged. */
+	usleep(20000);
+	assert_int_equal(
+	    pod_ev(c, WATCH_MODIFIED, "ml", "late", "uid-late", "gpu-1", "Running", "1", "10Gi"),
+	    0);
+	v = view_of(c, "gpu-1");
+	assert_int_equal(v.n_pods, 1);
+	assert_int_equal(v.seen_ms[0], seen);
+	cache_free(c);
+}
+
 static void test_bookmark_error_ignored(void **state)
 {
 	struct gone_log g = {0};
@@ -1545,6 +1590,7 @@ int main(void)
 	    cmocka_unit_test(test_pod_deleted),
 	    cmocka_unit_test(test_pod_replaced),
 	    cmocka_unit_test(test_pod_fields),
+	    cmocka_unit_test(test_seen_when_first_bound),
 	    cmocka_unit_test(test_bookmark_error_ignored),
 	    cmocka_unit_test(test_resync_pods),
 	    cmocka_unit_test(test_resync_nodes),

@@ -934,13 +934,41 @@ static void test_pods_in_flight(void **state)
 	assert_string_equal(names, "n-room");
 	cJSON_Delete(a);
 
-	/* The cache shows llama-0 bound elsewhere: its hold on n-room is over, and ml/big fits
-	 * (40 + 25 of 72). */
-	put_pod(E.cache, "ml", "llama-0", "10Gi", "n-empty");
+	/* ml/llama-1 (never reported gone) passes both n-room and n-empty and holds both: ml/big
+	 * does not fit on n-room beside it (40 + 10 + 25 > 72). */
+	const char *room_empty[] = {"n-room", "n-empty"}, *empty[] = {"n-empty"};
+	char *second = pod_text("ml", "llama-1", "10Gi", NULL, "", "nvidia.com/gpu");
+	char *second_args = args_names(second, room_empty, 2);
+	char *wide = pod_text("ml", "wide", "62Gi", NULL, "", "nvidia.com/gpu");
+	char *wide_args = args_names(wide, empty, 1);
+	a = call(EXTENDER_FILTER, second_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room,n-empty");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, big_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	assert_string_equal(reason(a, "FailedNodes", "n-room"),
+	                    "needs 25Gi, 22Gi free of the 90 percent limit, counting 10Gi of 1 "
+	                    "pod whose Binding is in flight");
+	cJSON_Delete(a);
+
+	/* The cache shows llama-1 bound to n-empty: at once (same clock, long before the hold's
+	 * TTL) it no longer counts on n-room, where ml/big now fits (40 + 25 of 72), and counts
+	 * once on n-empty, as the pod there (10 + 62 of 72). */
+	put_pod(E.cache, "ml", "llama-1", "10Gi", "n-empty");
 	a = call(EXTENDER_FILTER, big_args);
 	names_of(a, names, sizeof(names));
 	assert_string_equal(names, "n-room");
 	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, wide_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-empty");
+	cJSON_Delete(a);
+	free(second);
+	free(second_args);
+	free(wide);
+	free(wide_args);
 	free(first);
 	free(first_args);
 	free(big);

@@ -5,7 +5,8 @@
  * audit and warn policies never weaken the flags; the strictest enforcing threshold), the
  * three modes (refusal, warning, audit entry), and tiers including the seed's example: realtime
  * at most 60 percent of the node, batch refused while realtime declares more than 80 percent
- * of its share; reservations of unknown tier counted in every tier.
+ * of its share; reservations of unknown tier counted in every tier; on a MIG-mixed node a
+ * tier's share is of the pod's pool (the whole GPUs, or a profile's slices).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -75,6 +76,8 @@ struct run {
 	size_t n_pols;
 	const char *pc; /* the placed pod's priority class */
 	uint64_t bytes;
+	uint32_t pool;                       /* the placed pod's pool (0: CAPACITY_POOL_ANY) */
+	uint64_t now_ms;                     /* the decision's clock (reservations expire by it) */
 	const struct gpupolicy_flags *flags; /* NULL: flags (enforce, 0.9, warn 0.8) */
 };
 
@@ -82,6 +85,7 @@ static struct policyset_result decide(const struct run *r)
 {
 	static struct policyset_result out;
 	struct demand d = demand_of(r->bytes);
+	d.pool = r->pool;
 	struct placement_node node = {
 	    "gpu-a", r->cap ? r->cap : &card, r->pods, r->n_pods, r->reserved, r->n_reserved};
 	struct placement_pod pod = {"ml/new", "ml/new", "uid-new", &d, 0};
@@ -93,6 +97,7 @@ static struct policyset_result decide(const struct run *r)
 	    .policies = (const struct gpupolicy *const *)r->pols,
 	    .n_policies = r->n_pols,
 	    .flags = r->flags ? *r->flags : flags,
+	    .now_ms = r->now_ms,
 	};
 	assert_int_equal(policyset_decide(&in, &out), 0);
 	return out;
@@ -279,6 +284,37 @@ static void test_reservation_of_unknown_tier_counts_in_each(void **state)
 	(void)state;
 }
 
+/* A reservation whose expiry is exactly the decision's time has expired: it counts in no tier
+ * (nor against the threshold); one expiring a millisecond later still counts. */
+static void test_reservation_expiring_now_counts_in_no_tier(void **state)
+{
+	struct gpupolicy *p = parse(seed);
+	struct placement_item pods[] = {pod_item("ml/rt-0", 30 * GI, "realtime")};
+	struct placement_item resv[] = {
+	    {.key = "ml/admitted", .uid = "u-1", .bytes = 10 * GI, .expires_ms = 5000}};
+	struct run r = {.pods = pods,
+	                .n_pods = 1,
+	                .reserved = resv,
+	                .n_reserved = 1,
+	                .pols = &p,
+	                .n_pols = 1,
+	                .pc = "realtime",
+	                .bytes = 18 * GI,
+	                .now_ms = 5000};
+	struct policyset_result res = decide(&r);
+
+	/* 30 + 18 is realtime's 48Gi budget exactly: the expired 10Gi is not in it */
+	assert_true(res.allowed);
+	assert_int_equal(res.main.reserved_bytes, 0);
+	/* at 4999 it is live: 30 + 10 + 18 > 48Gi */
+	r.now_ms = 4999;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	gpupolicy_free(p);
+	(void)state;
+}
+
 static void test_tier_modes(void **state)
 {
 	struct gpupolicy *audit = parse(
@@ -302,6 +338,60 @@ static void test_tier_modes(void **state)
 	assert_non_null(strstr(res.warnings[0], "tier \"rt\""));
 	gpupolicy_free(audit);
 	gpupolicy_free(warn);
+	(void)state;
+}
+
+/* A MIG-mixed node: one whole 80Gi card and 2 slices of profile 3g.40gb (80Gi together):
+ * 160Gi in all. A tier's maxShare is a share of the pod's pool, not of the node's total: 50
+ * percent is 40Gi of the whole card or 40Gi of the slices, never 80Gi. */
+static const struct capacity mig_mixed = {.per_gpu_bytes = 80 * GI,
+                                          .gpu_count = 1,
+                                          .total_bytes = 160 * GI,
+                                          .replicas = 1,
+                                          .piece_bytes = 80 * GI,
+                                          .mig = CAPACITY_MIG_MIXED,
+                                          .n_profiles = 1,
+                                          .profiles = {{"3g.40gb", 2, 40 * GI, 1}}};
+
+static void test_tier_share_of_the_pods_pool_on_mig_mixed(void **state)
+{
+	struct gpupolicy *p =
+	    parse("{\"metadata\":{\"name\":\"half\"},\"spec\":{\"tiers\":[{\"name\":\"rt\","
+	          "\"priorityClassNames\":[\"realtime\"],\"maxShare\":0.5}]}}");
+	uint32_t slices = capacity_pool_id("3g.40gb");
+	struct run r = {.cap = &mig_mixed, .pols = &p, .n_pols = 1, .pc = "realtime"};
+	struct policyset_result res;
+
+	/* Whole GPUs, nothing on the node: 50Gi is within the 72Gi threshold of the card but over
+	 * the tier's 40Gi (with the node's 160Gi as the base it would pass an 80Gi budget). */
+	r.pool = CAPACITY_POOL_WHOLE;
+	r.bytes = 50 * GI;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	assert_non_null(strstr(res.message, "(40Gi)"));
+	r.bytes = 40 * GI;
+	assert_true(decide(&r).allowed);
+	r.bytes = 40 * GI + 1;
+	assert_false(decide(&r).allowed);
+
+	/* The slices: 20Gi of the tier there already, 30Gi on the whole card (another pool: not
+	 * counted). 20 + 20 is the slices' 40Gi budget; one byte more is over it. */
+	struct placement_item pods[] = {pod_item("ml/rt-slice", 20 * GI, "realtime"),
+	                                pod_item("ml/rt-card", 30 * GI, "realtime")};
+	pods[0].pool = slices;
+	pods[1].pool = CAPACITY_POOL_WHOLE;
+	r.pods = pods;
+	r.n_pods = 2;
+	r.pool = slices;
+	r.bytes = 20 * GI;
+	assert_true(decide(&r).allowed);
+	r.bytes = 20 * GI + 1;
+	res = decide(&r);
+	assert_false(res.allowed);
+	assert_string_equal(res.reason, "TierOverShare");
+	assert_non_null(strstr(res.message, "(40Gi)"));
+	gpupolicy_free(p);
 	(void)state;
 }
 
@@ -357,7 +447,9 @@ int main(void)
 	    cmocka_unit_test(test_audit_and_warn_never_weaken_the_flags),
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_reservation_of_unknown_tier_counts_in_each),
+	    cmocka_unit_test(test_reservation_expiring_now_counts_in_no_tier),
 	    cmocka_unit_test(test_tier_modes),
+	    cmocka_unit_test(test_tier_share_of_the_pods_pool_on_mig_mixed),
 	    cmocka_unit_test(test_flags_warn_mode_keeps_the_early_warning),
 	    cmocka_unit_test(test_policy_named_flags),
 	};

@@ -106,12 +106,14 @@ static void test_prune_expired_and_settled(void **state)
 static void test_items_and_live_bytes(void **state)
 {
 	struct record r;
-	struct placement_item items[3];
+	struct placement_item items[4];
 	(void)state;
 	record_init(&r);
 	assert_int_equal(record_put(&r, "a/old", "u1", GI, WALL - 1), 0);
 	assert_int_equal(record_put(&r, "a/new", "u2", 2 * GI, WALL + 5000), 0);
 	assert_int_equal(record_put(&r, "a/nouid", NULL, 4 * GI, WALL + 1), 0);
+	/* expiring exactly at the reading time: expired, neither an item nor live bytes */
+	assert_int_equal(record_put(&r, "a/now", "u3", 8 * GI, WALL), 0);
 	assert_int_equal(record_items(&r, WALL, 700, items), 2);
 	assert_string_equal(items[0].key, "a/new");
 	assert_string_equal(items[0].uid, "u2");

@@ -191,6 +191,58 @@ static void test_create_race_and_deleted_record(void **state)
 	fake_lease_free(f);
 }
 
+/* The Lease deleted (by hand, or by a cleanup) between this replica's last read or write and
+ * its next update: the PUT answers 404. The placement is decided again on a fresh read (none:
+ * empty), the record created, and the placement admitted since it fits. A 404 is not an API
+ * error (that would refuse every placement on the node). */
+static void delete_lease(struct fake_lease *f)
+{
+	pthread_mutex_lock(&f->mu);
+	cJSON_Delete(f->lease);
+	f->lease = NULL;
+	pthread_mutex_unlock(&f->mu);
+}
+
+static void test_update_of_deleted_record_creates_it(void **state)
+{
+	struct fake_lease *f = fake_lease_new();
+	struct shared *a = replica(f);
+	struct want first = {"ns/first", 20 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	struct want w = {"ns/next", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	unsigned attempts;
+	char err[512] = "";
+	uint64_t bytes;
+	(void)state;
+	assert_int_equal(place(a, &first, NULL), 0); /* created: a knows it at its version */
+	assert_int_equal(f->creates, 1);
+	f->before_update = delete_lease; /* gone between a's copy and its PUT */
+	assert_int_equal(
+	    shared_place(a, "gpu-1", 1e18, decide_fits, &w, &attempts, err, sizeof(err)), 0);
+	assert_string_equal(err, "");
+	/* Decided on a's copy (20Gi: fits), the update got 404, the read found no Lease, decided
+	 * again on the empty record and created it. */
+	assert_int_equal(f->updates, 1);
+	assert_int_equal(f->gets, 1);
+	assert_int_equal(f->creates, 2);
+	assert_int_equal(attempts, 2);
+	assert_int_equal(w.fresh_calls, 1);
+	assert_true(w.allowed);
+	assert_int_equal(w.seen_bytes, 0);
+	assert_int_equal(stored_entries(f, &bytes), 1);
+	assert_int_equal(bytes, 10 * GI);
+	/* a's copy is the created record: the next placement updates it without a read. */
+	struct want w2 = {"ns/third", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
+	assert_int_equal(place(a, &w2, &attempts), 0);
+	assert_true(w2.allowed);
+	assert_int_equal(attempts, 1);
+	assert_int_equal(f->gets, 1);
+	assert_int_equal(f->updates, 2);
+	assert_int_equal(stored_entries(f, &bytes), 2);
+	assert_int_equal(bytes, 20 * GI);
+	shared_free(a);
+	fake_lease_free(f);
+}
+
 static void test_denial_on_stale_entries_rereads_once(void **state)
 {
 	struct fake_lease *f = fake_lease_new();
@@ -523,6 +575,7 @@ int main(void)
 	    cmocka_unit_test(test_first_write_creates_then_updates_without_reads),
 	    cmocka_unit_test(test_conflict_reads_and_decides_again),
 	    cmocka_unit_test(test_create_race_and_deleted_record),
+	    cmocka_unit_test(test_update_of_deleted_record_creates_it),
 	    cmocka_unit_test(test_denial_on_stale_entries_rereads_once),
 	    cmocka_unit_test(test_dry_run_and_denial_write_nothing),
 	    cmocka_unit_test(test_failures_and_deadline),
