@@ -6,7 +6,7 @@
 #   test/docs/check-docs.sh GPU_MEMORY_GUARD_BIN APISERVER_DOUBLE_BIN SOURCE_DIR
 #
 # 1. Flags: every `--flag` of `serve --help` has a row in docs/server.md's flag table, and every
-#    row is a flag of `serve --help`.
+#    row is a flag of `serve --help`; the README's "Flags of serve" block is the help's text.
 # 2. Metrics: the binary is started against the API server test double (as test/attack does),
 #    one placement is admitted (so the per-node series have samples), and /metrics is read.
 #    Every family (its `# TYPE` line) has a row in docs/server.md's metrics table written
@@ -75,6 +75,14 @@ section "$SERVER_MD" "Command line" | grep -oE '^\| `--[a-z][a-z-]*' | sed 's/^|
 [ -s "$T/flags.doc" ] || fail "no flag row found in docs/server.md's Command line section"
 compare "flag" "$T/flags.help" "$T/flags.doc" "serve --help" "docs/server.md's flag table" ||
 	FAILS=$((FAILS + 1))
+
+# The README's copy of the flags (its Command line section) is serve --help's, line for line.
+awk '/^Flags of serve/ {f = 1} f && /^```/ {exit} f' "$README" >"$T/flags.readme"
+awk '/^Flags of serve/ {f = 1} f' "$T/help" >"$T/flags.helptext"
+if ! diff -u "$T/flags.helptext" "$T/flags.readme" >"$T/flags.diff"; then
+	fail "the README's \"Flags of serve\" block differs from serve --help (- help, + README):"
+	sed -n '3,40p' "$T/flags.diff" >&2
+fi
 
 # ---- 2. metrics ----------------------------------------------------------------------------
 cat >"$T/state.json" <<'EOF'
