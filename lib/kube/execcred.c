@@ -364,22 +364,39 @@ static int spawn(const struct execcred *c, int pipe_w, int interactive, char **e
 	return rc == 0 ? 0 : -1;
 }
 
-/* Wait for pid; an exit status other than 0, a signal, is an error. kill first if asked. */
-static int reap(const struct execcred *c, pid_t pid, int kill_it, char *err, size_t errlen)
+/*
+ * Wait for pid until deadline (monotonic seconds; 0: kill it now), then SIGKILL it: a plugin
+ * that closed its stdout but does not exit must not hang the caller. An exit status other than
+ * 0, a signal or the kill is an error (err may be NULL).
+ */
+static int reap(const struct execcred *c, pid_t pid, double deadline, char *err, size_t errlen)
 {
-	int st;
+	int st, killed = 0;
+	pid_t r;
 
-	if (kill_it)
-		kill(pid, SIGKILL);
-	while (waitpid(pid, &st, 0) < 0) {
-		if (errno != EINTR) {
+	for (;;) {
+		r = waitpid(pid, &st, killed ? 0 : WNOHANG);
+		if (r == pid)
+			break;
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
 			errbuf_set(err, errlen, WHO_FMT ": waitpid: %s", WHO_ARGS(c),
 			           strerror(errno));
 			return -1;
 		}
+		if (monotime_s() >= deadline) {
+			kill(pid, SIGKILL);
+			killed = 1;
+			continue;
+		}
+		usleep(5000);
 	}
-	if (kill_it)
+	if (killed) {
+		errbuf_set(err, errlen, WHO_FMT ": did not exit within %ld ms (killed)",
+		           WHO_ARGS(c), c->timeout_ms);
 		return -1;
+	}
 	if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 		return 0;
 	if (WIFEXITED(st))
@@ -395,6 +412,7 @@ static int run_plugin(const struct execcred *c, char **out, size_t *len, char *e
 {
 	int tty = isatty(STDIN_FILENO), interactive, fds[2] = {-1, -1}, rc = -1;
 	char *info = NULL, *info_entry = NULL, **envp = NULL;
+	double deadline;
 	pid_t pid;
 
 	if (c->mode == KUBE_EXEC_ALWAYS && !tty) {
@@ -417,12 +435,12 @@ static int run_plugin(const struct execcred *c, char **out, size_t *len, char *e
 		goto out;
 	close(fds[1]);
 	fds[1] = -1;
-	if (read_all(c, fds[0], monotime_s() + (double)c->timeout_ms / 1000.0, out, len, err,
-	             errlen) < 0) {
-		(void)reap(c, pid, 1, NULL, 0);
+	deadline = monotime_s() + (double)c->timeout_ms / 1000.0;
+	if (read_all(c, fds[0], deadline, out, len, err, errlen) < 0) {
+		(void)reap(c, pid, 0, NULL, 0);
 		goto out;
 	}
-	if (reap(c, pid, 0, err, errlen) < 0) {
+	if (reap(c, pid, deadline, err, errlen) < 0) {
 		free(*out);
 		*out = NULL;
 		goto out;

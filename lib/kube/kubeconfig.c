@@ -404,8 +404,9 @@ static int load_exec(yaml_document_t *doc, yaml_node_t *exec, const char *name,
 	    load_exec_args(doc, exec, e, err, errlen) < 0 ||
 	    load_exec_env(doc, exec, e, err, errlen) < 0)
 		return -1;
-	s = map_str(doc, exec, "installHint");
-	if (s != NULL && dup_str(&e->install_hint, s, err, errlen) < 0)
+	if (map_str(doc, exec, "installHint") != NULL &&
+	    ((s = exec_str(doc, exec, "installHint", name, err, errlen)) == NULL ||
+	     dup_str(&e->install_hint, s, err, errlen) < 0))
 		return -1;
 	s = map_str(doc, exec, "provideClusterInfo");
 	e->provide_cluster_info = s != NULL && strcmp(s, "true") == 0;

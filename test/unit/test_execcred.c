@@ -38,6 +38,7 @@ static const char script[] = "#!/bin/sh\n"
                              "case \"$1\" in\n"
                              "sleep) exec sleep 10 ;;\n"
                              "big) head -c 2000000 /dev/zero ;;\n"
+                             "linger) cat \"$d/out\"; exec >&-; exec sleep 10 ;;\n"
                              "esac\n"
                              "cat \"$d/out\"\n"
                              "exit \"$(cat \"$d/status\")\"\n";
@@ -340,11 +341,12 @@ static void test_bad_answers(void **state)
 	execcred_free(c);
 }
 
-/* A plugin that does not answer is killed at the timeout; one that prints too much is cut off
- * at the cap; a missing command shows the install hint; Always without a terminal refuses. */
+/* A plugin that does not answer is killed at the timeout, and so is one that answers but does
+ * not exit; one that prints too much is cut off at the cap; a missing command shows the install
+ * hint; Always without a terminal refuses. */
 static void test_run_failures(void **state)
 {
-	char *sleep_arg[] = {"sleep"}, *big_arg[] = {"big"};
+	char *sleep_arg[] = {"sleep"}, *big_arg[] = {"big"}, *linger_arg[] = {"linger"};
 	struct execcred *c = runner(NULL, sleep_arg, 1, 300);
 	struct kube_config k = {.server = "https://h"};
 	struct kube_exec e = {.user = "admin",
@@ -364,6 +366,14 @@ static void test_run_failures(void **state)
 	expect_fail(c, 0, "printed more than 1048576 bytes");
 	execcred_free(c);
 
+	/* A full answer, stdout closed, and no exit: killed at the timeout, not waited for. */
+	answer(TOKEN_ANSWER("t", ""), 0);
+	c = runner(NULL, linger_arg, 1, 300);
+	t0 = monotime_s();
+	expect_fail(c, 0, "did not exit within 300 ms (killed)");
+	assert_true(monotime_s() - t0 < 3.0);
+	execcred_free(c);
+
 	c = execcred_new(&e, &k, 1000, err, sizeof(err));
 	assert_non_null(c);
 	expect_fail(c, 0,
@@ -380,7 +390,7 @@ static void test_run_failures(void **state)
 	c = execcred_new(&e, &k, 1000, err, sizeof(err));
 	expect_fail(c, 0, "its interactiveMode is Always and stdin is not a terminal");
 	execcred_free(c);
-	assert_int_equal(plugin_runs(), 2); /* the sleeper and the big one; Always ran nothing */
+	assert_int_equal(plugin_runs(), 3); /* sleeper, big, linger; Always ran nothing */
 }
 
 static void test_parse_time(void **state)
