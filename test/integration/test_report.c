@@ -327,7 +327,7 @@ static void write_text(const char *path, const char *text)
 
 static char *read_text(const char *path)
 {
-	char *out = NULL, cmd[HARNESS_PATHMAX + 16];
+	char *out = NULL, cmd[2 * HARNESS_PATHMAX + 64];
 	snprintf(cmd, sizeof(cmd), "cat '%s'", path);
 	ITEST_CHECK(run(cmd, &out) == 0, "read %s", path);
 	return out;
