@@ -32,13 +32,15 @@ extern char **environ;
 
 #define CA_FILE_MAX (1024u * 1024u) /* bytes of a CA file passed to the plugin */
 #define INFO_ENV    "KUBERNETES_EXEC_INFO"
+#define WHO_MAX     256 /* bytes of the plugin's name in messages */
 
 struct execcred {
 	pthread_mutex_t mu;
 	char **argv;    /* command, args..., NULL */
 	char **env_add; /* "NAME=value" of exec.env, n_env of them */
 	size_t n_env;
-	char *user; /* kubeconfig user, for messages */
+	char *user;        /* kubeconfig user, for messages */
+	char who[WHO_MAX]; /* how messages name it: exec plugin "CMD" (user "U") */
 	char *api_version;
 	char *install_hint; /* or NULL */
 	enum kube_exec_interactive mode;
@@ -134,6 +136,8 @@ static int copy_exec(struct execcred *c, const struct kube_exec *e)
 	if (e->install_hint != NULL && (c->install_hint = strdup(e->install_hint)) == NULL)
 		return -1;
 	c->mode = e->interactive_mode;
+	snprintf(c->who, sizeof(c->who), "exec plugin \"%.128s\" (user \"%.64s\")", c->argv[0],
+	         c->user);
 	return 0;
 }
 
@@ -250,9 +254,9 @@ out:
 	return s;
 }
 
-/* The plugin's name in messages: its command and the kubeconfig user. */
-#define WHO_FMT     "exec plugin \"%.128s\" (user \"%.64s\")"
-#define WHO_ARGS(c) (c)->argv[0], (c)->user
+/* The plugin's name in messages. */
+#define WHO_FMT     "%s"
+#define WHO_ARGS(c) (c)->who
 
 /* Read fd until EOF, the cap or the deadline (monotonic seconds). 0, or -1 with err. */
 static int read_all(const struct execcred *c, int fd, double deadline, char **out, size_t *len,
@@ -534,34 +538,41 @@ static int status_str(const cJSON *status, const char *key, const char **v)
 	return 0;
 }
 
-/* The ExecCredential the plugin printed -> *v and *expiry_ms. 0, or -1 with err. */
-static int parse_credential(const struct execcred *c, const char *buf, size_t len,
-                            struct execcred_value *v, int64_t *expiry_ms, char *err, size_t errlen)
+int execcred_parse(const char *api_version, const char *who, const char *buf, size_t len,
+                   struct execcred_value *v, int64_t *expiry_ms, char *err, size_t errlen)
 {
-	cJSON *root = cJSON_ParseWithLength(buf, len);
-	const cJSON *av = cJSON_GetObjectItemCaseSensitive(root, "apiVersion"),
-	            *kind = cJSON_GetObjectItemCaseSensitive(root, "kind"),
-	            *status = cJSON_GetObjectItemCaseSensitive(root, "status");
+	cJSON *root = NULL;
+	const cJSON *av, *kind, *status;
 	const char *tok, *cert, *key, *exp;
 	int rc = -1;
 
 	memset(v, 0, sizeof(*v));
 	*expiry_ms = INT64_MAX;
+	if (api_version == NULL || who == NULL || (buf == NULL && len > 0) ||
+	    len > EXECCRED_OUTPUT_MAX) {
+		errbuf_set(err, errlen, "exec plugin: no apiVersion, or an output over %u bytes",
+		           EXECCRED_OUTPUT_MAX);
+		goto out;
+	}
+	root = cJSON_ParseWithLength(buf != NULL ? buf : "", len);
+	av = cJSON_GetObjectItemCaseSensitive(root, "apiVersion");
+	kind = cJSON_GetObjectItemCaseSensitive(root, "kind");
+	status = cJSON_GetObjectItemCaseSensitive(root, "status");
 	if (!cJSON_IsObject(root)) {
 		/* The output is not quoted: a broken one may still hold a secret. */
 		errbuf_set(err, errlen,
 		           WHO_FMT ": its output (%zu bytes) is not a JSON object (an "
 		                   "ExecCredential)",
-		           WHO_ARGS(c), len);
+		           who, len);
 		goto out;
 	}
-	if (!cJSON_IsString(av) || strcmp(av->valuestring, c->api_version) != 0 ||
+	if (!cJSON_IsString(av) || strcmp(av->valuestring, api_version) != 0 ||
 	    !cJSON_IsString(kind) || strcmp(kind->valuestring, "ExecCredential") != 0) {
 		errbuf_set(err, errlen,
 		           WHO_FMT ": printed apiVersion \"%.64s\" kind \"%.32s\", want %s "
 		                   "ExecCredential (the kubeconfig's exec.apiVersion)",
-		           WHO_ARGS(c), cJSON_IsString(av) ? av->valuestring : "",
-		           cJSON_IsString(kind) ? kind->valuestring : "", c->api_version);
+		           who, cJSON_IsString(av) ? av->valuestring : "",
+		           cJSON_IsString(kind) ? kind->valuestring : "", api_version);
 		goto out;
 	}
 	if (!cJSON_IsObject(status) || status_str(status, "token", &tok) < 0 ||
@@ -573,14 +584,14 @@ static int parse_credential(const struct execcred *c, const char *buf, size_t le
 		    WHO_FMT
 		    ": status missing, or a field of it (token, "
 		    "clientCertificateData, clientKeyData, expirationTimestamp) not a string",
-		    WHO_ARGS(c));
+		    who);
 		goto out;
 	}
 	if ((cert == NULL) != (key == NULL) || (tok == NULL && cert == NULL)) {
 		errbuf_set(err, errlen,
 		           WHO_FMT ": status has %s: want a token, or clientCertificateData with "
 		                   "clientKeyData",
-		           WHO_ARGS(c),
+		           who,
 		           cert != NULL  ? "clientCertificateData without clientKeyData"
 		           : key != NULL ? "clientKeyData without clientCertificateData"
 		                         : "no credential");
@@ -588,13 +599,13 @@ static int parse_credential(const struct execcred *c, const char *buf, size_t le
 	}
 	if (tok != NULL && (strlen(tok) > EXECCRED_TOKEN_MAX || strpbrk(tok, "\r\n") != NULL)) {
 		errbuf_set(err, errlen, WHO_FMT ": status.token is multi-line or over %u bytes",
-		           WHO_ARGS(c), EXECCRED_TOKEN_MAX);
+		           who, EXECCRED_TOKEN_MAX);
 		goto out;
 	}
 	if (exp != NULL && execcred_parse_time(exp, expiry_ms) < 0) {
 		errbuf_set(err, errlen,
 		           WHO_FMT ": status.expirationTimestamp \"%.64s\" is not an RFC 3339 time",
-		           WHO_ARGS(c), exp);
+		           who, exp);
 		goto out;
 	}
 	if ((tok != NULL && (v->token = strdup(tok)) == NULL) ||
@@ -637,7 +648,7 @@ static int refresh(struct execcred *c, int64_t now_ms, char *err, size_t errlen)
 	c->runs++;
 	if (run_plugin(c, &buf, &len, err, errlen) < 0)
 		return -1;
-	rc = parse_credential(c, buf, len, &v, &expiry, err, errlen);
+	rc = execcred_parse(c->api_version, c->who, buf, len, &v, &expiry, err, errlen);
 	free(buf);
 	if (rc < 0)
 		return -1;

@@ -102,6 +102,21 @@ unsigned long execcred_runs(struct execcred *c);
 void execcred_value_free(struct execcred_value *v);
 
 /*
+ * Decode what a plugin printed (buf: len bytes, 0..EXECCRED_OUTPUT_MAX, NUL not needed) as an
+ * ExecCredential of api_version, by the rules above; who names the plugin in messages
+ * (`exec plugin "aws" (user "admin")`). *v (zeroed first; the caller frees it with
+ * execcred_value_free) gets the token and/or certificate and key, generation 0; *expiry_ms the
+ * expirationTimestamp in Unix ms, INT64_MAX without one (an expiry in the past is the caller's
+ * to judge). 0, or -1 with err: not a JSON object (the output is never quoted: it may hold a
+ * secret), another apiVersion or kind, status missing or a field of it not a string, no
+ * credential, a certificate without its key or a key without its certificate, a multi-line or
+ * over-long token, an expirationTimestamp that is not RFC 3339. Pure, reentrant.
+ */
+int execcred_parse(const char *api_version, const char *who, const char *buf, size_t len,
+                   struct execcred_value *v, int64_t *expiry_ms, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
  * RFC 3339 date-time, as metav1.Time writes it ("2026-12-01T18:00:00Z", fractions and
  * "+01:00" offsets accepted) -> Unix milliseconds in *ms. 0, or -1 when s is not one.
  */
