@@ -31,8 +31,9 @@
  *     next execcred_get runs the plugin again.
  *
  * Caps: EXECCRED_OUTPUT_MAX bytes of stdout (more is an error, never cut), the run's timeout
- * (execcred_new; the plugin is killed with SIGKILL when it passes), EXECCRED_TOKEN_MAX bytes of
- * token.
+ * (execcred_new, ms: from the start to the exit; the plugin is killed with SIGKILL when it
+ * passes, also one that answered and closed its stdout but does not exit), EXECCRED_TOKEN_MAX
+ * bytes of token.
  *
  * Errors name the plugin (its command) and the kubeconfig user: not found (with the
  * installHint when the kubeconfig has one), exit status or signal, timeout, output too big,
