@@ -80,6 +80,20 @@ static struct kube_client *make_kube(const struct config *cfg, struct metrics *m
 		                                LOG_STR("error", err), LOG_END});
 		return NULL;
 	}
+	/* A webhook replica authenticates as its service account; plugins are the report's. */
+	if (kc.exec != NULL) {
+		log_fields(
+		    LOG_ERROR, "cannot configure the API client",
+		    (struct log_field[]){
+		        LOG_STR("kubeconfig", cfg->kubeconfig),
+		        LOG_STR("error", "its user has an exec credential plugin, which serve "
+		                         "does not run (only report and kubectl gpu-memory "
+		                         "do): give serve a token, tokenFile or client "
+		                         "certificate, or run it in the cluster"),
+		        LOG_END});
+		kubeconfig_free(&kc);
+		return NULL;
+	}
 	c = kube_client_new(&kc, (long)cfg->api_timeout_ms, metrics_api_call, m, err, sizeof(err));
 	if (c == NULL)
 		log_fields(LOG_ERROR, "cannot create the API client",

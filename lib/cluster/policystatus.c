@@ -224,8 +224,37 @@ static void forget_written(struct policystatus *s)
 	s->n_written = 0;
 }
 
+/*
+ * The labels of the Lease: the reservation records' app.kubernetes.io/managed-by (record.c), so
+ * the documented cleanup (`kubectl delete leases -l app.kubernetes.io/managed-by=
+ * gpu-memory-guard`, docs/install.md) removes it with them, and the chart's
+ * app.kubernetes.io/part-of. Set on every write, so a Lease an older version created without
+ * them gets them at its next renewal; other labels are kept.
+ */
+static int set_labels(cJSON *o)
+{
+	static const char *const kv[][2] = {{"app.kubernetes.io/managed-by", "gpu-memory-guard"},
+	                                    {"app.kubernetes.io/part-of", "gpu-memory-guard"}};
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(o, "metadata"), *labels;
+
+	if (!cJSON_IsObject(md))
+		return -1;
+	labels = cJSON_GetObjectItemCaseSensitive(md, "labels");
+	if (!cJSON_IsObject(labels)) {
+		cJSON_DeleteItemFromObjectCaseSensitive(md, "labels");
+		if ((labels = cJSON_AddObjectToObject(md, "labels")) == NULL)
+			return -1;
+	}
+	for (size_t i = 0; i < sizeof(kv) / sizeof(kv[0]); i++) {
+		cJSON_DeleteItemFromObjectCaseSensitive(labels, kv[i][0]);
+		if (cJSON_AddStringToObject(labels, kv[i][0], kv[i][1]) == NULL)
+			return -1;
+	}
+	return 0;
+}
+
 /* The Lease to create (base NULL) or to PUT (base: the one read, its resourceVersion kept as
- * the precondition). Caller owns it. */
+ * the precondition), labelled (set_labels). Caller owns it. */
 static cJSON *lease_body(struct policystatus *s, const cJSON *base, int takeover)
 {
 	char now[64];
@@ -253,7 +282,7 @@ static cJSON *lease_body(struct policystatus *s, const cJSON *base, int takeover
 		    cJSON_AddStringToObject(md, "namespace", s->ns) == NULL)
 			goto err;
 	}
-	if ((spec = cJSON_AddObjectToObject(o, "spec")) == NULL ||
+	if (set_labels(o) < 0 || (spec = cJSON_AddObjectToObject(o, "spec")) == NULL ||
 	    cJSON_AddStringToObject(spec, "holderIdentity", s->identity) == NULL ||
 	    cJSON_AddNumberToObject(spec, "leaseDurationSeconds", POLICYSTATUS_LEASE_S) == NULL ||
 	    cJSON_AddStringToObject(spec, "acquireTime",

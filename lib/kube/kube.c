@@ -11,6 +11,7 @@
 
 #include "capfile.h"
 #include "errbuf.h"
+#include "execcred.h"
 #include "jsonpath.h"
 
 #include "kubeconfig.h"
@@ -21,10 +22,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #define TOKEN_MAX    (64u * 1024u) /* bytes, bearer token file */
 #define URL_MAX      (16u * 1024u) /* bytes, request URL incl. continue token */
@@ -52,6 +55,14 @@ struct kube_client {
 	char *token;
 	struct stat token_st;
 	int token_loaded;
+	struct execcred *exec; /* the kubeconfig's credential plugin, or NULL */
+};
+
+/* The credential of one call: a bearer token and, from an exec plugin, a client certificate. */
+struct cred {
+	char *token;                /* or NULL */
+	struct execcred_value exec; /* from the plugin (its token moved to token), or zeroed */
+	int from_exec;
 };
 
 struct body {
@@ -315,6 +326,9 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_
 	if (pthread_mutex_init(&c->tok_mu, NULL) != 0)
 		goto err_sys;
 	tok_ok = 1;
+	if (cfg->exec != NULL &&
+	    (c->exec = execcred_new(cfg->exec, cfg, EXECCRED_TIMEOUT_MS, err, errlen)) == NULL)
+		goto err;
 	/* Configure one handle now so a bad option fails here, not on the first call. */
 	probe = handle_new(c, err, errlen);
 	if (probe == NULL)
@@ -324,6 +338,8 @@ struct kube_client *kube_client_new(const struct kube_config *cfg, long timeout_
 err_sys:
 	errbuf_set(err, errlen, "kube client: out of thread resources");
 err:
+	if (c != NULL)
+		execcred_free(c->exec);
 	if (tok_ok)
 		pthread_mutex_destroy(&c->tok_mu);
 	if (mu_ok)
@@ -366,6 +382,7 @@ void kube_client_free(struct kube_client *c)
 	pthread_mutex_destroy(&c->mu);
 	pthread_mutex_destroy(&c->tok_mu);
 	free(c->token);
+	execcred_free(c->exec);
 	kubeconfig_free(&c->cfg);
 	free(c);
 }
@@ -443,6 +460,60 @@ static int current_token(struct kube_client *c, char **tok, char *err, size_t er
 		rc = KUBE_ENOMEM;
 out:
 	pthread_mutex_unlock(&c->tok_mu);
+	return rc;
+}
+
+static int64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The credential for one call: the exec plugin's (cached until it expires) or the token's. */
+static int current_cred(struct kube_client *c, struct cred *cr, char *err, size_t errlen)
+{
+	memset(cr, 0, sizeof(*cr));
+	if (c->exec == NULL)
+		return current_token(c, &cr->token, err, errlen);
+	if (execcred_get(c->exec, wall_ms(), &cr->exec, err, errlen) < 0)
+		return KUBE_ETRANSPORT;
+	cr->from_exec = 1;
+	cr->token = cr->exec.token;
+	cr->exec.token = NULL;
+	return 0;
+}
+
+static void cred_free(struct cred *cr)
+{
+	free(cr->token);
+	execcred_value_free(&cr->exec);
+	memset(cr, 0, sizeof(*cr));
+}
+
+/* Put the credential on the handle: the bearer token, and a plugin's client certificate
+ * (copied by curl; set on every call, as the plugin may hand out a new one). */
+static CURLcode cred_apply(CURL *easy, const struct cred *cr)
+{
+	CURLcode rc = CURLE_OK;
+
+	if (cr->token != NULL) {
+		/* CURLAUTH_BEARER alone: curl sends the header on the first request. */
+		curl_easy_setopt(easy, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
+		rc = curl_easy_setopt(easy, CURLOPT_XOAUTH2_BEARER, cr->token);
+	}
+	if (rc == CURLE_OK && cr->exec.cert != NULL) {
+		struct curl_blob cert = {cr->exec.cert, cr->exec.cert_len, CURL_BLOB_COPY},
+		                 key = {cr->exec.key, cr->exec.key_len, CURL_BLOB_COPY};
+		rc = curl_easy_setopt(easy, CURLOPT_SSLCERT_BLOB, &cert);
+		if (rc == CURLE_OK)
+			rc = curl_easy_setopt(easy, CURLOPT_SSLCERTTYPE, "PEM");
+		if (rc == CURLE_OK)
+			rc = curl_easy_setopt(easy, CURLOPT_SSLKEY_BLOB, &key);
+		if (rc == CURLE_OK)
+			rc = curl_easy_setopt(easy, CURLOPT_SSLKEYTYPE, "PEM");
+	}
 	return rc;
 }
 
@@ -558,13 +629,13 @@ static int transfer_result(const struct call *k, struct handle *h, CURLcode cc, 
  * (caller owns). *code is the HTTP status (0 when none), also on failure. *bytes (may be NULL)
  * gets the body size. The thread's handle is left set for a GET.
  */
-static int http_get(struct kube_client *c, const struct call *k, cJSON **out, long *code,
-                    size_t body_max, size_t *bytes, char *err, size_t errlen)
+static int http_once(struct kube_client *c, const struct call *k, cJSON **out, long *code,
+                     size_t body_max, size_t *bytes, uint64_t *exec_gen, char *err, size_t errlen)
 {
 	struct body b = {NULL, 0, 0, body_max, 0};
 	struct curl_slist *hdrs = NULL;
 	struct handle *h;
-	char *tok = NULL;
+	struct cred cr = {0};
 	double t0;
 	CURLcode cc;
 	int rc;
@@ -574,8 +645,9 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 	h = thread_handle(c, err, errlen);
 	if (h == NULL)
 		return KUBE_ENOMEM;
-	if ((rc = current_token(c, &tok, err, errlen)) < 0)
+	if ((rc = current_cred(c, &cr, err, errlen)) < 0)
 		goto out;
+	*exec_gen = cr.exec.generation;
 	h->errbuf[0] = '\0';
 	if (curl_easy_setopt(h->easy, CURLOPT_URL, k->url) != CURLE_OK) {
 		errbuf_set(err, errlen, "%s: out of memory", k->what);
@@ -606,14 +678,10 @@ static int http_get(struct kube_client *c, const struct call *k, cJSON **out, lo
 		}
 		curl_easy_setopt(h->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)strlen(k->body));
 	}
-	if (tok != NULL) {
-		/* CURLAUTH_BEARER alone: curl sends the header on the first request. */
-		curl_easy_setopt(h->easy, CURLOPT_HTTPAUTH, CURLAUTH_BEARER);
-		if (curl_easy_setopt(h->easy, CURLOPT_XOAUTH2_BEARER, tok) != CURLE_OK) {
-			errbuf_set(err, errlen, "%s: out of memory", k->what);
-			rc = KUBE_ENOMEM;
-			goto out;
-		}
+	if (cred_apply(h->easy, &cr) != CURLE_OK) {
+		errbuf_set(err, errlen, "%s: out of memory", k->what);
+		rc = KUBE_ENOMEM;
+		goto out;
 	}
 	t0 = monotime_s();
 	cc = curl_easy_perform(h->easy);
@@ -648,8 +716,26 @@ out:
 		curl_easy_setopt(h->easy, CURLOPT_HTTPGET, 1L);
 	}
 	curl_slist_free_all(hdrs);
-	free(tok);
+	cred_free(&cr);
 	free(b.p);
+	return rc;
+}
+
+/*
+ * One call (http_once), and with an exec plugin's credential, once more after a 401: the
+ * plugin's credential was revoked or expired early, so it is dropped and the plugin run again
+ * (client-go's rule). The second try has the same budget as the first.
+ */
+static int http_get(struct kube_client *c, const struct call *k, cJSON **out, long *code,
+                    size_t body_max, size_t *bytes, char *err, size_t errlen)
+{
+	uint64_t gen = 0;
+	int rc = http_once(c, k, out, code, body_max, bytes, &gen, err, errlen);
+
+	if (rc == KUBE_EHTTP && *code == 401 && c->exec != NULL) {
+		execcred_invalidate(c->exec, gen);
+		rc = http_once(c, k, out, code, body_max, bytes, &gen, err, errlen);
+	}
 	return rc;
 }
 
@@ -1352,7 +1438,7 @@ static size_t on_watch_header(char *data, size_t size, size_t nmemb, void *userp
 
 /* Options of a watch on a fresh handle (handle_setup already applied). */
 static int watch_setup(struct kube_client *c, struct handle *h, struct watch_xfer *w,
-                       const char *url, long timeout_s, const char *tok)
+                       const char *url, long timeout_s)
 {
 	CURLcode rc = CURLE_OK;
 
@@ -1377,10 +1463,6 @@ static int watch_setup(struct kube_client *c, struct handle *h, struct watch_xfe
 	SET(CURLOPT_NOPROGRESS, 0L);
 	SET(CURLOPT_XFERINFOFUNCTION, on_watch_progress);
 	SET(CURLOPT_XFERINFODATA, w);
-	if (tok != NULL) {
-		SET(CURLOPT_HTTPAUTH, (long)CURLAUTH_BEARER);
-		SET(CURLOPT_XOAUTH2_BEARER, tok);
-	}
 #undef SET
 	return rc == CURLE_OK ? 0 : -1;
 }
@@ -1447,8 +1529,9 @@ int kube_watch(struct kube_client *c, const char *resource, const char *resource
                long *http_code, char *err, size_t errlen)
 {
 	struct watch_xfer w = {.fn = fn, .ctx = ctx, .stop = stop, .error_code = -1};
-	char what[96], *url = NULL, *tok = NULL;
+	char what[96], *url = NULL;
 	struct handle *h = NULL;
+	struct cred cr = {0};
 	double t0;
 	CURLcode cc;
 	int rc;
@@ -1470,14 +1553,15 @@ int kube_watch(struct kube_client *c, const char *resource, const char *resource
 		rc = KUBE_EINVAL;
 		goto out;
 	}
-	if ((rc = current_token(c, &tok, err, errlen)) < 0)
+	if ((rc = current_cred(c, &cr, err, errlen)) < 0)
 		goto out;
 	if ((h = handle_new(c, err, errlen)) == NULL) {
 		rc = KUBE_ENOMEM;
 		goto out;
 	}
 	w.easy = h->easy;
-	if (watch_setup(c, h, &w, url, timeout_seconds, tok) < 0) {
+	if (watch_setup(c, h, &w, url, timeout_seconds) < 0 ||
+	    cred_apply(h->easy, &cr) != CURLE_OK) {
 		errbuf_set(err, errlen, "%s: curl option refused", what);
 		rc = KUBE_ENOMEM;
 		goto out;
@@ -1495,11 +1579,14 @@ int kube_watch(struct kube_client *c, const char *resource, const char *resource
 	if (w.dec_rc == WATCH_ESTOP)
 		w.dec_rc = 0; /* the reason is in stopped, user_stop or error_code */
 	rc = watch_result(what, h, &w, cc, timeout_seconds, c->watch_slack, err, errlen);
+	/* A plugin's credential refused: the caller's next watch runs the plugin again. */
+	if (w.code == 401 && cr.from_exec)
+		execcred_invalidate(c->exec, cr.exec.generation);
 out:
 	if (http_code != NULL)
 		*http_code = w.code;
 	handle_destroy(h);
-	free(tok);
+	cred_free(&cr);
 	free(url);
 	free(w.errbody.p);
 	watch_decoder_free(w.dec);

@@ -6,7 +6,11 @@
  * first use, kept in thread-local storage, freed at kube_client_free or thread exit); libcurl
  * 7.88 does not support sharing connections across threads. Every call has a total timeout
  * (the --api-timeout budget, ms) and CURLOPT_NOSIGNAL. The bearer token file is re-read when
- * its mtime changes (projected tokens rotate).
+ * its mtime changes (projected tokens rotate). A kubeconfig exec plugin (cfg->exec) is run by
+ * execcred.h: its credential (token and/or client certificate) is cached until it expires and
+ * put on each call; a 401 answer drops it, runs the plugin again and repeats the call once (a
+ * watch is not repeated: its caller rewatches). A plugin's failure is KUBE_ETRANSPORT with the
+ * plugin's message in err.
  *
  * Results are parsed cJSON trees the caller owns (cJSON_Delete). Response bodies are capped at
  * KUBE_BODY_MAX; list pagination uses limit=KUBE_PAGE_LIMIT and continue tokens, at most
@@ -62,7 +66,8 @@ struct kube_client;
 typedef void (*kube_observer)(void *ctx, const char *verb, const char *resource, long code,
                               double seconds);
 
-/* New client; cfg is copied (the caller may free it). timeout_ms > 0 is the budget of each
+/* New client; cfg is copied (the caller may free it; an exec plugin's runner is made from it,
+ * the plugin is not run yet: execcred_new's errors). timeout_ms > 0 is the budget of each
  * call in milliseconds (a paginated list shares one budget over its pages). NULL with err on a
  * bad config. Call curl_global_init() before (cmd does). Thread-safe once created: any number
  * of threads may call kube_get_* and kube_list_* concurrently. */

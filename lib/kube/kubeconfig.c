@@ -224,19 +224,209 @@ static int load_pem(yaml_document_t *doc, yaml_node_t *user, const char *key, ch
 	return 0;
 }
 
+/* A string of at most KUBECONFIG_EXEC_STR_MAX bytes, or NULL with err naming what. */
+static const char *exec_str(yaml_document_t *doc, yaml_node_t *map, const char *key,
+                            const char *user, char *err, size_t errlen)
+{
+	const char *s = map_str(doc, map, key);
+
+	if (s != NULL && strlen(s) > KUBECONFIG_EXEC_STR_MAX) {
+		errbuf_set(err, errlen, "user \"%.64s\": exec.%s is over %d bytes", user, key,
+		           KUBECONFIG_EXEC_STR_MAX);
+		return NULL;
+	}
+	return s;
+}
+
+/* exec.args: a list of strings (an explicit null or an empty list is none). */
+static int load_exec_args(yaml_document_t *doc, yaml_node_t *exec, struct kube_exec *e, char *err,
+                          size_t errlen)
+{
+	yaml_node_t *list = map_get(doc, exec, "args");
+	size_t n;
+
+	if (list == NULL || (list->type == YAML_SCALAR_NODE && map_str(doc, exec, "args") == NULL))
+		return 0;
+	if (list->type != YAML_SEQUENCE_NODE) {
+		errbuf_set(err, errlen, "user \"%.64s\": exec.args is not a list", e->user);
+		return -1;
+	}
+	n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+	if (n > KUBECONFIG_EXEC_ARGS_MAX) {
+		errbuf_set(err, errlen, "user \"%.64s\": exec.args has %zu entries (at most %d)",
+		           e->user, n, KUBECONFIG_EXEC_ARGS_MAX);
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	e->args = calloc(n, sizeof(*e->args));
+	if (e->args == NULL) {
+		errbuf_set(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		const char *a =
+		    scalar(doc, yaml_document_get_node(doc, list->data.sequence.items.start[i]));
+		if (a == NULL || strlen(a) > KUBECONFIG_EXEC_STR_MAX) {
+			errbuf_set(err, errlen,
+			           "user \"%.64s\": exec.args[%zu] is not a string of at most %d "
+			           "bytes",
+			           e->user, i, KUBECONFIG_EXEC_STR_MAX);
+			return -1;
+		}
+		if (dup_str(&e->args[i], a, err, errlen) < 0)
+			return -1;
+		e->n_args = i + 1;
+	}
+	return 0;
+}
+
+/* exec.env: a list of {name, value}; a name is 1..255 bytes without '='. */
+static int load_exec_env(yaml_document_t *doc, yaml_node_t *exec, struct kube_exec *e, char *err,
+                         size_t errlen)
+{
+	yaml_node_t *list = map_get(doc, exec, "env");
+	size_t n;
+
+	if (list == NULL || (list->type == YAML_SCALAR_NODE && map_str(doc, exec, "env") == NULL))
+		return 0;
+	if (list->type != YAML_SEQUENCE_NODE) {
+		errbuf_set(err, errlen, "user \"%.64s\": exec.env is not a list", e->user);
+		return -1;
+	}
+	n = (size_t)(list->data.sequence.items.top - list->data.sequence.items.start);
+	if (n > KUBECONFIG_EXEC_ENV_MAX) {
+		errbuf_set(err, errlen, "user \"%.64s\": exec.env has %zu entries (at most %d)",
+		           e->user, n, KUBECONFIG_EXEC_ENV_MAX);
+		return -1;
+	}
+	if (n == 0)
+		return 0;
+	e->env_names = calloc(n, sizeof(*e->env_names));
+	e->env_values = calloc(n, sizeof(*e->env_values));
+	if (e->env_names == NULL || e->env_values == NULL) {
+		errbuf_set(err, errlen, "out of memory");
+		return -1;
+	}
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_t *item = yaml_document_get_node(doc, list->data.sequence.items.start[i]);
+		const char *name = map_str(doc, item, "name");
+		yaml_node_t *vn = map_get(doc, item, "value");
+		const char *value = scalar(doc, vn);
+
+		if (name == NULL || strlen(name) > ENV_VALUE_MAX || strchr(name, '=') != NULL ||
+		    (vn != NULL && value == NULL) ||
+		    (value != NULL && strlen(value) > KUBECONFIG_EXEC_STR_MAX)) {
+			errbuf_set(err, errlen,
+			           "user \"%.64s\": exec.env[%zu] is not {name, value} (a name of "
+			           "1..%d bytes without '=', a string value of at most %d bytes)",
+			           e->user, i, ENV_VALUE_MAX, KUBECONFIG_EXEC_STR_MAX);
+			return -1;
+		}
+		if (dup_str(&e->env_names[i], name, err, errlen) < 0 ||
+		    dup_str(&e->env_values[i], value ? value : "", err, errlen) < 0) {
+			free(e->env_names[i]);
+			e->env_names[i] = NULL;
+			return -1;
+		}
+		e->n_env = i + 1;
+	}
+	return 0;
+}
+
+/* apiVersion and interactiveMode, by the rules of client-go's exec authenticator. */
+static int load_exec_modes(yaml_document_t *doc, yaml_node_t *exec, struct kube_exec *e, char *err,
+                           size_t errlen)
+{
+	const char *v = map_str(doc, exec, "apiVersion"), *m;
+
+	if (v == NULL || (strcmp(v, "client.authentication.k8s.io/v1") != 0 &&
+	                  strcmp(v, "client.authentication.k8s.io/v1beta1") != 0)) {
+		errbuf_set(err, errlen,
+		           "user \"%.64s\": exec.apiVersion \"%.80s\" is not "
+		           "client.authentication.k8s.io/v1 or /v1beta1",
+		           e->user, v ? v : "");
+		return -1;
+	}
+	if (dup_str(&e->api_version, v, err, errlen) < 0)
+		return -1;
+	m = map_str(doc, exec, "interactiveMode");
+	if (m == NULL && strcmp(v, "client.authentication.k8s.io/v1") == 0) {
+		errbuf_set(err, errlen,
+		           "user \"%.64s\": exec.interactiveMode is required with "
+		           "client.authentication.k8s.io/v1 (Never, IfAvailable or Always)",
+		           e->user);
+		return -1;
+	}
+	if (m == NULL || strcmp(m, "IfAvailable") == 0)
+		e->interactive_mode = KUBE_EXEC_IF_AVAILABLE;
+	else if (strcmp(m, "Never") == 0)
+		e->interactive_mode = KUBE_EXEC_NEVER;
+	else if (strcmp(m, "Always") == 0)
+		e->interactive_mode = KUBE_EXEC_ALWAYS;
+	else {
+		errbuf_set(err, errlen,
+		           "user \"%.64s\": exec.interactiveMode \"%.64s\" is not Never, "
+		           "IfAvailable or Always",
+		           e->user, m);
+		return -1;
+	}
+	return 0;
+}
+
+/* users[].user.exec into a new out->exec. */
+static int load_exec(yaml_document_t *doc, yaml_node_t *exec, const char *name,
+                     const char *base_dir, struct kube_config *out, char *err, size_t errlen)
+{
+	struct kube_exec *e;
+	const char *s;
+
+	if (exec->type != YAML_MAPPING_NODE) {
+		errbuf_set(err, errlen, "user \"%.64s\": exec is not a mapping", name);
+		return -1;
+	}
+	e = out->exec = calloc(1, sizeof(*e));
+	if (e == NULL || dup_str(&e->user, name, err, errlen) < 0) {
+		errbuf_set(err, errlen, "out of memory");
+		return -1;
+	}
+	s = exec_str(doc, exec, "command", name, err, errlen);
+	if (s == NULL) {
+		if (map_str(doc, exec, "command") == NULL)
+			errbuf_set(err, errlen, "user \"%.64s\": exec has no command", name);
+		return -1;
+	}
+	/* client-go resolves a command against the kubeconfig only when it is a path. */
+	if ((strchr(s, '/') != NULL ? dup_path(&e->command, s, base_dir, err, errlen)
+	                            : dup_str(&e->command, s, err, errlen)) < 0)
+		return -1;
+	if (load_exec_modes(doc, exec, e, err, errlen) < 0 ||
+	    load_exec_args(doc, exec, e, err, errlen) < 0 ||
+	    load_exec_env(doc, exec, e, err, errlen) < 0)
+		return -1;
+	if (map_str(doc, exec, "installHint") != NULL &&
+	    ((s = exec_str(doc, exec, "installHint", name, err, errlen)) == NULL ||
+	     dup_str(&e->install_hint, s, err, errlen) < 0))
+		return -1;
+	s = map_str(doc, exec, "provideClusterInfo");
+	e->provide_cluster_info = s != NULL && strcmp(s, "true") == 0;
+	return 0;
+}
+
 static int load_user(yaml_document_t *doc, yaml_node_t *user, const char *name,
                      const char *base_dir, struct kube_config *out, char *err, size_t errlen)
 {
+	yaml_node_t *exec;
 	const char *s;
 
 	if (user == NULL)
 		return 0; /* no credentials: anonymous */
-	if (map_get(doc, user, "exec") != NULL || map_get(doc, user, "auth-provider") != NULL) {
-		errbuf_set(
-		    err, errlen,
-		    "user \"%.64s\" uses an %s plugin, which gpu-memory-guard does not run; give "
-		    "it a token, tokenFile or client certificate",
-		    name, map_get(doc, user, "exec") != NULL ? "exec" : "auth-provider");
+	if (map_get(doc, user, "auth-provider") != NULL) {
+		errbuf_set(err, errlen,
+		           "user \"%.64s\" uses an auth-provider plugin, which kubectl removed in "
+		           "1.26 and gpu-memory-guard does not run; use the provider's exec plugin "
+		           "(for example gke-gcloud-auth-plugin, kubelogin)",
+		           name);
 		return -1;
 	}
 	if (map_str(doc, user, "username") != NULL || map_str(doc, user, "password") != NULL) {
@@ -244,6 +434,22 @@ static int load_user(yaml_document_t *doc, yaml_node_t *user, const char *name,
 		           "user \"%.64s\" uses basic auth, which Kubernetes no longer supports",
 		           name);
 		return -1;
+	}
+	if ((exec = map_get(doc, user, "exec")) != NULL) {
+		static const char *const others[] = {
+		    "token",      "tokenFile",      "client-certificate", "client-certificate-data",
+		    "client-key", "client-key-data"};
+		for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+			if (map_str(doc, user, others[i]) != NULL) {
+				errbuf_set(
+				    err, errlen,
+				    "user \"%.64s\" has both an exec plugin and %s: give one "
+				    "of them",
+				    name, others[i]);
+				return -1;
+			}
+		}
+		return load_exec(doc, exec, name, base_dir, out, err, errlen);
 	}
 	if (load_pem(doc, user, "client-certificate", &out->client_cert_file,
 	             &out->client_cert_data, &out->client_cert_data_len, base_dir, err,
@@ -440,5 +646,22 @@ void kubeconfig_free(struct kube_config *c)
 	free(c->client_key_data);
 	free(c->token);
 	free(c->token_file);
+	if (c->exec != NULL) {
+		struct kube_exec *e = c->exec;
+		for (size_t i = 0; i < e->n_args; i++)
+			free(e->args[i]);
+		for (size_t i = 0; i < e->n_env; i++) {
+			free(e->env_names[i]);
+			free(e->env_values[i]);
+		}
+		free(e->args);
+		free(e->env_names);
+		free(e->env_values);
+		free(e->user);
+		free(e->command);
+		free(e->api_version);
+		free(e->install_hint);
+		free(e);
+	}
 	memset(c, 0, sizeof(*c));
 }

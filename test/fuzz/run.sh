@@ -13,7 +13,7 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(cd "$here/../data" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy)
+[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy execcred)
 
 # Seeds from test/data for the targets that read the same documents.
 seed() {
@@ -48,6 +48,7 @@ dicts() {
 	record) echo json record ;;
 	gpupolicy) echo json gpupolicy ;;
 	kubeconfig) echo kubeconfig ;;
+	execcred) echo json ;;
 	esac
 }
 

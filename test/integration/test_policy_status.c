@@ -10,7 +10,8 @@
  * invalid policy (threshold 1.5, which the double does not refuse) gets Ready False Invalid
  * with the webhook's parse error; the leader killed (SIGKILL: no release), the other takes
  * the Lease over after leaseDurationSeconds and writes the status of "big" changed meanwhile
- * (generation 2, selecting the one 40Gi node).
+ * (generation 2, selecting the one 40Gi node). The Lease carries the labels the documented
+ * cleanup selects (created so, kept so by the takeover's PUT).
  *
  * Then, alone in a world of its own, one replica with --reservations local writes status
  * without a Lease; with every status write refused it does not hammer, and once they are
@@ -219,6 +220,23 @@ static void wait_status(struct apiserver_double *api, const char *name, long lon
 static int leader;
 static struct lease_spec first_term; /* the Lease as the first leader keeps it */
 
+/* The Lease's labels carry app.kubernetes.io/managed-by and part-of gpu-memory-guard (the
+ * documented cleanup selects on managed-by). */
+static void assert_lease_labelled(void)
+{
+	char *text = apiserver_double_get_lease(W.api, NS, LEASE);
+	cJSON *l = text ? cJSON_Parse(text) : NULL;
+	const cJSON *labels = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(l, "metadata"), "labels");
+	const cJSON *mb = cJSON_GetObjectItemCaseSensitive(labels, "app.kubernetes.io/managed-by"),
+	            *po = cJSON_GetObjectItemCaseSensitive(labels, "app.kubernetes.io/part-of");
+	ITEST_CHECK(cJSON_IsString(mb) && strcmp(mb->valuestring, "gpu-memory-guard") == 0 &&
+	                cJSON_IsString(po) && strcmp(po->valuestring, "gpu-memory-guard") == 0,
+	            "the policy-status Lease's labels: %s", text ? text : "(no Lease)");
+	cJSON_Delete(l);
+	free(text);
+}
+
 static void test_one_leader(void **state)
 {
 	struct lease_spec later;
@@ -242,6 +260,7 @@ static void test_one_leader(void **state)
 	assert_true(strcmp(later.renew, first_term.renew) > 0);
 	assert_string_equal(later.acquire, first_term.acquire);
 	assert_true(later.transitions == 0);
+	assert_lease_labelled(); /* created labelled, and kept so by the renewals (PUTs) */
 }
 
 static void test_ready_applied(void **state)
@@ -307,6 +326,7 @@ static void test_takeover(void **state)
 	ITEST_CHECK(world_stop_gmg(&R[leader], SIGKILL, 10000) >= 0, "kill the leader");
 	assert_int_equal(apiserver_double_put_policy(W.api, BIG_GEN2), 0);
 	assert_int_equal(wait_one_leader(25.0), other);
+	assert_lease_labelled(); /* the takeover's PUT */
 	wait_status(W.api, "big", 2, 10.0, &r);
 	double took = harness_now() - t0;
 	print_message("replica %d took over and wrote generation 2 %.1f s after the kill\n", other,

@@ -13,7 +13,13 @@
  * double serves them. The CRD missing (404) is no policy; an enforcing policy at 0.5 on
  * gpu-node-roomy gives the report's limit and largest fit, and the webhook admits that largest
  * fit and refuses one byte more; an invalid policy is a warning on stderr, applied nowhere.
+ *
+ * An exec credential plugin (a shell script the test writes, named by a kubeconfig the test
+ * writes): its token is used for every call of a report (one run for all the pages); a token
+ * the double refuses (401) is dropped and the plugin run again; a failing or missing plugin
+ * ends the report with a message naming it.
  */
+#define _GNU_SOURCE /* asprintf */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -23,6 +29,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -295,6 +302,226 @@ static void test_errors(void **state)
 	free(out);
 }
 
+/* The fake plugin: counts its runs, keeps KUBERNETES_EXEC_INFO, answers a token the double
+ * refuses for its first $(cat exec-bad-runs) runs and then the one exec.env gives it; with
+ * argument "fail" it complains on stderr and exits 4. */
+static const char exec_plugin[] =
+    "#!/bin/sh\n"
+    "d=$(dirname \"$0\")\n"
+    "echo run >> \"$d/exec-runs\"\n"
+    "printf '%s' \"$KUBERNETES_EXEC_INFO\" > \"$d/exec-info\"\n"
+    "if [ \"$1\" = fail ]; then echo 'plugin: the SSO session has expired' >&2; exit 4; fi\n"
+    "if [ \"$1\" = cert ]; then cat \"$d/exec-cert.json\"; exit 0; fi\n"
+    "n=$(wc -l < \"$d/exec-runs\")\n"
+    "tok=$GMG_TOKEN\n"
+    "if [ \"$n\" -le \"$(cat \"$d/exec-bad-runs\")\" ]; then tok=revoked-token; fi\n"
+    "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\","
+    "\"status\":{\"token\":\"%s\",\"expirationTimestamp\":\"2999-01-01T00:00:00Z\"}}\\n' "
+    "\"$tok\"\n";
+
+static void write_text(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+	ITEST_CHECK(f != NULL && fputs(text, f) >= 0 && fclose(f) == 0, "write %s", path);
+}
+
+static char *read_text(const char *path)
+{
+	char *out = NULL, cmd[2 * HARNESS_PATHMAX + 64];
+	snprintf(cmd, sizeof(cmd), "cat '%s'", path);
+	ITEST_CHECK(run(cmd, &out) == 0, "read %s", path);
+	return out;
+}
+
+/* The kubeconfig base (a token user) with its token replaced by an exec entry running command
+ * with arg. */
+static void write_exec_kubeconfig_from(const char *base, const char *path, const char *command,
+                                       const char *arg)
+{
+	char *kc = read_text(base), *tok, *out = NULL;
+	ITEST_CHECK((tok = strstr(kc, "    token: ")) != NULL, "token line in %s", base);
+	*tok = '\0';
+	ITEST_CHECK(asprintf(&out,
+	                     "%s    exec:\n"
+	                     "      apiVersion: client.authentication.k8s.io/v1\n"
+	                     "      command: %s\n"
+	                     "      args: [\"%s\"]\n"
+	                     "      env: [{name: GMG_TOKEN, value: \"%s\"}]\n"
+	                     "      interactiveMode: Never\n"
+	                     "      provideClusterInfo: true\n"
+	                     "      installHint: \"get it from the platform team's wiki\"\n%s",
+	                     kc, command, arg, HARNESS_TOKEN, strchr(tok + 1, '\n') + 1) >= 0,
+	            "asprintf");
+	write_text(path, out);
+	free(out);
+	free(kc);
+}
+
+static void write_exec_kubeconfig(const char *path, const char *command, const char *arg)
+{
+	write_exec_kubeconfig_from(W.kubeconfig, path, command, arg);
+}
+
+static int exec_runs(void)
+{
+	char path[HARNESS_PATHMAX + 16], *s;
+	int n = 0;
+	snprintf(path, sizeof(path), "%s/exec-runs", W.dir);
+	if (access(path, F_OK) != 0)
+		return 0;
+	s = read_text(path);
+	for (char *p = s; (p = strstr(p, "run\n")) != NULL; p += 4)
+		n++;
+	free(s);
+	return n;
+}
+
+static void test_exec_plugin(void **state)
+{
+	char plugin[HARNESS_PATHMAX + 32], kc[HARNESS_PATHMAX + 32], path[HARNESS_PATHMAX + 32];
+	char cmd[4 * HARNESS_PATHMAX], *out;
+
+	snprintf(plugin, sizeof(plugin), "%s/fake-auth-plugin", W.dir);
+	snprintf(kc, sizeof(kc), "%s/exec-kubeconfig", W.dir);
+	write_text(plugin, exec_plugin);
+	ITEST_CHECK(chmod(plugin, 0755) == 0, "chmod");
+	snprintf(path, sizeof(path), "%s/exec-bad-runs", W.dir);
+	write_text(path, "0\n");
+	write_exec_kubeconfig(kc, plugin, "ok");
+
+	/* One run for the whole report: nodes, pods and policies in pages of 2. */
+	unsigned long pages0 = apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_PODS) +
+	                       apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_NODES);
+	snprintf(cmd, sizeof(cmd), "%s report --kubeconfig %s -o json 2>&1", harness_binary(), kc);
+	ITEST_CHECK(run(cmd, &out) == 0, "report with the exec plugin: %s", out);
+	itest_contains(out, "\"gpu-node-8x\"", "the report");
+	free(out);
+	ITEST_CHECK(apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_PODS) +
+	                    apiserver_double_count(W.api, APISERVER_DOUBLE_LIST_NODES) - pages0 >=
+	                4,
+	            "the report listed several pages");
+	assert_int_equal(exec_runs(), 1);
+	/* KUBERNETES_EXEC_INFO: v1, not interactive (no terminal), the cluster's server. */
+	snprintf(path, sizeof(path), "%s/exec-info", W.dir);
+	out = read_text(path);
+	itest_contains(out, "\"apiVersion\":\"client.authentication.k8s.io/v1\"", "exec info");
+	itest_contains(out, "\"interactive\":false", "exec info");
+	char server[64];
+	snprintf(server, sizeof(server), "\"server\":\"https://127.0.0.1:%u\"",
+	         apiserver_double_port(W.api));
+	itest_contains(out, server, "exec info's cluster");
+	free(out);
+
+	/* A revoked token (401): dropped, the plugin run again, the report succeeds. */
+	snprintf(path, sizeof(path), "%s/exec-bad-runs", W.dir);
+	write_text(path,
+	           "2\n"); /* run 2 (the next) answers the revoked token, run 3 the good one */
+	unsigned long refused0 = apiserver_double_count(W.api, APISERVER_DOUBLE_UNAUTHORIZED);
+	ITEST_CHECK(run(cmd, &out) == 0, "report after a 401: %s", out);
+	free(out);
+	assert_int_equal(apiserver_double_count(W.api, APISERVER_DOUBLE_UNAUTHORIZED) - refused0,
+	                 1);
+	assert_int_equal(exec_runs(), 3);
+
+	/* The plugin fails: its stderr reaches the user, then our message naming it. */
+	write_exec_kubeconfig(kc, plugin, "fail");
+	snprintf(cmd, sizeof(cmd), "%s report --kubeconfig %s 2>&1", harness_binary(), kc);
+	assert_int_equal(run(cmd, &out), 1);
+	itest_contains(out, "plugin: the SSO session has expired", "the plugin's stderr");
+	itest_contains(out, "exec plugin \"", "the plugin named");
+	itest_contains(out, "(user \"webhook\"): exited with status 4", "its status");
+	free(out);
+
+	/* Missing: the install hint. */
+	write_exec_kubeconfig(kc, "gmg-no-such-auth-plugin", "ok");
+	assert_int_equal(run(cmd, &out), 1);
+	itest_contains(out,
+	               "exec plugin \"gmg-no-such-auth-plugin\" (user \"webhook\"): command not "
+	               "found. get it from the platform team's wiki",
+	               "the install hint");
+	free(out);
+
+	/* serve refuses a kubeconfig with a plugin: the webhook authenticates as its account. */
+	snprintf(cmd, sizeof(cmd),
+	         "%s serve --kubeconfig %s --tls-cert-file /dev/null --tls-key-file /dev/null 2>&1",
+	         harness_binary(), kc);
+	ITEST_CHECK(run(cmd, &out) != 0, "serve started with an exec kubeconfig: %s", out);
+	itest_contains(out, "exec credential plugin, which serve does not run", "serve's refusal");
+	free(out);
+}
+
+/* The plugin's answer: a client certificate and key, PEM in JSON strings. */
+static void write_cert_answer(const struct testcert *client)
+{
+	char path[HARNESS_PATHMAX + 32], *cert = testcert_cert_pem(client),
+	                                 *key = testcert_key_pem(client);
+	cJSON *j = cJSON_CreateObject(), *st = cJSON_AddObjectToObject(j, "status");
+	cJSON_AddStringToObject(j, "apiVersion", "client.authentication.k8s.io/v1");
+	cJSON_AddStringToObject(j, "kind", "ExecCredential");
+	cJSON_AddStringToObject(st, "clientCertificateData", cert);
+	cJSON_AddStringToObject(st, "clientKeyData", key);
+	char *text = cJSON_Print(j);
+	ITEST_CHECK(text != NULL, "cJSON_Print");
+	snprintf(path, sizeof(path), "%s/exec-cert.json", W.dir);
+	write_text(path, text);
+	free(text);
+	cJSON_Delete(j);
+	free(cert);
+	free(key);
+}
+
+/* A plugin's client certificate authenticates the report to an API server that trusts its CA
+ * (and takes no token the report has); one from another CA is refused (401, exit 1). */
+static void test_exec_plugin_client_certificate(void **state)
+{
+	struct apiserver_double_opts o = {0};
+	struct apiserver_double *mtls;
+	struct testcert *srv = testcert_new_server(W.ca, "apiserver-test-double", 15, 86400);
+	struct testcert *client = testcert_new_client(W.ca, "report-user", 16);
+	struct testcert *other_ca = testcert_new_ca("another CA");
+	struct testcert *stranger = testcert_new_client(other_ca, "stranger", 17);
+	char err[256], server[64], base[HARNESS_PATHMAX + 32], kc[HARNESS_PATHMAX + 32];
+	char plugin[HARNESS_PATHMAX + 32], cmd[4 * HARNESS_PATHMAX], *ca = testcert_cert_pem(W.ca),
+	                                                             *out;
+
+	o.cert_pem = testcert_cert_pem(srv);
+	o.key_pem = testcert_key_pem(srv);
+	o.token = "a token nobody presents";
+	o.client_ca_pem = ca;
+	mtls = apiserver_double_new(&o, err, sizeof err);
+	free((char *)o.cert_pem);
+	free((char *)o.key_pem);
+	ITEST_CHECK(mtls != NULL, "mTLS double: %s", err);
+	ITEST_CHECK(apiserver_double_load_dir(mtls, harness_data_dir(), err, sizeof err) > 0,
+	            "load: %s", err);
+	snprintf(server, sizeof server, "https://127.0.0.1:%u", apiserver_double_port(mtls));
+	snprintf(base, sizeof(base), "%s/mtls-base-kubeconfig", W.dir);
+	snprintf(kc, sizeof(kc), "%s/mtls-exec-kubeconfig", W.dir);
+	snprintf(plugin, sizeof(plugin), "%s/fake-auth-plugin", W.dir);
+	write_text(plugin, exec_plugin);
+	ITEST_CHECK(chmod(plugin, 0755) == 0, "chmod");
+	ITEST_CHECK(testcerts_write_kubeconfig(base, server, ca, "placeholder") == 0, "kubeconfig");
+	write_exec_kubeconfig_from(base, kc, plugin, "cert");
+
+	write_cert_answer(client);
+	snprintf(cmd, sizeof(cmd), "%s report --kubeconfig %s -o json 2>&1", harness_binary(), kc);
+	ITEST_CHECK(run(cmd, &out) == 0, "report with the plugin's certificate: %s", out);
+	itest_contains(out, "\"gpu-node-a\"", "the report");
+	free(out);
+
+	write_cert_answer(stranger);
+	assert_int_equal(run(cmd, &out), 1);
+	itest_contains(out, "401", "a certificate of another CA refused");
+	free(out);
+
+	free(ca);
+	apiserver_double_free(mtls);
+	testcert_free(srv);
+	testcert_free(client);
+	testcert_free(stranger);
+	testcert_free(other_ca);
+}
+
 int main(int argc, char **argv)
 {
 	harness_init(argc, argv);
@@ -304,6 +531,8 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_policy_limit_is_the_webhooks),
 	    cmocka_unit_test(test_plugin_table_and_node),
 	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_exec_plugin),
+	    cmocka_unit_test(test_exec_plugin_client_certificate),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -245,6 +245,7 @@ static void expect_error(const char *yaml, const char *needle)
 	assert_null(c.server);
 	assert_null(c.ca_data);
 	assert_null(c.token);
+	assert_null(c.exec);
 }
 
 static void test_errors(void **state)
@@ -278,17 +279,157 @@ static void test_errors(void **state)
 	             "basic auth");
 }
 
-static void test_plugins_refused(void **state)
+#define EXEC_USER(body)                                                                            \
+	HEAD "clusters:\n- name: kind\n  cluster: {server: https://h}\n"                           \
+	     "users:\n- name: admin\n  user:\n    exec:\n" body
+
+/* An exec plugin as client-go reads it: every field, the path rule for the command. */
+static void test_exec(void **state)
+{
+	struct kube_config c;
+	char err[256] = "";
+	const char *yaml = EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n"
+	                             "      command: aws\n"
+	                             "      args: [eks, get-token, --cluster-name, prod]\n"
+	                             "      env:\n"
+	                             "      - {name: AWS_PROFILE, value: platform}\n"
+	                             "      - {name: EMPTY, value: \"\"}\n"
+	                             "      installHint: install the AWS CLI\n"
+	                             "      provideClusterInfo: true\n"
+	                             "      interactiveMode: Never\n");
+
+	(void)state;
+	assert_int_equal(parse(yaml, &c, err, sizeof(err)), 0);
+	assert_non_null(c.exec);
+	assert_null(c.token);
+	assert_string_equal(c.exec->user, "admin");
+	assert_string_equal(c.exec->command, "aws"); /* no '/': looked up in PATH when run */
+	assert_int_equal(c.exec->n_args, 4);
+	assert_string_equal(c.exec->args[0], "eks");
+	assert_string_equal(c.exec->args[3], "prod");
+	assert_int_equal(c.exec->n_env, 2);
+	assert_string_equal(c.exec->env_names[0], "AWS_PROFILE");
+	assert_string_equal(c.exec->env_values[0], "platform");
+	assert_string_equal(c.exec->env_values[1], "");
+	assert_string_equal(c.exec->api_version, "client.authentication.k8s.io/v1");
+	assert_string_equal(c.exec->install_hint, "install the AWS CLI");
+	assert_true(c.exec->provide_cluster_info);
+	assert_int_equal(c.exec->interactive_mode, KUBE_EXEC_NEVER);
+	kubeconfig_free(&c);
+	assert_null(c.exec);
+
+	/* v1beta1 defaults interactiveMode to IfAvailable; a relative path is the kubeconfig's. */
+	assert_int_equal(parse(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n"
+	                                 "      command: bin/get-token\n"),
+	                       &c, err, sizeof(err)),
+	                 0);
+	assert_string_equal(c.exec->command, "/base/bin/get-token");
+	assert_int_equal(c.exec->interactive_mode, KUBE_EXEC_IF_AVAILABLE);
+	assert_int_equal(c.exec->n_args, 0);
+	assert_false(c.exec->provide_cluster_info);
+	assert_null(c.exec->install_hint);
+	kubeconfig_free(&c);
+	assert_int_equal(parse(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n"
+	                                 "      command: /usr/bin/kubelogin\n"
+	                                 "      interactiveMode: Always\n"),
+	                       &c, err, sizeof(err)),
+	                 0);
+	assert_string_equal(c.exec->command, "/usr/bin/kubelogin");
+	assert_int_equal(c.exec->interactive_mode, KUBE_EXEC_ALWAYS);
+	kubeconfig_free(&c);
+}
+
+static void test_exec_errors(void **state)
 {
 	(void)state;
+	expect_error(EXEC_USER("      apiVersion: client.authentication.k8s.io/v1\n"
+	                       "      interactiveMode: Never\n"),
+	             "user \"admin\": exec has no command");
+	expect_error(EXEC_USER("      command: aws\n"), "exec.apiVersion \"\" is not");
+	expect_error(EXEC_USER("      command: aws\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1alpha1\n"),
+	             "exec.apiVersion \"client.authentication.k8s.io/v1alpha1\" is not");
+	expect_error(EXEC_USER("      command: aws\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1\n"),
+	             "exec.interactiveMode is required");
+	expect_error(EXEC_USER("      command: aws\n      interactiveMode: Sometimes\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"),
+	             "interactiveMode \"Sometimes\" is not Never, IfAvailable or Always");
+	expect_error(EXEC_USER("      command: aws\n      args: eks\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"),
+	             "exec.args is not a list");
+	expect_error(EXEC_USER("      command: aws\n      args: [eks, [x]]\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"),
+	             "exec.args[1] is not a string");
+	expect_error(EXEC_USER("      command: aws\n      env: {A: b}\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"),
+	             "exec.env is not a list");
+	expect_error(EXEC_USER("      command: aws\n      env: [{value: b}]\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"),
+	             "exec.env[0] is not {name, value}");
+	expect_error(EXEC_USER("      command: aws\n      env: [{name: \"A=B\", value: b}]\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"),
+	             "exec.env[0] is not {name, value}");
+	expect_error(EXEC_USER("      command: aws\n      env: [{name: A, value: [b]}]\n"
+	                       "      apiVersion: client.authentication.k8s.io/v1beta1\n"),
+	             "exec.env[0] is not {name, value}");
 	expect_error(HEAD "clusters:\n- name: kind\n  cluster: {server: https://h}\n"
-	                  "users:\n- name: admin\n  user:\n    exec:\n"
-	                  "      apiVersion: client.authentication.k8s.io/v1\n"
-	                  "      command: aws\n      args: [eks, get-token]\n",
-	             "exec plugin");
+	                  "users:\n- name: admin\n  user:\n    exec: aws\n",
+	             "exec is not a mapping");
+	/* client-go refuses a plugin beside static credentials; so do we, naming the field. */
+	expect_error(HEAD "clusters:\n- name: kind\n  cluster: {server: https://h}\n"
+	                  "users:\n- name: admin\n  user:\n    token: t\n    exec:\n"
+	                  "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+	                  "      command: aws\n",
+	             "both an exec plugin and token");
+	expect_error(HEAD "clusters:\n- name: kind\n  cluster: {server: https://h}\n"
+	                  "users:\n- name: admin\n  user:\n    client-key-data: eA==\n    exec:\n"
+	                  "      apiVersion: client.authentication.k8s.io/v1beta1\n"
+	                  "      command: aws\n",
+	             "both an exec plugin and client-key-data");
 	expect_error(HEAD "clusters:\n- name: kind\n  cluster: {server: https://h}\n"
 	                  "users:\n- name: admin\n  user:\n    auth-provider:\n      name: gcp\n",
 	             "auth-provider plugin");
+}
+
+/* The caps: more args or env entries than KUBECONFIG_EXEC_*_MAX, a string over its cap. */
+static void test_exec_caps(void **state)
+{
+	char *yaml = malloc(64 * 1024), *p;
+	struct kube_config c;
+	char err[256] = "";
+	int n;
+
+	(void)state;
+	assert_non_null(yaml);
+	p = yaml + sprintf(yaml, "%s",
+	                   EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n"
+	                             "      command: aws\n      args:\n"));
+	for (n = 0; n < KUBECONFIG_EXEC_ARGS_MAX; n++)
+		p += sprintf(p, "      - a%d\n", n);
+	assert_int_equal(parse(yaml, &c, err, sizeof(err)), 0); /* at the cap: fine */
+	assert_int_equal(c.exec->n_args, KUBECONFIG_EXEC_ARGS_MAX);
+	kubeconfig_free(&c);
+	sprintf(p, "      - one-more\n");
+	assert_int_equal(parse(yaml, &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "exec.args has 65 entries (at most 64)"));
+
+	p = yaml + sprintf(yaml, "%s",
+	                   EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n"
+	                             "      command: aws\n      env:\n"));
+	for (n = 0; n <= KUBECONFIG_EXEC_ENV_MAX; n++)
+		p += sprintf(p, "      - {name: E%d, value: v}\n", n);
+	assert_int_equal(parse(yaml, &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "exec.env has 65 entries (at most 64)"));
+
+	p = yaml + sprintf(yaml, "%s",
+	                   EXEC_USER("      apiVersion: client.authentication.k8s.io/v1beta1\n"
+	                             "      command: "));
+	memset(p, 'x', KUBECONFIG_EXEC_STR_MAX + 1);
+	strcpy(p + KUBECONFIG_EXEC_STR_MAX + 1, "\n");
+	assert_int_equal(parse(yaml, &c, err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "exec.command is over 4096 bytes"));
+	free(yaml);
 }
 
 static void test_aliases(void **state)
@@ -377,7 +518,9 @@ int main(void)
 	    cmocka_unit_test(test_token_and_insecure),
 	    cmocka_unit_test(test_token_file),
 	    cmocka_unit_test(test_errors),
-	    cmocka_unit_test(test_plugins_refused),
+	    cmocka_unit_test(test_exec),
+	    cmocka_unit_test(test_exec_errors),
+	    cmocka_unit_test(test_exec_caps),
 	    cmocka_unit_test(test_aliases),
 	    cmocka_unit_test_setup_teardown(test_load_file_errors, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_in_cluster, setup, teardown),

@@ -866,6 +866,9 @@ static void test_cli(void **state)
 	char usage[4096];
 	assert_non_null(strstr(report_cli_usage("kubectl gpu-memory", usage, sizeof(usage)),
 	                       "  kubectl gpu-memory [flags]\n"));
+	assert_non_null(strstr(usage, "exec credential plugin"));
+	/* The whole text fits the 4096 bytes the header promises: it ends with its last line. */
+	assert_non_null(strstr(usage, "bad command line.\n"));
 }
 
 int main(void)
