@@ -257,6 +257,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cert_warn_s = cfg->cert_expiry_warning_ms / 1000,
 	    .ready_note = informer ? informer_ready_note : NULL,
 	    .ready_note_ctx = informer,
+	    .ready_gate = informer ? informer_ready_gate : NULL,
+	    .ready_gate_ctx = informer,
 	    .scheduler_enabled = cfg->scheduler_listen_set,
 	    .scheduler_host = cfg->scheduler_listen.host,
 	    .scheduler_port = cfg->scheduler_listen.port,

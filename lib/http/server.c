@@ -71,6 +71,8 @@ struct server {
 	uint64_t cert_warn_s;
 	void (*ready_note)(void *ctx, char *buf, size_t cap);
 	void *ready_note_ctx;
+	int (*ready_gate)(void *ctx, char *why, size_t cap);
+	void *ready_gate_ctx;
 };
 
 /* Per-request state on the admission listener, from the headers to the completion. */
@@ -462,14 +464,34 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
 	*con_cls = NULL;
 }
 
+/* The ready gate (server_options.ready_gate): 1 when open or absent, else 0 with why. */
+static int gate_open(struct server *s, char *why, size_t cap)
+{
+	why[0] = '\0';
+	if (s->ready_gate == NULL || s->ready_gate(s->ready_gate_ctx, why, cap))
+		return 1;
+	if (why[0] == '\0')
+		snprintf(why, cap, "this replica cannot decide yet");
+	return 0;
+}
+
 /* Ready: 200 "ok", plus a warning line when the certificate expires soon (a probe still
  * passes: an expiring certificate is the operator's to renew, not a reason to stop serving). */
 static enum MHD_Result readyz(struct server *s, struct MHD_Connection *c)
 {
 	char warn[160], note[256], text[448];
-	if (!server_ready(s))
+	if (!atomic_load(&s->ready) || atomic_load(&s->draining))
 		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 		                  atomic_load(&s->draining) ? "draining\n" : "not ready\n");
+	if (!gate_open(s, note, sizeof(note))) {
+		metrics_set_ready(s->metrics, 0);
+		int n = snprintf(text, sizeof(text), "not ready: %s\n", note);
+		if (n < 0 || (size_t)n >= sizeof(text))
+			n = (int)strlen(text);
+		return reply(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", text,
+		             (size_t)n, MHD_RESPMEM_MUST_COPY);
+	}
+	metrics_set_ready(s->metrics, 1);
 	note[0] = '\0';
 	if (s->ready_note != NULL)
 		s->ready_note(s->ready_note_ctx, note, sizeof(note));
@@ -500,6 +522,7 @@ static enum MHD_Result health_handler(void *cls, struct MHD_Connection *c, const
 	if (strcmp(url, "/metrics") == 0) {
 		char *text;
 		size_t len;
+		metrics_set_ready(s->metrics, server_ready(s)); /* the gate may have changed */
 		if (metrics_render(s->metrics, &text, &len) != 0)
 			return reply_text(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics failed\n");
 		return reply(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
@@ -675,6 +698,8 @@ struct server *server_start(const struct server_options *opt, const struct serve
 	s->cert_warn_s = opt->cert_warn_s;
 	s->ready_note = opt->ready_note;
 	s->ready_note_ctx = opt->ready_note_ctx;
+	s->ready_gate = opt->ready_gate;
+	s->ready_gate_ctx = opt->ready_gate_ctx;
 	s->metrics = metrics;
 	pthread_mutex_init(&s->workers.lock, NULL);
 	pthread_cond_init(&s->workers.cond, NULL);
@@ -740,7 +765,9 @@ uint16_t server_scheduler_port(struct server *s)
 
 int server_ready(struct server *s)
 {
-	return atomic_load(&s->ready) && !atomic_load(&s->draining);
+	char why[256];
+	return atomic_load(&s->ready) && !atomic_load(&s->draining) &&
+	       gate_open(s, why, sizeof(why));
 }
 
 static void sleep_ms(uint64_t ms)
