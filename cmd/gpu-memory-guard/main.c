@@ -196,6 +196,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .threshold = cfg->threshold,
 	    .warn_threshold = cfg->warn_threshold,
 	    .mode_warn = cfg->mode_warn,
+	    .mode_audit = cfg->mode_audit,
 	    .gpu_resources = cfg->gpu_resources,
 	    .n_gpu_resources = cfg->n_gpu_resources,
 	    .exempt_namespaces = cfg->exempt_namespaces,
@@ -222,7 +223,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct extender_config ecfg = {
 	    .threshold = cfg->threshold,
 	    .warn_threshold = cfg->warn_threshold,
-	    .mode_warn = cfg->mode_warn,
+	    /* audit and warn admit over-threshold placements: they pass the filter */
+	    .mode_warn = cfg->mode_warn || cfg->mode_audit,
 	    .gpu_resources = cfg->gpu_resources,
 	    .n_gpu_resources = cfg->n_gpu_resources,
 	    .exempt_namespaces = cfg->exempt_namespaces,

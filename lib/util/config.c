@@ -61,9 +61,11 @@ static const char usage_text[] =
     "                                annotation gpu-memory-guard.io/threshold overrides it\n"
     "  --warn-threshold RATIO        allowed placements above this share carry a warning\n"
     "                                (default 0.80)\n"
-    "  --mode enforce|warn           enforce denies placements over the threshold; warn\n"
-    "                                allows them with the denial text as a warning\n"
-    "                                (default enforce)\n"
+    "  --mode enforce|warn|audit     enforce refuses what breaks the rules; warn admits\n"
+    "                                everything enforce would refuse, with the refusal as\n"
+    "                                a warning; audit admits it silently and records it\n"
+    "                                (auditAnnotations, a metric, the log line); a whole-\n"
+    "                                webhook rollout (default enforce)\n"
     "  --gpu-resource NAME           extended resource that counts as a GPU; repeatable\n"
     "                                (default nvidia.com/gpu)\n"
     "  --exempt-namespace NS         never refuse pods of this namespace (they still count\n"
@@ -548,11 +550,13 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_WARN_THRESHOLD:
 		return set_ratio(name, v, &cfg->warn_threshold, err, errlen);
 	case F_MODE:
-		if (strcmp(v, "enforce") != 0 && strcmp(v, "warn") != 0) {
-			snprintf(err, errlen, "--mode: \"%s\" is not enforce or warn", v);
+		if (strcmp(v, "enforce") != 0 && strcmp(v, "warn") != 0 &&
+		    strcmp(v, "audit") != 0) {
+			snprintf(err, errlen, "--mode: \"%s\" is not enforce, warn or audit", v);
 			return -1;
 		}
 		cfg->mode_warn = strcmp(v, "warn") == 0;
+		cfg->mode_audit = strcmp(v, "audit") == 0;
 		return 0;
 	case F_GPU_RESOURCE:
 		if (!*gpu_seen) { /* the first explicit value replaces the default */

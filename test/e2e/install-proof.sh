@@ -1199,7 +1199,7 @@ check "helm lint --strict (ServiceMonitor, PrometheusRule, Ignore, warn, URL)" c
 check "schema rejects threshold 1.5" schema_rejects --set threshold=1.5
 check "schema rejects threshold 0" schema_rejects --set threshold=0
 check "schema rejects threshold 1.5 as a number (--set-json)" schema_rejects --set-json threshold=1.5
-check "schema rejects mode audit" schema_rejects --set mode=audit
+check "schema rejects mode observe" schema_rejects --set mode=observe
 check "schema rejects failurePolicy Maybe" schema_rejects --set webhook.bindings.failurePolicy=Maybe
 check "schema rejects existingSecret without a name" schema_rejects --set certificate.mode=existingSecret
 check "schema accepts threshold 1" helm_template --set threshold=1
