@@ -94,9 +94,11 @@ struct server_options {
 	uint16_t listen_port;    /* 0 = any free port (see server_ports) */
 	const char *health_host;
 	uint16_t health_port;
-	int scheduler_enabled;         /* 1: start the plain-HTTP scheduler listener */
-	const char *scheduler_host;    /* as listen_host */
-	uint16_t scheduler_port;       /* 0 = any free port */
+	int scheduler_enabled;      /* 1: start the plain-HTTP scheduler listener */
+	const char *scheduler_host; /* as listen_host */
+	uint16_t scheduler_port;    /* 0 = any free port */
+	/* CPUs below: the cgroup's CPU limit rounded up (cpulimit.h), else the host's CPUs; the
+	 * "serving" log line says how many ("cpus"). */
 	unsigned threads;              /* admission thread pool size; 0 = CPUs (min 2) */
 	unsigned workers;              /* review worker threads; 0 = 4 x CPUs (min 8) */
 	unsigned connection_timeout_s; /* idle connection timeout, seconds (> 0) */

@@ -85,11 +85,12 @@ struct config {
 	                                    /readyz warns when the certificate expires sooner */
 	uint64_t shutdown_timeout_ms;    /* --shutdown-timeout, default 10s: then the wait for
 	                                    in-flight requests before closing connections */
-	unsigned threads;                /* --threads, 0 (default) = number of CPUs, min 2 */
-	unsigned workers;                /* --workers, 0 (default) = 4 x CPUs, min 8 */
-	unsigned connection_timeout_s;   /* --connection-timeout, idle connection, default 30s */
-	int scheduler_listen_set;        /* --scheduler-listen given: start the plain-HTTP
-	                                    scheduler extender listener (needs --cache watch) */
+	unsigned threads; /* --threads, 0 (default) = CPUs, min 2 (CPUs: the cgroup's CPU limit
+	                     rounded up, else the host's; server.h) */
+	unsigned workers; /* --workers, 0 (default) = 4 x CPUs, min 8 */
+	unsigned connection_timeout_s; /* --connection-timeout, idle connection, default 30s */
+	int scheduler_listen_set;      /* --scheduler-listen given: start the plain-HTTP
+	                                  scheduler extender listener (needs --cache watch) */
 	struct config_addr scheduler_listen; /* --scheduler-listen, no default (off) */
 	int scheduler_spread;                /* --scheduler-score spread: 1; binpack (default): 0 */
 };
