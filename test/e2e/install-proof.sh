@@ -42,8 +42,9 @@
 #    one-line apply, and the chart's existingSecret mode on that Secret. Then the optional
 #    manifests/scheduler/ (sched_manifest_checks): dry runs, the same objects as the chart's
 #    scheduler.enabled, the real kube-scheduler run from it.
-# 6. Webhook down: GPU placements fail closed, ordinary pod CREATE is not sent, bindings wait,
-#    and the webhook's own namespace and kube-system still schedule.
+# 6. Webhook down: GPU placements fail closed, an undeclared MIG pod's CREATE is sent (refused),
+#    ordinary pod CREATE is not sent, bindings wait, and the webhook's own namespace and
+#    kube-system still schedule.
 #
 # Prints PASS/FAIL per check, then "N passed, M failed"; exits 1 on any failure.
 # GMG_E2E_KEEP=1 keeps the cluster up afterwards.
@@ -375,6 +376,13 @@ served_fingerprint() {
 }
 
 create_pod() { gpu_pod "$@" | kc create -f -; }
+# An unscheduled pod asking for one MIG slice, declaring nothing.
+mig_pod() { # NAME
+	jq -n --arg name "$1" --arg ns "$TEST_NS" '
+	{apiVersion: "v1", kind: "Pod", metadata: {name: $name, namespace: $ns},
+	 spec: {containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
+	          resources: {limits: {"nvidia.com/mig-1g.10gb": "1"}}}]}}'
+}
 pod_bound() { [ -n "$(kc -n "$TEST_NS" get pod "$1" -o jsonpath='{.spec.nodeName}')" ]; }
 binding_denied() {
 	kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$1,reason=FailedScheduling" \
@@ -1404,6 +1412,14 @@ if [[ $out == *'failed calling webhook "pods.gpu-memory-guard.io"'* ]]; then
 	pass "down: GPU placement refused (fails closed, pods webhook)"
 else
 	fail "down: GPU placement refused (fails closed, pods webhook)" "$out"
+fi
+# A MIG pod without a declaration is sent at creation (the filter names nvidia.com/mig-*), so
+# it is refused at `kubectl apply`, not later at its Binding (issue 24).
+out=$(mig_pod down-mig | kc create -f - 2>&1)
+if [[ $out == *'failed calling webhook "pods.gpu-memory-guard.io"'* ]]; then
+	pass "down: an undeclared MIG pod CREATE is sent to the webhook (matchConditions name nvidia.com/mig-*)"
+else
+	fail "down: an undeclared MIG pod CREATE is sent to the webhook (matchConditions name nvidia.com/mig-*)" "$out"
 fi
 check "down: ordinary pod CREATE is not sent to the webhook (matchConditions)" create_plain_pod "$TEST_NS" down-plain
 check "down: its binding waits (bindings webhook, failurePolicy Fail)" wait_for 45 "binding failure event" binding_call_failed down-plain
