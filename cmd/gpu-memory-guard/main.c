@@ -487,6 +487,15 @@ int main(int argc, char **argv)
 	}
 	log_fields(LOG_INFO, "starting",
 	           (struct log_field[]){LOG_STR("version", GMG_VERSION), LOG_END});
+	uint64_t deadline_ms = 0;
+	if (config_timeout_short(&cfg, &deadline_ms))
+		log_fields(
+		    LOG_WARN,
+		    "the registered webhook timeout is shorter than a review's deadline (3 x "
+		    "--api-timeout): a slow API server shows callers a webhook timeout instead "
+		    "of the denial; raise timeoutSeconds or lower --api-timeout",
+		    (struct log_field[]){LOG_INT("webhook_timeout_ms", cfg.webhook_timeout_ms),
+		                         LOG_INT("deadline_ms", deadline_ms), LOG_END});
 	int status = serve(&cfg, &signals);
 	curl_global_cleanup();
 	return status;

@@ -56,6 +56,10 @@ static const char usage_text[] =
     "                                a failed or timed-out call denies the placement, and\n"
     "                                no call starts after 2 x DUR in one review: reviews\n"
     "                                are answered within 3 x DUR\n"
+    "  --webhook-timeout DUR         the timeoutSeconds this webhook is registered with\n"
+    "                                (1s to 30s; the chart and manifests pass it): at start,\n"
+    "                                a warning when it is shorter than 3 x --api-timeout\n"
+    "                                (default: not known, no check)\n"
     "  --threshold RATIO             share of a node's GPU memory that placements may\n"
     "                                declare, 0 < RATIO <= 1 (default 0.90); the node\n"
     "                                annotation gpu-memory-guard.io/threshold overrides it\n"
@@ -114,6 +118,14 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 on success and after a SIGTERM drain, 1 when serving fails to start,\n"
     "2 on a bad command line.\n";
+
+int config_timeout_short(const struct config *cfg, uint64_t *deadline_ms)
+{
+	uint64_t d = cfg->api_timeout_ms > UINT64_MAX / 3 ? UINT64_MAX : 3 * cfg->api_timeout_ms;
+
+	*deadline_ms = d;
+	return cfg->webhook_timeout_ms > 0 && cfg->webhook_timeout_ms < d;
+}
 
 const char *config_usage(void)
 {
@@ -329,6 +341,7 @@ enum flag_id {
 	F_CONN_TIMEOUT,
 	F_DRAIN,
 	F_SHUTDOWN,
+	F_WEBHOOK_TIMEOUT,
 	F_CERT_WARN,
 	F_GRACE,
 	F_CACHE,
@@ -363,6 +376,7 @@ static const struct {
     {"connection-timeout", F_CONN_TIMEOUT},
     {"drain-timeout", F_DRAIN},
     {"shutdown-timeout", F_SHUTDOWN},
+    {"webhook-timeout", F_WEBHOOK_TIMEOUT},
     {"cert-expiry-warning", F_CERT_WARN},
     {"reservation-grace", F_GRACE},
     {"cache", F_CACHE},
@@ -497,6 +511,9 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_SHUTDOWN:
 		return set_duration(name, v, 0, "0s", 3600000, "1h", &cfg->shutdown_timeout_ms, err,
 		                    errlen);
+	case F_WEBHOOK_TIMEOUT: /* timeoutSeconds: 1 to 30 (the API server's bounds) */
+		return set_duration(name, v, 1000, "1s", 30000, "30s", &cfg->webhook_timeout_ms,
+		                    err, errlen);
 	case F_CACHE:
 		if (strcmp(v, "watch") != 0 && strcmp(v, "off") != 0) {
 			snprintf(err, errlen, "--cache: \"%s\" is not watch or off", v);

@@ -78,6 +78,8 @@ struct config {
 	                                    the API server while the cache's watch has been
 	                                    broken longer than this */
 	uint64_t api_timeout_ms;         /* --api-timeout, default 2s (> 0) */
+	uint64_t webhook_timeout_ms;     /* --webhook-timeout: the registered timeoutSeconds,
+	                                    1s..30s; 0 (default): not known */
 	const char *log_level;           /* --log-level debug|info|warn|error, default info */
 	uint64_t drain_timeout_ms;       /* --drain-timeout, default 5s: after SIGTERM, /readyz
 	                                    fails and requests are still served this long */
@@ -117,6 +119,15 @@ int config_parse_duration(const char *s, uint64_t *ms, char *err, size_t errlen)
 /* Parse "ADDR:PORT" as described for struct config_addr. 0 or -1 with a reason in err. */
 int config_parse_addr(const char *s, struct config_addr *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/*
+ * A review is answered within 3 x --api-timeout of its arrival (webhook.h); the API server
+ * gives up after the timeoutSeconds it was registered with (--webhook-timeout), and then the
+ * user sees "context deadline exceeded" instead of the webhook's explained denial. Returns 1
+ * when --webhook-timeout is given and shorter than that deadline, else 0; *deadline_ms gets
+ * the deadline (ms) either way. Pure.
+ */
+int config_timeout_short(const struct config *cfg, uint64_t *deadline_ms);
 
 /* The --help text (static, ends with a newline). */
 const char *config_usage(void);

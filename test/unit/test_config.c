@@ -332,6 +332,31 @@ static void test_usage_documents_every_flag(void **state)
 	assert_int_equal(u[strlen(u) - 1], '\n');
 }
 
+static void test_webhook_timeout(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX] = "";
+	uint64_t deadline = 0;
+	(void)state;
+	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.webhook_timeout_ms, 0);
+	assert_false(config_timeout_short(&cfg, &deadline)); /* not known: no check */
+	assert_int_equal(deadline, 6000);
+	assert_int_equal(parse("serve " TLS " --webhook-timeout 5s", &cfg, err, sizeof(err)), 0);
+	assert_true(config_timeout_short(&cfg, &deadline)); /* 5 s < 3 x 2 s */
+	assert_int_equal(parse("serve " TLS " --webhook-timeout 6s", &cfg, err, sizeof(err)), 0);
+	assert_false(config_timeout_short(&cfg, &deadline)); /* exactly the deadline */
+	assert_int_equal(
+	    parse("serve " TLS " --webhook-timeout 7s --api-timeout 3s", &cfg, err, sizeof(err)),
+	    0);
+	assert_true(config_timeout_short(&cfg, &deadline));
+	assert_int_equal(deadline, 9000);
+	expect_error("serve " TLS " --webhook-timeout 500ms",
+	             "--webhook-timeout: \"500ms\" must be from 1s to 30s");
+	expect_error("serve " TLS " --webhook-timeout 31s", "must be from 1s to 30s");
+	expect_error("serve " TLS " --webhook-timeout soon", "--webhook-timeout: \"soon\"");
+}
+
 static void test_mode_audit(void **state)
 {
 	struct config cfg;
@@ -351,6 +376,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_mode_audit),
+	    cmocka_unit_test(test_webhook_timeout),
 	    cmocka_unit_test(test_every_flag),
 	    cmocka_unit_test(test_repeated_values_deduplicated),
 	    cmocka_unit_test(test_commands),
