@@ -425,7 +425,7 @@ webhook_config_ok() { # BINDINGS_FAILURE_POLICY
 	kc get validatingwebhookconfiguration gpu-memory-guard -o json | jq -e --arg bp "$1" --arg url "$URL" '
 	  (.webhooks | length) == 2 and
 	  all(.webhooks[]; .sideEffects == "None" and .admissionReviewVersions == ["v1"] and
-	      .timeoutSeconds == 5 and .matchPolicy == "Equivalent" and .clientConfig.url == $url and
+	      .timeoutSeconds == 7 and .matchPolicy == "Equivalent" and .clientConfig.url == $url and
 	      (.clientConfig.caBundle | length) > 0 and
 	      (.namespaceSelector.matchExpressions[] | select(.key == "kubernetes.io/metadata.name") |
 	        .operator == "NotIn" and (.values | index("kube-system") != null and index("gpu-memory-guard") != null))) and
@@ -434,6 +434,28 @@ webhook_config_ok() { # BINDINGS_FAILURE_POLICY
 	      (.matchConditions | length) == 2) and
 	  (.webhooks[1] | .name == "bindings.gpu-memory-guard.io" and .failurePolicy == $bp and
 	      .rules[0].resources == ["pods/binding", "bindings"] and (.matchConditions // [] | length) == 0)' >/dev/null
+}
+
+# The registered timeoutSeconds follows apiTimeout (3 x apiTimeout rounded up, plus 1) in both
+# webhooks, and the Deployment passes the same number as --webhook-timeout (issue 24).
+timeout_rendered() { # API_TIMEOUT WANT_SECONDS [MORE_HELM_ARGS...]
+	local api=$1 want=$2
+	shift 2
+	helm_template --set "apiTimeout=$api" "$@" | kc apply --dry-run=server -o json -f - 2>/dev/null |
+		jq -e --argjson t "$want" --arg arg "--webhook-timeout=${want}s" '
+		  ([.items[] | select(.kind == "ValidatingWebhookConfiguration") | .webhooks[].timeoutSeconds] == [$t, $t]) and
+		  ([.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args | index($arg)] | .[0] != null)' >/dev/null
+}
+# A registered timeout shorter than the review's deadline, or a deadline over the API server's
+# 30 s maximum, is refused at render time, saying why.
+timeout_refused() { # WHAT_THE_ERROR_SAYS HELM_ARGS...
+	local want=$1 out
+	shift
+	if out=$(helm_template "$@" 2>&1); then
+		echo "rendered: $*"
+		return 1
+	fi
+	[[ $out == *"$want"* ]] || { echo "$out"; return 1; }
 }
 
 # webhook.bindings.failurePolicy is configurable: the rendered and server-accepted value.
@@ -1213,6 +1235,10 @@ check "schema rejects existingSecret without a name" schema_rejects --set certif
 check "schema accepts threshold 1" helm_template --set threshold=1
 check "schema rejects reservations cluster" schema_rejects --set reservations=cluster
 check "chart refuses reservations=local with 2 replicas, saying why" local_multi_refused
+check "chart refuses webhook.timeoutSeconds 5 under apiTimeout 2s (6 s deadline), saying why" \
+	timeout_refused "shorter than a review's deadline" --set webhook.timeoutSeconds=5
+check "chart refuses apiTimeout 11s (33 s deadline, over the API server's 30 s), saying why" \
+	timeout_refused "more than the API server's 30 s maximum" --set apiTimeout=11s
 check "certManager mode renders Certificate and cainjector annotation (chart and certs/cert-manager)" check_cert_manager_render
 check "helm lint --strict (scheduler.enabled)" check_lint --set scheduler.enabled=true
 check "helm lint --strict (scheduler.enabled, certManager, spread, 2 GPU resources)" check_lint --set scheduler.enabled=true \
@@ -1243,6 +1269,10 @@ check "kubectl apply --dry-run=server -f chart's crds/gpumemorypolicy.yaml" kc a
 check "chart (--include-crds) and manifests/ render the same objects (CRD, webhooks, RBAC incl. policies and the Lease Role, pod spec, Service, PDB)" same_objects
 check "chart: reservations=local with replicas=1 renders --reservations=local and no Lease Role, accepted" local_single_ok
 check "chart: bindings failurePolicy Ignore renders and is accepted (pods stay Fail)" bindings_policy_rendered Ignore
+check "timeoutSeconds 7 and --webhook-timeout=7s from apiTimeout 2s" timeout_rendered 2s 7
+check "timeoutSeconds 10 and --webhook-timeout=10s from apiTimeout 3s" timeout_rendered 3s 10
+check "timeoutSeconds 6 from apiTimeout 1500ms (4.5 s rounded up, plus 1)" timeout_rendered 1500ms 6
+check "webhook.timeoutSeconds 12 kept when it covers 3 x apiTimeout" timeout_rendered 2s 12 --set webhook.timeoutSeconds=12
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
 	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
