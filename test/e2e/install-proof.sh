@@ -458,6 +458,37 @@ timeout_refused() { # WHAT_THE_ERROR_SAYS HELM_ARGS...
 	[[ $out == *"$want"* ]] || { echo "$out"; return 1; }
 }
 
+# Every `serve` flag is reachable from the chart (issue 24): each named value renders its flag,
+# extraArgs are appended as given, and the server accepts the Deployment. Unset, none renders
+# (same_objects compares the default render with manifests/).
+SERVE_VALUES=(--set policies=off --set cache=watch --set cacheMaxStaleness=10s
+	--set reservationGrace=7s --set threads=3 --set workers=12 --set connectionTimeout=20s
+	--set tlsReloadInterval=5s --set certExpiryWarning=360h --set drainTimeout=4s
+	--set shutdownTimeout=8s --set 'extraArgs={--scheduler-listen=:8081,--kubeconfig=/k/config}')
+serve_flags_rendered() {
+	helm_template "${SERVE_VALUES[@]}" | kc apply --dry-run=server -o json -f - 2>/dev/null |
+		jq -e '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args][0] as $a |
+		  ["--policies=off", "--cache=watch", "--cache-max-staleness=10s", "--reservation-grace=7s",
+		   "--threads=3", "--workers=12", "--connection-timeout=20s", "--tls-reload-interval=5s",
+		   "--cert-expiry-warning=360h", "--drain-timeout=4s", "--shutdown-timeout=8s"] as $want |
+		  all($want[]; . as $f | $a | index($f) != null) and
+		  $a[-2:] == ["--scheduler-listen=:8081", "--kubeconfig=/k/config"]' >/dev/null
+}
+# Every flag of `serve --help` is either passed by the chart's Deployment template or reachable
+# through a named value above or extraArgs (--kubeconfig, --scheduler-listen): the list below
+# is the help's, so a new flag fails this until it is placed.
+serve_flags_all_placed() {
+	local flags f missing=""
+	flags=$("$BINARY" --help | grep -oE '^  --[a-z-]+' | sed 's/^  //' | sort -u)
+	for f in $flags; do
+		case $f in
+		--help | --kubeconfig | --scheduler-listen) continue ;; # extraArgs
+		esac
+		grep -q -- "- $f=" "$CHART/templates/deployment.yaml" || missing="$missing $f"
+	done
+	[ -z "$missing" ] || { echo "serve flags the chart cannot pass:$missing"; return 1; }
+}
+
 # webhook.bindings.failurePolicy is configurable: the rendered and server-accepted value.
 bindings_policy_rendered() { # POLICY
 	helm_template --set "webhook.bindings.failurePolicy=$1" | kc apply --dry-run=server -o json -f - 2>/dev/null |
@@ -1235,6 +1266,11 @@ check "schema rejects existingSecret without a name" schema_rejects --set certif
 check "schema accepts threshold 1" helm_template --set threshold=1
 check "schema rejects reservations cluster" schema_rejects --set reservations=cluster
 check "chart refuses reservations=local with 2 replicas, saying why" local_multi_refused
+check "chart's Deployment template can pass every flag of serve --help (named values, extraArgs for --kubeconfig, --scheduler-listen)" serve_flags_all_placed
+check "schema rejects threads 0.5" schema_rejects --set-json threads=0.5
+check "schema rejects policies maybe" schema_rejects --set policies=maybe
+check "schema rejects drainTimeout 5 (no unit)" schema_rejects --set drainTimeout=5
+check "schema rejects extraArgs not a list" schema_rejects --set extraArgs=--threads=2
 check "chart refuses webhook.timeoutSeconds 5 under apiTimeout 2s (6 s deadline), saying why" \
 	timeout_refused "shorter than a review's deadline" --set webhook.timeoutSeconds=5
 check "chart refuses apiTimeout 11s (33 s deadline, over the API server's 30 s), saying why" \
@@ -1273,6 +1309,7 @@ check "timeoutSeconds 7 and --webhook-timeout=7s from apiTimeout 2s" timeout_ren
 check "timeoutSeconds 10 and --webhook-timeout=10s from apiTimeout 3s" timeout_rendered 3s 10
 check "timeoutSeconds 6 from apiTimeout 1500ms (4.5 s rounded up, plus 1)" timeout_rendered 1500ms 6
 check "webhook.timeoutSeconds 12 kept when it covers 3 x apiTimeout" timeout_rendered 2s 12 --set webhook.timeoutSeconds=12
+check "chart: every named serve value renders its flag, extraArgs appended, accepted" serve_flags_rendered
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
 	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
