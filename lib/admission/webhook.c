@@ -77,7 +77,7 @@ struct outcome {
 	const char *audit_reasons[POLICYSET_AUDIT]; /* static strings */
 	size_t n_audit;
 	char policy[GPUPOLICY_NAME_MAX]; /* the policy that refused, "" when none */
-	int by_mode; /* admitted only because of --mode warn or audit (apply_mode) */
+	const char *by_mode; /* "warn" or "audit": admitted only because of --mode; NULL: not */
 };
 
 double webhook_now(void)
@@ -91,7 +91,7 @@ static void allow(struct outcome *o, const char *reason, int quiet)
 	o->reason = reason;
 	o->mdec = METRICS_ALLOWED;
 	o->quiet = quiet;
-	o->by_mode = 0;
+	o->by_mode = NULL;
 }
 
 static void deny(struct outcome *o, enum metrics_decision mdec, int code, const char *reason,
@@ -106,7 +106,7 @@ static void deny(struct outcome *o, enum metrics_decision mdec, int code, const 
 	o->reason = reason;
 	o->mdec = mdec;
 	o->quiet = 0;
-	o->by_mode = 0;
+	o->by_mode = NULL;
 	va_start(ap, fmt);
 	if (vsnprintf(o->message, sizeof(o->message), fmt, ap) < 0)
 		o->message[0] = '\0';
@@ -460,7 +460,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 			o->mdec = METRICS_WARNED;
 		keep_audit(o, ps);
 		if (by_mode) {
-			o->by_mode = 1;
+			o->by_mode = w->mode_audit ? "audit" : "warn";
 			if (w->mode_audit)
 				add_mode_audit(o, ps->main.decision.message);
 		}
@@ -1301,9 +1301,7 @@ static void log_decision(const struct admission_request *req, const struct outco
 	    LOG_STR("message", text),
 	    LOG_STR("policy", o->policy[0] ? o->policy : NULL),
 	    LOG_STR("audit", o->allowed && o->audit[0] ? o->audit : NULL),
-	    LOG_STR("mode", !o->by_mode                 ? NULL
-	                    : o->mdec == METRICS_WARNED ? "warn"
-	                                                : "audit"),
+	    LOG_STR("mode", o->by_mode),
 	    LOG_BOOL("dry_run", req->dry_run),
 	    LOG_DBL("latency_ms", latency_s * 1000.0),
 	    LOG_DBL("self_ms", self_s * 1000.0),
@@ -1347,7 +1345,7 @@ static void apply_mode(struct webhook *w, struct outcome *o)
 	o->code = 0;
 	o->status_reason = NULL;
 	o->quiet = 0;
-	o->by_mode = 1;
+	o->by_mode = w->mode_audit ? "audit" : "warn";
 	o->n_warnings = 0;
 	if (w->mode_warn) {
 		add_warning(o, o->message);
