@@ -463,14 +463,14 @@ timeout_refused() { # WHAT_THE_ERROR_SAYS HELM_ARGS...
 # (same_objects compares the default render with manifests/).
 SERVE_VALUES=(--set policies=off --set cache=watch --set cacheMaxStaleness=10s
 	--set reservationGrace=7s --set threads=3 --set workers=12 --set connectionTimeout=20s
-	--set tlsReloadInterval=5s --set certExpiryWarning=360h --set drainTimeout=4s
+	--set tlsReloadInterval=5s --set certExpiryWarning=0 --set drainTimeout=4s
 	--set shutdownTimeout=8s --set 'extraArgs={--scheduler-listen=:8081,--kubeconfig=/k/config}')
 serve_flags_rendered() {
 	helm_template "${SERVE_VALUES[@]}" | kc apply --dry-run=server -o json -f - 2>/dev/null |
 		jq -e '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args][0] as $a |
 		  ["--policies=off", "--cache=watch", "--cache-max-staleness=10s", "--reservation-grace=7s",
 		   "--threads=3", "--workers=12", "--connection-timeout=20s", "--tls-reload-interval=5s",
-		   "--cert-expiry-warning=360h", "--drain-timeout=4s", "--shutdown-timeout=8s"] as $want |
+		   "--cert-expiry-warning=0", "--drain-timeout=4s", "--shutdown-timeout=8s"] as $want |
 		  all($want[]; . as $f | $a | index($f) != null) and
 		  $a[-2:] == ["--scheduler-listen=:8081", "--kubeconfig=/k/config"]' >/dev/null
 }
