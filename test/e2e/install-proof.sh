@@ -1335,7 +1335,7 @@ check "helm: Deployment stored with every setting (HA, security context, probes,
 	deploy_settings_kept "$WORK/helm-deploy.json"
 check "helm: Deployment passes --reservations=shared --reservations-namespace=$NS" \
 	deploy_shared_reservations "$WORK/helm-deploy.json"
-check "helm: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
+check "helm: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 7 s)" webhook_config_ok Fail
 # The Secret as the kubelet would mount it.
 kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$WORK/helm.crt"
 kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.key}' | base64 -d >"$WORK/helm.key"
@@ -1440,7 +1440,7 @@ check "manifests: Deployment stored with every setting (HA, security context, pr
 	deploy_settings_kept "$WORK/manifests-deploy.json"
 check "manifests: Deployment passes --reservations=shared --reservations-namespace=$NS" \
 	deploy_shared_reservations "$WORK/manifests-deploy.json"
-check "manifests: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
+check "manifests: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 7 s)" webhook_config_ok Fail
 check "manifests: both replicas created under Pod Security restricted" wait_for 60 "2 webhook pods" webhook_pods 2
 volume_update "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key" "$CERTS/ca.crt"
 check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfig "$WORK/manifests-sa.kubeconfig"
