@@ -210,6 +210,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .threshold = cfg->threshold,
 	    .warn_threshold = cfg->warn_threshold,
 	    .mode_warn = cfg->mode_warn,
+	    .mode_audit = cfg->mode_audit,
 	    .gpu_resources = cfg->gpu_resources,
 	    .n_gpu_resources = cfg->n_gpu_resources,
 	    .exempt_namespaces = cfg->exempt_namespaces,
@@ -236,7 +237,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct extender_config ecfg = {
 	    .threshold = cfg->threshold,
 	    .warn_threshold = cfg->warn_threshold,
-	    .mode_warn = cfg->mode_warn,
+	    /* audit and warn admit over-threshold placements: they pass the filter */
+	    .mode_warn = cfg->mode_warn || cfg->mode_audit,
 	    .gpu_resources = cfg->gpu_resources,
 	    .n_gpu_resources = cfg->n_gpu_resources,
 	    .exempt_namespaces = cfg->exempt_namespaces,
@@ -271,6 +273,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cert_warn_s = cfg->cert_expiry_warning_ms / 1000,
 	    .ready_note = informer ? informer_ready_note : NULL,
 	    .ready_note_ctx = informer,
+	    .ready_gate = informer ? informer_ready_gate : NULL,
+	    .ready_gate_ctx = informer,
 	    .scheduler_enabled = cfg->scheduler_listen_set,
 	    .scheduler_host = cfg->scheduler_listen.host,
 	    .scheduler_port = cfg->scheduler_listen.port,
@@ -497,6 +501,15 @@ int main(int argc, char **argv)
 	}
 	log_fields(LOG_INFO, "starting",
 	           (struct log_field[]){LOG_STR("version", GMG_VERSION), LOG_END});
+	uint64_t deadline_ms = 0;
+	if (config_timeout_short(&cfg, &deadline_ms))
+		log_fields(
+		    LOG_WARN,
+		    "the registered webhook timeout is shorter than a review's deadline (3 x "
+		    "--api-timeout): a slow API server shows callers a webhook timeout instead "
+		    "of the denial; raise timeoutSeconds or lower --api-timeout",
+		    (struct log_field[]){LOG_INT("webhook_timeout_ms", cfg.webhook_timeout_ms),
+		                         LOG_INT("deadline_ms", deadline_ms), LOG_END});
 	int status = serve(&cfg, &signals);
 	curl_global_cleanup();
 	return status;

@@ -34,7 +34,7 @@
 
 struct webhook {
 	double threshold, warn_threshold;
-	int mode_warn;
+	int mode_warn, mode_audit;
 	char *gpu_resources[DEMAND_MAX_RESOURCES];
 	struct demand_config dcfg;
 	char *exempt[WEBHOOK_MAX_EXEMPT];
@@ -77,6 +77,7 @@ struct outcome {
 	const char *audit_reasons[POLICYSET_AUDIT]; /* static strings */
 	size_t n_audit;
 	char policy[GPUPOLICY_NAME_MAX]; /* the policy that refused, "" when none */
+	const char *by_mode; /* "warn" or "audit": admitted only because of --mode; NULL: not */
 };
 
 double webhook_now(void)
@@ -90,6 +91,7 @@ static void allow(struct outcome *o, const char *reason, int quiet)
 	o->reason = reason;
 	o->mdec = METRICS_ALLOWED;
 	o->quiet = quiet;
+	o->by_mode = NULL;
 }
 
 static void deny(struct outcome *o, enum metrics_decision mdec, int code, const char *reason,
@@ -104,6 +106,7 @@ static void deny(struct outcome *o, enum metrics_decision mdec, int code, const 
 	o->reason = reason;
 	o->mdec = mdec;
 	o->quiet = 0;
+	o->by_mode = NULL;
 	va_start(ap, fmt);
 	if (vsnprintf(o->message, sizeof(o->message), fmt, ap) < 0)
 		o->message[0] = '\0';
@@ -346,6 +349,23 @@ struct placement {
 
 #define SELECT_MAX 64 /* policies applied to one node at most (the first, in name order) */
 
+/* Append "--mode audit: text" to the outcome's auditAnnotations entry (cut at its cap). */
+static void add_mode_audit(struct outcome *o, const char *text)
+{
+	static const char sep[] = " | ", tag[] = "--mode audit: ";
+	size_t len = strlen(o->audit), cap = sizeof(o->audit) - 1; /* room for the NUL */
+	const char *parts[3] = {len ? sep : "", tag, text};
+
+	for (size_t i = 0; i < 3 && len < cap; i++) {
+		size_t n = strlen(parts[i]);
+		if (n > cap - len)
+			n = cap - len; /* the API server keeps a bounded annotation anyway */
+		memcpy(o->audit + len, parts[i], n);
+		len += n;
+	}
+	o->audit[len] = '\0';
+}
+
 /* Copy the policyset's audit entries into the outcome (before the policies are unlocked). */
 static void keep_audit(struct outcome *o, const struct policyset_result *ps)
 {
@@ -414,7 +434,9 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	    .pod_labels = a->labels,
 	    .policies = sel,
 	    .n_policies = n,
-	    .flags = {w->threshold, w->warn_threshold, w->mode_warn ? POLICY_WARN : POLICY_ENFORCE},
+	    /* audit as warn here, so that an over-threshold placement it admits is reserved */
+	    .flags = {w->threshold, w->warn_threshold,
+	              w->mode_warn || w->mode_audit ? POLICY_WARN : POLICY_ENFORCE},
 	    .now_ms = now,
 	};
 	rc = policyset_decide(&in, ps);
@@ -427,12 +449,21 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		if (ps->policy != NULL)
 			snprintf(o->policy, sizeof(o->policy), "%s", ps->policy);
 	} else {
+		/* Over the flags' threshold, allowed only by --mode warn or audit. */
+		int by_mode = ps->main.decision.verdict == POLICY_WARN_ONLY;
 		allow(o, ps->reason, 0);
 		for (size_t i = 0; i < ps->n_warnings; i++)
-			add_warning(o, ps->warnings[i]);
-		if (ps->n_warnings > 0)
+			if (!(by_mode && w->mode_audit &&
+			      strcmp(ps->warnings[i], ps->main.decision.message) == 0))
+				add_warning(o, ps->warnings[i]);
+		if (o->n_warnings > 0)
 			o->mdec = METRICS_WARNED;
 		keep_audit(o, ps);
+		if (by_mode) {
+			o->by_mode = w->mode_audit ? "audit" : "warn";
+			if (w->mode_audit)
+				add_mode_audit(o, ps->main.decision.message);
+		}
 		reserve = ps->reserve;
 	}
 	if (w->policies != NULL)
@@ -1298,7 +1329,8 @@ static void log_decision(const struct admission_request *req, const struct outco
 	    LOG_STR("source", o->source),
 	    LOG_STR("message", text),
 	    LOG_STR("policy", o->policy[0] ? o->policy : NULL),
-	    LOG_STR("audit", o->allowed && o->n_audit ? o->audit : NULL),
+	    LOG_STR("audit", o->allowed && o->audit[0] ? o->audit : NULL),
+	    LOG_STR("mode", o->by_mode),
 	    LOG_BOOL("dry_run", req->dry_run),
 	    LOG_DBL("latency_ms", latency_s * 1000.0),
 	    LOG_DBL("self_ms", self_s * 1000.0),
@@ -1319,13 +1351,39 @@ static int encode(const struct admission_request *req, const struct outcome *o, 
 	resp.message = o->message;
 	for (size_t i = 0; i < o->n_warnings; i++)
 		resp.warnings[resp.n_warnings++] = o->warnings[i];
-	if (o->allowed && o->n_audit > 0) {
+	if (o->allowed && o->audit[0] != '\0') {
 		resp.audit_keys[0] = WEBHOOK_AUDIT_KEY;
 		resp.audit_values[0] = o->audit;
 		resp.n_audit = 1;
 	}
 	*out = admission_encode(&resp, out_len);
 	return *out ? 0 : WEBHOOK_ENOMEM;
+}
+
+/*
+ * --mode warn or audit: admit what enforce refuses, whatever the reason (webhook.h), in this
+ * one place, so that no refusal path can be missed. Warn: the refusal's text becomes the
+ * warning; audit: the auditAnnotations entry. The reason stays the refusal's, for the log and
+ * gpu_memory_guard_mode_admitted_total.
+ */
+static void apply_mode(struct webhook *w, struct outcome *o)
+{
+	if (o->allowed || (!w->mode_warn && !w->mode_audit))
+		return;
+	o->allowed = 1;
+	o->code = 0;
+	o->status_reason = NULL;
+	o->quiet = 0;
+	o->by_mode = w->mode_audit ? "audit" : "warn";
+	o->n_warnings = 0;
+	if (w->mode_warn) {
+		add_warning(o, o->message);
+		o->mdec = METRICS_WARNED;
+	} else {
+		add_mode_audit(o, o->message);
+		o->mdec = METRICS_ALLOWED;
+	}
+	o->message[0] = '\0';
 }
 
 void webhook_refuse_busy(struct webhook_review_ctx *x, const char *why)
@@ -1409,7 +1467,9 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	*out_len = 0;
 	if (!x->decided)
 		decide_placement(x);
+	apply_mode(w, o);
 	text_no_percent(o->message, sizeof(o->message));
+	text_no_percent(o->audit, sizeof(o->audit));
 	for (size_t i = 0; i < o->n_warnings; i++)
 		text_no_percent(o->warnings[i], sizeof(o->warnings[i]));
 	int rc = encode(req, o, out, out_len);
@@ -1422,6 +1482,9 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	log_decision(req, o, dt, self);
 	for (size_t i = 0; o->allowed && i < o->n_audit; i++)
 		metrics_policy_audit(w->metrics, o->audit_reasons[i]);
+	if (o->by_mode)
+		metrics_mode_admitted(
+		    w->metrics, w->mode_audit ? METRICS_MODE_AUDIT : METRICS_MODE_WARN, o->reason);
 	metrics_review(w->metrics,
 	               req->target == ADMISSION_POD       ? METRICS_KIND_POD
 	               : req->target == ADMISSION_BINDING ? METRICS_KIND_BINDING
@@ -1461,6 +1524,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->threshold = cfg->threshold;
 	w->warn_threshold = cfg->warn_threshold;
 	w->mode_warn = cfg->mode_warn;
+	w->mode_audit = cfg->mode_audit && !cfg->mode_warn;
 	w->budget_ms = cfg->budget_ms;
 	w->grace_ms = cfg->grace_ms ? cfg->grace_ms : WEBHOOK_GRACE_MS_DEFAULT;
 	w->src = *src;

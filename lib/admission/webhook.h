@@ -110,11 +110,22 @@ struct webhook_source webhook_source_kube(struct kube_client *c);
 #define WEBHOOK_AUDIT_KEY "audit-violations"
 
 struct webhook_config {
-	double threshold;                 /* ratio (0,1]; a node annotation overrides it */
-	double warn_threshold;            /* ratio (0,1] */
-	int mode_warn;                    /* 1: over-threshold placements allowed with a warning */
-	const char *const *gpu_resources; /* NULL -> nvidia.com/gpu; strings copied */
-	size_t n_gpu_resources;           /* <= DEMAND_MAX_RESOURCES */
+	double threshold;      /* ratio (0,1]; a node annotation overrides it */
+	double warn_threshold; /* ratio (0,1] */
+	/* --mode (at most one of the two set; neither: enforce). Whole-webhook rollout: in both
+	 * modes every review enforce would refuse, whatever the reason (over the threshold, no
+	 * or a bad declaration, no capacity known, the API server not reachable, a
+	 * GPUMemoryPolicy in enforce mode...), is admitted and counted in
+	 * gpu_memory_guard_mode_admitted_total{mode,reason}; its log line carries "mode" and
+	 * the refusal's reason. mode_warn: the refusal's text is the answer's warning.
+	 * mode_audit: no warning; the text goes to the auditAnnotations entry WEBHOOK_AUDIT_KEY
+	 * ("--mode audit: <text>", after any GPUMemoryPolicy audit entries). Over-threshold
+	 * placements admitted so are reserved as any admitted placement; the others (refused
+	 * before a decision could reserve) count once the API server shows the pod. */
+	int mode_warn;
+	int mode_audit;
+	const char *const *gpu_resources;     /* NULL -> nvidia.com/gpu; strings copied */
+	size_t n_gpu_resources;               /* <= DEMAND_MAX_RESOURCES */
 	const char *const *exempt_namespaces; /* strings copied */
 	size_t n_exempt_namespaces;           /* <= WEBHOOK_MAX_EXEMPT */
 	/* Time budget of one review, ms from its arrival (0: none): no API call starts once it

@@ -455,6 +455,21 @@ void informer_status(struct informer *inf, struct informer_status *out)
 	pthread_mutex_unlock(&inf->mu);
 }
 
+int informer_ready_gate(void *ctx, char *why, size_t cap)
+{
+	struct informer *inf = ctx;
+	struct informer_status st;
+
+	if (inf == NULL || inf->cfg.policies == NULL || policies_synced(inf->cfg.policies))
+		return 1;
+	informer_status(inf, &st);
+	snprintf(why, cap,
+	         "GPUMemoryPolicy objects not read yet: every GPU placement would be refused "
+	         "(PoliciesNotRead)%s%.120s",
+	         st.policies.last_error[0] ? ": " : "", st.policies.last_error);
+	return 0;
+}
+
 void informer_ready_note(void *ctx, char *buf, size_t cap)
 {
 	struct informer *inf = ctx;

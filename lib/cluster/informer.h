@@ -110,6 +110,14 @@ int informer_fresh_fn(void *ctx, double now_s);
  * ..."). ctx is the informer. */
 void informer_ready_note(void *ctx, char *buf, size_t cap);
 
+/* The readiness gate (server_options.ready_gate), ctx the informer: 0 with why while the
+ * GPUMemoryPolicy store (informer_config.policies) is not synced, i.e. before its first LIST
+ * completed or after a relist could not store every object: the webhook then refuses every GPU
+ * placement (PoliciesNotRead), so the replica must not take reviews. 1 otherwise, also
+ * without policies: an unsynced pod or node cache only sends placements to the API server,
+ * it refuses nothing. Thread-safe, never blocks. */
+int informer_ready_gate(void *ctx, char *why, size_t cap);
+
 /* 1 when both watches are open and healthy now (not broken, not silent), the cache complete:
  * the cache alone may decide. Between this and informer_fresh_fn (a break shorter than the
  * staleness bound) the webhook asks the API server first and uses the cache only when the API

@@ -464,7 +464,8 @@ static void classify(struct job *j)
 		return;
 	}
 	if (demand_from_pod(pod, &x->dcfg, &j->d) != 0 || j->d.status == DEMAND_INVALID) {
-		j->kind = K_INVALID;
+		/* --mode warn or audit: the webhook admits it anywhere, so every node passes */
+		j->kind = x->mode_warn ? K_PASS : K_INVALID;
 		j->why = "InvalidDeclaration";
 		return;
 	}
@@ -657,6 +658,12 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	if (!view->known) {
 		set_verdict(jg->v, ST_UNRESOLVABLE,
 		            "node unknown to gpu-memory-guard's watch cache");
+		return;
+	}
+	if (view->capacity_rc != 0 && x->mode_warn) {
+		jg->v->state =
+		    ST_PASS; /* the webhook admits it in warn and audit: cannot rank it */
+		jg->v->score = 0;
 		return;
 	}
 	if (view->capacity_rc != 0) {

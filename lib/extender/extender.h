@@ -153,9 +153,11 @@ struct extender_reservations extender_reservations_shared(struct shared *s);
 struct policies;
 
 struct extender_config {
-	double threshold;                     /* ratio (0,1]; a node annotation overrides it */
-	double warn_threshold;                /* ratio (0,1] */
-	int mode_warn;                        /* 1: over-threshold placements pass the filter */
+	double threshold;      /* ratio (0,1]; a node annotation overrides it */
+	double warn_threshold; /* ratio (0,1] */
+	int mode_warn; /* 1 (the webhook's --mode warn or audit): what the webhook admits there
+	                  passes the filter with score 0: over-threshold placements, nodes of
+	                  unknown capacity, pods without a valid declaration (every node) */
 	const char *const *gpu_resources;     /* NULL -> nvidia.com/gpu; strings copied */
 	size_t n_gpu_resources;               /* <= DEMAND_MAX_RESOURCES */
 	const char *const *exempt_namespaces; /* strings copied */

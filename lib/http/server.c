@@ -3,6 +3,7 @@
  */
 #include "server.h"
 
+#include "cpulimit.h"
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
@@ -71,6 +72,9 @@ struct server {
 	uint64_t cert_warn_s;
 	void (*ready_note)(void *ctx, char *buf, size_t cap);
 	void *ready_note_ctx;
+	int (*ready_gate)(void *ctx, char *why, size_t cap);
+	void *ready_gate_ctx;
+	unsigned cpus; /* usable_cpus(): the pools' default size */
 };
 
 /* Per-request state on the admission listener, from the headers to the completion. */
@@ -462,14 +466,34 @@ static void request_completed(void *cls, struct MHD_Connection *c, void **con_cl
 	*con_cls = NULL;
 }
 
+/* The ready gate (server_options.ready_gate): 1 when open or absent, else 0 with why. */
+static int gate_open(struct server *s, char *why, size_t cap)
+{
+	why[0] = '\0';
+	if (s->ready_gate == NULL || s->ready_gate(s->ready_gate_ctx, why, cap))
+		return 1;
+	if (why[0] == '\0')
+		snprintf(why, cap, "this replica cannot decide yet");
+	return 0;
+}
+
 /* Ready: 200 "ok", plus a warning line when the certificate expires soon (a probe still
  * passes: an expiring certificate is the operator's to renew, not a reason to stop serving). */
 static enum MHD_Result readyz(struct server *s, struct MHD_Connection *c)
 {
 	char warn[160], note[256], text[448];
-	if (!server_ready(s))
+	if (!atomic_load(&s->ready) || atomic_load(&s->draining))
 		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 		                  atomic_load(&s->draining) ? "draining\n" : "not ready\n");
+	if (!gate_open(s, note, sizeof(note))) {
+		metrics_set_ready(s->metrics, 0);
+		int n = snprintf(text, sizeof(text), "not ready: %s\n", note);
+		if (n < 0 || (size_t)n >= sizeof(text))
+			n = (int)strlen(text);
+		return reply(s, c, MHD_HTTP_SERVICE_UNAVAILABLE, "text/plain; charset=utf-8", text,
+		             (size_t)n, MHD_RESPMEM_MUST_COPY);
+	}
+	metrics_set_ready(s->metrics, 1);
 	note[0] = '\0';
 	if (s->ready_note != NULL)
 		s->ready_note(s->ready_note_ctx, note, sizeof(note));
@@ -500,6 +524,7 @@ static enum MHD_Result health_handler(void *cls, struct MHD_Connection *c, const
 	if (strcmp(url, "/metrics") == 0) {
 		char *text;
 		size_t len;
+		metrics_set_ready(s->metrics, server_ready(s)); /* the gate may have changed */
 		if (metrics_render(s->metrics, &text, &len) != 0)
 			return reply_text(s, c, MHD_HTTP_INTERNAL_SERVER_ERROR, "metrics failed\n");
 		return reply(s, c, MHD_HTTP_OK, "text/plain; version=0.0.4; charset=utf-8", text,
@@ -539,19 +564,39 @@ static int resolve(const char *host, uint16_t port, struct sockaddr_storage *ss,
 	return 0;
 }
 
-static unsigned pool_size(unsigned threads)
+/* The CPUs this process may use: the cgroup's CPU limit (cpulimit.h), else the host's. Read
+ * once per server; a cgroup file the kernel would not write is logged and the host's count
+ * used. */
+static unsigned usable_cpus(void)
 {
-	long n = threads ? (long)threads : sysconf(_SC_NPROCESSORS_ONLN);
-	return n < 2 ? 2 : (unsigned)n;
+	char err[CPULIMIT_ERR_MAX];
+	double limit = 0;
+	long online = sysconf(_SC_NPROCESSORS_ONLN);
+	int rc = cpulimit_read(CPULIMIT_CGROUP_ROOT, &limit, err, sizeof(err));
+
+	if (rc < 0) {
+		log_fields(
+		    LOG_WARN, "cannot read the cgroup CPU limit, sizing by the host's CPUs",
+		    (struct log_field[]){LOG_STR("error", err), LOG_INT("cpus", online), LOG_END});
+		limit = 0;
+	} else if (rc == CPULIMIT_NONE) {
+		limit = 0;
+	}
+	return cpulimit_count(limit, online);
+}
+
+static unsigned pool_size(unsigned threads, unsigned cpus)
+{
+	unsigned n = threads ? threads : cpus;
+	return n < 2 ? 2 : n;
 }
 
 /* Review workers mostly wait for the API server: several per CPU. */
-static unsigned worker_count(unsigned workers)
+static unsigned worker_count(unsigned workers, unsigned cpus)
 {
-	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	if (workers)
 		return workers;
-	return cpus * 4 > 8 ? (unsigned)(cpus * 4) : 8u;
+	return cpus * 4 > 8 ? cpus * 4 : 8u;
 }
 
 static struct MHD_Daemon *start_admission(struct server *s, const struct server_options *o,
@@ -564,11 +609,12 @@ static struct MHD_Daemon *start_admission(struct server *s, const struct server_
 	    flags, o->listen_port, NULL, NULL, admission_handler, &s->admission_l,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, "admission", MHD_OPTION_HTTPS_PRIORITIES,
 	    SERVER_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
-	    MHD_OPTION_THREAD_POOL_SIZE, pool_size(o->threads), MHD_OPTION_CONNECTION_TIMEOUT,
-	    o->connection_timeout_s ? o->connection_timeout_s : 30u, MHD_OPTION_CONNECTION_LIMIT,
-	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed,
-	    &s->admission_l, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
+	    MHD_OPTION_THREAD_POOL_SIZE, pool_size(o->threads, s->cpus),
+	    MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout_s ? o->connection_timeout_s : 30u,
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVER_PER_IP_LIMIT,
+	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s->admission_l, MHD_OPTION_SOCK_ADDR,
+	    sa, MHD_OPTION_END);
 }
 
 /* The admission listener's handling without TLS, for the plain routes. */
@@ -580,7 +626,7 @@ static struct MHD_Daemon *start_scheduler(struct server *s, const struct server_
 	return MHD_start_daemon(
 	    flags, o->scheduler_port, NULL, NULL, admission_handler, &s->scheduler_l,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, "scheduler", MHD_OPTION_THREAD_POOL_SIZE,
-	    pool_size(o->threads), MHD_OPTION_CONNECTION_TIMEOUT,
+	    pool_size(o->threads, s->cpus), MHD_OPTION_CONNECTION_TIMEOUT,
 	    o->connection_timeout_s ? o->connection_timeout_s : 30u, MHD_OPTION_CONNECTION_LIMIT,
 	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed,
@@ -675,11 +721,15 @@ struct server *server_start(const struct server_options *opt, const struct serve
 	s->cert_warn_s = opt->cert_warn_s;
 	s->ready_note = opt->ready_note;
 	s->ready_note_ctx = opt->ready_note_ctx;
+	s->ready_gate = opt->ready_gate;
+	s->ready_gate_ctx = opt->ready_gate_ctx;
 	s->metrics = metrics;
+	s->cpus = usable_cpus();
 	pthread_mutex_init(&s->workers.lock, NULL);
 	pthread_cond_init(&s->workers.cond, NULL);
-	if (workers_start(s, worker_count(opt->workers)) != 0) {
-		snprintf(err, errlen, "cannot start %u review workers", worker_count(opt->workers));
+	if (workers_start(s, worker_count(opt->workers, s->cpus)) != 0) {
+		snprintf(err, errlen, "cannot start %u review workers",
+		         worker_count(opt->workers, s->cpus));
 		goto err;
 	}
 	tls_store_activate(tls);
@@ -711,14 +761,14 @@ struct server *server_start(const struct server_options *opt, const struct serve
 	s->health_port = bound_port(s->health);
 	atomic_store(&s->ready, tls != NULL);
 	metrics_set_ready(metrics, server_ready(s));
-	log_fields(LOG_INFO, "serving",
-	           (struct log_field[]){LOG_STR("listen_host", opt->listen_host),
-	                                LOG_INT("listen_port", s->listen_port),
-	                                LOG_STR("health_host", opt->health_host),
-	                                LOG_INT("health_port", s->health_port),
-	                                LOG_INT("scheduler_port", s->scheduler_port),
-	                                LOG_INT("threads", pool_size(opt->threads)),
-	                                LOG_INT("workers", s->workers.n), LOG_END});
+	log_fields(
+	    LOG_INFO, "serving",
+	    (struct log_field[]){
+	        LOG_STR("listen_host", opt->listen_host), LOG_INT("listen_port", s->listen_port),
+	        LOG_STR("health_host", opt->health_host), LOG_INT("health_port", s->health_port),
+	        LOG_INT("scheduler_port", s->scheduler_port), LOG_INT("cpus", s->cpus),
+	        LOG_INT("threads", pool_size(opt->threads, s->cpus)),
+	        LOG_INT("workers", s->workers.n), LOG_END});
 	return s;
 err:
 	server_free(s);
@@ -740,7 +790,9 @@ uint16_t server_scheduler_port(struct server *s)
 
 int server_ready(struct server *s)
 {
-	return atomic_load(&s->ready) && !atomic_load(&s->draining);
+	char why[256];
+	return atomic_load(&s->ready) && !atomic_load(&s->draining) &&
+	       gate_open(s, why, sizeof(why));
 }
 
 static void sleep_ms(uint64_t ms)

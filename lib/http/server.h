@@ -19,8 +19,9 @@
  *   workers as the admission listener, for a kube-scheduler on the same pod network that does
  *   not speak TLS to it. Other paths (POST /validate included) are 404 there.
  * Health listener: GET /healthz (200 while the process runs), /readyz (200 once the
- *   certificate is loaded and the admission listener is up; 503 once draining), /metrics
- *   (Prometheus text).
+ *   certificate is loaded, the admission listener is up and server_options.ready_gate, if
+ *   any, says this replica can decide; 503 "not ready: <why>" while the gate says not, 503
+ *   "draining" once draining), /metrics (Prometheus text).
  *
  * Shutdown (server_shutdown): readiness fails first; the admission (and scheduler) listener
  * keeps serving for drain_ms so that the endpoints controller and the API server stop sending;
@@ -93,9 +94,11 @@ struct server_options {
 	uint16_t listen_port;    /* 0 = any free port (see server_ports) */
 	const char *health_host;
 	uint16_t health_port;
-	int scheduler_enabled;         /* 1: start the plain-HTTP scheduler listener */
-	const char *scheduler_host;    /* as listen_host */
-	uint16_t scheduler_port;       /* 0 = any free port */
+	int scheduler_enabled;      /* 1: start the plain-HTTP scheduler listener */
+	const char *scheduler_host; /* as listen_host */
+	uint16_t scheduler_port;    /* 0 = any free port */
+	/* CPUs below: the cgroup's CPU limit rounded up (cpulimit.h), else the host's CPUs; the
+	 * "serving" log line says how many ("cpus"). */
 	unsigned threads;              /* admission thread pool size; 0 = CPUs (min 2) */
 	unsigned workers;              /* review worker threads; 0 = 4 x CPUs (min 8) */
 	unsigned connection_timeout_s; /* idle connection timeout, seconds (> 0) */
@@ -106,6 +109,13 @@ struct server_options {
 	 * thread; must be thread-safe and must not block. */
 	void (*ready_note)(void *ctx, char *buf, size_t cap);
 	void *ready_note_ctx;
+	/* Optional: 1 when this replica can decide; 0 with a one-line reason in why (cap bytes,
+	 * NUL-terminated) when every review it decided now would be refused, e.g. the
+	 * GPUMemoryPolicy objects are not read yet: /readyz answers 503 and the ready gauge is 0,
+	 * so the Service sends reviews to the other replicas. Called on the health thread (each
+	 * /readyz and /metrics); must be thread-safe and must not block. */
+	int (*ready_gate)(void *ctx, char *why, size_t cap);
+	void *ready_gate_ctx;
 };
 
 struct server; /* opaque */
@@ -125,7 +135,7 @@ void server_ports(struct server *s, uint16_t *listen_port, uint16_t *health_port
 /* The scheduler listener's bound port, 0 when it is not started. */
 uint16_t server_scheduler_port(struct server *s);
 
-/* 1 while /readyz answers 200. Thread-safe. */
+/* 1 while /readyz answers 200 (the ready gate asked now). Thread-safe. */
 int server_ready(struct server *s);
 
 /*

@@ -56,14 +56,20 @@ static const char usage_text[] =
     "                                a failed or timed-out call denies the placement, and\n"
     "                                no call starts after 2 x DUR in one review: reviews\n"
     "                                are answered within 3 x DUR\n"
+    "  --webhook-timeout DUR         the timeoutSeconds this webhook is registered with\n"
+    "                                (1s to 30s; the chart and manifests pass it): at start,\n"
+    "                                a warning when it is shorter than 3 x --api-timeout\n"
+    "                                (default: not known, no check)\n"
     "  --threshold RATIO             share of a node's GPU memory that placements may\n"
     "                                declare, 0 < RATIO <= 1 (default 0.90); the node\n"
     "                                annotation gpu-memory-guard.io/threshold overrides it\n"
     "  --warn-threshold RATIO        allowed placements above this share carry a warning\n"
     "                                (default 0.80)\n"
-    "  --mode enforce|warn           enforce denies placements over the threshold; warn\n"
-    "                                allows them with the denial text as a warning\n"
-    "                                (default enforce)\n"
+    "  --mode enforce|warn|audit     enforce refuses what breaks the rules; warn admits\n"
+    "                                everything enforce would refuse, with the refusal as\n"
+    "                                a warning; audit admits it silently and records it\n"
+    "                                (auditAnnotations, a metric, the log line); a whole-\n"
+    "                                webhook rollout (default enforce)\n"
     "  --gpu-resource NAME           extended resource that counts as a GPU; repeatable\n"
     "                                (default nvidia.com/gpu)\n"
     "  --exempt-namespace NS         never refuse pods of this namespace (they still count\n"
@@ -97,10 +103,11 @@ static const char usage_text[] =
     "                                server cannot be asked and the watch broke less than\n"
     "                                DUR ago (default 5s)\n"
     "  --log-level LEVEL             debug, info, warn or error (default info)\n"
-    "  --threads N                   TLS and HTTP threads (default: number of CPUs, at\n"
-    "                                least 2)\n"
+    "  --threads N                   TLS and HTTP threads (default: CPUs, at least 2;\n"
+    "                                CPUs: the container's CPU limit rounded up, from the\n"
+    "                                cgroup, else the host's number of CPUs)\n"
     "  --workers N                   threads that run reviews and wait for the API server\n"
-    "                                (default: 4 x number of CPUs, at least 8)\n"
+    "                                (default: 4 x CPUs, at least 8)\n"
     "  --connection-timeout DUR      close idle client connections after this long\n"
     "                                (default 30s, whole seconds)\n"
     "  --drain-timeout DUR           after SIGTERM: /readyz fails and reviews are still\n"
@@ -111,6 +118,14 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 on success and after a SIGTERM drain, 1 when serving fails to start,\n"
     "2 on a bad command line.\n";
+
+int config_timeout_short(const struct config *cfg, uint64_t *deadline_ms)
+{
+	uint64_t d = cfg->api_timeout_ms > UINT64_MAX / 3 ? UINT64_MAX : 3 * cfg->api_timeout_ms;
+
+	*deadline_ms = d;
+	return cfg->webhook_timeout_ms > 0 && cfg->webhook_timeout_ms < d;
+}
 
 const char *config_usage(void)
 {
@@ -326,6 +341,7 @@ enum flag_id {
 	F_CONN_TIMEOUT,
 	F_DRAIN,
 	F_SHUTDOWN,
+	F_WEBHOOK_TIMEOUT,
 	F_CERT_WARN,
 	F_GRACE,
 	F_CACHE,
@@ -360,6 +376,7 @@ static const struct {
     {"connection-timeout", F_CONN_TIMEOUT},
     {"drain-timeout", F_DRAIN},
     {"shutdown-timeout", F_SHUTDOWN},
+    {"webhook-timeout", F_WEBHOOK_TIMEOUT},
     {"cert-expiry-warning", F_CERT_WARN},
     {"reservation-grace", F_GRACE},
     {"cache", F_CACHE},
@@ -494,6 +511,9 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_SHUTDOWN:
 		return set_duration(name, v, 0, "0s", 3600000, "1h", &cfg->shutdown_timeout_ms, err,
 		                    errlen);
+	case F_WEBHOOK_TIMEOUT: /* timeoutSeconds: 1 to 30 (the API server's bounds) */
+		return set_duration(name, v, 1000, "1s", 30000, "30s", &cfg->webhook_timeout_ms,
+		                    err, errlen);
 	case F_CACHE:
 		if (strcmp(v, "watch") != 0 && strcmp(v, "off") != 0) {
 			snprintf(err, errlen, "--cache: \"%s\" is not watch or off", v);
@@ -548,11 +568,13 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_WARN_THRESHOLD:
 		return set_ratio(name, v, &cfg->warn_threshold, err, errlen);
 	case F_MODE:
-		if (strcmp(v, "enforce") != 0 && strcmp(v, "warn") != 0) {
-			snprintf(err, errlen, "--mode: \"%s\" is not enforce or warn", v);
+		if (strcmp(v, "enforce") != 0 && strcmp(v, "warn") != 0 &&
+		    strcmp(v, "audit") != 0) {
+			snprintf(err, errlen, "--mode: \"%s\" is not enforce, warn or audit", v);
 			return -1;
 		}
 		cfg->mode_warn = strcmp(v, "warn") == 0;
+		cfg->mode_audit = strcmp(v, "audit") == 0;
 		return 0;
 	case F_GPU_RESOURCE:
 		if (!*gpu_seen) { /* the first explicit value replaces the default */

@@ -57,7 +57,8 @@ struct config {
 	const char *kubeconfig;           /* --kubeconfig; NULL = in-cluster service account */
 	double threshold;                 /* --threshold, ratio (0,1], default 0.90 */
 	double warn_threshold;            /* --warn-threshold, ratio (0,1], default 0.80 */
-	int mode_warn;                    /* --mode warn: 1; enforce (default): 0 */
+	int mode_warn;                    /* --mode warn: 1; enforce (default) and audit: 0 */
+	int mode_audit;                   /* --mode audit: 1; enforce and warn: 0 */
 	const char *gpu_resources[CONFIG_MAX_GPU_RESOURCES]; /* --gpu-resource, default
 	                                                        nvidia.com/gpu */
 	size_t n_gpu_resources;
@@ -77,6 +78,8 @@ struct config {
 	                                    the API server while the cache's watch has been
 	                                    broken longer than this */
 	uint64_t api_timeout_ms;         /* --api-timeout, default 2s (> 0) */
+	uint64_t webhook_timeout_ms;     /* --webhook-timeout: the registered timeoutSeconds,
+	                                    1s..30s; 0 (default): not known */
 	const char *log_level;           /* --log-level debug|info|warn|error, default info */
 	uint64_t drain_timeout_ms;       /* --drain-timeout, default 5s: after SIGTERM, /readyz
 	                                    fails and requests are still served this long */
@@ -84,11 +87,12 @@ struct config {
 	                                    /readyz warns when the certificate expires sooner */
 	uint64_t shutdown_timeout_ms;    /* --shutdown-timeout, default 10s: then the wait for
 	                                    in-flight requests before closing connections */
-	unsigned threads;                /* --threads, 0 (default) = number of CPUs, min 2 */
-	unsigned workers;                /* --workers, 0 (default) = 4 x CPUs, min 8 */
-	unsigned connection_timeout_s;   /* --connection-timeout, idle connection, default 30s */
-	int scheduler_listen_set;        /* --scheduler-listen given: start the plain-HTTP
-	                                    scheduler extender listener (needs --cache watch) */
+	unsigned threads; /* --threads, 0 (default) = CPUs, min 2 (CPUs: the cgroup's CPU limit
+	                     rounded up, else the host's; server.h) */
+	unsigned workers; /* --workers, 0 (default) = 4 x CPUs, min 8 */
+	unsigned connection_timeout_s; /* --connection-timeout, idle connection, default 30s */
+	int scheduler_listen_set;      /* --scheduler-listen given: start the plain-HTTP
+	                                  scheduler extender listener (needs --cache watch) */
 	struct config_addr scheduler_listen; /* --scheduler-listen, no default (off) */
 	int scheduler_spread;                /* --scheduler-score spread: 1; binpack (default): 0 */
 };
@@ -115,6 +119,15 @@ int config_parse_duration(const char *s, uint64_t *ms, char *err, size_t errlen)
 /* Parse "ADDR:PORT" as described for struct config_addr. 0 or -1 with a reason in err. */
 int config_parse_addr(const char *s, struct config_addr *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/*
+ * A review is answered within 3 x --api-timeout of its arrival (webhook.h); the API server
+ * gives up after the timeoutSeconds it was registered with (--webhook-timeout), and then the
+ * user sees "context deadline exceeded" instead of the webhook's explained denial. Returns 1
+ * when --webhook-timeout is given and shorter than that deadline, else 0; *deadline_ms gets
+ * the deadline (ms) either way. Pure.
+ */
+int config_timeout_short(const struct config *cfg, uint64_t *deadline_ms);
 
 /* The --help text (static, ends with a newline). */
 const char *config_usage(void);

@@ -18,6 +18,7 @@
 #define N_EXT_VERBS     2
 #define N_EXT_RESULTS   3
 #define N_AUDIT_REASONS 5
+#define N_MODE_REASONS  17 /* METRICS_MODE_REASONS */
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
@@ -68,7 +69,8 @@ struct metrics {
 	atomic_uint_fast64_t ext_requests[N_EXT_VERBS][N_EXT_RESULTS];
 	atomic_uint_fast64_t ext_filtered_out;
 	atomic_uint_fast64_t audit[N_AUDIT_REASONS];
-	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
+	atomic_uint_fast64_t mode_admitted[2][N_MODE_REASONS]; /* enum metrics_mode */
+	struct histogram ext_latency[N_EXT_VERBS];             /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
 	metrics_collector_fn collectors[METRICS_MAX_COLLECTORS];
@@ -157,6 +159,22 @@ void metrics_policy_audit(struct metrics *m, const char *reason)
 	       (reason == NULL || strcmp(reason, audit_reason_names[i]) != 0))
 		i++;
 	atomic_fetch_add_explicit(&m->audit[i], 1, memory_order_relaxed);
+}
+
+static const char *const mode_reason_names[N_MODE_REASONS] = {METRICS_MODE_REASONS};
+_Static_assert(sizeof(mode_reason_names) / sizeof(mode_reason_names[0]) == N_MODE_REASONS,
+               "N_MODE_REASONS");
+
+void metrics_mode_admitted(struct metrics *m, enum metrics_mode mode, const char *reason)
+{
+	size_t i = 0;
+
+	if (m == NULL || (unsigned)mode > METRICS_MODE_AUDIT)
+		return;
+	while (i < N_MODE_REASONS - 1 &&
+	       (reason == NULL || strcmp(reason, mode_reason_names[i]) != 0))
+		i++;
+	atomic_fetch_add_explicit(&m->mode_admitted[mode][i], 1, memory_order_relaxed);
 }
 
 void metrics_http(struct metrics *m, unsigned code)
@@ -403,6 +421,16 @@ static void render_extender(struct metrics_writer *b, struct metrics *m)
 	for (int r = 0; r < N_AUDIT_REASONS; r++)
 		bprintf(b, "gpu_memory_guard_policy_audit_violations_total{reason=\"%s\"} %llu\n",
 		        audit_reason_names[r], (unsigned long long)load(&m->audit[r]));
+	bprintf(b, "# HELP gpu_memory_guard_mode_admitted_total Reviews admitted only because "
+	           "--mode is warn or audit: enforce would have refused them, by reason.\n"
+	           "# TYPE gpu_memory_guard_mode_admitted_total counter\n");
+	for (int md = 0; md < 2; md++)
+		for (int r = 0; r < N_MODE_REASONS; r++)
+			bprintf(b,
+			        "gpu_memory_guard_mode_admitted_total{mode=\"%s\",reason=\"%s\"} "
+			        "%llu\n",
+			        md == METRICS_MODE_AUDIT ? "audit" : "warn", mode_reason_names[r],
+			        (unsigned long long)load(&m->mode_admitted[md][r]));
 	bprintf(b, "# HELP gpu_memory_guard_extender_request_seconds Time to answer one scheduler "
 	           "extender call, from its arrival.\n"
 	           "# TYPE gpu_memory_guard_extender_request_seconds histogram\n");

@@ -28,6 +28,9 @@
  *   gpu_memory_guard_policy_audit_violations_total{reason}    counter, placements allowed that
  *       a GPUMemoryPolicy in audit mode would refuse; reason: OverThreshold | NeverFits |
  *       TierOverShare | TierYield | other (one per policy breached)
+ *   gpu_memory_guard_mode_admitted_total{mode,reason}         counter, reviews admitted only
+ *       because --mode is warn or audit: enforce would have refused them; mode: warn | audit;
+ *       reason: the refusal's (METRICS_MODE_REASONS below, anything else: other)
  *
  *   gpu_memory_guard_api_requests_total{verb="watch",...} counts a watch when it ends.
  * Collectors (metrics_add_collector) add the watch cache's series: see informer.h.
@@ -90,6 +93,18 @@ void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
 
 /* One breach of a GPUMemoryPolicy in audit mode (policyset.h), by reason. m may be NULL. */
 void metrics_policy_audit(struct metrics *m, const char *reason);
+
+/* The refusal reasons gpu_memory_guard_mode_admitted_total names (its last value: other). */
+#define METRICS_MODE_REASONS                                                                       \
+	"OverThreshold", "NeverFits", "TierOverShare", "TierYield", "InvalidDeclaration",          \
+	    "UnknownCapacity", "InvalidCapacity", "NotFound", "APIServerUnavailable",              \
+	    "ReservationRecordUnreadable", "PoliciesNotRead", "LedgerFull", "NameTooLong",         \
+	    "WebhookBusy", "InternalError", "InvalidReview", "other"
+enum metrics_mode { METRICS_MODE_WARN = 0, METRICS_MODE_AUDIT };
+
+/* One review admitted that enforce would refuse with reason (--mode warn or audit). m may be
+ * NULL. */
+void metrics_mode_admitted(struct metrics *m, enum metrics_mode mode, const char *reason);
 
 /* One HTTP answer on the admission or scheduler listener, by status code. m may be NULL. */
 void metrics_http(struct metrics *m, unsigned code);

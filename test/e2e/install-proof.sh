@@ -42,8 +42,9 @@
 #    one-line apply, and the chart's existingSecret mode on that Secret. Then the optional
 #    manifests/scheduler/ (sched_manifest_checks): dry runs, the same objects as the chart's
 #    scheduler.enabled, the real kube-scheduler run from it.
-# 6. Webhook down: GPU placements fail closed, ordinary pod CREATE is not sent, bindings wait,
-#    and the webhook's own namespace and kube-system still schedule.
+# 6. Webhook down: GPU placements fail closed, an undeclared MIG pod's CREATE is sent (refused),
+#    ordinary pod CREATE is not sent, bindings wait, and the webhook's own namespace and
+#    kube-system still schedule.
 #
 # Prints PASS/FAIL per check, then "N passed, M failed"; exits 1 on any failure.
 # GMG_E2E_KEEP=1 keeps the cluster up afterwards.
@@ -375,6 +376,13 @@ served_fingerprint() {
 }
 
 create_pod() { gpu_pod "$@" | kc create -f -; }
+# An unscheduled pod asking for one MIG slice, declaring nothing.
+mig_pod() { # NAME
+	jq -n --arg name "$1" --arg ns "$TEST_NS" '
+	{apiVersion: "v1", kind: "Pod", metadata: {name: $name, namespace: $ns},
+	 spec: {containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
+	          resources: {limits: {"nvidia.com/mig-1g.10gb": "1"}}}]}}'
+}
 pod_bound() { [ -n "$(kc -n "$TEST_NS" get pod "$1" -o jsonpath='{.spec.nodeName}')" ]; }
 binding_denied() {
 	kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$1,reason=FailedScheduling" \
@@ -417,7 +425,7 @@ webhook_config_ok() { # BINDINGS_FAILURE_POLICY
 	kc get validatingwebhookconfiguration gpu-memory-guard -o json | jq -e --arg bp "$1" --arg url "$URL" '
 	  (.webhooks | length) == 2 and
 	  all(.webhooks[]; .sideEffects == "None" and .admissionReviewVersions == ["v1"] and
-	      .timeoutSeconds == 5 and .matchPolicy == "Equivalent" and .clientConfig.url == $url and
+	      .timeoutSeconds == 7 and .matchPolicy == "Equivalent" and .clientConfig.url == $url and
 	      (.clientConfig.caBundle | length) > 0 and
 	      (.namespaceSelector.matchExpressions[] | select(.key == "kubernetes.io/metadata.name") |
 	        .operator == "NotIn" and (.values | index("kube-system") != null and index("gpu-memory-guard") != null))) and
@@ -426,6 +434,59 @@ webhook_config_ok() { # BINDINGS_FAILURE_POLICY
 	      (.matchConditions | length) == 2) and
 	  (.webhooks[1] | .name == "bindings.gpu-memory-guard.io" and .failurePolicy == $bp and
 	      .rules[0].resources == ["pods/binding", "bindings"] and (.matchConditions // [] | length) == 0)' >/dev/null
+}
+
+# The registered timeoutSeconds follows apiTimeout (3 x apiTimeout rounded up, plus 1) in both
+# webhooks, and the Deployment passes the same number as --webhook-timeout (issue 24).
+timeout_rendered() { # API_TIMEOUT WANT_SECONDS [MORE_HELM_ARGS...]
+	local api=$1 want=$2
+	shift 2
+	helm_template --set "apiTimeout=$api" "$@" | kc apply --dry-run=server -o json -f - 2>/dev/null |
+		jq -e --argjson t "$want" --arg arg "--webhook-timeout=${want}s" '
+		  ([.items[] | select(.kind == "ValidatingWebhookConfiguration") | .webhooks[].timeoutSeconds] == [$t, $t]) and
+		  ([.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args | index($arg)] | .[0] != null)' >/dev/null
+}
+# A registered timeout shorter than the review's deadline, or a deadline over the API server's
+# 30 s maximum, is refused at render time, saying why.
+timeout_refused() { # WHAT_THE_ERROR_SAYS HELM_ARGS...
+	local want=$1 out
+	shift
+	if out=$(helm_template "$@" 2>&1); then
+		echo "rendered: $*"
+		return 1
+	fi
+	[[ $out == *"$want"* ]] || { echo "$out"; return 1; }
+}
+
+# Every `serve` flag is reachable from the chart (issue 24): each named value renders its flag,
+# extraArgs are appended as given, and the server accepts the Deployment. Unset, none renders
+# (same_objects compares the default render with manifests/).
+SERVE_VALUES=(--set policies=off --set cache=watch --set cacheMaxStaleness=10s
+	--set reservationGrace=7s --set threads=3 --set workers=12 --set connectionTimeout=20s
+	--set tlsReloadInterval=5s --set certExpiryWarning=0 --set drainTimeout=4s
+	--set shutdownTimeout=8s --set 'extraArgs={--scheduler-listen=:8081,--kubeconfig=/k/config}')
+serve_flags_rendered() {
+	helm_template "${SERVE_VALUES[@]}" | kc apply --dry-run=server -o json -f - 2>/dev/null |
+		jq -e '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args][0] as $a |
+		  ["--policies=off", "--cache=watch", "--cache-max-staleness=10s", "--reservation-grace=7s",
+		   "--threads=3", "--workers=12", "--connection-timeout=20s", "--tls-reload-interval=5s",
+		   "--cert-expiry-warning=0", "--drain-timeout=4s", "--shutdown-timeout=8s"] as $want |
+		  all($want[]; . as $f | $a | index($f) != null) and
+		  $a[-2:] == ["--scheduler-listen=:8081", "--kubeconfig=/k/config"]' >/dev/null
+}
+# Every flag of `serve --help` is either passed by the chart's Deployment template or reachable
+# through a named value above or extraArgs (--kubeconfig, --scheduler-listen): the list below
+# is the help's, so a new flag fails this until it is placed.
+serve_flags_all_placed() {
+	local flags f missing=""
+	flags=$("$BINARY" --help | grep -oE '^  --[a-z-]+' | sed 's/^  //' | sort -u)
+	for f in $flags; do
+		case $f in
+		--help | --kubeconfig | --scheduler-listen) continue ;; # extraArgs
+		esac
+		grep -q -- "- $f=" "$CHART/templates/deployment.yaml" || missing="$missing $f"
+	done
+	[ -z "$missing" ] || { echo "serve flags the chart cannot pass:$missing"; return 1; }
 }
 
 # webhook.bindings.failurePolicy is configurable: the rendered and server-accepted value.
@@ -1199,12 +1260,21 @@ check "helm lint --strict (ServiceMonitor, PrometheusRule, Ignore, warn, URL)" c
 check "schema rejects threshold 1.5" schema_rejects --set threshold=1.5
 check "schema rejects threshold 0" schema_rejects --set threshold=0
 check "schema rejects threshold 1.5 as a number (--set-json)" schema_rejects --set-json threshold=1.5
-check "schema rejects mode audit" schema_rejects --set mode=audit
+check "schema rejects mode observe" schema_rejects --set mode=observe
 check "schema rejects failurePolicy Maybe" schema_rejects --set webhook.bindings.failurePolicy=Maybe
 check "schema rejects existingSecret without a name" schema_rejects --set certificate.mode=existingSecret
 check "schema accepts threshold 1" helm_template --set threshold=1
 check "schema rejects reservations cluster" schema_rejects --set reservations=cluster
 check "chart refuses reservations=local with 2 replicas, saying why" local_multi_refused
+check "chart's Deployment template can pass every flag of serve --help (named values, extraArgs for --kubeconfig, --scheduler-listen)" serve_flags_all_placed
+check "schema rejects threads 0.5" schema_rejects --set-json threads=0.5
+check "schema rejects policies maybe" schema_rejects --set policies=maybe
+check "schema rejects drainTimeout 5 (no unit)" schema_rejects --set drainTimeout=5
+check "schema rejects extraArgs not a list" schema_rejects --set extraArgs=--threads=2
+check "chart refuses webhook.timeoutSeconds 5 under apiTimeout 2s (6 s deadline), saying why" \
+	timeout_refused "shorter than a review's deadline" --set webhook.timeoutSeconds=5
+check "chart refuses apiTimeout 11s (33 s deadline, over the API server's 30 s), saying why" \
+	timeout_refused "more than the API server's 30 s maximum" --set apiTimeout=11s
 check "certManager mode renders Certificate and cainjector annotation (chart and certs/cert-manager)" check_cert_manager_render
 check "helm lint --strict (scheduler.enabled)" check_lint --set scheduler.enabled=true
 check "helm lint --strict (scheduler.enabled, certManager, spread, 2 GPU resources)" check_lint --set scheduler.enabled=true \
@@ -1235,6 +1305,11 @@ check "kubectl apply --dry-run=server -f chart's crds/gpumemorypolicy.yaml" kc a
 check "chart (--include-crds) and manifests/ render the same objects (CRD, webhooks, RBAC incl. policies and the Lease Role, pod spec, Service, PDB)" same_objects
 check "chart: reservations=local with replicas=1 renders --reservations=local and no Lease Role, accepted" local_single_ok
 check "chart: bindings failurePolicy Ignore renders and is accepted (pods stay Fail)" bindings_policy_rendered Ignore
+check "timeoutSeconds 7 and --webhook-timeout=7s from apiTimeout 2s" timeout_rendered 2s 7
+check "timeoutSeconds 10 and --webhook-timeout=10s from apiTimeout 3s" timeout_rendered 3s 10
+check "timeoutSeconds 6 from apiTimeout 1500ms (4.5 s rounded up, plus 1)" timeout_rendered 1500ms 6
+check "webhook.timeoutSeconds 12 kept when it covers 3 x apiTimeout" timeout_rendered 2s 12 --set webhook.timeoutSeconds=12
+check "chart: every named serve value renders its flag, extraArgs appended, accepted" serve_flags_rendered
 check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" template_apply \
 	--set webhook.bindings.failurePolicy=Ignore --set mode=warn \
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
@@ -1260,7 +1335,7 @@ check "helm: Deployment stored with every setting (HA, security context, probes,
 	deploy_settings_kept "$WORK/helm-deploy.json"
 check "helm: Deployment passes --reservations=shared --reservations-namespace=$NS" \
 	deploy_shared_reservations "$WORK/helm-deploy.json"
-check "helm: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
+check "helm: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 7 s)" webhook_config_ok Fail
 # The Secret as the kubelet would mount it.
 kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$WORK/helm.crt"
 kc -n "$NS" get secret "$SECRET" -o jsonpath='{.data.tls\.key}' | base64 -d >"$WORK/helm.key"
@@ -1365,7 +1440,7 @@ check "manifests: Deployment stored with every setting (HA, security context, pr
 	deploy_settings_kept "$WORK/manifests-deploy.json"
 check "manifests: Deployment passes --reservations=shared --reservations-namespace=$NS" \
 	deploy_shared_reservations "$WORK/manifests-deploy.json"
-check "manifests: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 5 s)" webhook_config_ok Fail
+check "manifests: webhook configuration stored as designed (2 webhooks, exclusions, Fail/Fail, v1, None, 7 s)" webhook_config_ok Fail
 check "manifests: both replicas created under Pod Security restricted" wait_for 60 "2 webhook pods" webhook_pods 2
 volume_update "$WORK/manifests-tls" "$CERTS/tls.crt" "$CERTS/tls.key" "$CERTS/ca.crt"
 check "ServiceAccount token kubeconfig (manifests' ServiceAccount)" sa_kubeconfig "$WORK/manifests-sa.kubeconfig"
@@ -1404,6 +1479,14 @@ if [[ $out == *'failed calling webhook "pods.gpu-memory-guard.io"'* ]]; then
 	pass "down: GPU placement refused (fails closed, pods webhook)"
 else
 	fail "down: GPU placement refused (fails closed, pods webhook)" "$out"
+fi
+# A MIG pod without a declaration is sent at creation (the filter names nvidia.com/mig-*), so
+# it is refused at `kubectl apply`, not later at its Binding (issue 24).
+out=$(mig_pod down-mig | kc create -f - 2>&1)
+if [[ $out == *'failed calling webhook "pods.gpu-memory-guard.io"'* ]]; then
+	pass "down: an undeclared MIG pod CREATE is sent to the webhook (matchConditions name nvidia.com/mig-*)"
+else
+	fail "down: an undeclared MIG pod CREATE is sent to the webhook (matchConditions name nvidia.com/mig-*)" "$out"
 fi
 check "down: ordinary pod CREATE is not sent to the webhook (matchConditions)" create_plain_pod "$TEST_NS" down-plain
 check "down: its binding waits (bindings webhook, failurePolicy Fail)" wait_for 45 "binding failure event" binding_call_failed down-plain

@@ -268,11 +268,20 @@ static void test_unstorable_pod_not_forgotten_during_relist(void **state)
 }
 
 /* SIGTERM while the initial LIST waits for a slow API server: the exit stays within the drain
- * and shutdown timeouts plus a couple of seconds, not the LIST's --api-timeout. */
+ * and shutdown timeouts plus a couple of seconds, not the LIST's --api-timeout. --policies off:
+ * with them on the replica is not ready until their LIST is done (integ_policies), and this
+ * test needs it serving while the pods and nodes are still being listed. */
 static void test_sigterm_during_slow_initial_list(void **state)
 {
-	static const char *const extra[] = {
-	    "--api-timeout", "30s", "--drain-timeout", "0s", "--shutdown-timeout", "1s", NULL};
+	static const char *const extra[] = {"--api-timeout",
+	                                    "30s",
+	                                    "--drain-timeout",
+	                                    "0s",
+	                                    "--shutdown-timeout",
+	                                    "1s",
+	                                    "--policies",
+	                                    "off",
+	                                    NULL};
 	char *ready = NULL;
 
 	(void)state;

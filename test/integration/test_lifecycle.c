@@ -281,6 +281,33 @@ static int run_cli(const char *args, char *out, size_t outlen)
 	return pclose(p);
 }
 
+/* --webhook-timeout: the timeoutSeconds the webhook is registered with. Shorter than a review's
+ * deadline (3 x --api-timeout) is warned about at start, once; long enough is not. */
+static int log_has(const char *what)
+{
+	char *log = harness_read_file(W.log_file, NULL);
+	int found = log != NULL && strstr(log, what) != NULL;
+	free(log);
+	return found;
+}
+
+static void test_registered_timeout_warning(void **state)
+{
+	static const char warning[] = "the registered webhook timeout is shorter than a review";
+	const char *const short_args[] = {"--api-timeout", "2s", "--webhook-timeout", "5s", NULL};
+	const char *const long_args[] = {"--api-timeout", "2s", "--webhook-timeout", "7s", NULL};
+	(void)state;
+	start(short_args);
+	ITEST_CHECK(log_has(warning), "no warning for timeoutSeconds 5 under --api-timeout 2s");
+	ITEST_CHECK(log_has("\"deadline_ms\":6000") && log_has("\"webhook_timeout_ms\":5000"),
+	            "the warning does not give both numbers");
+	ITEST_CHECK(world_stop_gmg(&W, SIGTERM, 20000) == 0, "stop");
+	ITEST_CHECK(truncate(W.log_file, 0) == 0, "truncate the log");
+	start(long_args);
+	ITEST_CHECK(!log_has(warning), "warned although 7 s covers the 6 s deadline");
+	ITEST_CHECK(world_stop_gmg(&W, SIGTERM, 20000) == 0, "stop");
+}
+
 static void test_command_line(void **state)
 {
 	char out[8192];
@@ -293,6 +320,9 @@ static void test_command_line(void **state)
 	ITEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "bad --mode: status %d: %s", st, out);
 	st = run_cli("serve --api-timeout 2parsecs", out, sizeof out);
 	ITEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "bad duration: status %d: %s", st, out);
+	st = run_cli("serve --webhook-timeout 31s", out, sizeof out);
+	ITEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2 && strstr(out, "--webhook-timeout"),
+	            "--webhook-timeout over the API server's 30 s: status %d: %s", st, out);
 	st = run_cli("serve --no-such-flag", out, sizeof out);
 	ITEST_CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 2, "unknown flag: status %d: %s", st, out);
 	st = run_cli("version", out, sizeof out);
@@ -320,6 +350,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_setup_teardown(test_exempt_namespace, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_start_while_api_down, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_kubeconfig_client_certificate, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_registered_timeout_warning, setup, teardown),
 	    cmocka_unit_test(test_command_line),
 	};
 	harness_init(argc, argv);

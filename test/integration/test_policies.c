@@ -290,6 +290,26 @@ static void test_store_full_fails_closed(void **state)
 	a = place("full-1", "30Gi", "pol-b", NULL, 1, NULL, 0);
 	ITEST_CHECK(!a.allowed,
 	            "30Gi on pol-b admitted without the policy the store could not hold");
+	/* A replica refusing every GPU placement is not ready: the Service sends reviews to the
+	 * others (issue 24). */
+	char *body = NULL;
+	long code = world_health_get(&W, "/readyz", &body);
+	ITEST_CHECK(code == 503 && body && strstr(body, "GPUMemoryPolicy objects not read"),
+	            "/readyz with the policies unread: %ld %s", code, body ? body : "(none)");
+	free(body);
+	ITEST_CHECK(metric("gpu_memory_guard_ready", NULL) == 0, "ready gauge 1 while not ready");
+	/* Ready again once it can decide: without zz-strict every policy fits, and the next
+	 * relist (forced here by ending the watches) stores them all. */
+	ITEST_CHECK(apiserver_double_delete_policy(W.api, "zz-strict") == 0, "delete zz-strict");
+	apiserver_double_cut_watches(W.api);
+	double end = harness_now() + 20.0;
+	while ((code = world_health_get(&W, "/readyz", NULL)) != 200) {
+		ITEST_CHECK(harness_now() < end, "/readyz %ld 20 s after the store had room", code);
+		usleep(50 * 1000);
+	}
+	ITEST_CHECK(metric("gpu_memory_guard_ready", NULL) == 1, "ready gauge 0 while ready");
+	a = place("full-2", "30Gi", "pol-b", NULL, 1, NULL, 0);
+	ITEST_CHECK(a.allowed, "30Gi on pol-b refused once every policy was read: %s", a.message);
 }
 
 int main(int argc, char **argv)

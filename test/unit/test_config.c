@@ -55,6 +55,7 @@ static void test_defaults(void **state)
 	assert_true(cfg.threshold > 0.8999 && cfg.threshold < 0.9001);
 	assert_true(cfg.warn_threshold > 0.7999 && cfg.warn_threshold < 0.8001);
 	assert_int_equal(cfg.mode_warn, 0);
+	assert_int_equal(cfg.mode_audit, 0);
 	assert_int_equal(cfg.n_gpu_resources, 1);
 	assert_string_equal(cfg.gpu_resources[0], "nvidia.com/gpu");
 	assert_int_equal(cfg.n_exempt_namespaces, 0);
@@ -93,6 +94,7 @@ static void test_every_flag(void **state)
 	assert_true(cfg.threshold > 0.8499 && cfg.threshold < 0.8501);
 	assert_true(cfg.warn_threshold > 0.4999 && cfg.warn_threshold < 0.5001);
 	assert_int_equal(cfg.mode_warn, 1);
+	assert_int_equal(cfg.mode_audit, 0);
 	assert_int_equal(cfg.n_gpu_resources, 2); /* the default is replaced */
 	assert_string_equal(cfg.gpu_resources[0], "nvidia.com/gpu.shared");
 	assert_string_equal(cfg.gpu_resources[1], "amd.com/gpu");
@@ -155,7 +157,8 @@ static void test_flag_errors(void **state)
 	expect_error("serve " TLS " --threshold 0", "--threshold: \"0\" is not a ratio");
 	expect_error("serve " TLS " --threshold abc", "is not a ratio");
 	expect_error("serve " TLS " --warn-threshold -0.1", "--warn-threshold");
-	expect_error("serve " TLS " --mode audit", "--mode: \"audit\" is not enforce or warn");
+	expect_error("serve " TLS " --mode observe",
+	             "--mode: \"observe\" is not enforce, warn or audit");
 	expect_error("serve " TLS " --reservations etcd",
 	             "--reservations: \"etcd\" is not local or shared");
 	expect_error("serve " TLS " --reservations-namespace=",
@@ -329,10 +332,51 @@ static void test_usage_documents_every_flag(void **state)
 	assert_int_equal(u[strlen(u) - 1], '\n');
 }
 
+static void test_webhook_timeout(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX] = "";
+	uint64_t deadline = 0;
+	(void)state;
+	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.webhook_timeout_ms, 0);
+	assert_false(config_timeout_short(&cfg, &deadline)); /* not known: no check */
+	assert_int_equal(deadline, 6000);
+	assert_int_equal(parse("serve " TLS " --webhook-timeout 5s", &cfg, err, sizeof(err)), 0);
+	assert_true(config_timeout_short(&cfg, &deadline)); /* 5 s < 3 x 2 s */
+	assert_int_equal(parse("serve " TLS " --webhook-timeout 6s", &cfg, err, sizeof(err)), 0);
+	assert_false(config_timeout_short(&cfg, &deadline)); /* exactly the deadline */
+	assert_int_equal(
+	    parse("serve " TLS " --webhook-timeout 7s --api-timeout 3s", &cfg, err, sizeof(err)),
+	    0);
+	assert_true(config_timeout_short(&cfg, &deadline));
+	assert_int_equal(deadline, 9000);
+	expect_error("serve " TLS " --webhook-timeout 500ms",
+	             "--webhook-timeout: \"500ms\" must be from 1s to 30s");
+	expect_error("serve " TLS " --webhook-timeout 31s", "must be from 1s to 30s");
+	expect_error("serve " TLS " --webhook-timeout soon", "--webhook-timeout: \"soon\"");
+}
+
+static void test_mode_audit(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX] = "";
+	(void)state;
+	assert_int_equal(parse("serve " TLS " --mode audit", &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.mode_audit, 1);
+	assert_int_equal(cfg.mode_warn, 0);
+	/* the last occurrence wins, as for every flag */
+	assert_int_equal(parse("serve " TLS " --mode audit --mode enforce", &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.mode_audit + cfg.mode_warn, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_mode_audit),
+	    cmocka_unit_test(test_webhook_timeout),
 	    cmocka_unit_test(test_every_flag),
 	    cmocka_unit_test(test_repeated_values_deduplicated),
 	    cmocka_unit_test(test_commands),

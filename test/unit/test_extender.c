@@ -559,8 +559,10 @@ static void test_invalid_declaration(void **state)
 	free(pod);
 }
 
-/* A per-GPU share over one GPU's limit never fits; warn mode passes what the webhook would
- * allow (with a warning) but scores it 0. */
+/* A per-GPU share over one GPU's limit never fits; warn mode (the webhook's --mode warn or
+ * audit) passes what the webhook would allow (with a warning or an audit entry) but scores it
+ * 0: over the limit, and a node of unknown capacity (n-nocap; only n-unknown, which the cache
+ * has not seen, fails). */
 static void test_never_fits_and_warn_mode(void **state)
 {
 	const char *two[] = {"n-room", "n-full"};
@@ -579,12 +581,23 @@ static void test_never_fits_and_warn_mode(void **state)
 	a = call(EXTENDER_FILTER, body);
 	char names[256];
 	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "n-full,n-room,n-empty,n-annot,n-small");
+	assert_string_equal(names, "n-full,n-room,n-empty,n-annot,n-small,n-nocap");
 	cJSON_Delete(a);
 	a = call(EXTENDER_PRIORITIZE, body);
 	assert_int_equal(score_of(a, "n-full"), 0);
 	assert_int_equal(score_of(a, "n-small"), 0);
+	assert_int_equal(score_of(a, "n-nocap"), 0);
 	assert_int_equal(score_of(a, "n-room"), 7);
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+	/* No declaration: the webhook admits it in warn and audit, so every node passes. */
+	pod = llama(NULL);
+	body = args_names(pod, ALL, 3);
+	a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-full,n-room,n-empty");
+	assert_int_equal(map_size(a, "FailedAndUnresolvableNodes"), 0);
 	cJSON_Delete(a);
 	free(body);
 	free(pod);

@@ -1241,6 +1241,60 @@ static void strip_gpu(cJSON *req)
 	cJSON_DeleteItemFromObjectCaseSensitive(c, "env");
 }
 
+/* Whole-webhook modes on the refusals integ_modes does not reach: the API server not
+ * reachable (fail closed in enforce) and a bad declaration before any node is chosen. Warn
+ * admits with the refusal as the warning, audit with it in auditAnnotations only; the reviews
+ * are counted warned / allowed, by mode and reason; nothing is reserved. */
+static void test_modes_admit_every_refusal(void **state)
+{
+	struct env *e = *state;
+	char *text;
+	size_t len;
+
+	for (int audit = 0; audit <= 1; audit++) {
+		e->cfg.mode_warn = !audit;
+		e->cfg.mode_audit = audit;
+		env_build(e);
+		e->fake.list_rc = KUBE_ETIMEOUT;
+		struct answer a = review_fixture(e, "review-binding-create.json");
+		assert_true(a.allowed);
+		assert_int_equal(a.code, 0);
+		const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(a.root, "response"), "auditAnnotations");
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, WEBHOOK_AUDIT_KEY);
+		if (audit) {
+			assert_null(a.warnings);
+			assert_true(cJSON_IsString(v));
+			assert_non_null(strstr(v->valuestring, "--mode audit: cannot check"));
+			assert_non_null(strstr(v->valuestring, "API server could not be asked"));
+		} else {
+			assert_null(ann);
+			assert_non_null(warning0(&a));
+			assert_non_null(strstr(warning0(&a), "API server could not be asked"));
+		}
+		assert_int_equal(ledger_size(e->ledger), 0);
+		cJSON_Delete(a.root);
+		e->fake.list_rc = 0;
+		a = review_edited(e, "review-pod-create-unscheduled.json", set_bad_declaration);
+		assert_true(a.allowed);
+		assert_true(audit ? a.warnings == NULL : strstr(warning0(&a), "vllm") != NULL);
+		cJSON_Delete(a.root);
+	}
+	assert_int_equal(metrics_render(e->metrics, &text, &len), 0);
+	assert_non_null(strstr(text, "gpu_memory_guard_mode_admitted_total{mode=\"warn\",reason="
+	                             "\"APIServerUnavailable\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_mode_admitted_total{mode=\"audit\",reason="
+	                             "\"APIServerUnavailable\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_mode_admitted_total{mode=\"audit\",reason="
+	                             "\"InvalidDeclaration\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_reviews_total{kind=\"binding\",decision="
+	                             "\"warned\"} 1\n"));
+	assert_non_null(strstr(text, "gpu_memory_guard_reviews_total{kind=\"binding\",decision="
+	                             "\"allowed\"} 1\n"));
+	assert_null(strstr(text, "decision=\"error\"} 1"));
+	free(text);
+}
+
 static void test_non_gpu_placement_allowed(void **state)
 {
 	struct env *e = *state;
@@ -1648,6 +1702,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_unknown_capacity_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_threshold_annotation_overrides, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_percent_in_messages, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_modes_admit_every_refusal, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_non_gpu_placement_allowed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_v1beta1_review_refused, setup, teardown),

@@ -39,6 +39,38 @@ tag for: only vMAJOR.MINOR.PATCH is kept. */}}
 {{/* httpTimeout: scheduler.extender.httpTimeout, else 3 x apiTimeout: the webhook answers a
 review within 3 x --api-timeout, and a filter waits at most for one such placement holding a
 node it reads. apiTimeout matches the schema's duration pattern (N ms|s|m|h). */}}
+{{/* A review's deadline in ms: 3 x apiTimeout (the webhook answers within it). apiTimeout
+matches the schema's duration pattern (N ms|s|m|h). */}}
+{{- define "gmg.reviewDeadlineMs" -}}
+{{- $d := .Values.apiTimeout | default "2s" -}}
+{{- $n := regexFind "^[0-9]+" $d | int64 -}}
+{{- $unit := trimPrefix (regexFind "^[0-9]+" $d) $d -}}
+{{- $ms := dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000 -}}
+{{- mul 3 $n (index $ms $unit) -}}
+{{- end -}}
+
+{{/* The registered timeoutSeconds: webhook.timeoutSeconds when set, else the review's deadline
+rounded up to whole seconds plus one (the network and TLS around it): 7 for apiTimeout 2s.
+Consistent by construction: a value shorter than the deadline, or a deadline the API server's
+30 s maximum cannot cover, fails the render. The Deployment passes the same number as
+--webhook-timeout, so the binary can say so too. */}}
+{{- define "gmg.webhookTimeoutSeconds" -}}
+{{- $deadline := include "gmg.reviewDeadlineMs" . | int64 -}}
+{{- $need := add (div (add $deadline 999) 1000) 1 | int64 -}}
+{{- $set := .Values.webhook.timeoutSeconds | default 0 | int64 -}}
+{{- if gt $deadline 30000 -}}
+{{- fail (printf "apiTimeout %s: a review may take 3 x apiTimeout = %dms, more than the API server's 30 s maximum webhook timeout; lower apiTimeout to 10s or less" .Values.apiTimeout $deadline) -}}
+{{- end -}}
+{{- if $set -}}
+{{- if lt (mul $set 1000) $deadline -}}
+{{- fail (printf "webhook.timeoutSeconds %d is shorter than a review's deadline, 3 x apiTimeout %s = %dms: callers would see a webhook timeout instead of the guard's denial; unset it (computed: %d) or lower apiTimeout" $set .Values.apiTimeout $deadline (min $need 30)) -}}
+{{- end -}}
+{{- $set -}}
+{{- else -}}
+{{- min $need 30 -}}
+{{- end -}}
+{{- end -}}
+
 {{- define "gmg.schedulerHttpTimeout" -}}
 {{- if .Values.scheduler.extender.httpTimeout -}}
 {{- .Values.scheduler.extender.httpTimeout -}}
