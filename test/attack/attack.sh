@@ -60,7 +60,12 @@ cat >"$T/state.json" <<'EOF'
    {"nvidia.com/gpu.count": "1", "nvidia.com/gpu.memory": "10240"}},
   "status": {"allocatable": {"nvidia.com/gpu": "1"}}},
  {"kind": "Node", "apiVersion": "v1", "metadata": {"name": "atk-nolabels"}, "status": {}}
-], "pods": []}
+], "pods": [
+ {"kind": "Pod", "apiVersion": "v1", "metadata": {"name": "atk-unbound", "namespace": "inference",
+   "uid": "uid-atk-unbound"}, "spec": {"containers": [{"name": "main", "image": "x",
+   "resources": {"limits": {"nvidia.com/gpu": "1"}},
+   "env": [{"name": "GPU_MEMORY_LIMIT", "value": "4Gi"}]}]}, "status": {"phase": "Pending"}}
+]}
 EOF
 
 "$BIN" certs --out-dir "$T/certs" --ip 127.0.0.1 >/dev/null || {
@@ -257,10 +262,13 @@ done
 case_text deny u-node-slash "$(mut u-node-slash '.spec.nodeName = "../atk-n1" | .spec.containers[0].env[0].value = "100Gi"')"
 case_text deny u-node-dotdot "$(mut u-node-dotdot '.spec.nodeName = ".." | .spec.containers[0].env[0].value = "100Gi"')"
 case_text deny u-node-pct "$(mut u-node-pct '.spec.nodeName = "atk-n1%2F..%2F" | .spec.containers[0].env[0].value = "100Gi"')"
-case_text deny u-bind-unknown-node "$(binding_review u-bind-unknown-node chat-7b-0 no-such-node false inference)"
+case_text deny u-bind-unknown-node "$(binding_review u-bind-unknown-node atk-unbound no-such-node false inference)"
 case_text deny u-bind-pod-dotdot "$(binding_review u-bind-pod-dotdot .. atk-n1)"
 case_text deny u-bind-ns-dotdot "$(binding_review u-bind-ns-dotdot chat-7b-0 atk-n1 false ..)"
-case_text deny u-bind-nolabels "$(binding_review u-bind-nolabels chat-7b-0 atk-nolabels false inference)"
+case_text deny u-bind-nolabels "$(binding_review u-bind-nolabels atk-unbound atk-nolabels false inference)"
+# A Binding of a pod already bound (chat-7b-0, on gpu-node-a): the API server answers 409, so it
+# is allowed reserving nothing (AlreadyBound), whatever its node.
+case_text allow u-bind-bound "$(binding_review u-bind-bound chat-7b-0 no-such-node false inference)"
 case_text deny u-bind-noname '{"request":{"uid":"u-bind-noname","operation":"CREATE","subResource":"binding","resource":{"group":"","resource":"pods"},"namespace":"atk","object":{"kind":"Binding","target":{"kind":"Node","name":"atk-n1"}}}}'
 case_text deny u-target-arr '{"request":{"uid":"u-target-arr","operation":"CREATE","subResource":"binding","resource":{"group":"","resource":"pods"},"name":"p","namespace":"atk","object":{"kind":"Binding","target":[]}}}'
 case_text deny u-over "$(pod_review u-over "$(gpu_pod big 100Gi atk-n1)" true)"
