@@ -30,9 +30,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (v.token == NULL && v.cert == NULL)
 			fuzz_fail("accepted without a credential");
 		if ((v.cert == NULL) != (v.key == NULL))
-			fuzz_fail("a certificate without its key, or a key without its certificate");
-		if (v.token != NULL && (strlen(v.token) == 0 || strlen(v.token) > EXECCRED_TOKEN_MAX ||
-		                        strpbrk(v.token, "\r\n") != NULL))
+			fuzz_fail(
+			    "a certificate without its key, or a key without its certificate");
+		if (v.token != NULL &&
+		    (strlen(v.token) == 0 || strlen(v.token) > EXECCRED_TOKEN_MAX ||
+		     strpbrk(v.token, "\r\n") != NULL))
 			fuzz_fail("token empty, over the cap or multi-line");
 		if (v.cert != NULL && (strlen(v.cert) != v.cert_len || strlen(v.key) != v.key_len))
 			fuzz_fail("certificate or key length not its string's");
