@@ -158,7 +158,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	sink.shared = shared;
 	atomic_init(&sink.extender, NULL);
 	if (cfg->cache_watch) {
-		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
+		struct demand_config dcfg = {.gpu_resources = cfg->gpu_resources,
+		                             .n_gpu_resources = cfg->n_gpu_resources};
 		if (cfg->policies &&
 		    ((policies = policies_new()) == NULL ||
 		     metrics_add_collector(metrics, policies_collect, policies) != 0))
