@@ -599,6 +599,18 @@ static int infer_part(struct walk *w, const cJSON *c, const cJSON *decl, int ini
 	snprintf(p.container, sizeof(p.container), "%.63s", ci->name);
 	ci->bytes = p.bytes;
 	ci->part = (int)out->n_parts;
+	out->compact[out->n_parts] = (struct demand_share){
+	    .bytes = p.bytes,
+	    .whole = p.whole,
+	    .mig_units = p.mig_units,
+	    .mig_pool = p.mig_units ? capacity_pool_id(p.mig_profile) : 0,
+	    .ppm = p.ppm,
+	    .init = p.init,
+	    .sidecar = p.sidecar,
+	    .whole_card = p.source == DEMAND_SRC_WHOLE,
+	    .takes_cards =
+	        p.source == DEMAND_SRC_WHOLE || (p.source == DEMAND_SRC_ENGINE && p.bytes == 0),
+	};
 	if (p.ppm != 0)
 		out->shares = 1;
 	if (p.source > out->source)
@@ -742,17 +754,53 @@ static uint64_t ppm_of(uint64_t x, uint32_t ppm)
 	return sat_add((x / 1000000u) * ppm, lo / 1000000u + (lo % 1000000u != 0));
 }
 
-/* The memory of the units a part gets on the node. */
-static uint64_t part_memory(const struct demand_part *p, const struct capacity *cap)
+/* The bytes one GPU container counts on the node: the larger of its figure and its share of
+ * the memory of the units it gets. */
+static uint64_t share_bytes(const struct demand_share *s, const struct capacity *cap,
+                            uint64_t *share_out)
 {
-	uint64_t m = 0;
+	uint64_t m = 0, share;
 
-	if (p->whole > 0)
-		m = capacity_undeclared_bytes(cap, CAPACITY_POOL_WHOLE, p->whole);
-	if (p->mig_units > 0)
-		m = sat_add(m, capacity_undeclared_bytes(cap, capacity_pool_id(p->mig_profile),
-		                                         p->mig_units));
-	return m;
+	if (s->whole > 0)
+		m = capacity_undeclared_bytes(cap, CAPACITY_POOL_WHOLE, s->whole);
+	if (s->mig_units > 0)
+		m = sat_add(m, capacity_undeclared_bytes(cap, s->mig_pool, s->mig_units));
+	share = s->ppm ? ppm_of(m, s->ppm) : 0;
+	if (share_out != NULL)
+		*share_out = share;
+	return share > s->bytes ? share : s->bytes;
+}
+
+uint64_t demand_shares_bytes(const struct demand_share *shares, size_t n,
+                             const struct capacity *cap)
+{
+	struct rule_acc acc;
+
+	memset(&acc, 0, sizeof(acc));
+	for (size_t i = 0; i < n && shares != NULL && cap != NULL; i++)
+		rule_add(&acc, share_bytes(&shares[i], cap, NULL), shares[i].init,
+		         shares[i].sidecar);
+	return rule_result(&acc);
+}
+
+static int all_parts(const struct demand *d, int takes)
+{
+	if (d->status != DEMAND_OK || d->n_parts == 0)
+		return 0;
+	for (size_t i = 0; i < d->n_parts; i++)
+		if (!(takes ? d->compact[i].takes_cards : d->compact[i].whole_card))
+			return 0;
+	return 1;
+}
+
+int demand_all_whole(const struct demand *d)
+{
+	return all_parts(d, 0);
+}
+
+int demand_takes_cards(const struct demand *d)
+{
+	return all_parts(d, 1);
 }
 
 void demand_resolve(const struct demand *d, const struct capacity *cap, struct demand *out)
@@ -768,11 +816,11 @@ void demand_resolve(const struct demand *d, const struct capacity *cap, struct d
 	out->max_per_gpu_bytes = 0;
 	for (size_t i = 0; i < out->n_parts; i++) {
 		struct demand_part *p = &out->parts[i];
-		uint64_t share = p->ppm ? ppm_of(part_memory(p, cap), p->ppm) : 0;
+		uint64_t share = 0;
 		uint64_t units = sat_add(p->whole, p->mig_units);
 		uint64_t per;
 
-		p->resolved = share > p->bytes ? share : p->bytes;
+		p->resolved = share_bytes(&out->compact[i], cap, &share);
 		if (p->both && share > p->bytes && out->warning[0] == '\0') {
 			char a[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX];
 

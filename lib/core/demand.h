@@ -129,6 +129,20 @@ struct demand_use {
 	uint8_t part;                        /* its container's parts[] index (shares) */
 };
 
+/* What the resolution of one GPU container needs, compact (callers keep it per pod on a node:
+ * placement_item.shares). */
+struct demand_share {
+	uint64_t bytes;     /* a figure in bytes for the whole container; 0: none */
+	uint64_t whole;     /* whole-GPU units */
+	uint64_t mig_units; /* MIG slices of pool mig_pool */
+	uint32_t mig_pool;  /* capacity_pool_id() of its (first) MIG profile */
+	uint32_t ppm;       /* a share of the memory of each unit it gets, per million; 0: none */
+	uint8_t init, sidecar;
+	uint8_t whole_card;  /* counted as its units' whole memory (source DEMAND_SRC_WHOLE) */
+	uint8_t takes_cards; /* whole_card, or the engine's share with no figure in bytes: on
+	                        cards nothing shares, it simply takes them (placement.h) */
+};
+
 /* One GPU container as the rule and the resolution see it (cfg->infer only). */
 struct demand_part {
 	uint64_t bytes;     /* a figure in bytes for the whole container; 0: none */
@@ -168,6 +182,7 @@ struct demand {
 	 * whether a share must be resolved on the node (demand_resolve()) */
 	size_t n_parts;
 	struct demand_part parts[DEMAND_MAX_PARTS];
+	struct demand_share compact[DEMAND_MAX_PARTS]; /* parts[i] compact, for placement items */
 	enum demand_source source;
 	int shares;
 	uint64_t card_bytes; /* demand_resolve(): the memory of one GPU of the node (for words) */
@@ -196,6 +211,18 @@ int demand_from_pod(const struct cJSON *pod, const struct demand_config *cfg, st
  * pod. out is a copy of d (out may be d). A pod without shares is copied unchanged. Pure.
  */
 void demand_resolve(const struct demand *d, const struct capacity *cap, struct demand *out);
+
+/* The effective-request bytes of n GPU containers (shares, from a demand) on the node of
+ * capacity cap, each counting the larger of its bytes and its share of its units' memory.
+ * Saturating; 0 for n 0. Pure. */
+uint64_t demand_shares_bytes(const struct demand_share *shares, size_t n,
+                             const struct capacity *cap);
+
+/* 1 when every GPU container of d (DEMAND_OK, infer) is counted as its units' whole memory
+ * (demand_all_whole), or takes its cards (demand_takes_cards: whole, or an engine's share
+ * with nothing declared). */
+int demand_all_whole(const struct demand *d);
+int demand_takes_cards(const struct demand *d);
 
 /*
  * The source of a resolved demand in words, for messages and logs: "counted as 71.6Gi: vllm

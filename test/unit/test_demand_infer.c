@@ -269,6 +269,8 @@ static void test_rule_over_resolved_parts(void **state)
 	/* max(apps + sidecars, init + sidecars before it) = max(0.25 card + 2Gi, 0.5 card) */
 	uint64_t apps = share(H100, 250000) + 2 * GI, init = share(H100, 500000);
 	assert_int_equal(r.bytes, apps > init ? apps : init);
+	/* the compact form placement items carry gives the same bytes */
+	assert_int_equal(demand_shares_bytes(d.compact, d.n_parts, &c), r.bytes);
 	assert_int_equal(r.n_uses, 3);
 	assert_int_equal(r.uses[2].bytes, share(H100, 250000));
 	assert_string_equal(r.max_per_gpu_container, "warm");

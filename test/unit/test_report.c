@@ -244,7 +244,7 @@ static void test_largest_fit_is_the_cores_edge(void **state)
 	                       .threshold = 0.5};
 	struct placement_item item = {.key = "team-b/embed", .bytes = 6 * GI};
 	struct placement_node node = {.name = "gpu-l4", .cap = &cap, .pods = &item, .n_pods = 1};
-	struct placement_policy pol = {0.9, 0.8, POLICY_ENFORCE, 0};
+	struct placement_policy pol = {0.9, 0.8, POLICY_ENFORCE, 0, 0};
 	struct placement_result res;
 
 	for (int extra = 0; extra <= 1; extra++) {
