@@ -631,6 +631,17 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	               "gpu_memory_guard_cache_objects{resource=\"pods\"} %zu\n"
 	               "gpu_memory_guard_cache_objects{resource=\"nodes\"} %zu\n",
 	               cs.pods, cs.nodes);
+	/* Bounded label values: demand_source_name()'s five and "invalid". */
+	metrics_printf(w, "# HELP gpu_memory_guard_pods_by_demand_source GPU pods in the watch "
+	                  "cache by where their GPU memory figure comes from (the least declared "
+	                  "GPU container's source).\n"
+	                  "# TYPE gpu_memory_guard_pods_by_demand_source gauge\n");
+	for (size_t i = DEMAND_SRC_DECLARED; i < CACHE_SOURCES; i++)
+		metrics_printf(w, "gpu_memory_guard_pods_by_demand_source{source=\"%s\"} %zu\n",
+		               i == CACHE_SOURCE_INVALID
+		                   ? "invalid"
+		                   : demand_source_name((enum demand_source)i),
+		               cs.by_source[i]);
 	for (int pass = 0; pass < 4; pass++) {
 		struct gauge_ctx g = {w, inf->cfg.ledger, inf->cfg.threshold, pass};
 		metrics_printf(w,

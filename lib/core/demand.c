@@ -608,8 +608,7 @@ static int infer_part(struct walk *w, const cJSON *c, const cJSON *decl, int ini
 	    .init = p.init,
 	    .sidecar = p.sidecar,
 	    .whole_card = p.source == DEMAND_SRC_WHOLE,
-	    .takes_cards =
-	        p.source == DEMAND_SRC_WHOLE || (p.source == DEMAND_SRC_ENGINE && p.bytes == 0),
+	    .takes_cards = p.source == DEMAND_SRC_WHOLE || p.source == DEMAND_SRC_ENGINE || p.both,
 	};
 	if (p.ppm != 0)
 		out->shares = 1;

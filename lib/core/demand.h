@@ -139,8 +139,9 @@ struct demand_share {
 	uint32_t ppm;       /* a share of the memory of each unit it gets, per million; 0: none */
 	uint8_t init, sidecar;
 	uint8_t whole_card;  /* counted as its units' whole memory (source DEMAND_SRC_WHOLE) */
-	uint8_t takes_cards; /* whole_card, or the engine's share with no figure in bytes: on
-	                        cards nothing shares, it simply takes them (placement.h) */
+	uint8_t takes_cards; /* whole_card, or an engine runs in it (it takes its share of each
+	                        card whatever is declared): on cards nothing shares, it simply
+	                        takes them (placement.h) */
 };
 
 /* One GPU container as the rule and the resolution see it (cfg->infer only). */
@@ -219,8 +220,8 @@ uint64_t demand_shares_bytes(const struct demand_share *shares, size_t n,
                              const struct capacity *cap);
 
 /* 1 when every GPU container of d (DEMAND_OK, infer) is counted as its units' whole memory
- * (demand_all_whole), or takes its cards (demand_takes_cards: whole, or an engine's share
- * with nothing declared). */
+ * (demand_all_whole), or takes its cards (demand_takes_cards: whole, or an engine runs in
+ * it). */
 int demand_all_whole(const struct demand *d);
 int demand_takes_cards(const struct demand *d);
 

@@ -73,6 +73,21 @@ uint64_t placement_item_bytes(const struct placement_item *it, const struct capa
 	return it->bytes;
 }
 
+void placement_item_demand(struct placement_item *it, const struct demand *d,
+                           struct demand_share *shares)
+{
+	it->bytes = d->bytes;
+	it->pool = d->pool;
+	it->shares = NULL;
+	it->n_shares = 0;
+	it->whole_gpus = demand_takes_cards(d) ? d->gpus : 0;
+	if (d->shares && d->n_parts > 0 && shares != NULL) {
+		memcpy(shares, d->compact, d->n_parts * sizeof(*shares));
+		it->shares = shares;
+		it->n_shares = d->n_parts;
+	}
+}
+
 /* Units a consumer holds whole (undeclared, or inferred as its cards' whole memory), or 0. */
 static uint64_t item_whole(const struct placement_item *it)
 {

@@ -33,7 +33,7 @@
  * (demand_resolve()), and so are the consumers' (item.shares). Then, per the pod's pool:
  *   - exclusive cards (sharing none, MIG slices without replicas: nothing shares a card): a
  *     consumer that takes its cards (undeclared_gpus, whole_gpus: counted as whole cards, or
- *     an engine's share with nothing declared, demand_takes_cards()) holds them: they leave
+ *     a container running an engine, demand_takes_cards()) holds them: they leave
  *     the memory the threshold guards instead of filling it, and such a pod is admitted while
  *     the node has units no such consumer holds (reason "ExclusiveCards"; all held:
  *     "NoFreeCard"). Eight undeclared 1-GPU pods fit an 8-card node; a declared pod beside
@@ -161,6 +161,13 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 struct gpupolicy;
 int placement_tier_bytes(const struct placement_node *node, const struct placement_pod *pod,
                          const struct gpupolicy *p, uint64_t now_ms, uint64_t *tier_bytes);
+
+/* Set it's demand fields from d (DEMAND_OK): bytes, pool, and for an inferred pod its shares
+ * (copied into shares, DEMAND_MAX_PARTS entries the caller keeps as long as it) and the units
+ * it holds when it takes its cards. The one way the webhook, extender, cache and report turn a
+ * demand into a consumer. */
+void placement_item_demand(struct placement_item *it, const struct demand *d,
+                           struct demand_share *shares);
 
 /* Bytes one consumer counts on a node of capacity cap (saturating). */
 uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap);

@@ -71,6 +71,7 @@ static int threshold_checks(const struct policyset_input *in, struct policyset_r
 		    .warn_threshold = i == 0 ? c->warn_threshold : 0,
 		    .mode = c->mode == GPUPOLICY_ENFORCE ? POLICY_ENFORCE : POLICY_WARN,
 		    .verdict_only = in->verdict_only,
+		    .infer = in->infer,
 		};
 		struct placement_result r;
 		int pol_src = from_policy(c);

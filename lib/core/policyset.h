@@ -37,6 +37,7 @@ struct policyset_input {
 	size_t n_policies;
 	struct gpupolicy_flags flags;
 	int verdict_only; /* placement_policy.verdict_only: no words (the extender) */
+	int infer;        /* placement_policy.infer: --undeclared infer */
 	uint64_t now_ms;
 };
 

@@ -153,13 +153,15 @@ struct extender_reservations extender_reservations_shared(struct shared *s);
 struct policies;
 
 struct extender_config {
-	double threshold;                     /* ratio (0,1]; a node annotation overrides it */
-	double warn_threshold;                /* ratio (0,1] */
-	int mode_warn;                        /* 1: over-threshold placements pass the filter */
-	const char *const *gpu_resources;     /* NULL -> nvidia.com/gpu; strings copied */
-	size_t n_gpu_resources;               /* <= DEMAND_MAX_RESOURCES */
-	const char *const *exempt_namespaces; /* strings copied */
-	size_t n_exempt_namespaces;           /* <= EXTENDER_MAX_EXEMPT */
+	double threshold;                      /* ratio (0,1]; a node annotation overrides it */
+	double warn_threshold;                 /* ratio (0,1] */
+	int mode_warn;                         /* 1: over-threshold placements pass the filter */
+	const char *const *gpu_resources;      /* NULL -> nvidia.com/gpu; strings copied */
+	size_t n_gpu_resources;                /* <= DEMAND_MAX_RESOURCES */
+	int infer;                             /* --undeclared infer (webhook.h) */
+	const struct engine_defaults *engines; /* copied; NULL: the engine.h table */
+	const char *const *exempt_namespaces;  /* strings copied */
+	size_t n_exempt_namespaces;            /* <= EXTENDER_MAX_EXEMPT */
 	enum extender_score score;
 	/* The watch cache (borrowed), or NULL: then GPU pods are answered with an Error. While
 	 * cache_fresh(cache_ctx, now_s) is 0 (not synced, or its watch broken longer than the

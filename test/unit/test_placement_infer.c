@@ -232,6 +232,11 @@ static void test_disagreement_warning(void **state)
 	assert_non_null(strstr(r.warning, "GPU_MEMORY_LIMIT 20Gi (20Gi) is below what vllm's "
 	                                  "default --gpu-memory-utilization 0.92 will take"));
 	assert_int_equal(r.reserve_bytes, r.demand_bytes);
+	/* on a card nothing shares, the engine simply takes it, whatever is declared */
+	struct capacity excl = node(1, CAPACITY_SHARING_NONE, 1);
+	r = decide(&excl, NULL, 0, &d);
+	assert_true(r.decision.allowed);
+	assert_string_equal(r.decision.reason, "ExclusiveCards");
 }
 
 int main(void)
