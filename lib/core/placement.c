@@ -305,14 +305,21 @@ static void exclusive_whole(const struct placement_node *node, const struct plac
 	dec->reason = "NoFreeCard";
 	dec->verdict = pol->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY;
 	dec->allowed = pol->mode == POLICY_WARN;
-	if (!pol->verdict_only)
-		snprintf(
-		    dec->message, sizeof(dec->message),
-		    "placing %s on %s: it is counted as %llu whole GPU(s) and pods counted whole "
-		    "already hold %llu of the node's %llu unshared GPUs",
-		    pod->name ? pod->name : "(unnamed pod)",
-		    node->name ? node->name : "(unnamed node)", (unsigned long long)d->gpus,
-		    (unsigned long long)t->held_gpus, (unsigned long long)units);
+	if (pol->verdict_only)
+		return;
+	if (demand_takes_cards(d))
+		snprintf(dec->message, sizeof(dec->message),
+		         "placing %s on %s: it takes %llu whole GPU(s) and pods that take their "
+		         "cards already hold %llu of the node's %llu unshared GPUs",
+		         pod->name ? pod->name : "(unnamed pod)",
+		         node->name ? node->name : "(unnamed node)", (unsigned long long)d->gpus,
+		         (unsigned long long)t->held_gpus, (unsigned long long)units);
+	else
+		snprintf(dec->message, sizeof(dec->message),
+		         "placing %s on %s: pods that take their cards hold all %llu of the node's "
+		         "unshared GPUs",
+		         pod->name ? pod->name : "(unnamed pod)",
+		         node->name ? node->name : "(unnamed node)", (unsigned long long)units);
 }
 
 /* Infer, shared cards, a pod counted as whole cards beside others: refused, saying how. */

@@ -309,6 +309,32 @@ static void test_defaults_and_declared(void **state)
 	assert_string_equal(words, "counted as 20Gi: GPU_MEMORY_LIMIT 20Gi");
 }
 
+/* KAI's GPU sharing counted once: the reservation pod KAI puts on a shared card (it asks the
+ * whole GPU and states nothing) stands for the card's memory; the fractional pods beside it
+ * ask for no GPU resource and are not GPU pods, so nothing counts twice (docs/sharing.md). */
+static void test_kai_counted_once(void **state)
+{
+	struct capacity c = node(H100, 8, CAPACITY_SHARING_NONE, 1);
+	struct demand d, r;
+
+	(void)state;
+	d = parse(
+	    "{'metadata':{'namespace':'kai-resource-reservation','name':'gpu-reservation-"
+	    "node-a-x1'},'spec':{'containers':[{'name':'resource-reservation','image':"
+	    "'ghcr.io/nvidia/kai-scheduler/resource-reservation:v0.5.0','resources':{'limits':{"
+	    "'nvidia.com/gpu':'1'}}}]}}",
+	    &infer);
+	assert_int_equal(d.status, DEMAND_OK);
+	assert_int_equal(d.source, DEMAND_SRC_WHOLE);
+	assert_true(demand_takes_cards(&d));
+	demand_resolve(&d, &c, &r);
+	assert_int_equal(r.bytes, H100);
+	d = parse("{'metadata':{'namespace':'team','name':'frac','annotations':{'gpu-fraction':"
+	          "'0.5'}},'spec':{'schedulerName':'kai-scheduler','containers':[{'name':'app'}]}}",
+	          &infer);
+	assert_int_equal(d.status, DEMAND_NOT_GPU);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -319,6 +345,7 @@ int main(void)
 	    cmocka_unit_test(test_errors_name_container_and_flag),
 	    cmocka_unit_test(test_rule_over_resolved_parts),
 	    cmocka_unit_test(test_defaults_and_declared),
+	    cmocka_unit_test(test_kai_counted_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

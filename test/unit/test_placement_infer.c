@@ -110,7 +110,17 @@ static void test_eight_undeclared_on_exclusive_node(void **state)
 	struct placement_result r = decide(&cap, pods, 8, &d);
 	assert_false(r.decision.allowed);
 	assert_string_equal(r.decision.reason, "NoFreeCard");
-	assert_non_null(strstr(r.decision.message, "already hold 8 of the node's 8 unshared GPUs"));
+	assert_non_null(strstr(r.decision.message,
+	                       "it takes 1 whole GPU(s) and pods that take their "
+	                       "cards already hold 8 of the node's 8 unshared "
+	                       "GPUs"));
+	/* a declared pod finds no card either */
+	struct demand decl = parse(DECLARED("1Gi"));
+	r = decide(&cap, pods, 8, &decl);
+	assert_false(r.decision.allowed);
+	assert_string_equal(r.decision.reason, "NoFreeCard");
+	assert_non_null(strstr(r.decision.message, "pods that take their cards hold all 8 of the "
+	                                           "node's unshared GPUs; counted as 1Gi"));
 	/* a stock vLLM pod (0.92 of its card, more than the 0.9 threshold) takes its card too */
 	struct demand v = parse(VLLM);
 	r = decide(&cap, pods, 7, &v);
