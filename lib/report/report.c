@@ -407,9 +407,13 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 		p->n_shares = it.n_shares;
 		p->whole_gpus = it.whole_gpus;
 		p->source = d.source == DEMAND_SRC_NONE ? DEMAND_SRC_DECLARED : d.source;
-		for (size_t i = 0; i < d.n_parts; i++) /* the largest figure, or the first share */
-			if (i == 0 || d.parts[i].bytes > d.parts[0].bytes)
+		/* the words of its least declared GPU container (the pod's source), the first of
+		 * them */
+		for (size_t i = 0; i < d.n_parts; i++)
+			if (d.parts[i].source == d.source) {
 				snprintf(p->words, sizeof(p->words), "%s", d.parts[i].words);
+				break;
+			}
 	} else {
 		p->problem = dup_str(d.error);
 	}
@@ -1113,10 +1117,11 @@ static int render_pods(const struct report_row *w, int wide, struct sb *s)
 			cell(c[0], "-");
 		cell(c[1], "%s", slash ? slash + 1 : p->key);
 		cell(c[2], "%" PRIu64, p->gpus);
-		if (p->declared)
+		if (p->declared && (p->declared_bytes > 0 || p->source == NULL ||
+		                    strcmp(p->source, "declared") == 0))
 			cell_bytes(c[3], p->declared_bytes);
 		else
-			cell(c[3], "none");
+			cell(c[3], p->declared ? "-" : "none"); /* inferred: nothing in bytes */
 		if (w->capacity_known || p->declared)
 			cell_bytes(c[4], p->counted_bytes);
 		else

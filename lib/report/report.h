@@ -84,8 +84,8 @@ struct report_pod {
 	const char *problem;      /* not declared: demand_from_pod()'s reason; else "" */
 	const char *source;       /* demand_source_name() of its demand ("declared", "engine",
 	                             "whole-card", ...), "invalid" without a valid one (static) */
-	const char *source_words; /* its largest GPU container's source in words ("vllm
-	                             --gpu-memory-utilization 0.9"); "" when strict */
+	const char *source_words; /* the source of its least declared GPU container in words
+	                             ("vllm --gpu-memory-utilization 0.9"); "" when strict */
 };
 
 /* One tier of a GPUMemoryPolicy selecting a node: what its pods declare there (the core's

@@ -900,6 +900,7 @@ static void test_inferred_sources(void **state)
 	char *t = render(r, REPORT_TABLE, "ts");
 	assert_non_null(strstr(t, "SOURCE"));
 	assert_non_null(strstr(t, "engine"));
+	assert_non_null(strstr(t, "   -          7")); /* DECLARED "-", COUNTED 0.92 x 79.6Gi */
 	assert_non_null(strstr(t, "whole-card"));
 	free(t);
 	t = render(r, REPORT_JSON, "ts");
