@@ -13,7 +13,9 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "gpupolicy.h"
 #include "placement.h"
+#include "policyset.h"
 
 #define MI   (1024ull * 1024)
 #define GI   (1024ull * MI)
@@ -249,6 +251,80 @@ static void test_disagreement_warning(void **state)
 	assert_string_equal(r.decision.reason, "ExclusiveCards");
 }
 
+/* A pool that takes declarations only (GPUMemoryPolicy spec.undeclared: refuse): an inferred
+ * pod is refused there in the policy's mode, a declared one is judged as before. */
+static struct gpupolicy *policy(const char *mode, const char *undeclared)
+{
+	char text[512], err[GPUPOLICY_ERR_MAX];
+	struct gpupolicy *p = NULL;
+
+	snprintf(text, sizeof(text),
+	         "{\"metadata\":{\"name\":\"strict-pool\",\"generation\":1},\"spec\":{"
+	         "\"mode\":\"%s\",\"undeclared\":\"%s\"}}",
+	         mode, undeclared);
+	cJSON *j = cJSON_Parse(text);
+	int rc = gpupolicy_parse(j, &p, err, sizeof(err));
+	cJSON_Delete(j);
+	if (rc != 0)
+		fail_msg("%s", err);
+	return p;
+}
+
+static void test_policy_takes_declarations_only(void **state)
+{
+	struct capacity cap = node(8, CAPACITY_SHARING_NONE, 1);
+	struct demand v = parse(VLLM), decl = parse(DECLARED("20Gi"));
+	struct placement_node pn = {.name = "n1", .cap = &cap};
+	struct placement_pod pp = {.name = "ns/new", .key = "ns/new", .demand = &v};
+	struct gpupolicy *enforce = policy("enforce", "refuse"), *warn = policy("warn", "refuse");
+	struct gpupolicy *infer_p = policy("enforce", "infer");
+	const struct gpupolicy *sel[1] = {enforce};
+	struct policyset_input in = {.node = &pn,
+	                             .pod = &pp,
+	                             .policies = sel,
+	                             .n_policies = 1,
+	                             .flags = {0.9, 0.8, POLICY_ENFORCE},
+	                             .infer = 1};
+	struct policyset_result *r = malloc(sizeof(*r));
+	char err[GPUPOLICY_ERR_MAX];
+
+	(void)state;
+	assert_non_null(r);
+	assert_int_equal(policyset_decide(&in, r), 0);
+	assert_false(r->allowed);
+	assert_string_equal(r->reason, "UndeclaredRefused");
+	assert_string_equal(r->policy, "strict-pool");
+	assert_non_null(strstr(r->message,
+	                       "ns/new declares no GPU_MEMORY_LIMIT (counted as 73.3Gi: "
+	                       "vllm's default --gpu-memory-utilization 0.92"));
+	pp.demand = &decl;
+	assert_int_equal(policyset_decide(&in, r), 0);
+	assert_true(r->allowed);
+	pp.demand = &v;
+	sel[0] = warn;
+	assert_int_equal(policyset_decide(&in, r), 0);
+	assert_true(r->allowed);
+	assert_true(r->n_warnings >= 1);
+	assert_non_null(strstr(r->warnings[0], "spec.undeclared: refuse"));
+	sel[0] = infer_p;
+	assert_int_equal(policyset_decide(&in, r), 0);
+	assert_true(r->allowed);
+	assert_int_equal(r->n_warnings, 0);
+	/* a bad value is the policy's error */
+	struct gpupolicy *bad = NULL;
+	cJSON *j =
+	    cJSON_Parse("{\"metadata\":{\"name\":\"p\"},\"spec\":{\"undeclared\":\"maybe\"}}");
+	assert_int_equal(gpupolicy_parse(j, &bad, err, sizeof(err)), GPUPOLICY_EINVAL);
+	assert_null(bad);
+	assert_non_null(
+	    strstr(err, "spec.undeclared: must be one of infer, refuse, got \"maybe\""));
+	cJSON_Delete(j);
+	free(r);
+	gpupolicy_free(enforce);
+	gpupolicy_free(warn);
+	gpupolicy_free(infer_p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -257,6 +333,7 @@ int main(void)
 	    cmocka_unit_test(test_undeclared_on_shared_card),
 	    cmocka_unit_test(test_engine_shares_on_shared_card),
 	    cmocka_unit_test(test_disagreement_warning),
+	    cmocka_unit_test(test_policy_takes_declarations_only),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
