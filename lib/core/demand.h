@@ -52,10 +52,16 @@
  * uses and max_per_gpu_* mean anything. When a declaration (1 or 2) and the engine (3) are both
  * present, the larger counts on each node and the resolution warns naming both: the engine
  * takes what its flag says, whatever the env var says.
+ * A share declared (HAMi's percentage, KAI's fraction) and the engine's: the larger share. An
+ * engine whose flags cannot be read leaves a declaration as it is. More than DEMAND_MAX_PARTS
+ * GPU containers is invalid under infer. A malformed value of any source is an error naming the
+ * container and the field or flag.
  * Without cfg->infer a GPU container without GPU_MEMORY_LIMIT is invalid (the strict mode,
  * --undeclared refuse, the behaviour before issue 19).
  *
- * Pure (no I/O), thread-safe, no allocation: the result is a value on the caller's stack.
+ * Pure (no I/O), thread-safe, no allocation: the result is a value on the caller's stack
+ * (about 7 KiB with its parts; demand_from_pod uses about 25 KiB of stack more under infer,
+ * for the engine reader's words).
  */
 #ifndef GMG_DEMAND_H
 #define GMG_DEMAND_H
