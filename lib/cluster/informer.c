@@ -549,6 +549,17 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		val = v->declared_bytes;
 		if (v->undeclared_gpus && has_cap)
 			val = sat_add(val, placement_item_bytes(&it, v->cap));
+		/* Inferred pods: declared_bytes holds their figures in bytes only; their shares
+		 * count as the core resolves them on this node. */
+		for (size_t i = 0; has_cap && i < v->n_pods; i++) {
+			const struct placement_item *p = &v->pods[i];
+			uint64_t b;
+
+			if (p->n_shares == 0 || p->undeclared_gpus > 0)
+				continue;
+			b = placement_item_bytes(p, v->cap);
+			val = sat_add(val, b > p->bytes ? b - p->bytes : 0);
+		}
 		break;
 	}
 	default:

@@ -168,6 +168,23 @@ static void test_shared_card(void **state)
 	      "container \"tei\": vllm --gpu-memory-utilization \"lots\" is not a ratio");
 }
 
+/* The watch cache's per-node gauge counts the inferred pods as the core resolves them (the
+ * seven undeclared pods' cards on in-plain; it showed 0 before), and the by-source metric. */
+static void test_declared_gauge(void **state)
+{
+	char *metrics = NULL;
+
+	ITEST_CHECK(world_health_get(&W, "/metrics", &metrics) == 200, "metrics");
+	double v =
+	    harness_metric(metrics, "gpu_memory_guard_node_declared_bytes", "node=\"in-plain\"", 0);
+	ITEST_CHECK(v == 7.0 * 81559 * 1024 * 1024, "in-plain declared %.0f, want 7 cards", v);
+	v = harness_metric(metrics, "gpu_memory_guard_pods_by_demand_source",
+	                   "source=\"whole-card\"", 0);
+	/* the seven, and undeclared pods of the world's own fixtures */
+	ITEST_CHECK(v >= 7, "whole-card pods %.0f, want at least 7", v);
+	free(metrics);
+}
+
 /* --undeclared refuse: the undeclared pod is refused at creation, as before issue 19. */
 static void test_strict(void **state)
 {
@@ -182,7 +199,9 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_shared_card),
 	};
 	const struct CMUnitTest strict[] = {cmocka_unit_test(test_strict)};
+	const struct CMUnitTest watch_only[] = {cmocka_unit_test(test_declared_gauge)};
 	int rc = cmocka_run_group_tests_name("watch cache", both, setup_watch, teardown);
+	rc |= cmocka_run_group_tests_name("watch cache: gauges", watch_only, setup_watch, teardown);
 	rc |= cmocka_run_group_tests_name("API path", both, setup_off, teardown);
 	rc |= cmocka_run_group_tests_name("strict", strict, setup_strict, teardown);
 	return rc;
