@@ -172,7 +172,10 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	sink.shared = shared;
 	atomic_init(&sink.extender, NULL);
 	if (cfg->cache_watch) {
-		struct demand_config dcfg = {cfg->gpu_resources, cfg->n_gpu_resources};
+		struct demand_config dcfg = {.gpu_resources = cfg->gpu_resources,
+		                             .n_gpu_resources = cfg->n_gpu_resources,
+		                             .infer = cfg->undeclared_infer,
+		                             .engines = &cfg->engine_defaults};
 		if (cfg->policies &&
 		    ((policies = policies_new()) == NULL ||
 		     metrics_add_collector(metrics, policies_collect, policies) != 0))
@@ -213,6 +216,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .mode_audit = cfg->mode_audit,
 	    .gpu_resources = cfg->gpu_resources,
 	    .n_gpu_resources = cfg->n_gpu_resources,
+	    .infer = cfg->undeclared_infer,
+	    .engines = &cfg->engine_defaults,
 	    .exempt_namespaces = cfg->exempt_namespaces,
 	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
 	    /* No API call starts after 2 x --api-timeout: answered within 3 x of arrival. */
@@ -241,6 +246,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .mode_warn = cfg->mode_warn || cfg->mode_audit,
 	    .gpu_resources = cfg->gpu_resources,
 	    .n_gpu_resources = cfg->n_gpu_resources,
+	    .infer = cfg->undeclared_infer,
+	    .engines = &cfg->engine_defaults,
 	    .exempt_namespaces = cfg->exempt_namespaces,
 	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
 	    .score = cfg->scheduler_spread ? EXTENDER_SPREAD : EXTENDER_BINPACK,
@@ -428,7 +435,8 @@ static int cmd_report(int argc, char **argv, const char *name)
 	log_set_level(LOG_ERROR); /* a command's errors go to stderr as one line, below */
 	struct report_config rc = {.threshold = cli.threshold,
 	                           .gpu_resources = cli.gpu_resources,
-	                           .n_gpu_resources = cli.n_gpu_resources};
+	                           .n_gpu_resources = cli.n_gpu_resources,
+	                           .infer = cli.undeclared_infer};
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "%s: curl_global_init failed\n", name);
 		return 1;

@@ -7,6 +7,7 @@
 #include "cache.h"
 #include "capacity.h"
 #include "demand.h"
+#include "engine.h"
 #include "jsonpath.h"
 #include "kube.h"
 #include "labelset.h"
@@ -37,6 +38,7 @@ struct webhook {
 	int mode_warn, mode_audit;
 	char *gpu_resources[DEMAND_MAX_RESOURCES];
 	struct demand_config dcfg;
+	struct engine_defaults engines; /* dcfg.engines */
 	char *exempt[WEBHOOK_MAX_EXEMPT];
 	size_t n_exempt;
 	uint64_t budget_ms;
@@ -78,6 +80,7 @@ struct outcome {
 	size_t n_audit;
 	char policy[GPUPOLICY_NAME_MAX]; /* the policy that refused, "" when none */
 	const char *by_mode; /* "warn" or "audit": admitted only because of --mode; NULL: not */
+	char demand[DEMAND_MSG_MAX]; /* the pod's demand source on the node, "" when strict */
 };
 
 double webhook_now(void)
@@ -193,7 +196,8 @@ static void check_declarations(struct webhook *w, const cJSON *pod, const char *
  * pool), and every listed key for ledger_reconcile. */
 struct visible {
 	struct placement_item *items;
-	struct labelset *labels; /* items[i].labels points into labels[i] */
+	struct labelset *labels;                         /* items[i].labels points into labels[i] */
+	struct demand_share (*shares)[DEMAND_MAX_PARTS]; /* items[i].shares points into it */
 	size_t n_items;
 	const char **keys;
 	char *pool;
@@ -205,6 +209,7 @@ static void visible_free(struct visible *v)
 	for (size_t i = 0; v->labels != NULL && i < v->n_items; i++)
 		labelset_clear(&v->labels[i]);
 	free(v->labels);
+	free(v->shares);
 	free(v->items);
 	free(v->keys);
 	free(v->pool);
@@ -249,9 +254,11 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 	}
 	v->items = calloc(n ? n : 1, sizeof(*v->items));
 	v->labels = calloc(n ? n : 1, sizeof(*v->labels));
+	v->shares = calloc(n ? n : 1, sizeof(*v->shares));
 	v->keys = calloc(n ? n : 1, sizeof(*v->keys));
 	v->pool = malloc(pool_len);
-	if (v->items == NULL || v->labels == NULL || v->keys == NULL || v->pool == NULL)
+	if (v->items == NULL || v->labels == NULL || v->shares == NULL || v->keys == NULL ||
+	    v->pool == NULL)
 		return -1;
 	memcpy(v->pool, unnamed, sizeof(unnamed));
 	cJSON_ArrayForEach(pod, items)
@@ -272,6 +279,7 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 		if (d.status == DEMAND_NOT_GPU)
 			continue;
 		struct labelset *ls = &v->labels[v->n_items];
+		struct demand_share *sh = v->shares[v->n_items];
 		struct placement_item *it = &v->items[v->n_items++];
 		it->key = k;
 		it->pool = d.pool;
@@ -285,7 +293,7 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 			it->attrs_known = 1;
 		}
 		if (d.status == DEMAND_OK)
-			it->bytes = d.bytes;
+			placement_item_demand(it, &d, sh);
 		else
 			it->undeclared_gpus = d.gpus ? d.gpus : 1;
 	}
@@ -437,10 +445,12 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	    /* audit as warn here, so that an over-threshold placement it admits is reserved */
 	    .flags = {w->threshold, w->warn_threshold,
 	              w->mode_warn || w->mode_audit ? POLICY_WARN : POLICY_ENFORCE},
+	    .infer = w->dcfg.infer,
 	    .now_ms = now,
 	};
 	rc = policyset_decide(&in, ps);
 	*out = ps->main;
+	snprintf(o->demand, sizeof(o->demand), "%s", ps->main.source);
 	if (rc != 0) {
 		deny(o, METRICS_DENIED, 403, "InvalidCapacity", "node %s: %s", p->node,
 		     ps->main.decision.message);
@@ -456,6 +466,8 @@ static int decide_core(struct webhook *w, const struct placement *p,
 			if (!(by_mode && w->mode_audit &&
 			      strcmp(ps->warnings[i], ps->main.decision.message) == 0))
 				add_warning(o, ps->warnings[i]);
+		if (ps->main.warning[0] != '\0') /* two of the pod's sources disagree */
+			add_warning(o, ps->main.warning);
 		if (o->n_warnings > 0)
 			o->mdec = METRICS_WARNED;
 		keep_audit(o, ps);
@@ -1327,6 +1339,7 @@ static void log_decision(const struct admission_request *req, const struct outco
 	    LOG_STR("decision", o->allowed ? "allow" : "deny"),
 	    LOG_STR("reason", o->reason),
 	    LOG_STR("source", o->source),
+	    LOG_STR("demand", o->demand[0] ? o->demand : NULL),
 	    LOG_STR("message", text),
 	    LOG_STR("policy", o->policy[0] ? o->policy : NULL),
 	    LOG_STR("audit", o->allowed && o->audit[0] ? o->audit : NULL),
@@ -1544,6 +1557,12 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	}
 	w->dcfg.gpu_resources =
 	    w->dcfg.n_gpu_resources ? (const char *const *)w->gpu_resources : NULL;
+	w->dcfg.infer = cfg->infer;
+	if (cfg->engines != NULL)
+		w->engines = *cfg->engines;
+	else
+		engine_defaults_init(&w->engines);
+	w->dcfg.engines = &w->engines;
 	for (size_t i = 0; i < cfg->n_exempt_namespaces; i++) {
 		if ((w->exempt[i] = strdup(cfg->exempt_namespaces[i])) == NULL)
 			goto err;

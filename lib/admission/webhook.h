@@ -124,10 +124,14 @@ struct webhook_config {
 	 * before a decision could reserve) count once the API server shows the pod. */
 	int mode_warn;
 	int mode_audit;
-	const char *const *gpu_resources;     /* NULL -> nvidia.com/gpu; strings copied */
-	size_t n_gpu_resources;               /* <= DEMAND_MAX_RESOURCES */
-	const char *const *exempt_namespaces; /* strings copied */
-	size_t n_exempt_namespaces;           /* <= WEBHOOK_MAX_EXEMPT */
+	const char *const *gpu_resources; /* NULL -> nvidia.com/gpu; strings copied */
+	size_t n_gpu_resources;           /* <= DEMAND_MAX_RESOURCES */
+	int infer; /* --undeclared infer: every demand source (demand.h) and the exclusive/shared
+	              rule (placement.h); 0: GPU_MEMORY_LIMIT only */
+	const struct engine_defaults *engines; /* assumed engine defaults (copied); NULL: the
+	                                         engine.h table */
+	const char *const *exempt_namespaces;  /* strings copied */
+	size_t n_exempt_namespaces;            /* <= WEBHOOK_MAX_EXEMPT */
 	/* Time budget of one review, ms from its arrival (0: none): no API call starts once it
 	 * is spent (the placement is denied instead), so a review ends within budget + one call
 	 * timeout of its arrival, even when it waited for a thread or for its node's lock behind

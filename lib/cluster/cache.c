@@ -13,6 +13,8 @@
  */
 #include "cache.h"
 
+#include "engine.h"
+
 #include "labelset.h"
 
 #include "jsonpath.h"
@@ -42,8 +44,15 @@ struct pod_demand {
 	size_t n_uses;           /* demand.n_uses */
 	struct demand_use *uses; /* demand.uses[0..n_uses), NULL when none (GPU pods only) */
 	char *container;         /* max_per_gpu_container, NULL when empty */
-	char *error;             /* NULL when empty */
-	char *warning;           /* NULL when empty */
+	/* --undeclared infer: the GPU containers (demand.parts and .compact), NULL when none */
+	size_t n_parts;
+	struct demand_part *parts;
+	struct demand_share *compact;
+	int shares;                /* demand.shares: resolve on the node */
+	uint64_t whole_gpus;       /* demand_takes_cards(): the units it holds, else 0 */
+	enum demand_source source; /* demand.source */
+	char *error;               /* NULL when empty */
+	char *warning;             /* NULL when empty */
 };
 
 struct node;
@@ -92,6 +101,8 @@ struct cache {
 	pthread_rwlock_t lock;
 	struct table pods, nodes;
 	size_t gpu_pods;
+	size_t by_source[CACHE_SOURCES]; /* GPU pods by demand source (cache_stats) */
+	struct engine_defaults engines;  /* dcfg.engines */
 	size_t known_nodes; /* records with known set (nodes.count also has records for pods) */
 	char *resources[DEMAND_MAX_RESOURCES];
 	struct demand_config dcfg;
@@ -181,6 +192,8 @@ static char *dup_or_null(const char *s)
 static void pod_demand_clear(struct pod_demand *d)
 {
 	free(d->uses);
+	free(d->parts);
+	free(d->compact);
 	free(d->container);
 	free(d->error);
 	free(d->warning);
@@ -307,6 +320,9 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	    .uid = p->uid,
 	    .bytes = p->d.status == DEMAND_OK ? p->d.bytes : 0,
 	    .undeclared_gpus = item_gpus(p),
+	    .shares = p->d.shares ? p->d.compact : NULL,
+	    .n_shares = p->d.shares ? p->d.n_parts : 0,
+	    .whole_gpus = p->d.whole_gpus,
 	    .seen_ms = p->seen_ms,
 	    .pool = p->d.pool,
 	    .priority_class = p->priority_class,
@@ -342,10 +358,21 @@ static void gone_flush(struct cache *c, struct gone *g, size_t n)
 	}
 }
 
+/* The by_source slot of a GPU pod: its source, strict declarations as declared, invalid
+ * ones in CACHE_SOURCE_INVALID. */
+static size_t source_slot(const struct pod_demand *d)
+{
+	if (d->status == DEMAND_INVALID)
+		return CACHE_SOURCE_INVALID;
+	return d->source == DEMAND_SRC_NONE ? DEMAND_SRC_DECLARED : (size_t)d->source;
+}
+
 static void pod_remove(struct cache *c, struct pod *p)
 {
-	if (p->d.status != DEMAND_NOT_GPU)
+	if (p->d.status != DEMAND_NOT_GPU) {
 		c->gpu_pods--;
+		c->by_source[source_slot(&p->d)]--;
+	}
 	detach(c, p);
 	table_remove(&c->pods, (struct rec *)p);
 	pod_free(p);
@@ -381,10 +408,26 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 
 	if (demand_from_pod(obj, &c->dcfg, &d) != 0 && d.status != DEMAND_INVALID)
 		d.status = DEMAND_INVALID; /* demand_from_pod fills status either way */
-	if (p->d.status != DEMAND_NOT_GPU)
+	if (p->d.status != DEMAND_NOT_GPU) {
 		c->gpu_pods--;
+		c->by_source[source_slot(&p->d)]--;
+	}
 	pod_demand_clear(&p->d);
 	p->d.status = d.status;
+	p->d.source = d.source;
+	p->d.shares = d.status == DEMAND_OK && d.shares;
+	p->d.whole_gpus = demand_takes_cards(&d) ? d.gpus : 0;
+	if (d.status == DEMAND_OK && d.n_parts > 0) {
+		p->d.parts = malloc(d.n_parts * sizeof(*p->d.parts));
+		p->d.compact = malloc(d.n_parts * sizeof(*p->d.compact));
+		if (p->d.parts != NULL && p->d.compact != NULL) {
+			memcpy(p->d.parts, d.parts, d.n_parts * sizeof(*p->d.parts));
+			memcpy(p->d.compact, d.compact, d.n_parts * sizeof(*p->d.compact));
+			p->d.n_parts = d.n_parts;
+		} else {
+			p->d.shares = 0;
+		}
+	}
 	p->d.bytes = d.bytes;
 	p->d.gpus = d.gpus;
 	p->d.max_per_gpu_bytes = d.max_per_gpu_bytes;
@@ -399,8 +442,10 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 	p->d.container = dup_or_null(d.max_per_gpu_container);
 	p->d.error = dup_or_null(d.error);
 	p->d.warning = dup_or_null(d.warning);
-	if (p->d.status != DEMAND_NOT_GPU)
+	if (p->d.status != DEMAND_NOT_GPU) {
 		c->gpu_pods++;
+		c->by_source[source_slot(&p->d)]++;
+	}
 	free(p->priority_class);
 	p->priority_class = NULL;
 	labelset_clear(&p->labels);
@@ -411,6 +456,7 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 			return CACHE_ENOMEM;
 	}
 	if ((d.n_uses > 0 && !p->d.uses) || (d.max_per_gpu_container[0] && !p->d.container) ||
+	    (d.status == DEMAND_OK && d.n_parts > 0 && p->d.n_parts == 0) ||
 	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning))
 		return CACHE_ENOMEM;
 	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
@@ -633,6 +679,13 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		d->n_uses = p->d.n_uses;
 		if (d->n_uses > 0)
 			memcpy(d->uses, p->d.uses, d->n_uses * sizeof(d->uses[0]));
+		d->source = p->d.source;
+		d->shares = p->d.shares;
+		d->n_parts = p->d.n_parts;
+		if (d->n_parts > 0) {
+			memcpy(d->parts, p->d.parts, d->n_parts * sizeof(d->parts[0]));
+			memcpy(d->compact, p->d.compact, d->n_parts * sizeof(d->compact[0]));
+		}
 		snprintf(d->max_per_gpu_container, sizeof(d->max_per_gpu_container), "%s",
 		         p->d.container ? p->d.container : "");
 		snprintf(d->error, sizeof(d->error), "%s", p->d.error ? p->d.error : "");
@@ -715,6 +768,7 @@ void cache_stats(struct cache *c, struct cache_stats *out)
 	pthread_rwlock_rdlock(&c->lock);
 	out->pods = c->pods.count;
 	out->gpu_pods = c->gpu_pods;
+	memcpy(out->by_source, c->by_source, sizeof(out->by_source));
 	out->nodes = c->known_nodes;
 	pthread_rwlock_unlock(&c->lock);
 }
@@ -741,6 +795,12 @@ struct cache *cache_new(const struct demand_config *dcfg, cache_gone_fn gone, vo
 		c->dcfg.n_gpu_resources++;
 	}
 	c->dcfg.gpu_resources = c->dcfg.n_gpu_resources ? (const char *const *)c->resources : NULL;
+	c->dcfg.infer = dcfg ? dcfg->infer : 0;
+	if (dcfg != NULL && dcfg->engines != NULL)
+		c->engines = *dcfg->engines;
+	else
+		engine_defaults_init(&c->engines);
+	c->dcfg.engines = &c->engines;
 	return c;
 err:
 	cache_free(c);

@@ -128,9 +128,15 @@ void cache_with_node(struct cache *c, const char *node, cache_node_fn fn, void *
 void cache_each_gpu_node(struct cache *c, cache_node_fn fn, void *ctx);
 
 /* pods: all pods stored; gpu_pods: of which GPU pods (finished included); nodes: Node
- * objects known (not the nodes only named by a pod's spec.nodeName). */
+ * objects known (not the nodes only named by a pod's spec.nodeName); by_source: the GPU pods
+ * by the source of their demand, indexed by enum demand_source (its least declared GPU
+ * container; a strict declaration is DEMAND_SRC_DECLARED, slot 0 unused), and
+ * CACHE_SOURCE_INVALID for those without a valid one. */
+#define CACHE_SOURCE_INVALID DEMAND_SOURCES
+#define CACHE_SOURCES        (DEMAND_SOURCES + 1)
 struct cache_stats {
 	size_t pods, gpu_pods, nodes;
+	size_t by_source[CACHE_SOURCES];
 };
 void cache_stats(struct cache *c, struct cache_stats *out);
 

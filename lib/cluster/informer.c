@@ -564,6 +564,17 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		val = v->declared_bytes;
 		if (v->undeclared_gpus && has_cap)
 			val = sat_add(val, placement_item_bytes(&it, v->cap));
+		/* Inferred pods: declared_bytes holds their figures in bytes only; their shares
+		 * count as the core resolves them on this node. */
+		for (size_t i = 0; has_cap && i < v->n_pods; i++) {
+			const struct placement_item *p = &v->pods[i];
+			uint64_t b;
+
+			if (p->n_shares == 0 || p->undeclared_gpus > 0)
+				continue;
+			b = placement_item_bytes(p, v->cap);
+			val = sat_add(val, b > p->bytes ? b - p->bytes : 0);
+		}
 		break;
 	}
 	default:
@@ -646,6 +657,17 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	               "gpu_memory_guard_cache_objects{resource=\"pods\"} %zu\n"
 	               "gpu_memory_guard_cache_objects{resource=\"nodes\"} %zu\n",
 	               cs.pods, cs.nodes);
+	/* Bounded label values: demand_source_name()'s five and "invalid". */
+	metrics_printf(w, "# HELP gpu_memory_guard_pods_by_demand_source GPU pods in the watch "
+	                  "cache by where their GPU memory figure comes from (the least declared "
+	                  "GPU container's source).\n"
+	                  "# TYPE gpu_memory_guard_pods_by_demand_source gauge\n");
+	for (size_t i = DEMAND_SRC_DECLARED; i < CACHE_SOURCES; i++)
+		metrics_printf(w, "gpu_memory_guard_pods_by_demand_source{source=\"%s\"} %zu\n",
+		               i == CACHE_SOURCE_INVALID
+		                   ? "invalid"
+		                   : demand_source_name((enum demand_source)i),
+		               cs.by_source[i]);
 	for (int pass = 0; pass < 4; pass++) {
 		struct gauge_ctx g = {w, inf->cfg.ledger, inf->cfg.threshold, pass};
 		metrics_printf(w,

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "capacity.h"
+#include "engine.h"
 #include "jsonpath.h"
 #include "quantity.h"
 #include "satmath.h"
@@ -28,8 +29,10 @@ struct container_info {
 		uint64_t n;
 	} mig[MIG_PER_CONTAINER];
 	size_t n_mig;
-	uint64_t bytes; /* valid declaration on a GPU container, else 0 */
-	int sidecar;    /* init container with restartPolicy Always */
+	uint64_t bytes;                 /* valid declaration on a GPU container, else 0 */
+	int sidecar;                    /* init container with restartPolicy Always */
+	const cJSON *limits, *requests; /* the resources the GPUs were counted from */
+	int part;                       /* its parts[] index under infer, else 0 */
 };
 
 /* Running sums for the effective-request rule, kept for bytes and GPUs alike. */
@@ -175,13 +178,15 @@ static int container_gpus(const cJSON *c, const char *const *names, size_t n_nam
 
 	if (count_gpus(limits, names, n_names, ci, err) != 0)
 		return -1;
+	ci->limits = limits;
 	if (ci->gpus == 0 && count_gpus(requests, names, n_names, ci, err) != 0)
 		return -1;
+	ci->requests = requests;
 	return 0;
 }
 
-/* The last env entry named GPU_MEMORY_LIMIT (the kubelet lets the last duplicate win). */
-static const cJSON *find_decl(const cJSON *c)
+/* The last env entry named name (the kubelet lets the last duplicate win). */
+static const cJSON *find_env(const cJSON *c, const char *want)
 {
 	const cJSON *env = json_at(c, "env", NULL);
 	const cJSON *e, *found = NULL;
@@ -193,7 +198,7 @@ static const cJSON *find_decl(const cJSON *c)
 		const cJSON *name = json_at(e, "name", NULL);
 
 		if (cJSON_IsString(name) && name->valuestring &&
-		    strcmp(name->valuestring, DEMAND_ENV_NAME) == 0)
+		    strcmp(name->valuestring, want) == 0)
 			found = e;
 	}
 	return found;
@@ -279,7 +284,9 @@ static void container_name(const cJSON *c, int init, int idx, char *buf)
 struct walk {
 	const char *const *names;
 	size_t n_names;
-	int pools; /* a pool seen yet */
+	const struct demand_config *cfg;
+	const cJSON *annotations; /* the pod's, for KAI's */
+	int pools;                /* a pool seen yet */
 	struct rule_acc bytes_acc, gpus_acc;
 	struct demand *out;
 };
@@ -303,6 +310,7 @@ static void add_use(struct demand *out, const struct container_info *ci, const c
 		return;
 	}
 	u = &out->uses[out->n_uses++];
+	u->part = (uint8_t)ci->part;
 	u->bytes = ci->bytes;
 	u->gpus = gpus;
 	snprintf(u->profile, sizeof(u->profile), "%s", profile ? profile : "");
@@ -324,13 +332,308 @@ static void add_pool(struct walk *w, const struct container_info *ci)
 	}
 }
 
+#define MIB (1024ull * 1024ull)
+
+/* A resource quantity of limits, else requests, as a whole count (HAMi's gpumem). 1 found, 0
+ * absent, -1 malformed. */
+static int resource_count(const struct container_info *ci, const char *name, uint64_t *out)
+{
+	const cJSON *v = json_at(ci->limits, name, NULL);
+
+	if (v == NULL)
+		v = json_at(ci->requests, name, NULL);
+	if (v == NULL)
+		return 0;
+	return demand_parse_count(v, out) == 0 ? 1 : -1;
+}
+
+/* HAMi-core's CUDA_DEVICE_MEMORY_LIMIT: digits with an optional k/m/g (binary, either case).
+ * 0 or -1. */
+static int parse_hami_limit(const char *s, uint64_t *out)
+{
+	uint64_t v = 0, mul = 1;
+	size_t n = strspn(s, "0123456789");
+
+	if (n == 0 || n > 15)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	switch (s[n]) {
+	case '\0':
+		break;
+	case 'k':
+	case 'K':
+		mul = 1024;
+		break;
+	case 'm':
+	case 'M':
+		mul = MIB;
+		break;
+	case 'g':
+	case 'G':
+		mul = 1024 * MIB;
+		break;
+	default:
+		return -1;
+	}
+	if (s[n] != '\0' && s[n + 1] != '\0')
+		return -1;
+	*out = v * mul;
+	return *out >= DEMAND_MIN_BYTES ? 0 : -1;
+}
+
+/* A KAI annotation of the pod, a string, or NULL. */
+static const char *annotation(const struct walk *w, const char *name)
+{
+	const cJSON *v = json_at(w->annotations, name, NULL);
+
+	return cJSON_IsString(v) && v->valuestring ? v->valuestring : NULL;
+}
+
+/* Another system's declaration (HAMi, KAI): 1 found (part filled), 0 none, -1 err set. */
+static int other_system(const struct walk *w, const cJSON *c, struct container_info *ci,
+                        struct demand_part *p, char *err)
+{
+	uint64_t v = 0;
+	const char *a;
+	const cJSON *e;
+	int rc;
+
+	if ((rc = resource_count(ci, DEMAND_RES_HAMI_MEM, &v)) != 0) {
+		if (rc < 0 || v == 0 || v > (UINT64_MAX / MIB) / (ci->gpus ? ci->gpus : 1))
+			goto bad_gpumem;
+		p->bytes = v * MIB * ci->gpus;
+		p->source = DEMAND_SRC_HAMI;
+		snprintf(p->words, sizeof(p->words), DEMAND_RES_HAMI_MEM " %lluMi per GPU",
+		         (unsigned long long)v);
+		return 1;
+	}
+	if ((rc = resource_count(ci, DEMAND_RES_HAMI_PCT, &v)) != 0) {
+		if (rc < 0 || v == 0 || v > 100) {
+			set_msg(err,
+			        "container \"%s\": " DEMAND_RES_HAMI_PCT " must be a whole percent "
+			        "1..100 of each GPU's memory, e.g. \"50\"",
+			        ci->name);
+			return -1;
+		}
+		p->ppm = (uint32_t)v * 10000u;
+		p->source = DEMAND_SRC_HAMI;
+		snprintf(p->words, sizeof(p->words), DEMAND_RES_HAMI_PCT " %llu%%",
+		         (unsigned long long)v);
+		return 1;
+	}
+	e = find_env(c, DEMAND_ENV_HAMI);
+	if (e != NULL) {
+		const cJSON *value = json_at(e, "value", NULL);
+
+		if (!cJSON_IsString(value) || value->valuestring == NULL ||
+		    parse_hami_limit(value->valuestring, &v) != 0 ||
+		    v > UINT64_MAX / (ci->gpus ? ci->gpus : 1)) {
+			set_msg(
+			    err,
+			    "container \"%s\": " DEMAND_ENV_HAMI " \"%.32s\" is not HAMi-core's "
+			    "per-GPU limit of at least 1m (a literal value such as \"4096m\" or "
+			    "\"16g\")",
+			    ci->name,
+			    cJSON_IsString(value) && value->valuestring ? value->valuestring : "");
+			return -1;
+		}
+		p->bytes = v * ci->gpus;
+		p->source = DEMAND_SRC_HAMI;
+		snprintf(p->words, sizeof(p->words), DEMAND_ENV_HAMI " %.32s per GPU",
+		         value->valuestring);
+		return 1;
+	}
+	if ((a = annotation(w, DEMAND_ANN_KAI_MEMORY)) != NULL) {
+		cJSON tmp = {.type = cJSON_String, .valuestring = (char *)a};
+
+		if (demand_parse_count(&tmp, &v) != 0 || v == 0 || strpbrk(a, "kMGTPEi") != NULL ||
+		    v > (UINT64_MAX / MIB) / (ci->gpus ? ci->gpus : 1)) {
+			set_msg(err,
+			        "pod annotation " DEMAND_ANN_KAI_MEMORY
+			        " \"%.32s\" (KAI, for container "
+			        "\"%s\") is not a whole number of MiB, e.g. \"20480\"",
+			        a, ci->name);
+			return -1;
+		}
+		p->bytes = v * MIB * ci->gpus;
+		p->source = DEMAND_SRC_KAI;
+		snprintf(p->words, sizeof(p->words), "KAI " DEMAND_ANN_KAI_MEMORY " %sMi per GPU",
+		         a);
+		return 1;
+	}
+	if ((a = annotation(w, DEMAND_ANN_KAI_FRACTION)) != NULL) {
+		double r = 0;
+
+		if (capacity_parse_ratio(a, &r) != 0) {
+			set_msg(
+			    err,
+			    "pod annotation " DEMAND_ANN_KAI_FRACTION " \"%.32s\" (KAI, for "
+			    "container \"%s\") is not a ratio 0 < r <= 1 of one GPU, e.g. \"0.5\"",
+			    a, ci->name);
+			return -1;
+		}
+		p->ppm = (uint32_t)(r * 1e6 + 0.5);
+		p->source = DEMAND_SRC_KAI;
+		snprintf(p->words, sizeof(p->words), "KAI " DEMAND_ANN_KAI_FRACTION " %.16s", a);
+		return 1;
+	}
+	return 0;
+bad_gpumem:
+	set_msg(err,
+	        "container \"%s\": " DEMAND_RES_HAMI_MEM " must be a whole number of MiB per GPU, "
+	        "e.g. \"20480\"",
+	        ci->name);
+	return -1;
+}
+
+#define ARGV_MAX ENGINE_WORDS_MAX
+
+/* The strings of a JSON array into v (non-strings as ""), at most cap; the count, or cap + 1
+ * when longer. */
+static size_t strings(const cJSON *a, const char **v, size_t cap)
+{
+	const cJSON *e;
+	size_t n = 0;
+
+	if (!cJSON_IsArray(a))
+		return 0;
+	cJSON_ArrayForEach(e, a)
+	{
+		if (n == cap)
+			return cap + 1;
+		v[n++] = cJSON_IsString(e) && e->valuestring ? e->valuestring : "";
+	}
+	return n;
+}
+
+/* The engine of container c: 1 found or unreadable (part filled as the engine's), 0 none, -1
+ * err set. */
+static int engine_source(const struct walk *w, const cJSON *c, const struct container_info *ci,
+                         struct demand_part *p, char *err)
+{
+	const char *argv[2 * ARGV_MAX];
+	const cJSON *image = json_at(c, "image", NULL);
+	const cJSON *tgi = json_at(find_env(c, "CUDA_MEMORY_FRACTION"), "value", NULL);
+	struct engine_input in = {.container = ci->name};
+	struct engine_setting es;
+	char why[DEMAND_MSG_MAX];
+	size_t nc = strings(json_at(c, "command", NULL), argv, ARGV_MAX);
+	size_t na = strings(json_at(c, "args", NULL), argv + ARGV_MAX, ARGV_MAX);
+
+	in.command = argv;
+	in.n_command = nc;
+	in.args = argv + ARGV_MAX;
+	in.n_args = na;
+	in.image = cJSON_IsString(image) ? image->valuestring : NULL;
+	in.env_tgi_fraction = cJSON_IsString(tgi) ? tgi->valuestring : NULL;
+	if (engine_read(&in, w->cfg->engines, &es, why, sizeof(why)) != 0) {
+		set_msg(err, "%s", why);
+		return -1;
+	}
+	if (es.status == ENGINE_NOT_FOUND)
+		return 0;
+	if (es.status == ENGINE_UNREADABLE) {
+		if (p->source != DEMAND_SRC_NONE)
+			return 0; /* a declaration stands: the engine's flags are unknown */
+		p->ppm = ENGINE_PPM;
+		p->source = DEMAND_SRC_WHOLE;
+		snprintf(p->words, sizeof(p->words), "the whole of its GPUs (%s)", es.words);
+		return 0;
+	}
+	p->ppm = es.ratio_ppm;
+	snprintf(p->engine_words, sizeof(p->engine_words), "%s", es.words);
+	return 1;
+}
+
+/* The sources of one GPU container under infer, in order (demand.h); fills a part. */
+static int infer_part(struct walk *w, const cJSON *c, const cJSON *decl, int init,
+                      struct container_info *ci, char *err)
+{
+	struct demand *out = w->out;
+	struct demand_part p;
+	int rc;
+
+	memset(&p, 0, sizeof(p));
+	if (out->n_parts == DEMAND_MAX_PARTS) {
+		set_msg(err, "the pod has more than %d GPU containers", DEMAND_MAX_PARTS);
+		return -1;
+	}
+	if (decl != NULL) {
+		if (parse_decl(decl, ci, err) != 0)
+			return -1;
+		p.bytes = ci->bytes;
+		p.source = DEMAND_SRC_DECLARED;
+		snprintf(p.words, sizeof(p.words), DEMAND_ENV_NAME " %.32s",
+		         json_at(decl, "value", NULL)->valuestring);
+	} else if ((rc = other_system(w, c, ci, &p, err)) < 0) {
+		return -1;
+	}
+	uint32_t share = p.ppm;
+	if ((rc = engine_source(w, c, ci, &p, err)) < 0)
+		return -1;
+	if (rc == 1 && p.source == DEMAND_SRC_NONE) {
+		p.source = DEMAND_SRC_ENGINE;
+		snprintf(p.words, sizeof(p.words), "%s", p.engine_words);
+		p.engine_words[0] = '\0';
+	} else if (rc == 1) {
+		/* A declaration and the engine: the larger counts on each node. A share declared
+		 * (HAMi, KAI) and the engine's: the larger share. */
+		if (share != 0)
+			p.ppm = p.ppm > share ? p.ppm : share;
+		else
+			p.both = 1;
+	}
+	if (p.source == DEMAND_SRC_NONE) {
+		p.source = DEMAND_SRC_WHOLE;
+		p.ppm = ENGINE_PPM;
+		snprintf(p.words, sizeof(p.words), "no GPU memory declared, the whole of its GPUs");
+	}
+	p.whole = ci->whole;
+	for (size_t i = 0; i < ci->n_mig; i++)
+		p.mig_units = sat_add(p.mig_units, ci->mig[i].n);
+	if (ci->n_mig > 0)
+		snprintf(p.mig_profile, sizeof(p.mig_profile), "%s", ci->mig[0].profile);
+	p.init = (uint8_t)init;
+	p.sidecar = (uint8_t)ci->sidecar;
+	snprintf(p.container, sizeof(p.container), "%.63s", ci->name);
+	ci->bytes = p.bytes;
+	ci->part = (int)out->n_parts;
+	out->compact[out->n_parts] = (struct demand_share){
+	    .bytes = p.bytes,
+	    .whole = p.whole,
+	    .mig_units = p.mig_units,
+	    .mig_pool = p.mig_units ? capacity_pool_id(p.mig_profile) : 0,
+	    .ppm = p.ppm,
+	    .init = p.init,
+	    .sidecar = p.sidecar,
+	    .whole_card = p.source == DEMAND_SRC_WHOLE,
+	    .takes_cards = p.source == DEMAND_SRC_WHOLE || p.source == DEMAND_SRC_ENGINE || p.both,
+	};
+	if (p.ppm != 0)
+		out->shares = 1;
+	if (p.source > out->source)
+		out->source = p.source;
+	out->parts[out->n_parts++] = p;
+	return 0;
+}
+
+/* A GPU container's declaration: strict (GPU_MEMORY_LIMIT only) or inferred. */
+static int declare(struct walk *w, const cJSON *c, const cJSON *decl, int init,
+                   struct container_info *ci, char *err)
+{
+	if (w->cfg == NULL || !w->cfg->infer)
+		return parse_decl(decl, ci, err);
+	return infer_part(w, c, decl, init, ci, err);
+}
+
 /* Account one container: GPUs, declaration, warnings, per-GPU share. */
 static void visit(struct walk *w, const cJSON *c, int init, int idx)
 {
 	struct container_info ci;
 	struct demand *out = w->out;
 	const cJSON *policy = json_at(c, "restartPolicy", NULL);
-	const cJSON *decl = find_decl(c);
+	const cJSON *decl = find_env(c, DEMAND_ENV_NAME);
 	int first_error = out->status != DEMAND_INVALID;
 
 	memset(&ci, 0, sizeof(ci));
@@ -340,7 +643,7 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 
 	/* Only the first problem is reported: the user fixes one thing at a time. */
 	if (container_gpus(c, w->names, w->n_names, &ci, first_error ? out->error : NULL) != 0 ||
-	    (ci.gpus > 0 && parse_decl(decl, &ci, first_error ? out->error : NULL) != 0)) {
+	    (ci.gpus > 0 && declare(w, c, decl, init, &ci, first_error ? out->error : NULL) != 0)) {
 		out->status = DEMAND_INVALID;
 	} else if (ci.gpus > 0) {
 		uint64_t share = ci.bytes / ci.gpus + (ci.bytes % ci.gpus != 0);
@@ -372,7 +675,11 @@ int demand_from_pod(const cJSON *pod, const struct demand_config *cfg, struct de
 {
 	const cJSON *inits = json_at(pod, "spec", "initContainers", NULL);
 	const cJSON *apps = json_at(pod, "spec", "containers", NULL);
-	struct walk w = {.names = default_resources, .n_names = 1, .out = out};
+	struct walk w = {.names = default_resources,
+	                 .n_names = 1,
+	                 .cfg = cfg,
+	                 .annotations = json_at(pod, "metadata", "annotations", NULL),
+	                 .out = out};
 	const cJSON *c;
 	int idx, rc = 0;
 
@@ -418,4 +725,158 @@ int demand_from_pod(const cJSON *pod, const struct demand_config *cfg, struct de
 		out->bytes = rule_result(&w.bytes_acc);
 out:
 	return rc;
+}
+
+const char *demand_source_name(enum demand_source src)
+{
+	switch (src) {
+	case DEMAND_SRC_DECLARED:
+		return "declared";
+	case DEMAND_SRC_HAMI:
+		return "hami";
+	case DEMAND_SRC_KAI:
+		return "kai";
+	case DEMAND_SRC_ENGINE:
+		return "engine";
+	case DEMAND_SRC_WHOLE:
+		return "whole-card";
+	default:
+		return "";
+	}
+}
+
+/* ppm of x, rounded up: a share never counts less than it says. */
+static uint64_t ppm_of(uint64_t x, uint32_t ppm)
+{
+	uint64_t lo = (x % 1000000u) * ppm;
+
+	return sat_add((x / 1000000u) * ppm, lo / 1000000u + (lo % 1000000u != 0));
+}
+
+/* The bytes one GPU container counts on the node: the larger of its figure and its share of
+ * the memory of the units it gets. */
+static uint64_t share_bytes(const struct demand_share *s, const struct capacity *cap,
+                            uint64_t *share_out)
+{
+	uint64_t m = 0, share;
+
+	if (s->whole > 0)
+		m = capacity_undeclared_bytes(cap, CAPACITY_POOL_WHOLE, s->whole);
+	if (s->mig_units > 0)
+		m = sat_add(m, capacity_undeclared_bytes(cap, s->mig_pool, s->mig_units));
+	share = s->ppm ? ppm_of(m, s->ppm) : 0;
+	if (share_out != NULL)
+		*share_out = share;
+	return share > s->bytes ? share : s->bytes;
+}
+
+uint64_t demand_shares_bytes(const struct demand_share *shares, size_t n,
+                             const struct capacity *cap)
+{
+	struct rule_acc acc;
+
+	memset(&acc, 0, sizeof(acc));
+	for (size_t i = 0; i < n && shares != NULL && cap != NULL; i++)
+		rule_add(&acc, share_bytes(&shares[i], cap, NULL), shares[i].init,
+		         shares[i].sidecar);
+	return rule_result(&acc);
+}
+
+static int all_parts(const struct demand *d, int takes)
+{
+	if (d->status != DEMAND_OK || d->n_parts == 0)
+		return 0;
+	for (size_t i = 0; i < d->n_parts; i++)
+		if (!(takes ? d->compact[i].takes_cards : d->compact[i].whole_card))
+			return 0;
+	return 1;
+}
+
+int demand_all_whole(const struct demand *d)
+{
+	return all_parts(d, 0);
+}
+
+int demand_takes_cards(const struct demand *d)
+{
+	return all_parts(d, 1);
+}
+
+void demand_resolve(const struct demand *d, const struct capacity *cap, struct demand *out)
+{
+	struct rule_acc acc;
+
+	if (out != d)
+		*out = *d;
+	if (d->status != DEMAND_OK || !d->shares || cap == NULL)
+		return;
+	memset(&acc, 0, sizeof(acc));
+	out->card_bytes = cap->per_gpu_bytes;
+	out->max_per_gpu_bytes = 0;
+	for (size_t i = 0; i < out->n_parts; i++) {
+		struct demand_part *p = &out->parts[i];
+		uint64_t share = 0;
+		uint64_t units = sat_add(p->whole, p->mig_units);
+		uint64_t per;
+
+		p->resolved = share_bytes(&out->compact[i], cap, &share);
+		if (p->both && share > p->bytes && out->warning[0] == '\0') {
+			char a[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX];
+
+			quantity_format(p->bytes, a, sizeof(a));
+			quantity_format(share, b, sizeof(b));
+			set_msg(out->warning,
+			        "container \"%s\": %s (%s) is below what %s will take on this node "
+			        "(%s): counted as %s",
+			        p->container, p->words, a, p->engine_words, b, b);
+		}
+		rule_add(&acc, p->resolved, p->init, p->sidecar);
+		units = units ? units : 1;
+		per = p->resolved / units + (p->resolved % units != 0);
+		if (per > out->max_per_gpu_bytes) {
+			out->max_per_gpu_bytes = per;
+			snprintf(out->max_per_gpu_container, sizeof(out->max_per_gpu_container),
+			         "%s", p->container);
+		}
+	}
+	out->bytes = rule_result(&acc);
+	for (size_t i = 0; i < out->n_uses; i++) {
+		struct demand_use *u = &out->uses[i];
+
+		if (u->part >= out->n_parts)
+			continue;
+		u->bytes = out->parts[u->part].resolved;
+		/* The folded last use holds the largest of the containers folded into it. */
+		if (i == DEMAND_MAX_USES - 1)
+			for (size_t j = u->part; j < out->n_parts; j++)
+				if (out->parts[j].resolved > u->bytes)
+					u->bytes = out->parts[j].resolved;
+	}
+}
+
+void demand_describe(const struct demand *d, char *buf, size_t len)
+{
+	const struct demand_part *big = NULL;
+	char q[QUANTITY_FMT_MAX], card[QUANTITY_FMT_MAX];
+	int n;
+
+	if (len == 0)
+		return;
+	buf[0] = '\0';
+	for (size_t i = 0; i < d->n_parts; i++)
+		if (big == NULL || d->parts[i].resolved > big->resolved ||
+		    (!d->shares && d->parts[i].bytes > big->bytes))
+			big = &d->parts[i];
+	if (big == NULL)
+		return;
+	quantity_format(d->shares ? big->resolved : big->bytes, q, sizeof(q));
+	quantity_format(d->card_bytes, card, sizeof(card));
+	if (big->ppm != 0 && d->card_bytes > 0 && big->resolved > big->bytes)
+		n = snprintf(buf, len, "counted as %s: %s of this node's %s %s", q, big->words,
+		             card, big->mig_units > 0 ? "GPU (MIG slice)" : "card");
+	else
+		n = snprintf(buf, len, "counted as %s: %s", q, big->words);
+	if (n >= 0 && (size_t)n < len && d->n_parts > 1)
+		snprintf(buf + n, len - (size_t)n, ", and %zu more GPU container(s)",
+		         d->n_parts - 1);
 }

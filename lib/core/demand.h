@@ -34,7 +34,34 @@
  * digits with an optional k M G T P E / Ki Mi Gi Ti Pi Ei suffix or exponent ("3k", as the API
  * server writes 3000), never a fraction.
  *
- * Pure (no I/O), thread-safe, no allocation: the result is a value on the caller's stack.
+ * Inferred demand (cfg->infer; config --undeclared infer). Per GPU container, the first source
+ * present wins (issue 19; ../shared/reference/gpu-facts.md):
+ *   1. DEMAND_SRC_DECLARED: env GPU_MEMORY_LIMIT, as above (same grammar and errors);
+ *   2. DEMAND_SRC_HAMI: in limits (else requests) nvidia.com/gpumem, MiB per GPU unit, or
+ *      nvidia.com/gpumem-percentage, percent of each unit's card (1..100); else env
+ *      CUDA_DEVICE_MEMORY_LIMIT, HAMi-core's per-device limit ("4096m", "16g", bytes bare;
+ *      k m g binary, either case: https://github.com/Project-HAMi/HAMi-core README);
+ *      DEMAND_SRC_KAI: pod annotations gpu-memory (MiB per GPU) or gpu-fraction (a ratio
+ *      0 < r <= 1 of one card), read for the pod's GPU containers (KAI's own fractional pods ask
+ *      no GPU resource: not read here, see the README's limitations);
+ *   3. DEMAND_SRC_ENGINE: the serving engine's flag, env or default (engine.h);
+ *   4. DEMAND_SRC_WHOLE: nothing found (or an engine whose flags cannot be read): the whole
+ *      memory of the units it gets (capacity_undeclared_bytes()).
+ * A figure in bytes is final; a share (of a card) becomes bytes only on a node: such a pod has
+ * shares set and must go through demand_resolve() with the node's capacity before its bytes,
+ * uses and max_per_gpu_* mean anything. When a declaration (1 or 2) and the engine (3) are both
+ * present, the larger counts on each node and the resolution warns naming both: the engine
+ * takes what its flag says, whatever the env var says.
+ * A share declared (HAMi's percentage, KAI's fraction) and the engine's: the larger share. An
+ * engine whose flags cannot be read leaves a declaration as it is. More than DEMAND_MAX_PARTS
+ * GPU containers is invalid under infer. A malformed value of any source is an error naming the
+ * container and the field or flag.
+ * Without cfg->infer a GPU container without GPU_MEMORY_LIMIT is invalid (the strict mode,
+ * --undeclared refuse, the behaviour before issue 19).
+ *
+ * Pure (no I/O), thread-safe, no allocation: the result is a value on the caller's stack
+ * (about 7 KiB with its parts; demand_from_pod uses about 25 KiB of stack more under infer,
+ * for the engine reader's words).
  */
 #ifndef GMG_DEMAND_H
 #define GMG_DEMAND_H
@@ -53,11 +80,33 @@ struct cJSON;
 #define DEMAND_PROFILE_MAX    24 /* a MIG profile name, "1g.10gb" (CAPACITY_PROFILE_MAX) */
 /* uses[].profile of a folded use whose containers ask different pools: judged on the smallest
  * piece the node offers (capacity_piece()) */
-#define DEMAND_PROFILE_FOLDED "*"
-#define DEMAND_USE_NAME_MAX   64 /* a container name in uses[] (DNS-1123 label: 63) */
-#define DEMAND_MIG_PREFIX     "nvidia.com/mig-"
-#define DEMAND_MSG_MAX        512
-#define DEMAND_NAME_MAX       254 /* DNS-1123 label 63; the cap is generous but fixed */
+#define DEMAND_PROFILE_FOLDED   "*"
+#define DEMAND_USE_NAME_MAX     64 /* a container name in uses[] (DNS-1123 label: 63) */
+#define DEMAND_MIG_PREFIX       "nvidia.com/mig-"
+#define DEMAND_MSG_MAX          512
+#define DEMAND_NAME_MAX         254 /* DNS-1123 label 63; the cap is generous but fixed */
+#define DEMAND_MAX_PARTS        8   /* GPU containers per pod under infer; more is refused */
+#define DEMAND_PART_WORDS       224 /* a part's source in words (ENGINE_WORDS_MSG + 32) */
+#define DEMAND_ANN_KAI_MEMORY   "gpu-memory"
+#define DEMAND_ANN_KAI_FRACTION "gpu-fraction"
+#define DEMAND_RES_HAMI_MEM     "nvidia.com/gpumem"
+#define DEMAND_RES_HAMI_PCT     "nvidia.com/gpumem-percentage"
+#define DEMAND_ENV_HAMI         "CUDA_DEVICE_MEMORY_LIMIT"
+
+struct engine_defaults;
+struct capacity;
+
+/* Where a GPU container's figure came from. The names (demand_source_name()) are bounded
+ * metric label values. Ordered from the most declared to the least. */
+enum demand_source {
+	DEMAND_SRC_NONE = 0,     /* no GPU container */
+	DEMAND_SRC_DECLARED = 1, /* GPU_MEMORY_LIMIT */
+	DEMAND_SRC_HAMI = 2,
+	DEMAND_SRC_KAI = 3,
+	DEMAND_SRC_ENGINE = 4,
+	DEMAND_SRC_WHOLE = 5, /* nothing said: its cards' whole memory */
+};
+#define DEMAND_SOURCES 6
 
 /* Configured GPU resource names; borrowed for the call. Only the first DEMAND_MAX_RESOURCES
  * are used (config enforces the cap). A GPU count is a whole quantity (demand_parse_count())
@@ -66,6 +115,8 @@ struct cJSON;
 struct demand_config {
 	const char *const *gpu_resources; /* e.g. {"nvidia.com/gpu"}; NULL -> default */
 	size_t n_gpu_resources;
+	int infer;                             /* 1: read every source above; 0: strict */
+	const struct engine_defaults *engines; /* assumed engine defaults; NULL: engine.h's */
 };
 
 /* Outcome of demand_from_pod(). */
@@ -81,6 +132,40 @@ struct demand_use {
 	uint64_t gpus;                       /* units of the pool it asks for */
 	char profile[DEMAND_PROFILE_MAX];    /* MIG profile, "" for whole GPUs */
 	char container[DEMAND_USE_NAME_MAX]; /* its name (cut at 63 bytes) */
+	uint8_t part;                        /* its container's parts[] index (shares) */
+};
+
+/* What the resolution of one GPU container needs, compact (callers keep it per pod on a node:
+ * placement_item.shares). */
+struct demand_share {
+	uint64_t bytes;     /* a figure in bytes for the whole container; 0: none */
+	uint64_t whole;     /* whole-GPU units */
+	uint64_t mig_units; /* MIG slices of pool mig_pool */
+	uint32_t mig_pool;  /* capacity_pool_id() of its (first) MIG profile */
+	uint32_t ppm;       /* a share of the memory of each unit it gets, per million; 0: none */
+	uint8_t init, sidecar;
+	uint8_t whole_card;  /* counted as its units' whole memory (source DEMAND_SRC_WHOLE) */
+	uint8_t takes_cards; /* whole_card, or an engine runs in it (it takes its share of each
+	                        card whatever is declared): on cards nothing shares, it simply
+	                        takes them (placement.h) */
+};
+
+/* One GPU container as the rule and the resolution see it (cfg->infer only). */
+struct demand_part {
+	uint64_t bytes;     /* a figure in bytes for the whole container; 0: none */
+	uint32_t ppm;       /* a share of the memory of each unit it gets, per million; 0: none */
+	uint64_t whole;     /* whole-GPU units */
+	uint64_t mig_units; /* MIG slices, all of profile mig_profile (one profile per container
+	                       read; more profiles: the first one's size for all) */
+	char mig_profile[DEMAND_PROFILE_MAX];
+	uint8_t init, sidecar;
+	enum demand_source source;
+	uint8_t both; /* a declaration (bytes) and the engine (ppm) are both present */
+	char words[DEMAND_PART_WORDS]; /* "vllm --gpu-memory-utilization 0.9", "GPU_MEMORY_LIMIT
+	                                  20Gi", "no GPU memory declared" */
+	char engine_words[DEMAND_PART_WORDS]; /* both: the engine's words */
+	char container[DEMAND_USE_NAME_MAX];  /* its name (cut at 63 bytes) */
+	uint64_t resolved;                    /* demand_resolve(): its bytes on the node */
 };
 
 struct demand {
@@ -98,7 +183,16 @@ struct demand {
 	                  DEMAND_PROFILE_FOLDED) */
 	struct demand_use uses[DEMAND_MAX_USES];
 	char error[DEMAND_MSG_MAX];   /* DEMAND_INVALID: first problem, names the container */
-	char warning[DEMAND_MSG_MAX]; /* non-empty: declaration on a non-GPU container */
+	char warning[DEMAND_MSG_MAX]; /* non-empty: declaration on a non-GPU container; after
+	                                 demand_resolve(), else two sources disagreeing */
+	/* cfg->infer: the GPU containers (DEMAND_OK), the least declared one's source, and
+	 * whether a share must be resolved on the node (demand_resolve()) */
+	size_t n_parts;
+	struct demand_part parts[DEMAND_MAX_PARTS];
+	struct demand_share compact[DEMAND_MAX_PARTS]; /* parts[i] compact, for placement items */
+	enum demand_source source;
+	int shares;
+	uint64_t card_bytes; /* demand_resolve(): the memory of one GPU of the node (for words) */
 };
 
 /*
@@ -114,6 +208,39 @@ struct demand {
  */
 int demand_from_pod(const struct cJSON *pod, const struct demand_config *cfg, struct demand *out)
     __attribute__((warn_unused_result));
+
+/*
+ * The demand d (DEMAND_OK) on the node of capacity cap: each part's share of the memory of the
+ * units it gets becomes bytes (capacity_undeclared_bytes(): under time-slicing at most the
+ * node's cards, under MPS card / replicas each, MIG slices their own), the larger of a
+ * declaration and the engine's share counts (out->warning names both when the share is
+ * larger), then the effective-request rule, uses[].bytes and max_per_gpu_* as for a declared
+ * pod. out is a copy of d (out may be d). A pod without shares is copied unchanged. Pure.
+ */
+void demand_resolve(const struct demand *d, const struct capacity *cap, struct demand *out);
+
+/* The effective-request bytes of n GPU containers (shares, from a demand) on the node of
+ * capacity cap, each counting the larger of its bytes and its share of its units' memory.
+ * Saturating; 0 for n 0. Pure. */
+uint64_t demand_shares_bytes(const struct demand_share *shares, size_t n,
+                             const struct capacity *cap);
+
+/* 1 when every GPU container of d (DEMAND_OK, infer) is counted as its units' whole memory
+ * (demand_all_whole), or takes its cards (demand_takes_cards: whole, or an engine runs in
+ * it). */
+int demand_all_whole(const struct demand *d);
+int demand_takes_cards(const struct demand *d);
+
+/*
+ * The source of a resolved demand in words, for messages and logs: "counted as 71.6Gi: vllm
+ * --gpu-memory-utilization 0.9 of this node's 79.6Gi card" (the largest GPU container; ", and
+ * N more GPU containers"), "declared (GPU_MEMORY_LIMIT)" for a pod whose every GPU container
+ * declares. Writes at most len bytes, always terminated; "" for a demand without parts.
+ */
+void demand_describe(const struct demand *d, char *buf, size_t len);
+
+/* "declared", "hami", "kai", "engine", "whole-card", "" for DEMAND_SRC_NONE (static). */
+const char *demand_source_name(enum demand_source s);
 
 /* A GPU count: a whole quantity string ("4096", "3k", "2Ki") or an integral JSON number, at
  * most DEMAND_MAX_GPUS. 0 and *out set, or -1. Shared with capacity (allocatable). */

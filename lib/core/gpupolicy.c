@@ -579,6 +579,22 @@ static int parse_mode(const cJSON *v, enum gpupolicy_mode *out, char *err, size_
 	            got(v, g, sizeof(g)));
 }
 
+static int parse_undeclared(const cJSON *v, int *refuse, char *err, size_t errlen)
+{
+	char g[GOT_MAX];
+
+	*refuse = 0;
+	if (v == NULL)
+		return 0;
+	if (cJSON_IsString(v) && v->valuestring != NULL &&
+	    (strcmp(v->valuestring, "infer") == 0 || strcmp(v->valuestring, "refuse") == 0)) {
+		*refuse = strcmp(v->valuestring, "refuse") == 0;
+		return 0;
+	}
+	return fail(err, errlen, "spec.undeclared: must be one of infer, refuse, got %s",
+	            got(v, g, sizeof(g)));
+}
+
 static int parse_spec(const cJSON *obj, struct gpupolicy *p, char *err, size_t errlen)
 {
 	char g[GOT_MAX];
@@ -601,6 +617,9 @@ static int parse_spec(const cJSON *obj, struct gpupolicy *p, char *err, size_t e
 		                 &p->has_warn_threshold, &p->warn_threshold, err, errlen);
 	if (rc == 0)
 		rc = parse_mode(field(spec, "mode"), &p->mode, err, errlen);
+	if (rc == 0)
+		rc =
+		    parse_undeclared(field(spec, "undeclared"), &p->undeclared_refuse, err, errlen);
 	if (rc == 0)
 		rc = parse_tiers(field(spec, "tiers"), p, err, errlen);
 	return rc;

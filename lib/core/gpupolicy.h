@@ -12,6 +12,8 @@
  *   spec.threshold      ratio (0, 1]; absent: the --threshold flag's
  *   spec.warnThreshold  ratio (0, 1]; absent: the --warn-threshold flag's
  *   spec.mode           "enforce" (default), "warn" or "audit"
+ *   spec.undeclared     "infer" or "refuse" (issue 19): refuse takes GPU_MEMORY_LIMIT only on
+ *                       the selected nodes (policyset.h); absent or infer: the flag's
  *   spec.tiers[]        at most GPUPOLICY_TIERS_MAX, names unique:
  *     name                 a DNS label (1..63 of [a-z0-9-], alphanumeric at both ends)
  *     priorityClassNames[] the pod's spec.priorityClassName is one of them
@@ -125,6 +127,10 @@ struct gpupolicy {
 	int has_warn_threshold;
 	double warn_threshold; /* ratio (0,1] */
 	enum gpupolicy_mode mode;
+	/* spec.undeclared: "refuse" (1): the pool takes GPU_MEMORY_LIMIT declarations only, a pod
+	 * counted from another source is refused in the policy's mode (policyset.h); "infer" or
+	 * absent (0): as --undeclared says (a policy cannot infer where the flag refuses) */
+	int undeclared_refuse;
 	struct gpupolicy_tier tiers[GPUPOLICY_TIERS_MAX];
 	size_t n_tiers;
 };

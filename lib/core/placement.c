@@ -12,9 +12,15 @@
 #include <stdio.h>
 #include <string.h>
 
+/* How to declare, for messages that ask for it. */
+#define GMG_DECL_HINT                                                                              \
+	"GPU_MEMORY_LIMIT (e.g. \"24Gi\"), or the engine's memory flag (vllm "                     \
+	"--gpu-memory-utilization, TGI --cuda-memory-fraction, SGLang --mem-fraction-static)"
+
 /* The consumers on the node: their sum and the largest few, for the policy message. */
 struct tally {
 	uint64_t used, reserved;
+	uint64_t held_gpus, held_bytes; /* exclusive cards: consumers counted whole */
 	struct policy_consumer top[POLICY_TOP_CONSUMERS];
 	size_t n_top, n_total, n_settled;
 };
@@ -60,9 +66,73 @@ static int visible(const struct placement_node *node, const struct placement_ite
 
 uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap)
 {
-	return it->undeclared_gpus > 0
-	           ? capacity_undeclared_bytes(cap, it->pool, it->undeclared_gpus)
-	           : it->bytes;
+	if (it->undeclared_gpus > 0)
+		return capacity_undeclared_bytes(cap, it->pool, it->undeclared_gpus);
+	if (it->n_shares > 0 && it->shares != NULL)
+		return demand_shares_bytes(it->shares, it->n_shares, cap);
+	return it->bytes;
+}
+
+void placement_item_demand(struct placement_item *it, const struct demand *d,
+                           struct demand_share *shares)
+{
+	it->bytes = d->bytes;
+	it->pool = d->pool;
+	it->shares = NULL;
+	it->n_shares = 0;
+	it->whole_gpus = demand_takes_cards(d) ? d->gpus : 0;
+	if (d->shares && d->n_parts > 0 && shares != NULL) {
+		memcpy(shares, d->compact, d->n_parts * sizeof(*shares));
+		it->shares = shares;
+		it->n_shares = d->n_parts;
+	}
+}
+
+/* Units a consumer holds whole (undeclared, or inferred as its cards' whole memory), or 0. */
+static uint64_t item_whole(const struct placement_item *it)
+{
+	return it->undeclared_gpus > 0 ? it->undeclared_gpus : it->whole_gpus;
+}
+
+static const struct capacity_profile *profile_of(const struct capacity *cap, uint32_t pool)
+{
+	for (size_t i = 0; i < cap->n_profiles; i++)
+		if (capacity_pool_id(cap->profiles[i].name) == pool)
+			return &cap->profiles[i];
+	return NULL;
+}
+
+/* Whether nothing shares one piece of the pool: sharing none, MIG slices without replicas. */
+static int pool_exclusive(const struct capacity *cap, uint32_t pool)
+{
+	const struct capacity_profile *pr;
+
+	if (cap->mig != CAPACITY_MIG_MIXED || pool == CAPACITY_POOL_WHOLE)
+		return cap->sharing == CAPACITY_SHARING_NONE;
+	if (pool == CAPACITY_POOL_ANY) {
+		for (size_t i = 0; i < cap->n_profiles; i++)
+			if (cap->profiles[i].replicas > 1)
+				return 0;
+		return cap->sharing == CAPACITY_SHARING_NONE;
+	}
+	pr = profile_of(cap, pool);
+	return pr != NULL && pr->replicas <= 1;
+}
+
+/* The units of the pool on the node (cards, or one profile's slices). */
+static uint64_t pool_units(const struct capacity *cap, uint32_t pool)
+{
+	const struct capacity_profile *pr;
+	uint64_t n;
+
+	if (cap->mig != CAPACITY_MIG_MIXED || pool == CAPACITY_POOL_WHOLE)
+		return cap->gpu_count;
+	if (pool != CAPACITY_POOL_ANY)
+		return (pr = profile_of(cap, pool)) != NULL ? pr->count : 0;
+	n = cap->gpu_count;
+	for (size_t i = 0; i < cap->n_profiles; i++)
+		n = sat_add(n, cap->profiles[i].count);
+	return n;
 }
 
 static int items_valid(const struct placement_item *v, size_t n)
@@ -77,7 +147,7 @@ static int items_valid(const struct placement_item *v, size_t n)
 
 /* Sum what counts; with names, keep the largest consumers for the message. */
 static void tally(const struct placement_node *node, const struct placement_pod *pod,
-                  uint64_t now_ms, int names, struct tally *t)
+                  uint64_t now_ms, int names, int excl, struct tally *t)
 {
 	const struct capacity *cap = node->cap;
 	uint32_t pool = pod->demand->pool;
@@ -88,6 +158,12 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 
 		if (same_pod(it, pod->key, pod->uid) || !capacity_pools_share(cap, it->pool, pool))
 			continue;
+		if (excl && item_whole(it) > 0) { /* it takes its cards */
+			t->held_gpus = sat_add(t->held_gpus, item_whole(it));
+			t->held_bytes = sat_add(t->held_bytes, b);
+			t->n_total++;
+			continue;
+		}
 		t->used = sat_add(t->used, b);
 		if (names)
 			top_insert(t, it->key, "", b);
@@ -101,6 +177,12 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 			continue;
 		if (visible(node, r)) {
 			t->n_settled++;
+			continue;
+		}
+		if (excl && item_whole(r) > 0) {
+			t->held_gpus = sat_add(t->held_gpus, item_whole(r));
+			t->held_bytes = sat_add(t->held_bytes, b);
+			t->n_total++;
 			continue;
 		}
 		t->reserved = sat_add(t->reserved, b);
@@ -206,11 +288,85 @@ static void no_pool(const struct placement_node *node, const struct placement_po
 		         out->piece.rule);
 }
 
+/* Infer, exclusive cards, a pod counted as whole cards: it takes free cards, or none are left. */
+static void exclusive_whole(const struct placement_node *node, const struct placement_pod *pod,
+                            const struct placement_policy *pol, const struct demand *d,
+                            const struct tally *t, struct placement_result *out)
+{
+	struct policy_decision *dec = &out->decision;
+	uint64_t units = pool_units(node->cap, d->pool);
+
+	if (sat_add(t->held_gpus, d->gpus) <= units) {
+		dec->verdict = POLICY_ALLOW;
+		dec->allowed = 1;
+		dec->reason = "ExclusiveCards";
+		return;
+	}
+	dec->reason = "NoFreeCard";
+	dec->verdict = pol->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY;
+	dec->allowed = pol->mode == POLICY_WARN;
+	if (pol->verdict_only)
+		return;
+	if (demand_takes_cards(d))
+		snprintf(dec->message, sizeof(dec->message),
+		         "placing %s on %s: it takes %llu whole GPU(s) and pods that take their "
+		         "cards already hold %llu of the node's %llu unshared GPUs",
+		         pod->name ? pod->name : "(unnamed pod)",
+		         node->name ? node->name : "(unnamed node)", (unsigned long long)d->gpus,
+		         (unsigned long long)t->held_gpus, (unsigned long long)units);
+	else
+		snprintf(dec->message, sizeof(dec->message),
+		         "placing %s on %s: pods that take their cards hold all %llu of the node's "
+		         "unshared GPUs",
+		         pod->name ? pod->name : "(unnamed pod)",
+		         node->name ? node->name : "(unnamed node)", (unsigned long long)units);
+}
+
+/* Infer, shared cards, a pod counted as whole cards beside others: refused, saying how. */
+static void undeclared_shared(const struct placement_node *node, const struct placement_pod *pod,
+                              const struct placement_policy *pol, const struct tally *t,
+                              struct placement_result *out)
+{
+	struct policy_decision *dec = &out->decision;
+	const struct capacity *cap = node->cap;
+
+	dec->reason = "UndeclaredOnSharedCard";
+	dec->verdict = pol->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY;
+	dec->allowed = pol->mode == POLICY_WARN;
+	if (pol->verdict_only)
+		return;
+	snprintf(dec->message, sizeof(dec->message),
+	         "%s declares no GPU memory, and the GPUs of %s are shared (%s) with %zu other "
+	         "pod(s): it could take the whole card they use. Declare what it needs: "
+	         "env " GMG_DECL_HINT,
+	         pod->name ? pod->name : "(unnamed pod)",
+	         node->name ? node->name : "(unnamed node)",
+	         cap->sharing == CAPACITY_SHARING_MPS ? "MPS" : "time-sliced", t->n_total);
+}
+
+/* End the message with the pod's source on this node. */
+static void add_source(const struct placement_policy *pol, const struct demand *d,
+                       struct placement_result *out)
+{
+	size_t n;
+
+	if (d->n_parts == 0)
+		return;
+	demand_describe(d, out->source, sizeof(out->source));
+	n = strlen(out->decision.message);
+	if (!pol->verdict_only && n > 0 && out->source[0] != '\0' &&
+	    n + 2 < sizeof(out->decision.message))
+		snprintf(out->decision.message + n, sizeof(out->decision.message) - n, "; %s",
+		         out->source);
+}
+
 int placement_decide(const struct placement_node *node, const struct placement_pod *pod,
                      const struct placement_policy *pol, uint64_t now_ms,
                      struct placement_result *out)
 {
 	struct tally t;
+	struct demand rd; /* the pod's demand on this node */
+	int excl;
 
 	memset(out, 0, sizeof(*out));
 	if (node == NULL || node->cap == NULL || pod == NULL || pod->demand == NULL || pol == NULL)
@@ -220,33 +376,63 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	if (!items_valid(node->pods, node->n_pods) ||
 	    !items_valid(node->reserved, node->n_reserved))
 		return invalid(out, "invalid placement input: a consumer without a key");
+	const struct capacity *cap = node->cap;
+
+	demand_resolve(pod->demand, cap, &rd);
+	out->demand_bytes = rd.bytes;
+	if (rd.n_parts > 0 && strcmp(rd.warning, pod->demand->warning) != 0)
+		snprintf(out->warning, sizeof(out->warning), "%s", rd.warning);
+	excl = pol->infer && pool_exclusive(cap, rd.pool);
 	memset(&t, 0, sizeof(t));
-	tally(node, pod, now_ms, !pol->verdict_only, &t);
+	tally(node, pod, now_ms, !pol->verdict_only, excl, &t);
 	out->used_bytes = t.used;
 	out->reserved_bytes = t.reserved;
 	out->n_settled = t.n_settled;
+	out->held_gpus = t.held_gpus;
 
-	const struct capacity *cap = node->cap;
 	double threshold = cap->has_threshold ? cap->threshold : pol->threshold;
 	int piece_fails = 0;
 
+	out->pool_bytes = capacity_pool_bytes(cap, rd.pool);
+	if (excl && demand_takes_cards(&rd) && out->pool_bytes > 0) {
+		exclusive_whole(node, pod, pol, &rd, &t, out);
+		goto decided;
+	}
+	if (pol->infer && !excl && demand_all_whole(&rd)) {
+		if (t.n_total > 0) {
+			undeclared_shared(node, pod, pol, &t, out);
+		} else { /* alone: the threshold protects the neighbours that come later */
+			out->decision.verdict = POLICY_ALLOW;
+			out->decision.allowed = 1;
+			out->decision.reason = "SoleConsumer";
+		}
+		goto decided;
+	}
 	if (threshold > 0.0 && threshold <= 1.0)
-		piece_fails = judge_pieces(cap, pod->demand, threshold, out);
-	out->pool_bytes = capacity_pool_bytes(cap, pod->demand->pool);
+		piece_fails = judge_pieces(cap, &rd, threshold, out);
 	/* A pool the node lacks; a zero capacity elsewhere is policy_decide's invalid input. */
 	if ((piece_fails && !out->piece.known) ||
 	    (out->pool_bytes == 0 && cap->mig == CAPACITY_MIG_MIXED)) {
 		if (!piece_fails)
 			out->piece.known = 1;
 		no_pool(node, pod, pol, out);
-		return 0;
+		goto decided;
+	}
+	if (excl && t.held_gpus > 0) { /* the held cards leave the memory the threshold guards */
+		out->pool_bytes =
+		    out->pool_bytes > t.held_bytes ? out->pool_bytes - t.held_bytes : 0;
+		if (out->pool_bytes == 0) {
+			exclusive_whole(node, pod, pol, &rd, &t, out);
+			out->decision.reason = "NoFreeCard";
+			goto decided;
+		}
 	}
 
-	pool_note(cap, pod->demand->pool, out);
+	pool_note(cap, rd.pool, out);
 	struct policy_input in = {
 	    .pod = pod->name,
 	    .node = node->name,
-	    .demand_bytes = pod->demand->bytes,
+	    .demand_bytes = rd.bytes,
 	    .max_per_gpu_bytes = out->piece.share_bytes,
 	    .max_per_gpu_container = out->piece_container,
 	    .capacity_bytes = out->pool_bytes,
@@ -268,9 +454,11 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 		out->invalid_input = 1;
 		return -1;
 	}
+decided:
+	add_source(pol, &rd, out);
 	if (out->decision.allowed && !pod->dry_run) {
 		out->reserve = 1;
-		out->reserve_bytes = pod->demand->bytes;
+		out->reserve_bytes = rd.bytes;
 	}
 	return 0;
 }

@@ -29,12 +29,28 @@
  * names the rule ("time-sliced: both slices may land on one card"). A pod asking for a pool the
  * node lacks (a MIG profile it does not offer, whole GPUs on a node whose cards are all
  * partitioned) can never fit either.
+ * Inferred demand (pol->infer; demand.h): the pod's shares are resolved on this node
+ * (demand_resolve()), and so are the consumers' (item.shares). Then, per the pod's pool:
+ *   - exclusive cards (sharing none, MIG slices without replicas: nothing shares a card): a
+ *     consumer that takes its cards (undeclared_gpus, whole_gpus: counted as whole cards, or
+ *     a container running an engine, demand_takes_cards()) holds them: they leave
+ *     the memory the threshold guards instead of filling it, and such a pod is admitted while
+ *     the node has units no such consumer holds (reason "ExclusiveCards"; all held:
+ *     "NoFreeCard"). Eight undeclared 1-GPU pods fit an 8-card node; a declared pod beside
+ *     them is judged on the remaining cards' memory.
+ *   - shared cards (time-slicing, MPS): everything counts what it will take (an engine's
+ *     share, the whole card); a pod counted as whole cards (demand_all_whole()) is refused
+ *     beside any other consumer ("UndeclaredOnSharedCard"; warn mode allows it with the
+ *     text), since it could take all of the card its neighbours use, and admitted alone
+ *     ("SoleConsumer": it is counted whole, so the threshold keeps later pods off).
+ * The pod's source (result.source) ends every message after "; ".
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
  *
  * Who calls it: the admission adapter (webhook.c), with a snapshot from the API server (live
  * path) or from the watch cache. Pure: no I/O, no clock (now_ms is an argument), no locks, no
- * allocation; every pointer in the input is borrowed for the call. Thread-safe.
+ * allocation (about 7 KiB of stack: the pod's demand resolved on the node); every pointer in the
+ * input is borrowed for the call. Thread-safe.
  */
 #ifndef GMG_PLACEMENT_H
 #define GMG_PLACEMENT_H
@@ -43,6 +59,7 @@
 #include <stdint.h>
 
 #include "capacity.h"
+#include "demand.h"
 #include "policy.h"
 
 struct demand;
@@ -67,6 +84,12 @@ struct placement_item {
 	const char *priority_class;
 	const struct gpupolicy_labels *labels;
 	int attrs_known;
+	/* An inferred pod (demand.h, infer): its GPU containers, resolved on the node being
+	 * judged (demand_shares_bytes()) instead of bytes; NULL/0: bytes or undeclared_gpus. */
+	const struct demand_share *shares;
+	size_t n_shares;
+	uint64_t whole_gpus; /* > 0: the pod takes its cards (demand_takes_cards()): the units it
+	                        holds (exclusive cards, below) */
 };
 
 /* The node and what is on it. */
@@ -96,6 +119,7 @@ struct placement_policy {
 	int verdict_only; /* 1: decide without words (the scheduler extender judges hundreds of
 	                     nodes per call and writes its own short reasons): decision.message
 	                     is left empty, no consumer is named; verdict and numbers as usual */
+	int infer;        /* --undeclared infer: the exclusive/shared rule below */
 };
 
 struct placement_result {
@@ -105,13 +129,18 @@ struct placement_result {
 	uint64_t reserved_bytes; /* of which pending reservations */
 	size_t n_settled;        /* reservations not counted because their pod is visible */
 	uint64_t pool_bytes; /* the memory of the pod's pool on the node (capacity_pool_bytes) */
-	struct capacity_piece piece; /* never fits by a piece: the container's use that does not
-	                                fit (piece.known 0: a pool the node lacks); else the
-	                                largest share judged */
-	const char *piece_container; /* that use's container (points into the demand) */
-	char pool_note[128];         /* MIG mixed: which pool the sums are of ("" elsewhere) */
-	int reserve;                 /* 1: allowed and not dry-run: record the reservation below */
-	uint64_t reserve_bytes;      /* = demand bytes */
+	struct capacity_piece piece;  /* never fits by a piece: the container's use that does not
+	                                 fit (piece.known 0: a pool the node lacks); else the
+	                                 largest share judged */
+	const char *piece_container;  /* that use's container (points into the demand) */
+	char pool_note[128];          /* MIG mixed: which pool the sums are of ("" elsewhere) */
+	int reserve;                  /* 1: allowed and not dry-run: record the reservation below */
+	uint64_t reserve_bytes;       /* = demand bytes on this node (shares resolved) */
+	uint64_t demand_bytes;        /* the pod's demand on this node (shares resolved) */
+	uint64_t held_gpus;           /* infer, exclusive cards: units held whole by others */
+	char source[DEMAND_MSG_MAX];  /* demand_describe() of the pod on this node; "" when the
+	                                 pod has no inferred parts (strict mode) */
+	char warning[DEMAND_MSG_MAX]; /* two of its sources disagree (demand_resolve()) */
 };
 
 /*
@@ -133,6 +162,13 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 struct gpupolicy;
 int placement_tier_bytes(const struct placement_node *node, const struct placement_pod *pod,
                          const struct gpupolicy *p, uint64_t now_ms, uint64_t *tier_bytes);
+
+/* Set it's demand fields from d (DEMAND_OK): bytes, pool, and for an inferred pod its shares
+ * (copied into shares, DEMAND_MAX_PARTS entries the caller keeps as long as it) and the units
+ * it holds when it takes its cards. The one way the webhook, extender, cache and report turn a
+ * demand into a consumer. */
+void placement_item_demand(struct placement_item *it, const struct demand *d,
+                           struct demand_share *shares);
 
 /* Bytes one consumer counts on a node of capacity cap (saturating). */
 uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap);

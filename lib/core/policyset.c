@@ -71,6 +71,7 @@ static int threshold_checks(const struct policyset_input *in, struct policyset_r
 		    .warn_threshold = i == 0 ? c->warn_threshold : 0,
 		    .mode = c->mode == GPUPOLICY_ENFORCE ? POLICY_ENFORCE : POLICY_WARN,
 		    .verdict_only = in->verdict_only,
+		    .infer = in->infer,
 		};
 		struct placement_result r;
 		int pol_src = from_policy(c);
@@ -138,7 +139,7 @@ static void tier_checks(const struct policyset_input *in, struct policyset_resul
 		    .pod = in->pod->name,
 		    .node = in->node->name,
 		    .tier = tier,
-		    .demand_bytes = in->pod->demand->bytes,
+		    .demand_bytes = out->main.demand_bytes, /* resolved on this node */
 		    .capacity_bytes = out->main.pool_bytes,
 		    .tier_bytes = tier_bytes,
 		};
@@ -158,6 +159,42 @@ static void tier_checks(const struct policyset_input *in, struct policyset_resul
 	}
 }
 
+/* Policies whose pool takes declarations only (spec.undeclared: refuse): a pod counted from
+ * anything but GPU_MEMORY_LIMIT is refused (enforce), warned (warn) or audited (audit). */
+static void undeclared_checks(const struct policyset_input *in, struct policyset_result *out)
+{
+	const struct demand *d = in->pod->demand;
+	char text[POLICY_MSG_MAX];
+
+	if (d->source <= DEMAND_SRC_DECLARED)
+		return;
+	for (size_t i = 0; i < in->n_policies && out->allowed; i++) {
+		const struct gpupolicy *p = in->policies[i];
+
+		if (!p->undeclared_refuse)
+			continue;
+		snprintf(
+		    text, sizeof(text),
+		    "%s declares no GPU_MEMORY_LIMIT (%s), and GPUMemoryPolicy \"%.64s\" takes "
+		    "declarations only on %s (spec.undeclared: refuse): add env "
+		    "GPU_MEMORY_LIMIT with the GPU memory it needs, e.g. \"24Gi\"",
+		    in->pod->name ? in->pod->name : "(unnamed pod)",
+		    out->main.source[0] ? out->main.source : "inferred", p->name,
+		    in->node->name ? in->node->name : "(unnamed node)");
+		switch (p->mode) {
+		case GPUPOLICY_ENFORCE:
+			refuse(out, p->name, "UndeclaredRefused", text);
+			return;
+		case GPUPOLICY_WARN:
+			add_warning(out, text);
+			break;
+		case GPUPOLICY_AUDIT:
+			add_audit(out, p->name, "UndeclaredRefused", text);
+			break;
+		}
+	}
+}
+
 int policyset_decide(const struct policyset_input *in, struct policyset_result *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -172,6 +209,8 @@ int policyset_decide(const struct policyset_input *in, struct policyset_result *
 	}
 	if (threshold_checks(in, out) != 0)
 		return -1;
+	if (out->allowed)
+		undeclared_checks(in, out);
 	if (out->allowed)
 		tier_checks(in, out);
 	if (!out->allowed)

@@ -10,6 +10,9 @@
  * the flags' own warn check under --mode warn).
  * Tiers: every selecting policy that has tiers judges the pod's tier (gpupolicy_tier_of) over
  * what each tier already declares on the node (placement_tier_bytes), in the policy's mode.
+ * Declarations only (spec.undeclared: refuse, issue 19): after the threshold checks, each such
+ * selecting policy refuses (enforce; reason "UndeclaredRefused"), warns or audits a pod whose
+ * demand has any source but GPU_MEMORY_LIMIT (demand.source), its source in the message.
  * A message set by a policy names it ("; GPUMemoryPolicy \"a100-pool\"" is appended to the
  * threshold messages it set; tier messages name it themselves).
  *
@@ -37,6 +40,7 @@ struct policyset_input {
 	size_t n_policies;
 	struct gpupolicy_flags flags;
 	int verdict_only; /* placement_policy.verdict_only: no words (the extender) */
+	int infer;        /* placement_policy.infer: --undeclared infer */
 	uint64_t now_ms;
 };
 

@@ -6,6 +6,7 @@
 #include "cache.h"
 #include "capacity.h"
 #include "demand.h"
+#include "engine.h"
 #include "holds.h"
 #include "labelset.h"
 #include "policies.h"
@@ -38,6 +39,7 @@ struct extender {
 	int mode_warn;
 	char *gpu_resources[DEMAND_MAX_RESOURCES];
 	struct demand_config dcfg;
+	struct engine_defaults engines; /* dcfg.engines */
 	char *exempt[EXTENDER_MAX_EXEMPT];
 	size_t n_exempt;
 	enum extender_score score;
@@ -86,7 +88,8 @@ struct job {
 	char pod_name[CACHE_KEY_MAX]; /* "namespace/name" */
 	const char *uid;              /* the pod's metadata.uid (in args), or NULL */
 	struct demand d;
-	struct verdict *v; /* n */
+	uint64_t hold_bytes; /* the most d comes to on a node judged (shares resolved) */
+	struct verdict *v;   /* n */
 	size_t undecided;
 	uint64_t now_ms; /* ledger_now_ms() when the holds were pruned */
 	int refused;     /* refuse_busy: nothing more may wait */
@@ -544,9 +547,19 @@ static void verdict_from(struct job *j, struct verdict *v, const struct capacity
 	default: /* the reasons below: formatted only for nodes that fail */
 		break;
 	}
+	if (strcmp(dec->reason, "NoFreeCard") == 0) {
+		set_verdict(v, ST_FAIL, "every unshared GPU is held by pods counted as whole GPUs");
+		return;
+	}
+	if (strcmp(dec->reason, "UndeclaredOnSharedCard") == 0) {
+		set_verdict(
+		    v, ST_FAIL,
+		    "declares no GPU memory and the node's GPUs are shared with other pods");
+		return;
+	}
 	policy_format_ratio(cap->has_threshold ? cap->threshold : j->x->threshold, limit,
 	                    sizeof(limit));
-	quantity_format(j->d.bytes, need, sizeof(need));
+	quantity_format(res->demand_bytes, need, sizeof(need));
 	if (dec->verdict == POLICY_DENY) {
 		quantity_format(left, free_b, sizeof(free_b));
 		set_verdict(v, ST_FAIL, "needs %s, %s free of the %s limit", need, free_b, limit);
@@ -562,7 +575,7 @@ static void verdict_from(struct job *j, struct verdict *v, const struct capacity
 			set_verdict(
 			    v, ST_UNRESOLVABLE,
 			    "asks for whole GPUs and every GPU is partitioned into MIG slices");
-		} else if (j->d.bytes > dec->budget_bytes) {
+		} else if (res->demand_bytes > dec->budget_bytes) {
 			quantity_format(res->pool_bytes, size, sizeof(size));
 			set_verdict(v, ST_UNRESOLVABLE,
 			            "needs %s, above the %s limit of the node's %s GPU memory",
@@ -624,6 +637,7 @@ static int judge_policies(struct job *j, struct verdict *v, const struct cache_n
 	    .policies = sel,
 	    .n_policies = n,
 	    .flags = {x->threshold, x->warn_threshold, x->mode_warn ? POLICY_WARN : POLICY_ENFORCE},
+	    .infer = x->dcfg.infer,
 	    .verdict_only = 1,
 	};
 	int rc = policyset_decide(&in, ps);
@@ -690,6 +704,7 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	    .warn_threshold = x->warn_threshold,
 	    .mode = x->mode_warn ? POLICY_WARN : POLICY_ENFORCE,
 	    .verdict_only = 1, /* the reasons are written below, from the numbers */
+	    .infer = x->dcfg.infer,
 	};
 	/* now 0: the source gave live reservations only, none with an expiry. */
 	if (x->policies != NULL && judge_policies(j, jg->v, view, &pn, &pod))
@@ -698,6 +713,8 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", res.decision.message);
 		return;
 	}
+	if (res.demand_bytes > j->hold_bytes)
+		j->hold_bytes = res.demand_bytes;
 	verdict_from(j, jg->v, view->cap, &res);
 	if (jg->v->state == ST_FAIL && jg->r->n_held > 0 && jg->v->reason != NULL) {
 		char held[QUANTITY_FMT_MAX], *why = jg->v->reason;
@@ -751,8 +768,9 @@ static void hold_passed(struct job *j)
 	for (size_t i = 0; i < j->n; i++)
 		if (j->v[i].state == ST_PASS)
 			pass[n++] = j->names[i];
-	rc = holds_put(j->x->holds, j->pod_name, j->uid, j->d.bytes, pass, n, j->now_ms,
-	               HOLDS_TTL_MS);
+	/* An inferred pod's bytes differ per node: hold the most it comes to on any of them. */
+	rc = holds_put(j->x->holds, j->pod_name, j->uid, j->d.shares ? j->hold_bytes : j->d.bytes,
+	               pass, n, j->now_ms, HOLDS_TTL_MS);
 	free(pass);
 	if (rc == 0 || rc == HOLDS_EGONE) /* gone: deleted while being judged, nothing to hold */
 		return;
@@ -1183,6 +1201,12 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	}
 	x->dcfg.gpu_resources =
 	    x->dcfg.n_gpu_resources ? (const char *const *)x->gpu_resources : NULL;
+	x->dcfg.infer = cfg->infer;
+	if (cfg->engines != NULL)
+		x->engines = *cfg->engines;
+	else
+		engine_defaults_init(&x->engines);
+	x->dcfg.engines = &x->engines;
 	for (size_t i = 0; i < cfg->n_exempt_namespaces; i++) {
 		if ((x->exempt[i] = strdup(cfg->exempt_namespaces[i])) == NULL)
 			goto err;

@@ -158,10 +158,12 @@ struct extender_config {
 	int mode_warn; /* 1 (the webhook's --mode warn or audit): what the webhook admits there
 	                  passes the filter with score 0: over-threshold placements, nodes of
 	                  unknown capacity, pods without a valid declaration (every node) */
-	const char *const *gpu_resources;     /* NULL -> nvidia.com/gpu; strings copied */
-	size_t n_gpu_resources;               /* <= DEMAND_MAX_RESOURCES */
-	const char *const *exempt_namespaces; /* strings copied */
-	size_t n_exempt_namespaces;           /* <= EXTENDER_MAX_EXEMPT */
+	const char *const *gpu_resources;      /* NULL -> nvidia.com/gpu; strings copied */
+	size_t n_gpu_resources;                /* <= DEMAND_MAX_RESOURCES */
+	int infer;                             /* --undeclared infer (webhook.h) */
+	const struct engine_defaults *engines; /* copied; NULL: the engine.h table */
+	const char *const *exempt_namespaces;  /* strings copied */
+	size_t n_exempt_namespaces;            /* <= EXTENDER_MAX_EXEMPT */
 	enum extender_score score;
 	/* The watch cache (borrowed), or NULL: then GPU pods are answered with an Error. While
 	 * cache_fresh(cache_ctx, now_s) is 0 (not synced, or its watch broken longer than the

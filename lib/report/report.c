@@ -5,6 +5,7 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "engine.h"
 #include "gpupolicy.h"
 #include "jsonpath.h"
 #include "labelset.h"
@@ -47,6 +48,12 @@ struct pod_rec {
 	char *problem; /* NULL when declared */
 	uint64_t bytes, gpus;
 	uint32_t pool; /* demand.pool: which GPUs it draws on (MIG mixed: a pool of its own) */
+	/* --undeclared infer: its GPU containers, resolved on its node as the webhook does */
+	struct demand_share compact[DEMAND_MAX_PARTS];
+	size_t n_shares;
+	uint64_t whole_gpus;
+	enum demand_source source;
+	char words[DEMAND_PART_WORDS];
 	char *priority_class;   /* spec.priorityClassName, NULL when none (tiers) */
 	struct labelset labels; /* metadata.labels (tiers' podSelector) */
 };
@@ -63,6 +70,7 @@ struct report {
 	char *resources[DEMAND_MAX_RESOURCES];
 	const char *resource_ptrs[DEMAND_MAX_RESOURCES];
 	struct demand_config dcfg;
+	struct engine_defaults engines; /* dcfg.engines */
 	cJSON *probe;       /* a Pod asking one GPU; its GPU_MEMORY_LIMIT is rewritten per try */
 	cJSON *probe_value; /* that env var's value (borrowed from probe) */
 	struct node_rec *nodes;
@@ -162,6 +170,12 @@ struct report *report_new(const struct report_config *cfg, char *err, size_t err
 		r->resource_ptrs[n++] = DEFAULT_GPU_RESOURCE;
 	r->dcfg.gpu_resources = r->resource_ptrs;
 	r->dcfg.n_gpu_resources = n;
+	r->dcfg.infer = cfg->infer;
+	if (cfg->engines != NULL)
+		r->engines = *cfg->engines;
+	else
+		engine_defaults_init(&r->engines);
+	r->dcfg.engines = &r->engines;
 	if (make_probe(r) != 0)
 		goto nomem;
 	return r;
@@ -384,10 +398,25 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 		p->key =
 		    dup_str(UNNAMED_POD); /* still holds memory: counted, as the webhook does */
 	}
-	if (d.status == DEMAND_OK)
+	if (d.status == DEMAND_OK) {
+		struct placement_item it;
+
+		memset(&it, 0, sizeof(it));
+		placement_item_demand(&it, &d, p->compact);
 		p->bytes = d.bytes;
-	else
+		p->n_shares = it.n_shares;
+		p->whole_gpus = it.whole_gpus;
+		p->source = d.source == DEMAND_SRC_NONE ? DEMAND_SRC_DECLARED : d.source;
+		/* the words of its least declared GPU container (the pod's source), the first of
+		 * them */
+		for (size_t i = 0; i < d.n_parts; i++)
+			if (d.parts[i].source == d.source) {
+				snprintf(p->words, sizeof(p->words), "%s", d.parts[i].words);
+				break;
+			}
+	} else {
 		p->problem = dup_str(d.error);
+	}
 	p->gpus = d.gpus;
 	p->pool = d.pool;
 	const char *pc = json_str(pod, "spec", "priorityClassName", NULL);
@@ -568,6 +597,7 @@ static int probe_fits(struct report *r, const struct placement_node *pn,
 	    .n_policies = np->n,
 	    .flags = report_flags(r),
 	    .verdict_only = 1,
+	    .infer = r->dcfg.infer,
 	    .now_ms = 0,
 	};
 	rc = policyset_decide(&in, &ps);
@@ -747,6 +777,9 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		items[i].attrs_known = 1; /* as the webhook's visible pods */
 		if (p[i].problem != NULL)
 			items[i].undeclared_gpus = p[i].gpus ? p[i].gpus : 1;
+		items[i].shares = p[i].n_shares ? p[i].compact : NULL;
+		items[i].n_shares = p[i].n_shares;
+		items[i].whole_gpus = p[i].whole_gpus;
 		rp[i] = (struct report_pod){
 		    .key = p[i].key,
 		    .uid = p[i].uid,
@@ -756,6 +789,8 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		    .counted_bytes =
 		        n->cap_rc == 0 ? placement_item_bytes(&items[i], &n->cap) : p[i].bytes,
 		    .problem = p[i].problem ? p[i].problem : "",
+		    .source = p[i].problem ? "invalid" : demand_source_name(p[i].source),
+		    .source_words = p[i].words,
 		};
 		row->n_undeclared += p[i].problem != NULL;
 		row->declared_bytes = sat_add(row->declared_bytes, rp[i].counted_bytes);
@@ -1060,9 +1095,9 @@ static int render_pods(const struct report_row *w, int wide, struct sb *s)
 {
 	char(*cells)[MAX_COLS][CELL_MAX] = calloc(w->n_pods + 1, sizeof(*cells));
 	const char **notes = wide ? calloc(w->n_pods + 1, sizeof(*notes)) : NULL;
-	static const char *const head[] = {"NAMESPACE", "NAME",    "GPUS",
-	                                   "DECLARED",  "COUNTED", "UID"};
-	size_t cols = wide ? 6 : 5;
+	static const char *const head[] = {"NAMESPACE", "NAME",   "GPUS", "DECLARED",
+	                                   "COUNTED",   "SOURCE", "UID"};
+	size_t cols = wide ? 7 : 6;
 
 	if (cells == NULL || (wide && notes == NULL)) {
 		free(cells);
@@ -1082,17 +1117,19 @@ static int render_pods(const struct report_row *w, int wide, struct sb *s)
 			cell(c[0], "-");
 		cell(c[1], "%s", slash ? slash + 1 : p->key);
 		cell(c[2], "%" PRIu64, p->gpus);
-		if (p->declared)
+		if (p->declared && (p->declared_bytes > 0 || p->source == NULL ||
+		                    strcmp(p->source, "declared") == 0))
 			cell_bytes(c[3], p->declared_bytes);
 		else
-			cell(c[3], "none");
+			cell(c[3], p->declared ? "-" : "none"); /* inferred: nothing in bytes */
 		if (w->capacity_known || p->declared)
 			cell_bytes(c[4], p->counted_bytes);
 		else
 			cell(c[4], "unknown");
+		cell(c[5], "%s", p->source ? p->source : "-");
 		if (wide) {
-			cell(c[5], "%s", dash(p->uid));
-			notes[i + 1] = p->problem;
+			cell(c[6], "%s", dash(p->uid));
+			notes[i + 1] = p->problem[0] ? p->problem : p->source_words;
 		}
 	}
 	table_print(s, cells, w->n_pods + 1, cols, notes);
@@ -1124,6 +1161,9 @@ static cJSON *pod_json(const struct report_pod *p)
 	      (p->declared ? add_u64(o, "declaredBytes", p->declared_bytes) != 0
 	                   : !cJSON_AddNullToObject(o, "declaredBytes")) ||
 	      add_u64(o, "countedBytes", p->counted_bytes) != 0 ||
+	      !cJSON_AddStringToObject(o, "demandSource", p->source ? p->source : "") ||
+	      (p->source_words && p->source_words[0] &&
+	       !cJSON_AddStringToObject(o, "demandSourceWords", p->source_words)) ||
 	      (!p->declared && !cJSON_AddStringToObject(o, "error", p->problem));
 	if (bad) {
 		cJSON_Delete(o);

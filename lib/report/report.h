@@ -68,18 +68,24 @@ struct report_config {
 	double threshold;                 /* ratio (0,1]; a node's annotation overrides it */
 	const char *const *gpu_resources; /* NULL -> nvidia.com/gpu; copied by report_new */
 	size_t n_gpu_resources;           /* <= DEMAND_MAX_RESOURCES */
+	int infer; /* --undeclared infer (the webhook's: the same counting) */
+	const struct engine_defaults *engines; /* copied; NULL: the engine.h table */
 };
 
 /* A GPU pod counted on a node. */
 struct report_pod {
-	const char *key;         /* "namespace/name" ("(unnamed pod)" without a name) */
-	const char *uid;         /* "" when unknown */
-	uint64_t gpus;           /* effective GPU count */
-	int declared;            /* 1: a valid GPU_MEMORY_LIMIT; 0: counts as whole GPUs */
-	uint64_t declared_bytes; /* declared: its demand */
-	uint64_t counted_bytes;  /* what the core counts for it on this node (0 if capacity unknown
-	                            and undeclared) */
-	const char *problem;     /* not declared: demand_from_pod()'s reason; else "" */
+	const char *key;          /* "namespace/name" ("(unnamed pod)" without a name) */
+	const char *uid;          /* "" when unknown */
+	uint64_t gpus;            /* effective GPU count */
+	int declared;             /* 1: a valid GPU_MEMORY_LIMIT; 0: counts as whole GPUs */
+	uint64_t declared_bytes;  /* declared: its demand */
+	uint64_t counted_bytes;   /* what the core counts for it on this node (0 if capacity unknown
+	                             and undeclared) */
+	const char *problem;      /* not declared: demand_from_pod()'s reason; else "" */
+	const char *source;       /* demand_source_name() of its demand ("declared", "engine",
+	                             "whole-card", ...), "invalid" without a valid one (static) */
+	const char *source_words; /* the source of its least declared GPU container in words
+	                             ("vllm --gpu-memory-utilization 0.9"); "" when strict */
 };
 
 /* One tier of a GPUMemoryPolicy selecting a node: what its pods declare there (the core's

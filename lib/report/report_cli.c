@@ -39,6 +39,7 @@ static const char usage_text[] =
     "                          (default 0.90, the webhook's default)\n"
     "  --gpu-resource NAME     extended resource that counts as a GPU, as the webhook's flag;\n"
     "                          repeatable (default nvidia.com/gpu)\n"
+    "  --undeclared MODE       infer or refuse, as the webhook's flag (default infer)\n"
     "  --request-timeout DUR   timeout of each API call (default 30s)\n"
     "  -h, --help              print this text\n"
     "\n"
@@ -51,8 +52,8 @@ const char *report_cli_usage(const char *name, char *buf, size_t cap)
 	return buf;
 }
 
-static const char *const known[] = {"kubeconfig", "node",         "output",
-                                    "threshold",  "gpu-resource", "request-timeout"};
+static const char *const known[] = {
+    "kubeconfig", "node", "output", "threshold", "gpu-resource", "request-timeout", "undeclared"};
 
 static int is_known(const char *name)
 {
@@ -104,6 +105,12 @@ static int set_flag(struct report_cli *o, const char *name, const char *v, char 
 			                REPORT_CLI_MAX_GPU_RESOURCES),
 			       -1;
 		o->gpu_resources[o->n_gpu_resources++] = v;
+	} else if (strcmp(name, "undeclared") == 0) {
+		if (strcmp(v, "infer") != 0 && strcmp(v, "refuse") != 0)
+			return snprintf(err, errlen,
+			                "--undeclared: \"%.64s\" is not infer or refuse", v),
+			       -1;
+		o->undeclared_infer = strcmp(v, "infer") == 0;
 	} else if (strcmp(name, "request-timeout") == 0) {
 		if (config_parse_duration(v, &o->timeout_ms, why, sizeof(why)) != 0 ||
 		    o->timeout_ms == 0)
@@ -122,6 +129,7 @@ int report_cli_parse(int argc, char **argv, struct report_cli *o, char *err, siz
 	memset(o, 0, sizeof(*o));
 	o->format = REPORT_TABLE;
 	o->threshold = 0.9;
+	o->undeclared_infer = 1;
 	o->timeout_ms = REPORT_CLI_TIMEOUT_MS;
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i], *name, *eq, *value;

@@ -34,7 +34,8 @@ struct report_cli {
 	const char *gpu_resources[REPORT_CLI_MAX_GPU_RESOURCES]; /* borrowed */
 	size_t n_gpu_resources;                                  /* 0: nvidia.com/gpu */
 	uint64_t timeout_ms;
-	int help; /* -h/--help: print report_cli_usage() and exit 0 */
+	int undeclared_infer; /* --undeclared infer (default): 1; refuse: 0 */
+	int help;             /* -h/--help: print report_cli_usage() and exit 0 */
 };
 
 /* Parse argv[1..argc) (argv[0] is the command's name). 0, or -1 with one line in err naming

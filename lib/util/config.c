@@ -70,6 +70,12 @@ static const char usage_text[] =
     "                                a warning; audit admits it silently and records it\n"
     "                                (auditAnnotations, a metric, the log line); a whole-\n"
     "                                webhook rollout (default enforce)\n"
+    "  --undeclared infer|refuse     infer (default): count a GPU container without\n"
+    "                                GPU_MEMORY_LIMIT by what it says elsewhere (HAMi, KAI,\n"
+    "                                its engine's flags, else its whole GPUs); refuse: deny\n"
+    "                                it, as before\n"
+    "  --engine-default ENGINE=RATIO the share of a card assumed when the engine's flag is\n"
+    "                                absent (vllm 0.92, tgi 1, sglang 0.88); repeatable\n"
     "  --gpu-resource NAME           extended resource that counts as a GPU; repeatable\n"
     "                                (default nvidia.com/gpu)\n"
     "  --exempt-namespace NS         never refuse pods of this namespace (they still count\n"
@@ -154,6 +160,8 @@ void config_defaults(struct config *cfg)
 	cfg->shutdown_timeout_ms = 10000;
 	cfg->cert_expiry_warning_ms = 720ull * 3600 * 1000;
 	cfg->connection_timeout_s = 30;
+	cfg->undeclared_infer = 1;
+	engine_defaults_init(&cfg->engine_defaults);
 }
 
 /* Nanoseconds per unit, or 0 for an unknown unit. Units as Go's time.ParseDuration. */
@@ -351,6 +359,8 @@ enum flag_id {
 	F_RESERVATIONS_NS,
 	F_SCHED_LISTEN,
 	F_SCHED_SCORE,
+	F_UNDECLARED,
+	F_ENGINE_DEFAULT,
 };
 
 static const struct {
@@ -367,6 +377,8 @@ static const struct {
     {"threshold", F_THRESHOLD},
     {"warn-threshold", F_WARN_THRESHOLD},
     {"mode", F_MODE},
+    {"undeclared", F_UNDECLARED},
+    {"engine-default", F_ENGINE_DEFAULT},
     {"gpu-resource", F_GPU_RESOURCE},
     {"exempt-namespace", F_EXEMPT},
     {"reservation-ttl", F_TTL},
@@ -476,6 +488,35 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		}
 		cfg->scheduler_listen_set = 1;
 		return 0;
+	case F_UNDECLARED:
+		if (strcmp(v, "infer") != 0 && strcmp(v, "refuse") != 0) {
+			snprintf(err, errlen, "--undeclared: \"%s\" is not infer or refuse", v);
+			return -1;
+		}
+		cfg->undeclared_infer = strcmp(v, "infer") == 0;
+		return 0;
+	case F_ENGINE_DEFAULT: {
+		const char *eq = strchr(v, '=');
+		char engine[16];
+		double r = 0;
+		enum engine_kind k = ENGINE_NONE;
+
+		if (eq != NULL && (size_t)(eq - v) < sizeof(engine)) {
+			memcpy(engine, v, (size_t)(eq - v));
+			engine[eq - v] = '\0';
+			k = engine_kind_of(engine);
+		}
+		if (k == ENGINE_NONE || capacity_parse_ratio(eq + 1, &r) != 0) {
+			snprintf(
+			    err, errlen,
+			    "--engine-default: \"%.64s\" is not ENGINE=RATIO with ENGINE vllm, tgi "
+			    "or sglang and 0 < RATIO <= 1 (e.g. vllm=0.9)",
+			    v);
+			return -1;
+		}
+		cfg->engine_defaults.ppm[k] = (uint32_t)(r * ENGINE_PPM + 0.5);
+		return 0;
+	}
 	case F_SCHED_SCORE:
 		if (strcmp(v, "binpack") != 0 && strcmp(v, "spread") != 0) {
 			snprintf(err, errlen, "--scheduler-score: \"%s\" is not binpack or spread",

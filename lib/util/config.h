@@ -24,6 +24,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
+
 #define CONFIG_MAX_GPU_RESOURCES 8  /* = DEMAND_MAX_RESOURCES */
 #define CONFIG_MAX_EXEMPT        64 /* --exempt-namespace occurrences */
 #define CONFIG_HOST_MAX          255
@@ -95,6 +97,10 @@ struct config {
 	                                  scheduler extender listener (needs --cache watch) */
 	struct config_addr scheduler_listen; /* --scheduler-listen, no default (off) */
 	int scheduler_spread;                /* --scheduler-score spread: 1; binpack (default): 0 */
+	int undeclared_infer; /* --undeclared infer (default): 1, read every demand source
+	                         (demand.h); refuse: 0, GPU_MEMORY_LIMIT only */
+	struct engine_defaults engine_defaults; /* --engine-default ENGINE=RATIO, repeatable;
+	                                          default engine.h's table */
 };
 
 /* Fill *cfg with the defaults (command SERVE). */

@@ -18,7 +18,7 @@
 #define N_EXT_VERBS     2
 #define N_EXT_RESULTS   3
 #define N_AUDIT_REASONS 5
-#define N_MODE_REASONS  17 /* METRICS_MODE_REASONS */
+#define N_MODE_REASONS  20 /* METRICS_MODE_REASONS */
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};

@@ -99,7 +99,8 @@ void metrics_policy_audit(struct metrics *m, const char *reason);
 	"OverThreshold", "NeverFits", "TierOverShare", "TierYield", "InvalidDeclaration",          \
 	    "UnknownCapacity", "InvalidCapacity", "NotFound", "APIServerUnavailable",              \
 	    "ReservationRecordUnreadable", "PoliciesNotRead", "LedgerFull", "NameTooLong",         \
-	    "WebhookBusy", "InternalError", "InvalidReview", "other"
+	    "WebhookBusy", "InternalError", "InvalidReview", "NoFreeCard",                         \
+	    "UndeclaredOnSharedCard", "UndeclaredRefused", "other"
 enum metrics_mode { METRICS_MODE_WARN = 0, METRICS_MODE_AUDIT };
 
 /* One review admitted that enforce would refuse with reason (--mode warn or audit). m may be

@@ -87,13 +87,16 @@ API=$(head -n 1 "$T/api/url")
 API_TOKEN=$(cat "$T/api/token")
 
 # The attacks below drive the API server path (--cache off): its failure modes are the ones the
-# API server's state decides. The watch cache has integration tests of its own.
+# API server's state decides. The watch cache has integration tests of its own. --undeclared
+# refuse: the declaration attacks prove the strict refusals (an env that is not a list of
+# GPU_MEMORY_LIMIT entries is no declaration); infer has test/integration/test_infer.c.
 start_gmg() {
 	: >"$T/gmg.log"
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1} "$BIN" serve --listen 127.0.0.1:0 \
 		--health-listen 127.0.0.1:0 --tls-cert-file "$T/certs/tls.crt" \
 		--tls-key-file "$T/certs/tls.key" --kubeconfig "$T/api/kubeconfig" \
-		--cache off --connection-timeout 3s --drain-timeout 1s --shutdown-timeout 3s "$@" \
+		--cache off --undeclared refuse --connection-timeout 3s --drain-timeout 1s \
+		--shutdown-timeout 3s "$@" \
 		2>"$T/gmg.log" &
 	GMG_PID=$!
 	for _ in $(seq 150); do

@@ -15,7 +15,8 @@
 #    name and type only.
 # 3. Reasons: the `reason` list of docs/server.md's Logs section is the set of reason codes the
 #    webhook writes: the literal reasons of allow()/deny() in lib/admission/webhook.c, and the
-#    core's decision reasons (`reason = "..."` in lib/core/policy.c and lib/core/gpupolicy.c)
+#    core's decision reasons (`reason = "..."` in lib/core/policy.c, gpupolicy.c and placement.c,
+#    and policyset.c's refuse()/add_audit() reasons)
 #    that reach it; InvalidInput is left out (the core returns it only with an error, which
 #    the webhook logs as InvalidCapacity).
 # 4. "Not built yet": each bullet of the README's "Not built yet / limitations" section holds
@@ -183,8 +184,10 @@ done <"$T/rows.doc"
 	perl -0777 -ne 'while (/\ballow\((?:&x->)?o,\s*([^;]*?)\);/sg) { my $a = $1; print "$1\n" while $a =~ /"([A-Za-z]+)"/g }
 	                while (/\bdeny\((?:&x->)?o,\s*\w+,\s*\d+,\s*"([A-Za-z]+)"/sg) { print "$1\n" }' \
 		"$SRC/lib/admission/webhook.c"
-	grep -ohE 'reason = "[A-Za-z]+"' "$SRC/lib/core/policy.c" "$SRC/lib/core/gpupolicy.c" |
-		sed 's/reason = "\(.*\)"/\1/'
+	grep -ohE 'reason = "[A-Za-z]+"' "$SRC/lib/core/policy.c" "$SRC/lib/core/gpupolicy.c" \
+		"$SRC/lib/core/placement.c" | sed 's/reason = "\(.*\)"/\1/'
+	grep -ohE '(refuse|add_audit)\(out, [a-z>-]+, "[A-Za-z]+"' "$SRC/lib/core/policyset.c" |
+		sed 's/.*"\(.*\)"/\1/'
 } | grep -vx 'InvalidInput' | sort -u >"$T/reasons.code"
 section "$SERVER_MD" "Logs" | awk '/^`reason` is one of:/ {f = 1} f && /^$/ {exit} f' |
 	sed 's/^`reason` is one of://' | grep -oE '`[A-Za-z]+`' | tr -d '`' | sort -u >"$T/reasons.doc"

@@ -75,7 +75,7 @@ pending_with() {
 # scale_up WAIT_FOR_TEXT: scales to 8, waits for 2 Pending replicas with WAIT_FOR_TEXT in their
 # FailedScheduling event, and counts the Bindings the webhook denied over 20 s from the scale-up;
 # prints "RUNNING<TAB>PENDING<TAB>DENIED<TAB>DENIED_IN_THE_LAST_10_S".
-phase_n() { kc -n inference get pods --field-selector="status.phase=$1" -o name | wc -l; }
+phase_n() { kc -n inference get pods -l app.kubernetes.io/name=llama-3-8b --field-selector="status.phase=$1" -o name | wc -l; }
 scale_up() {
 	local d0 d10 d20 t0=$SECONDS
 	d0=$(denied_bindings)
@@ -118,6 +118,19 @@ for p in $(kc -n inference get pods --field-selector=status.phase=Pending -o jso
 	say "- inference/$p (Pending; FailedScheduling event):"
 	printf '%s\n' "${msg:-no FailedScheduling event yet}" | fold -s -w 110 | sed 's/^/       /'
 done
+say ""
+say "A stock vLLM Deployment without GPU_MEMORY_LIMIT (examples/vllm-stock.yaml): counted by its own"
+say "--gpu-memory-utilization 0.1, read from its sh -c string, against the node's card:"
+run kubectl apply -f "$EX/vllm-stock.yaml"
+wait_for 60 "the stock vLLM replica" bash -c '[ $(kubectl -n inference get pods -l app.kubernetes.io/name=qwen-small --field-selector=status.phase=Running -o name | wc -l) -eq 1 ]' || true
+STOCK_NODE=$(kc -n inference get pods -l app.kubernetes.io/name=qwen-small -o jsonpath='{.items[0].spec.nodeName}')
+if [ -n "$STOCK_NODE" ]; then
+	say "the report of its node (SOURCE: where each pod's figure comes from):"
+	"$BINARY" report --kubeconfig "$STATE/kubeconfig" --node "$STOCK_NODE" | sed 's/^/     /'
+	say "the webhook's log line for its Binding:"
+	grep -F '"kind":"binding"' "$STATE/logs/webhook.log" | grep -F 'qwen-small' | tail -n 1 |
+		jq -r '"decision \(.decision) (\(.reason)), demand: \(.demand)"' | sed 's/^/     /'
+fi
 
 section "6/6 The same scale-up, steered: kube-scheduler asks the webhook's extender first"
 say "back to 4 replicas (the Pending ones go), then kube-scheduler restarted with the KubeSchedulerConfiguration"

@@ -166,6 +166,9 @@ spec:
       containers:
       - name: vllm
         image: vllm/vllm-openai:v0.6.3.post1
+        # vLLM's own share (0.24 x 79.6Gi = 19.1Gi) under the declaration: 20Gi counts. Without
+        # the flag, --undeclared infer would count vLLM's default 0.92 of the card.
+        args: [--model=m, --gpu-memory-utilization=0.24]
         env: [{name: GPU_MEMORY_LIMIT, value: $demand}]
         resources: {limits: {nvidia.com/gpu: "1"}}
 EOF
@@ -1796,6 +1799,86 @@ test_image() {
 	drop_ns $ns
 }
 
+# --- 24. inferred demand (issue 19): pods in real projects' shapes, shared and exclusive cards -
+
+# Nodes of nodes/infer/ (not created by cluster.sh up), created here and deleted at the end;
+# the pods are workloads/infer/*.yaml (README there: which project's shape each one is).
+INFER_NODES="gpu-ts-1x gpu-excl-8x"
+infer_nodes_ready() {
+	local n
+	for n in $INFER_NODES; do
+		[ "$(kc get node "$n" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] || return 1
+	done
+}
+infer_nodes_gone() { ! kc get node $INFER_NODES -o name 2>/dev/null | grep -q .; }
+# infer_create FILE NS NODE [NAME]: create workloads/infer/FILE on NODE (renamed NAME); the
+# API server's answer (kubectl's stdout and stderr: warnings included) on stdout, 0 if admitted.
+infer_create() {
+	sed -e "s/nodeName: NODE/nodeName: $3/" "$E2E_DIR/workloads/infer/$1" |
+		if [ -n "${4:-}" ]; then sed -e "0,/^  name: .*/s//  name: $4/"; else cat; fi |
+		kc create -n "$2" -f - 2>&1
+}
+# infer_expect FILE NS NODE NAME WANT TEXT: admitted (WANT=1) or refused by the webhook (0), the
+# answer containing TEXT; appends to bad otherwise.
+infer_expect() {
+	local out rc=0
+	out=$(infer_create "$1" "$2" "$3" "$4") || rc=1
+	if [ "$5" = 1 ] && [ $rc -ne 0 ]; then
+		bad="$bad; $4 on $3 refused: ${out:0:300}"
+	elif [ "$5" = 0 ] && { [ $rc -eq 0 ] || ! grep -qF "$DENIED_POD" <<<"$out"; }; then
+		bad="$bad; $4 on $3 not refused by the webhook: ${out:0:300}"
+	elif [ -n "$6" ] && ! grep -qF -- "$6" <<<"$out"; then
+		bad="$bad; $4 on $3: the answer lacks \"$6\": ${out:0:400}"
+	else
+		seen="$seen
+  $4 on $3: $( [ "$5" = 1 ] && echo admitted || echo refused)${6:+ ($6)}"
+	fi
+}
+
+test_infer() {
+	CURRENT="24 inferred demand: real-world pod shapes on time-sliced and exclusive cards"
+	local ns=e2e-infer out bad="" seen="" i
+	if ! out=$(kc create -f "$E2E_DIR/nodes/infer/" 2>&1) || ! wait_for 60 "nodes $INFER_NODES Ready (kwok)" infer_nodes_ready; then
+		fail "nodes $INFER_NODES not created or not Ready: ${out:0:300}"
+		kc delete node $INFER_NODES --ignore-not-found >/dev/null 2>&1
+		return
+	fi
+	fresh_ns $ns
+	# gpu-ts-1x: one H100 (79.6Gi, limit 71.7Gi), 4 time-slices: each pod counts what it takes.
+	infer_expect tgi.yaml $ns gpu-ts-1x tgi 1 ""
+	infer_expect vllm-shell.yaml $ns gpu-ts-1x vllm-shell 1 ""
+	infer_expect kserve-vllm.yaml $ns gpu-ts-1x kserve-llama-predictor 1 ""
+	infer_expect hami.yaml $ns gpu-ts-1x hami-vgpu 0 "; counted as 10Gi: nvidia.com/gpumem 10240Mi per GPU"
+	infer_expect vllm-docs.yaml $ns gpu-ts-1x vllm-docs 0 "counted as 73.3Gi: vllm's default --gpu-memory-utilization 0.92 of this node's 79.6Gi card"
+	infer_expect cuda-vectoradd.yaml $ns gpu-ts-1x cuda-vectoradd 0 "declares no GPU memory, and the GPUs of gpu-ts-1x are shared (time-sliced) with 3 other pod(s)"
+	infer_expect kai.yaml $ns gpu-ts-1x kai-fraction 1 ""
+	# The engines' shares as the webhook counted them, in its log (the last review of each).
+	for i in tgi vllm-shell kserve-llama-predictor; do
+		grep -F "\"pod\":\"$i\"" "$STATE/logs/webhook.log" | grep -qF '"demand":"counted as' ||
+			bad="$bad; no demand field in the webhook's log line for $i"
+	done
+	# gpu-excl-8x: eight unshared H100s. A KubeRay worker is admitted, its env copied into a
+	# non-GPU init container ignored with a warning; then a stock vLLM pod and seven undeclared
+	# 1-GPU pods take the 8 cards, and a ninth finds none.
+	infer_expect kuberay-worker.yaml $ns gpu-excl-8x raycluster-gpu-worker 1 "container \"wait-gcs-ready\" declares GPU_MEMORY_LIMIT but asks for no nvidia.com/gpu"
+	kc delete pod -n $ns raycluster-gpu-worker --wait=true >/dev/null 2>&1
+	infer_expect vllm-docs.yaml $ns gpu-excl-8x vllm-docs-excl 1 ""
+	for i in 1 2 3 4 5 6 7; do infer_expect cuda-vectoradd.yaml $ns gpu-excl-8x "vectoradd-$i" 1 ""; done
+	infer_expect cuda-vectoradd.yaml $ns gpu-excl-8x vectoradd-9th 0 "pods that take their cards already hold 8 of the node's 8 unshared GPUs"
+	out=$(metrics | grep '^gpu_memory_guard_pods_by_demand_source' | tr '\n' ' ')
+	grep -q 'source="engine"} [1-9]' <<<"$out" && grep -q 'source="whole-card"} [1-9]' <<<"$out" ||
+		bad="$bad; gpu_memory_guard_pods_by_demand_source lacks engine or whole-card pods: ${out:0:300}"
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	else
+		pass "each admitted or refused by what it will take:$seen
+  metric: $out"
+	fi
+	drop_ns $ns
+	kc delete node $INFER_NODES --ignore-not-found >/dev/null 2>&1
+	wait_for 60 "nodes $INFER_NODES deleted" infer_nodes_gone || log "nodes $INFER_NODES still there after 60s"
+}
+
 # --- 21. the report's numbers are the webhook's ----------------------------------------------
 
 # 21 (issue 11): `gpu-memory-guard report -o json` read with the suite's kubeconfig. On gpu-l4-0
@@ -1873,6 +1956,7 @@ want 20 && test_soak
 want 21 && test_report
 want 22 && test_policy_crd
 want 23 && test_policy_apply
+want 24 && test_infer
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"

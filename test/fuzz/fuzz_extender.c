@@ -23,7 +23,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	static const char *const exempt[] = {"kube-system"};
 	fuzz_quiet_logs();
-	cache = cache_new(&(struct demand_config){NULL, 0}, NULL, NULL);
+	cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
 	cJSON *node = fuzz_fixture_json("node-gpu-node-a.json");
 	cJSON *list = fuzz_fixture_json("podlist-gpu-node-a.json");
 	const cJSON *p;

@@ -88,7 +88,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (pod_items == NULL || pod_fixture == NULL)
 		fuzz_fail("fixtures without items or a pod");
 
-	cache = cache_new(&(struct demand_config){NULL, 0}, NULL, NULL);
+	cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
 	if (cache == NULL || cache_apply_node(cache, WATCH_ADDED, node_fixture) != 0)
 		fuzz_fail("cannot fill the cache");
 	const cJSON *p;

@@ -13,7 +13,7 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(cd "$here/../data" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy execcred)
+[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy execcred engine)
 
 # Seeds from test/data for the targets that read the same documents.
 seed() {
@@ -47,6 +47,7 @@ dicts() {
 	watch) echo json watch ;;
 	record) echo json record ;;
 	gpupolicy) echo json gpupolicy ;;
+	engine) echo engine ;;
 	kubeconfig) echo kubeconfig ;;
 	execcred) echo json ;;
 	esac

@@ -610,6 +610,8 @@ static int start_once(struct world *w, const char *const *extra, unsigned timeou
 	argv[argc++] = w->kubeconfig;
 	argv[argc++] = "--cache";
 	argv[argc++] = w->cache_mode ? w->cache_mode : "off";
+	argv[argc++] = "--undeclared";
+	argv[argc++] = w->undeclared ? w->undeclared : "refuse";
 	for (i = 0; extra && extra[i] && argc < MAX_ARGS - 1; i++)
 		argv[argc++] = extra[i];
 	argv[argc] = NULL;

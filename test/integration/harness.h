@@ -48,6 +48,10 @@ struct world {
 	/* --cache passed to the binary: "off" (world_init's default: these tests check the API
 	 * path call by call) or "watch" (the watch cache; test_watch_cache.c). */
 	const char *cache_mode;
+	/* --undeclared for the binary; NULL: refuse, the strict mode the suite's declarations
+	 * were written for (the fixtures' vllm pods would otherwise count vLLM's 0.92 of a card);
+	 * "infer": test_infer.c */
+	const char *undeclared;
 	/* Replicas (world_replica_init): in a replica, is_replica, the world it borrows from
 	 * (NULL once that world is freed) and its index; in a world, its replicas. */
 	int is_replica;

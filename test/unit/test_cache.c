@@ -810,7 +810,7 @@ static void test_pod_fields(void **state)
  * event that binds it. Later events of the pod on the same node keep it. */
 static void test_seen_when_first_bound(void **state)
 {
-	struct cache *c = cache_new(&(struct demand_config){NULL, 0}, NULL, NULL);
+	struct cache *c = cache_new(NULL, NULL, NULL);
 	uint64_t before, after, seen;
 	struct view v;
 	(void)state;

@@ -371,12 +371,39 @@ static void test_mode_audit(void **state)
 	assert_int_equal(cfg.mode_audit + cfg.mode_warn, 0);
 }
 
+/* --undeclared and --engine-default (issue 19): defaults, values, errors. */
+static void test_undeclared_and_engine_defaults(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX];
+
+	(void)state;
+	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.undeclared_infer, 1);
+	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_VLLM], ENGINE_DEFAULT_VLLM_PPM);
+	if (parse("serve " TLS " --undeclared refuse --engine-default vllm=0.9"
+	          " --engine-default=sglang=0.5",
+	          &cfg, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.undeclared_infer, 0);
+	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_VLLM], 900000);
+	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_SGLANG], 500000);
+	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_TGI], ENGINE_DEFAULT_TGI_PPM);
+	expect_error("serve " TLS " --undeclared maybe",
+	             "--undeclared: \"maybe\" is not infer or refuse");
+	expect_error("serve " TLS " --engine-default ollama=0.5",
+	             "--engine-default: \"ollama=0.5\" is not ENGINE=RATIO");
+	expect_error("serve " TLS " --engine-default vllm=1.2", "--engine-default");
+	expect_error("serve " TLS " --engine-default vllm", "--engine-default");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_mode_audit),
 	    cmocka_unit_test(test_webhook_timeout),
+	    cmocka_unit_test(test_undeclared_and_engine_defaults),
 	    cmocka_unit_test(test_every_flag),
 	    cmocka_unit_test(test_repeated_values_deduplicated),
 	    cmocka_unit_test(test_commands),

@@ -171,7 +171,7 @@ static int setup(void **state)
 	static const char *const exempt[] = {"kube-system"};
 	memset(&E, 0, sizeof(E));
 	fresh_answer = 1;
-	E.cache = cache_new(&(struct demand_config){NULL, 0}, NULL, NULL);
+	E.cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
 	E.metrics = metrics_new();
 	assert_non_null(E.cache);
 	put_node(E.cache, "n-full", "80Gi", NULL);

@@ -244,7 +244,7 @@ static void test_largest_fit_is_the_cores_edge(void **state)
 	                       .threshold = 0.5};
 	struct placement_item item = {.key = "team-b/embed", .bytes = 6 * GI};
 	struct placement_node node = {.name = "gpu-l4", .cap = &cap, .pods = &item, .n_pods = 1};
-	struct placement_policy pol = {0.9, 0.8, POLICY_ENFORCE, 0};
+	struct placement_policy pol = {0.9, 0.8, POLICY_ENFORCE, 0, 0};
 	struct placement_result res;
 
 	for (int extra = 0; extra <= 1; extra++) {
@@ -293,9 +293,9 @@ static void test_table_wide_and_node(void **state)
 	    "gpu-h100   NVIDIA-H100-80GB-HBM3   8       none      637.2Gi    573.5Gi   80Gi       "
 	    "493.5Gi   71.7Gi        2\n"
 	    "\n"
-	    "NAMESPACE   NAME      GPUS   DECLARED   COUNTED\n"
-	    "team-a      llama-0   1      40Gi       40Gi\n"
-	    "team-a      llama-1   1      40Gi       40Gi\n");
+	    "NAMESPACE   NAME      GPUS   DECLARED   COUNTED   SOURCE\n"
+	    "team-a      llama-0   1      40Gi       40Gi      declared\n"
+	    "team-a      llama-1   1      40Gi       40Gi      declared\n");
 	free(t);
 	report_free(r);
 }
@@ -871,6 +871,49 @@ static void test_cli(void **state)
 	assert_non_null(strstr(usage, "bad command line.\n"));
 }
 
+/* --undeclared infer: the same resolution as the webhook's, and the source per pod (SOURCE,
+ * demandSource): a vLLM pod counts 0.92 of the node's card, an undeclared pod its card. */
+static void test_inferred_sources(void **state)
+{
+	struct report_config cfg = {.threshold = 0.9, .infer = 1};
+	char err[REPORT_ERR_MAX];
+	struct report *r = report_new(&cfg, err, sizeof(err));
+
+	(void)state;
+	assert_non_null(r);
+	add_json(r,
+	         "{\"kind\":\"List\",\"items\":[{\"kind\":\"Node\",\"metadata\":{\"name\":"
+	         "\"ts\",\"labels\":{\"nvidia.com/gpu.count\":\"2\",\"nvidia.com/gpu.memory\":"
+	         "\"81559\",\"nvidia.com/gpu.replicas\":\"4\",\"nvidia.com/gpu.sharing-strategy\":"
+	         "\"time-slicing\"}}},"
+	         "{\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"a\",\"name\":\"vllm\","
+	         "\"uid\":\"u1\"},\"spec\":{\"nodeName\":\"ts\",\"containers\":[{\"name\":"
+	         "\"c\",\"image\":\"vllm/vllm-openai:v0.9.2\",\"resources\":{\"limits\":{"
+	         "\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{\"phase\":\"Running\"}},"
+	         "{\"kind\":\"Pod\",\"metadata\":{\"namespace\":\"a\",\"name\":\"bare\","
+	         "\"uid\":\"u2\"},\"spec\":{\"nodeName\":\"ts\",\"containers\":[{\"name\":"
+	         "\"c\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{"
+	         "\"phase\":\"Running\"}}]}");
+	build(r);
+	const struct report_row *row = row_named(r, "ts");
+	uint64_t vllm = (81559 * MIB / 1000000) * 920000 +
+	                ((81559 * MIB % 1000000) * 920000 + 999999) / 1000000;
+	assert_int_equal(row->n_pods, 2);
+	assert_int_equal(row->declared_bytes, vllm + 81559 * MIB);
+	char *t = render(r, REPORT_TABLE, "ts");
+	assert_non_null(strstr(t, "SOURCE"));
+	assert_non_null(strstr(t, "engine"));
+	assert_non_null(strstr(t, "   -          7")); /* DECLARED "-", COUNTED 0.92 x 79.6Gi */
+	assert_non_null(strstr(t, "whole-card"));
+	free(t);
+	t = render(r, REPORT_JSON, "ts");
+	assert_non_null(strstr(t, "\"demandSource\":\t\"engine\""));
+	assert_non_null(
+	    strstr(t, "\"demandSourceWords\":\t\"vllm's default --gpu-memory-utilization 0.92\""));
+	free(t);
+	report_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -888,6 +931,7 @@ int main(void)
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_invalid_policy_reported),
 	    cmocka_unit_test(test_cli),
+	    cmocka_unit_test(test_inferred_sources),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
