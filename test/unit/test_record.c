@@ -302,6 +302,46 @@ static void test_copy(void **state)
 	record_free(&b);
 }
 
+/* Clock skew (issue 20): a writer whose wall clock is 90 s behind or ahead of the reader's
+ * writes a 60 s reservation; the reader reads the record back at once (its own clock: WALL
+ * wall-clock and 1000 ms monotonic) and must count the entry for its whole 60 s, and no longer
+ * (the record's time is the reader's own from when it first saw the entry). */
+static void skew_case(int64_t writer_offset_ms)
+{
+	struct record w, back;
+	struct placement_item items[1];
+	char err[256];
+	uint64_t writer_wall = (uint64_t)((int64_t)WALL + writer_offset_ms);
+
+	record_init(&w);
+	record_init(&back);
+	snprintf(w.rv, sizeof(w.rv), "%s", "1");
+	assert_int_equal(record_put(&w, "a/p", "u", GI, writer_wall + 60000), 0);
+	cJSON *lease = record_to_lease(&w, "gmg-system", "gpu-1", writer_wall);
+	assert_int_equal(record_from_lease(lease, &back, err, sizeof(err)), 0);
+	cJSON_Delete(lease);
+	/* just read, 59.999 s later: counted */
+	assert_int_equal(record_items(&back, WALL, 1000, items), 1);
+	assert_int_equal(record_live_bytes(&back, WALL + 59999), GI);
+	/* 60 s after the reader first saw it: gone */
+	assert_int_equal(record_live_bytes(&back, WALL + 60000), 0);
+	assert_int_equal(record_prune(&back, WALL + 60000, NULL, 0, 61000, 30000), 1);
+	record_free(&w);
+	record_free(&back);
+}
+
+static void test_writer_clock_behind(void **state)
+{
+	(void)state;
+	skew_case(-90000);
+}
+
+static void test_writer_clock_ahead(void **state)
+{
+	(void)state;
+	skew_case(90000);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -313,6 +353,8 @@ int main(void)
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_read_keeps_entries_apart),
 	    cmocka_unit_test(test_copy),
+	    cmocka_unit_test(test_writer_clock_behind),
+	    cmocka_unit_test(test_writer_clock_ahead),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
