@@ -148,7 +148,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	if (cfg->reservations_shared) {
 		struct shared_api api = shared_api_kube(kube);
 		if (reservations_namespace(cfg, ns, sizeof(ns)) != 0 ||
-		    (shared = shared_new(ns, &api, cfg->reservation_ttl_ms, NULL)) == NULL ||
+		    (shared = shared_new(ns, &api, cfg->reservation_ttl_ms, NULL, NULL)) == NULL ||
 		    metrics_add_collector(metrics, shared_collect, shared) != 0)
 			goto out;
 		log_fields(LOG_INFO, "shared reservations",

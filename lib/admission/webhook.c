@@ -504,7 +504,7 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	const struct placement *p = d->p;
 	struct record *rec = d->rec;
 	struct placement_result res;
-	uint64_t mono = ledger_now_ms();
+	uint64_t mono = shared_now_mono_ms(w->shared); /* ledger_now_ms() but in tests */
 	uint64_t now = decision_now(w, d->api_node == NULL);
 	uint64_t wall = shared_now_wall_ms(w->shared);
 	struct placement_item *items = NULL;
@@ -517,7 +517,7 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	}
 	struct placement_node pn = *visible;
 	pn.reserved = items;
-	pn.n_reserved = record_items(rec, wall, now, items);
+	pn.n_reserved = record_items(rec, mono, now, items);
 	int reserve = decide_core(w, p, &pn, now, d->o, &res);
 	free(items); /* borrowed rec's strings: done with them before rec changes */
 	if (!d->o->allowed) {
@@ -536,10 +536,10 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	}
 	/* Cache path: entries whose pods every replica's cache shows by now go; both paths
 	 * drop expired ones. */
-	record_prune(rec, wall, d->api_node == NULL ? visible->pods : NULL,
-	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
-	int rc =
-	    record_put(rec, p->key, p->uid, res.reserve_bytes, wall + shared_ttl_ms(w->shared));
+	record_prune(rec, mono, d->api_node == NULL ? visible->pods : NULL,
+	             d->api_node == NULL ? visible->n_pods : 0, RECORD_SETTLE_GRACE_MS);
+	int rc = record_put(rec, p->key, p->uid, res.reserve_bytes, shared_ttl_ms(w->shared), wall,
+	                    mono);
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
 		                rc == RECORD_EFULL ? "the node's reservation record is full"

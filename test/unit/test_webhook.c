@@ -1453,7 +1453,7 @@ static void pair_start(struct env *e, struct pair *pr)
 	pr->leases = fake_lease_new();
 	api = fake_lease_api(pr->leases);
 	for (int i = 0; i < 2; i++) {
-		pr->shared[i] = shared_new("gmg-system", &api, 60000, shared_wall);
+		pr->shared[i] = shared_new("gmg-system", &api, 60000, shared_wall, NULL);
 		assert_non_null(pr->shared[i]);
 		e->cfg.shared = pr->shared[i];
 		pr->w[i] = webhook_new(&e->cfg, &src, e->ledger, e->metrics);
