@@ -15,8 +15,11 @@
 set -euo pipefail
 
 K8S_VERSION=${K8S_VERSION:-v1.33.13}
-HELM_VERSION=${HELM_VERSION:-v3.18.6}
-KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+# helm v3.22 is built on the k8s.io v0.37 libraries, kwok v0.8.0 on v0.36 (v0.7.0 on v0.33);
+# build_clients moves those of the control plane's minor to its patch release, and leaves the
+# others (kwok's cri-* at v0.36.1; all of them with K8S_VERSION=v1.35.x) where MVS put them.
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
 # etcd's server module (go.etcd.io/etcd/server/v3): its main package is the etcd binary.
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 # Prometheus' Go module: v0.316.0 is Prometheus 3.16.0 (its go.mod asks Go >= 1.26.7).
