@@ -910,7 +910,7 @@ stop_host_scheduler() { # N
 
 lease_holder() { kc -n "$NS" get lease "$SCHED" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 leads() { # N: its log says it acquired the Lease and the Lease names it (hostname_uuid)
-	grep -q "successfully acquired lease $NS/$SCHED" "$STATE/logs/host-scheduler-$1.log" && [ -n "$(lease_holder)" ]
+	log_lease_acquired "$STATE/logs/host-scheduler-$1.log" "$NS/$SCHED" && [ -n "$(lease_holder)" ]
 }
 
 # A webhook metric's value (0 when absent). SERIES as printed, labels included.
@@ -961,8 +961,8 @@ scheduler_checks() {
 		fail "scheduler: a second replica starts" "$(cat "$WORK/sched-start.out")"
 	fi
 	sleep 5
-	if grep -q "attempting to acquire leader lease $NS/$SCHED" "$STATE/logs/host-scheduler-2.log" &&
-		! grep -q 'successfully acquired lease' "$STATE/logs/host-scheduler-2.log" && [ "$(lease_holder)" = "$holder" ]; then
+	if log_lease_attempted "$STATE/logs/host-scheduler-2.log" "$NS/$SCHED" &&
+		! log_lease_acquired "$STATE/logs/host-scheduler-2.log" "" && [ "$(lease_holder)" = "$holder" ]; then
 		pass "scheduler: the second replica is standby while the first leads"
 	else
 		fail "scheduler: the second replica is standby while the first leads" "$(tail -n 3 "$STATE/logs/host-scheduler-2.log")"
