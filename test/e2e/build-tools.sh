@@ -14,7 +14,9 @@
 # line, so callers can do: BIN=$(test/e2e/build-tools.sh cluster | tail -n 1).
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-v1.33.13}
+# The control plane's Kubernetes: v1.37.2. Upstream supports 1.35-1.37; K8S_VERSION=v1.35.4 runs
+# the oldest of them (docs/e2e.md, "Kubernetes versions tested").
+K8S_VERSION=${K8S_VERSION:-v1.37.2}
 # helm v3.22 is built on the k8s.io v0.37 libraries, kwok v0.8.0 on v0.36 (v0.7.0 on v0.33);
 # build_clients moves those of the control plane's minor to its patch release, and leaves the
 # others (kwok's cri-* at v0.36.1; all of them with K8S_VERSION=v1.35.x) where MVS put them.
