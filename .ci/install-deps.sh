@@ -6,7 +6,7 @@
 # skopeo: reads the archive back in test 18, and pushes it (README).
 set -euo pipefail
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev
-libcurl4-openssl-dev libcmocka-dev libyaml-dev curl openssl etcd-server etcd-client clang-format
+libcurl4-openssl-dev libcmocka-dev libyaml-dev curl openssl clang-format
 gnutls-bin ca-certificates git jq iproute2 procps psmisc
 clang libclang-rt-14-dev
 debootstrap umoci skopeo runc"

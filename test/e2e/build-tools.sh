@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build and cache the control-plane tools the end-to-end suite and the demo run, in two groups:
 #   cluster:  kube-apiserver, kube-scheduler, kube-controller-manager and kubectl from
-#             k8s.io/kubernetes (build_k8s), helm and kwok (build_clients), all from the Go
-#             module proxy; etcd from Debian;
+#             k8s.io/kubernetes (build_k8s), etcd (build_etcd), helm and kwok (build_clients),
+#             all from the Go module proxy;
 #   promtool: github.com/prometheus/prometheus' promtool, which checks the chart's PromQL
 #             (test/e2e/promql-check.sh).
 # Usage: build-tools.sh [cluster] [promtool]   (no argument: both)
@@ -14,9 +14,16 @@
 # line, so callers can do: BIN=$(test/e2e/build-tools.sh cluster | tail -n 1).
 set -euo pipefail
 
-K8S_VERSION=${K8S_VERSION:-v1.33.13}
-HELM_VERSION=${HELM_VERSION:-v3.18.6}
-KWOK_VERSION=${KWOK_VERSION:-v0.7.0}
+# The control plane's Kubernetes: v1.37.2. Upstream supports 1.35-1.37; K8S_VERSION=v1.35.4 runs
+# the oldest of them (docs/e2e.md, "Kubernetes versions tested").
+K8S_VERSION=${K8S_VERSION:-v1.37.2}
+# helm v3.22 is built on the k8s.io v0.37 libraries, kwok v0.8.0 on v0.36 (v0.7.0 on v0.33);
+# build_clients moves those of the control plane's minor to its patch release, and leaves the
+# others (kwok's cri-* at v0.36.1; all of them with K8S_VERSION=v1.35.x) where MVS put them.
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
+KWOK_VERSION=${KWOK_VERSION:-v0.8.0}
+# etcd's server module (go.etcd.io/etcd/server/v3): its main package is the etcd binary.
+ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
 # Prometheus' Go module: v0.316.0 is Prometheus 3.16.0 (its go.mod asks Go >= 1.26.7).
 PROMTOOL_VERSION=${PROMTOOL_VERSION:-v0.316.0}
 CACHE=${GMG_CACHE:-$HOME/.cache/gpu-memory-guard}
@@ -24,7 +31,7 @@ BIN="$CACHE/bin-$K8S_VERSION"
 LOGS="$CACHE/logs"
 mkdir -p "$BIN" "$LOGS"
 K8S_TOOLS="kube-apiserver kube-scheduler kube-controller-manager kubectl"
-CLUSTER_TOOLS="$K8S_TOOLS helm kwok"
+CLUSTER_TOOLS="$K8S_TOOLS etcd helm kwok"
 export PATH="/usr/local/go/bin:$PATH"
 export GOFLAGS=-mod=mod
 export CGO_ENABLED=0
@@ -32,10 +39,9 @@ export CGO_ENABLED=0
 step() { echo "build-tools: $(date +%H:%M:%S) $*" >&2; }
 fail() { echo "build-tools: FAILED: $1 (log: $2)" >&2; tail -n 20 "$2" >&2 || true; exit 1; }
 
-# etcd: Debian's etcd-server 3.4 (its client protocol is what v1.33's apiserver speaks); and what
-# the scripts around the cluster use: jq (reading the API's JSON), openssl (certificates), curl.
+# What the scripts around the cluster use: jq (reading the API's JSON), openssl (certificates),
+# curl. (etcd is built from Go modules: build_etcd.)
 pkgs=""
-command -v etcd >/dev/null 2>&1 || pkgs="$pkgs etcd-server"
 command -v jq >/dev/null 2>&1 || pkgs="$pkgs jq"
 command -v openssl >/dev/null 2>&1 || pkgs="$pkgs openssl"
 command -v curl >/dev/null 2>&1 || pkgs="$pkgs curl"
@@ -46,7 +52,6 @@ if [ -n "$pkgs" ]; then
 	{ apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y $pkgs; } \
 		>"$log" 2>&1 || fail "apt-get install$pkgs" "$log"
 fi
-ln -sf "$(command -v etcd)" "$BIN/etcd"
 
 k8s_ldflags() {
 	local minor=${K8S_VERSION#v1.}; minor=${minor%%.*}
@@ -109,13 +114,57 @@ GO
 	) >"$log" 2>&1 || fail "kubernetes $K8S_VERSION build" "$log"
 }
 
+# etcd: built from go.etcd.io/etcd/server/v3 (its main package is the etcd server) in a scratch
+# module of its own, keyed by version. Debian 12's etcd-server is 3.4.23: etcd 3.4 is out of
+# support; Kubernetes v1.35 ships etcd 3.6, v1.37 ships 3.7.0 (build/dependencies.yaml) with a
+# 3.7 client; kube-apiserver's storage feature check wants etcd >= 3.4.31 or 3.5.13 for watch
+# progress requests (k8s.io/apiserver pkg/storage/feature). One etcd 3.6 serves each minor the
+# suite runs (v1.33's client is 3.5, v1.35's 3.6, v1.37's 3.7, which speaks to a 3.6 server as
+# during an etcd upgrade). etcd's own go.mod replaces its sibling
+# modules by ../ paths, so `go install ...@version` refuses it; a requiring module does not.
+build_etcd() {
+	local mod="$CACHE/src/etcd-$ETCD_VERSION" log="$LOGS/etcd-$ETCD_VERSION.log"
+	local out="$CACHE/etcd-$ETCD_VERSION/etcd"
+	if [ ! -x "$out" ] || [ ! -f "$mod/.done" ]; then
+		step "etcd $ETCD_VERSION: building (about 4 min cold on 2 cores; log $log)"
+		rm -rf "$mod" && mkdir -p "$mod" "${out%/*}"
+		(
+			set -e
+			cd "$mod"
+			{
+				echo "module gmg-etcd-build"
+				echo
+				echo "go 1.26.0"
+				echo
+				echo "require go.etcd.io/etcd/server/v3 $ETCD_VERSION"
+			} >go.mod
+			cat >tools.go <<'GO'
+//go:build tools
+
+package tools
+
+import _ "go.etcd.io/etcd/server/v3"
+GO
+			go mod tidy -e
+			echo "== go build etcd"
+			go build -p 2 -trimpath -ldflags "-s -w" -o "$out.tmp" go.etcd.io/etcd/server/v3
+			mv "$out.tmp" "$out"
+			touch .done
+		) >"$log" 2>&1 || fail "etcd $ETCD_VERSION build" "$log"
+	else
+		step "etcd $ETCD_VERSION: cached"
+	fi
+	ln -sf "$out" "$BIN/etcd"
+}
+
 # helm and kwok: one scratch module requiring both (each is built on the k8s.io v0.MINOR
 # libraries; replaced by v0.MINOR.PATCH as above, the minimal version selection choosing one
 # version of every other module between the two), so the Go build cache compiles the k8s.io
 # packages they share once, and one `go build` links one while the other compiles. Their own
 # go.mod pins are not Kubernetes': these are clients, built apart from the control plane.
 build_clients() {
-	local mod="$CACHE/src/clients-helm-$HELM_VERSION-kwok-$KWOK_VERSION" log="$LOGS/helm-$HELM_VERSION-kwok-$KWOK_VERSION.log"
+	local mod="$CACHE/src/clients-$K8S_VERSION-helm-$HELM_VERSION-kwok-$KWOK_VERSION"
+	local log="$LOGS/clients-$K8S_VERSION-helm-$HELM_VERSION-kwok-$KWOK_VERSION.log"
 	local t need=0
 	for t in helm kwok; do [ -x "$BIN/$t" ] || need=1; done
 	[ -f "$mod/.done" ] || need=1
@@ -164,8 +213,8 @@ GO
 	) >"$log" 2>&1 || fail "helm $HELM_VERSION, kwok $KWOK_VERSION build" "$log"
 }
 
-# promtool: `go install` in a module of its own (Prometheus needs newer libraries than
-# Kubernetes v1.33's; sharing a module would change what Kubernetes is built with).
+# promtool: `go install` in a module of its own (Prometheus' libraries are not Kubernetes';
+# sharing a module would change what Kubernetes is built with).
 go_install_tool() { # name version package ldflags [build tags]
 	local name=$1 ver=$2 pkg=$3 ldf=$4 tags=${5:-}
 	local mod="$CACHE/src/$name-$ver" log="$LOGS/$name-$ver.log"
@@ -184,21 +233,21 @@ go_install_tool() { # name version package ldflags [build tags]
 	) >"$log" 2>&1 || fail "$name $ver build" "$log"
 }
 
-# Go: Kubernetes v1.33 needs Go >= 1.24. A Go >= 1.21 fetches a newer toolchain through the
-# module proxy by itself (GOTOOLCHAIN=auto); an older one (Debian 12's golang-go is 1.19) cannot.
+# Go: Kubernetes v1.37 and etcd v3.6.16 need Go >= 1.26 (v1.33: 1.24). A Go >= 1.21 fetches a
+# newer toolchain through the module proxy by itself (GOTOOLCHAIN=auto); an older one (Debian 12's golang-go is 1.19) cannot.
 need_go() {
 	command -v go >/dev/null 2>&1 || { echo "build-tools: FAILED: no Go toolchain (install Go >= 1.21, e.g. in /usr/local/go)" >&2; exit 1; }
 	local v minor
 	v=$(go env GOVERSION 2>/dev/null || true)
 	minor=$(echo "${v#go}" | awk -F. '{ print ($1 > 1) ? 99 : $2 + 0 }')
 	if [ "${minor:-0}" -lt 21 ]; then
-		echo "build-tools: FAILED: ${v:-go} is too old to build Kubernetes $K8S_VERSION (needs >= 1.21, which fetches 1.24+ itself)" >&2
+		echo "build-tools: FAILED: ${v:-go} is too old to build Kubernetes $K8S_VERSION (needs >= 1.21, which fetches the newer Go its go.mod asks for itself)" >&2
 		exit 1
 	fi
 }
 
 # Which groups: the arguments (cluster: kube-apiserver, kube-scheduler, kube-controller-manager,
-# kubectl, helm, kwok; promtool), all of them when none is given.
+# kubectl, etcd, helm, kwok; promtool), all of them when none is given.
 groups=${*:-cluster promtool}
 for g in $groups; do
 	case $g in
@@ -209,7 +258,10 @@ done
 need=0
 for g in $groups; do
 	case $g in
-	cluster) for t in $CLUSTER_TOOLS; do [ -x "$BIN/$t" ] || need=1; done ;;
+	cluster)
+		for t in $CLUSTER_TOOLS; do [ -x "$BIN/$t" ] || need=1; done
+		[ "$(readlink "$BIN/etcd" || true)" = "$CACHE/etcd-$ETCD_VERSION/etcd" ] || need=1
+		;;
 	promtool) [ -x "$BIN/promtool" ] || need=1 ;;
 	esac
 done
@@ -219,13 +271,16 @@ done
 # caller of the cluster group never waits for promtool.
 mkdir -p "$CACHE/locks"
 for g in $groups; do
-	exec 8>"$CACHE/locks/$g.lock"
+	# The cluster group's lock is per Kubernetes version: its sources, binaries and logs are, so
+	# a v1.35 build never waits for a v1.37 one (the Go build cache is safe to share).
+	lk=$g; [ "$g" != cluster ] || lk="cluster-$K8S_VERSION"
+	exec 8>"$CACHE/locks/$lk.lock"
 	if ! flock -n 8; then
 		step "$g: another build-tools.sh is building it; waiting"
 		flock 8
 	fi
 	case $g in
-	cluster) build_k8s && build_clients ;;
+	cluster) build_k8s && build_etcd && build_clients ;;
 	promtool)
 		# remove_all_sd: promtool without Prometheus' service discovery plugins (AWS, Azure, GCE,
 		# Kubernetes, ...), which checking rules never uses: far fewer packages to compile.

@@ -66,7 +66,7 @@ RELEASE=gpu-memory-guard
 SA=gpu-memory-guard
 SECRET=gpu-memory-guard-tls
 TEST_NS=gmg-install-proof
-KUBE_VERSION=v1.33.13 # the local control plane's version (see build-tools.sh)
+KUBE_VERSION="" # the local control plane's version: its kube-apiserver's, once built (main)
 DENIED_POD='admission webhook "pods.gpu-memory-guard.io" denied the request'
 WORK="$STATE/install-proof"
 PASSED=0
@@ -971,7 +971,7 @@ stop_host_scheduler() { # N
 
 lease_holder() { kc -n "$NS" get lease "$SCHED" -o jsonpath='{.spec.holderIdentity}' 2>/dev/null; }
 leads() { # N: its log says it acquired the Lease and the Lease names it (hostname_uuid)
-	grep -q "successfully acquired lease $NS/$SCHED" "$STATE/logs/host-scheduler-$1.log" && [ -n "$(lease_holder)" ]
+	log_lease_acquired "$STATE/logs/host-scheduler-$1.log" "$NS/$SCHED" && [ -n "$(lease_holder)" ]
 }
 
 # A webhook metric's value (0 when absent). SERIES as printed, labels included.
@@ -1022,8 +1022,8 @@ scheduler_checks() {
 		fail "scheduler: a second replica starts" "$(cat "$WORK/sched-start.out")"
 	fi
 	sleep 5
-	if grep -q "attempting to acquire leader lease $NS/$SCHED" "$STATE/logs/host-scheduler-2.log" &&
-		! grep -q 'successfully acquired lease' "$STATE/logs/host-scheduler-2.log" && [ "$(lease_holder)" = "$holder" ]; then
+	if log_lease_attempted "$STATE/logs/host-scheduler-2.log" "$NS/$SCHED" &&
+		! log_lease_acquired "$STATE/logs/host-scheduler-2.log" "" && [ "$(lease_holder)" = "$holder" ]; then
 		pass "scheduler: the second replica is standby while the first leads"
 	else
 		fail "scheduler: the second replica is standby while the first leads" "$(tail -n 3 "$STATE/logs/host-scheduler-2.log")"
@@ -1117,7 +1117,10 @@ SCHED_MANIFESTS="$REPO_ROOT/manifests/scheduler"
 sched_manifest_filled() { # CA_B64 [SED_ARGS...]
 	local ca=$1
 	shift
-	kc kustomize "$SCHED_MANIFESTS" | sed -e "s|caData: \"\"|caData: \"$ca\"|" "$@"
+	# The pinned image set to the control plane's version, as the Kustomization tells operators
+	# (a no-op at build-tools.sh's default version; K8S_VERSION=v1.35.x runs need it).
+	kc kustomize "$SCHED_MANIFESTS" | sed -e "s|caData: \"\"|caData: \"$ca\"|" \
+		-e "s|image: registry.k8s.io/kube-scheduler:v[0-9.]*\$|image: registry.k8s.io/kube-scheduler:$KUBE_VERSION|" "$@"
 }
 
 # CA as docs/scheduler.md gets it: from the installed webhook configuration.
@@ -1242,6 +1245,8 @@ log "install-proof: building or reusing the control-plane tools"
 TOOLS_BIN=$(bash "$E2E_DIR/build-tools.sh" cluster | tail -n 1) || die "building the tools failed"
 export GMG_TOOLS_BIN=$TOOLS_BIN
 [ -x "$TOOLS_BIN/helm" ] || die "helm missing in $TOOLS_BIN"
+KUBE_VERSION=$("$TOOLS_BIN/kube-apiserver" --version | awk '{ print $2 }')
+[[ $KUBE_VERSION =~ ^v1\.[0-9]+\.[0-9]+$ ]] || die "kube-apiserver --version: '$KUBE_VERSION'"
 kc() { "$TOOLS_BIN/kubectl" --kubeconfig "$STATE/kubeconfig" "$@"; }
 
 echo "== static: Dockerfile"

@@ -35,6 +35,13 @@ tools_bin() {
 	fi
 }
 
+# client-go's leader-election lines in a kube-scheduler log: klog text up to v1.33
+# ("attempting to acquire leader lease NS/NAME...", "successfully acquired lease NS/NAME"),
+# structured in v1.37 ("Attempting to acquire leader lease..." lock="NS/NAME",
+# "Successfully acquired lease" lock="NS/NAME"). NS/NAME empty: any lease.
+log_lease_attempted() { grep -qiE "attempting to acquire leader lease( |\.\.\.\" lock=\")$2" "$1"; } # LOG NS/NAME
+log_lease_acquired() { grep -qiE "successfully acquired lease( |\" lock=\")$2" "$1"; }             # LOG NS/NAME
+
 # Loads $STATE/cluster.env (ports, paths) into the environment; fails if no cluster was set up.
 load_cluster_env() {
 	[ -f "$STATE/cluster.env" ] || die "no cluster state in $STATE (run: test/e2e/cluster.sh up)"

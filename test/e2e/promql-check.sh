@@ -101,7 +101,7 @@ grep -v '^#' "$W/metrics.txt" | sed -n 's/^\([a-z_:0-9]*\){\(.*\)} .*/\1 \2/p' |
 echo "promql-check: scraped $(wc -l <"$W/names.txt") metric names, $(awk '{ print $1 }' "$W/labels.txt" | sort -u | wc -l) of them with labels, from the binary (--reservations shared and local)"
 
 # --- 2. The chart ----------------------------------------------------------------------------
-"$HELM" template gmg "$CHART" --namespace gpu-memory-guard --kube-version "${K8S_VERSION:-v1.33.13}" \
+"$HELM" template gmg "$CHART" --namespace gpu-memory-guard --kube-version "$("$TOOLS/kube-apiserver" --version | awk '{ print $2 }')" \
 	--set prometheusRule.enabled=true --set serviceMonitor.enabled=true \
 	--set grafanaDashboard.enabled=true >"$W/chart.yaml"
 # A document's lines (without the "---"), by its kind.

@@ -1497,7 +1497,7 @@ EOF
 		--bind-address 127.0.0.1 --secure-port "$port" \
 		--authentication-kubeconfig "$dir/sa.kubeconfig" --authorization-kubeconfig "$dir/sa.kubeconfig"
 	wait_for 60 "the second scheduler's /readyz" curl -skf --max-time 2 "https://127.0.0.1:$port/readyz" &&
-		wait_for 45 "the second scheduler to lead" grep -q "successfully acquired lease $WEBHOOK_NAMESPACE/$SCHED2" "$STATE/logs/gmg-scheduler.log" ||
+		wait_for 45 "the second scheduler to lead" log_lease_acquired "$STATE/logs/gmg-scheduler.log" "$WEBHOOK_NAMESPACE/$SCHED2" ||
 		{ tail -n 5 "$STATE/logs/gmg-scheduler.log"; return 1; }
 }
 
