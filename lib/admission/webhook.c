@@ -376,6 +376,14 @@ static void add_mode_audit(struct outcome *o, const char *text)
 	o->audit[len] = '\0';
 }
 
+/* "--mode audit: GPU memory inferred, not declared: <source>" (the outcome's demand words). */
+static void add_mode_audit_inferred(struct outcome *o)
+{
+	char text[sizeof(o->demand) + 48];
+	snprintf(text, sizeof(text), "GPU memory inferred, not declared: %s", o->demand);
+	add_mode_audit(o, text);
+}
+
 /* Copy the policyset's audit entries into the outcome (before the policies are unlocked). */
 static void keep_audit(struct outcome *o, const struct policyset_result *ps)
 {
@@ -473,6 +481,10 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		if (o->n_warnings > 0)
 			o->mdec = METRICS_WARNED;
 		keep_audit(o, ps);
+		/* --mode audit reports the pods whose demand was inferred (not GPU_MEMORY_LIMIT):
+		 * what a later --undeclared refuse, or a policy's spec.undeclared, would refuse. */
+		if (w->mode_audit && p->demand->source > DEMAND_SRC_DECLARED && o->demand[0])
+			add_mode_audit_inferred(o);
 		if (by_mode) {
 			o->by_mode = w->mode_audit ? "audit" : "warn";
 			if (w->mode_audit)

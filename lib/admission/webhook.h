@@ -119,7 +119,10 @@ struct webhook_config {
 	 * gpu_memory_guard_mode_admitted_total{mode,reason}; its log line carries "mode" and
 	 * the refusal's reason. mode_warn: the refusal's text is the answer's warning.
 	 * mode_audit: no warning; the text goes to the auditAnnotations entry WEBHOOK_AUDIT_KEY
-	 * ("--mode audit: <text>", after any GPUMemoryPolicy audit entries). Over-threshold
+	 * ("--mode audit: <text>", after any GPUMemoryPolicy audit entries); an admitted pod whose
+	 * demand was inferred (not GPU_MEMORY_LIMIT) is reported there too ("--mode audit: GPU
+	 * memory inferred, not declared: <source>"), without counting as admitted by the mode.
+	 * Over-threshold
 	 * placements admitted so are reserved as any admitted placement; the others (refused
 	 * before a decision could reserve) count once the API server shows the pod. */
 	int mode_warn;

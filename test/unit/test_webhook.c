@@ -1296,6 +1296,60 @@ static void test_modes_admit_every_refusal(void **state)
 	free(text);
 }
 
+static void drop_declaration(cJSON *req)
+{
+	cJSON *c =
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+	                           cJSON_GetObjectItemCaseSensitive(
+	                               cJSON_GetObjectItemCaseSensitive(req, "object"), "spec"),
+	                           "containers"),
+	                       0);
+	cJSON_DeleteItemFromObjectCaseSensitive(c, "env");
+	cJSON_ReplaceItemInObjectCaseSensitive(req, "dryRun",
+	                                       cJSON_CreateTrue()); /* reserve none */
+}
+
+static void set_dry_run(cJSON *req)
+{
+	cJSON_ReplaceItemInObjectCaseSensitive(req, "dryRun", cJSON_CreateTrue());
+}
+
+/* --mode audit reports a pod whose demand was inferred (--undeclared infer: here its whole card,
+ * alone on the empty time-sliced gpu-node-a) in auditAnnotations, with the source; a declared pod
+ * gets no such entry, nor does an inferred one under --mode enforce. */
+static void test_audit_reports_inferred_demand(void **state)
+{
+	struct env *e = *state;
+
+	empty_node(e);
+	for (int audit = 0; audit <= 1; audit++) {
+		e->cfg.infer = 1;
+		e->cfg.mode_audit = audit;
+		env_build(e);
+		struct answer a =
+		    review_edited(e, "review-pod-create-nodename.json", drop_declaration);
+		assert_true(a.allowed);
+		const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(a.root, "response"), "auditAnnotations");
+		const cJSON *v = cJSON_GetObjectItemCaseSensitive(ann, WEBHOOK_AUDIT_KEY);
+		if (audit) {
+			assert_true(cJSON_IsString(v));
+			assert_non_null(strstr(
+			    v->valuestring, "--mode audit: GPU memory inferred, not declared: "));
+		} else {
+			assert_null(v);
+		}
+		cJSON_Delete(a.root);
+	}
+	/* Declared (GPU_MEMORY_LIMIT 12Gi) under audit: nothing to report. */
+	struct answer a = review_edited(e, "review-pod-create-nodename.json", set_dry_run);
+	assert_true(a.allowed);
+	const cJSON *ann = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(a.root, "response"), "auditAnnotations");
+	assert_null(cJSON_GetObjectItemCaseSensitive(ann, WEBHOOK_AUDIT_KEY));
+	cJSON_Delete(a.root);
+}
+
 static void test_non_gpu_placement_allowed(void **state)
 {
 	struct env *e = *state;
@@ -1703,6 +1757,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_unknown_capacity_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_threshold_annotation_overrides, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_percent_in_messages, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_audit_reports_inferred_demand, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_modes_admit_every_refusal, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_non_gpu_placement_allowed, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_requests, setup, teardown),
