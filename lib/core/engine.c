@@ -515,7 +515,7 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 {
 	const char *flag = flags[k], *value = NULL, *eq = NULL;
 	int found = 0;
-	size_t i;
+	size_t i, at = 0, skipped = 0; /* the flag's last word; the last word skipped, + 1 */
 
 	out->kind = k;
 	for (i = from; i < c->n; i++) {
@@ -529,8 +529,10 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 		    ((i == from && from >= 2 && strcmp(c->w[from - 1], "serve") == 0) ||
 		     (i > from && strncmp(c->w[i - 1], "--", 2) == 0 &&
 		      strchr(c->w[i - 1], '=') == NULL && !flag_is(c->w[i - 1], flag, &eq) &&
-		      opaque_of(c, i - 1) == 0)))
+		      opaque_of(c, i - 1) == 0))) {
+			skipped = i + 1;
 			continue;
+		}
 		if (op != 0) {
 			out->status = ENGINE_UNREADABLE;
 			return say(
@@ -552,6 +554,17 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 		} else {
 			value = NULL;
 		}
+		at = i + 1;
+	}
+	/* A word skipped after the flag may be the flag again, and the last one wins: the other
+	 * flag it follows may take no value (--enforce-eager "$MORE"). */
+	if (found && skipped > at) {
+		out->status = ENGINE_UNREADABLE;
+		return say(out,
+		           "%s%s: %.40s after %s is expanded by the %s at run time and may hold "
+		           "%s again",
+		           engine_name(k), where, c->w[skipped - 1], flag,
+		           c->opaque ? "shell" : "kubelet", flag);
 	}
 	if (found) {
 		if (ratio(in, k, flag, value, &out->ratio_ppm, err, errlen) != 0)

@@ -35,7 +35,8 @@
  * the memory flag, so the flags cannot be known; but for one word that expands to one word
  * (inside "...", or a kubelet reference) right after `serve` (the model) or after a --flag
  * word without '=' (read as that flag's value: a flag that takes no value there would let the
- * word be anything, a risk taken for `--model "$MODEL"`); the caller counts the container's whole
+ * word be anything, a risk taken for `--model "$MODEL"`, unless such a word comes after the
+ * memory flag: it may be the flag again, which would win); the caller counts the container's whole
  * cards (the most it can take) and says why (out->words). A string the splitter refuses (an
  * unterminated quote, a here-document, more than the caps) gives up the same way.
  * A value that is present but not a ratio 0 < r <= 1 is an error (ENGINE_EINVAL) naming the
