@@ -224,6 +224,10 @@ static void test_errors_name_container_and_flag(void **state)
 	    {"{'spec':{'containers':[{'name':'h','env':[{'name':'CUDA_DEVICE_MEMORY_LIMIT','value':"
 	     "'4x'}],'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
 	     "container \"h\": CUDA_DEVICE_MEMORY_LIMIT \"4x\""},
+	    /* 17179869185 GiB is 2^64 + 1Gi bytes: not 1Gi */
+	    {"{'spec':{'containers':[{'name':'h','env':[{'name':'CUDA_DEVICE_MEMORY_LIMIT','value':"
+	     "'17179869185g'}],'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
+	     "container \"h\": CUDA_DEVICE_MEMORY_LIMIT \"17179869185g\""},
 	    {"{'metadata':{'annotations':{'gpu-fraction':'half'}},'spec':{'containers':[{'name':'k'"
 	     ","
 	     "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
