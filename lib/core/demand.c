@@ -376,8 +376,8 @@ static int parse_hami_limit(const char *s, uint64_t *out)
 	default:
 		return -1;
 	}
-	if (s[n] != '\0' && s[n + 1] != '\0')
-		return -1;
+	if ((s[n] != '\0' && s[n + 1] != '\0') || v > UINT64_MAX / mul)
+		return -1; /* past 2^64 bytes: v * mul would wrap to a small figure */
 	*out = v * mul;
 	return *out >= DEMAND_MIN_BYTES ? 0 : -1;
 }
