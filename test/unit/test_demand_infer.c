@@ -171,6 +171,20 @@ static void test_other_systems(void **state)
 	demand_resolve(&d, &c, &r);
 	assert_int_equal(r.bytes, share(H100, 500000));
 
+	/* a share declared below the engine's: the engine's counts, and the words and a warning
+	 * say so (not "KAI gpu-fraction 0.01" for 0.95 of the card) */
+	d = parse(
+	    "{'metadata':{'annotations':{'gpu-fraction':'0.01'}},'spec':{'containers':[{"
+	    "'name':'k','image':'vllm/vllm-openai','args':['--gpu-memory-utilization','0.95'],"
+	    "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
+	    &infer);
+	assert_int_equal(d.source, DEMAND_SRC_KAI);
+	demand_resolve(&d, &c, &r);
+	assert_int_equal(r.bytes, share(H100, 950000));
+	assert_non_null(strstr(r.parts[0].words, "vllm --gpu-memory-utilization 0.95"));
+	assert_non_null(strstr(r.warning, "KAI gpu-fraction 0.01 is below"));
+	assert_non_null(strstr(r.warning, "vllm --gpu-memory-utilization 0.95"));
+
 	/* GPU_MEMORY_LIMIT comes first */
 	d = parse("{'metadata':{'annotations':{'gpu-fraction':'0.5'}},'spec':{'containers':[{"
 	          "'name':'k','env':[{'name':'GPU_MEMORY_LIMIT','value':'10Gi'}],"
