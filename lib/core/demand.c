@@ -579,10 +579,19 @@ static int infer_part(struct walk *w, const cJSON *c, const cJSON *decl, int ini
 	} else if (rc == 1) {
 		/* A declaration and the engine: the larger counts on each node. A share declared
 		 * (HAMi, KAI) and the engine's: the larger share. */
-		if (share != 0)
-			p.ppm = p.ppm > share ? p.ppm : share;
-		else
+		if (share != 0 && p.ppm > share) {
+			/* the engine's share counts: say so, and name both */
+			if (out->warning[0] == '\0')
+				set_msg(out->warning,
+				        "container \"%s\": %s is below what %s will take: counted "
+				        "as the engine's",
+				        ci->name, p.words, p.engine_words);
+			snprintf(p.words, sizeof(p.words), "%s", p.engine_words);
+		} else if (share != 0) {
+			p.ppm = share;
+		} else {
 			p.both = 1;
+		}
 	}
 	if (p.source == DEMAND_SRC_NONE) {
 		p.source = DEMAND_SRC_WHOLE;

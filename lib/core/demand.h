@@ -52,7 +52,8 @@
  * uses and max_per_gpu_* mean anything. When a declaration (1 or 2) and the engine (3) are both
  * present, the larger counts on each node and the resolution warns naming both: the engine
  * takes what its flag says, whatever the env var says.
- * A share declared (HAMi's percentage, KAI's fraction) and the engine's: the larger share. An
+ * A share declared (HAMi's percentage, KAI's fraction) and the engine's: the larger share (the
+ * engine's larger: its words, and a warning naming both). An
  * engine whose flags cannot be read leaves a declaration as it is. More than DEMAND_MAX_PARTS
  * GPU containers is invalid under infer. A malformed value of any source is an error naming the
  * container and the field or flag.
