@@ -843,6 +843,12 @@ static void test_cli(void **state)
 	assert_int_equal(o.format, REPORT_WIDE);
 	assert_int_equal(parse((const char *[]){"--node", "x", "-h", NULL}, &o, err), 0);
 	assert_true(o.help);
+	/* the webhook's --engine-default, so that the report counts an engine as it does */
+	err[0] = '\0';
+	if (parse(
+	        (const char *[]){"--engine-default", "vllm=0.5", "--engine-default=tgi=0.8", NULL},
+	        &o, err) != 0)
+		fail_msg("--engine-default: %s", err);
 
 	static const struct {
 		const char *args[4];
