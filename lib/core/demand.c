@@ -534,8 +534,14 @@ static int engine_source(const struct walk *w, const cJSON *c, const struct cont
 	if (es.status == ENGINE_NOT_FOUND)
 		return 0;
 	if (es.status == ENGINE_UNREADABLE) {
-		if (p->source != DEMAND_SRC_NONE)
-			return 0; /* a declaration stands: the engine's flags are unknown */
+		if (p->source != DEMAND_SRC_NONE) {
+			/* beside a declaration: the engine takes what its unknown flags say, up
+			 * to the whole of its GPUs, whatever the declaration says */
+			p->ppm = ENGINE_PPM;
+			snprintf(p->engine_words, sizeof(p->engine_words),
+			         "an engine with unreadable flags (%.188s)", es.words);
+			return 1;
+		}
 		p->ppm = ENGINE_PPM;
 		p->source = DEMAND_SRC_WHOLE;
 		snprintf(p->words, sizeof(p->words), "the whole of its GPUs (%s)", es.words);

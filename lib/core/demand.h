@@ -54,7 +54,8 @@
  * takes what its flag says, whatever the env var says.
  * A share declared (HAMi's percentage, KAI's fraction) and the engine's: the larger share (the
  * engine's larger: its words, and a warning naming both). An
- * engine whose flags cannot be read leaves a declaration as it is. More than DEMAND_MAX_PARTS
+ * engine whose flags cannot be read may take its whole units: beside a declaration it counts
+ * as an engine's share of 1 (the larger counts, with the warning). More than DEMAND_MAX_PARTS
  * GPU containers is invalid under infer. A malformed value of any source is an error naming the
  * container and the field or flag.
  * Without cfg->infer a GPU container without GPU_MEMORY_LIMIT is invalid (the strict mode,
