@@ -54,6 +54,7 @@ struct split {
 	char *o, *word;      /* output position, start of the current word */
 	int in_word, quoted; /* a word is open; some of it was quoted */
 	int opaque, skip;    /* its expansion kind; drop the next word (a redirection target) */
+	int brace;           /* an unquoted '{' in the word: a ',' or '..' after it is bash's */
 	struct engine_words *out;
 	char *err;
 	size_t errlen;
@@ -84,7 +85,7 @@ static int end_word(struct split *s)
 		s->skip = 0;
 	else
 		rc = push(s, s->word, (unsigned char)s->opaque, 0);
-	s->in_word = s->quoted = s->opaque = 0;
+	s->in_word = s->quoted = s->opaque = s->brace = 0;
 	return rc;
 }
 
@@ -283,6 +284,24 @@ static int split_one(struct split *s)
 			s->opaque = OPAQUE_SPLIT;
 			return 0;
 		}
+		/* bash's $'...' (escapes) and $"..." (translation): one word, not as written */
+		if (c == '$' && (s->p[1] == '\'' || s->p[1] == '"') && s->opaque < OPAQUE_ONE)
+			s->opaque = OPAQUE_ONE;
+		break;
+	/* Unquoted, a pathname pattern (an image's file may be named like the flag) and bash's
+	 * brace expansion ({a,b}, {1..3}) may turn the word into other words. */
+	case '*':
+	case '?':
+	case '[':
+		s->opaque = OPAQUE_SPLIT;
+		break;
+	case '{':
+		s->brace = 1;
+		break;
+	case ',':
+	case '.':
+		if (s->brace && (c == ',' || s->p[1] == '.'))
+			s->opaque = OPAQUE_SPLIT;
 		break;
 	default:
 		break;

@@ -31,8 +31,9 @@
  * their share is of memory free after the weights load, or they grow: no flag says the most).
  *
  * Giving up (ENGINE_UNREADABLE): a word of the engine's command line that only a shell or the
- * kubelet can expand ($VAR, ${VAR}, $(...), `...`, a kubelet $(VAR) reference) may be or hold
- * the memory flag, so the flags cannot be known; but for one word that expands to one word
+ * kubelet can expand ($VAR, ${VAR}, $(...), `...`, a kubelet $(VAR) reference; unquoted, a
+ * pathname pattern (* ? [), bash's brace expansion ({a,b}, {1..3}) and $'...' / $"...") may be or
+ * hold the memory flag, so the flags cannot be known; but for one word that expands to one word
  * (inside "...", or a kubelet reference) right after `serve` (the model) or after a --flag
  * word without '=' (read as that flag's value: a flag that takes no value there would let the
  * word be anything, a risk taken for `--model "$MODEL"`, unless such a word comes after the
