@@ -609,6 +609,39 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 	return say(out, "%s's default %s %s", engine_name(k), flag, def);
 }
 
+/* env(1) at w[0]: the position of the command it runs, past its options (-i, -, -u NAME,
+ * --unset=NAME, --ignore-environment, --) and NAME=value words; 0 when w[0] is not env or env
+ * has an option not read here (-S splits a string of its own). *tgi: a CUDA_MEMORY_FRACTION=v
+ * word's value; *cleared: an option that may unset the container's env. */
+static size_t env_command(const char *const *w, size_t n, const char **tgi, int *cleared)
+{
+	size_t i;
+
+	if (n == 0 || strcmp(base(w[0]), "env") != 0)
+		return 0;
+	for (i = 1; i < n && w[i][0] == '-'; i++) {
+		if (strcmp(w[i], "--") == 0) {
+			i++;
+			break;
+		}
+		*cleared = 1;
+		if (strcmp(w[i], "-u") == 0 || strcmp(w[i], "--unset") == 0) {
+			if (++i == n)
+				return 0;
+			continue;
+		}
+		if (strcmp(w[i], "-i") != 0 && strcmp(w[i], "-") != 0 &&
+		    strcmp(w[i], "--ignore-environment") != 0 &&
+		    strncmp(w[i], "--unset=", 8) != 0 &&
+		    !(strncmp(w[i], "-u", 2) == 0 && w[i][2] != '\0'))
+			return 0;
+	}
+	for (; i < n && is_assignment(w[i]); i++)
+		if (strncmp(w[i], ENV_TGI "=", sizeof(ENV_TGI)) == 0)
+			*tgi = w[i] + sizeof(ENV_TGI);
+	return i < n ? i : 0;
+}
+
 /* The position of the string a shell runs in argv (sh [options] -c string), or 0. */
 static size_t shell_string(const char *const *w, size_t n)
 {
@@ -684,10 +717,11 @@ int engine_read(const struct engine_input *in, const struct engine_defaults *d,
 {
 	const char *argv[ENGINE_WORDS_MAX] = {0};
 	struct engine_defaults def;
+	struct engine_input env_in;
 	struct cmdline c = {.w = argv};
 	enum engine_kind k;
-	size_t n = 0, at = 0, sh;
-	int rc;
+	size_t n = 0, at = 0, sh, e = 0;
+	int rc, cleared = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (d == NULL) {
@@ -703,11 +737,22 @@ int engine_read(const struct engine_input *in, const struct engine_defaults *d,
 	for (size_t i = 0; i < in->n_args; i++)
 		argv[n++] = in->args[i] ? in->args[i] : "";
 	c.n = n;
-	if (n > 0 && is_shell(argv[0]) && (sh = shell_string(argv, n)) != 0) {
-		rc = read_shell(in, d, argv[sh], out, err, errlen);
+	/* env(1) as the command: the command it runs, as in a sh -c string */
+	if (in->n_command > 0 && (e = env_command(argv, n, &c.env_value, &cleared)) != 0) {
+		c.w = argv + e;
+		c.n = n - e;
+		env_in = *in; /* the env the command runs with, a sh -c string's included */
+		if (cleared)
+			env_in.env_tgi_fraction = NULL;
+		if (c.env_value != NULL)
+			env_in.env_tgi_fraction = c.env_value;
+		in = &env_in;
+	}
+	if (c.n > 0 && is_shell(c.w[0]) && (sh = shell_string(c.w, c.n)) != 0) {
+		rc = read_shell(in, d, c.w[sh], out, err, errlen);
 		goto out;
 	}
-	k = recognise(argv, n, &at);
+	k = recognise(c.w, c.n, &at);
 	if (k != ENGINE_NONE) {
 		rc = read_flags(in, d, k, &c, at, "", out, err, errlen);
 		goto out;

@@ -3,7 +3,9 @@
  * ARCHITECTURE.md: a demand source). Pure: no I/O, no allocation, no locks; thread-safe.
  *
  * A container's argv is its command followed by its args (Kubernetes: command replaces the
- * image's ENTRYPOINT, args its CMD). The engine is recognised, first match wins:
+ * image's ENTRYPOINT, args its CMD). A command that is env(1) is read as the command it runs
+ * (past -i, -u NAME, -- and NAME=value words; -S and other options are not read). The engine
+ * is recognised, first match wins:
  *   1. argv is a shell running a string: argv[0]'s basename is sh, bash, dash or ash, an
  *      option word before the string holds 'c' (-c, -ec, -lc; -o/+o take a word), and the
  *      string is split as a POSIX shell would (engine_shell_split()); the first simple command
