@@ -463,6 +463,7 @@ struct cmdline {
 	const unsigned char *opaque;
 	size_t n;
 	const char *env_value; /* ENV_TGI from a NAME=value prefix of the command */
+	int env_unknown;       /* ENV_TGI is also named elsewhere in the sh -c string (export) */
 };
 
 /* A kubelet $(VAR) reference (not the $$( escape) in a word of command or args. */
@@ -592,6 +593,11 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 		out->origin = ENGINE_ORIGIN_FLAG;
 		return say(out, "%s %s %.16s", engine_name(k), flag, value);
 	}
+	if (k == ENGINE_TGI && c->env_unknown) {
+		out->status = ENGINE_UNREADABLE;
+		return say(out, "%s%s: " ENV_TGI " is set by the string at run time",
+		           engine_name(k), where);
+	}
 	if (k == ENGINE_TGI && (c->env_value != NULL || in->env_tgi_fraction != NULL)) {
 		value = c->env_value != NULL ? c->env_value : in->env_tgi_fraction;
 		if (ratio(in, k, "env " ENV_TGI, value, &out->ratio_ppm, err, errlen) != 0)
@@ -700,6 +706,12 @@ static int read_shell(const struct engine_input *in, const struct engine_default
 		if (j < i && words.opaque[j] == 0) {
 			k = recognise(words.w + j, i - j, &at);
 			if (k != ENGINE_NONE) {
+				size_t named = 0;
+
+				for (const char *p = strstr(script, ENV_TGI); p != NULL;
+				     p = strstr(p + 1, ENV_TGI))
+					named++;
+				c.env_unknown = named > (c.env_value != NULL);
 				c.w = words.w + j;
 				c.opaque = words.opaque + j;
 				c.n = i - j;
