@@ -457,6 +457,20 @@ static int flag_is(const char *w, const char *flag, const char **eq)
 	return 1;
 }
 
+/* A shorter prefix of flag, `_` read as `-`, of at least 5 letters after "--", ending at '=' or
+ * the word's end: argparse takes a unique one for the flag (SGLang's parser does). */
+static int flag_prefix(const char *w, const char *flag)
+{
+	size_t n = strcspn(w, "="), i;
+
+	if (n < 7 || n >= strlen(flag))
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((w[i] == '_' ? '-' : w[i]) != flag[i])
+			return 0;
+	return 1;
+}
+
 /* One command line of an engine: its words and their opaqueness (NULL: none). */
 struct cmdline {
 	const char *const *w;
@@ -559,8 +573,21 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 			    out, "%s%s: %.40s is expanded by the %s at run time and may hold %s",
 			    engine_name(k), where, c->w[i], c->opaque ? "shell" : "kubelet", flag);
 		}
-		if (!flag_is(c->w[i], flag, &eq))
+		if (!flag_is(c->w[i], flag, &eq)) {
+			const char *other = NULL;
+
+			if (flag_prefix(c->w[i], flag))
+				other = "may be an abbreviation of";
+			else if (k == ENGINE_VLLM &&
+			         flag_is(c->w[i], "--kv-cache-memory-bytes", &other))
+				other = "replaces";
+			if (other != NULL) {
+				out->status = ENGINE_UNREADABLE;
+				return say(out, "%s%s: %.40s %s %s", engine_name(k), where, c->w[i],
+				           other, flag);
+			}
 			continue;
+		}
 		found = 1;
 		if (eq != NULL) {
 			value = eq;

@@ -28,7 +28,8 @@
  *           can be). https://docs.sglang.ai/advanced_features/server_arguments.html
  * Flags are read as argparse/clap do: `--flag=v` and `--flag v`, `_` for `-` in the name
  * (vLLM's FlexibleArgumentParser; applied to every engine), the last occurrence wins, `--` ends
- * the options. Not read: argparse's prefix abbreviations (`--gpu-memory-util`), config files
+ * the options. Giving up on (below): argparse's prefix abbreviations (`--gpu-memory-util`, 5
+ * letters or more), vLLM's --kv-cache-memory-bytes (it replaces the share). Not read: config files
  * (vLLM --config), a `sh -c` inside a `sh -c`, other engines (TensorRT-LLM, Triton, Ollama:
  * their share is of memory free after the weights load, or they grow: no flag says the most).
  *
