@@ -443,7 +443,8 @@ static int cmd_report(int argc, char **argv, const char *name)
 	struct report_config rc = {.threshold = cli.threshold,
 	                           .gpu_resources = cli.gpu_resources,
 	                           .n_gpu_resources = cli.n_gpu_resources,
-	                           .infer = cli.undeclared_infer};
+	                           .infer = cli.undeclared_infer,
+	                           .engines = &cli.engines};
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
 		fprintf(stderr, "%s: curl_global_init failed\n", name);
 		return 1;

@@ -376,8 +376,8 @@ static int parse_hami_limit(const char *s, uint64_t *out)
 	default:
 		return -1;
 	}
-	if (s[n] != '\0' && s[n + 1] != '\0')
-		return -1;
+	if ((s[n] != '\0' && s[n + 1] != '\0') || v > UINT64_MAX / mul)
+		return -1; /* past 2^64 bytes: v * mul would wrap to a small figure */
 	*out = v * mul;
 	return *out >= DEMAND_MIN_BYTES ? 0 : -1;
 }
@@ -534,8 +534,14 @@ static int engine_source(const struct walk *w, const cJSON *c, const struct cont
 	if (es.status == ENGINE_NOT_FOUND)
 		return 0;
 	if (es.status == ENGINE_UNREADABLE) {
-		if (p->source != DEMAND_SRC_NONE)
-			return 0; /* a declaration stands: the engine's flags are unknown */
+		if (p->source != DEMAND_SRC_NONE) {
+			/* beside a declaration: the engine takes what its unknown flags say, up
+			 * to the whole of its GPUs, whatever the declaration says */
+			p->ppm = ENGINE_PPM;
+			snprintf(p->engine_words, sizeof(p->engine_words),
+			         "an engine with unreadable flags (%.188s)", es.words);
+			return 1;
+		}
 		p->ppm = ENGINE_PPM;
 		p->source = DEMAND_SRC_WHOLE;
 		snprintf(p->words, sizeof(p->words), "the whole of its GPUs (%s)", es.words);
@@ -579,10 +585,19 @@ static int infer_part(struct walk *w, const cJSON *c, const cJSON *decl, int ini
 	} else if (rc == 1) {
 		/* A declaration and the engine: the larger counts on each node. A share declared
 		 * (HAMi, KAI) and the engine's: the larger share. */
-		if (share != 0)
-			p.ppm = p.ppm > share ? p.ppm : share;
-		else
+		if (share != 0 && p.ppm > share) {
+			/* the engine's share counts: say so, and name both */
+			if (out->warning[0] == '\0')
+				set_msg(out->warning,
+				        "container \"%s\": %s is below what %s will take: counted "
+				        "as the engine's",
+				        ci->name, p.words, p.engine_words);
+			snprintf(p.words, sizeof(p.words), "%s", p.engine_words);
+		} else if (share != 0) {
+			p.ppm = share;
+		} else {
 			p.both = 1;
+		}
 	}
 	if (p.source == DEMAND_SRC_NONE) {
 		p.source = DEMAND_SRC_WHOLE;

@@ -52,8 +52,10 @@
  * uses and max_per_gpu_* mean anything. When a declaration (1 or 2) and the engine (3) are both
  * present, the larger counts on each node and the resolution warns naming both: the engine
  * takes what its flag says, whatever the env var says.
- * A share declared (HAMi's percentage, KAI's fraction) and the engine's: the larger share. An
- * engine whose flags cannot be read leaves a declaration as it is. More than DEMAND_MAX_PARTS
+ * A share declared (HAMi's percentage, KAI's fraction) and the engine's: the larger share (the
+ * engine's larger: its words, and a warning naming both). An
+ * engine whose flags cannot be read may take its whole units: beside a declaration it counts
+ * as an engine's share of 1 (the larger counts, with the warning). More than DEMAND_MAX_PARTS
  * GPU containers is invalid under infer. A malformed value of any source is an error naming the
  * container and the field or flag.
  * Without cfg->infer a GPU container without GPU_MEMORY_LIMIT is invalid (the strict mode,

@@ -54,6 +54,7 @@ struct split {
 	char *o, *word;      /* output position, start of the current word */
 	int in_word, quoted; /* a word is open; some of it was quoted */
 	int opaque, skip;    /* its expansion kind; drop the next word (a redirection target) */
+	int brace;           /* an unquoted '{' in the word: a ',' or '..' after it is bash's */
 	struct engine_words *out;
 	char *err;
 	size_t errlen;
@@ -84,7 +85,7 @@ static int end_word(struct split *s)
 		s->skip = 0;
 	else
 		rc = push(s, s->word, (unsigned char)s->opaque, 0);
-	s->in_word = s->quoted = s->opaque = 0;
+	s->in_word = s->quoted = s->opaque = s->brace = 0;
 	return rc;
 }
 
@@ -283,6 +284,24 @@ static int split_one(struct split *s)
 			s->opaque = OPAQUE_SPLIT;
 			return 0;
 		}
+		/* bash's $'...' (escapes) and $"..." (translation): one word, not as written */
+		if (c == '$' && (s->p[1] == '\'' || s->p[1] == '"') && s->opaque < OPAQUE_ONE)
+			s->opaque = OPAQUE_ONE;
+		break;
+	/* Unquoted, a pathname pattern (an image's file may be named like the flag) and bash's
+	 * brace expansion ({a,b}, {1..3}) may turn the word into other words. */
+	case '*':
+	case '?':
+	case '[':
+		s->opaque = OPAQUE_SPLIT;
+		break;
+	case '{':
+		s->brace = 1;
+		break;
+	case ',':
+	case '.':
+		if (s->brace && (c == ',' || s->p[1] == '.'))
+			s->opaque = OPAQUE_SPLIT;
 		break;
 	default:
 		break;
@@ -438,12 +457,27 @@ static int flag_is(const char *w, const char *flag, const char **eq)
 	return 1;
 }
 
+/* A shorter prefix of flag, `_` read as `-`, of at least 5 letters after "--", ending at '=' or
+ * the word's end: argparse takes a unique one for the flag (SGLang's parser does). */
+static int flag_prefix(const char *w, const char *flag)
+{
+	size_t n = strcspn(w, "="), i;
+
+	if (n < 7 || n >= strlen(flag))
+		return 0;
+	for (i = 0; i < n; i++)
+		if ((w[i] == '_' ? '-' : w[i]) != flag[i])
+			return 0;
+	return 1;
+}
+
 /* One command line of an engine: its words and their opaqueness (NULL: none). */
 struct cmdline {
 	const char *const *w;
 	const unsigned char *opaque;
 	size_t n;
 	const char *env_value; /* ENV_TGI from a NAME=value prefix of the command */
+	int env_unknown;       /* ENV_TGI is also named elsewhere in the sh -c string (export) */
 };
 
 /* A kubelet $(VAR) reference (not the $$( escape) in a word of command or args. */
@@ -515,7 +549,7 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 {
 	const char *flag = flags[k], *value = NULL, *eq = NULL;
 	int found = 0;
-	size_t i;
+	size_t i, at = 0, skipped = 0; /* the flag's last word; the last word skipped, + 1 */
 
 	out->kind = k;
 	for (i = from; i < c->n; i++) {
@@ -529,16 +563,31 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 		    ((i == from && from >= 2 && strcmp(c->w[from - 1], "serve") == 0) ||
 		     (i > from && strncmp(c->w[i - 1], "--", 2) == 0 &&
 		      strchr(c->w[i - 1], '=') == NULL && !flag_is(c->w[i - 1], flag, &eq) &&
-		      opaque_of(c, i - 1) == 0)))
+		      opaque_of(c, i - 1) == 0))) {
+			skipped = i + 1;
 			continue;
+		}
 		if (op != 0) {
 			out->status = ENGINE_UNREADABLE;
 			return say(
 			    out, "%s%s: %.40s is expanded by the %s at run time and may hold %s",
 			    engine_name(k), where, c->w[i], c->opaque ? "shell" : "kubelet", flag);
 		}
-		if (!flag_is(c->w[i], flag, &eq))
+		if (!flag_is(c->w[i], flag, &eq)) {
+			const char *other = NULL;
+
+			if (flag_prefix(c->w[i], flag))
+				other = "may be an abbreviation of";
+			else if (k == ENGINE_VLLM &&
+			         flag_is(c->w[i], "--kv-cache-memory-bytes", &other))
+				other = "replaces";
+			if (other != NULL) {
+				out->status = ENGINE_UNREADABLE;
+				return say(out, "%s%s: %.40s %s %s", engine_name(k), where, c->w[i],
+				           other, flag);
+			}
 			continue;
+		}
 		found = 1;
 		if (eq != NULL) {
 			value = eq;
@@ -552,6 +601,17 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 		} else {
 			value = NULL;
 		}
+		at = i + 1;
+	}
+	/* A word skipped after the flag may be the flag again, and the last one wins: the other
+	 * flag it follows may take no value (--enforce-eager "$MORE"). */
+	if (found && skipped > at) {
+		out->status = ENGINE_UNREADABLE;
+		return say(out,
+		           "%s%s: %.40s after %s is expanded by the %s at run time and may hold "
+		           "%s again",
+		           engine_name(k), where, c->w[skipped - 1], flag,
+		           c->opaque ? "shell" : "kubelet", flag);
 	}
 	if (found) {
 		if (ratio(in, k, flag, value, &out->ratio_ppm, err, errlen) != 0)
@@ -559,6 +619,11 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 		out->status = ENGINE_FOUND;
 		out->origin = ENGINE_ORIGIN_FLAG;
 		return say(out, "%s %s %.16s", engine_name(k), flag, value);
+	}
+	if (k == ENGINE_TGI && c->env_unknown) {
+		out->status = ENGINE_UNREADABLE;
+		return say(out, "%s%s: " ENV_TGI " is set by the string at run time",
+		           engine_name(k), where);
 	}
 	if (k == ENGINE_TGI && (c->env_value != NULL || in->env_tgi_fraction != NULL)) {
 		value = c->env_value != NULL ? c->env_value : in->env_tgi_fraction;
@@ -575,6 +640,39 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 	out->ratio_ppm = d->ppm[k] >= 1 && d->ppm[k] <= ENGINE_PPM ? d->ppm[k] : ENGINE_PPM;
 	ppm_str(out->ratio_ppm, def, sizeof(def));
 	return say(out, "%s's default %s %s", engine_name(k), flag, def);
+}
+
+/* env(1) at w[0]: the position of the command it runs, past its options (-i, -, -u NAME,
+ * --unset=NAME, --ignore-environment, --) and NAME=value words; 0 when w[0] is not env or env
+ * has an option not read here (-S splits a string of its own). *tgi: a CUDA_MEMORY_FRACTION=v
+ * word's value; *cleared: an option that may unset the container's env. */
+static size_t env_command(const char *const *w, size_t n, const char **tgi, int *cleared)
+{
+	size_t i;
+
+	if (n == 0 || strcmp(base(w[0]), "env") != 0)
+		return 0;
+	for (i = 1; i < n && w[i][0] == '-'; i++) {
+		if (strcmp(w[i], "--") == 0) {
+			i++;
+			break;
+		}
+		*cleared = 1;
+		if (strcmp(w[i], "-u") == 0 || strcmp(w[i], "--unset") == 0) {
+			if (++i == n)
+				return 0;
+			continue;
+		}
+		if (strcmp(w[i], "-i") != 0 && strcmp(w[i], "-") != 0 &&
+		    strcmp(w[i], "--ignore-environment") != 0 &&
+		    strncmp(w[i], "--unset=", 8) != 0 &&
+		    !(strncmp(w[i], "-u", 2) == 0 && w[i][2] != '\0'))
+			return 0;
+	}
+	for (; i < n && is_assignment(w[i]); i++)
+		if (strncmp(w[i], ENV_TGI "=", sizeof(ENV_TGI)) == 0)
+			*tgi = w[i] + sizeof(ENV_TGI);
+	return i < n ? i : 0;
 }
 
 /* The position of the string a shell runs in argv (sh [options] -c string), or 0. */
@@ -635,6 +733,12 @@ static int read_shell(const struct engine_input *in, const struct engine_default
 		if (j < i && words.opaque[j] == 0) {
 			k = recognise(words.w + j, i - j, &at);
 			if (k != ENGINE_NONE) {
+				size_t named = 0;
+
+				for (const char *p = strstr(script, ENV_TGI); p != NULL;
+				     p = strstr(p + 1, ENV_TGI))
+					named++;
+				c.env_unknown = named > (c.env_value != NULL);
 				c.w = words.w + j;
 				c.opaque = words.opaque + j;
 				c.n = i - j;
@@ -652,10 +756,11 @@ int engine_read(const struct engine_input *in, const struct engine_defaults *d,
 {
 	const char *argv[ENGINE_WORDS_MAX] = {0};
 	struct engine_defaults def;
+	struct engine_input env_in;
 	struct cmdline c = {.w = argv};
 	enum engine_kind k;
-	size_t n = 0, at = 0, sh;
-	int rc;
+	size_t n = 0, at = 0, sh, e = 0;
+	int rc, cleared = 0;
 
 	memset(out, 0, sizeof(*out));
 	if (d == NULL) {
@@ -671,11 +776,22 @@ int engine_read(const struct engine_input *in, const struct engine_defaults *d,
 	for (size_t i = 0; i < in->n_args; i++)
 		argv[n++] = in->args[i] ? in->args[i] : "";
 	c.n = n;
-	if (n > 0 && is_shell(argv[0]) && (sh = shell_string(argv, n)) != 0) {
-		rc = read_shell(in, d, argv[sh], out, err, errlen);
+	/* env(1) as the command: the command it runs, as in a sh -c string */
+	if (in->n_command > 0 && (e = env_command(argv, n, &c.env_value, &cleared)) != 0) {
+		c.w = argv + e;
+		c.n = n - e;
+		env_in = *in; /* the env the command runs with, a sh -c string's included */
+		if (cleared)
+			env_in.env_tgi_fraction = NULL;
+		if (c.env_value != NULL)
+			env_in.env_tgi_fraction = c.env_value;
+		in = &env_in;
+	}
+	if (c.n > 0 && is_shell(c.w[0]) && (sh = shell_string(c.w, c.n)) != 0) {
+		rc = read_shell(in, d, c.w[sh], out, err, errlen);
 		goto out;
 	}
-	k = recognise(argv, n, &at);
+	k = recognise(c.w, c.n, &at);
 	if (k != ENGINE_NONE) {
 		rc = read_flags(in, d, k, &c, at, "", out, err, errlen);
 		goto out;

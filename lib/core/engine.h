@@ -3,7 +3,9 @@
  * ARCHITECTURE.md: a demand source). Pure: no I/O, no allocation, no locks; thread-safe.
  *
  * A container's argv is its command followed by its args (Kubernetes: command replaces the
- * image's ENTRYPOINT, args its CMD). The engine is recognised, first match wins:
+ * image's ENTRYPOINT, args its CMD). A command that is env(1) is read as the command it runs
+ * (past -i, -u NAME, -- and NAME=value words; -S and other options are not read). The engine
+ * is recognised, first match wins:
  *   1. argv is a shell running a string: argv[0]'s basename is sh, bash, dash or ash, an
  *      option word before the string holds 'c' (-c, -ec, -lc; -o/+o take a word), and the
  *      string is split as a POSIX shell would (engine_shell_split()); the first simple command
@@ -26,16 +28,19 @@
  *           can be). https://docs.sglang.ai/advanced_features/server_arguments.html
  * Flags are read as argparse/clap do: `--flag=v` and `--flag v`, `_` for `-` in the name
  * (vLLM's FlexibleArgumentParser; applied to every engine), the last occurrence wins, `--` ends
- * the options. Not read: argparse's prefix abbreviations (`--gpu-memory-util`), config files
+ * the options. Giving up on (below): argparse's prefix abbreviations (`--gpu-memory-util`, 5
+ * letters or more), vLLM's --kv-cache-memory-bytes (it replaces the share). Not read: config files
  * (vLLM --config), a `sh -c` inside a `sh -c`, other engines (TensorRT-LLM, Triton, Ollama:
  * their share is of memory free after the weights load, or they grow: no flag says the most).
  *
  * Giving up (ENGINE_UNREADABLE): a word of the engine's command line that only a shell or the
- * kubelet can expand ($VAR, ${VAR}, $(...), `...`, a kubelet $(VAR) reference) may be or hold
- * the memory flag, so the flags cannot be known; but for one word that expands to one word
+ * kubelet can expand ($VAR, ${VAR}, $(...), `...`, a kubelet $(VAR) reference; unquoted, a
+ * pathname pattern (* ? [), bash's brace expansion ({a,b}, {1..3}) and $'...' / $"...") may be or
+ * hold the memory flag, so the flags cannot be known; but for one word that expands to one word
  * (inside "...", or a kubelet reference) right after `serve` (the model) or after a --flag
  * word without '=' (read as that flag's value: a flag that takes no value there would let the
- * word be anything, a risk taken for `--model "$MODEL"`); the caller counts the container's whole
+ * word be anything, a risk taken for `--model "$MODEL"`, unless such a word comes after the
+ * memory flag: it may be the flag again, which would win); the caller counts the container's whole
  * cards (the most it can take) and says why (out->words). A string the splitter refuses (an
  * unterminated quote, a here-document, more than the caps) gives up the same way.
  * A value that is present but not a ratio 0 < r <= 1 is an error (ENGINE_EINVAL) naming the

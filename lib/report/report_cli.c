@@ -40,6 +40,9 @@ static const char usage_text[] =
     "  --gpu-resource NAME     extended resource that counts as a GPU, as the webhook's flag;\n"
     "                          repeatable (default nvidia.com/gpu)\n"
     "  --undeclared MODE       infer or refuse, as the webhook's flag (default infer)\n"
+    "  --engine-default ENGINE=RATIO  an engine's share of a card when its flag is absent,\n"
+    "                          as the webhook's flag; repeatable (default vllm=0.92, tgi=1,\n"
+    "                          sglang=0.88)\n"
     "  --request-timeout DUR   timeout of each API call (default 30s)\n"
     "  -h, --help              print this text\n"
     "\n"
@@ -52,8 +55,9 @@ const char *report_cli_usage(const char *name, char *buf, size_t cap)
 	return buf;
 }
 
-static const char *const known[] = {
-    "kubeconfig", "node", "output", "threshold", "gpu-resource", "request-timeout", "undeclared"};
+static const char *const known[] = {"kubeconfig", "node",          "output",
+                                    "threshold",  "gpu-resource",  "request-timeout",
+                                    "undeclared", "engine-default"};
 
 static int is_known(const char *name)
 {
@@ -111,6 +115,9 @@ static int set_flag(struct report_cli *o, const char *name, const char *v, char 
 			                "--undeclared: \"%.64s\" is not infer or refuse", v),
 			       -1;
 		o->undeclared_infer = strcmp(v, "infer") == 0;
+	} else if (strcmp(name, "engine-default") == 0) {
+		if (config_parse_engine_default(v, &o->engines, err, errlen) != 0)
+			return -1;
 	} else if (strcmp(name, "request-timeout") == 0) {
 		if (config_parse_duration(v, &o->timeout_ms, why, sizeof(why)) != 0 ||
 		    o->timeout_ms == 0)
@@ -130,6 +137,7 @@ int report_cli_parse(int argc, char **argv, struct report_cli *o, char *err, siz
 	o->format = REPORT_TABLE;
 	o->threshold = 0.9;
 	o->undeclared_infer = 1;
+	engine_defaults_init(&o->engines);
 	o->timeout_ms = REPORT_CLI_TIMEOUT_MS;
 	for (int i = 1; i < argc; i++) {
 		const char *arg = argv[i], *name, *eq, *value;

@@ -11,6 +11,8 @@
  *                        0.90: the webhook's --threshold, which the report cannot see)
  *   --gpu-resource NAME  extended resource that counts as a GPU; repeatable (default
  *                        nvidia.com/gpu), as the webhook's
+ *   --undeclared MODE    infer (default) or refuse, as the webhook's
+ *   --engine-default ENGINE=RATIO  repeatable, as the webhook's (default engine.h's table)
  *   --request-timeout DUR  each API call (default 30s)
  *   -h, --help
  */
@@ -20,6 +22,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "engine.h"
 #include "report.h"
 
 #define REPORT_CLI_MAX_GPU_RESOURCES 8 /* = DEMAND_MAX_RESOURCES */
@@ -34,8 +37,9 @@ struct report_cli {
 	const char *gpu_resources[REPORT_CLI_MAX_GPU_RESOURCES]; /* borrowed */
 	size_t n_gpu_resources;                                  /* 0: nvidia.com/gpu */
 	uint64_t timeout_ms;
-	int undeclared_infer; /* --undeclared infer (default): 1; refuse: 0 */
-	int help;             /* -h/--help: print report_cli_usage() and exit 0 */
+	int undeclared_infer;           /* --undeclared infer (default): 1; refuse: 0 */
+	struct engine_defaults engines; /* --engine-default ENGINE=RATIO (default engine.h's) */
+	int help;                       /* -h/--help: print report_cli_usage() and exit 0 */
 };
 
 /* Parse argv[1..argc) (argv[0] is the command's name). 0, or -1 with one line in err naming

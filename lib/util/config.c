@@ -250,6 +250,29 @@ range:
 	return -1;
 }
 
+int config_parse_engine_default(const char *v, struct engine_defaults *d, char *err, size_t errlen)
+{
+	const char *eq = strchr(v, '=');
+	char engine[16];
+	double r = 0;
+	enum engine_kind k = ENGINE_NONE;
+
+	if (eq != NULL && (size_t)(eq - v) < sizeof(engine)) {
+		memcpy(engine, v, (size_t)(eq - v));
+		engine[eq - v] = '\0';
+		k = engine_kind_of(engine);
+	}
+	if (k == ENGINE_NONE || capacity_parse_ratio(eq + 1, &r) != 0) {
+		snprintf(err, errlen,
+		         "--engine-default: \"%.64s\" is not ENGINE=RATIO with ENGINE vllm, tgi "
+		         "or sglang and 0 < RATIO <= 1 (e.g. vllm=0.9)",
+		         v);
+		return -1;
+	}
+	d->ppm[k] = (uint32_t)(r * ENGINE_PPM + 0.5);
+	return 0;
+}
+
 int config_parse_duration(const char *s, uint64_t *ms, char *err, size_t errlen)
 {
 	unsigned __int128 total = 0;
@@ -504,28 +527,8 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		}
 		cfg->undeclared_infer = strcmp(v, "infer") == 0;
 		return 0;
-	case F_ENGINE_DEFAULT: {
-		const char *eq = strchr(v, '=');
-		char engine[16];
-		double r = 0;
-		enum engine_kind k = ENGINE_NONE;
-
-		if (eq != NULL && (size_t)(eq - v) < sizeof(engine)) {
-			memcpy(engine, v, (size_t)(eq - v));
-			engine[eq - v] = '\0';
-			k = engine_kind_of(engine);
-		}
-		if (k == ENGINE_NONE || capacity_parse_ratio(eq + 1, &r) != 0) {
-			snprintf(
-			    err, errlen,
-			    "--engine-default: \"%.64s\" is not ENGINE=RATIO with ENGINE vllm, tgi "
-			    "or sglang and 0 < RATIO <= 1 (e.g. vllm=0.9)",
-			    v);
-			return -1;
-		}
-		cfg->engine_defaults.ppm[k] = (uint32_t)(r * ENGINE_PPM + 0.5);
-		return 0;
-	}
+	case F_ENGINE_DEFAULT:
+		return config_parse_engine_default(v, &cfg->engine_defaults, err, errlen);
 	case F_SCHED_SCORE:
 		if (strcmp(v, "binpack") != 0 && strcmp(v, "spread") != 0) {
 			snprintf(err, errlen, "--scheduler-score: \"%s\" is not binpack or spread",

@@ -118,6 +118,11 @@ void config_defaults(struct config *cfg);
 int config_parse_args(int argc, char **argv, struct config *cfg, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
+/* --engine-default's value ENGINE=RATIO into d (the webhook's and the report's flag). 0, or -1
+ * with err naming the flag. */
+int config_parse_engine_default(const char *v, struct engine_defaults *d, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 /*
  * Parse a Kubernetes-style duration into milliseconds, rounding sub-millisecond remainders up
  * ("500us" -> 1). Returns 0, or -1 with a reason in err (negative, unknown unit, overflow,

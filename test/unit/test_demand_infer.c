@@ -171,6 +171,20 @@ static void test_other_systems(void **state)
 	demand_resolve(&d, &c, &r);
 	assert_int_equal(r.bytes, share(H100, 500000));
 
+	/* a share declared below the engine's: the engine's counts, and the words and a warning
+	 * say so (not "KAI gpu-fraction 0.01" for 0.95 of the card) */
+	d = parse(
+	    "{'metadata':{'annotations':{'gpu-fraction':'0.01'}},'spec':{'containers':[{"
+	    "'name':'k','image':'vllm/vllm-openai','args':['--gpu-memory-utilization','0.95'],"
+	    "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
+	    &infer);
+	assert_int_equal(d.source, DEMAND_SRC_KAI);
+	demand_resolve(&d, &c, &r);
+	assert_int_equal(r.bytes, share(H100, 950000));
+	assert_non_null(strstr(r.parts[0].words, "vllm --gpu-memory-utilization 0.95"));
+	assert_non_null(strstr(r.warning, "KAI gpu-fraction 0.01 is below"));
+	assert_non_null(strstr(r.warning, "vllm --gpu-memory-utilization 0.95"));
+
 	/* GPU_MEMORY_LIMIT comes first */
 	d = parse("{'metadata':{'annotations':{'gpu-fraction':'0.5'}},'spec':{'containers':[{"
 	          "'name':'k','env':[{'name':'GPU_MEMORY_LIMIT','value':'10Gi'}],"
@@ -206,6 +220,37 @@ static void test_disagreeing_sources(void **state)
 	assert_string_equal(r.warning, "");
 }
 
+/* A declaration and an engine whose flags cannot be read: the engine may take up to its whole
+ * cards whatever the declaration says, so the larger (the cards) counts, with a warning. */
+static void test_declared_and_unreadable_engine(void **state)
+{
+	struct capacity c = node(H100, 8, CAPACITY_SHARING_TIME_SLICING, 4);
+	struct demand d, r;
+
+	(void)state;
+	/* MORE="--enforce-eager": vLLM takes its default 0.92, not 1Gi */
+	d = parse("{'spec':{'containers':[{'name':'v','command':['vllm','serve','m','$(MORE)'],"
+	          "'env':[{'name':'GPU_MEMORY_LIMIT','value':'1Gi'},{'name':'MORE','value':"
+	          "'--enforce-eager'}],'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
+	          &infer);
+	assert_int_equal(d.status, DEMAND_OK);
+	assert_int_equal(d.source, DEMAND_SRC_DECLARED);
+	demand_resolve(&d, &c, &r);
+	assert_int_equal(r.bytes, H100);
+	assert_non_null(strstr(r.warning, "GPU_MEMORY_LIMIT 1Gi (1Gi) is below what"));
+	assert_non_null(strstr(r.warning, "$(MORE)"));
+
+	/* a share declared (KAI) and an unreadable engine: the whole card */
+	d = parse("{'metadata':{'annotations':{'gpu-fraction':'0.1'}},'spec':{'containers':[{"
+	          "'name':'k','command':['sh','-c','vllm serve m $ARGS'],"
+	          "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
+	          &infer);
+	assert_int_equal(d.source, DEMAND_SRC_KAI);
+	demand_resolve(&d, &c, &r);
+	assert_int_equal(r.bytes, H100);
+	assert_non_null(strstr(r.warning, "KAI gpu-fraction 0.1 is below"));
+}
+
 /* A value present but wrong: an error naming the container and the flag or field. */
 static void test_errors_name_container_and_flag(void **state)
 {
@@ -224,6 +269,10 @@ static void test_errors_name_container_and_flag(void **state)
 	    {"{'spec':{'containers':[{'name':'h','env':[{'name':'CUDA_DEVICE_MEMORY_LIMIT','value':"
 	     "'4x'}],'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
 	     "container \"h\": CUDA_DEVICE_MEMORY_LIMIT \"4x\""},
+	    /* 17179869185 GiB is 2^64 + 1Gi bytes: not 1Gi */
+	    {"{'spec':{'containers':[{'name':'h','env':[{'name':'CUDA_DEVICE_MEMORY_LIMIT','value':"
+	     "'17179869185g'}],'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
+	     "container \"h\": CUDA_DEVICE_MEMORY_LIMIT \"17179869185g\""},
 	    {"{'metadata':{'annotations':{'gpu-fraction':'half'}},'spec':{'containers':[{'name':'k'"
 	     ","
 	     "'resources':{'limits':{'nvidia.com/gpu':'1'}}}]}}",
@@ -343,6 +392,7 @@ int main(void)
 	    cmocka_unit_test(test_other_systems),
 	    cmocka_unit_test(test_disagreeing_sources),
 	    cmocka_unit_test(test_errors_name_container_and_flag),
+	    cmocka_unit_test(test_declared_and_unreadable_engine),
 	    cmocka_unit_test(test_rule_over_resolved_parts),
 	    cmocka_unit_test(test_defaults_and_declared),
 	    cmocka_unit_test(test_kai_counted_once),

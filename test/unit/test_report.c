@@ -843,6 +843,15 @@ static void test_cli(void **state)
 	assert_int_equal(o.format, REPORT_WIDE);
 	assert_int_equal(parse((const char *[]){"--node", "x", "-h", NULL}, &o, err), 0);
 	assert_true(o.help);
+	/* the webhook's --engine-default, so that the report counts an engine as it does */
+	err[0] = '\0';
+	if (parse(
+	        (const char *[]){"--engine-default", "vllm=0.5", "--engine-default=tgi=0.8", NULL},
+	        &o, err) != 0)
+		fail_msg("--engine-default: %s", err);
+	assert_int_equal(o.engines.ppm[ENGINE_VLLM], 500000);
+	assert_int_equal(o.engines.ppm[ENGINE_TGI], 800000);
+	assert_int_equal(o.engines.ppm[ENGINE_SGLANG], ENGINE_DEFAULT_SGLANG_PPM);
 
 	static const struct {
 		const char *args[4];
@@ -857,6 +866,9 @@ static void test_cli(void **state)
 	    {{"json"}, "unexpected argument \"json\" (see --help)"},
 	    {{"--node="}, "--node: invalid value \"\""},
 	    {{"--request-timeout", "0s"}, "--request-timeout: must be above 0"},
+	    {{"--engine-default", "ollama=0.5"},
+	     "--engine-default: \"ollama=0.5\" is not ENGINE=RATIO with ENGINE vllm, tgi or sglang "
+	     "and 0 < RATIO <= 1 (e.g. vllm=0.9)"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		err[0] = '\0';
