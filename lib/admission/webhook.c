@@ -43,7 +43,6 @@ struct webhook {
 	size_t n_exempt;
 	uint64_t budget_ms;
 	uint64_t grace_ms;
-	uint64_t unseen_ttl_ms; /* webhook_config.unseen_ttl_ms */
 	struct webhook_source src;
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
@@ -354,7 +353,6 @@ struct placement {
 	const struct demand *demand;
 	const struct capacity *cap; /* API path; the cache path gives the core its own */
 	int dry_run;
-	int pod_create; /* a pod CREATE (spec.nodeName): its pod may never be stored */
 };
 
 #define SELECT_MAX 64 /* policies applied to one node at most (the first, in name order) */
@@ -518,10 +516,7 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 
 	if (!decide_core(w, p, pn, now, o, &res))
 		return;
-	int rc = p->pod_create && w->unseen_ttl_ms
-	             ? ledger_reserve_unseen(ln, p->key, p->uid, res.reserve_bytes,
-	                                     w->unseen_ttl_ms, now)
-	             : ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
+	int rc = ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
 	if (rc != 0)
 		deny_unreserved(o, p, rc == LEDGER_EFULL ? "ledger full" : "no memory");
 }
@@ -564,7 +559,7 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	const struct placement *p = d->p;
 	struct record *rec = d->rec;
 	struct placement_result res;
-	uint64_t mono = shared_now_mono_ms(w->shared); /* ledger_now_ms() but in tests */
+	uint64_t mono = ledger_now_ms();
 	uint64_t now = decision_now(w, d->api_node == NULL);
 	uint64_t wall = shared_now_wall_ms(w->shared);
 	struct placement_item *items = NULL;
@@ -577,7 +572,7 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	}
 	struct placement_node pn = *visible;
 	pn.reserved = items;
-	pn.n_reserved = record_items(rec, mono, now, items);
+	pn.n_reserved = record_items(rec, wall, now, items);
 	int reserve = decide_core(w, p, &pn, now, d->o, &res);
 	free(items); /* borrowed rec's strings: done with them before rec changes */
 	if (!d->o->allowed) {
@@ -596,17 +591,10 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	}
 	/* Cache path: entries whose pods every replica's cache shows by now go; both paths
 	 * drop expired ones. */
-	uint64_t ttl = shared_ttl_ms(w->shared);
-	size_t unseen = 0;
-	for (size_t i = 0; i < rec->n; i++) /* a shorter ttl: a pod CREATE's, never seen */
-		unseen +=
-		    rec->entries[i].ttl_ms < ttl && record_entry_expired(&rec->entries[i], mono);
-	record_prune(rec, mono, d->api_node == NULL ? visible->pods : NULL,
-	             d->api_node == NULL ? visible->n_pods : 0, RECORD_SETTLE_GRACE_MS);
-	metrics_unseen_dropped(w->metrics, unseen);
-	if (p->pod_create && w->unseen_ttl_ms && w->unseen_ttl_ms < ttl)
-		ttl = w->unseen_ttl_ms;
-	int rc = record_put(rec, p->key, p->uid, res.reserve_bytes, ttl, wall, mono);
+	record_prune(rec, wall, d->api_node == NULL ? visible->pods : NULL,
+	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
+	int rc =
+	    record_put(rec, p->key, p->uid, res.reserve_bytes, wall + shared_ttl_ms(w->shared));
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
 		                rc == RECORD_EFULL ? "the node's reservation record is full"
@@ -967,7 +955,6 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	    .demand = d,
 	    .cap = &cap,
 	    .dry_run = req->dry_run,
-	    .pod_create = req->target == ADMISSION_POD,
 	};
 	check_node(w, &p, o);
 	add_warning(o, d->warning);
@@ -1072,7 +1059,6 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	    .node = node,
 	    .demand = d,
 	    .dry_run = req->dry_run,
-	    .pod_create = req->target == ADMISSION_POD,
 	};
 	if (w->shared != NULL) {
 		/* No node lock here: shared_place batches this process's placements on a node
@@ -1566,7 +1552,6 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->mode_audit = cfg->mode_audit && !cfg->mode_warn;
 	w->budget_ms = cfg->budget_ms;
 	w->grace_ms = cfg->grace_ms ? cfg->grace_ms : WEBHOOK_GRACE_MS_DEFAULT;
-	w->unseen_ttl_ms = cfg->unseen_ttl_ms;
 	w->src = *src;
 	w->cache = cfg->cache;
 	w->cache_fresh = cfg->cache_fresh;

@@ -69,22 +69,21 @@ static int grow(struct record *r)
 	return 0;
 }
 
-static int entry_valid(const char *key, const char *uid, uint64_t bytes, uint64_t expires_ms,
-                       uint64_t ttl_ms)
+static int entry_valid(const char *key, const char *uid, uint64_t bytes, uint64_t expires_ms)
 {
 	return key != NULL && key[0] != '\0' && strlen(key) < LEDGER_KEY_MAX &&
 	       strlen(uid) < LEDGER_UID_MAX && bytes <= RECORD_MAX_NUMBER &&
-	       expires_ms <= RECORD_MAX_NUMBER && ttl_ms <= RECORD_MAX_TTL_MS;
+	       expires_ms <= RECORD_MAX_NUMBER;
 }
 
 /* Put (key, uid) into r: replace the entry of the same pod when merge is set and there is
  * one, else append. */
 static int put(struct record *r, const char *key, const char *uid, uint64_t bytes,
-               uint64_t expires_ms, uint64_t ttl_ms, uint64_t seen_ms, int merge)
+               uint64_t expires_ms, int merge)
 {
 	if (uid == NULL)
 		uid = "";
-	if (!entry_valid(key, uid, bytes, expires_ms, ttl_ms))
+	if (!entry_valid(key, uid, bytes, expires_ms))
 		return RECORD_EINVAL;
 	struct record_entry *e = NULL;
 	for (size_t i = 0; merge && i < r->n && e == NULL; i++)
@@ -100,56 +99,23 @@ static int put(struct record *r, const char *key, const char *uid, uint64_t byte
 	snprintf(e->uid, sizeof(e->uid), "%s", uid);
 	e->bytes = bytes;
 	e->expires_ms = expires_ms;
-	e->ttl_ms = ttl_ms;
-	e->seen_ms = seen_ms;
 	return 0;
 }
 
-int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes, uint64_t ttl_ms,
-               uint64_t now_wall_ms, uint64_t now_mono_ms)
+int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
+               uint64_t expires_ms)
 {
-	if (ttl_ms == 0 || now_mono_ms == 0)
-		return RECORD_EINVAL;
-	return put(r, key, uid, bytes, sat_add(now_wall_ms, ttl_ms), ttl_ms, now_mono_ms, 1);
+	return put(r, key, uid, bytes, expires_ms, 1);
 }
 
-int record_entry_expired(const struct record_entry *e, uint64_t now_mono_ms)
-{
-	return e->seen_ms != 0 && sat_add(e->seen_ms, e->ttl_ms) <= now_mono_ms;
-}
-
-static int same_entry(const struct record_entry *a, const struct record_entry *b)
-{
-	return a->bytes == b->bytes && a->expires_ms == b->expires_ms && a->ttl_ms == b->ttl_ms &&
-	       strcmp(a->key, b->key) == 0 && strcmp(a->uid, b->uid) == 0;
-}
-
-void record_observe(struct record *r, const struct record *prev, uint64_t now_mono_ms,
-                    uint64_t default_ttl_ms)
-{
-	for (size_t i = 0; i < r->n; i++) {
-		struct record_entry *e = &r->entries[i];
-		if (e->seen_ms != 0)
-			continue;
-		if (e->ttl_ms == 0)
-			e->ttl_ms = default_ttl_ms;
-		e->seen_ms = now_mono_ms;
-		for (size_t j = 0; prev != NULL && j < prev->n; j++)
-			if (prev->entries[j].seen_ms != 0 && same_entry(e, &prev->entries[j])) {
-				e->seen_ms = prev->entries[j].seen_ms;
-				break;
-			}
-	}
-}
-
-size_t record_prune(struct record *r, uint64_t now_mono_ms, const struct placement_item *visible,
-                    size_t n_visible, uint64_t grace_ms)
+size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placement_item *visible,
+                    size_t n_visible, uint64_t now_mono_ms, uint64_t grace_ms)
 {
 	size_t kept = 0, dropped = 0;
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct record_entry *e = &r->entries[i];
-		int drop = record_entry_expired(e, now_mono_ms);
+		int drop = e->expires_ms <= now_wall_ms;
 		for (size_t j = 0; !drop && j < n_visible; j++) {
 			const struct placement_item *v = &visible[j];
 			drop = v->key != NULL && v->seen_ms != 0 &&
@@ -165,40 +131,30 @@ size_t record_prune(struct record *r, uint64_t now_mono_ms, const struct placeme
 	return dropped;
 }
 
-/* Time e has left at now_mono_ms (not expired); an unstamped entry has its whole ttl. */
-static uint64_t time_left(const struct record_entry *e, uint64_t now_mono_ms)
-{
-	if (e->seen_ms == 0)
-		return e->ttl_ms;
-	uint64_t end = sat_add(e->seen_ms, e->ttl_ms);
-	return end > now_mono_ms ? end - now_mono_ms : 0;
-}
-
-size_t record_items(const struct record *r, uint64_t now_mono_ms, uint64_t now_ms,
+size_t record_items(const struct record *r, uint64_t now_wall_ms, uint64_t now_ms,
                     struct placement_item *out)
 {
 	size_t n = 0;
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct record_entry *e = &r->entries[i];
-		if (record_entry_expired(e, now_mono_ms))
+		if (e->expires_ms <= now_wall_ms)
 			continue;
-		uint64_t left = time_left(e, now_mono_ms);
 		out[n++] = (struct placement_item){
 		    .key = e->key,
 		    .uid = e->uid[0] ? e->uid : NULL,
 		    .bytes = e->bytes,
-		    .expires_ms = sat_add(now_ms, left ? left : 1),
+		    .expires_ms = sat_add(now_ms, e->expires_ms - now_wall_ms),
 		};
 	}
 	return n;
 }
 
-uint64_t record_live_bytes(const struct record *r, uint64_t now_mono_ms)
+uint64_t record_live_bytes(const struct record *r, uint64_t now_wall_ms)
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < r->n; i++)
-		if (!record_entry_expired(&r->entries[i], now_mono_ms))
+		if (r->entries[i].expires_ms > now_wall_ms)
 			sum = sat_add(sum, r->entries[i].bytes);
 	return sum;
 }
@@ -268,8 +224,7 @@ int record_from_lease(const cJSON *lease, struct record *out, char *err, size_t 
 	{
 		const cJSON *key = cJSON_GetObjectItemCaseSensitive(it, "pod");
 		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(it, "uid");
-		const cJSON *ttl = cJSON_GetObjectItemCaseSensitive(it, "ttl");
-		uint64_t bytes, expires, ttl_ms = 0;
+		uint64_t bytes, expires;
 		if (!cJSON_IsString(key) || (uid != NULL && !cJSON_IsString(uid)) ||
 		    json_u64(cJSON_GetObjectItemCaseSensitive(it, "bytes"), &bytes) != 0 ||
 		    json_u64(cJSON_GetObjectItemCaseSensitive(it, "expires"), &expires) != 0) {
@@ -279,16 +234,8 @@ int record_from_lease(const cJSON *lease, struct record *out, char *err, size_t 
 			           RECORD_ANNOTATION, i);
 			goto out;
 		}
-		if (ttl != NULL &&
-		    (json_u64(ttl, &ttl_ms) != 0 || ttl_ms == 0 || ttl_ms > RECORD_MAX_TTL_MS)) {
-			errbuf_set(err, errlen,
-			           "annotation %s: entry %zu: \"ttl\" must be a whole number of ms "
-			           "from 1 to %llu",
-			           RECORD_ANNOTATION, i, (unsigned long long)RECORD_MAX_TTL_MS);
-			goto out;
-		}
-		int prc = put(out, key->valuestring, uid ? uid->valuestring : NULL, bytes, expires,
-		              ttl_ms, 0, 0);
+		int prc =
+		    put(out, key->valuestring, uid ? uid->valuestring : NULL, bytes, expires, 0);
 		if (prc == RECORD_ENOMEM) {
 			rc = RECORD_ENOMEM;
 			errbuf_set(err, errlen, "out of memory");
@@ -339,9 +286,7 @@ static char *entries_json(const struct record *r)
 		    cJSON_AddStringToObject(o, "uid", e->uid) == NULL ||
 		    cJSON_AddStringToObject(o, "pod", e->key) == NULL ||
 		    cJSON_AddNumberToObject(o, "bytes", (double)e->bytes) == NULL ||
-		    cJSON_AddNumberToObject(o, "expires", (double)e->expires_ms) == NULL ||
-		    (e->ttl_ms != 0 &&
-		     cJSON_AddNumberToObject(o, "ttl", (double)e->ttl_ms) == NULL))
+		    cJSON_AddNumberToObject(o, "expires", (double)e->expires_ms) == NULL)
 			goto out;
 	}
 	s = cJSON_PrintUnformatted(list);

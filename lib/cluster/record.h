@@ -8,43 +8,15 @@
  * compact JSON, oldest first:
  *
  *   [{"uid":"<pod metadata.uid or empty>","pod":"<namespace/name>","bytes":<declared bytes>,
- *     "expires":<Unix time in ms>,"ttl":<ms>}, ...]
+ *     "expires":<Unix time in ms>}, ...]
  *
  * spec.renewTime is the time of the last write (MicroTime, RFC 3339 with microseconds), label
  * app.kubernetes.io/managed-by=gpu-memory-guard. The Lease's metadata.resourceVersion is the
  * compare-and-swap token: writers replace it with a PUT carrying the version they read, and the
  * API server refuses a stale one with 409 (shared.h does the retry loop).
  *
- * Expiry: on the reader's own monotonic clock, never the writer's timestamps (client-go's
- * leader election does the same with a Lease: a reader judges it by its own clock from when
- * it saw the record change). An entry carries its lifetime as a duration, "ttl" (ms). Each
- * replica stamps every entry with seen_ms, its own CLOCK_MONOTONIC ms when it first saw that
- * entry (record_observe; the writer: when it made it, record_put), keeps the stamp across its
- * later reads of the record while the entry is unchanged (same pod, bytes, "expires" and
- * "ttl": a re-put is a new entry), and judges the entry expired once seen_ms + ttl <= its
- * monotonic now. The argument:
- *   - never early: a replica cannot see an entry before it was written, so its seen_ms is at
- *     or after the write, on its own clock; seen_ms + ttl is then at or after the writer's own
- *     end (durations agree between monotonic clocks up to their rate error, parts per million:
- *     microseconds over a minute). No wall clock is compared, so any offset between replicas
- *     (a clock 90 s behind or ahead, a step by NTP) changes nothing;
- *   - never forever: a replica drops an entry one ttl after it first saw it, however long it
- *     saw nothing of the writer (a dead writer's entries go one ttl after a live replica reads
- *     them), and the record's next write by any replica leaves the entries it judged expired
- *     out. ttl is capped at RECORD_MAX_TTL_MS when read. What can lengthen an entry's life is a
- *     replica forgetting its stamp (a restart, a node evicted from its table: shared.h) and
- *     seeing the entry anew: at most one more ttl per such event, on the safe side.
- * "expires" (the writer's wall clock + ttl) is still written, for a replica of the previous
- * version, which reads nothing else (a rolling upgrade has old and new replicas writing one
- * Lease; the old code keeps unknown members out of its writes, so an entry an old replica
- * rewrites loses "ttl"). A new reader takes an entry without "ttl" (an old writer's) as one of
- * its own default ttl (--reservation-ttl, the same flag in one Deployment) from when it saw it,
- * never by "expires". During the upgrade old readers still judge by "expires" on their wall
- * clock, as before: the skew guarantee holds once every replica is new. "expires" is otherwise
- * only part of the entry's identity (the stamp's key), never compared with a clock.
- *
- * spec.renewTime is still the writer's wall clock: it decides only when an unreadable record (an
- * annotation edited by hand) may be overwritten (shared.h).
+ * Expiry is wall-clock (Unix ms), the one clock replicas share: their clocks must agree to well
+ * under the TTL (NTP), as Lease-based leader election already assumes.
  *
  * Same-pod rule (as placement.h): two entries, or an entry and a visible pod, are the same pod
  * when their uids are equal where both are known, otherwise when their keys are equal.
@@ -75,8 +47,6 @@ struct cJSON;
  * relative DBL_EPSILON (cJSON 1.7.15 print_number), exact only below 10^15: bytes and expiry
  * are capped there (888 TiB; the year 33658). */
 #define RECORD_MAX_NUMBER 999999999999999ull
-/* The longest "ttl" read (--reservation-ttl's own maximum, 24h); more is RECORD_EPARSE. */
-#define RECORD_MAX_TTL_MS 86400000ull
 
 #define RECORD_EPARSE (-1) /* the annotation is not a record (err says where) */
 #define RECORD_EFULL  (-2) /* RECORD_MAX_ENTRIES */
@@ -88,13 +58,7 @@ struct record_entry {
 	char key[LEDGER_KEY_MAX]; /* "namespace/name", or the webhook's unique key for a pod named
 	                             by generateName (webhook.c ledger_key) */
 	uint64_t bytes;           /* declared GPU memory, bytes */
-	uint64_t expires_ms;      /* the writer's Unix time + ttl, ms: for the previous version's
-	                             readers, and the entry's identity; never judged here */
-	uint64_t ttl_ms;          /* lifetime from seen_ms, ms; 0: not given (an old writer's)
-	                             until record_observe sets the reader's default */
-	uint64_t seen_ms;         /* this replica's CLOCK_MONOTONIC ms when it first saw the entry;
-	                             not stored in the Lease; 0: not stamped yet (never expires:
-	                             call record_observe after record_from_lease) */
+	uint64_t expires_ms;      /* Unix time, ms */
 };
 
 /* One node's record. Owns entries. */
@@ -115,24 +79,13 @@ int record_copy(struct record *dst, const struct record *src) __attribute__((war
 /*
  * Read a Lease object (borrowed) into *out (initialized; replaced). A Lease without the
  * annotation is an empty record. Entries are kept as stored, in order, none merged (the writer
- * decided which are the same pod; a duplicate counts twice, the safe side), unstamped (seen_ms
- * 0; ttl_ms 0 when the entry has no "ttl"): call record_observe next. 0, RECORD_EPARSE with err
- * naming what is wrong (not a Lease, no resourceVersion, an annotation that is not a list of
- * entries, an entry without "pod" or with a bad number, a "ttl" of 0 or over
- * RECORD_MAX_TTL_MS, over RECORD_MAX_ENTRIES), RECORD_ENOMEM. On error *out keeps rv and
- * renew_ms when they could be read, and no entries.
+ * decided which are the same pod; a duplicate counts twice, the safe side). 0, RECORD_EPARSE with
+ * err naming what is wrong (not a Lease, no resourceVersion, an annotation that is not a list of
+ * entries, an entry without "pod" or with a bad number, over RECORD_MAX_ENTRIES), RECORD_ENOMEM. On
+ * error *out keeps rv and renew_ms when they could be read, and no entries.
  */
 int record_from_lease(const struct cJSON *lease, struct record *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
-
-/*
- * Stamp r's entries as this replica sees them at now_mono_ms (CLOCK_MONOTONIC ms): an entry
- * that prev (this replica's earlier copy of the record, borrowed; NULL: none) holds unchanged
- * (same key, uid, bytes, expires_ms, ttl_ms) keeps prev's seen_ms; the others get now_mono_ms.
- * Entries without a ttl get default_ttl_ms. Already stamped entries of r are left alone.
- */
-void record_observe(struct record *r, const struct record *prev, uint64_t now_mono_ms,
-                    uint64_t default_ttl_ms);
 
 /*
  * The Lease to write for r: name node, namespace ns, metadata.resourceVersion r->rv when not
@@ -143,36 +96,31 @@ struct cJSON *record_to_lease(const struct record *r, const char *ns, const char
                               uint64_t now_wall_ms);
 
 /*
- * Record a reservation of bytes for the pod (key, uid: NULL or "" unknown) for ttl_ms from
- * now_mono_ms (CLOCK_MONOTONIC ms, its seen_ms); "expires" is written as now_wall_ms (Unix ms)
- * + ttl_ms for the previous version's readers. An entry of the same pod is replaced in place (a
- * retried Binding), else one is appended. 0, RECORD_EFULL, RECORD_EINVAL (also for bytes or
- * the expiry over RECORD_MAX_NUMBER, a ttl_ms of 0 or over RECORD_MAX_TTL_MS).
+ * Record a reservation of bytes for the pod (key, uid: NULL or "" unknown) until expires_ms:
+ * an entry of the same pod is replaced in place (a retried Binding), else one is appended.
+ * 0, RECORD_EFULL, RECORD_EINVAL (also for bytes or expires_ms over RECORD_MAX_NUMBER).
  */
-int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes, uint64_t ttl_ms,
-               uint64_t now_wall_ms, uint64_t now_mono_ms) __attribute__((warn_unused_result));
+int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
+               uint64_t expires_ms) __attribute__((warn_unused_result));
 
 /*
- * Drop the entries that no longer need to count: expired at now_mono_ms (seen_ms + ttl_ms <=
- * now_mono_ms), and those whose pod is among visible (the node's pods) with seen_ms != 0 and
- * seen_ms + grace_ms <= now_mono_ms (shown by the cache for the grace). visible may be NULL with
- * n_visible 0. Returns how many were dropped.
+ * Drop the entries that no longer need to count: expired at now_wall_ms, and those whose pod is
+ * among visible (the node's pods) with seen_ms != 0 and seen_ms + grace_ms <= now_mono_ms
+ * (shown by the cache for the grace). visible may be NULL with n_visible 0. Returns how many
+ * were dropped.
  */
-size_t record_prune(struct record *r, uint64_t now_mono_ms, const struct placement_item *visible,
-                    size_t n_visible, uint64_t grace_ms);
+size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placement_item *visible,
+                    size_t n_visible, uint64_t now_mono_ms, uint64_t grace_ms);
 
 /*
- * The entries not expired at now_mono_ms as reservations for placement_decide(), their expiry
+ * The entries not expired at now_wall_ms as reservations for placement_decide(), their expiry
  * moved to the now_ms clock of the decision (now_ms + time left). out holds at least r->n
  * items; its keys and uids borrow r's. Returns how many were written.
  */
-size_t record_items(const struct record *r, uint64_t now_mono_ms, uint64_t now_ms,
+size_t record_items(const struct record *r, uint64_t now_wall_ms, uint64_t now_ms,
                     struct placement_item *out);
 
-/* Bytes of the entries not expired at now_mono_ms (saturating). */
-uint64_t record_live_bytes(const struct record *r, uint64_t now_mono_ms);
-
-/* Whether e has expired at now_mono_ms (an unstamped entry never has). */
-int record_entry_expired(const struct record_entry *e, uint64_t now_mono_ms);
+/* Bytes of the entries not expired at now_wall_ms (saturating). */
+uint64_t record_live_bytes(const struct record *r, uint64_t now_wall_ms);
 
 #endif

@@ -7,7 +7,6 @@
 #include "errbuf.h"
 #include "kube.h"
 #include "metrics.h"
-#include "ledger.h"
 #include "monotime.h"
 
 #include <cjson/cJSON.h>
@@ -68,7 +67,6 @@ struct shared {
 	struct shared_api api;
 	uint64_t ttl_ms;
 	uint64_t (*wall_ms)(void);
-	uint64_t (*mono_ms)(void);
 	pthread_mutex_t mu; /* the table */
 	struct known *table[BUCKETS];
 	size_t n_known;
@@ -112,7 +110,7 @@ struct shared_api shared_api_kube(struct kube_client *c)
 }
 
 struct shared *shared_new(const char *ns, const struct shared_api *api, uint64_t ttl_ms,
-                          uint64_t (*wall_ms)(void), uint64_t (*mono_ms)(void))
+                          uint64_t (*wall_ms)(void))
 {
 	if (ns == NULL || ns[0] == '\0' || api == NULL || api->get == NULL || api->create == NULL ||
 	    api->update == NULL || ttl_ms == 0)
@@ -125,7 +123,6 @@ struct shared *shared_new(const char *ns, const struct shared_api *api, uint64_t
 	s->api = *api;
 	s->ttl_ms = ttl_ms;
 	s->wall_ms = wall_ms ? wall_ms : system_wall_ms;
-	s->mono_ms = mono_ms ? mono_ms : ledger_now_ms;
 	if ((s->gone_ring = calloc(SHARED_GONE_MAX, sizeof(*s->gone_ring))) == NULL) {
 		free(s->ns);
 		free(s);
@@ -164,11 +161,6 @@ uint64_t shared_ttl_ms(const struct shared *s)
 uint64_t shared_now_wall_ms(const struct shared *s)
 {
 	return s->wall_ms();
-}
-
-uint64_t shared_now_mono_ms(const struct shared *s)
-{
-	return s->mono_ms();
 }
 
 const char *shared_namespace(const struct shared *s)
@@ -344,11 +336,6 @@ static int reread(struct shared *s, const char *node, double deadline_s, struct 
 		}
 		/* Older than the TTL: whatever it held has expired. Overwrite it as empty. */
 	}
-	/* Entries this replica saw before keep their stamps; the new ones count from now. */
-	pthread_mutex_lock(&s->mu);
-	struct known *k = find(s, node);
-	record_observe(rec, k ? &k->rec : NULL, s->mono_ms(), s->ttl_ms);
-	pthread_mutex_unlock(&s->mu);
 	struct record keep;
 	if (record_copy(&keep, rec) == 0)
 		store(s, node, &keep);
@@ -402,10 +389,9 @@ static int write_record(struct shared *s, const char *node, struct record *rec, 
 	 * leaves the node unknown: the next placement's write conflicts and reads it. */
 	struct record stored;
 	record_init(&stored);
-	if (record_from_lease(out, &stored, why, sizeof(why)) == 0) {
-		record_observe(&stored, rec, s->mono_ms(), s->ttl_ms); /* rec's stamps */
+	if (record_from_lease(out, &stored, why, sizeof(why)) == 0)
 		store(s, node, &stored);
-	} else
+	else
 		record_free(&stored);
 	cJSON_Delete(out);
 	return 0;
@@ -598,13 +584,13 @@ out:
 size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn, void *ctx)
 {
 	size_t n = 0;
-	uint64_t now = s->mono_ms();
+	uint64_t now = s->wall_ms();
 
 	pthread_mutex_lock(&s->mu);
 	struct known *k = find(s, node);
 	for (size_t i = 0; k != NULL && i < k->rec.n; i++) {
 		const struct record_entry *e = &k->rec.entries[i];
-		if (record_entry_expired(e, now))
+		if (e->expires_ms <= now)
 			continue;
 		pthread_mutex_lock(&s->gone_mu);
 		int gone = is_gone_locked(s, e->uid);

@@ -29,9 +29,8 @@
  *
  * Caller's duty: at most one shared_place per node at a time in this process (the webhook
  * holds the node's ledger lock), else its own writes conflict (still correct, slower).
- * Thread-safe otherwise. Clock: deadline_s is CLOCK_MONOTONIC seconds (monotime_s()); entries
- * expire on this replica's monotonic clock from when it first saw each (record.h): every record
- * read or written is stamped against the copy this replica knew (record_observe).
+ * Thread-safe otherwise. Clock: deadline_s is CLOCK_MONOTONIC seconds (monotime_s()); entry
+ * expiry is the wall clock (record.h).
  *
  * Metrics (shared_collect, a metrics collector):
  *   gpu_memory_guard_reservation_writes_total{result}  counter, result: ok | conflict | error
@@ -82,18 +81,14 @@ struct shared_api shared_api_kube(struct kube_client *c);
 struct shared;
 
 /* ns: the namespace of the records (copied); api copied (its ctx borrowed); ttl_ms > 0: how
- * long a reservation counts (--reservation-ttl), also the lifetime of an entry written without
- * one (record.h). wall_ms: the wall clock in Unix ms, written into records for the previous
- * version's readers and spec.renewTime, never judged (NULL: the system's). mono_ms: the
- * monotonic clock in ms that entries expire by (NULL: ledger_now_ms()). Tests drive both.
- * NULL on a bad argument or allocation failure. */
+ * long a reservation counts (--reservation-ttl). wall_ms: the wall clock in Unix ms (NULL:
+ * the system's; tests drive time). NULL on a bad argument or allocation failure. */
 struct shared *shared_new(const char *ns, const struct shared_api *api, uint64_t ttl_ms,
-                          uint64_t (*wall_ms)(void), uint64_t (*mono_ms)(void));
+                          uint64_t (*wall_ms)(void));
 void shared_free(struct shared *s); /* NULL no-op; no call may be running */
 
 uint64_t shared_ttl_ms(const struct shared *s);
-uint64_t shared_now_wall_ms(const struct shared *s); /* written into records, never judged */
-uint64_t shared_now_mono_ms(const struct shared *s); /* the clock entries expire by */
+uint64_t shared_now_wall_ms(const struct shared *s); /* the clock entries expire by */
 const char *shared_namespace(const struct shared *s);
 
 enum shared_verdict {

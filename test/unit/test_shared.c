@@ -29,18 +29,10 @@ static uint64_t fake_wall(void)
 	return __atomic_load_n(&wall_now, __ATOMIC_RELAXED);
 }
 
-/* Every replica's monotonic clock (ms); entries expire by it (record.h). */
-#define MONO 500000ull
-static uint64_t mono_now = MONO;
-static uint64_t fake_mono(void)
-{
-	return __atomic_load_n(&mono_now, __ATOMIC_RELAXED);
-}
-
 static struct shared *replica(struct fake_lease *f)
 {
 	struct shared_api api = fake_lease_api(f);
-	return shared_new("gmg-system", &api, 60000, fake_wall, fake_mono);
+	return shared_new("gmg-system", &api, 60000, fake_wall);
 }
 
 /* The entries stored in the fake's Lease. */
@@ -59,7 +51,7 @@ static size_t stored_entries(struct fake_lease *f, uint64_t *bytes)
 	}
 	pthread_mutex_unlock(&f->mu);
 	if (bytes != NULL)
-		*bytes = record_live_bytes(&r, fake_mono()); /* unstamped: every entry */
+		*bytes = record_live_bytes(&r, fake_wall());
 	record_free(&r);
 	return n;
 }
@@ -75,20 +67,15 @@ struct want {
 	uint64_t seen_bytes;
 };
 
-/* The deciding replica's clocks (the skew tests set another replica's around its call). */
-static uint64_t (*decider_wall)(void) = fake_wall;
-static uint64_t (*decider_mono)(void) = fake_mono;
-
 static enum shared_verdict decide_fits(void *ctx, struct record *rec, int fresh)
 {
 	struct want *w = ctx;
 	uint64_t used = 0;
 	w->calls++;
 	w->fresh_calls += fresh;
-	uint64_t mono = decider_mono(), wall = decider_wall();
 	for (size_t i = 0; i < rec->n; i++)
 		if (strcmp(rec->entries[i].key, w->key) != 0 &&
-		    !record_entry_expired(&rec->entries[i], mono))
+		    rec->entries[i].expires_ms > fake_wall())
 			used += rec->entries[i].bytes;
 	w->seen_bytes = used;
 	w->allowed = used + w->bytes <= w->limit;
@@ -96,8 +83,8 @@ static enum shared_verdict decide_fits(void *ctx, struct record *rec, int fresh)
 		return used > 0 && !fresh ? SHARED_REREAD : SHARED_NO_WRITE;
 	if (w->dry_run)
 		return SHARED_NO_WRITE;
-	record_prune(rec, mono, NULL, 0, 0);
-	if (record_put(rec, w->key, NULL, w->bytes, 60000, wall, mono) != 0)
+	record_prune(rec, fake_wall(), NULL, 0, 0, 0);
+	if (record_put(rec, w->key, NULL, w->bytes, fake_wall() + 60000) != 0)
 		return SHARED_NO_WRITE;
 	return SHARED_WRITE;
 }
@@ -513,18 +500,18 @@ static void test_each_entry_reads_the_known_record(void **state)
 	(void)state;
 	assert_int_equal(shared_each_entry(s, "gpu-1", visit_entry, &v), 0); /* none known */
 	assert_int_equal(place(s, &a, NULL), 0);
-	mono_now += 30000;
+	wall_now += 30000;
 	assert_int_equal(place(s, &b, NULL), 0);
 	int gets = f->gets;
 	assert_int_equal(shared_each_entry(s, "gpu-1", visit_entry, &v), 2);
 	assert_int_equal(v.bytes, 15 * GI);
 	assert_int_equal(f->gets, gets); /* no API call */
-	mono_now += 30000;               /* a's entry expires, b's has 30 s left */
+	wall_now += 30000;               /* a's entry expires, b's has 30 s left */
 	memset(&v, 0, sizeof(v));
 	assert_int_equal(shared_each_entry(s, "gpu-1", visit_entry, &v), 1);
 	assert_int_equal(v.bytes, 5 * GI);
 	assert_int_equal(shared_each_entry(s, "gpu-2", visit_entry, &v), 0);
-	mono_now = MONO;
+	wall_now = WALL;
 	shared_free(s);
 	fake_lease_free(f);
 }
@@ -582,85 +569,6 @@ static void test_forget_drops_gone_pods(void **state)
 	fake_lease_free(f);
 }
 
-/* ---- clock skew (issue 20): a writer whose wall clock is 90 s behind or ahead, and whose
- * monotonic clock has another origin (another machine) ---- */
-
-static uint64_t wall_behind(void)
-{
-	return fake_wall() - 90000;
-}
-
-static uint64_t wall_ahead(void)
-{
-	return fake_wall() + 90000;
-}
-
-static uint64_t mono_elsewhere(void)
-{
-	return fake_mono() + 123456789;
-}
-
-/* The writer admits 30Gi of 36Gi. The reader (its clocks fake_wall and fake_mono), which had
- * not seen the record, then reads it after idle_ms: the entry counts (10Gi more is refused)
- * for 60 s from that read (59.999 s later still refused, after a re-read that keeps the
- * first sight), and at 60 s it has gone: 10Gi is admitted and the write leaves it out. */
-static void skew_case(uint64_t (*writer_wall)(void), uint64_t idle_ms)
-{
-	struct fake_lease *f = fake_lease_new();
-	struct shared *w = NULL, *r = replica(f);
-	struct shared_api api = fake_lease_api(f);
-	struct want big = {"ns/writer", 30 * GI, 36 * GI, 0, 0, 0, 0, 0};
-	struct want mine = {"ns/reader", 10 * GI, 36 * GI, 0, 0, 0, 0, 0};
-	uint64_t bytes;
-
-	w = shared_new("gmg-system", &api, 60000, writer_wall, mono_elsewhere);
-	assert_non_null(w);
-	decider_wall = writer_wall;
-	decider_mono = mono_elsewhere;
-	assert_int_equal(place(w, &big, NULL), 0);
-	decider_wall = fake_wall;
-	decider_mono = fake_mono;
-	assert_true(big.allowed);
-	mono_now += idle_ms;
-	uint64_t first_read = fake_mono();
-	assert_int_equal(place(r, &mine, NULL), 0);
-	assert_false(mine.allowed); /* 30 + 10 > 36: the writer's entry counts */
-	mono_now = first_read + 59999;
-	assert_int_equal(place(r, &mine, NULL), 0);
-	assert_false(mine.allowed);
-	assert_int_equal(mine.seen_bytes, 30 * GI);
-	mono_now = first_read + 60000;
-	assert_int_equal(place(r, &mine, NULL), 0);
-	assert_true(mine.allowed);
-	assert_int_equal(stored_entries(f, &bytes), 1);
-	assert_int_equal(bytes, 10 * GI);
-	mono_now = MONO;
-	shared_free(w);
-	shared_free(r);
-	fake_lease_free(f);
-}
-
-static void test_writer_clock_behind(void **state)
-{
-	(void)state;
-	skew_case(wall_behind, 0);
-}
-
-static void test_writer_clock_ahead(void **state)
-{
-	(void)state;
-	skew_case(wall_ahead, 0);
-}
-
-/* A reader that saw nothing of the writer for 10 minutes (the writer long dead) still counts
- * the entry one ttl from its first read (it cannot know when it was written: the safe side),
- * and then reclaims it. */
-static void test_entry_of_a_long_gone_writer_is_reclaimed(void **state)
-{
-	(void)state;
-	skew_case(wall_ahead, 600000);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -677,9 +585,6 @@ int main(void)
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_each_entry_reads_the_known_record),
 	    cmocka_unit_test(test_forget_drops_gone_pods),
-	    cmocka_unit_test(test_writer_clock_behind),
-	    cmocka_unit_test(test_writer_clock_ahead),
-	    cmocka_unit_test(test_entry_of_a_long_gone_writer_is_reclaimed),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
