@@ -9,6 +9,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The whole file, NUL-terminated (caller frees); *len (if not NULL) its size in bytes.
  * A missing or unreadable file fails the test. */
@@ -40,6 +41,24 @@ static inline cJSON *fixture_json(const char *name)
 	cJSON *j = cJSON_ParseWithLength(text, len);
 	free(text);
 	assert_non_null(j);
+	return j;
+}
+
+/* A JSON text written with single quotes (for readability in C strings) parsed as JSON
+ * (caller cJSON_Delete()s); invalid JSON fails the test. */
+static inline cJSON *fixture_quoted_json(const char *text)
+{
+	char *s = strdup(text);
+	cJSON *j;
+
+	assert_non_null(s);
+	for (char *p = s; *p; p++)
+		if (*p == '\'')
+			*p = '"';
+	j = cJSON_Parse(s);
+	if (j == NULL)
+		fail_msg("bad test JSON: %s", s);
+	free(s);
 	return j;
 }
 

@@ -18,18 +18,7 @@
 /* Parse a pod written in JSON with single quotes (for readability) instead of double. */
 static cJSON *pod(const char *text)
 {
-	char *s = strdup(text);
-	cJSON *j;
-
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	j = cJSON_Parse(s);
-	if (j == NULL)
-		fail_msg("bad test JSON: %s", s);
-	free(s);
-	return j;
+	return fixture_quoted_json(text);
 }
 
 static struct demand decide(const char *text, const struct demand_config *cfg)

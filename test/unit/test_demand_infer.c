@@ -13,6 +13,7 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "fixture.h"
 #include "engine.h"
 
 #define MI   (1024ull * 1024)
@@ -26,19 +27,10 @@ static const struct demand_config infer = {.infer = 1};
 static struct demand parse(const char *text, const struct demand_config *cfg)
 {
 	struct demand d;
-	char *s = strdup(text);
-	cJSON *j;
+	cJSON *j = fixture_quoted_json(text);
 
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	j = cJSON_Parse(s);
-	if (j == NULL)
-		fail_msg("bad test JSON: %s", s);
 	assert_int_equal(demand_from_pod(j, cfg, &d), 0);
 	cJSON_Delete(j);
-	free(s);
 	return d;
 }
 

@@ -13,6 +13,7 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "fixture.h"
 #include "gpupolicy.h"
 #include "placement.h"
 #include "policyset.h"
@@ -28,20 +29,11 @@ static const struct placement_policy pol = {
 static struct demand parse(const char *text)
 {
 	struct demand d;
-	char *s = strdup(text);
-	cJSON *j;
+	cJSON *j = fixture_quoted_json(text);
 
-	assert_non_null(s);
-	for (char *p = s; *p; p++)
-		if (*p == '\'')
-			*p = '"';
-	j = cJSON_Parse(s);
-	if (j == NULL)
-		fail_msg("bad test JSON: %s", s);
 	assert_int_equal(demand_from_pod(j, &infer, &d), 0);
 	assert_int_equal(d.status, DEMAND_OK);
 	cJSON_Delete(j);
-	free(s);
 	return d;
 }
 
