@@ -3,6 +3,7 @@
  * allocatable, in that order.
  */
 #include "capacity.h"
+#include "dra.h"
 
 #include "errbuf.h"
 #include "jsonpath.h"
@@ -596,6 +597,7 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 		err[0] = '\0';
 	if (nv.name == NULL)
 		nv.name = "(unnamed)";
+	out->plugin_units = allocatable_gpus(&nv, cfg);
 	rc = memory_per_gpu(&nv, out, err, errlen);
 	if (rc == 0)
 		rc = sharing(&nv, out, err, errlen);
@@ -625,6 +627,7 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 		                           sat_mul(out->profiles[i].count, out->profiles[i].bytes));
 	thr = json_str(nv.annotations, CAPACITY_ANN_THRESHOLD, NULL);
 	if (thr != NULL) {
+		/* (capacity_add_dra reads it on a node known by its slices alone) */
 		if (capacity_parse_ratio(thr, &out->threshold) != 0) {
 			errbuf_set(err, errlen,
 			           "node %s: annotation " CAPACITY_ANN_THRESHOLD
@@ -636,5 +639,54 @@ int capacity_from_node(const cJSON *node, const struct demand_config *cfg, struc
 		out->has_threshold = 1;
 	}
 out:
+	/* Unknown here, a DRA driver's slices may still give it (capacity_add_dra): keep the
+	 * node's threshold for that case. */
+	if (rc == CAPACITY_EUNKNOWN &&
+	    (thr = json_str(nv.annotations, CAPACITY_ANN_THRESHOLD, NULL)) != NULL &&
+	    capacity_parse_ratio(thr, &out->threshold) == 0)
+		out->has_threshold = 1;
 	return rc;
+}
+
+int capacity_add_dra(struct capacity *cap, int rc, const struct dra_gpus *g, const char *node,
+                     char *err, size_t errlen)
+{
+	uint64_t each, bytes;
+
+	if (g == NULL || g->n == 0 || rc == CAPACITY_EINVALID)
+		return rc;
+	if (rc == 0 && cap->count_source == CAPACITY_SRC_ANNOTATION)
+		return 0; /* the operator counted the node's GPUs */
+	each = cap->memory_source == CAPACITY_SRC_ANNOTATION ? cap->per_gpu_bytes : 0;
+	if (each == 0 && g->no_memory == g->n) {
+		errbuf_set(err, errlen,
+		           "node %s: GPU memory unknown: its %llu DRA GPU(s) publish no capacity "
+		           "\"" DRA_CAPACITY_KEY
+		           "\" in their ResourceSlices; set annotation " CAPACITY_ANN_GPU_MEMORY
+		           " (e.g. 80Gi)",
+		           node ? node : "(unnamed)", (unsigned long long)g->n);
+		return CAPACITY_EUNKNOWN;
+	}
+	bytes = each ? sat_mul(each, g->n) : g->bytes;
+	if (rc != 0 || cap->plugin_units == 0) {
+		/* The DRA GPUs are the node's: labels (if any) describe the same cards. */
+		int has_thr = cap->has_threshold;
+		double thr = cap->threshold;
+
+		memset(cap, 0, sizeof(*cap));
+		cap->has_threshold = has_thr;
+		cap->threshold = thr;
+		cap->replicas = 1;
+		cap->per_gpu_bytes = each ? each : g->max_bytes;
+		cap->piece_bytes = cap->per_gpu_bytes;
+		cap->memory_source = each ? CAPACITY_SRC_ANNOTATION : CAPACITY_SRC_DRA;
+		cap->count_source = CAPACITY_SRC_DRA;
+	}
+	cap->gpu_count = sat_add(cap->gpu_count, g->n);
+	cap->total_bytes = sat_add(cap->total_bytes, bytes);
+	cap->dra_gpus = g->n;
+	cap->dra_bytes = bytes;
+	if (err != NULL && errlen > 0)
+		err[0] = '\0';
+	return 0;
 }

@@ -95,6 +95,7 @@ enum capacity_source {
 	CAPACITY_SRC_GFD_LABEL = 2,
 	CAPACITY_SRC_PRODUCT_TABLE = 3,
 	CAPACITY_SRC_ALLOCATABLE = 4, /* count only */
+	CAPACITY_SRC_DRA = 5,         /* DRA ResourceSlices (capacity_add_dra) */
 };
 
 enum capacity_sharing {
@@ -142,7 +143,12 @@ struct capacity {
 	uint64_t piece_bytes;          /* the largest piece one container gets of nvidia.com/gpu:
 	                                  one card, or card / replicas under MPS */
 	enum capacity_mig mig;
-	size_t n_profiles; /* mixed: the profiles read from the labels */
+	uint64_t plugin_units; /* status.allocatable of the GPU resources (device plugin units,
+	                          0 when none: set even when the capacity is unknown) */
+	uint64_t dra_gpus;     /* capacity_add_dra: GPUs published by a DRA driver, counted in
+	                          gpu_count and total_bytes */
+	uint64_t dra_bytes;    /* ... and their memory */
+	size_t n_profiles;     /* mixed: the profiles read from the labels */
 	struct capacity_profile profiles[CAPACITY_MAX_PROFILES];
 };
 
@@ -164,6 +170,26 @@ struct capacity_piece {
 int capacity_from_node(const struct cJSON *node, const struct demand_config *cfg,
                        struct capacity *out, char *err, size_t errlen)
     __attribute__((warn_unused_result));
+
+/*
+ * Add the GPUs a DRA driver publishes on the node (g, from its ResourceSlices: dra.h) to the
+ * capacity capacity_from_node() gave (cap, its return code rc, its message in err). Rules:
+ *   - annotation gpu-memory-guard.io/gpu-count present: the operator's figure wins, g unread;
+ *   - annotation gpu-memory-guard.io/gpu-memory present: each DRA GPU counts that much, else
+ *     its own capacity memory (the driver's NVML figure, better than the product table);
+ *   - device-plugin GPUs (allocatable nvidia.com/gpu: plugin_units > 0) keep their count and
+ *     memory, the DRA GPUs are added (a mixed node); without any, the DRA GPUs are the node's
+ *     (GFD labels on such a node describe the same cards: not added twice), and a KEP-5004
+ *     node with no label at all gets its capacity from the slices alone;
+ *   - a malformed source (CAPACITY_EINVALID) stays an error; a node whose DRA GPUs publish no
+ *     memory stays unknown (err says so).
+ * Returns the new code (0 when the capacity is now known). g NULL or empty: rc unchanged.
+ * per_gpu_bytes and piece_bytes (what device-plugin pods are judged per card on) are the
+ * device plugin's when it has GPUs, else the largest DRA GPU. Pure.
+ */
+struct dra_gpus;
+int capacity_add_dra(struct capacity *cap, int rc, const struct dra_gpus *g, const char *node,
+                     char *err, size_t errlen) __attribute__((warn_unused_result));
 
 /*
  * The piece a container asking gpus units of a pool gets on this node, and what its

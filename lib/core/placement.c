@@ -7,6 +7,8 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "dra.h"
+#include "quantity.h"
 #include "satmath.h"
 
 #include <stdio.h>
@@ -23,6 +25,11 @@ struct tally {
 	uint64_t held_gpus, held_bytes; /* exclusive cards: consumers counted whole */
 	struct policy_consumer top[POLICY_TOP_CONSUMERS];
 	size_t n_top, n_total, n_settled;
+	uint64_t dra_own, dra_used; /* shares: the pod's own claims; the node's other claims */
+	uint64_t own_whole_n, own_whole_bytes; /* whole devices of its own claims */
+	uint64_t dra_held_n, dra_held_bytes;   /* whole devices other claims hold */
+	size_t n_dra_own, n_dra_shared;
+	int dra_own_extended;
 };
 
 /* Keep the POLICY_TOP_CONSUMERS largest, sorted by bytes descending; an equal one keeps the
@@ -56,10 +63,45 @@ static int same_pod(const struct placement_item *it, const char *key, const char
 	return key != NULL && strcmp(it->key, key) == 0;
 }
 
+/* Whether claim c is reserved for (or owned by) the pod of uid. */
+static int claim_has(const struct dra_claim_use *c, const char *uid)
+{
+	if (uid == NULL || uid[0] == '\0')
+		return 0;
+	if (strcmp(c->owner, uid) == 0)
+		return 1;
+	for (size_t i = 0; i < c->n_pods; i++)
+		if (strcmp(c->pods[i], uid) == 0)
+			return 1;
+	return 0;
+}
+
+/* Whether a claim other than the pod of uid is reserved for: already on the node. */
+static int claim_has_other(const struct dra_claim_use *c, const char *uid)
+{
+	for (size_t i = 0; i < c->n_pods; i++)
+		if (uid == NULL || strcmp(c->pods[i], uid) != 0)
+			return 1;
+	return c->n_pods == 0 && !claim_has(c, uid); /* allocated, nobody reserved: held */
+}
+
+/* The pod of uid holds its GPUs through a KEP-5004 claim on the node: its nvidia.com/gpu
+ * units are that claim's, counted there. */
+static int extended_claim_pod(const struct placement_node *node, const char *uid)
+{
+	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++)
+		if (node->dra->claims[i].extended && claim_has(&node->dra->claims[i], uid))
+			return 1;
+	return 0;
+}
+
 static int visible(const struct placement_node *node, const struct placement_item *r)
 {
 	for (size_t i = 0; i < node->n_pods; i++)
 		if (same_pod(&node->pods[i], r->key, r->uid))
+			return 1;
+	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++)
+		if (claim_has(&node->dra->claims[i], r->uid))
 			return 1;
 	return 0;
 }
@@ -71,6 +113,13 @@ uint64_t placement_item_bytes(const struct placement_item *it, const struct capa
 	if (it->n_shares > 0 && it->shares != NULL)
 		return demand_shares_bytes(it->shares, it->n_shares, cap);
 	return it->bytes;
+}
+
+void placement_dra_demand(struct demand *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->status = DEMAND_OK;
+	d->pool = CAPACITY_POOL_ANY;
 }
 
 void placement_item_demand(struct placement_item *it, const struct demand *d,
@@ -156,7 +205,8 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 		const struct placement_item *it = &node->pods[i];
 		uint64_t b = placement_item_bytes(it, cap);
 
-		if (same_pod(it, pod->key, pod->uid) || !capacity_pools_share(cap, it->pool, pool))
+		if (same_pod(it, pod->key, pod->uid) ||
+		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it->uid))
 			continue;
 		if (excl && item_whole(it) > 0) { /* it takes its cards */
 			t->held_gpus = sat_add(t->held_gpus, item_whole(it));
@@ -189,6 +239,25 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 		if (names)
 			top_insert(t, r->key, " (admitting)", b);
 	}
+	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++) {
+		const struct dra_claim_use *c = &node->dra->claims[i];
+
+		if (claim_has(c, pod->uid) && !claim_has_other(c, pod->uid)) {
+			t->dra_own = sat_add(t->dra_own, c->bytes);
+			t->own_whole_n = sat_add(t->own_whole_n, c->whole_n);
+			t->own_whole_bytes = sat_add(t->own_whole_bytes, c->whole_bytes);
+			t->dra_own_extended |= c->extended;
+			t->n_dra_own++;
+			continue;
+		}
+		t->dra_used = sat_add(t->dra_used, c->bytes);
+		t->dra_held_n = sat_add(t->dra_held_n, c->whole_n);
+		t->dra_held_bytes = sat_add(t->dra_held_bytes, c->whole_bytes);
+		t->n_dra_shared += claim_has(c, pod->uid);
+		if (names && c->bytes > 0)
+			top_insert(t, "claim ", c->key, c->bytes); /* "claim ns/name" */
+	}
+	t->used = sat_add(t->used, t->dra_used);
 	t->used = sat_add(t->used, t->reserved);
 }
 
@@ -344,6 +413,101 @@ static void undeclared_shared(const struct placement_node *node, const struct pl
 	         cap->sharing == CAPACITY_SHARING_MPS ? "MPS" : "time-sliced", t->n_total);
 }
 
+/*
+ * The pod's DRA claims on the node: its own allocated claims and the most its unallocated
+ * ones can take add to its demand (rd); with a KEP-5004 claim they are its whole demand.
+ */
+static void dra_demand(const struct placement_node *node, const struct placement_pod *pod,
+                       const struct tally *t, struct demand *rd, struct placement_result *out)
+{
+	const struct dra_pod *dp = pod->dra;
+	uint64_t pending = dp != NULL ? dp->pending_bytes : 0;
+	uint64_t b = sat_add(t->dra_own, pending);
+	char own[QUANTITY_FMT_MAX], most[QUANTITY_FMT_MAX];
+	size_t n = 0;
+
+	out->dra_used_bytes = t->dra_used;
+	if ((dp != NULL && dp->extended) || t->dra_own_extended) {
+		/* nvidia.com/gpu backed by DRA (KEP-5004): the claim is the demand, never also
+		 * the units */
+		rd->bytes = b;
+		rd->n_uses = 0;
+		rd->max_per_gpu_bytes = 0;
+		rd->n_parts = 0;
+		rd->shares = 0;
+		rd->pool = CAPACITY_POOL_ANY;
+	} else {
+		rd->bytes = sat_add(rd->bytes, b);
+	}
+	out->dra_bytes = b;
+	out->demand_bytes = rd->bytes;
+	if (t->n_dra_own == 0 && pending == 0 && t->n_dra_shared == 0 &&
+	    (dp == NULL || (dp->n_pending == 0 && dp->n_unknown == 0)))
+		return;
+	quantity_format(sat_add(t->dra_own, t->own_whole_bytes), own, sizeof(own));
+	quantity_format(sat_add(pending, dp ? dp->pending_whole_bytes : 0), most, sizeof(most));
+	if (t->n_dra_own > 0)
+		n += (size_t)snprintf(out->dra_note, sizeof(out->dra_note),
+		                      "DRA: %zu claim(s) allocated here, %s", t->n_dra_own, own);
+	if (t->n_dra_shared > 0 && n < sizeof(out->dra_note))
+		n += (size_t)snprintf(out->dra_note + n, sizeof(out->dra_note) - n,
+		                      "%s%zu claim(s) shared with pods already here, counted once",
+		                      n ? "; " : "DRA: ", t->n_dra_shared);
+	if (dp != NULL && (dp->n_pending > 0 || dp->n_unknown > 0) && n < sizeof(out->dra_note))
+		(void)snprintf(
+		    out->dra_note + n, sizeof(out->dra_note) - n,
+		    "%s%zu claim(s) not allocated yet, counted at the most they can take "
+		    "on %s: %s%s",
+		    n ? "; " : "DRA: ", dp->n_pending + dp->n_unknown,
+		    node->name ? node->name : "the node", most,
+		    dp->n_unknown > 0 ? " (a claim not read: every DRA GPU of the node)" : "");
+}
+
+/*
+ * Whole DRA devices: those other claims hold, and those the pod's own claims take (allocated,
+ * or the most its unallocated claims can get), leave the memory the threshold guards, as cards
+ * taken whole do (exclusive_whole). Refused when they are more than the node's DRA GPUs
+ * ("NoFreeCard"); a pod that takes whole devices only is then admitted ("ExclusiveCards": the
+ * scheduler gives a device to one claim). Returns 1 when decided here.
+ */
+static int dra_devices(const struct placement_node *node, const struct placement_pod *pod,
+                       const struct placement_policy *pol, const struct demand *rd,
+                       const struct tally *t, struct placement_result *out)
+{
+	const struct dra_pod *dp = pod->dra;
+	uint64_t own_n = sat_add(t->own_whole_n, dp ? dp->pending_whole_n : 0);
+	uint64_t own_b = sat_add(t->own_whole_bytes, dp ? dp->pending_whole_bytes : 0);
+	uint64_t units = node->cap->dra_gpus ? node->cap->dra_gpus : node->cap->gpu_count;
+	uint64_t taken = sat_add(t->dra_held_bytes, own_b);
+	struct policy_decision *dec = &out->decision;
+
+	if (t->dra_held_n == 0 && own_n == 0)
+		return 0;
+	out->held_gpus = sat_add(out->held_gpus, t->dra_held_n);
+	out->pool_bytes = out->pool_bytes > taken ? out->pool_bytes - taken : 0;
+	if (sat_add(t->dra_held_n, own_n) <= units && (rd->bytes == 0 || out->pool_bytes > 0)) {
+		if (rd->bytes > 0)
+			return 0; /* its shares and declarations: judged on what is left */
+		dec->verdict = POLICY_ALLOW;
+		dec->allowed = 1;
+		dec->reason = "ExclusiveCards";
+		return 1;
+	}
+	dec->reason = "NoFreeCard";
+	dec->verdict = pol->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY;
+	dec->allowed = pol->mode == POLICY_WARN;
+	if (!pol->verdict_only)
+		snprintf(
+		    dec->message, sizeof(dec->message),
+		    "placing %s on %s: DRA claims hold %llu whole GPU(s) and it takes %llu, of "
+		    "the node's %llu%s",
+		    pod->name ? pod->name : "(unnamed pod)",
+		    node->name ? node->name : "(unnamed node)", (unsigned long long)t->dra_held_n,
+		    (unsigned long long)own_n, (unsigned long long)units,
+		    out->pool_bytes == 0 ? ", leaving no GPU memory for what else it asks" : "");
+	return 1;
+}
+
 /* End the message with the pod's source on this node. */
 static void add_source(const struct placement_policy *pol, const struct demand *d,
                        struct placement_result *out)
@@ -379,12 +543,18 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	const struct capacity *cap = node->cap;
 
 	demand_resolve(pod->demand, cap, &rd);
-	out->demand_bytes = rd.bytes;
 	if (rd.n_parts > 0 && strcmp(rd.warning, pod->demand->warning) != 0)
 		snprintf(out->warning, sizeof(out->warning), "%s", rd.warning);
-	excl = pol->infer && pool_exclusive(cap, rd.pool);
+	/* A KEP-5004 pod's GPUs are its claim's devices: no card rule of its own. */
+	excl = pol->infer && pool_exclusive(cap, rd.pool) && !(pod->dra && pod->dra->extended);
 	memset(&t, 0, sizeof(t));
 	tally(node, pod, now_ms, !pol->verdict_only, excl, &t);
+	if (excl && t.dra_own_extended) { /* known from its claim only: count again without */
+		excl = 0;
+		memset(&t, 0, sizeof(t));
+		tally(node, pod, now_ms, !pol->verdict_only, excl, &t);
+	}
+	dra_demand(node, pod, &t, &rd, out);
 	out->used_bytes = t.used;
 	out->reserved_bytes = t.reserved;
 	out->n_settled = t.n_settled;
@@ -428,6 +598,8 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 		}
 	}
 
+	if (dra_devices(node, pod, pol, &rd, &t, out))
+		goto decided;
 	pool_note(cap, rd.pool, out);
 	struct policy_input in = {
 	    .pod = pod->name,
@@ -456,11 +628,32 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	}
 decided:
 	add_source(pol, &rd, out);
+	if (out->dra_note[0] != '\0' && !pol->verdict_only) {
+		size_t n = strlen(out->decision.message);
+		if (n > 0 && n + 2 < sizeof(out->decision.message))
+			snprintf(out->decision.message + n, sizeof(out->decision.message) - n,
+			         "; %s", out->dra_note);
+	}
 	if (out->decision.allowed && !pod->dry_run) {
 		out->reserve = 1;
 		out->reserve_bytes = rd.bytes;
 	}
 	return 0;
+}
+
+uint64_t placement_dra_bytes(const struct placement_node *node, uint64_t *counted_twice)
+{
+	uint64_t b = 0, twice = 0;
+
+	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++)
+		b = sat_add(b,
+		            sat_add(node->dra->claims[i].bytes, node->dra->claims[i].whole_bytes));
+	for (size_t i = 0; node->dra != NULL && i < node->n_pods; i++)
+		if (extended_claim_pod(node, node->pods[i].uid))
+			twice = sat_add(twice, placement_item_bytes(&node->pods[i], node->cap));
+	if (counted_twice != NULL)
+		*counted_twice = twice;
+	return b;
 }
 
 /* The pod's tier under p of an item with known attributes; -1: none. */
@@ -503,7 +696,8 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
 	memset(tier_bytes, 0, p->n_tiers * sizeof(*tier_bytes));
 	for (size_t i = 0; i < node->n_pods; i++) {
 		const struct placement_item *it = &node->pods[i];
-		if (same_pod(it, pod->key, pod->uid) || !capacity_pools_share(cap, it->pool, pool))
+		if (same_pod(it, pod->key, pod->uid) ||
+		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it->uid))
 			continue;
 		tier_add(p, it, placement_item_bytes(it, cap), tier_bytes);
 	}
@@ -513,6 +707,14 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
 		    (r->expires_ms != 0 && r->expires_ms <= now_ms) || visible(node, r))
 			continue;
 		tier_add(p, r, placement_item_bytes(r, cap), tier_bytes);
+	}
+	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++) {
+		const struct dra_claim_use *c = &node->dra->claims[i];
+		struct placement_item it = {.key = c->key}; /* its tier is unknown: every tier */
+
+		if (claim_has(c, pod->uid) && !claim_has_other(c, pod->uid))
+			continue;
+		tier_add(p, &it, c->bytes, tier_bytes);
 	}
 	return 0;
 }

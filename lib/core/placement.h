@@ -43,6 +43,21 @@
  *     beside any other consumer ("UndeclaredOnSharedCard"; warn mode allows it with the
  *     text), since it could take all of the card its neighbours use, and admitted alone
  *     ("SoleConsumer": it is counted whole, so the threshold keeps later pods off).
+ * DRA (dra.h; KEP-4381 structured parameters, KEP-5075 consumable capacity, KEP-5004): each
+ * claim allocated on the node (node->dra) counts once, what it holds there (a whole device's
+ * memory, or its consumedCapacity.memory), whoever shares it:
+ *   - a claim of the pod being placed (its uid is the claim's owner or in its reservedFor) and
+ *     of no other pod is the pod's own: it adds to the pod's demand; one other pods are also
+ *     reserved for is already on the node: it counts as used, the pod adds nothing for it;
+ *   - any other claim counts as used ("claim ns/name" in messages);
+ *   - a visible pod or a reservation whose uid a claim is reserved for is that claim's: a
+ *     reservation settles, and a pod in a KEP-5004 claim's reservedFor is not counted again
+ *     by its nvidia.com/gpu units;
+ *   - the pod's unallocated claims (pod->dra->pending_bytes: the most they can take on the
+ *     node) add to its demand, and the message says so;
+ *   - a pod with a KEP-5004 claim (pod->dra->extended, or its own claim is one) counts its
+ *     claims only, never its containers' nvidia.com/gpu units (per-GPU and infer rules are
+ *     its devices' then).
  * The pod's source (result.source) ends every message after "; ".
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
@@ -64,6 +79,8 @@
 
 struct demand;
 struct gpupolicy_labels;
+struct dra_node;
+struct dra_pod;
 
 /* A consumer of GPU memory on the node: a visible pod, or a reservation. Borrowed. */
 struct placement_item {
@@ -101,6 +118,7 @@ struct placement_node {
 	size_t n_pods;
 	const struct placement_item *reserved; /* pending reservations on the node */
 	size_t n_reserved;
+	const struct dra_node *dra; /* DRA claims allocated on the node (dra.h); NULL: none */
 };
 
 /* The pod being placed. */
@@ -108,8 +126,10 @@ struct placement_pod {
 	const char *name;            /* "namespace/name", for messages */
 	const char *key;             /* its reservation key ("namespace/name" or a unique key) */
 	const char *uid;             /* metadata.uid, or NULL */
-	const struct demand *demand; /* status DEMAND_OK */
+	const struct demand *demand; /* status DEMAND_OK (a pod with DRA claims only: bytes 0,
+	                                no uses, no parts: placement_dra_demand()) */
 	int dry_run;                 /* 1: decide, but reserve nothing */
+	const struct dra_pod *dra;   /* its claims not allocated yet (dra.h); NULL: none */
 };
 
 struct placement_policy {
@@ -141,6 +161,9 @@ struct placement_result {
 	char source[DEMAND_MSG_MAX];  /* demand_describe() of the pod on this node; "" when the
 	                                 pod has no inferred parts (strict mode) */
 	char warning[DEMAND_MSG_MAX]; /* two of its sources disagree (demand_resolve()) */
+	uint64_t dra_bytes;           /* of demand_bytes, what its DRA claims take on the node */
+	uint64_t dra_used_bytes;      /* of used_bytes, what other claims hold there */
+	char dra_note[DEMAND_MSG_MAX]; /* how its DRA claims were counted ("" when none) */
 };
 
 /*
@@ -169,6 +192,17 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
  * demand into a consumer. */
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares);
+
+/* A demand for a pod whose GPUs all come from DRA claims (it asks no GPU resource): DEMAND_OK,
+ * 0 bytes, no uses, pool CAPACITY_POOL_ANY; its claims count through placement_node.dra and
+ * placement_pod.dra. */
+void placement_dra_demand(struct demand *d);
+
+/* What node->dra's claims hold on the node (shares and whole devices, each claim once), and in
+ * *counted_twice the bytes of node->pods whose GPUs are a KEP-5004 claim's (the same memory,
+ * counted by the claim: a sum of the pods must leave it out). The per-node gauges' rule, the
+ * one placement_decide counts by. Saturating; 0 without node->dra. Pure. */
+uint64_t placement_dra_bytes(const struct placement_node *node, uint64_t *counted_twice);
 
 /* Bytes one consumer counts on a node of capacity cap (saturating). */
 uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap);

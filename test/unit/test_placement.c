@@ -181,9 +181,9 @@ static void test_table(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
 		struct demand d = demand_of(r->demand);
-		struct placement_node node = {"n1",      &one_gpu,    r->pods,
-		                              r->n_pods, r->reserved, r->n_reserved};
-		struct placement_pod pod = {"ns/p", "ns/p", "uid-p", &d, 0};
+		struct placement_node node = {"n1",        &one_gpu,      r->pods, r->n_pods,
+		                              r->reserved, r->n_reserved, NULL};
+		struct placement_pod pod = {"ns/p", "ns/p", "uid-p", &d, 0, NULL};
 		struct placement_result res;
 
 		print_message("case %zu: %s\n", i, r->what);
@@ -206,8 +206,8 @@ static void test_message_names_pods_and_reservations(void **state)
 	struct placement_item res_items[] = {
 	    {"team-b/coming", NULL, 10 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0}};
 	struct demand d = demand_of(8 * GI);
-	struct placement_node node = {"gpu-1", &one_gpu, pods, 2, res_items, 1};
-	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0};
+	struct placement_node node = {"gpu-1", &one_gpu, pods, 2, res_items, 1, NULL};
+	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0, NULL};
 	struct placement_result res;
 
 	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
@@ -231,7 +231,7 @@ static void test_message_names_pods_and_reservations(void **state)
 	assert_string_equal(q.decision.message, "");
 	/* ... also for never-fits and the warning level. */
 	struct demand huge = demand_of(37 * GI), warm = demand_of(1 * GI);
-	struct placement_node empty = {"gpu-1", &one_gpu, NULL, 0, NULL, 0};
+	struct placement_node empty = {"gpu-1", &one_gpu, NULL, 0, NULL, 0, NULL};
 	pod.demand = &huge;
 	assert_int_equal(placement_decide(&empty, &pod, &quiet, 0, &q), 0);
 	assert_int_equal(q.decision.verdict, POLICY_DENY_NEVER_FITS);
@@ -249,8 +249,8 @@ static void test_node_threshold_overrides_policy(void **state)
 	(void)state;
 	struct capacity cap = one_gpu;
 	struct demand d = demand_of(30 * GI);
-	struct placement_node node = {"n1", &cap, NULL, 0, NULL, 0};
-	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0};
+	struct placement_node node = {"n1", &cap, NULL, 0, NULL, 0, NULL};
+	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0, NULL};
 	struct placement_result res;
 
 	cap.has_threshold = 1;
@@ -267,8 +267,8 @@ static void test_warn_mode_and_dry_run(void **state)
 	struct placement_item pods[] = {
 	    {"a/x", NULL, 35 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0}};
 	struct demand d = demand_of(5 * GI);
-	struct placement_node node = {"n1", &one_gpu, pods, 1, NULL, 0};
-	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0};
+	struct placement_node node = {"n1", &one_gpu, pods, 1, NULL, 0, NULL};
+	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0, NULL};
 	struct placement_policy warn = {0.9, 0.8, POLICY_WARN, 0, 0};
 	struct placement_result res;
 
@@ -289,8 +289,8 @@ static void test_invalid_inputs(void **state)
 	struct demand d = demand_of(GI), bad = demand_of(GI);
 	struct capacity zero = {0};
 	struct placement_item keyless[] = {{NULL, NULL, GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0}};
-	struct placement_node node = {"n1", &one_gpu, NULL, 0, NULL, 0};
-	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0};
+	struct placement_node node = {"n1", &one_gpu, NULL, 0, NULL, 0, NULL};
+	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0, NULL};
 	struct placement_result res;
 
 	assert_int_equal(placement_decide(NULL, &pod, &enforce, 0, &res), -1);

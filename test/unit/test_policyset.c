@@ -86,9 +86,9 @@ static struct policyset_result decide(const struct run *r)
 	static struct policyset_result out;
 	struct demand d = demand_of(r->bytes);
 	d.pool = r->pool;
-	struct placement_node node = {
-	    "gpu-a", r->cap ? r->cap : &card, r->pods, r->n_pods, r->reserved, r->n_reserved};
-	struct placement_pod pod = {"ml/new", "ml/new", "uid-new", &d, 0};
+	struct placement_node node = {"gpu-a",     r->cap ? r->cap : &card, r->pods, r->n_pods,
+	                              r->reserved, r->n_reserved,           NULL};
+	struct placement_pod pod = {"ml/new", "ml/new", "uid-new", &d, 0, NULL};
 	struct policyset_input in = {
 	    .node = &node,
 	    .pod = &pod,

@@ -1,0 +1,494 @@
+/*
+ * dra: ResourceSlices, ResourceClaims and a pod's claims decoded; the counting rules. See
+ * dra.h for the contract.
+ */
+#include "dra.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "errbuf.h"
+#include "jsonpath.h"
+#include "quantity.h"
+#include "satmath.h"
+
+/* Copy s (may be NULL: "") into dst of cap bytes; -1 when it does not fit. */
+static int copy_str(char *dst, size_t cap, const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	if (n >= cap)
+		return -1;
+	memcpy(dst, s ? s : "", n + 1);
+	return 0;
+}
+
+/* An array field, or NULL when absent; -1 when present but not an array. */
+static int array_at(const cJSON *parent, const char *key, const cJSON **out)
+{
+	const cJSON *a =
+	    cJSON_IsObject(parent) ? cJSON_GetObjectItemCaseSensitive(parent, key) : NULL;
+
+	*out = NULL;
+	if (a == NULL || cJSON_IsNull(a))
+		return 0;
+	if (!cJSON_IsArray(a))
+		return -1;
+	*out = a;
+	return 0;
+}
+
+static int valid_driver(const char *s, size_t n)
+{
+	if (n == 0 || n >= DRA_DRIVER_MAX)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+		      s[i] == '.'))
+			return 0;
+	return 1;
+}
+
+int dra_drivers_add(struct dra_drivers *d, const char *list, char *err, size_t errlen)
+{
+	const char *p = list ? list : "";
+
+	for (;;) {
+		const char *end = strchr(p, ',');
+		size_t n = end ? (size_t)(end - p) : strlen(p);
+		int dup = 0;
+
+		if (!valid_driver(p, n)) {
+			errbuf_set(err, errlen,
+			           "--dra-driver \"%.*s\" is not a driver name (a DNS subdomain of "
+			           "at most 63 bytes, e.g. gpu.nvidia.com)",
+			           (int)(n > 80 ? 80 : n), p);
+			return -1;
+		}
+		for (size_t i = 0; i < d->n; i++)
+			dup |= strlen(d->name[i]) == n && memcmp(d->name[i], p, n) == 0;
+		if (!dup) {
+			if (d->n == DRA_MAX_DRIVERS) {
+				errbuf_set(err, errlen, "--dra-driver: more than %d drivers",
+				           DRA_MAX_DRIVERS);
+				return -1;
+			}
+			memcpy(d->name[d->n], p, n);
+			d->name[d->n++][n] = '\0';
+		}
+		if (end == NULL)
+			return 0;
+		p = end + 1;
+	}
+}
+
+int dra_driver_ours(const struct dra_drivers *d, const char *driver)
+{
+	if (driver == NULL)
+		return 0;
+	if (d == NULL || d->n == 0)
+		return strcmp(driver, DRA_DRIVER_DEFAULT) == 0;
+	for (size_t i = 0; i < d->n; i++)
+		if (strcmp(d->name[i], driver) == 0)
+			return 1;
+	return 0;
+}
+
+/* A quantity string in bytes; -1 with err naming what. */
+static int quantity_of(const cJSON *v, const char *what, uint64_t *out, char *err, size_t errlen)
+{
+	char why[128];
+
+	if (!cJSON_IsString(v) || quantity_parse_str(v->valuestring, out, why, sizeof(why)) != 0) {
+		errbuf_set(err, errlen, "%s is not a quantity%s%s", what,
+		           cJSON_IsString(v) ? ": " : " (not a string)",
+		           cJSON_IsString(v) ? why : "");
+		return -1;
+	}
+	return 0;
+}
+
+/* attributes.type (or "<driver>/type"): the device's kind, as the NVIDIA driver writes it. */
+static uint8_t device_type(const cJSON *attrs, const char *driver)
+{
+	char key[DRA_DRIVER_MAX + 8];
+	const char *t;
+
+	t = json_str(attrs, "type", "string", NULL);
+	if (t == NULL) {
+		snprintf(key, sizeof(key), "%s/type", driver);
+		t = json_str(attrs, key, "string", NULL);
+	}
+	if (t == NULL)
+		return DRA_TYPE_OTHER;
+	return strcmp(t, "gpu") == 0 ? DRA_TYPE_GPU : strcmp(t, "mig") == 0 ? DRA_TYPE_MIG : 0;
+}
+
+static int decode_device(const cJSON *dev, const char *driver, struct dra_device *out, char *err,
+                         size_t errlen)
+{
+	const char *name = json_str(dev, "name", NULL);
+	const cJSON *mem = json_at(dev, "capacity", DRA_CAPACITY_KEY, "value", NULL);
+	const cJSON *multi = json_at(dev, "allowMultipleAllocations", NULL);
+	const cJSON *counters = json_at(dev, "consumesCounters", NULL);
+	const cJSON *taints = json_at(dev, "taints", NULL);
+	char what[DRA_DEVICE_MAX + 48];
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(dev) || name == NULL || name[0] == '\0' ||
+	    copy_str(out->name, sizeof(out->name), name) != 0) {
+		errbuf_set(err, errlen, "a device without a name (or one over 63 bytes)");
+		return -1;
+	}
+	snprintf(what, sizeof(what), "device %s: capacity.memory.value", name);
+	if (mem != NULL && quantity_of(mem, what, &out->memory, err, errlen) != 0)
+		return -1;
+	out->type = device_type(json_at(dev, "attributes", NULL), driver);
+	out->multi = cJSON_IsTrue(multi);
+	out->counters = cJSON_IsArray(counters) && cJSON_GetArraySize(counters) > 0;
+	out->tainted = cJSON_IsArray(taints) && cJSON_GetArraySize(taints) > 0;
+	return 0;
+}
+
+int dra_slice_decode(const cJSON *obj, const struct dra_drivers *d, struct dra_slice *out,
+                     char *err, size_t errlen)
+{
+	const char *name = json_str(obj, "metadata", "name", NULL);
+	const char *driver = json_str(obj, "spec", "driver", NULL);
+	const cJSON *devs = NULL, *dev;
+	char why[DRA_MSG_MAX];
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(obj) || name == NULL || name[0] == '\0' ||
+	    copy_str(out->name, sizeof(out->name), name) != 0) {
+		errbuf_set(err, errlen, "ResourceSlice: no metadata.name (or one over 253 bytes)");
+		return DRA_EINVAL;
+	}
+	if (driver == NULL || copy_str(out->driver, sizeof(out->driver), driver) != 0 ||
+	    copy_str(out->pool, sizeof(out->pool), json_str(obj, "spec", "pool", "name", NULL)) !=
+	        0 ||
+	    copy_str(out->node, sizeof(out->node), json_str(obj, "spec", "nodeName", NULL)) != 0) {
+		errbuf_set(
+		    err, errlen,
+		    "ResourceSlice %s: spec.driver missing, or spec.driver, spec.pool.name or "
+		    "spec.nodeName too long",
+		    name);
+		return DRA_EINVAL;
+	}
+	out->ours = dra_driver_ours(d, driver);
+	if (!out->ours)
+		return 0;
+	if (array_at(json_at(obj, "spec", NULL), "devices", &devs) != 0 ||
+	    cJSON_GetArraySize(devs) > DRA_SLICE_DEVICES) {
+		errbuf_set(err, errlen,
+		           "ResourceSlice %s: spec.devices is not a list of at most %d devices",
+		           name, DRA_SLICE_DEVICES);
+		return DRA_EINVAL;
+	}
+	cJSON_ArrayForEach(dev, devs)
+	{
+		if (decode_device(dev, driver, &out->devices[out->n_devices], why, sizeof(why)) !=
+		    0) {
+			errbuf_set(err, errlen, "ResourceSlice %s: %s", name, why);
+			return DRA_EINVAL;
+		}
+		out->n_devices++;
+	}
+	return 0;
+}
+
+/* A positive count: an integral JSON number. */
+static int count_of(const cJSON *v, uint64_t *out)
+{
+	if (v == NULL) {
+		*out = 1; /* exactly.count defaults to 1 */
+		return 0;
+	}
+	if (!cJSON_IsNumber(v) || v->valuedouble < 1 || v->valuedouble > 1e9 ||
+	    v->valuedouble != (double)(uint64_t)v->valuedouble)
+		return -1;
+	*out = (uint64_t)v->valuedouble;
+	return 0;
+}
+
+/* One exactly- or subrequest: count, mode, memory share, into r (the larger of r and it). */
+static int decode_exact(const cJSON *ex, const char *claim, struct dra_request *r, char *err,
+                        size_t errlen)
+{
+	const char *mode = json_str(ex, "allocationMode", NULL);
+	const cJSON *share = json_at(ex, "capacity", "requests", DRA_CAPACITY_KEY, NULL);
+	char what[DRA_NAME_MAX + 96];
+	uint64_t count, bytes = 0;
+
+	if (count_of(json_at(ex, "count", NULL), &count) != 0) {
+		errbuf_set(err, errlen,
+		           "ResourceClaim %s: request %s: count is not a positive integer", claim,
+		           r->name);
+		return -1;
+	}
+	snprintf(what, sizeof(what), "ResourceClaim %s: request %s: capacity.requests.memory",
+	         claim, r->name);
+	if (share != NULL && quantity_of(share, what, &bytes, err, errlen) != 0)
+		return -1;
+	if (mode != NULL && strcmp(mode, "All") == 0)
+		r->all = 1;
+	if (count > r->count)
+		r->count = count;
+	/* Of several subrequests, a whole device is the most; else the largest share. */
+	if (r->n_seen++ == 0 || (r->share != 0 && (bytes == 0 || bytes > r->share)))
+		r->share = bytes;
+	return 0;
+}
+
+static int decode_requests(const cJSON *obj, const char *claim, struct dra_claim *out, char *err,
+                           size_t errlen)
+{
+	const cJSON *reqs = NULL, *rq;
+
+	if (array_at(json_at(obj, "spec", "devices", NULL), "requests", &reqs) != 0 ||
+	    cJSON_GetArraySize(reqs) > DRA_CLAIM_REQUESTS) {
+		errbuf_set(err, errlen,
+		           "ResourceClaim %s: spec.devices.requests is not a list of at most %d",
+		           claim, DRA_CLAIM_REQUESTS);
+		return -1;
+	}
+	cJSON_ArrayForEach(rq, reqs)
+	{
+		struct dra_request *r = &out->requests[out->n_requests];
+		const cJSON *ex = json_at(rq, "exactly", NULL), *subs = NULL, *s;
+
+		memset(r, 0, sizeof(*r));
+		if (copy_str(r->name, sizeof(r->name), json_str(rq, "name", NULL)) != 0) {
+			errbuf_set(err, errlen, "ResourceClaim %s: a request name over 63 bytes",
+			           claim);
+			return -1;
+		}
+		if (ex != NULL && decode_exact(ex, claim, r, err, errlen) != 0)
+			return -1;
+		if (array_at(rq, "firstAvailable", &subs) != 0 ||
+		    cJSON_GetArraySize(subs) > DRA_CLAIM_REQUESTS) {
+			errbuf_set(
+			    err, errlen,
+			    "ResourceClaim %s: request %s: firstAvailable is not a list of at "
+			    "most %d",
+			    claim, r->name, DRA_CLAIM_REQUESTS);
+			return -1;
+		}
+		cJSON_ArrayForEach(s,
+		                   subs) if (decode_exact(s, claim, r, err, errlen) != 0) return -1;
+		if (ex == NULL && subs == NULL)
+			r->count = 1;
+		out->n_requests++;
+	}
+	return 0;
+}
+
+static int decode_result(const cJSON *res, const char *claim, const struct dra_drivers *d,
+                         struct dra_claim *out, char *err, size_t errlen)
+{
+	struct dra_result *r = &out->results[out->n_results];
+	const char *driver = json_str(res, "driver", NULL);
+	const cJSON *consumed = json_at(res, "consumedCapacity", DRA_CAPACITY_KEY, NULL);
+	char what[DRA_NAME_MAX + 96];
+
+	memset(r, 0, sizeof(*r));
+	if (!cJSON_IsObject(res) || driver == NULL ||
+	    copy_str(r->driver, sizeof(r->driver), driver) != 0 ||
+	    copy_str(r->pool, sizeof(r->pool), json_str(res, "pool", NULL)) != 0 ||
+	    copy_str(r->device, sizeof(r->device), json_str(res, "device", NULL)) != 0 ||
+	    copy_str(r->request, sizeof(r->request), json_str(res, "request", NULL)) != 0 ||
+	    copy_str(r->share_id, sizeof(r->share_id), json_str(res, "shareID", NULL)) != 0) {
+		errbuf_set(err, errlen,
+		           "ResourceClaim %s: an allocation result without a driver, or with a "
+		           "driver, pool, device, request or shareID too long",
+		           claim);
+		return -1;
+	}
+	if (!dra_driver_ours(d, driver))
+		return 0; /* another driver's device (a NIC): not GPU memory */
+	snprintf(what, sizeof(what), "ResourceClaim %s: device %s: consumedCapacity.memory", claim,
+	         r->device);
+	if (consumed != NULL) {
+		if (quantity_of(consumed, what, &r->consumed, err, errlen) != 0)
+			return -1;
+		r->has_consumed = 1;
+	}
+	r->admin = cJSON_IsTrue(json_at(res, "adminAccess", NULL));
+	out->n_results++;
+	return 0;
+}
+
+static int decode_status(const cJSON *obj, const char *claim, const struct dra_drivers *d,
+                         struct dra_claim *out, char *err, size_t errlen)
+{
+	const cJSON *results = NULL, *res, *rsv = NULL, *ref;
+	const cJSON *alloc = json_at(obj, "status", "allocation", NULL);
+
+	out->allocated = cJSON_IsObject(alloc);
+	if (array_at(json_at(alloc, "devices", NULL), "results", &results) != 0 ||
+	    cJSON_GetArraySize(results) > DRA_CLAIM_RESULTS) {
+		errbuf_set(
+		    err, errlen,
+		    "ResourceClaim %s: status.allocation.devices.results is not a list of at "
+		    "most %d",
+		    claim, DRA_CLAIM_RESULTS);
+		return -1;
+	}
+	cJSON_ArrayForEach(res, results) if (decode_result(res, claim, d, out, err, errlen) !=
+	                                     0) return -1;
+	if (array_at(json_at(obj, "status", NULL), "reservedFor", &rsv) != 0 ||
+	    cJSON_GetArraySize(rsv) > DRA_CLAIM_RESERVED) {
+		errbuf_set(err, errlen,
+		           "ResourceClaim %s: status.reservedFor is not a list of at most %d",
+		           claim, DRA_CLAIM_RESERVED);
+		return -1;
+	}
+	cJSON_ArrayForEach(ref, rsv)
+	{
+		const char *res_name = json_str(ref, "resource", NULL);
+		const char *group = json_str(ref, "apiGroup", NULL);
+		const char *uid = json_str(ref, "uid", NULL);
+
+		if (res_name == NULL || strcmp(res_name, "pods") != 0 ||
+		    (group != NULL && group[0] != '\0'))
+			continue; /* not a pod: nothing this guard counts by */
+		if (uid == NULL || uid[0] == '\0' ||
+		    copy_str(out->reserved[out->n_reserved], DRA_UID_MAX, uid) != 0) {
+			errbuf_set(
+			    err, errlen,
+			    "ResourceClaim %s: a reservedFor pod without a uid (or one over 63 "
+			    "bytes)",
+			    claim);
+			return -1;
+		}
+		out->n_reserved++;
+	}
+	return 0;
+}
+
+/* The controller ownerReference's uid, "" when none. */
+static int decode_owner(const cJSON *obj, struct dra_claim *out)
+{
+	const cJSON *refs = NULL, *ref;
+
+	if (array_at(json_at(obj, "metadata", NULL), "ownerReferences", &refs) != 0)
+		return -1;
+	cJSON_ArrayForEach(
+	    ref, refs) if (cJSON_IsTrue(json_at(ref, "controller",
+	                                        NULL))) return copy_str(out->owner,
+	                                                                sizeof(out->owner),
+	                                                                json_str(ref, "uid", NULL));
+	return 0;
+}
+
+int dra_claim_decode(const cJSON *obj, const struct dra_drivers *d, struct dra_claim *out,
+                     char *err, size_t errlen)
+{
+	const char *name = json_str(obj, "metadata", "name", NULL);
+
+	memset(out, 0, sizeof(*out));
+	if (!cJSON_IsObject(obj) || name == NULL || name[0] == '\0' ||
+	    copy_str(out->name, sizeof(out->name), name) != 0) {
+		errbuf_set(err, errlen, "ResourceClaim: no metadata.name (or one over 253 bytes)");
+		return DRA_EINVAL;
+	}
+	if (copy_str(out->ns, sizeof(out->ns), json_str(obj, "metadata", "namespace", NULL)) != 0 ||
+	    copy_str(out->uid, sizeof(out->uid), json_str(obj, "metadata", "uid", NULL)) != 0 ||
+	    decode_owner(obj, out) != 0) {
+		errbuf_set(
+		    err, errlen,
+		    "ResourceClaim %s: metadata.namespace, uid or an owner's uid too long, or "
+		    "ownerReferences not a list",
+		    name);
+		return DRA_EINVAL;
+	}
+	out->extended = json_at(obj, "metadata", "annotations", DRA_ANN_EXTENDED, NULL) != NULL;
+	if (decode_requests(obj, name, out, err, errlen) != 0 ||
+	    decode_status(obj, name, d, out, err, errlen) != 0)
+		return DRA_EINVAL;
+	return 0;
+}
+
+static int add_ref(struct dra_pod_refs *out, const char *name, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < out->n; i++)
+		if (strcmp(out->names[i], name) == 0)
+			return 0;
+	if (out->n == DRA_POD_CLAIMS || copy_str(out->names[out->n], DRA_NAME_MAX, name) != 0) {
+		errbuf_set(err, errlen,
+		           "pod claims: more than %d, or a claim name over 253 bytes (%.64s)",
+		           DRA_POD_CLAIMS, name);
+		return -1;
+	}
+	out->n++;
+	return 0;
+}
+
+int dra_pod_refs(const cJSON *pod, struct dra_pod_refs *out, char *err, size_t errlen)
+{
+	const cJSON *claims = NULL, *statuses = NULL, *c, *s;
+	const char *ext =
+	    json_str(pod, "status", "extendedResourceClaimStatus", "resourceClaimName", NULL);
+
+	memset(out, 0, sizeof(*out));
+	if (array_at(json_at(pod, "spec", NULL), "resourceClaims", &claims) != 0 ||
+	    array_at(json_at(pod, "status", NULL), "resourceClaimStatuses", &statuses) != 0) {
+		errbuf_set(err, errlen,
+		           "spec.resourceClaims or status.resourceClaimStatuses is not a list");
+		return DRA_EINVAL;
+	}
+	cJSON_ArrayForEach(c, claims)
+	{
+		const char *direct = json_str(c, "resourceClaimName", NULL);
+		const char *local = json_str(c, "name", NULL);
+		const char *generated = NULL;
+
+		out->any = 1;
+		if (direct != NULL) {
+			if (add_ref(out, direct, err, errlen) != 0)
+				return DRA_EINVAL;
+			continue;
+		}
+		cJSON_ArrayForEach(s, statuses)
+		{
+			const char *n = json_str(s, "name", NULL);
+			if (n != NULL && local != NULL && strcmp(n, local) == 0)
+				generated = json_str(s, "resourceClaimName", NULL);
+		}
+		if (generated == NULL)
+			out->n_templates++;
+		else if (add_ref(out, generated, err, errlen) != 0)
+			return DRA_EINVAL;
+	}
+	if (ext != NULL && ext[0] != '\0') {
+		out->any = 1;
+		if (copy_str(out->extended, sizeof(out->extended), ext) != 0 ||
+		    add_ref(out, ext, err, errlen) != 0) {
+			errbuf_set(err, errlen,
+			           "status.extendedResourceClaimStatus: name too long");
+			return DRA_EINVAL;
+		}
+	}
+	return 0;
+}
+
+uint64_t dra_result_bytes(const struct dra_result *r, uint64_t device_memory)
+{
+	return r->has_consumed ? r->consumed : device_memory;
+}
+
+uint64_t dra_request_max_bytes(const struct dra_request *r, size_t n, const struct dra_gpus *g)
+{
+	uint64_t sum = 0;
+
+	if (g == NULL || g->n == 0)
+		return 0;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t k = r[i].all || r[i].count > g->n ? g->n : r[i].count;
+		uint64_t each = r[i].share && r[i].share < g->max_bytes ? r[i].share : g->max_bytes;
+
+		sum = sat_add(sum, sat_mul(k, each));
+	}
+	return sum < g->bytes ? sum : g->bytes;
+}

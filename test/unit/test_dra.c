@@ -1,0 +1,681 @@
+/*
+ * Unit tests for lib/core/dra (slices, claims and a pod's claims decoded, as the v1.37 API server
+ * serves them: test/data/dra/, written by hand from k8s.io/api resource/v1 types.go),
+ * lib/cluster/drastore (the node's view joined from slices and claims), capacity_add_dra and
+ * the placement core's DRA counting rules, as tables.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "capacity.h"
+#include "demand.h"
+#include "dra.h"
+#include "drastore.h"
+#include "fixture.h"
+#include "placement.h"
+
+#define MIB  (1024ull * 1024)
+#define GI   (1024ull * MIB)
+#define H100 (81559ull * MIB)
+
+static void slice_nvidia(void **state)
+{
+	(void)state;
+	cJSON *j = fixture_json("dra/slice-gpu-dra-0.json");
+	struct dra_slice *s = malloc(sizeof(*s));
+	char err[256];
+
+	assert_non_null(s);
+	assert_int_equal(dra_slice_decode(j, NULL, s, err, sizeof(err)), 0);
+	assert_true(s->ours);
+	assert_string_equal(s->node, "gpu-dra-0");
+	assert_string_equal(s->pool, "gpu-dra-0");
+	assert_int_equal(s->n_devices, 2);
+	assert_string_equal(s->devices[0].name, "gpu-0");
+	assert_int_equal(s->devices[0].memory, H100);
+	assert_int_equal(s->devices[0].type, DRA_TYPE_GPU);
+	assert_int_equal(s->devices[0].multi, 1);
+	assert_int_equal(s->devices[1].multi, 0);
+
+	/* another driver's slice: kept as a name, no devices */
+	struct dra_drivers other = {0};
+	assert_int_equal(dra_drivers_add(&other, "gpu.example.com", err, sizeof(err)), 0);
+	assert_int_equal(dra_slice_decode(j, &other, s, err, sizeof(err)), 0);
+	assert_false(s->ours);
+	assert_int_equal(s->n_devices, 0);
+	cJSON_Delete(j);
+	free(s);
+}
+
+static void slice_mig(void **state)
+{
+	(void)state;
+	cJSON *j = fixture_json("dra/slice-mig.json");
+	struct dra_slice *s = malloc(sizeof(*s));
+	char err[256];
+
+	assert_non_null(s);
+	assert_int_equal(dra_slice_decode(j, NULL, s, err, sizeof(err)), 0);
+	assert_int_equal(s->n_devices, 3);
+	assert_int_equal(s->devices[0].type, DRA_TYPE_MIG);
+	assert_int_equal(s->devices[0].memory, 9984 * MIB);
+	assert_int_equal(s->devices[1].type, DRA_TYPE_GPU); /* "gpu.nvidia.com/type" */
+	assert_int_equal(s->devices[2].counters, 1);        /* a partition: not capacity */
+	cJSON_Delete(j);
+	free(s);
+}
+
+static void slice_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json, *err;
+	} cases[] = {
+	    {"[]", "no metadata.name"},
+	    {"{'metadata':{'name':'s'},'spec':{}}", "spec.driver missing"},
+	    {"{'metadata':{'name':'s'},'spec':{'driver':'gpu.nvidia.com','devices':{}}}",
+	     "not a list"},
+	    {"{'metadata':{'name':'s'},'spec':{'driver':'gpu.nvidia.com','devices':[{}]}}",
+	     "without a name"},
+	    {"{'metadata':{'name':'s'},'spec':{'driver':'gpu.nvidia.com','devices':[{'name':'g',"
+	     "'capacity':{'memory':{'value':'80GB'}}}]}}",
+	     "device g: capacity.memory.value is not a quantity"},
+	    {"{'metadata':{'name':'s'},'spec':{'driver':'gpu.nvidia.com','devices':[{'name':'g',"
+	     "'capacity':{'memory':{'value':80}}}]}}",
+	     "not a string"},
+	};
+	struct dra_slice *s = malloc(sizeof(*s));
+
+	assert_non_null(s);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *j = fixture_quoted_json(cases[i].json);
+		char err[256] = "";
+		assert_int_equal(dra_slice_decode(j, NULL, s, err, sizeof(err)), DRA_EINVAL);
+		if (strstr(err, cases[i].err) == NULL)
+			fail_msg("case %zu: %s", i, err);
+		cJSON_Delete(j);
+	}
+	free(s);
+}
+
+static void claim_consumable(void **state)
+{
+	(void)state;
+	cJSON *j = fixture_json("dra/claim-consumable.json");
+	struct dra_claim *c = malloc(sizeof(*c));
+	char err[256];
+
+	assert_non_null(c);
+	assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), 0);
+	assert_string_equal(c->ns, "dra");
+	assert_string_equal(c->name, "share-19gi-3");
+	assert_true(c->allocated);
+	assert_int_equal(c->n_results, 1);
+	assert_string_equal(c->results[0].pool, "gpu-dra-0");
+	assert_string_equal(c->results[0].device, "gpu-0");
+	assert_string_equal(c->results[0].share_id, "5f0e1d2c-3b4a-4958-8776-655443322110");
+	assert_true(c->results[0].has_consumed);
+	assert_int_equal(c->results[0].consumed, 19 * GI);
+	assert_int_equal(dra_result_bytes(&c->results[0], H100), 19 * GI);
+	assert_int_equal(c->n_requests, 1);
+	assert_int_equal(c->requests[0].share, 19 * GI);
+	assert_int_equal(c->n_reserved, 1);
+	assert_false(c->extended);
+	cJSON_Delete(j);
+	free(c);
+}
+
+static void claim_shared_and_extended(void **state)
+{
+	(void)state;
+	cJSON *j = fixture_json("dra/claim-shared3.json");
+	struct dra_claim *c = malloc(sizeof(*c));
+	char err[256];
+
+	assert_non_null(c);
+	assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), 0);
+	assert_int_equal(c->n_reserved, 3);
+	assert_string_equal(c->reserved[2], "b0000000-0000-4000-8000-00000000000c");
+	assert_false(c->results[0].has_consumed);
+	assert_int_equal(dra_result_bytes(&c->results[0], H100), H100); /* a whole device */
+	cJSON_Delete(j);
+
+	j = fixture_json("dra/claim-extended.json");
+	assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), 0);
+	assert_true(c->extended);
+	assert_string_equal(c->owner, "e0000000-0000-4000-8000-000000000001");
+	cJSON_Delete(j);
+
+	j = fixture_json("dra/claim-pending.json");
+	assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), 0);
+	assert_false(c->allocated);
+	assert_int_equal(c->n_requests, 2);
+	assert_int_equal(c->requests[0].count, 2);
+	assert_int_equal(c->requests[1].count, 1);
+	assert_int_equal(c->requests[1].share, 0); /* of its subrequests a whole device is most */
+	cJSON_Delete(j);
+	free(c);
+}
+
+static void claim_errors(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *json, *err;
+	} cases[] = {
+	    {"{'metadata':{}}", "no metadata.name"},
+	    {"{'metadata':{'name':'c'},'spec':{'devices':{'requests':[{'name':'r','exactly':"
+	     "{'count':0}}]}}}",
+	     "count is not a positive integer"},
+	    {"{'metadata':{'name':'c'},'spec':{'devices':{'requests':[{'name':'r','exactly':"
+	     "{'count':1.5}}]}}}",
+	     "count is not a positive integer"},
+	    {"{'metadata':{'name':'c'},'spec':{'devices':{'requests':[{'name':'r','exactly':"
+	     "{'capacity':{'requests':{'memory':'lots'}}}}]}}}",
+	     "capacity.requests.memory is not a quantity"},
+	    {"{'metadata':{'name':'c'},'status':{'allocation':{'devices':{'results':[{'driver':"
+	     "'gpu.nvidia.com','device':'gpu-0','consumedCapacity':{'memory':'-1Gi'}}]}}}}",
+	     "consumedCapacity.memory is not a quantity"},
+	    {"{'metadata':{'name':'c'},'status':{'allocation':{'devices':{'results':[{}]}}}}",
+	     "without a driver"},
+	    {"{'metadata':{'name':'c'},'status':{'reservedFor':[{'resource':'pods','name':'p'}]}}",
+	     "without a uid"},
+	    {"{'metadata':{'name':'c'},'status':{'reservedFor':{}}}", "reservedFor is not a list"},
+	};
+	struct dra_claim *c = malloc(sizeof(*c));
+
+	assert_non_null(c);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		cJSON *j = fixture_quoted_json(cases[i].json);
+		char err[256] = "";
+		assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), DRA_EINVAL);
+		if (strstr(err, cases[i].err) == NULL)
+			fail_msg("case %zu: %s", i, err);
+		cJSON_Delete(j);
+	}
+	/* a NIC's result is not GPU memory: skipped, not an error */
+	cJSON *j = fixture_quoted_json(
+	    "{'metadata':{'name':'c'},'status':{'allocation':{'devices':{'results':[{'driver':"
+	    "'nic.example.com','pool':'p','device':'eth1','request':'r'}]}}}}");
+	char err[256];
+	assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), 0);
+	assert_int_equal(c->n_results, 0);
+	cJSON_Delete(j);
+	free(c);
+}
+
+static void pod_refs(void **state)
+{
+	(void)state;
+	struct dra_pod_refs r;
+	char err[256];
+	cJSON *j = fixture_json("dra/pod-claims.json");
+
+	assert_int_equal(dra_pod_refs(j, &r, err, sizeof(err)), 0);
+	assert_true(r.any);
+	assert_int_equal(r.n, 2); /* the direct claim and the generated one */
+	assert_string_equal(r.names[0], "dra-pod-gpu-x7k2p");
+	assert_string_equal(r.names[1], "two-gpus");
+	assert_int_equal(r.n_templates, 1); /* "later": not generated yet */
+	cJSON_Delete(j);
+
+	j = fixture_json("dra/pod-extended.json");
+	assert_int_equal(dra_pod_refs(j, &r, err, sizeof(err)), 0);
+	assert_true(r.any);
+	assert_string_equal(r.extended, "ext-gpu-pod-extended-resources-8k2vd");
+	cJSON_Delete(j);
+
+	j = fixture_quoted_json("{'spec':{'containers':[]}}");
+	assert_int_equal(dra_pod_refs(j, &r, err, sizeof(err)), 0);
+	assert_false(r.any);
+	cJSON_Delete(j);
+}
+
+static void drivers(void **state)
+{
+	(void)state;
+	struct dra_drivers d = {0};
+	char err[256];
+
+	assert_true(dra_driver_ours(&d, "gpu.nvidia.com"));
+	assert_int_equal(dra_drivers_add(&d, "gpu.example.com,gpu.nvidia.com", err, sizeof(err)),
+	                 0);
+	assert_int_equal(dra_drivers_add(&d, "gpu.example.com", err, sizeof(err)), 0);
+	assert_int_equal(d.n, 2);
+	assert_true(dra_driver_ours(&d, "gpu.example.com"));
+	assert_false(dra_driver_ours(&d, "nic.example.com"));
+	assert_int_equal(dra_drivers_add(&d, "Bad_Name", err, sizeof(err)), -1);
+	assert_non_null(strstr(err, "Bad_Name"));
+	assert_int_equal(dra_drivers_add(&d, "a,,b", err, sizeof(err)), -1);
+}
+
+static void request_max(void **state)
+{
+	(void)state;
+	struct dra_gpus g = {.n = 2, .bytes = 2 * H100, .max_bytes = H100};
+	static const struct {
+		struct dra_request r;
+		uint64_t want;
+	} rows[] = {
+	    {{.count = 1}, H100},
+	    {{.count = 4}, 2 * H100},           /* at most the node's devices */
+	    {{.all = 1, .count = 1}, 2 * H100}, /* allocationMode All */
+	    {{.count = 1, .share = 19 * GI}, 19 * GI},
+	    {{.count = 2, .share = 200 * GI}, 2 * H100}, /* a share above a device: the device */
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		assert_int_equal(dra_request_max_bytes(&rows[i].r, 1, &g), rows[i].want);
+	struct dra_gpus none = {0};
+	assert_int_equal(dra_request_max_bytes(&rows[0].r, 1, &none), 0);
+}
+
+/* capacity_add_dra: the node's labels and annotations against its slices. */
+static void capacity_merge(void **state)
+{
+	(void)state;
+	struct demand_config dcfg = {0};
+	struct dra_gpus g = {.n = 2, .bytes = 2 * H100, .max_bytes = H100};
+	static const struct {
+		const char *node;
+		int rc;
+		uint64_t total, count;
+	} rows[] = {
+	    /* KEP-5004 node: no label, no allocatable: the slices alone */
+	    {"{'metadata':{'name':'n'}}", 0, 2 * H100, 2},
+	    /* GFD labels describing the same DRA cards, no device plugin: not added twice */
+	    {"{'metadata':{'name':'n','labels':{'nvidia.com/gpu.memory':'81559',"
+	     "'nvidia.com/gpu.count':'2'}}}",
+	     0, 2 * H100, 2},
+	    /* mixed: 4 device-plugin cards of 40Gi + 2 DRA cards */
+	    {"{'metadata':{'name':'n','labels':{'nvidia.com/gpu.memory':'40960',"
+	     "'nvidia.com/gpu.count':'4'}},'status':{'allocatable':{'nvidia.com/gpu':'4'}}}",
+	     0, 4 * 40 * GI + 2 * H100, 6},
+	    /* the memory annotation wins over the driver's figure */
+	    {"{'metadata':{'name':'n','annotations':{'gpu-memory-guard.io/gpu-memory':'80Gi'}}}", 0,
+	     2 * 80 * GI, 2},
+	    /* the count annotation: the operator's figure, slices unread */
+	    {"{'metadata':{'name':'n','annotations':{'gpu-memory-guard.io/gpu-memory':'80Gi',"
+	     "'gpu-memory-guard.io/gpu-count':'1'}}}",
+	     0, 80 * GI, 1},
+	    /* a malformed source stays an error */
+	    {"{'metadata':{'name':'n','labels':{'nvidia.com/gpu.memory':'lots'}}}",
+	     CAPACITY_EINVALID, 0, 0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		cJSON *j = fixture_quoted_json(rows[i].node);
+		struct capacity cap;
+		char err[512];
+		int rc = capacity_from_node(j, &dcfg, &cap, err, sizeof(err));
+
+		rc = capacity_add_dra(&cap, rc, &g, "n", err, sizeof(err));
+		if (rc != rows[i].rc)
+			fail_msg("row %zu: rc %d (%s)", i, rc, err);
+		if (rc == 0) {
+			assert_int_equal(cap.total_bytes, rows[i].total);
+			assert_int_equal(cap.gpu_count, rows[i].count);
+		}
+		cJSON_Delete(j);
+	}
+	/* DRA GPUs without memory: still unknown, and the message says what to set */
+	struct dra_gpus nomem = {.n = 1, .no_memory = 1};
+	cJSON *j = fixture_quoted_json("{'metadata':{'name':'n'}}");
+	struct capacity cap;
+	char err[512];
+	int rc = capacity_from_node(j, &dcfg, &cap, err, sizeof(err));
+	assert_int_equal(capacity_add_dra(&cap, rc, &nomem, "n", err, sizeof(err)),
+	                 CAPACITY_EUNKNOWN);
+	assert_non_null(strstr(err, "publish no capacity"));
+	cJSON_Delete(j);
+}
+
+/* The store: slices and claims joined into a node's view. */
+static struct dra_store *store_with(const char *const *files, size_t n)
+{
+	struct dra_store *s = dra_store_new(NULL);
+	char err[256];
+
+	assert_non_null(s);
+	for (size_t i = 0; i < n; i++) {
+		cJSON *j = fixture_json(files[i]);
+		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(j, "kind"));
+		int rc = strcmp(kind, "ResourceSlice") == 0
+		             ? dra_store_apply_slice(s, WATCH_ADDED, j, err, sizeof(err))
+		             : dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err));
+		assert_int_equal(rc, 0);
+		cJSON_Delete(j);
+	}
+	return s;
+}
+
+static void store_view(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/slice-mig.json",
+	                                    "dra/claim-consumable.json", "dra/claim-shared3.json",
+	                                    "dra/claim-pending.json"};
+	struct dra_store *s = store_with(files, 5);
+	struct dra_view *v;
+	struct dra_store_stats st;
+
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+	assert_int_equal(v->node.gpus.n, 2);
+	assert_int_equal(v->node.gpus.bytes, 2 * H100);
+	assert_int_equal(v->node.n_claims, 2);
+	assert_false(v->pod.any);
+	dra_view_free(v);
+
+	/* MIG node: the slice and the card, not the partition */
+	assert_int_equal(dra_store_view(s, "gpu-mig-0", NULL, NULL, NULL, &v), 0);
+	assert_int_equal(v->node.gpus.n, 2);
+	assert_int_equal(v->node.gpus.n_mig, 1);
+	assert_int_equal(v->node.gpus.bytes, 9984 * MIB + H100);
+	assert_int_equal(v->node.n_claims, 0);
+	dra_view_free(v);
+
+	/* the pod naming the unallocated claim: 2 whole + 1 whole, at most every card */
+	struct dra_pod_refs refs = {.any = 1, .n = 1};
+	strcpy(refs.names[0], "two-gpus");
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra", "u-1", &refs, &v), 0);
+	assert_true(v->pod.any);
+	assert_int_equal(v->pod.n_pending, 1);
+	assert_int_equal(v->pod.pending_whole_n, 2);
+	assert_int_equal(v->pod.pending_whole_bytes, 2 * H100);
+	assert_int_equal(v->pod.pending_bytes, 0);
+	dra_view_free(v);
+
+	/* deleted and resynced away */
+	dra_store_resync_begin(s, DRA_STORE_CLAIMS);
+	assert_int_equal(dra_store_resync_end(s, DRA_STORE_CLAIMS), 3);
+	dra_store_stats(s, &st);
+	assert_int_equal(st.claims, 0);
+	assert_int_equal(st.slices, 2);
+	assert_int_equal(st.devices, 4);
+	dra_store_absent(s, DRA_STORE_SLICES);
+	dra_store_stats(s, &st);
+	assert_int_equal(st.slices, 0);
+	assert_true(st.slices_absent);
+	dra_store_free(s);
+	dra_store_free(NULL);
+}
+
+/* ---- placement: the counting rules, as a table ---- */
+
+static const struct placement_policy enforce = {0.9, 0.8, POLICY_ENFORCE, 0, 0};
+
+static const char shared_pods[3][DRA_UID_MAX] = {"pa", "pb", "pc"};
+static const char one_pod[1][DRA_UID_MAX] = {"pa"};
+static const char me[1][DRA_UID_MAX] = {"me"};
+static const char me_and_pa[2][DRA_UID_MAX] = {"me", "pa"};
+
+struct row {
+	const char *what;
+	int cards; /* DRA GPUs of the node (H100 each) */
+	struct dra_claim_use claims[4];
+	size_t n_claims;
+	struct dra_pod pod;
+	uint64_t declared;   /* the pod's GPU_MEMORY_LIMIT (device-plugin) bytes; 0: DRA only */
+	uint64_t pods_bytes; /* a device-plugin pod "ns/dp" of uid "dp" already there */
+	int allowed;
+	uint64_t used, demand;
+	const char *reason;
+};
+
+static const char dp_pod[1][DRA_UID_MAX] = {"dp"};
+
+static void placement_rules(void **state)
+{
+	(void)state;
+	/* H100 devices by DRA (79.6Gi each); limit 90%: 71.7Gi of one. */
+	const struct row rows[] = {
+	    {"a whole device another pod's claim holds: a 10Gi device-plugin pod beside it refused",
+	     1,
+	     {{.key = "dra/a",
+	       .uid = "ca",
+	       .whole_n = 1,
+	       .whole_bytes = H100,
+	       .n_pods = 1,
+	       .pods = one_pod}},
+	     1,
+	     {0},
+	     10 * GI,
+	     0,
+	     0,
+	     0,
+	     10 * GI,
+	     "NoFreeCard"},
+	    {"a share claim of 3 pods counts once (40Gi, not 120Gi)",
+	     1,
+	     {{.key = "dra/s", .uid = "cs", .bytes = 40 * GI, .n_pods = 3, .pods = shared_pods}},
+	     1,
+	     {0},
+	     30 * GI,
+	     0,
+	     1,
+	     40 * GI,
+	     30 * GI,
+	     NULL},
+	    {"a whole-device claim of 3 pods holds one device, not three",
+	     2,
+	     {{.key = "dra/s",
+	       .uid = "cs",
+	       .whole_n = 1,
+	       .whole_bytes = H100,
+	       .n_pods = 3,
+	       .pods = shared_pods}},
+	     1,
+	     {0},
+	     30 * GI,
+	     0,
+	     1,
+	     0,
+	     30 * GI,
+	     NULL},
+	    {"the pod's own allocated claim is its demand (19Gi share)",
+	     1,
+	     {{.key = "dra/mine", .uid = "cm", .bytes = 19 * GI, .n_pods = 1, .pods = me}},
+	     1,
+	     {.any = 1},
+	     0,
+	     0,
+	     1,
+	     0,
+	     19 * GI,
+	     NULL},
+	    {"consumable capacity: 3 x 19Gi there, the fourth 19Gi is over 90%",
+	     1,
+	     {{.key = "dra/s1", .uid = "c1", .bytes = 19 * GI, .n_pods = 1, .pods = one_pod},
+	      {.key = "dra/s2", .uid = "c2", .bytes = 19 * GI, .n_pods = 1, .pods = one_pod},
+	      {.key = "dra/s3", .uid = "c3", .bytes = 19 * GI, .n_pods = 1, .pods = one_pod},
+	      {.key = "dra/s4", .uid = "c4", .bytes = 19 * GI, .n_pods = 1, .pods = me}},
+	     4,
+	     {.any = 1},
+	     0,
+	     0,
+	     0,
+	     57 * GI,
+	     19 * GI,
+	     NULL},
+	    {"joining a share claim another pod holds adds nothing",
+	     1,
+	     {{.key = "dra/s", .uid = "cs", .bytes = 60 * GI, .n_pods = 2, .pods = me_and_pa}},
+	     1,
+	     {.any = 1},
+	     0,
+	     0,
+	     1,
+	     60 * GI,
+	     0,
+	     NULL},
+	    {"KEP-5004: its claim's device, never also nvidia.com/gpu units (70Gi declared)",
+	     1,
+	     {{.key = "dra/ext",
+	       .uid = "ce",
+	       .owner = "me",
+	       .whole_n = 1,
+	       .whole_bytes = H100,
+	       .extended = 1}},
+	     1,
+	     {.any = 1, .extended = 1},
+	     70 * GI,
+	     0,
+	     1,
+	     0,
+	     0,
+	     "ExclusiveCards"},
+	    {"a KEP-5004 pod already there counts by its claim only, not its 40Gi units",
+	     2,
+	     {{.key = "dra/ext",
+	       .uid = "ce",
+	       .whole_n = 1,
+	       .whole_bytes = H100,
+	       .extended = 1,
+	       .n_pods = 1,
+	       .pods = dp_pod}},
+	     1,
+	     {0},
+	     20 * GI,
+	     40 * GI,
+	     1,
+	     0,
+	     20 * GI,
+	     NULL},
+	    {"a whole-device claim not allocated: one of the free devices",
+	     1,
+	     {{.bytes = 0}},
+	     0,
+	     {.any = 1, .pending_whole_n = 1, .pending_whole_bytes = H100, .n_pending = 1},
+	     0,
+	     0,
+	     1,
+	     0,
+	     0,
+	     "ExclusiveCards"},
+	    {"a whole-device claim not allocated, the only device held: refused",
+	     1,
+	     {{.key = "dra/a",
+	       .uid = "ca",
+	       .whole_n = 1,
+	       .whole_bytes = H100,
+	       .n_pods = 1,
+	       .pods = one_pod}},
+	     1,
+	     {.any = 1, .pending_whole_n = 1, .pending_whole_bytes = H100, .n_pending = 1},
+	     0,
+	     0,
+	     0,
+	     0,
+	     0,
+	     "NoFreeCard"},
+	    {"a pending 19Gi share fits beside a 40Gi device-plugin pod",
+	     1,
+	     {{.bytes = 0}},
+	     0,
+	     {.any = 1, .pending_bytes = 19 * GI, .n_pending = 1},
+	     0,
+	     40 * GI,
+	     1,
+	     40 * GI,
+	     19 * GI,
+	     NULL},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct row *r = &rows[i];
+		struct capacity cap = {.per_gpu_bytes = H100,
+		                       .gpu_count = (uint64_t)r->cards,
+		                       .total_bytes = H100 * (uint64_t)r->cards,
+		                       .replicas = 1,
+		                       .piece_bytes = H100,
+		                       .dra_gpus = (uint64_t)r->cards,
+		                       .dra_bytes = H100 * (uint64_t)r->cards};
+		struct demand d;
+		struct placement_item dp = {.key = "ns/dp",
+		                            .uid = "dp",
+		                            .bytes = r->pods_bytes,
+		                            .pool = CAPACITY_POOL_WHOLE};
+		struct dra_node dn = {.n_claims = r->n_claims, .claims = r->claims};
+		struct placement_node node = {.name = "gpu-dra-0",
+		                              .cap = &cap,
+		                              .pods = &dp,
+		                              .n_pods = r->pods_bytes ? 1 : 0,
+		                              .dra = &dn};
+		struct placement_pod pod = {
+		    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &r->pod};
+		struct placement_result res;
+
+		placement_dra_demand(&d);
+		if (r->declared) { /* a device-plugin pod declaring r->declared on one GPU */
+			d.bytes = r->declared;
+			d.gpus = 1;
+			d.pool = CAPACITY_POOL_WHOLE;
+			d.n_uses = 1;
+			d.uses[0] = (struct demand_use){.bytes = r->declared, .gpus = 1};
+			strcpy(d.uses[0].container, "main");
+		}
+		assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+		if (res.decision.allowed != r->allowed || res.used_bytes != r->used ||
+		    res.demand_bytes != r->demand ||
+		    (r->reason != NULL && strcmp(res.decision.reason, r->reason) != 0))
+			fail_msg("row %zu (%s): allowed %d used %llu demand %llu %s: %s", i,
+			         r->what, res.decision.allowed, (unsigned long long)res.used_bytes,
+			         (unsigned long long)res.demand_bytes, res.decision.reason,
+			         res.decision.message);
+	}
+}
+
+/* A reservation whose pod a claim is now reserved for is settled, not counted twice; the
+ * refusal names the claim and says how a pending claim was counted. */
+static void placement_settle_and_words(void **state)
+{
+	(void)state;
+	struct capacity cap = {.per_gpu_bytes = H100,
+	                       .gpu_count = 1,
+	                       .total_bytes = H100,
+	                       .replicas = 1,
+	                       .piece_bytes = H100};
+	struct dra_claim_use c = {
+	    .key = "dra/a", .uid = "ca", .bytes = 40 * GI, .n_pods = 1, .pods = one_pod};
+	struct dra_node dn = {.n_claims = 1, .claims = &c};
+	struct placement_item resv = {.key = "dra/a-pod", .uid = "pa", .bytes = 40 * GI};
+	struct placement_node node = {
+	    .name = "gpu-dra-0", .cap = &cap, .reserved = &resv, .n_reserved = 1, .dra = &dn};
+	struct dra_pod dp = {.any = 1, .pending_bytes = 40 * GI, .n_pending = 1};
+	struct demand d;
+	struct placement_pod pod = {
+	    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &dp};
+	struct placement_result res;
+
+	placement_dra_demand(&d);
+	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+	assert_false(res.decision.allowed);
+	assert_int_equal(res.used_bytes, 40 * GI); /* the reservation settled by the claim */
+	assert_int_equal(res.n_settled, 1);
+	assert_non_null(strstr(res.decision.message, "claim dra/a"));
+	assert_non_null(strstr(res.decision.message, "not allocated yet"));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(slice_nvidia),
+	    cmocka_unit_test(slice_mig),
+	    cmocka_unit_test(slice_errors),
+	    cmocka_unit_test(claim_consumable),
+	    cmocka_unit_test(claim_shared_and_extended),
+	    cmocka_unit_test(claim_errors),
+	    cmocka_unit_test(pod_refs),
+	    cmocka_unit_test(drivers),
+	    cmocka_unit_test(request_max),
+	    cmocka_unit_test(capacity_merge),
+	    cmocka_unit_test(store_view),
+	    cmocka_unit_test(placement_rules),
+	    cmocka_unit_test(placement_settle_and_words),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
