@@ -10,6 +10,7 @@
 #include "certgen.h"
 #include "config.h"
 #include "extender.h"
+#include "drastore.h"
 #include "informer.h"
 #include "kube.h"
 #include "kubeconfig.h"
@@ -144,6 +145,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct webhook *webhook = NULL;
 	struct extender *extender = NULL;
 	struct cache *cache = NULL;
+	struct dra_store *dra = NULL;
 	struct informer *informer = NULL;
 	struct shared *shared = NULL;
 	struct policies *policies = NULL;
@@ -180,7 +182,12 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 		    ((policies = policies_new()) == NULL ||
 		     metrics_add_collector(metrics, policies_collect, policies) != 0))
 			goto out;
+		/* DRA (resource.k8s.io/v1) is read by the watch cache only: with --cache off it
+		 * is not read (README, limitations). */
+		if ((dra = dra_store_new(&cfg->dra_drivers)) == NULL)
+			goto out;
 		struct informer_config icfg = {
+		    .dra = dra,
 		    .policies = policies,
 		    .threshold = cfg->threshold,
 		    .ledger = ledger,
@@ -225,6 +232,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	        cfg->api_timeout_ms > UINT64_MAX / 2 ? UINT64_MAX : 2 * cfg->api_timeout_ms,
 	    .grace_ms = cfg->reservation_grace_ms,
 	    .cache = cache,
+	    .dra = dra,
 	    .cache_fresh = informer_fresh_fn,
 	    .cache_connected = informer_connected_fn,
 	    .cache_progress_ms = informer_progress_ms,
@@ -252,6 +260,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
 	    .score = cfg->scheduler_spread ? EXTENDER_SPREAD : EXTENDER_BINPACK,
 	    .cache = cache,
+	    .dra = dra,
 	    .cache_fresh = informer_fresh_fn,
 	    .cache_ctx = informer,
 	    .reservations = shared ? extender_reservations_shared(shared)
@@ -306,6 +315,7 @@ out:
 	informer_free(informer);    /* stops its threads: no more ledger_forget, extender_forget */
 	extender_free(extender);
 	cache_free(cache);
+	dra_store_free(dra);
 	policies_free(policies); /* after the informer, whose thread filled it */
 	shared_free(shared);
 	kube_client_free(kube);

@@ -7,6 +7,8 @@
 #include "cache.h"
 #include "capacity.h"
 #include "demand.h"
+#include "dra.h"
+#include "drastore.h"
 #include "engine.h"
 #include "jsonpath.h"
 #include "kube.h"
@@ -49,6 +51,7 @@ struct webhook {
 	int (*cache_connected)(void *ctx, double now_s);
 	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
+	struct dra_store *dra; /* DRA slices and claims; NULL: DRA not read */
 	struct ledger *ledger;
 	struct shared *shared;     /* --reservations shared; NULL: the ledger reserves */
 	struct policies *policies; /* GPUMemoryPolicy objects; NULL: flags and annotations only */
@@ -353,6 +356,7 @@ struct placement {
 	const struct demand *demand;
 	const struct capacity *cap; /* API path; the cache path gives the core its own */
 	int dry_run;
+	const struct dra_view *dra; /* the node's DRA claims and the pod's (NULL: none) */
 };
 
 #define SELECT_MAX 64 /* policies applied to one node at most (the first, in name order) */
@@ -417,6 +421,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	    .uid = p->uid,
 	    .demand = p->demand,
 	    .dry_run = p->dry_run,
+	    .dra = p->dra ? &p->dra->pod : NULL,
 	};
 	size_t n = 0;
 	int rc, reserve = 0;
@@ -608,15 +613,23 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
  * node. Returns 1 when the placement is to be decided over the view, 0 when not (unknown node:
  * the API path; unknown capacity: denied). */
 static int cached_view_usable(const struct cache_node_view *v, const struct placement *p,
-                              struct outcome *o, int *decided)
+                              struct outcome *o, int *decided, struct capacity *cap)
 {
+	char err[CAPACITY_MSG_MAX];
+
 	if (!v->known)
 		return 0;
 	*decided = 1;
 	o->source = "cache";
-	if (v->capacity_rc != 0) {
+	/* The node's capacity with its DRA GPUs (capacity_add_dra) */
+	if (v->capacity_rc == 0)
+		*cap = *v->cap;
+	else
+		memset(cap, 0, sizeof(*cap));
+	snprintf(err, sizeof(err), "%s", v->capacity_error);
+	if (dra_view_capacity(p->dra, cap, v->capacity_rc, p->node, err, sizeof(err)) != 0) {
 		deny(o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
-		     p->pod_name, p->node, v->capacity_error);
+		     p->pod_name, p->node, err);
 		return 0;
 	}
 	return 1;
@@ -625,14 +638,16 @@ static int cached_view_usable(const struct cache_node_view *v, const struct plac
 static void shared_cached_view(void *ctx, const struct cache_node_view *v)
 {
 	struct shared_decision *d = ctx;
+	struct capacity cap;
 
-	if (!cached_view_usable(v, d->p, d->o, &d->decided))
+	if (!cached_view_usable(v, d->p, d->o, &d->decided, &cap))
 		return;
 	struct placement_node pn = {
 	    .name = d->p->node,
-	    .cap = v->cap,
+	    .cap = &cap,
 	    .pods = v->pods,
 	    .n_pods = v->n_pods,
+	    .dra = d->p->dra ? &d->p->dra->node : NULL,
 	};
 	const struct placement *given = d->p;
 	struct placement q = *given;
@@ -831,8 +846,11 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	if (visible_from_pods(w, items, &v) != 0)
 		goto nomem;
 	if (w->shared != NULL) {
-		struct placement_node vn = {
-		    .name = p->node, .cap = p->cap, .pods = v.items, .n_pods = v.n_items};
+		struct placement_node vn = {.name = p->node,
+		                            .cap = p->cap,
+		                            .pods = v.items,
+		                            .n_pods = v.n_items,
+		                            .dra = p->dra ? &p->dra->node : NULL};
 		place_shared(w, p, &vn, o);
 		goto out;
 	}
@@ -852,6 +870,7 @@ static void check_node(struct webhook *w, struct placement *p, struct outcome *o
 	    .n_pods = v.n_items,
 	    .reserved = r.items,
 	    .n_reserved = r.n,
+	    .dra = p->dra ? &p->dra->node : NULL,
 	};
 	apply_decision(w, ln, p, &pn, now, o);
 	goto out;
@@ -888,9 +907,13 @@ static int ledger_key(const struct admission_request *req, char *key, size_t cap
  * holds the pod's demand.
  */
 static int placement_precheck(struct webhook *w, const cJSON *pod, const char *pod_name,
-                              const char *node, struct demand *d, struct outcome *o)
+                              const char *node, struct demand *d, struct dra_pod_refs *refs,
+                              struct outcome *o)
 {
+	char err[DRA_MSG_MAX];
+
 	snprintf(o->node, sizeof(o->node), "%s", node);
+	memset(refs, 0, sizeof(*refs));
 	if (is_mirror_pod(pod)) {
 		allow(o, "MirrorPod", 0);
 		return 1;
@@ -900,6 +923,15 @@ static int placement_precheck(struct webhook *w, const cJSON *pod, const char *p
 		     d->error);
 		return 1;
 	}
+	if (w->dra != NULL && dra_pod_refs(pod, refs, err, sizeof(err)) != 0) {
+		deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name, err);
+		return 1;
+	}
+	if (d->status == DEMAND_NOT_GPU && refs->any) {
+		/* GPUs by DRA claims only: decided on the node (dra_not_gpu() if none is a GPU) */
+		placement_dra_demand(d);
+		return 0;
+	}
 	if (d->status == DEMAND_NOT_GPU) {
 		allow(o, "NotGPU", 0);
 		add_warning(o, d->warning);
@@ -908,13 +940,45 @@ static int placement_precheck(struct webhook *w, const cJSON *pod, const char *p
 	return 0;
 }
 
+/* The DRA view of node for pod uid of namespace ns (refs: the claims it names, or NULL), into
+ * *out (NULL without a DRA store). 0, or -1 when out of memory (o denied). */
+static int dra_view_for(struct webhook *w, const char *node, const char *ns, const char *uid,
+                        const struct dra_pod_refs *refs, const char *pod_name, struct outcome *o,
+                        struct dra_view **out)
+{
+	*out = NULL;
+	if (w->dra == NULL)
+		return 0;
+	if (dra_store_view(w->dra, node, ns, uid, refs, out) != 0) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     pod_name);
+		return -1;
+	}
+	return 0;
+}
+
+/* A pod that asks no GPU resource (placement_dra_demand: no GPU units) and none of whose claims
+ * holds or can get a GPU on the node: not a GPU placement (a NIC's claim). 1 when so (o
+ * allowed). */
+static int dra_not_gpu(const struct demand *d, const struct dra_view *v, struct outcome *o)
+{
+	if (d->gpus != 0 ||
+	    (v != NULL && (v->pod.n_here > 0 || v->pod.extended ||
+	                   (v->node.gpus.n > 0 && v->pod.n_pending + v->pod.n_unknown > 0))))
+		return 0;
+	allow(o, "NotGPU", 0);
+	return 1;
+}
+
 /* A GPU placement (demand d) on node: the heart of the webhook. */
 static void check_placement(struct webhook *w, const struct admission_request *req,
                             const char *pod_name, const char *node, const struct demand *d,
-                            const char *uid, const struct pod_attrs *a, struct outcome *o)
+                            const char *uid, const struct pod_attrs *a,
+                            const struct dra_pod_refs *refs, struct outcome *o)
 {
 	struct capacity cap;
 	struct labelset node_labels = {0};
+	struct dra_view *dv = NULL;
 	cJSON *node_obj = NULL;
 	long code = 0;
 	char err[ERR_MAX], key[KEY_MAX], call[ADMISSION_NAME_MAX + 32];
@@ -930,7 +994,11 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 		fail_closed(o, pod_name, call, rc ? rc : KUBE_EPARSE, rc ? err : "not a Node");
 		goto out;
 	}
-	if (capacity_from_node(node_obj, &w->dcfg, &cap, err, sizeof(err)) != 0) {
+	if (dra_view_for(w, node, req->namespace_, uid, refs, pod_name, o, &dv) != 0 ||
+	    dra_not_gpu(d, dv, o))
+		goto out;
+	rc = capacity_from_node(node_obj, &w->dcfg, &cap, err, sizeof(err));
+	if (dra_view_capacity(dv, &cap, rc, node, err, sizeof(err)) != 0) {
 		deny(o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
 		     pod_name, node, err);
 		goto out;
@@ -955,10 +1023,12 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	    .demand = d,
 	    .cap = &cap,
 	    .dry_run = req->dry_run,
+	    .dra = dv,
 	};
 	check_node(w, &p, o);
 	add_warning(o, d->warning);
 out:
+	dra_view_free(dv);
 	labelset_clear(&node_labels);
 	cJSON_Delete(node_obj);
 }
@@ -993,8 +1063,9 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 	struct reserved r = {0};
 	const char **keys = NULL;
 	uint64_t now = decision_now(c->w, 1);
+	struct capacity cap;
 
-	if (!cached_view_usable(v, c->p, c->o, &c->decided))
+	if (!cached_view_usable(v, c->p, c->o, &c->decided, &cap))
 		return;
 	/* Reservations whose pods (same name and uid) the cache now shows on the node are
 	 * settled. */
@@ -1009,11 +1080,12 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 		goto nomem;
 	struct placement_node pn = {
 	    .name = c->p->node,
-	    .cap = v->cap,
+	    .cap = &cap,
 	    .pods = v->pods,
 	    .n_pods = v->n_pods,
 	    .reserved = r.items,
 	    .n_reserved = r.n,
+	    .dra = c->p->dra ? &c->p->dra->node : NULL,
 	};
 	struct placement q = *c->p;
 	q.node_labels = v->labels;
@@ -1034,12 +1106,13 @@ out:
  */
 static int place_cached(struct webhook *w, const struct admission_request *req,
                         const char *pod_name, const char *node, const struct demand *d,
-                        const char *uid, const struct pod_attrs *a, int may_block,
-                        struct outcome *o)
+                        const char *uid, const struct pod_attrs *a, const struct dra_pod_refs *refs,
+                        int may_block, struct outcome *o)
 {
 	char key[KEY_MAX];
-	int busy = 0;
+	int busy = 0, decided;
 	struct ledger_node *ln;
+	struct dra_view *dv = NULL;
 
 	if (!(o->api_failed ? cache_usable(w) : cache_connected(w)))
 		return 0;
@@ -1060,12 +1133,19 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	    .demand = d,
 	    .dry_run = req->dry_run,
 	};
+	if (dra_view_for(w, node, req->namespace_, uid, refs, pod_name, o, &dv) != 0 ||
+	    dra_not_gpu(d, dv, o)) {
+		dra_view_free(dv);
+		return 1;
+	}
+	p.dra = dv;
 	if (w->shared != NULL) {
 		/* No node lock here: shared_place batches this process's placements on a node
 		 * into one record write (group commit). */
-		int decided = place_shared(w, &p, NULL, o);
+		decided = place_shared(w, &p, NULL, o);
 		if (decided)
 			add_warning(o, d->warning);
+		dra_view_free(dv);
 		return decided;
 	}
 	double t = webhook_now();
@@ -1075,11 +1155,14 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 		/* On a server thread: never wait for a node a worker holds across API calls
 		 * (the API path); a worker will decide it instead. */
 		ln = ledger_trylock(w->ledger, node, &busy);
-		if (busy)
+		if (busy) {
+			dra_view_free(dv);
 			return 0;
+		}
 	}
 	o->waited += webhook_now() - t;
 	if (ln == NULL) {
+		dra_view_free(dv);
 		deny_untracked(o, pod_name, node);
 		return 1;
 	}
@@ -1088,6 +1171,7 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	ledger_unlock(ln);
 	if (c.decided)
 		add_warning(o, d->warning);
+	dra_view_free(dv);
 	return c.decided;
 }
 
@@ -1123,9 +1207,21 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 		return 1;
 	}
 	if (cp.demand.status == DEMAND_NOT_GPU) {
-		allow(o, "NotGPU", 0);
-		add_warning(o, cp.demand.warning);
-		return 1;
+		/* The cache keeps no pod's claim list: the DRA store says whether claims of this
+		 * pod (owned by it, or reserved for it by the scheduler) hold GPUs on the node;
+		 * none seen: not a GPU placement (dra_not_gpu()). */
+		struct dra_view *dv = NULL;
+		if (dra_view_for(w, req->binding_node, req->namespace_, cp.uid, NULL, pod_name, o,
+		                 &dv) != 0)
+			return 1;
+		int dra = dv != NULL && dv->pod.any;
+		dra_view_free(dv);
+		if (!dra) {
+			allow(o, "NotGPU", 0);
+			add_warning(o, cp.demand.warning);
+			return 1;
+		}
+		placement_dra_demand(&cp.demand);
 	}
 	char pc[GPUPOLICY_NAME_MAX] = "";
 	struct labelset labels = {0};
@@ -1138,8 +1234,8 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 		return 0;
 	}
 	struct pod_attrs a = {req->namespace_, pc, labels.l.n ? &labels.l : NULL};
-	int decided =
-	    place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, &a, may_block, o);
+	int decided = place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, &a,
+	                           NULL, may_block, o);
 	labelset_clear(&labels);
 	return decided;
 }
@@ -1184,6 +1280,7 @@ static void check_binding(struct webhook *w, const struct admission_request *req
                           const char *pod_name, struct outcome *o)
 {
 	struct demand d;
+	struct dra_pod_refs *refs = malloc(sizeof(*refs)); /* 8 KiB */
 	struct labelset labels = {0};
 	cJSON *pod = NULL;
 	long code = 0;
@@ -1191,8 +1288,15 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 
 	o->source = "api";
 	snprintf(call, sizeof(call), "GET pod %s", pod_name);
-	if (over_budget(w, o, pod_name, call))
+	if (refs == NULL) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     pod_name);
 		return;
+	}
+	if (over_budget(w, o, pod_name, call)) {
+		free(refs);
+		return;
+	}
 	double t = webhook_now();
 	int rc =
 	    w->src.get_pod(w->src.ctx, req->namespace_, req->name, &pod, &code, err, sizeof(err));
@@ -1204,7 +1308,7 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	}
 	if (binding_refused_by_storage(pod, o))
 		goto out;
-	if (placement_precheck(w, pod, pod_name, req->binding_node, &d, o))
+	if (placement_precheck(w, pod, pod_name, req->binding_node, &d, refs, o))
 		goto out;
 	if (w->policies != NULL && /* tier membership; no tiers with --policies off */
 	    labelset_copy(&labels, json_at(pod, "metadata", "labels", NULL)) != 0) {
@@ -1215,10 +1319,11 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 	struct pod_attrs a = {req->namespace_, json_str(pod, "spec", "priorityClassName", NULL),
 	                      labels.l.n ? &labels.l : NULL};
 	if (!place_cached(w, req, pod_name, req->binding_node, &d,
-	                  json_str(pod, "metadata", "uid", NULL), &a, 1, o))
+	                  json_str(pod, "metadata", "uid", NULL), &a, refs, 1, o))
 		check_placement(w, req, pod_name, req->binding_node, &d,
-		                json_str(pod, "metadata", "uid", NULL), &a, o);
+		                json_str(pod, "metadata", "uid", NULL), &a, refs, o);
 out:
+	free(refs);
 	labelset_clear(&labels);
 	cJSON_Delete(pod);
 }
@@ -1233,9 +1338,10 @@ struct webhook_review_ctx {
 	const char *node; /* pod CREATE with nodeName: the node (in review); NULL for a binding */
 	struct demand d;  /* ... and the pod's demand */
 	const char *uid;  /* ... and its metadata.uid (in review), or NULL */
-	struct labelset labels; /* ... and its labels */
-	struct pod_attrs attrs; /* ... its GPUMemoryPolicy tier attributes (in review, labels) */
-	double busy;            /* seconds inside prepare and finish (o.waited of them blocked) */
+	struct labelset labels;   /* ... and its labels */
+	struct pod_attrs attrs;   /* ... its GPUMemoryPolicy tier attributes (in review, labels) */
+	struct dra_pod_refs refs; /* ... and the DRA claims it names */
+	double busy;              /* seconds inside prepare and finish (o.waited of them blocked) */
 	char pod_name[2 * ADMISSION_NAME_MAX + 2];
 };
 
@@ -1253,8 +1359,10 @@ static void decide_placement(struct webhook_review_ctx *x)
 	if (req->target == ADMISSION_BINDING) {
 		if (!binding_cached(w, req, x->pod_name, 1, o))
 			check_binding(w, req, x->pod_name, o);
-	} else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, 1, o)) {
-		check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, o);
+	} else if (!place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, &x->refs,
+	                         1, o)) {
+		check_placement(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, &x->refs,
+		                o);
 	}
 	if (o->allowed || o->reason == NULL || strcmp(o->reason, "APIServerUnavailable") != 0 ||
 	    !cache_usable(w))
@@ -1262,10 +1370,10 @@ static void decide_placement(struct webhook_review_ctx *x)
 	struct outcome api = *o; /* the refusal, if the cache cannot decide either */
 	o->api_failed = 1;
 	o->n_warnings = 0;
-	int decided =
-	    req->target == ADMISSION_BINDING
-	        ? binding_cached(w, req, x->pod_name, 1, o)
-	        : place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs, 1, o);
+	int decided = req->target == ADMISSION_BINDING
+	                  ? binding_cached(w, req, x->pod_name, 1, o)
+	                  : place_cached(w, req, x->pod_name, x->node, &x->d, x->uid, &x->attrs,
+	                                 &x->refs, 1, o);
 	if (!decided) {
 		double waited = o->waited;
 		*o = api;
@@ -1311,7 +1419,7 @@ static int classify(struct webhook_review_ctx *x)
 	}
 	x->node = node;
 	x->uid = json_str(req->object, "metadata", "uid", NULL);
-	if (placement_precheck(w, req->object, x->pod_name, node, &x->d, o))
+	if (placement_precheck(w, req->object, x->pod_name, node, &x->d, &x->refs, o))
 		return 1;
 	if (w->policies != NULL && /* tier membership; no tiers with --policies off */
 	    labelset_copy(&x->labels, json_at(req->object, "metadata", "labels", NULL)) != 0) {
@@ -1323,7 +1431,7 @@ static int classify(struct webhook_review_ctx *x)
 	x->attrs.priority_class = json_str(req->object, "spec", "priorityClassName", NULL);
 	x->attrs.labels = x->labels.l.n ? &x->labels.l : NULL;
 	/* With a fresh watch cache the placement is decided here, on the server's thread. */
-	return place_cached(w, req, x->pod_name, node, &x->d, x->uid, &x->attrs, 0, o);
+	return place_cached(w, req, x->pod_name, node, &x->d, x->uid, &x->attrs, &x->refs, 0, o);
 }
 
 static const char *kind_name(enum admission_target t)
@@ -1554,6 +1662,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->grace_ms = cfg->grace_ms ? cfg->grace_ms : WEBHOOK_GRACE_MS_DEFAULT;
 	w->src = *src;
 	w->cache = cfg->cache;
+	w->dra = cfg->dra;
 	w->cache_fresh = cfg->cache_fresh;
 	w->cache_connected = cfg->cache_connected;
 	w->cache_progress_ms = cfg->cache_progress_ms;

@@ -64,6 +64,7 @@
 
 struct cJSON;
 struct cache;
+struct dra_store;
 struct kube_client;
 struct ledger;
 struct metrics;
@@ -151,6 +152,11 @@ struct webhook_config {
 	 * other placement takes the API server path of webhook_finish(). */
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	/* The DRA store (drastore.h), or NULL, borrowed: every placement, on the cache path and
+	 * on the API path alike, reads the node's DRA GPUs and claims and the pod's claims from
+	 * it (placement.h, "DRA"); a pod whose GPUs come only from DRA claims (no GPU resource)
+	 * is a GPU placement when it has claims with GPU devices on the node. */
+	struct dra_store *dra;
 	/* 1 while the cache's watches are open and healthy: only then does the cache decide
 	 * alone. While cache_fresh but not connected (a watch broken for less than the staleness
 	 * bound), a placement asks the API server first and is decided from the cache only when

@@ -6,6 +6,7 @@
 #include "policies.h"
 
 #include "cache.h"
+#include "drastore.h"
 #include "kube.h"
 #include "ledger.h"
 #include "log.h"
@@ -29,8 +30,10 @@ struct informer;
 struct kind {
 	struct informer *inf;
 	enum cache_kind which;
-	int policies;         /* 1: GPUMemoryPolicy objects into cfg.policies (which unused) */
-	const char *resource; /* "pods" / "nodes" */
+	int policies;              /* 1: GPUMemoryPolicy objects into cfg.policies (which unused) */
+	int dra;                   /* 1: ResourceSlices, 2: ResourceClaims into cfg.dra */
+	int absent, absent_logged; /* DRA: the API group is not served (404) */
+	const char *resource;      /* "pods" / "nodes" */
 	pthread_t thread;
 	int started;
 	/* Under inf->mu: */
@@ -54,7 +57,8 @@ struct informer {
 	pthread_cond_t wake; /* stop */
 	_Atomic int stop;    /* set by informer_free, read by the threads and their transfers */
 	struct kind pods, nodes;
-	struct kind pols; /* GPUMemoryPolicy objects, when cfg.policies */
+	struct kind pols;           /* GPUMemoryPolicy objects, when cfg.policies */
+	struct kind slices, claims; /* DRA, when cfg.dra */
 };
 
 static void set_error(struct kind *k, const char *what, int rc, const char *err)
@@ -109,6 +113,24 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 	if (k->policies) {
 		rc = policies_apply(k->inf->cfg.policies, type, obj);
 		rc = rc == POLICIES_EFULL ? CACHE_EFULL : rc == POLICIES_ENOMEM ? CACHE_ENOMEM : rc;
+	} else if (k->dra) {
+		char err[DRA_MSG_MAX] = "";
+		rc = k->dra == 1
+		         ? dra_store_apply_slice(k->inf->cfg.dra, type, obj, err, sizeof(err))
+		         : dra_store_apply_claim(k->inf->cfg.dra, type, obj, err, sizeof(err));
+		if (rc == DRA_STORE_EINVAL) {
+			/* An object the decoder refuses (err says which field) would come back on
+			 * every relist: logged and skipped (its previous version, if any, stays).
+			 */
+			if (type != WATCH_DELETED)
+				log_fields(LOG_WARN, "cache: DRA object not read",
+				           (struct log_field[]){LOG_STR("resource", k->resource),
+				                                LOG_STR("error", err), LOG_END});
+			return 0;
+		}
+		rc = rc == DRA_STORE_EFULL    ? CACHE_EFULL
+		     : rc == DRA_STORE_ENOMEM ? CACHE_ENOMEM
+		                              : rc;
 	} else {
 		rc = k->which == CACHE_PODS ? cache_apply_pod(k->inf->cache, type, obj)
 		                            : cache_apply_node(k->inf->cache, type, obj);
@@ -186,6 +208,9 @@ static int relist(struct kind *k)
 	pthread_mutex_unlock(&k->inf->mu);
 	if (k->policies)
 		policies_resync_begin(k->inf->cfg.policies);
+	else if (k->dra)
+		dra_store_resync_begin(k->inf->cfg.dra,
+		                       k->dra == 1 ? DRA_STORE_SLICES : DRA_STORE_CLAIMS);
 	else
 		cache_resync_begin(k->inf->cache, k->which);
 	/* Until the stop flag: SIGTERM must not wait up to --api-timeout for a slow page. */
@@ -201,18 +226,44 @@ static int relist(struct kind *k)
 		pthread_mutex_unlock(&k->inf->mu);
 		return rc;
 	}
+	if (rc == KUBE_ENOTFOUND && k->dra) {
+		/* resource.k8s.io/v1 is not served (a cluster before 1.34, or DRA off): nothing
+		 * to count. Logged once; the LIST is tried again, slowly and quietly (run()). */
+		dra_store_absent(k->inf->cfg.dra,
+		                 k->dra == 1 ? DRA_STORE_SLICES : DRA_STORE_CLAIMS);
+		pthread_mutex_lock(&k->inf->mu);
+		k->synced = 1;
+		k->absent = 1;
+		snprintf(k->last_error, sizeof(k->last_error),
+		         "LIST %s: not served (404): DRA not read", k->resource);
+		int logged = k->absent_logged;
+		k->absent_logged = 1;
+		pthread_mutex_unlock(&k->inf->mu);
+		if (!logged)
+			log_fields(LOG_INFO, "cache: DRA API not served, DRA allocations not read",
+			           (struct log_field[]){LOG_STR("resource", k->resource), LOG_END});
+		return rc;
+	}
 	if (rc != 0) {
 		if (rc != KUBE_ESTOP || !k->inf->stop)
 			set_error(k, "LIST", rc, err);
 		return rc;
 	}
 	size_t removed = 0;
+	if (k->dra) {
+		pthread_mutex_lock(&k->inf->mu);
+		k->absent = 0;
+		pthread_mutex_unlock(&k->inf->mu);
+	}
 	if (k->policies) {
 		pthread_mutex_lock(&k->inf->mu);
 		int complete = !k->list_failed; /* apply() stored every listed object */
 		pthread_mutex_unlock(&k->inf->mu);
 		policies_resync_end(k->inf->cfg.policies, complete);
-	} else
+	} else if (k->dra)
+		removed = dra_store_resync_end(k->inf->cfg.dra,
+		                               k->dra == 1 ? DRA_STORE_SLICES : DRA_STORE_CLAIMS);
+	else
 		removed = cache_resync_end(k->inf->cache, k->which);
 	pthread_mutex_lock(&k->inf->mu);
 	if (k->synced)
@@ -292,6 +343,11 @@ static void *run(void *arg)
 
 	while (!k->inf->stop) {
 		if (relist(k) != 0) {
+			if (k->absent) { /* not served: look again later, without a warning */
+				if (nap(k->inf, INFORMER_DRA_ABSENT_RETRY_S * 1000u))
+					break;
+				continue;
+			}
 			if (backoff(k, fails++))
 				break;
 			continue;
@@ -336,6 +392,12 @@ struct informer *informer_new(struct kube_client *kc, struct cache *cache,
 	kind_init(inf, &inf->pols, CACHE_NODES, INFORMER_POLICIES_RESOURCE);
 	inf->pols.policies = 1;
 	inf->pols.seed ^= 0x9e3779b9u;
+	kind_init(inf, &inf->slices, CACHE_NODES, INFORMER_SLICES_RESOURCE);
+	inf->slices.dra = 1;
+	inf->slices.seed ^= 0x85ebca6bu;
+	kind_init(inf, &inf->claims, CACHE_NODES, INFORMER_CLAIMS_RESOURCE);
+	inf->claims.dra = 2;
+	inf->claims.seed ^= 0xc2b2ae35u;
 	return inf;
 }
 
@@ -351,6 +413,14 @@ int informer_start(struct informer *inf)
 		if (pthread_create(&inf->pols.thread, NULL, run, &inf->pols) != 0)
 			return -1;
 		inf->pols.started = 1;
+	}
+	if (inf->cfg.dra != NULL) {
+		if (pthread_create(&inf->slices.thread, NULL, run, &inf->slices) != 0)
+			return -1;
+		inf->slices.started = 1;
+		if (pthread_create(&inf->claims.thread, NULL, run, &inf->claims) != 0)
+			return -1;
+		inf->claims.started = 1;
 	}
 	return 0;
 }
@@ -369,6 +439,10 @@ void informer_free(struct informer *inf)
 		pthread_join(inf->nodes.thread, NULL);
 	if (inf->pols.started)
 		pthread_join(inf->pols.thread, NULL);
+	if (inf->slices.started)
+		pthread_join(inf->slices.thread, NULL);
+	if (inf->claims.started)
+		pthread_join(inf->claims.thread, NULL);
 	pthread_cond_destroy(&inf->wake);
 	pthread_mutex_destroy(&inf->mu);
 	free(inf);
@@ -452,6 +526,10 @@ void informer_status(struct informer *inf, struct informer_status *out)
 	kind_status(inf, &inf->pods, now, &out->pods);
 	kind_status(inf, &inf->nodes, now, &out->nodes);
 	kind_status(inf, &inf->pols, now, &out->policies);
+	if (inf->cfg.dra != NULL) {
+		kind_status(inf, &inf->slices, now, &out->slices);
+		kind_status(inf, &inf->claims, now, &out->claims);
+	}
 	pthread_mutex_unlock(&inf->mu);
 }
 
@@ -539,6 +617,8 @@ struct gauge_ctx {
 	struct ledger *ledger;
 	double threshold;
 	int pass; /* 0 capacity, 1 declared, 2 reserved, 3 limit */
+	struct dra_store *dra;
+	int dra_only; /* the nodes cache_each_gpu_node() does not give: known only by slices */
 };
 
 /* floor(bytes x ratio) at the policy's ppm resolution (policy.h). */
@@ -551,8 +631,27 @@ static unsigned long long limit_of(unsigned long long bytes, double ratio)
 static void node_gauge(void *ctx, const struct cache_node_view *v)
 {
 	struct gauge_ctx *g = ctx;
-	int has_cap = v->capacity_rc == 0;
-	unsigned long long cap = has_cap ? v->cap->total_bytes : 0, val = 0;
+	struct dra_view *dv = NULL;
+	struct capacity merged;
+	char err[CAPACITY_MSG_MAX];
+
+	if (g->dra_only && (!v->known || v->capacity_rc == 0 || v->n_pods > 0))
+		return; /* unknown, or given by cache_each_gpu_node() already */
+	/* Lock order: the cache's (held here), then the DRA store's. */
+	if (g->dra != NULL && dra_store_view(g->dra, v->name, NULL, NULL, NULL, &dv) != 0)
+		dv = NULL;
+	if (v->capacity_rc == 0)
+		merged = *v->cap;
+	else
+		memset(&merged, 0, sizeof(merged));
+	int has_cap =
+	    dra_view_capacity(dv, &merged, v->capacity_rc, v->name, err, sizeof(err)) == 0;
+	if (g->dra_only && !has_cap) {
+		dra_view_free(dv);
+		return;
+	}
+	const struct capacity *mc = &merged;
+	unsigned long long cap = has_cap ? mc->total_bytes : 0, val = 0;
 
 	switch (g->pass) {
 	case 0:
@@ -563,7 +662,16 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		    .key = "", .undeclared_gpus = v->undeclared_gpus, .pool = CAPACITY_POOL_WHOLE};
 		val = v->declared_bytes;
 		if (v->undeclared_gpus && has_cap)
-			val = sat_add(val, placement_item_bytes(&it, v->cap));
+			val = sat_add(val, placement_item_bytes(&it, mc));
+		if (dv != NULL && has_cap) { /* DRA claims, by the core's rule */
+			struct placement_node pn = {.name = v->name,
+			                            .cap = mc,
+			                            .pods = v->pods,
+			                            .n_pods = v->n_pods,
+			                            .dra = &dv->node};
+			uint64_t twice, claims = placement_dra_bytes(&pn, &twice);
+			val = sat_add(val > twice ? val - twice : 0, claims);
+		}
 		/* Inferred pods: declared_bytes holds their figures in bytes only; their shares
 		 * count as the core resolves them on this node. */
 		for (size_t i = 0; has_cap && i < v->n_pods; i++) {
@@ -572,16 +680,15 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 
 			if (p->n_shares == 0 || p->undeclared_gpus > 0)
 				continue;
-			b = placement_item_bytes(p, v->cap);
+			b = placement_item_bytes(p, mc);
 			val = sat_add(val, b > p->bytes ? b - p->bytes : 0);
 		}
 		break;
 	}
 	default:
-		val = has_cap
-		          ? limit_of(cap, v->cap->has_threshold ? v->cap->threshold : g->threshold)
-		          : 0;
+		val = has_cap ? limit_of(cap, mc->has_threshold ? mc->threshold : g->threshold) : 0;
 	}
+	dra_view_free(dv);
 	metrics_printf(g->w, "gpu_memory_guard_node_%s_bytes{node=\"%s\"} %llu\n",
 	               g->pass == 0   ? "capacity"
 	               : g->pass == 1 ? "declared"
@@ -613,18 +720,28 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 
 	informer_status(inf, &st);
 	cache_stats(inf->cache, &cs);
-	const struct informer_kind_status *ks[3] = {&st.pods, &st.nodes, &st.policies};
-	const char *res[3] = {"pods", "nodes", "gpumemorypolicies"};
-	const int nk = inf->cfg.policies != NULL ? 3 : 2; /* the kinds watched */
+	const struct informer_kind_status *ks[5] = {&st.pods, &st.nodes, &st.policies, &st.slices,
+	                                            &st.claims};
+	const char *res[5] = {"pods", "nodes", "gpumemorypolicies", "resourceslices",
+	                      "resourceclaims"};
+	int nk = 0, kinds[5]; /* the kinds watched */
+	kinds[nk++] = 0;
+	kinds[nk++] = 1;
+	if (inf->cfg.policies != NULL)
+		kinds[nk++] = 2;
+	if (inf->cfg.dra != NULL) {
+		kinds[nk++] = 3;
+		kinds[nk++] = 4;
+	}
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_synced 1 when the watch cache of the "
 	                  "resource is listed and its watch not broken.\n"
 	                  "# TYPE gpu_memory_guard_cache_synced gauge\n");
-	for (int i = 0; i < nk; i++)
+	for (int j = 0, i; j < nk && (i = kinds[j]) >= 0; j++)
 		metrics_printf(w, "gpu_memory_guard_cache_synced{resource=\"%s\"} %d\n", res[i],
 		               ks[i]->synced && !ks[i]->incomplete && ks[i]->broken_for_s == 0);
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_events_total Watch events received.\n"
 	                  "# TYPE gpu_memory_guard_cache_events_total counter\n");
-	for (int i = 0; i < nk; i++)
+	for (int j = 0, i; j < nk && (i = kinds[j]) >= 0; j++)
 		for (int t = 0; t < 5; t++)
 			metrics_printf(
 			    w,
@@ -634,20 +751,20 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_relists_total Full lists after the first "
 	                  "(watch too old, 410 Gone).\n"
 	                  "# TYPE gpu_memory_guard_cache_relists_total counter\n");
-	for (int i = 0; i < nk; i++)
+	for (int j = 0, i; j < nk && (i = kinds[j]) >= 0; j++)
 		metrics_printf(w, "gpu_memory_guard_cache_relists_total{resource=\"%s\"} %lu\n",
 		               res[i], ks[i]->relists);
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_watch_restarts_total Watches that ended "
 	                  "in an error.\n"
 	                  "# TYPE gpu_memory_guard_cache_watch_restarts_total counter\n");
-	for (int i = 0; i < nk; i++)
+	for (int j = 0, i; j < nk && (i = kinds[j]) >= 0; j++)
 		metrics_printf(w,
 		               "gpu_memory_guard_cache_watch_restarts_total{resource=\"%s\"} %lu\n",
 		               res[i], ks[i]->watch_restarts);
 	metrics_printf(w, "# HELP gpu_memory_guard_cache_last_event_age_seconds Age of the newest "
 	                  "watch event, bookmarks included (-1 before any).\n"
 	                  "# TYPE gpu_memory_guard_cache_last_event_age_seconds gauge\n");
-	for (int i = 0; i < nk; i++)
+	for (int j = 0, i; j < nk && (i = kinds[j]) >= 0; j++)
 		metrics_printf(
 		    w, "gpu_memory_guard_cache_last_event_age_seconds{resource=\"%s\"} %.3f\n",
 		    res[i], ks[i]->last_event_age);
@@ -657,6 +774,14 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	               "gpu_memory_guard_cache_objects{resource=\"pods\"} %zu\n"
 	               "gpu_memory_guard_cache_objects{resource=\"nodes\"} %zu\n",
 	               cs.pods, cs.nodes);
+	if (inf->cfg.dra != NULL) {
+		struct dra_store_stats ds;
+		dra_store_stats(inf->cfg.dra, &ds);
+		metrics_printf(w,
+		               "gpu_memory_guard_cache_objects{resource=\"resourceslices\"} %zu\n"
+		               "gpu_memory_guard_cache_objects{resource=\"resourceclaims\"} %zu\n",
+		               ds.slices, ds.claims);
+	}
 	/* Bounded label values: demand_source_name()'s five and "invalid". */
 	metrics_printf(w, "# HELP gpu_memory_guard_pods_by_demand_source GPU pods in the watch "
 	                  "cache by where their GPU memory figure comes from (the least declared "
@@ -669,15 +794,28 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 		                   : demand_source_name((enum demand_source)i),
 		               cs.by_source[i]);
 	for (int pass = 0; pass < 4; pass++) {
-		struct gauge_ctx g = {w, inf->cfg.ledger, inf->cfg.threshold, pass};
+		struct gauge_ctx g = {w,    inf->cfg.ledger, inf->cfg.threshold,
+		                      pass, inf->cfg.dra,    0};
 		metrics_printf(w,
 		               "# HELP gpu_memory_guard_node_%s_bytes %s\n"
 		               "# TYPE gpu_memory_guard_node_%s_bytes gauge\n",
 		               names[pass], help[pass], names[pass]);
-		if (pass == 2)
+		if (pass == 2) {
 			ledger_each(inf->cfg.ledger, ledger_now_ms(), node_reserved, &g);
-		else
-			cache_each_gpu_node(inf->cache, node_gauge, &g);
+			continue;
+		}
+		cache_each_gpu_node(inf->cache, node_gauge, &g);
+		/* Nodes whose GPUs are all DRA's (a KEP-5004 node without labels): the cache
+		 * knows them as nodes of unknown capacity. Names copied out first: the DRA
+		 * store's lock is never held while the cache's is taken. */
+		char(*dn)[DRA_POOL_MAX] = NULL;
+		size_t n_dn = 0;
+		if (inf->cfg.dra != NULL && dra_store_nodes(inf->cfg.dra, &dn, &n_dn) == 0) {
+			g.dra_only = 1;
+			for (size_t i = 0; i < n_dn; i++)
+				cache_with_node(inf->cache, dn[i], node_gauge, &g);
+		}
+		free(dn);
 	}
 }
 

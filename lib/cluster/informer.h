@@ -2,12 +2,13 @@
  * informer: keeps the watch cache (cache.h) in step with the API server, the way client-go's
  * reflector does (ARCHITECTURE.md, "cluster view").
  *
- * One thread per kind (pods, nodes): LIST every object (paginated, kube_list_all), replace the
- * cache's content with it (cache_resync_*), then WATCH from the list's resourceVersion with
- * bookmarks (kube_watch), applying each event as it arrives. A watch the server ends normally
- * (timeoutSeconds) is resumed from the last resourceVersion seen. A 410 Gone (as an HTTP status
- * or an ERROR event: the version is too old) relists. Any other failure retries the watch after
- * a capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
+ * One thread per kind (pods, nodes; with informer_config.dra also resource.k8s.io/v1
+ * resourceslices and resourceclaims, into the DRA store, drastore.h): LIST every object (paginated,
+ * kube_list_all), replace the cache's content with it (cache_resync_*), then WATCH from the list's
+ * resourceVersion with bookmarks (kube_watch), applying each event as it arrives. A watch the
+ * server ends normally (timeoutSeconds) is resumed from the last resourceVersion seen. A 410 Gone
+ * (as an HTTP status or an ERROR event: the version is too old) relists. Any other failure retries
+ * the watch after a capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
  * INFORMER_BACKOFF_MAX_MS, each sleep drawn from [d/2, d]); a failed LIST retries the LIST.
  *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
@@ -19,6 +20,11 @@
  * counts as broken since its last word. Callers use the direct API path otherwise. Progress
  * (informer_progress_ms) is when both kinds last heard from the API server: the webhook expires
  * reservations by that clock.
+ *
+ * DRA kinds: a 404 on their LIST (the API server does not serve resource.k8s.io/v1) leaves the
+ * DRA store empty and synced (dra_store_absent), is logged once, and the LIST is tried again
+ * every INFORMER_DRA_ABSENT_RETRY_S without a warning each time. They do not gate freshness
+ * (informer_fresh): both the cache path and the API path read DRA from the store.
  *
  * Metrics (informer_collect, a metrics collector):
  *   gpu_memory_guard_cache_synced{resource}                  gauge 1 when listed, complete and
@@ -56,12 +62,20 @@ struct metrics_writer;
  * minute, k8s.io/apiserver pkg/storage/cacher defaultBookmarkFrequency) counts as broken. */
 #define INFORMER_SILENCE_S 75.0
 
+/* The DRA collections (drastore.h), group/version/plural. */
+#define INFORMER_SLICES_RESOURCE    "resource.k8s.io/v1/resourceslices"
+#define INFORMER_CLAIMS_RESOURCE    "resource.k8s.io/v1/resourceclaims"
+#define INFORMER_DRA_ABSENT_RETRY_S 300
+
 /* The GPUMemoryPolicy collection (policies.h), group/version/plural. */
 #define INFORMER_POLICIES_RESOURCE "gpu-memory-guard.io/v1alpha1/gpumemorypolicies"
 
 struct policies;
+struct dra_store;
 
 struct informer_config {
+	struct dra_store *dra;     /* two more threads list and watch ResourceSlices and
+	                              ResourceClaims into it; NULL: none (borrowed) */
 	struct policies *policies; /* a third thread lists and watches GPUMemoryPolicy objects
 	                              into it (policies.h); NULL: none (borrowed) */
 	long page_limit;           /* items per LIST page (0: KUBE_PAGE_LIMIT) */
@@ -84,7 +98,8 @@ struct informer_kind_status {
 
 struct informer_status {
 	struct informer_kind_status pods, nodes;
-	struct informer_kind_status policies; /* zero when informer_config.policies is NULL */
+	struct informer_kind_status policies;       /* zero when informer_config.policies is NULL */
+	struct informer_kind_status slices, claims; /* zero when informer_config.dra is NULL */
 };
 
 struct informer;

@@ -6,6 +6,8 @@
 #include "cache.h"
 #include "capacity.h"
 #include "demand.h"
+#include "dra.h"
+#include "drastore.h"
 #include "engine.h"
 #include "holds.h"
 #include "labelset.h"
@@ -35,6 +37,7 @@
 #define REASON_MAX        512 /* one node's reason, before it is copied */
 
 struct extender {
+	struct dra_store *dra; /* DRA slices and claims; NULL: not read */
 	double threshold, warn_threshold;
 	int mode_warn;
 	char *gpu_resources[DEMAND_MAX_RESOURCES];
@@ -96,6 +99,7 @@ struct job {
 	/* GPUMemoryPolicy tier attributes of the pod (in args, and labels) */
 	const char *ns, *priority_class;
 	struct labelset labels;
+	struct dra_pod_refs refs; /* the DRA claims the pod names */
 };
 
 /* ---- reservations ---- */
@@ -472,7 +476,14 @@ static void classify(struct job *j)
 		j->why = "InvalidDeclaration";
 		return;
 	}
-	if (j->d.status == DEMAND_NOT_GPU) {
+	if (x->dra != NULL && dra_pod_refs(pod, &j->refs, j->error, sizeof(j->error)) != 0) {
+		j->kind = x->mode_warn ? K_PASS : K_INVALID;
+		j->why = "InvalidDeclaration";
+		return;
+	}
+	if (j->d.status == DEMAND_NOT_GPU && j->refs.any)
+		placement_dra_demand(&j->d); /* GPUs by DRA claims only: judged per node */
+	else if (j->d.status == DEMAND_NOT_GPU) {
 		j->why = "NotGPU";
 		return;
 	}
@@ -599,6 +610,7 @@ struct judging {
 	struct job *j;
 	struct verdict *v;
 	const struct resv *r;
+	const struct dra_view *dra; /* the node's DRA claims and the pod's, or NULL */
 };
 
 /* The node under the GPUMemoryPolicy objects that select it (policyset.h), as the webhook
@@ -646,7 +658,7 @@ static int judge_policies(struct job *j, struct verdict *v, const struct cache_n
 	} else if (ps->allowed || ps->policy == NULL) {
 		/* allowed (scored as usual), or refused by the flags or the annotation: the usual
 		 * short reason */
-		verdict_from(j, v, view->cap, &ps->main);
+		verdict_from(j, v, pn->cap, &ps->main);
 		if (!ps->allowed && v->state == ST_PASS)
 			set_verdict(v, ST_FAIL, "refused by the node threshold");
 	} else {
@@ -674,23 +686,42 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 		            "node unknown to gpu-memory-guard's watch cache");
 		return;
 	}
-	if (view->capacity_rc != 0 && x->mode_warn) {
+	const struct dra_view *dv = jg->dra;
+	struct capacity cap;
+	char err[CAPACITY_MSG_MAX];
+	int crc;
+
+	/* A pod whose GPUs come from DRA claims only, on a node without DRA GPUs and none of its
+	 * claims there: no GPU of it here (the scheduler's DRA plugin filters such nodes). */
+	if (j->d.gpus == 0 && (dv == NULL || (dv->node.gpus.n == 0 && dv->pod.n_here == 0))) {
+		jg->v->state = ST_PASS;
+		jg->v->score = 0;
+		return;
+	}
+	if (view->capacity_rc == 0)
+		cap = *view->cap;
+	else
+		memset(&cap, 0, sizeof(cap));
+	snprintf(err, sizeof(err), "%s", view->capacity_error);
+	crc = dra_view_capacity(dv, &cap, view->capacity_rc, view->name, err, sizeof(err));
+	if (crc != 0 && x->mode_warn) {
 		jg->v->state =
 		    ST_PASS; /* the webhook admits it in warn and audit: cannot rank it */
 		jg->v->score = 0;
 		return;
 	}
-	if (view->capacity_rc != 0) {
-		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", view->capacity_error);
+	if (crc != 0) {
+		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", err);
 		return;
 	}
 	struct placement_node pn = {
 	    .name = view->name,
-	    .cap = view->cap,
+	    .cap = &cap,
 	    .pods = view->pods,
 	    .n_pods = view->n_pods,
 	    .reserved = jg->r->items,
 	    .n_reserved = jg->r->n,
+	    .dra = dv ? &dv->node : NULL,
 	};
 	struct placement_pod pod = {
 	    .name = j->pod_name,
@@ -698,6 +729,7 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	    .uid = j->uid,
 	    .demand = &j->d,
 	    .dry_run = 1, /* the filter reserves nothing */
+	    .dra = dv ? &dv->pod : NULL,
 	};
 	struct placement_policy pol = {
 	    .threshold = x->threshold,
@@ -715,7 +747,7 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	}
 	if (res.demand_bytes > j->hold_bytes)
 		j->hold_bytes = res.demand_bytes;
-	verdict_from(j, jg->v, view->cap, &res);
+	verdict_from(j, jg->v, &cap, &res);
 	if (jg->v->state == ST_FAIL && jg->r->n_held > 0 && jg->v->reason != NULL) {
 		char held[QUANTITY_FMT_MAX], *why = jg->v->reason;
 		jg->v->reason = NULL;
@@ -820,7 +852,15 @@ static int judge(struct job *j, int may_block)
 			            "reservations");
 			continue;
 		}
-		struct judging jg = {j, v, &r};
+		struct dra_view *dv = NULL;
+		/* Copied before the holds and the cache are locked (the store never waits on
+		 * them). */
+		if (x->dra != NULL &&
+		    dra_store_view(x->dra, j->names[i], j->ns, j->uid, &j->refs, &dv) != 0) {
+			rc = EXTENDER_ENOMEM;
+			break;
+		}
+		struct judging jg = {j, v, &r, dv};
 		/* The pods in flight are borrowed: the holds stay read-locked while the node is
 		 * judged (briefly: the judging never waits). */
 		holds_rdlock(x->holds);
@@ -829,6 +869,7 @@ static int judge(struct job *j, int may_block)
 		if (!r.nomem)
 			cache_with_node(x->cache, j->names[i], judge_view, &jg);
 		holds_unlock(x->holds);
+		dra_view_free(dv);
 		if (r.nomem) {
 			rc = EXTENDER_ENOMEM;
 			break;
@@ -1187,6 +1228,7 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	x->mode_warn = cfg->mode_warn;
 	x->score = cfg->score;
 	x->cache = cfg->cache;
+	x->dra = cfg->dra;
 	x->cache_fresh = cfg->cache_fresh;
 	x->cache_ctx = cfg->cache_ctx;
 	x->res = cfg->reservations;

@@ -92,6 +92,7 @@
 #include "server.h"
 
 struct cache;
+struct dra_store;
 struct ledger;
 struct metrics;
 
@@ -171,6 +172,10 @@ struct extender_config {
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
 	void *cache_ctx;
+	/* The DRA store (drastore.h), borrowed, or NULL: each node judged counts its DRA GPUs and
+	 * claims, and the pod's claims (not allocated yet at a filter) at the most they can take
+	 * there, by the placement core's rules (placement.h, "DRA"), as the webhook does. */
+	struct dra_store *dra;
 	struct extender_reservations reservations; /* copied; what it points to is borrowed */
 	/* GPUMemoryPolicy objects (policies.h), borrowed, or NULL: a node that policies select is
 	 * judged under them as the webhook judges a Binding there (policyset.h); a refusal by a

@@ -78,6 +78,8 @@ static const char usage_text[] =
     "                                absent (vllm 0.92, tgi 1, sglang 0.88); repeatable\n"
     "  --gpu-resource NAME           extended resource that counts as a GPU; repeatable\n"
     "                                (default nvidia.com/gpu)\n"
+    "  --dra-driver NAME             DRA driver whose ResourceSlice devices are GPUs;\n"
+    "                                repeatable or a comma list (default gpu.nvidia.com)\n"
     "  --exempt-namespace NS         never refuse pods of this namespace (they still count\n"
     "                                as usage); repeatable\n"
     "  --reservation-ttl DUR         how long an admitted placement counts before the API\n"
@@ -364,6 +366,7 @@ enum flag_id {
 	F_WARN_THRESHOLD,
 	F_MODE,
 	F_GPU_RESOURCE,
+	F_DRA_DRIVER,
 	F_EXEMPT,
 	F_TTL,
 	F_LOG_LEVEL,
@@ -403,6 +406,7 @@ static const struct {
     {"undeclared", F_UNDECLARED},
     {"engine-default", F_ENGINE_DEFAULT},
     {"gpu-resource", F_GPU_RESOURCE},
+    {"dra-driver", F_DRA_DRIVER},
     {"exempt-namespace", F_EXEMPT},
     {"reservation-ttl", F_TTL},
     {"log-level", F_LOG_LEVEL},
@@ -627,6 +631,8 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		}
 		return set_list(name, v, cfg->gpu_resources, &cfg->n_gpu_resources,
 		                CONFIG_MAX_GPU_RESOURCES, err, errlen);
+	case F_DRA_DRIVER:
+		return dra_drivers_add(&cfg->dra_drivers, v, err, errlen);
 	case F_EXEMPT:
 		return set_list(name, v, cfg->exempt_namespaces, &cfg->n_exempt_namespaces,
 		                CONFIG_MAX_EXEMPT, err, errlen);

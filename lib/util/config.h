@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "dra.h"
 #include "engine.h"
 
 #define CONFIG_MAX_GPU_RESOURCES 8  /* = DEMAND_MAX_RESOURCES */
@@ -64,6 +65,8 @@ struct config {
 	const char *gpu_resources[CONFIG_MAX_GPU_RESOURCES]; /* --gpu-resource, default
 	                                                        nvidia.com/gpu */
 	size_t n_gpu_resources;
+	struct dra_drivers dra_drivers; /* --dra-driver, repeatable or a comma list: the DRA drivers
+	                                   whose devices are GPUs (n 0: gpu.nvidia.com) */
 	const char *exempt_namespaces[CONFIG_MAX_EXEMPT]; /* --exempt-namespace */
 	size_t n_exempt_namespaces;
 	uint64_t reservation_ttl_ms;   /* --reservation-ttl, default 60s (> 0) */

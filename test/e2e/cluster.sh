@@ -247,7 +247,7 @@ bootstrap_objects() {
 	kc create namespace "$WEBHOOK_NAMESPACE" >/dev/null
 	kc create namespace "$EXEMPT_NAMESPACE" >/dev/null
 	# The webhook's identity on the host: the chart's ClusterRoles (pods, nodes, GPUMemoryPolicy
-	# objects: read only; the policies' status: patch, update).
+	# objects, DRA slices and claims: read only; the policies' status: patch, update).
 	kc apply -f - >/dev/null <<EOF
 apiVersion: rbac.authorization.k8s.io/v1
 kind: ClusterRole
@@ -259,6 +259,9 @@ rules:
   verbs: ["get", "list", "watch"]
 - apiGroups: ["gpu-memory-guard.io"]
   resources: ["gpumemorypolicies"]
+  verbs: ["get", "list", "watch"]
+- apiGroups: ["resource.k8s.io"]
+  resources: ["resourceslices", "resourceclaims"]
   verbs: ["get", "list", "watch"]
 - apiGroups: ["gpu-memory-guard.io"]
   resources: ["gpumemorypolicies/status"]

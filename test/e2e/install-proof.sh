@@ -619,6 +619,15 @@ rbac_checks() { # LABEL
 	if [ "$code" = 403 ]; then pass "$label: delete pod with the ServiceAccount token refused (403)"; else fail "$label: delete pod refused" "HTTP $code"; fi
 	code=$(kc auth can-i watch nodes --as "system:serviceaccount:$NS:$SA" 2>/dev/null)
 	if [ "$code" = yes ]; then pass "$label: ServiceAccount may watch nodes"; else fail "$label: ServiceAccount may watch nodes" "$code"; fi
+	# DRA (issue 21): read ResourceSlices and ResourceClaims, write neither.
+	local r v got dra_bad=""
+	for r in resourceslices.resource.k8s.io resourceclaims.resource.k8s.io; do
+		for v in get list watch create update delete; do
+			got=$(kc auth can-i "$v" "$r" --all-namespaces --as "system:serviceaccount:$NS:$SA" 2>/dev/null)
+			case $v in get | list | watch) [ "$got" = yes ] || dra_bad="$dra_bad $v $r: $got;" ;; *) [ "$got" = no ] || dra_bad="$dra_bad $v $r: $got;" ;; esac
+		done
+	done
+	if [ -z "$dra_bad" ]; then pass "$label: ServiceAccount may get, list, watch resourceslices and resourceclaims and write neither (can-i)"; else fail "$label: DRA RBAC" "$dra_bad"; fi
 	policy_rbac_checks "$label"
 }
 
