@@ -382,17 +382,22 @@ static int report_item(void *ctx, const struct cJSON *item)
 static int report_read(struct kube_client *c, struct report *r, char *err, size_t errlen)
 {
 	static const char *const resources[] = {
-	    "nodes", "pods", GPUPOLICY_GROUP "/" GPUPOLICY_VERSION "/" GPUPOLICY_PLURAL};
+	    "nodes", "pods", GPUPOLICY_GROUP "/" GPUPOLICY_VERSION "/" GPUPOLICY_PLURAL,
+	    INFORMER_SLICES_RESOURCE, INFORMER_CLAIMS_RESOURCE};
 	struct report_sink sink = {.report = r};
 	long code = 0;
 
-	for (size_t i = 0; i < 3; i++) {
-		sink.add = i == 0 ? report_add_node : i == 1 ? report_add_pod : report_add_policy;
+	for (size_t i = 0; i < 5; i++) {
+		sink.add = i == 0   ? report_add_node
+		           : i == 1 ? report_add_pod
+		           : i == 2 ? report_add_policy
+		                    : report_add_dra;
 		code = 0;
 		int rc = kube_list_all(c, resources[i], 0, report_item, &sink, NULL, 0, &code, err,
 		                       errlen);
-		if (rc == KUBE_ENOTFOUND && i == 2)
-			continue; /* the CRD is not installed: no policy can exist */
+		if (rc == KUBE_ENOTFOUND && i >= 2)
+			continue; /* the CRD is not installed (no policy can exist), or the API
+			             server serves no resource.k8s.io/v1 (no DRA) */
 		if (rc == KUBE_ESTOP)
 			snprintf(err, errlen, "%s: %.400s", resources[i], sink.err);
 		else if (rc != 0 && code == 403 && i == 2) {

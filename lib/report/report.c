@@ -5,6 +5,8 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "dra.h"
+#include "drastore.h"
 #include "engine.h"
 #include "gpupolicy.h"
 #include "jsonpath.h"
@@ -38,6 +40,7 @@ struct node_rec {
 	char cap_err[CAPACITY_MSG_MAX];
 	int gpu_allocatable;    /* allocatable carries a configured GPU resource, not "0" */
 	struct labelset labels; /* metadata.labels: GPUMemoryPolicy spec.nodeSelector */
+	struct dra_view *dra;   /* report_build: its DRA GPUs and claims (owned) */
 };
 
 /* A GPU pod bound to a node, not finished. */
@@ -83,6 +86,7 @@ struct report {
 	struct report_row *rows;
 	size_t n_rows;
 	struct report_pod *row_pods; /* every row's pods, row after row */
+	struct dra_store *dra;       /* the DRA slices and claims read (report_add_dra) */
 };
 
 static int fail(char *err, size_t errlen, int code, const char *fmt, ...)
@@ -176,7 +180,7 @@ struct report *report_new(const struct report_config *cfg, char *err, size_t err
 	else
 		engine_defaults_init(&r->engines);
 	r->dcfg.engines = &r->engines;
-	if (make_probe(r) != 0)
+	if (make_probe(r) != 0 || (r->dra = dra_store_new(cfg->dra_drivers)) == NULL)
 		goto nomem;
 	return r;
 nomem:
@@ -192,7 +196,9 @@ void report_free(struct report *r)
 	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
 		free(r->resources[i]);
 	cJSON_Delete(r->probe);
+	dra_store_free(r->dra);
 	for (size_t i = 0; i < r->n_nodes; i++) {
+		dra_view_free(r->nodes[i].dra);
 		free(r->nodes[i].name);
 		free(r->nodes[i].product);
 		labelset_clear(&r->nodes[i].labels);
@@ -493,6 +499,33 @@ static int add_items(struct report *r, const cJSON *list, const char *kind, int 
 			return fail(err, errlen, rc, "%s: items[%zu]: %s", kind, i, why);
 		i++;
 	}
+	return 0;
+}
+
+int report_add_dra(struct report *r, const cJSON *obj, char *err, size_t errlen)
+{
+	const char *kind = json_str(obj, "kind", NULL);
+	char why[DRA_MSG_MAX] = "";
+	int rc;
+
+	if (r->built)
+		return fail(err, errlen, REPORT_ESTATE,
+		            "DRA object added after the report was built");
+	/* A list's items carry no kind: the slice decoder tells them by spec.driver. */
+	if (kind != NULL && strcmp(kind, "ResourceClaim") == 0)
+		rc = dra_store_apply_claim(r->dra, WATCH_ADDED, obj, why, sizeof(why));
+	else if (kind != NULL && strcmp(kind, "ResourceSlice") == 0)
+		rc = dra_store_apply_slice(r->dra, WATCH_ADDED, obj, why, sizeof(why));
+	else
+		rc = json_at(obj, "spec", "driver", NULL) != NULL
+		         ? dra_store_apply_slice(r->dra, WATCH_ADDED, obj, why, sizeof(why))
+		         : dra_store_apply_claim(r->dra, WATCH_ADDED, obj, why, sizeof(why));
+	if (rc == DRA_STORE_EINVAL)
+		return fail(err, errlen, REPORT_EINVAL, "%s", why);
+	if (rc != 0)
+		return fail(err, errlen, rc == DRA_STORE_EFULL ? REPORT_EFULL : REPORT_ENOMEM,
+		            "DRA objects: %s",
+		            rc == DRA_STORE_EFULL ? "too many" : "out of memory");
 	return 0;
 }
 
@@ -809,7 +842,11 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		mig_note(&n->cap, items, np, row);
 	}
 
-	struct placement_node pn = {.name = n->name, .cap = &n->cap, .pods = items, .n_pods = np};
+	struct placement_node pn = {.name = n->name,
+	                            .cap = &n->cap,
+	                            .pods = items,
+	                            .n_pods = np,
+	                            .dra = n->dra ? &n->dra->node : NULL};
 	int fits = probe_fits(r, &pn, &pols, DEMAND_MIN_BYTES, &first);
 	if (fits < 0)
 		goto out;
@@ -852,6 +889,15 @@ int report_build(struct report *r, char *err, size_t errlen)
 		if (strcmp(r->pols[i - 1].name, r->pols[i].name) == 0)
 			return fail(err, errlen, REPORT_EINVAL, "GPUMemoryPolicy %s listed twice",
 			            r->pols[i].name);
+	/* Each node's DRA GPUs and claims, and its capacity with them (capacity_add_dra), as
+	 * the webhook's. */
+	for (size_t i = 0; i < r->n_nodes; i++) {
+		struct node_rec *n = &r->nodes[i];
+		if (dra_store_view(r->dra, n->name, NULL, NULL, NULL, &n->dra) != 0)
+			return fail(err, errlen, REPORT_ENOMEM, "out of memory");
+		n->cap_rc = dra_view_capacity(n->dra, &n->cap, n->cap_rc, n->name, n->cap_err,
+		                              sizeof(n->cap_err));
+	}
 	r->rows = calloc(r->n_nodes ? r->n_nodes : 1, sizeof(*r->rows));
 	r->row_pods = calloc(r->n_pods ? r->n_pods : 1, sizeof(*r->row_pods));
 	if (r->rows == NULL || r->row_pods == NULL)

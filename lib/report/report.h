@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 struct cJSON;
+struct dra_drivers;
 
 #define REPORT_MAX_NODES         100000
 #define REPORT_MAX_PODS          1000000
@@ -70,6 +71,7 @@ struct report_config {
 	size_t n_gpu_resources;           /* <= DEMAND_MAX_RESOURCES */
 	int infer; /* --undeclared infer (the webhook's: the same counting) */
 	const struct engine_defaults *engines; /* copied; NULL: the engine.h table */
+	const struct dra_drivers *dra_drivers; /* copied; NULL: gpu.nvidia.com (dra.h) */
 };
 
 /* A GPU pod counted on a node. */
@@ -174,6 +176,13 @@ int report_add_policy(struct report *r, const struct cJSON *policy, char *err, s
  * items[3]: not an object`, `List: items[0]: no kind`, `expected a NodeList, PodList,
  * GPUMemoryPolicyList, List, Node, Pod or GPUMemoryPolicy object, got kind "Service"`.
  */
+/* One DRA ResourceSlice or ResourceClaim (kind, else a slice when it has spec.driver), as the
+ * watch cache keeps it (drastore.h): report_build adds each node's DRA GPUs to its capacity and
+ * counts the claims allocated there by the core's rules, as the webhook does. 0, REPORT_EINVAL
+ * with the decoder's reason, REPORT_EFULL, REPORT_ENOMEM, REPORT_ESTATE. */
+int report_add_dra(struct report *r, const struct cJSON *obj, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
 int report_add_list(struct report *r, const struct cJSON *list, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 

@@ -926,6 +926,31 @@ static void test_inferred_sources(void **state)
 	report_free(r);
 }
 
+/* DRA (issue 21): a node known only by its ResourceSlice (test/data/dra/slice-gpu-dra-0.json:
+ * two H100s of the NVIDIA driver) gets its capacity from it; a 19Gi consumable-capacity claim
+ * on it counts as declared, once. */
+static void test_dra(void **state)
+{
+	(void)state;
+	struct report *r = new_report(0.9);
+	char err[REPORT_ERR_MAX];
+	cJSON *slice = fixture_json("dra/slice-gpu-dra-0.json");
+	cJSON *claim = fixture_json("dra/claim-consumable.json");
+
+	add_json(r, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-dra-0\"}}");
+	assert_int_equal(report_add_dra(r, slice, err, sizeof(err)), 0);
+	assert_int_equal(report_add_dra(r, claim, err, sizeof(err)), 0);
+	build(r);
+	const struct report_row *row = row_named(r, "gpu-dra-0");
+	assert_true(row->capacity_known);
+	assert_int_equal(row->capacity_bytes, 2 * 81559 * MIB);
+	assert_int_equal(row->gpu_count, 2);
+	assert_int_equal(row->declared_bytes, 19 * GI);
+	cJSON_Delete(slice);
+	cJSON_Delete(claim);
+	report_free(r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -938,6 +963,7 @@ int main(void)
 	    cmocka_unit_test(test_threshold_flag),
 	    cmocka_unit_test(test_almost_full),
 	    cmocka_unit_test(test_mig_mixed),
+	    cmocka_unit_test(test_dra),
 	    cmocka_unit_test(test_policy_sets_the_limit),
 	    cmocka_unit_test(test_annotation_beats_policy),
 	    cmocka_unit_test(test_seed_tiers),
