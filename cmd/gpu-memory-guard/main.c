@@ -184,7 +184,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 			goto out;
 		/* DRA (resource.k8s.io/v1) is read by the watch cache only: with --cache off it
 		 * is not read (README, limitations). */
-		if ((dra = dra_store_new(&cfg->dra_drivers)) == NULL)
+		if ((dra = dra_store_new(&cfg->dra_drivers, pod_gone, &sink)) == NULL)
 			goto out;
 		struct informer_config icfg = {
 		    .dra = dra,

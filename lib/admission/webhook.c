@@ -1057,6 +1057,26 @@ struct cached {
 	int decided; /* 0: the cache does not know the node: take the API path */
 };
 
+/* Reservations of pods the node's DRA claims are now reserved for are settled: the claims
+ * count them (placement.h), and such a pod (no GPU resource) is not one the cache reports gone
+ * when it is deleted. 0, or -1 when out of memory. */
+static int dra_settle(struct ledger_node *ln, const struct dra_view *dv, uint64_t now)
+{
+	const char **keys;
+
+	if (dv == NULL || dv->n_pods == 0)
+		return 0;
+	if ((keys = calloc(2 * dv->n_pods, sizeof(*keys))) == NULL)
+		return -1;
+	for (size_t i = 0; i < dv->n_pods; i++) {
+		keys[i] = dv->keys[i];
+		keys[dv->n_pods + i] = dv->uids[i];
+	}
+	ledger_settle(ln, keys, keys + dv->n_pods, dv->n_pods, now);
+	free(keys);
+	return 0;
+}
+
 static void decide_cached(void *ctx, const struct cache_node_view *v)
 {
 	struct cached *c = ctx;
@@ -1076,6 +1096,8 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 		keys[v->n_pods + i] = v->pods[i].uid;
 	}
 	ledger_settle(c->ln, keys, keys ? keys + v->n_pods : NULL, v->n_pods, now);
+	if (dra_settle(c->ln, c->p->dra, now) != 0)
+		goto nomem;
 	if (reserved_from_ledger(c->ln, now, &r) != 0)
 		goto nomem;
 	struct placement_node pn = {

@@ -35,6 +35,7 @@ struct sclaim {
 	struct dra_request *requests;
 	struct dra_result *results;
 	char (*reserved)[DRA_UID_MAX];
+	char (*reserved_names)[DRA_NAME_MAX];
 	int mark;
 };
 
@@ -46,9 +47,55 @@ struct dra_store {
 	struct sclaim *claims;
 	size_t n_claims, cap_claims;
 	int absent[2];
+	dra_store_gone_fn gone;
+	void *gone_ctx;
 };
 
-struct dra_store *dra_store_new(const struct dra_drivers *d)
+/* Pods that left a claim, collected under the lock, reported after it (gone_flush). */
+struct gone_list {
+	size_t n, cap;
+	struct {
+		char key[DRA_NS_MAX + DRA_NAME_MAX];
+		char uid[DRA_UID_MAX];
+	} * e;
+	int nomem;
+};
+
+/* The pods of old (its reservedFor) that new (NULL: none) no longer lists, into g. */
+static void gone_diff(const struct sclaim *old, const struct dra_claim *new, struct gone_list *g)
+{
+	for (size_t i = 0; old != NULL && i < old->n_reserved; i++) {
+		int kept = 0;
+		for (size_t j = 0; new != NULL &&j < new->n_reserved && !kept; j++)
+			kept = strcmp(new->reserved[j], old->reserved[i]) == 0;
+		if (kept)
+			continue;
+		if (g->n == g->cap) {
+			size_t nc = g->cap ? 2 * g->cap : 8;
+			void *p = realloc(g->e, nc * sizeof(*g->e));
+			if (p == NULL) {
+				g->nomem =
+				    1; /* the reservation then lasts its TTL: the safe side */
+				return;
+			}
+			g->e = p;
+			g->cap = nc;
+		}
+		snprintf(g->e[g->n].key, sizeof(g->e[0].key), "%s/%s", old->ns,
+		         old->reserved_names[i]);
+		memcpy(g->e[g->n].uid, old->reserved[i], sizeof(g->e[0].uid));
+		g->n++;
+	}
+}
+
+static void gone_flush(struct dra_store *s, struct gone_list *g)
+{
+	for (size_t i = 0; s->gone != NULL && i < g->n; i++)
+		s->gone(s->gone_ctx, g->e[i].key, g->e[i].uid);
+	free(g->e);
+}
+
+struct dra_store *dra_store_new(const struct dra_drivers *d, dra_store_gone_fn gone, void *gone_ctx)
 {
 	struct dra_store *s = calloc(1, sizeof(*s));
 
@@ -56,6 +103,8 @@ struct dra_store *dra_store_new(const struct dra_drivers *d)
 		return NULL;
 	if (d != NULL)
 		s->drivers = *d;
+	s->gone = gone;
+	s->gone_ctx = gone_ctx;
 	pthread_rwlock_init(&s->lock, NULL);
 	return s;
 }
@@ -65,6 +114,7 @@ static void claim_clear(struct sclaim *c)
 	free(c->requests);
 	free(c->results);
 	free(c->reserved);
+	free(c->reserved_names);
 }
 
 void dra_store_free(struct dra_store *s)
@@ -196,7 +246,7 @@ static void *dup_array(const void *src, size_t n, size_t elem, int *fail)
 	return p;
 }
 
-static int put_claim(struct dra_store *s, const struct dra_claim *dec)
+static int put_claim(struct dra_store *s, const struct dra_claim *dec, struct gone_list *g)
 {
 	struct sclaim nc, *c = find_claim(s, dec->ns, dec->name);
 	int fail = 0;
@@ -214,6 +264,8 @@ static int put_claim(struct dra_store *s, const struct dra_claim *dec)
 	nc.requests = dup_array(dec->requests, dec->n_requests, sizeof(*dec->requests), &fail);
 	nc.results = dup_array(dec->results, dec->n_results, sizeof(*dec->results), &fail);
 	nc.reserved = dup_array(dec->reserved, dec->n_reserved, sizeof(*dec->reserved), &fail);
+	nc.reserved_names =
+	    dup_array(dec->reserved_names, dec->n_reserved, sizeof(*dec->reserved_names), &fail);
 	if (fail) {
 		claim_clear(&nc);
 		return DRA_STORE_ENOMEM;
@@ -228,6 +280,7 @@ static int put_claim(struct dra_store *s, const struct dra_claim *dec)
 		}
 		c = &s->claims[s->n_claims++];
 	} else {
+		gone_diff(c, dec, g);
 		claim_clear(c);
 	}
 	*c = nc;
@@ -238,6 +291,7 @@ int dra_store_apply_claim(struct dra_store *s, enum watch_event_type type, const
                           char *err, size_t errlen)
 {
 	struct dra_claim *dec;
+	struct gone_list g = {0};
 	int rc = 0;
 
 	if (type != WATCH_ADDED && type != WATCH_MODIFIED && type != WATCH_DELETED)
@@ -253,14 +307,16 @@ int dra_store_apply_claim(struct dra_store *s, enum watch_event_type type, const
 	if (type == WATCH_DELETED) {
 		struct sclaim *c = find_claim(s, dec->ns, dec->name);
 		if (c != NULL && (dec->uid[0] == '\0' || strcmp(c->uid, dec->uid) == 0)) {
+			gone_diff(c, NULL, &g);
 			claim_clear(c);
 			*c = s->claims[--s->n_claims];
 		}
 	} else {
-		rc = put_claim(s, dec);
+		rc = put_claim(s, dec, &g);
 	}
 	pthread_rwlock_unlock(&s->lock);
 	free(dec);
+	gone_flush(s, &g);
 	return rc;
 }
 
@@ -279,6 +335,7 @@ void dra_store_resync_begin(struct dra_store *s, enum dra_store_kind kind)
 size_t dra_store_resync_end(struct dra_store *s, enum dra_store_kind kind)
 {
 	size_t removed = 0;
+	struct gone_list g = {0};
 
 	pthread_rwlock_wrlock(&s->lock);
 	if (kind == DRA_STORE_SLICES) {
@@ -292,6 +349,7 @@ size_t dra_store_resync_end(struct dra_store *s, enum dra_store_kind kind)
 	} else {
 		for (size_t i = 0; i < s->n_claims;)
 			if (s->claims[i].mark) {
+				gone_diff(&s->claims[i], NULL, &g);
 				claim_clear(&s->claims[i]);
 				s->claims[i] = s->claims[--s->n_claims];
 				removed++;
@@ -300,6 +358,7 @@ size_t dra_store_resync_end(struct dra_store *s, enum dra_store_kind kind)
 			}
 	}
 	pthread_rwlock_unlock(&s->lock);
+	gone_flush(s, &g);
 	return removed;
 }
 
@@ -453,7 +512,8 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 	}
 	v->claims = calloc(k + 1, sizeof(*v->claims)); /* + 1: the scratch entry below */
 	v->uids = calloc(n_uids ? n_uids : 1, sizeof(*v->uids));
-	if (v->claims == NULL || v->uids == NULL)
+	v->keys = calloc(n_uids ? n_uids : 1, sizeof(*v->keys));
+	if (v->claims == NULL || v->uids == NULL || v->keys == NULL)
 		return DRA_STORE_ENOMEM;
 	for (size_t i = 0; i < s->n_claims; i++) {
 		const struct sclaim *c = &s->claims[i];
@@ -481,7 +541,11 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 		cu->pods = (const char(*)[DRA_UID_MAX])v->uids[u];
 		if (c->n_reserved > 0)
 			memcpy(v->uids[u], c->reserved, c->n_reserved * sizeof(*c->reserved));
+		for (size_t r = 0; r < c->n_reserved; r++)
+			snprintf(v->keys[u + r], sizeof(v->keys[0]), "%s/%s", c->ns,
+			         c->reserved_names[r]);
 		u += c->n_reserved;
+		v->n_pods = u;
 	}
 	v->node.claims = v->claims;
 	if (refs != NULL) {
@@ -537,6 +601,7 @@ void dra_view_free(struct dra_view *v)
 		return;
 	free(v->claims);
 	free(v->uids);
+	free(v->keys);
 	free(v);
 }
 

@@ -45,9 +45,18 @@ enum dra_store_kind { DRA_STORE_SLICES = 0, DRA_STORE_CLAIMS = 1 };
 
 struct dra_store;
 
-/* New empty store for drivers d (copied; NULL: DRA_DRIVER_DEFAULT). NULL on allocation
- * failure. Caller owns it (dra_store_free; NULL no-op; nothing may be running). */
-struct dra_store *dra_store_new(const struct dra_drivers *d);
+/* Called for each pod a claim stopped being reserved for (it left status.reservedFor, or the
+ * claim was deleted or resynced away): the pod let go of that claim's devices (deleted,
+ * finished, or its Binding refused), so the caller drops a reservation it holds
+ * (ledger_forget, as for cache.h's gone pods: a pod with DRA claims only is not one the pod
+ * cache reports). key "ns/name" and uid borrowed for the call; called without the store's
+ * lock held. */
+typedef void (*dra_store_gone_fn)(void *ctx, const char *key, const char *uid);
+
+/* New empty store for drivers d (copied; NULL: DRA_DRIVER_DEFAULT); gone may be NULL. NULL on
+ * allocation failure. Caller owns it (dra_store_free; NULL no-op; nothing may be running). */
+struct dra_store *dra_store_new(const struct dra_drivers *d, dra_store_gone_fn gone,
+                                void *gone_ctx);
 void dra_store_free(struct dra_store *s);
 
 /* Apply one watch event (or a listed object, as WATCH_ADDED) of a ResourceSlice / a
@@ -69,6 +78,11 @@ struct dra_view {
 	struct dra_pod pod;
 	struct dra_claim_use *claims;
 	char (*uids)[DRA_UID_MAX]; /* the claims' pods point here */
+	/* The pods the node's claims are reserved for: keys[i] ("ns/name") is the pod of uids[i]
+	 * (n_pods entries; a pod of several claims may repeat). The webhook settles their
+	 * reservations by them: such a pod is visible through its claims. */
+	size_t n_pods;
+	char (*keys)[DRA_NS_MAX + DRA_NAME_MAX];
 };
 
 /*

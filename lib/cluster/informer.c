@@ -663,15 +663,6 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		val = v->declared_bytes;
 		if (v->undeclared_gpus && has_cap)
 			val = sat_add(val, placement_item_bytes(&it, mc));
-		if (dv != NULL && has_cap) { /* DRA claims, by the core's rule */
-			struct placement_node pn = {.name = v->name,
-			                            .cap = mc,
-			                            .pods = v->pods,
-			                            .n_pods = v->n_pods,
-			                            .dra = &dv->node};
-			uint64_t twice, claims = placement_dra_bytes(&pn, &twice);
-			val = sat_add(val > twice ? val - twice : 0, claims);
-		}
 		/* Inferred pods: declared_bytes holds their figures in bytes only; their shares
 		 * count as the core resolves them on this node. */
 		for (size_t i = 0; has_cap && i < v->n_pods; i++) {
@@ -682,6 +673,17 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 				continue;
 			b = placement_item_bytes(p, mc);
 			val = sat_add(val, b > p->bytes ? b - p->bytes : 0);
+		}
+		/* DRA claims, by the core's rule: each once, and a KEP-5004 pod by its claim
+		 * only (after the pods' sums above, which counted it by its units) */
+		if (dv != NULL && has_cap) { /* DRA claims, by the core's rule */
+			struct placement_node pn = {.name = v->name,
+			                            .cap = mc,
+			                            .pods = v->pods,
+			                            .n_pods = v->n_pods,
+			                            .dra = &dv->node};
+			uint64_t twice, claims = placement_dra_bytes(&pn, &twice);
+			val = sat_add(val > twice ? val - twice : 0, claims);
 		}
 		break;
 	}

@@ -354,11 +354,13 @@ static int decode_status(const cJSON *obj, const char *claim, const struct dra_d
 		    (group != NULL && group[0] != '\0'))
 			continue; /* not a pod: nothing this guard counts by */
 		if (uid == NULL || uid[0] == '\0' ||
-		    copy_str(out->reserved[out->n_reserved], DRA_UID_MAX, uid) != 0) {
+		    copy_str(out->reserved[out->n_reserved], DRA_UID_MAX, uid) != 0 ||
+		    copy_str(out->reserved_names[out->n_reserved], DRA_NAME_MAX,
+		             json_str(ref, "name", NULL)) != 0) {
 			errbuf_set(
 			    err, errlen,
-			    "ResourceClaim %s: a reservedFor pod without a uid (or one over 63 "
-			    "bytes)",
+			    "ResourceClaim %s: a reservedFor pod without a uid (or a uid over 63 "
+			    "bytes, a name over 253)",
 			    claim);
 			return -1;
 		}

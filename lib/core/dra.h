@@ -137,7 +137,7 @@ struct dra_request {
 	uint8_t n_seen; /* decoding's own: subrequests read */
 };
 
-/* One ResourceClaim, decoded. About 33 KiB: callers put it on the heap. */
+/* One ResourceClaim, decoded. About 100 KiB: callers put it on the heap. */
 struct dra_claim {
 	char ns[DRA_NS_MAX];
 	char name[DRA_NAME_MAX];
@@ -151,6 +151,7 @@ struct dra_claim {
 	struct dra_result results[DRA_CLAIM_RESULTS];
 	size_t n_reserved; /* reservedFor entries that are pods */
 	char reserved[DRA_CLAIM_RESERVED][DRA_UID_MAX];
+	char reserved_names[DRA_CLAIM_RESERVED][DRA_NAME_MAX]; /* ... and their names */
 };
 
 /* Decode a ResourceClaim (borrowed). 0 and *out filled, or DRA_EINVAL with err: not an object,

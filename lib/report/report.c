@@ -180,7 +180,7 @@ struct report *report_new(const struct report_config *cfg, char *err, size_t err
 	else
 		engine_defaults_init(&r->engines);
 	r->dcfg.engines = &r->engines;
-	if (make_probe(r) != 0 || (r->dra = dra_store_new(cfg->dra_drivers)) == NULL)
+	if (make_probe(r) != 0 || (r->dra = dra_store_new(cfg->dra_drivers, NULL, NULL)) == NULL)
 		goto nomem;
 	return r;
 nomem:

@@ -338,7 +338,7 @@ static void capacity_merge(void **state)
 /* The store: slices and claims joined into a node's view. */
 static struct dra_store *store_with(const char *const *files, size_t n)
 {
-	struct dra_store *s = dra_store_new(NULL);
+	struct dra_store *s = dra_store_new(NULL, NULL, NULL);
 	char err[256];
 
 	assert_non_null(s);
@@ -403,6 +403,43 @@ static void store_view(void **state)
 	assert_true(st.slices_absent);
 	dra_store_free(s);
 	dra_store_free(NULL);
+}
+
+/* Pods that leave a claim's reservedFor (deleted, refused) are reported gone, once each, with
+ * their "ns/name" and uid: their reservations can go. */
+struct gone_rec {
+	size_t n;
+	char last[DRA_NS_MAX + DRA_NAME_MAX];
+};
+
+static void on_gone(void *ctx, const char *key, const char *uid)
+{
+	struct gone_rec *g = ctx;
+	(void)uid;
+	g->n++;
+	snprintf(g->last, sizeof(g->last), "%s", key);
+}
+
+static void store_gone(void **state)
+{
+	(void)state;
+	struct gone_rec g = {0};
+	struct dra_store *s = dra_store_new(NULL, on_gone, &g);
+	cJSON *j = fixture_json("dra/claim-shared3.json");
+	cJSON *rsv = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "status"), "reservedFor");
+	char err[256];
+
+	assert_non_null(s);
+	assert_int_equal(dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err)), 0);
+	assert_int_equal(g.n, 0);
+	cJSON_DeleteItemFromArray(rsv, 2); /* shared-c leaves */
+	assert_int_equal(dra_store_apply_claim(s, WATCH_MODIFIED, j, err, sizeof(err)), 0);
+	assert_int_equal(g.n, 1);
+	assert_string_equal(g.last, "dra/shared-c");
+	assert_int_equal(dra_store_apply_claim(s, WATCH_DELETED, j, err, sizeof(err)), 0);
+	assert_int_equal(g.n, 3);
+	cJSON_Delete(j);
+	dra_store_free(s);
 }
 
 /* ---- placement: the counting rules, as a table ---- */
@@ -674,6 +711,7 @@ int main(void)
 	    cmocka_unit_test(request_max),
 	    cmocka_unit_test(capacity_merge),
 	    cmocka_unit_test(store_view),
+	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
 	    cmocka_unit_test(placement_settle_and_words),
 	};
