@@ -13,13 +13,16 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 data=$(cd "$here/../data" && pwd)
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy execcred engine)
+[ ${#targets[@]} -gt 0 ] || targets=(quantity review kubeconfig watch extender record gpupolicy execcred engine draslice
+	draclaim)
 
 # Seeds from test/data for the targets that read the same documents.
 seed() {
 	local t=$1 dir=$2 f
 	case $t in
 	review) cp "$data"/review-*.json "$dir"/ ;;
+	draslice) cp "$data"/dra/slice-*.json "$dir"/ ;;
+	draclaim) cp "$data"/dra/claim-*.json "$data"/dra/pod-*.json "$dir"/ ;;
 	extender)
 		# First byte: 0 filter, 1 prioritize.
 		for f in "$data"/extender-args-*.json; do
@@ -50,6 +53,7 @@ dicts() {
 	engine) echo engine ;;
 	kubeconfig) echo kubeconfig ;;
 	execcred) echo json ;;
+	draslice | draclaim) echo json dra quantity ;;
 	esac
 }
 
