@@ -16,7 +16,8 @@
 # (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused), 22
 # (the GPUMemoryPolicy CRD: examples accepted, bad policies refused by the API server's schema
 # and CEL rules, printer columns; policies.sh) and 23 (the webhook applies policies: the seed's
-# tiers, audit mode in the API server's audit log, a threshold policy; policies.sh).
+# tiers, audit mode in the API server's audit log, a threshold policy; policies.sh), 24 (inferred
+# demand) and 25 (issue 21: DRA ResourceSlices and claims allocated by the real scheduler).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test but the
 # known failing ones, see KNOWN_FAILING; e.g. 12: that test only, on a cluster of its own)
@@ -1879,6 +1880,167 @@ test_infer() {
 	wait_for 60 "nodes $INFER_NODES deleted" infer_nodes_gone || log "nodes $INFER_NODES still there after 60s"
 }
 
+# --- 25. DRA (issue 21): GPUs allocated by the real kube-scheduler's DRA plugin -----------------
+
+# kwok runs no DRA driver, but ResourceSlices are API objects: workloads/dra/ publishes the
+# fake nodes' GPUs as NVIDIA's driver would (gpu.nvidia.com, pool = node, gpu-<minor>, capacity
+# memory), and the suite's kube-scheduler allocates claims from them (consumable capacity,
+# KEP-5075, is on by default since 1.36; DRA-backed extended resources, KEP-5004, GA in 1.37).
+DRA_NODES="gpu-dra-1x gpu-dra-mixed"
+dra_nodes_ready() {
+	local n
+	for n in $DRA_NODES; do
+		[ "$(kc get node "$n" -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ] || return 1
+	done
+}
+dra_nodes_gone() { ! kc get node $DRA_NODES -o name 2>/dev/null | grep -q .; }
+# dra_pod NAME NS NODE template|claim CLAIM: a pod the scheduler places on NODE (nodeSelector)
+# with one claim (from a ResourceClaimTemplate, or a ResourceClaim by name); no GPU resource.
+dra_pod() {
+	jq -n --arg name "$1" --arg ns "$2" --arg node "$3" --arg how "$4" --arg claim "$5" '
+	{apiVersion: "v1", kind: "Pod",
+	 metadata: {name: $name, namespace: $ns, labels: {"app.kubernetes.io/part-of": "gmg-e2e"}},
+	 spec: {terminationGracePeriodSeconds: 0, nodeSelector: {"kubernetes.io/hostname": $node},
+	   tolerations: [{key: "nvidia.com/gpu", operator: "Exists", effect: "NoSchedule"}],
+	   resourceClaims: [if $how == "template" then {name: "gpu", resourceClaimTemplateName: $claim}
+	                    else {name: "gpu", resourceClaimName: $claim} end],
+	   containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
+	     resources: {claims: [{name: "gpu"}]}}]}}'
+}
+bound_to() { [ "$(kc get pod -n "$1" "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null)" = "$3" ]; }
+# The webhook's gauge of the node's counted GPU memory (pods and DRA claims), bytes.
+dra_declared() { metrics | awk -v n="gpu_memory_guard_node_declared_bytes{node=\"$1\"}" '$1 == n { print $2 }'; }
+dra_capacity() { metrics | awk -v n="gpu_memory_guard_node_capacity_bytes{node=\"$1\"}" '$1 == n { print $2 }'; }
+dra_slices_seen() { metrics | grep -q '^gpu_memory_guard_cache_objects{resource="resourceslices"} [2-9]'; }
+dra_declared_is() { [ "$(dra_declared "$1")" = "$2" ]; }
+dra_has_capacity() { [ -n "$(dra_capacity "$1")" ]; }
+dra_refused() { fs_messages "$1" "$2" | grep -qF "$DENIED_BINDING"; } # NS POD
+# dra_place NAME NS NODE template|claim CLAIM: create, wait up to 60 s for the Binding; appends
+# to bad unless bound.
+dra_place() {
+	local out
+	if ! out=$(dra_pod "$@" | kc create -f - 2>&1); then
+		bad="$bad; $1 not created: ${out:0:300}"; return 1
+	fi
+	wait_for 60 "$1 bound to $3" bound_to "$2" "$1" "$3" && return 0
+	bad="$bad; $1 not bound to $3: $(fs_messages "$2" "$1" | tail -n 1 | cut -c1-300)"
+	return 1
+}
+dra_drop_pods() { # NS NAMES...: delete, wait until gone (their template claims with them)
+	local ns=$1; shift
+	kc delete pod -n "$ns" "$@" --grace-period=0 --wait=true --timeout=60s >/dev/null 2>&1 || true
+}
+
+test_dra() {
+	CURRENT="25 DRA: slices and claims counted (issue 21)"
+	local ns=e2e-dra out bad="" seen="" gi=1073741824 h100=$((81559 * 1048576)) i d msg
+	if ! out=$(kc create -f "$E2E_DIR/nodes/dra/" 2>&1) || ! wait_for 60 "nodes $DRA_NODES Ready (kwok)" dra_nodes_ready; then
+		fail "nodes $DRA_NODES not created or not Ready: ${out:0:300}"
+		kc delete node $DRA_NODES --ignore-not-found >/dev/null 2>&1
+		return
+	fi
+	fresh_ns $ns
+	if ! out=$(kc apply -f "$E2E_DIR/workloads/dra/deviceclass.yaml" -f "$E2E_DIR/workloads/dra/slice-gpu-dra-1x.yaml" \
+		-f "$E2E_DIR/workloads/dra/slice-gpu-dra-mixed.yaml" 2>&1) ||
+		! out=$(kc apply -n $ns -f "$E2E_DIR/workloads/dra/templates.yaml" 2>&1); then
+		fail "DRA objects not created: ${out:0:400}"
+		drop_ns $ns; kc delete node $DRA_NODES --ignore-not-found >/dev/null 2>&1
+		return
+	fi
+	wait_for 30 "the webhook's cache holds the ResourceSlices" dra_slices_seen || bad="$bad; the webhook's cache has not listed the ResourceSlices"
+	# Capacity from the slices: 79.6Gi on the DRA-only node; the mixed node sums its
+	# device-plugin card (GFD labels) and its DRA card.
+	wait_for 30 "gpu-dra-1x's capacity gauge" dra_has_capacity gpu-dra-1x || true
+	[ "$(dra_capacity gpu-dra-1x)" = "$h100" ] || bad="$bad; gpu-dra-1x capacity gauge $(dra_capacity gpu-dra-1x), want $h100 (the slice's memory)"
+	[ "$(dra_capacity gpu-dra-mixed)" = "$((2 * h100))" ] || bad="$bad; gpu-dra-mixed capacity gauge $(dra_capacity gpu-dra-mixed), want $((2 * h100)) (device plugin + DRA)"
+	seen="$seen
+  capacity from slices: gpu-dra-1x $(dra_capacity gpu-dra-1x), gpu-dra-mixed $(dra_capacity gpu-dra-mixed) bytes"
+
+	# (b) one claim (30Gi share) shared by 3 pods: counted once, so 19Gi more is admitted
+	# (30 + 19 = 49Gi; per pod it would be 109Gi) and the gauge says 49Gi.
+	for i in 1 2 3; do dra_place shared-$i $ns gpu-dra-1x claim shared-30gi || true; done
+	out=$(kc get resourceclaim -n $ns shared-30gi -o jsonpath='{.status.reservedFor[*].name}' 2>&1)
+	[ "$(wc -w <<<"$out")" = 3 ] || bad="$bad; shared-30gi reservedFor: '$out', want 3 pods"
+	dra_place plus-19 $ns gpu-dra-1x template share-19gi || true
+	wait_for 20 "declared 49Gi on gpu-dra-1x" dra_declared_is gpu-dra-1x $((49 * gi)) ||
+		bad="$bad; gpu-dra-1x declared gauge $(dra_declared gpu-dra-1x), want $((49 * gi)) (the shared claim once)"
+	seen="$seen
+  a claim shared by 3 pods counted once: 30Gi + 19Gi = $(dra_declared gpu-dra-1x) bytes"
+	dra_drop_pods $ns shared-1 shared-2 shared-3 plus-19
+	kc delete resourceclaim -n $ns shared-30gi --wait=true --timeout=60s >/dev/null 2>&1 || true
+	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after the pods and claim were deleted"
+
+	# (c) consumable capacity: 4 x 19Gi fit the device's 79.6Gi (the scheduler allocates all
+	# four), the guard refuses the fourth Binding (76Gi > 90% = 71.7Gi).
+	for i in 1 2 3; do dra_place share-$i $ns gpu-dra-1x template share-19gi || true; done
+	out=$(dra_pod share-4 $ns gpu-dra-1x template share-19gi | kc create -f - 2>&1) || bad="$bad; share-4 not created: $out"
+	if wait_for 40 "share-4 refused by the webhook" dra_refused $ns share-4; then
+		msg=$(fs_messages $ns share-4 | grep -F "$DENIED_BINDING" | tail -n 1)
+		seen="$seen
+  4 x 19Gi: 3 bound, the 4th refused at its Binding: ${msg:0:400}"
+	else
+		bad="$bad; share-4 not refused by the webhook (bound to '$(kc get pod -n $ns share-4 -o jsonpath='{.spec.nodeName}')'): $(fs_messages $ns share-4 | tail -n 1 | cut -c1-300)"
+	fi
+	bound_to $ns share-4 gpu-dra-1x && bad="$bad; share-4 was bound"
+	# Gone before the next checks: the scheduler keeps retrying it, its claim allocated for a
+	# moment each time.
+	dra_drop_pods $ns share-4
+	wait_for 30 "57Gi counted on gpu-dra-1x" dra_declared_is gpu-dra-1x $((57 * gi)) ||
+		bad="$bad; gpu-dra-1x declared gauge $(dra_declared gpu-dra-1x) with 3 x 19Gi, want $((57 * gi))"
+
+	# (a) the DRA pods' memory counted for a device-plugin-style pod (nvidia.com/gpu and
+	# GPU_MEMORY_LIMIT, spec.nodeName): 57Gi of claims + 15Gi = 72Gi is refused, 14Gi admitted.
+	if out=$(pod_json dp-15 $ns 15Gi 1 gpu-dra-1x | kc create -f - 2>&1); then
+		bad="$bad; dp-15 (57Gi + 15Gi > 71.7Gi) admitted"
+	elif ! grep -qF "$DENIED_POD" <<<"$out"; then
+		bad="$bad; dp-15 failed, not by the webhook: ${out:0:300}"
+	else
+		seen="$seen
+  device-plugin pod beside 57Gi of claims: 15Gi refused (${out:0:300})"
+	fi
+	if ! out=$(pod_json dp-14 $ns 14Gi 1 gpu-dra-1x | kc create --dry-run=server -f - 2>&1); then
+		bad="$bad; dp-14 (57Gi + 14Gi fits 71.7Gi) refused: ${out:0:300}"
+	else
+		seen="$seen, 14Gi admitted"
+	fi
+	kc delete pod -n $ns dp-15 --ignore-not-found >/dev/null 2>&1
+	dra_drop_pods $ns share-1 share-2 share-3
+	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after the share pods were deleted"
+
+	# (d) KEP-5004: nvidia.com/gpu on a node that advertises none, backed by the DeviceClass's
+	# extendedResourceName: the scheduler makes the claim; admitted, counted once (79.6Gi, not
+	# also as its nvidia.com/gpu unit), and a device-plugin pod beside it is refused.
+	if ! out=$(kc patch deviceclass gpu.nvidia.com --type merge -p '{"spec":{"extendedResourceName":"nvidia.com/gpu"}}' 2>&1); then
+		bad="$bad; DeviceClass extendedResourceName not accepted (KEP-5004 off?): ${out:0:300}"
+	elif ! out=$(pod_json ext-gpu $ns "" 1 "" gpu-dra-1x | kc create -f - 2>&1); then
+		bad="$bad; ext-gpu not created: ${out:0:300}"
+	elif ! wait_for 60 "ext-gpu bound to gpu-dra-1x" bound_to $ns ext-gpu gpu-dra-1x; then
+		bad="$bad; ext-gpu (nvidia.com/gpu by DRA) not bound: $(fs_messages $ns ext-gpu | tail -n 1 | cut -c1-400)"
+	else
+		d=$(kc get pod -n $ns ext-gpu -o jsonpath='{.status.extendedResourceClaimStatus.resourceClaimName}')
+		[ -n "$d" ] || bad="$bad; ext-gpu has no status.extendedResourceClaimStatus"
+		wait_for 20 "declared 79.6Gi on gpu-dra-1x" dra_declared_is gpu-dra-1x $h100 ||
+			bad="$bad; gpu-dra-1x declared gauge $(dra_declared gpu-dra-1x) with the KEP-5004 pod, want $h100 (once)"
+		if out=$(pod_json dp-10 $ns 10Gi 1 gpu-dra-1x | kc create --dry-run=server -f - 2>&1); then
+			bad="$bad; dp-10 admitted beside the KEP-5004 pod's whole device"
+		elif ! grep -qF "$DENIED_POD" <<<"$out"; then
+			bad="$bad; dp-10 failed, not by the webhook: ${out:0:300}"
+		fi
+		seen="$seen
+  KEP-5004 pod admitted (claim $d), counted $(dra_declared gpu-dra-1x) bytes; a 10Gi pod beside it refused: ${out:0:300}"
+	fi
+	if [ -n "$bad" ]; then
+		fail "${bad#; }"
+	else
+		pass "DRA counted:$seen"
+	fi
+	drop_ns $ns
+	kc delete -f "$E2E_DIR/workloads/dra/slice-gpu-dra-1x.yaml" -f "$E2E_DIR/workloads/dra/slice-gpu-dra-mixed.yaml" \
+		-f "$E2E_DIR/workloads/dra/deviceclass.yaml" --ignore-not-found >/dev/null 2>&1
+	kc delete node $DRA_NODES --ignore-not-found >/dev/null 2>&1
+	wait_for 60 "nodes $DRA_NODES deleted" dra_nodes_gone || log "nodes $DRA_NODES still there after 60s"
+}
+
 # --- 21. the report's numbers are the webhook's ----------------------------------------------
 
 # 21 (issue 11): `gpu-memory-guard report -o json` read with the suite's kubeconfig. On gpu-l4-0
@@ -1957,6 +2119,7 @@ want 21 && test_report
 want 22 && test_policy_crd
 want 23 && test_policy_apply
 want 24 && test_infer
+want 25 && test_dra
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
