@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "cache.h"
+#include "drastore.h"
 #include "extender.h"
 #include "fixture.h"
 #include "ledger.h"
@@ -988,6 +989,65 @@ static void test_pods_in_flight(void **state)
 	free(big_args);
 }
 
+/* DRA (issue 21): nodes known only by their ResourceSlices (no label, no allocatable) are
+ * judged by their slices; a pod whose GPU is a 19Gi consumable-capacity claim (a template, not
+ * generated yet at a filter: every DRA GPU of the node, whole) passes a node with a free device
+ * and fails one whose device a claim holds; nodes without DRA GPUs pass it (no GPU of it
+ * there). */
+static void test_dra_nodes(void **state)
+{
+	(void)state;
+	struct dra_store *d = dra_store_new(NULL, NULL, NULL);
+	char err[256], buf[256];
+	static const char *const names[] = {"dra-free", "dra-held", "n-room"};
+
+	assert_non_null(d);
+	for (int i = 0; i < 2; i++) {
+		char text[1024];
+		const char *n = names[i];
+		snprintf(text, sizeof(text),
+		         "{\"kind\":\"Node\",\"metadata\":{\"name\":\"%s\",\"uid\":\"%s\"}}", n, n);
+		cJSON *node = cJSON_Parse(text);
+		assert_int_equal(cache_apply_node(E.cache, WATCH_ADDED, node), 0);
+		cJSON_Delete(node);
+		snprintf(
+		    text, sizeof(text),
+		    "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"%s-gpu\"},\"spec\":{"
+		    "\"driver\":\"gpu.nvidia.com\",\"nodeName\":\"%s\",\"pool\":{\"name\":\"%s\"},"
+		    "\"devices\":[{\"name\":\"gpu-0\",\"attributes\":{\"type\":{\"string\":\"gpu\"}"
+		    "},"
+		    "\"capacity\":{\"memory\":{\"value\":\"81559Mi\"}}}]}}",
+		    n, n, n);
+		cJSON *sl = cJSON_Parse(text);
+		assert_int_equal(dra_store_apply_slice(d, WATCH_ADDED, sl, err, sizeof(err)), 0);
+		cJSON_Delete(sl);
+	}
+	cJSON *claim = cJSON_Parse(
+	    "{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"other\",\"namespace\":\"ml\","
+	    "\"uid\":\"c1\"},\"status\":{\"allocation\":{\"devices\":{\"results\":[{\"request\":"
+	    "\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"dra-held\",\"device\":\"gpu-0\"}]}},"
+	    "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"p1\"}]}}");
+	assert_int_equal(dra_store_apply_claim(d, WATCH_ADDED, claim, err, sizeof(err)), 0);
+	cJSON_Delete(claim);
+	E.cfg.dra = d;
+	reconfigure();
+	char *args = args_names(
+	    "{\"metadata\":{\"name\":\"dra-0\",\"namespace\":\"ml\",\"uid\":\"u-dra\"},\"spec\":{"
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimTemplateName\":\"share-19gi\"}],"
+	    "\"containers\":[{\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}]}"
+	    "}",
+	    names, 3);
+	cJSON *a = call(EXTENDER_FILTER, args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "dra-free,n-room");
+	assert_non_null(reason(a, "FailedNodes", "dra-held"));
+	cJSON_Delete(a);
+	free(args);
+	E.cfg.dra = NULL;
+	reconfigure();
+	dra_store_free(d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1010,6 +1070,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_nodes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
