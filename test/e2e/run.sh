@@ -1987,6 +1987,15 @@ test_dra() {
 	dra_drop_pods $ns share-4
 	wait_for 30 "57Gi counted on gpu-dra-1x" dra_declared_is gpu-dra-1x $((57 * gi)) ||
 		bad="$bad; gpu-dra-1x declared gauge $(dra_declared gpu-dra-1x) with 3 x 19Gi, want $((57 * gi))"
+	# The report (it lists the slices and claims itself) counts them as the webhook does.
+	if ! out=$("$BINARY" report --kubeconfig "$STATE/kubeconfig" --threshold "$THRESHOLD" -o json 2>&1); then
+		bad="$bad; the report failed: ${out:0:300}"
+	else
+		d=$(jq -c '.nodes[] | select(.name == "gpu-dra-1x") | [.capacityBytes, .declaredBytes]' <<<"$out")
+		[ "$d" = "[$h100,$((57 * gi))]" ] || bad="$bad; the report's gpu-dra-1x [capacity, declared] $d, want [$h100,$((57 * gi))]"
+		seen="$seen
+  report: gpu-dra-1x [capacity, declared] $d"
+	fi
 
 	# (a) the DRA pods' memory counted for a device-plugin-style pod (nvidia.com/gpu and
 	# GPU_MEMORY_LIMIT, spec.nodeName): 57Gi of claims + 15Gi = 72Gi is refused, 14Gi admitted.
