@@ -14,6 +14,7 @@
 #include "kube.h"
 #include "kubeconfig.h"
 #include "ledger.h"
+#include "memlimit.h"
 #include "policies.h"
 #include "policystatus.h"
 #include "log.h"
@@ -135,6 +136,29 @@ static int reservations_namespace(const struct config *cfg, char *buf, size_t ca
 	return 0;
 }
 
+/* The cgroup's memory limit in bytes, 0 when none or unreadable (logged either way). */
+static uint64_t memory_limit(void)
+{
+	char err[MEMLIMIT_ERR_MAX], where[MEMLIMIT_WHERE_MAX] = "";
+	uint64_t bytes = 0;
+	int rc = memlimit_read(MEMLIMIT_CGROUP_ROOT, MEMLIMIT_PROC_CGROUP, &bytes, where, err,
+	                       sizeof(err));
+
+	if (rc < 0) {
+		log_fields(LOG_WARN, "cannot read the cgroup memory limit",
+		           (struct log_field[]){LOG_STR("error", err), LOG_END});
+		return 0;
+	}
+	if (rc == MEMLIMIT_NONE) {
+		log_msg(LOG_INFO, "memory limit: none set (the watch cache may grow unchecked)");
+		return 0;
+	}
+	log_fields(LOG_INFO, "memory limit",
+	           (struct log_field[]){LOG_INT("memory_limit_bytes", (long long)bytes),
+	                                LOG_STR("file", where), LOG_END});
+	return bytes;
+}
+
 static int serve(const struct config *cfg, const sigset_t *signals)
 {
 	int status = EXIT_START_FAILED, sig = 0;
@@ -185,6 +209,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 		    .threshold = cfg->threshold,
 		    .ledger = ledger,
 		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
+		    .memory_limit_bytes = memory_limit(),
 		};
 		if ((cache = cache_new(&dcfg, pod_gone, &sink)) == NULL ||
 		    (informer = informer_new(kube, cache, &icfg)) == NULL ||

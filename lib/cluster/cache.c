@@ -22,6 +22,7 @@
 #include "satmath.h"
 
 #include <cjson/cJSON.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -104,6 +105,7 @@ struct cache {
 	size_t by_source[CACHE_SOURCES]; /* GPU pods by demand source (cache_stats) */
 	struct engine_defaults engines;  /* dcfg.engines */
 	size_t known_nodes; /* records with known set (nodes.count also has records for pods) */
+	size_t bytes;       /* heap() of every record's allocations (cache_stats) */
 	char *resources[DEMAND_MAX_RESOURCES];
 	struct demand_config dcfg;
 	cache_gone_fn gone;
@@ -184,6 +186,25 @@ static void table_remove(struct table *t, struct rec *r)
 	}
 }
 
+/* What one allocation costs the heap: glibc's usable size plus its chunk header. */
+static size_t heap(const void *p)
+{
+	return p != NULL ? malloc_usable_size((void *)p) + sizeof(size_t) : 0;
+}
+
+static size_t pod_bytes(const struct pod *p)
+{
+	return heap(p) + heap(p->key) + heap(p->d.uses) + heap(p->d.parts) + heap(p->d.compact) +
+	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) +
+	       heap(p->priority_class) + heap(p->labels.block);
+}
+
+static size_t node_bytes(const struct node *n)
+{
+	return heap(n) + heap(n->name) + heap(n->cap_err) + heap(n->labels.block) + heap(n->items) +
+	       heap(n->owners);
+}
+
 static char *dup_or_null(const char *s)
 {
 	return s != NULL && s[0] != '\0' ? strdup(s) : NULL;
@@ -237,6 +258,7 @@ static struct node *node_get(struct cache *c, const char *name, int create)
 	}
 	n->cap_rc = CAPACITY_EUNKNOWN;
 	table_insert(&c->nodes, (struct rec *)n);
+	c->bytes += node_bytes(n);
 	return n;
 }
 
@@ -245,6 +267,7 @@ static void node_maybe_drop(struct cache *c, struct node *n)
 {
 	if (n != NULL && !n->known && n->refs == 0) {
 		table_remove(&c->nodes, (struct rec *)n);
+		c->bytes -= node_bytes(n);
 		node_free(n);
 	}
 }
@@ -303,16 +326,18 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	if (p->finished || p->d.status == DEMAND_NOT_GPU)
 		return 0;
 	if (n->n == n->n_cap) {
-		size_t cap = n->n_cap ? n->n_cap * 2 : 4;
+		size_t cap = n->n_cap ? n->n_cap * 2 : 4, before = node_bytes(n);
 		struct placement_item *it = realloc(n->items, cap * sizeof(*it));
-		if (it == NULL)
-			return CACHE_ENOMEM;
-		n->items = it;
-		struct pod **ow = realloc(n->owners, cap * sizeof(*ow));
+		struct pod **ow = it != NULL ? realloc(n->owners, cap * sizeof(*ow)) : NULL;
+		if (it != NULL)
+			n->items = it;
+		if (ow != NULL) {
+			n->owners = ow;
+			n->n_cap = cap;
+		}
+		c->bytes = c->bytes - before + node_bytes(n);
 		if (ow == NULL)
 			return CACHE_ENOMEM;
-		n->owners = ow;
-		n->n_cap = cap;
 	}
 	p->slot = n->n++;
 	n->items[p->slot] = (struct placement_item){
@@ -375,6 +400,7 @@ static void pod_remove(struct cache *c, struct pod *p)
 	}
 	detach(c, p);
 	table_remove(&c->pods, (struct rec *)p);
+	c->bytes -= pod_bytes(p);
 	pod_free(p);
 }
 
@@ -497,6 +523,8 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 			return CACHE_ENOMEM;
 		}
 		table_insert(&c->pods, (struct rec *)p);
+	} else {
+		c->bytes -= pod_bytes(p); /* counted again below, as refilled */
 	}
 	p->mark = 0;
 	int was_finished = p->finished;
@@ -506,6 +534,7 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 		p->seen_ms = monotime_ms();
 	detach(c, p);
 	int rc = pod_fill(c, p, obj);
+	c->bytes += pod_bytes(p);
 	if (rc == 0 && node != NULL && node[0] != '\0' && strlen(node) <= NODE_NAME_MAX)
 		rc = attach(c, p, node);
 	if (rc != 0) {
@@ -543,6 +572,7 @@ static void node_forget(struct cache *c, struct node *n)
 	n->known = 0;
 	n->mark = 0;
 	n->cap_rc = CAPACITY_EUNKNOWN;
+	c->bytes -= heap(n->cap_err);
 	free(n->cap_err);
 	n->cap_err = NULL;
 	node_maybe_drop(c, n);
@@ -570,6 +600,7 @@ int cache_apply_node(struct cache *c, enum watch_event_type type, const cJSON *o
 		node_forget(c, n);
 		goto out;
 	}
+	c->bytes -= node_bytes(n);
 	free(n->cap_err);
 	n->cap_err = NULL;
 	if (!n->known)
@@ -581,6 +612,7 @@ int cache_apply_node(struct cache *c, enum watch_event_type type, const cJSON *o
 		rc = CACHE_ENOMEM; /* the node reads as unknown capacity without a message */
 	if (labelset_copy(&n->labels, json_at(obj, "metadata", "labels", NULL)) != 0)
 		rc = CACHE_ENOMEM; /* no labels: selected by no policy until the relist */
+	c->bytes += node_bytes(n);
 out:
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -770,6 +802,9 @@ void cache_stats(struct cache *c, struct cache_stats *out)
 	out->gpu_pods = c->gpu_pods;
 	memcpy(out->by_source, c->by_source, sizeof(out->by_source));
 	out->nodes = c->known_nodes;
+	out->bytes = heap(c) + heap(c->pods.buckets) + heap(c->nodes.buckets) + c->bytes;
+	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
+		out->bytes += heap(c->resources[i]);
 	pthread_rwlock_unlock(&c->lock);
 }
 

@@ -9,6 +9,7 @@
 #include "kube.h"
 #include "ledger.h"
 #include "log.h"
+#include "memlimit.h"
 #include "metrics.h"
 #include "monotime.h"
 #include "satmath.h"
@@ -172,6 +173,12 @@ static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
 	return k->inf->stop;
 }
 
+/* 1 when the cache's bytes are above MEMLIMIT_WARN_RATIO of limit (0: no limit). */
+static int over_limit(const struct cache_stats *cs, uint64_t limit)
+{
+	return limit > 0 && (double)cs->bytes > MEMLIMIT_WARN_RATIO * (double)limit;
+}
+
 /* LIST into the cache. 0, or a KUBE_E* code (already logged). */
 static int relist(struct kind *k)
 {
@@ -221,6 +228,24 @@ static int relist(struct kind *k)
 	k->store_failed = k->list_failed;
 	k->progress_ms = monotime_ms();
 	pthread_mutex_unlock(&k->inf->mu);
+	if (!k->policies && k->which == CACHE_PODS) {
+		struct cache_stats cs;
+		uint64_t lim = k->inf->cfg.memory_limit_bytes;
+		cache_stats(k->inf->cache, &cs);
+		/* The cache's bytes against the limit: an operator sees how far the next growth
+		 * can go before the OOM killer (docs/install.md, "Sizing"). */
+		log_fields(
+		    over_limit(&cs, lim) ? LOG_WARN : LOG_INFO, "cache: listed",
+		    (struct log_field[]){
+		        LOG_STR("resource", k->resource), LOG_STR("resource_version", k->rv),
+		        LOG_INT("removed", (long long)removed), LOG_INT("pods", (long long)cs.pods),
+		        LOG_INT("cache_bytes", (long long)cs.bytes),
+		        LOG_INT("memory_limit_bytes", (long long)lim),
+		        LOG_INT("percent_of_limit",
+		                lim ? (long long)((double)cs.bytes * 100.0 / (double)lim) : -1),
+		        LOG_END});
+		return 0;
+	}
 	log_fields(LOG_INFO, "cache: listed",
 	           (struct log_field[]){LOG_STR("resource", k->resource),
 	                                LOG_STR("resource_version", k->rv),
@@ -480,6 +505,20 @@ void informer_ready_note(void *ctx, char *buf, size_t cap)
 
 	informer_status(inf, &st);
 	cache_stats(inf->cache, &cs);
+	if (over_limit(&cs, inf->cfg.memory_limit_bytes)) {
+		uint64_t lim = inf->cfg.memory_limit_bytes;
+		int n =
+		    snprintf(buf, cap,
+		             "warning: the watch cache holds %.1f MiB, %.0f%% of the memory "
+		             "limit %.1f MiB (%zu pods): raise the limit before the OOM killer "
+		             "stops this replica (docs/install.md, Sizing)\n",
+		             (double)cs.bytes / 1048576.0, (double)cs.bytes * 100.0 / (double)lim,
+		             (double)lim / 1048576.0, cs.pods);
+		if (n > 0 && (size_t)n < cap) {
+			buf += n;
+			cap -= (size_t)n;
+		}
+	}
 	if (!st.pods.synced || !st.nodes.synced) {
 		const struct informer_kind_status *k = !st.pods.synced ? &st.pods : &st.nodes;
 		snprintf(buf, cap, "cache: syncing %s (placements read the API server)%s%s",
@@ -657,6 +696,16 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	               "gpu_memory_guard_cache_objects{resource=\"pods\"} %zu\n"
 	               "gpu_memory_guard_cache_objects{resource=\"nodes\"} %zu\n",
 	               cs.pods, cs.nodes);
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_cache_bytes Heap held by the watch cache (its "
+	               "allocations' usable sizes plus chunk headers), bytes.\n"
+	               "# TYPE gpu_memory_guard_cache_bytes gauge\n"
+	               "gpu_memory_guard_cache_bytes %zu\n"
+	               "# HELP gpu_memory_guard_memory_limit_bytes The cgroup memory limit read at "
+	               "start, bytes; 0 when none.\n"
+	               "# TYPE gpu_memory_guard_memory_limit_bytes gauge\n"
+	               "gpu_memory_guard_memory_limit_bytes %llu\n",
+	               cs.bytes, (unsigned long long)inf->cfg.memory_limit_bytes);
 	/* Bounded label values: demand_source_name()'s five and "invalid". */
 	metrics_printf(w, "# HELP gpu_memory_guard_pods_by_demand_source GPU pods in the watch "
 	                  "cache by where their GPU memory figure comes from (the least declared "

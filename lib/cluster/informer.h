@@ -30,6 +30,10 @@
  *   gpu_memory_guard_cache_last_event_age_seconds{resource}  gauge, age of the newest event
  *                                                            (bookmarks included); -1 before any
  *   gpu_memory_guard_cache_objects{resource}                 gauge, objects held
+ *   gpu_memory_guard_cache_bytes                             gauge, the store's heap in bytes
+ *                                                            (cache_stats().bytes)
+ *   gpu_memory_guard_memory_limit_bytes                      gauge, the cgroup's memory limit
+ *                                                            (informer_config), 0 when none
  *   per GPU node (a known Node with a GPU capacity, or with GPU pods), label node:
  *   gpu_memory_guard_node_capacity_bytes, gpu_memory_guard_node_declared_bytes (the cached pods'
  *   demands), gpu_memory_guard_node_reserved_bytes (this replica's in-flight reservations),
@@ -62,12 +66,16 @@ struct metrics_writer;
 struct policies;
 
 struct informer_config {
-	struct policies *policies; /* a third thread lists and watches GPUMemoryPolicy objects
-	                              into it (policies.h); NULL: none (borrowed) */
-	long page_limit;           /* items per LIST page (0: KUBE_PAGE_LIMIT) */
-	double threshold;          /* ratio (0,1] for the node_limit_bytes gauge */
-	struct ledger *ledger;     /* for node_reserved_bytes; may be NULL (borrowed) */
-	double max_staleness_s;    /* --cache-max-staleness, for informer_fresh_fn */
+	struct policies *policies;   /* a third thread lists and watches GPUMemoryPolicy objects
+	                                into it (policies.h); NULL: none (borrowed) */
+	long page_limit;             /* items per LIST page (0: KUBE_PAGE_LIMIT) */
+	double threshold;            /* ratio (0,1] for the node_limit_bytes gauge */
+	struct ledger *ledger;       /* for node_reserved_bytes; may be NULL (borrowed) */
+	double max_staleness_s;      /* --cache-max-staleness, for informer_fresh_fn */
+	uint64_t memory_limit_bytes; /* the cgroup's memory limit (memlimit.h), 0: none. The
+	                                cache's bytes are logged against it after each LIST of
+	                                pods, and /readyz warns while they are above
+	                                MEMLIMIT_WARN_RATIO of it */
 };
 
 struct informer_kind_status {
@@ -107,7 +115,10 @@ int informer_fresh_fn(void *ctx, double now_s);
 
 /* The /readyz line (server_options.ready_note): "cache: synced (N pods, M nodes)", or why
  * placements read the API server now ("cache: syncing", "cache: pods watch broken for 7.1s:
- * ..."). ctx is the informer. */
+ * ..."). Above it, while the cache's bytes are over MEMLIMIT_WARN_RATIO of
+ * informer_config.memory_limit_bytes, a line "warning: the watch cache holds N MiB, P% of the
+ * memory limit L MiB (...)" (still ready: the replica decides as before; the operator raises
+ * the limit, docs/install.md "Sizing"). ctx is the informer. */
 void informer_ready_note(void *ctx, char *buf, size_t cap);
 
 /* The readiness gate (server_options.ready_gate), ctx the informer: 0 with why while the

@@ -1579,6 +1579,51 @@ static void test_concurrent_readers(void **state)
 	cache_free(c);
 }
 
+/* cache_stats().bytes: grows with what is stored and comes back to the empty store's figure
+ * when everything is deleted (fewer pods than the first hash table's buckets: no growth). */
+static void test_bytes_accounted(void **state)
+{
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	char name[32], uid[64];
+	size_t empty, full, one;
+
+	(void)state;
+	empty = stats_of(c).bytes;
+	assert_true(empty > 0);
+	assert_int_equal(node_ev(c, WATCH_ADDED, "n1", "81559", "8", NULL), 0);
+	assert_int_equal(node_ev(c, WATCH_ADDED, "n2", NULL, NULL, "bad"), 0); /* cap_err */
+	assert_true(stats_of(c).bytes > empty);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		snprintf(uid, sizeof(uid), "6f1c2b9e-0000-4000-8000-%012d", i);
+		assert_int_equal(pod_ev(c, WATCH_ADDED, i % 3 ? "default" : "ml", name, uid,
+		                        i % 2 ? "n1" : "n3", "Running", i % 5 ? NULL : "1",
+		                        i % 5 ? NULL : "10Gi"),
+		                 0);
+	}
+	full = stats_of(c).bytes;
+	assert_true(full > empty + 300 * 16);
+	/* modified in place: the same figure */
+	assert_int_equal(pod_ev(c, WATCH_MODIFIED, "ml", "p0",
+	                        "6f1c2b9e-0000-4000-8000-000000000000", "n3", "Running", "1",
+	                        "10Gi"),
+	                 0);
+	assert_int_equal(stats_of(c).bytes, full);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		assert_int_equal(pod_ev(c, WATCH_DELETED, i % 3 ? "default" : "ml", name, NULL,
+		                        NULL, NULL, NULL, NULL),
+		                 0);
+	}
+	one = stats_of(c).bytes;
+	assert_true(one < full);
+	assert_int_equal(node_ev(c, WATCH_DELETED, "n1", NULL, NULL, NULL), 0);
+	assert_int_equal(node_ev(c, WATCH_DELETED, "n2", NULL, NULL, NULL), 0);
+	assert_stats(c, 0, 0, 0);
+	assert_int_equal(stats_of(c).bytes, empty);
+	cache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1602,6 +1647,7 @@ int main(void)
 	    cmocka_unit_test(test_nodes_full),
 	    cmocka_unit_test(test_gone_reads_cache),
 	    cmocka_unit_test(test_concurrent_readers),
+	    cmocka_unit_test(test_bytes_accounted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
