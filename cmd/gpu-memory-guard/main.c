@@ -210,6 +210,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 		    .ledger = ledger,
 		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
 		    .memory_limit_bytes = memory_limit(),
+		    .memory_warn_ratio = cfg->memory_warn_ratio,
 		};
 		if ((cache = cache_new(&dcfg, pod_gone, &sink)) == NULL ||
 		    (informer = informer_new(kube, cache, &icfg)) == NULL ||

@@ -143,6 +143,10 @@ struct cache_stats {
 	size_t pods, gpu_pods, nodes;
 	size_t by_source[CACHE_SOURCES];
 	size_t bytes;
+	size_t compact_pods;  /* of pods, those kept compact (podlite.h: no GPU, a UUID uid) */
+	size_t compact_bytes; /* of bytes, the compact store's (podlite_bytes()) */
+	size_t pod_bytes;     /* of bytes, the whole pods' records and their hash table */
+	size_t node_bytes;    /* of bytes, the node records, their placement items, their table */
 };
 void cache_stats(struct cache *c, struct cache_stats *out);
 

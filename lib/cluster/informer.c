@@ -173,10 +173,12 @@ static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
 	return k->inf->stop;
 }
 
-/* 1 when the cache's bytes are above MEMLIMIT_WARN_RATIO of limit (0: no limit). */
-static int over_limit(const struct cache_stats *cs, uint64_t limit)
+/* 1 when the cache's bytes are above the warning's share of limit (0: no limit). */
+static int over_limit(const struct informer *inf, const struct cache_stats *cs, uint64_t limit)
 {
-	return limit > 0 && (double)cs->bytes > MEMLIMIT_WARN_RATIO * (double)limit;
+	double r =
+	    inf->cfg.memory_warn_ratio > 0 ? inf->cfg.memory_warn_ratio : MEMLIMIT_WARN_RATIO;
+	return limit > 0 && (double)cs->bytes > r * (double)limit;
 }
 
 /* LIST into the cache. 0, or a KUBE_E* code (already logged). */
@@ -235,7 +237,7 @@ static int relist(struct kind *k)
 		/* The cache's bytes against the limit: an operator sees how far the next growth
 		 * can go before the OOM killer (docs/install.md, "Sizing"). */
 		log_fields(
-		    over_limit(&cs, lim) ? LOG_WARN : LOG_INFO, "cache: listed",
+		    over_limit(k->inf, &cs, lim) ? LOG_WARN : LOG_INFO, "cache: listed",
 		    (struct log_field[]){
 		        LOG_STR("resource", k->resource), LOG_STR("resource_version", k->rv),
 		        LOG_INT("removed", (long long)removed), LOG_INT("pods", (long long)cs.pods),
@@ -505,7 +507,7 @@ void informer_ready_note(void *ctx, char *buf, size_t cap)
 
 	informer_status(inf, &st);
 	cache_stats(inf->cache, &cs);
-	if (over_limit(&cs, inf->cfg.memory_limit_bytes)) {
+	if (over_limit(inf, &cs, inf->cfg.memory_limit_bytes)) {
 		uint64_t lim = inf->cfg.memory_limit_bytes;
 		int n =
 		    snprintf(buf, cap,
@@ -701,11 +703,22 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 	               "allocations' usable sizes plus chunk headers), bytes.\n"
 	               "# TYPE gpu_memory_guard_cache_bytes gauge\n"
 	               "gpu_memory_guard_cache_bytes %zu\n"
+	               "# HELP gpu_memory_guard_cache_part_bytes Of cache_bytes, by part: "
+	               "compact_pods (pods that ask for no GPU), pods (the others, whole), nodes.\n"
+	               "# TYPE gpu_memory_guard_cache_part_bytes gauge\n"
+	               "gpu_memory_guard_cache_part_bytes{part=\"compact_pods\"} %zu\n"
+	               "gpu_memory_guard_cache_part_bytes{part=\"pods\"} %zu\n"
+	               "gpu_memory_guard_cache_part_bytes{part=\"nodes\"} %zu\n"
+	               "# HELP gpu_memory_guard_cache_compact_pods Of the cached pods, those kept "
+	               "compact (no GPU asked, a UUID uid).\n"
+	               "# TYPE gpu_memory_guard_cache_compact_pods gauge\n"
+	               "gpu_memory_guard_cache_compact_pods %zu\n"
 	               "# HELP gpu_memory_guard_memory_limit_bytes The cgroup memory limit read at "
 	               "start, bytes; 0 when none.\n"
 	               "# TYPE gpu_memory_guard_memory_limit_bytes gauge\n"
 	               "gpu_memory_guard_memory_limit_bytes %llu\n",
-	               cs.bytes, (unsigned long long)inf->cfg.memory_limit_bytes);
+	               cs.bytes, cs.compact_bytes, cs.pod_bytes, cs.node_bytes, cs.compact_pods,
+	               (unsigned long long)inf->cfg.memory_limit_bytes);
 	/* Bounded label values: demand_source_name()'s five and "invalid". */
 	metrics_printf(w, "# HELP gpu_memory_guard_pods_by_demand_source GPU pods in the watch "
 	                  "cache by where their GPU memory figure comes from (the least declared "

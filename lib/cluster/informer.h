@@ -75,7 +75,8 @@ struct informer_config {
 	uint64_t memory_limit_bytes; /* the cgroup's memory limit (memlimit.h), 0: none. The
 	                                cache's bytes are logged against it after each LIST of
 	                                pods, and /readyz warns while they are above
-	                                MEMLIMIT_WARN_RATIO of it */
+	                                memory_warn_ratio of it */
+	double memory_warn_ratio;    /* ratio (0,1]; 0: MEMLIMIT_WARN_RATIO (--memory-warn-ratio) */
 };
 
 struct informer_kind_status {
@@ -115,7 +116,7 @@ int informer_fresh_fn(void *ctx, double now_s);
 
 /* The /readyz line (server_options.ready_note): "cache: synced (N pods, M nodes)", or why
  * placements read the API server now ("cache: syncing", "cache: pods watch broken for 7.1s:
- * ..."). Above it, while the cache's bytes are over MEMLIMIT_WARN_RATIO of
+ * ..."). Above it, while the cache's bytes are over memory_warn_ratio of
  * informer_config.memory_limit_bytes, a line "warning: the watch cache holds N MiB, P% of the
  * memory limit L MiB (...)" (still ready: the replica decides as before; the operator raises
  * the limit, docs/install.md "Sizing"). ctx is the informer. */
