@@ -38,30 +38,153 @@
 /* capacity_error when the message could not be kept (out of memory) */
 #define NOMSG_MSG "GPU memory unknown"
 
-/* What a decision may quote of a pod's demand, kept compact (struct demand is ~1.3 KB). */
+/* What a decision may quote of a pod's demand, kept compact (struct demand is ~6.8 KB). */
 struct pod_demand {
-	enum demand_status status;
 	uint64_t bytes, gpus, max_per_gpu_bytes;
-	uint32_t pool;           /* demand.pool */
-	size_t n_uses;           /* demand.n_uses */
-	struct demand_use *uses; /* demand.uses[0..n_uses), NULL when none (GPU pods only) */
-	char *container;         /* max_per_gpu_container, NULL when empty */
-	/* --undeclared infer: the GPU containers (demand.parts and .compact), NULL when none */
-	size_t n_parts;
-	struct demand_part *parts;
-	struct demand_share *compact;
-	int shares;                /* demand.shares: resolve on the node */
-	uint64_t whole_gpus;       /* demand_takes_cards(): the units it holds, else 0 */
+	uint64_t whole_gpus; /* demand_takes_cards(): the units it holds, else 0 */
+	enum demand_status status;
+	uint32_t pool;             /* demand.pool */
 	enum demand_source source; /* demand.source */
-	char *error;               /* NULL when empty */
-	char *warning;             /* NULL when empty */
+	uint8_t shares;            /* demand.shares: resolve on the node */
+	uint8_t n_uses;            /* demand.n_uses (<= DEMAND_MAX_USES) */
+	uint8_t n_parts;           /* demand.n_parts (<= DEMAND_MAX_PARTS) */
+	/* demand.uses[0..n_uses) packed (pack_uses: the strings without their unused tails; a
+	 * struct demand_use is 112 bytes, a packed one about 30), NULL when none */
+	unsigned char *uses;
+	char *container; /* max_per_gpu_container, NULL when empty */
+	/* --undeclared infer: the GPU containers, demand.parts packed (pack_parts: 592 bytes
+	 * each unpacked, about 80 packed) and demand.compact as is (placement items point at
+	 * it), NULL when none */
+	unsigned char *parts;
+	struct demand_share *compact;
+	char *error;   /* NULL when empty */
+	char *warning; /* NULL when empty */
 };
+
+/* pack_uses() and pack_parts() write every field: a field added to either struct must be
+ * added there too (and to unpack_*), or it is lost in the cache. */
+_Static_assert(sizeof(struct demand_use) == 112, "struct demand_use changed: see pack_uses");
+_Static_assert(sizeof(struct demand_part) == 592, "struct demand_part changed: see pack_parts");
+_Static_assert(DEMAND_MAX_USES < 256 && DEMAND_MAX_PARTS < 256, "n_uses, n_parts are uint8_t");
+
+/* Byte writer (b NULL: only the size) and reader of the packed arrays. */
+static size_t put(unsigned char *b, size_t o, const void *v, size_t n)
+{
+	if (b != NULL)
+		memcpy(b + o, v, n);
+	return o + n;
+}
+
+static size_t put_str(unsigned char *b, size_t o, const char *str, size_t cap)
+{
+	o = put(b, o, str, strnlen(str, cap - 1));
+	return put(b, o, "", 1);
+}
+
+static size_t get(const unsigned char *b, size_t o, void *v, size_t n)
+{
+	memcpy(v, b + o, n);
+	return o + n;
+}
+
+static size_t get_str(const unsigned char *b, size_t o, char *str, size_t cap)
+{
+	size_t n = strnlen((const char *)b + o, cap - 1);
+	memcpy(str, b + o, n);
+	str[n] = '\0';
+	return o + n + 1;
+}
+
+static size_t pack_uses(unsigned char *b, const struct demand_use *u, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		o = put(b, o, &u[i].bytes, sizeof(u[i].bytes));
+		o = put(b, o, &u[i].gpus, sizeof(u[i].gpus));
+		o = put(b, o, &u[i].part, sizeof(u[i].part));
+		o = put_str(b, o, u[i].profile, sizeof(u[i].profile));
+		o = put_str(b, o, u[i].container, sizeof(u[i].container));
+	}
+	return o;
+}
+
+static void unpack_uses(const unsigned char *b, struct demand_use *u, size_t n)
+{
+	size_t o = 0;
+	memset(u, 0, n * sizeof(*u));
+	for (size_t i = 0; i < n; i++) {
+		o = get(b, o, &u[i].bytes, sizeof(u[i].bytes));
+		o = get(b, o, &u[i].gpus, sizeof(u[i].gpus));
+		o = get(b, o, &u[i].part, sizeof(u[i].part));
+		o = get_str(b, o, u[i].profile, sizeof(u[i].profile));
+		o = get_str(b, o, u[i].container, sizeof(u[i].container));
+	}
+}
+
+static size_t pack_parts(unsigned char *b, const struct demand_part *p, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		o = put(b, o, &p[i].bytes, sizeof(p[i].bytes));
+		o = put(b, o, &p[i].ppm, sizeof(p[i].ppm));
+		o = put(b, o, &p[i].whole, sizeof(p[i].whole));
+		o = put(b, o, &p[i].mig_units, sizeof(p[i].mig_units));
+		o = put(b, o, &p[i].init, sizeof(p[i].init));
+		o = put(b, o, &p[i].sidecar, sizeof(p[i].sidecar));
+		o = put(b, o, &p[i].source, sizeof(p[i].source));
+		o = put(b, o, &p[i].both, sizeof(p[i].both));
+		o = put(b, o, &p[i].resolved, sizeof(p[i].resolved));
+		o = put_str(b, o, p[i].mig_profile, sizeof(p[i].mig_profile));
+		o = put_str(b, o, p[i].words, sizeof(p[i].words));
+		o = put_str(b, o, p[i].engine_words, sizeof(p[i].engine_words));
+		o = put_str(b, o, p[i].container, sizeof(p[i].container));
+	}
+	return o;
+}
+
+static void unpack_parts(const unsigned char *b, struct demand_part *p, size_t n)
+{
+	size_t o = 0;
+	memset(p, 0, n * sizeof(*p));
+	for (size_t i = 0; i < n; i++) {
+		o = get(b, o, &p[i].bytes, sizeof(p[i].bytes));
+		o = get(b, o, &p[i].ppm, sizeof(p[i].ppm));
+		o = get(b, o, &p[i].whole, sizeof(p[i].whole));
+		o = get(b, o, &p[i].mig_units, sizeof(p[i].mig_units));
+		o = get(b, o, &p[i].init, sizeof(p[i].init));
+		o = get(b, o, &p[i].sidecar, sizeof(p[i].sidecar));
+		o = get(b, o, &p[i].source, sizeof(p[i].source));
+		o = get(b, o, &p[i].both, sizeof(p[i].both));
+		o = get(b, o, &p[i].resolved, sizeof(p[i].resolved));
+		o = get_str(b, o, p[i].mig_profile, sizeof(p[i].mig_profile));
+		o = get_str(b, o, p[i].words, sizeof(p[i].words));
+		o = get_str(b, o, p[i].engine_words, sizeof(p[i].engine_words));
+		o = get_str(b, o, p[i].container, sizeof(p[i].container));
+	}
+}
+
+/* New packed copies (caller frees), NULL when out of memory. */
+static unsigned char *uses_new(const struct demand_use *u, size_t n)
+{
+	unsigned char *b = malloc(pack_uses(NULL, u, n));
+	if (b != NULL)
+		pack_uses(b, u, n);
+	return b;
+}
+
+static unsigned char *parts_new(const struct demand_part *p, size_t n)
+{
+	unsigned char *b = malloc(pack_parts(NULL, p, n));
+	if (b != NULL)
+		pack_parts(b, p, n);
+	return b;
+}
 
 struct node;
 
 struct pod {
 	struct pod *next;
-	char *key;
+	char *key; /* right after the record, in its allocation */
 	char uid[CACHE_UID_MAX];
 	struct node *node; /* spec.nodeName's record, NULL when unbound */
 	size_t slot;       /* index in node->items when counted */
@@ -202,7 +325,7 @@ static size_t heap(const void *p)
 
 static size_t pod_bytes(const struct pod *p)
 {
-	return heap(p) + heap(p->key) + heap(p->d.uses) + heap(p->d.parts) + heap(p->d.compact) +
+	return heap(p) + heap(p->d.uses) + heap(p->d.parts) + heap(p->d.compact) +
 	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) +
 	       heap(p->priority_class) + heap(p->labels.block);
 }
@@ -248,7 +371,6 @@ static void pod_free(struct pod *p)
 	pod_demand_clear(&p->d);
 	free(p->priority_class);
 	labelset_clear(&p->labels);
-	free(p->key);
 	free(p);
 }
 
@@ -480,12 +602,11 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	p->d.shares = d.status == DEMAND_OK && d.shares;
 	p->d.whole_gpus = demand_takes_cards(&d) ? d.gpus : 0;
 	if (d.status == DEMAND_OK && d.n_parts > 0) {
-		p->d.parts = malloc(d.n_parts * sizeof(*p->d.parts));
+		p->d.parts = parts_new(d.parts, d.n_parts);
 		p->d.compact = malloc(d.n_parts * sizeof(*p->d.compact));
 		if (p->d.parts != NULL && p->d.compact != NULL) {
-			memcpy(p->d.parts, d.parts, d.n_parts * sizeof(*p->d.parts));
 			memcpy(p->d.compact, d.compact, d.n_parts * sizeof(*p->d.compact));
-			p->d.n_parts = d.n_parts;
+			p->d.n_parts = (uint8_t)d.n_parts;
 		} else {
 			p->d.shares = 0;
 		}
@@ -495,10 +616,9 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	p->d.max_per_gpu_bytes = d.max_per_gpu_bytes;
 	p->d.pool = d.pool;
 	if (d.n_uses > 0) {
-		p->d.uses = malloc(d.n_uses * sizeof(*p->d.uses));
+		p->d.uses = uses_new(d.uses, d.n_uses);
 		if (p->d.uses != NULL) {
-			memcpy(p->d.uses, d.uses, d.n_uses * sizeof(*p->d.uses));
-			p->d.n_uses = d.n_uses;
+			p->d.n_uses = (uint8_t)d.n_uses;
 		}
 	}
 	p->d.container = dup_or_null(d.max_per_gpu_container);
@@ -669,10 +789,10 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 	if (p == NULL) {
 		if (c->pods.count + podlite_count(c->lite) >= CACHE_MAX_PODS)
 			return CACHE_EFULL;
-		if ((p = calloc(1, sizeof(*p))) == NULL || (p->key = strdup(key)) == NULL) {
-			free(p);
+		size_t klen = strlen(key) + 1;
+		if ((p = calloc(1, sizeof(*p) + klen)) == NULL)
 			return CACHE_ENOMEM;
-		}
+		p->key = memcpy(p + 1, key, klen); /* one allocation: the record, then its key */
 		table_insert(&c->pods, (struct rec *)p);
 	} else {
 		c->bytes -= pod_bytes(p); /* counted again below, as refilled */
@@ -874,12 +994,12 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		d->pool = p->d.pool;
 		d->n_uses = p->d.n_uses;
 		if (d->n_uses > 0)
-			memcpy(d->uses, p->d.uses, d->n_uses * sizeof(d->uses[0]));
+			unpack_uses(p->d.uses, d->uses, d->n_uses);
 		d->source = p->d.source;
 		d->shares = p->d.shares;
 		d->n_parts = p->d.n_parts;
 		if (d->n_parts > 0) {
-			memcpy(d->parts, p->d.parts, d->n_parts * sizeof(d->parts[0]));
+			unpack_parts(p->d.parts, d->parts, d->n_parts);
 			memcpy(d->compact, p->d.compact, d->n_parts * sizeof(d->compact[0]));
 		}
 		snprintf(d->max_per_gpu_container, sizeof(d->max_per_gpu_container), "%s",
