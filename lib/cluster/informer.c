@@ -21,7 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RV_MAX 128
 
@@ -37,6 +39,8 @@ struct kind {
 	/* Under inf->mu: */
 	int synced, in_watch, watch_event, watch_opened, store_failed;
 	int list_failed; /* an object of the LIST in progress could not be stored */
+	int gone;        /* the watch ended in 410 Gone: the next LIST waits a jittered delay */
+	size_t listed, last_listed; /* objects of the LIST in progress, of the last complete one */
 	double broken_since, watch_started, last_event;
 	uint64_t progress_ms; /* when the API server last spoke on this kind (event, bookmark,
 	                         open, list done), monotime_ms() */
@@ -137,6 +141,7 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 static int on_listed(void *ctx, const cJSON *item)
 {
 	struct kind *k = ctx;
+	k->listed++;
 	(void)apply(k, WATCH_ADDED, item); /* a refusal marks the store (apply) */
 	return k->inf->stop;               /* shutdown does not wait for a long LIST */
 }
@@ -228,6 +233,7 @@ static int relist(struct kind *k)
 		k->relists++;
 	k->synced = 1;
 	k->store_failed = k->list_failed;
+	k->last_listed = k->listed;
 	k->progress_ms = monotime_ms();
 	pthread_mutex_unlock(&k->inf->mu);
 	if (!k->policies && k->which == CACHE_PODS) {
@@ -301,8 +307,10 @@ static int watch_loop(struct kind *k)
 		k->watch_restarts++;
 		pthread_mutex_unlock(&k->inf->mu);
 		set_error(k, "WATCH", rc, err);
-		if (rc == KUBE_EGONE)
+		if (rc == KUBE_EGONE) {
+			k->gone = 1;
 			return 1;
+		}
 		/* An event it cannot read will come again from the same version: relist. */
 		if ((rc == KUBE_EPARSE || rc == KUBE_ETOOBIG) && ++decode_errors >= 3)
 			return 1;
@@ -312,12 +320,28 @@ static int watch_loop(struct kind *k)
 	return 0;
 }
 
+/* The wait before a LIST after a 410: a draw from [0, d], d = 1 ms per
+ * INFORMER_RELIST_JITTER_PER_MS objects of the last list, at most INFORMER_RELIST_JITTER_MS. */
+static unsigned relist_jitter_ms(struct kind *k)
+{
+	size_t d = k->last_listed / INFORMER_RELIST_JITTER_PER_MS;
+	if (d > INFORMER_RELIST_JITTER_MS)
+		d = INFORMER_RELIST_JITTER_MS;
+	return (unsigned)rand_r(&k->seed) % (unsigned)(d + 1);
+}
+
 static void *run(void *arg)
 {
 	struct kind *k = arg;
 	unsigned fails = 0, gone = 0;
 
 	while (!k->inf->stop) {
+		/* After a 410 every replica's watch breaks at once (an API server restart, etcd
+		 * compaction): a draw from [0, INFORMER_RELIST_JITTER_MS] spreads their LISTs. */
+		if (k->gone && nap(k->inf, relist_jitter_ms(k)))
+			break;
+		k->gone = 0;
+		k->listed = 0;
 		if (relist(k) != 0) {
 			if (backoff(k, fails++))
 				break;
@@ -343,7 +367,15 @@ static void kind_init(struct informer *inf, struct kind *k, enum cache_kind whic
 	k->inf = inf;
 	k->which = which;
 	k->resource = resource;
-	k->seed = (unsigned)time(NULL) ^ (unsigned)(which + 1) * 2654435761u;
+	/* Replicas restarted together have the same clock and, in containers, the same pid:
+	 * the kernel's randomness, else the monotonic clock's nanoseconds, keeps their jitter
+	 * apart. */
+	unsigned r = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (unsigned)ts.tv_nsec ^ (unsigned)getpid() * 2246822519u;
+	k->seed = r ^ (unsigned)time(NULL) ^ (unsigned)(which + 1) * 2654435761u;
 }
 
 struct informer *informer_new(struct kube_client *kc, struct cache *cache,

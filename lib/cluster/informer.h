@@ -6,7 +6,8 @@
  * cache's content with it (cache_resync_*), then WATCH from the list's resourceVersion with
  * bookmarks (kube_watch), applying each event as it arrives. A watch the server ends normally
  * (timeoutSeconds) is resumed from the last resourceVersion seen. A 410 Gone (as an HTTP status
- * or an ERROR event: the version is too old) relists. Any other failure retries the watch after
+ * or an ERROR event: the version is too old) relists, after a jittered delay that grows with
+ * the list (INFORMER_RELIST_JITTER_MS). Any other failure retries the watch after
  * a capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
  * INFORMER_BACKOFF_MAX_MS, each sleep drawn from [d/2, d]); a failed LIST retries the LIST.
  *
@@ -56,6 +57,14 @@ struct metrics_writer;
 #define INFORMER_BACKOFF_MIN_MS 250
 #define INFORMER_BACKOFF_MAX_MS 30000
 #define INFORMER_WATCH_TIMEOUT  300 /* seconds asked of the server per watch (+ up to 60 jitter) */
+/* A LIST after a 410 Gone waits a draw from [0, d] ms, d = the last list's objects /
+ * INFORMER_RELIST_JITTER_PER_MS, at most INFORMER_RELIST_JITTER_MS: replicas whose watches broke
+ * together (an API server restart) do not all list a large cluster at once (1,000,000 pods:
+ * spread over 5 s), while a small one relists at once (under 100 objects: no wait). Seeded
+ * from getrandom(): replicas started in the same second, each pid 1 in its container, draw
+ * apart. */
+#define INFORMER_RELIST_JITTER_MS     5000
+#define INFORMER_RELIST_JITTER_PER_MS 100
 /* An open watch silent this long (no event, no bookmark: the API server sends one about once a
  * minute, k8s.io/apiserver pkg/storage/cacher defaultBookmarkFrequency) counts as broken. */
 #define INFORMER_SILENCE_S 75.0
