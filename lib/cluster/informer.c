@@ -17,6 +17,7 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +222,12 @@ static int relist(struct kind *k)
 		return rc;
 	}
 	size_t removed = 0;
+#ifdef __GLIBC__
+	/* A LIST parses thousands of pages and frees each: glibc keeps those pages resident
+	 * between the cache's records. Handing them back once per LIST (a rare event) costs a
+	 * walk of the heap and keeps RSS near the cache's own bytes (docs/benchmark.md). */
+	malloc_trim(0);
+#endif
 	if (k->policies) {
 		pthread_mutex_lock(&k->inf->mu);
 		int complete = !k->list_failed; /* apply() stored every listed object */
