@@ -16,6 +16,7 @@ TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|integ_concurrency|integ_cache
 
 .PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
         unit-integration asan tsan fuzz fuzz-smoke e2e soak image install-proof demo down bench \
+        bench-scale \
         tools-background \
         bench-extender format check-format clean quantity-diff promql-check
 
@@ -145,6 +146,12 @@ down:
 # BENCH_ARGS: gmg-bench options, e.g. BENCH_ARGS="--nodes 500 --pods 15000 --gpu-pods 2000".
 bench: build
 	bash test/bench/run-bench.sh $(BUILD)/test/bench/gmg-bench $(abspath $(BIN)) $(BENCH_ARGS)
+
+# The largest clusters' world: 20,000 nodes, 1,000,000 pods (gmg-bench --scale; docs/benchmark.md,
+# "1,000,000 pods"): RSS after sync, sync time, bytes per pod, placements as ratios.
+bench-scale: build
+	bash test/bench/run-bench.sh $(BUILD)/test/bench/gmg-bench $(abspath $(BIN)) --scale \
+	    $(BENCH_ARGS)
 
 # The scheduler extender's benchmark (gmg-bench --extender; docs/benchmark.md).
 bench-extender: build

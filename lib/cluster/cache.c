@@ -16,12 +16,14 @@
 #include "engine.h"
 
 #include "labelset.h"
+#include "podlite.h"
 
 #include "jsonpath.h"
 #include "monotime.h"
 #include "satmath.h"
 
 #include <cjson/cJSON.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,30 +38,153 @@
 /* capacity_error when the message could not be kept (out of memory) */
 #define NOMSG_MSG "GPU memory unknown"
 
-/* What a decision may quote of a pod's demand, kept compact (struct demand is ~1.3 KB). */
+/* What a decision may quote of a pod's demand, kept compact (struct demand is ~6.8 KB). */
 struct pod_demand {
-	enum demand_status status;
 	uint64_t bytes, gpus, max_per_gpu_bytes;
-	uint32_t pool;           /* demand.pool */
-	size_t n_uses;           /* demand.n_uses */
-	struct demand_use *uses; /* demand.uses[0..n_uses), NULL when none (GPU pods only) */
-	char *container;         /* max_per_gpu_container, NULL when empty */
-	/* --undeclared infer: the GPU containers (demand.parts and .compact), NULL when none */
-	size_t n_parts;
-	struct demand_part *parts;
-	struct demand_share *compact;
-	int shares;                /* demand.shares: resolve on the node */
-	uint64_t whole_gpus;       /* demand_takes_cards(): the units it holds, else 0 */
+	uint64_t whole_gpus; /* demand_takes_cards(): the units it holds, else 0 */
+	enum demand_status status;
+	uint32_t pool;             /* demand.pool */
 	enum demand_source source; /* demand.source */
-	char *error;               /* NULL when empty */
-	char *warning;             /* NULL when empty */
+	uint8_t shares;            /* demand.shares: resolve on the node */
+	uint8_t n_uses;            /* demand.n_uses (<= DEMAND_MAX_USES) */
+	uint8_t n_parts;           /* demand.n_parts (<= DEMAND_MAX_PARTS) */
+	/* demand.uses[0..n_uses) packed (pack_uses: the strings without their unused tails; a
+	 * struct demand_use is 112 bytes, a packed one about 30), NULL when none */
+	unsigned char *uses;
+	char *container; /* max_per_gpu_container, NULL when empty */
+	/* --undeclared infer: the GPU containers, demand.parts packed (pack_parts: 592 bytes
+	 * each unpacked, about 80 packed) and demand.compact as is (placement items point at
+	 * it), NULL when none */
+	unsigned char *parts;
+	struct demand_share *compact;
+	char *error;   /* NULL when empty */
+	char *warning; /* NULL when empty */
 };
+
+/* pack_uses() and pack_parts() write every field: a field added to either struct must be
+ * added there too (and to unpack_*), or it is lost in the cache. */
+_Static_assert(sizeof(struct demand_use) == 112, "struct demand_use changed: see pack_uses");
+_Static_assert(sizeof(struct demand_part) == 592, "struct demand_part changed: see pack_parts");
+_Static_assert(DEMAND_MAX_USES < 256 && DEMAND_MAX_PARTS < 256, "n_uses, n_parts are uint8_t");
+
+/* Byte writer (b NULL: only the size) and reader of the packed arrays. */
+static size_t put(unsigned char *b, size_t o, const void *v, size_t n)
+{
+	if (b != NULL)
+		memcpy(b + o, v, n);
+	return o + n;
+}
+
+static size_t put_str(unsigned char *b, size_t o, const char *str, size_t cap)
+{
+	o = put(b, o, str, strnlen(str, cap - 1));
+	return put(b, o, "", 1);
+}
+
+static size_t get(const unsigned char *b, size_t o, void *v, size_t n)
+{
+	memcpy(v, b + o, n);
+	return o + n;
+}
+
+static size_t get_str(const unsigned char *b, size_t o, char *str, size_t cap)
+{
+	size_t n = strnlen((const char *)b + o, cap - 1);
+	memcpy(str, b + o, n);
+	str[n] = '\0';
+	return o + n + 1;
+}
+
+static size_t pack_uses(unsigned char *b, const struct demand_use *u, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		o = put(b, o, &u[i].bytes, sizeof(u[i].bytes));
+		o = put(b, o, &u[i].gpus, sizeof(u[i].gpus));
+		o = put(b, o, &u[i].part, sizeof(u[i].part));
+		o = put_str(b, o, u[i].profile, sizeof(u[i].profile));
+		o = put_str(b, o, u[i].container, sizeof(u[i].container));
+	}
+	return o;
+}
+
+static void unpack_uses(const unsigned char *b, struct demand_use *u, size_t n)
+{
+	size_t o = 0;
+	memset(u, 0, n * sizeof(*u));
+	for (size_t i = 0; i < n; i++) {
+		o = get(b, o, &u[i].bytes, sizeof(u[i].bytes));
+		o = get(b, o, &u[i].gpus, sizeof(u[i].gpus));
+		o = get(b, o, &u[i].part, sizeof(u[i].part));
+		o = get_str(b, o, u[i].profile, sizeof(u[i].profile));
+		o = get_str(b, o, u[i].container, sizeof(u[i].container));
+	}
+}
+
+static size_t pack_parts(unsigned char *b, const struct demand_part *p, size_t n)
+{
+	size_t o = 0;
+	for (size_t i = 0; i < n; i++) {
+		o = put(b, o, &p[i].bytes, sizeof(p[i].bytes));
+		o = put(b, o, &p[i].ppm, sizeof(p[i].ppm));
+		o = put(b, o, &p[i].whole, sizeof(p[i].whole));
+		o = put(b, o, &p[i].mig_units, sizeof(p[i].mig_units));
+		o = put(b, o, &p[i].init, sizeof(p[i].init));
+		o = put(b, o, &p[i].sidecar, sizeof(p[i].sidecar));
+		o = put(b, o, &p[i].source, sizeof(p[i].source));
+		o = put(b, o, &p[i].both, sizeof(p[i].both));
+		o = put(b, o, &p[i].resolved, sizeof(p[i].resolved));
+		o = put_str(b, o, p[i].mig_profile, sizeof(p[i].mig_profile));
+		o = put_str(b, o, p[i].words, sizeof(p[i].words));
+		o = put_str(b, o, p[i].engine_words, sizeof(p[i].engine_words));
+		o = put_str(b, o, p[i].container, sizeof(p[i].container));
+	}
+	return o;
+}
+
+static void unpack_parts(const unsigned char *b, struct demand_part *p, size_t n)
+{
+	size_t o = 0;
+	memset(p, 0, n * sizeof(*p));
+	for (size_t i = 0; i < n; i++) {
+		o = get(b, o, &p[i].bytes, sizeof(p[i].bytes));
+		o = get(b, o, &p[i].ppm, sizeof(p[i].ppm));
+		o = get(b, o, &p[i].whole, sizeof(p[i].whole));
+		o = get(b, o, &p[i].mig_units, sizeof(p[i].mig_units));
+		o = get(b, o, &p[i].init, sizeof(p[i].init));
+		o = get(b, o, &p[i].sidecar, sizeof(p[i].sidecar));
+		o = get(b, o, &p[i].source, sizeof(p[i].source));
+		o = get(b, o, &p[i].both, sizeof(p[i].both));
+		o = get(b, o, &p[i].resolved, sizeof(p[i].resolved));
+		o = get_str(b, o, p[i].mig_profile, sizeof(p[i].mig_profile));
+		o = get_str(b, o, p[i].words, sizeof(p[i].words));
+		o = get_str(b, o, p[i].engine_words, sizeof(p[i].engine_words));
+		o = get_str(b, o, p[i].container, sizeof(p[i].container));
+	}
+}
+
+/* New packed copies (caller frees), NULL when out of memory. */
+static unsigned char *uses_new(const struct demand_use *u, size_t n)
+{
+	unsigned char *b = malloc(pack_uses(NULL, u, n));
+	if (b != NULL)
+		pack_uses(b, u, n);
+	return b;
+}
+
+static unsigned char *parts_new(const struct demand_part *p, size_t n)
+{
+	unsigned char *b = malloc(pack_parts(NULL, p, n));
+	if (b != NULL)
+		pack_parts(b, p, n);
+	return b;
+}
 
 struct node;
 
 struct pod {
 	struct pod *next;
-	char *key;
+	char *key; /* right after the record, in its allocation */
 	char uid[CACHE_UID_MAX];
 	struct node *node; /* spec.nodeName's record, NULL when unbound */
 	size_t slot;       /* index in node->items when counted */
@@ -83,7 +208,9 @@ struct node {
 	struct placement_item *items;
 	struct pod **owners;
 	size_t n, n_cap;
-	size_t refs; /* pods whose node is this record, counted or not (n <= refs) */
+	size_t refs;   /* pods whose node is this record, counted or not (n <= refs), compact
+	                  ones included */
+	uint32_t slot; /* its index in cache.slots (compact pods name their node by it) */
 	uint64_t declared, undeclared_gpus;
 };
 
@@ -103,7 +230,13 @@ struct cache {
 	size_t gpu_pods;
 	size_t by_source[CACHE_SOURCES]; /* GPU pods by demand source (cache_stats) */
 	struct engine_defaults engines;  /* dcfg.engines */
-	size_t known_nodes; /* records with known set (nodes.count also has records for pods) */
+	size_t known_nodes;   /* records with known set (nodes.count also has records for pods) */
+	size_t bytes;         /* heap() of every whole pod's allocations (cache_stats) */
+	size_t node_bytes;    /* heap() of every node record's allocations */
+	struct podlite *lite; /* pods that ask for no GPU (podlite.h); the others in pods */
+	struct node **slots;  /* node records by slot; NULL: a free slot (in free_slots) */
+	uint32_t n_slots, cap_slots, n_free_slots;
+	uint32_t *free_slots;
 	char *resources[DEMAND_MAX_RESOURCES];
 	struct demand_config dcfg;
 	cache_gone_fn gone;
@@ -184,6 +317,25 @@ static void table_remove(struct table *t, struct rec *r)
 	}
 }
 
+/* What one allocation costs the heap: glibc's usable size plus its chunk header. */
+static size_t heap(const void *p)
+{
+	return p != NULL ? malloc_usable_size((void *)p) + sizeof(size_t) : 0;
+}
+
+static size_t pod_bytes(const struct pod *p)
+{
+	return heap(p) + heap(p->d.uses) + heap(p->d.parts) + heap(p->d.compact) +
+	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) +
+	       heap(p->priority_class) + heap(p->labels.block);
+}
+
+static size_t node_bytes(const struct node *n)
+{
+	return heap(n) + heap(n->name) + heap(n->cap_err) + heap(n->labels.block) + heap(n->items) +
+	       heap(n->owners);
+}
+
 static char *dup_or_null(const char *s)
 {
 	return s != NULL && s[0] != '\0' ? strdup(s) : NULL;
@@ -219,8 +371,30 @@ static void pod_free(struct pod *p)
 	pod_demand_clear(&p->d);
 	free(p->priority_class);
 	labelset_clear(&p->labels);
-	free(p->key);
 	free(p);
+}
+
+/* A slot for n (n->slot). 0, or -1 out of memory. */
+static int slot_take(struct cache *c, struct node *n)
+{
+	if (c->n_free_slots > 0) {
+		n->slot = c->free_slots[--c->n_free_slots];
+	} else {
+		if (c->n_slots == c->cap_slots) {
+			uint32_t cap = c->cap_slots ? c->cap_slots * 2 : 256;
+			struct node **v = realloc(c->slots, cap * sizeof(*v));
+			if (v != NULL)
+				c->slots = v;
+			uint32_t *f = v ? realloc(c->free_slots, cap * sizeof(*f)) : NULL;
+			if (f == NULL)
+				return -1;
+			c->free_slots = f;
+			c->cap_slots = cap;
+		}
+		n->slot = c->n_slots++;
+	}
+	c->slots[n->slot] = n;
+	return 0;
 }
 
 static struct node *node_get(struct cache *c, const char *name, int create)
@@ -236,7 +410,12 @@ static struct node *node_get(struct cache *c, const char *name, int create)
 		return NULL;
 	}
 	n->cap_rc = CAPACITY_EUNKNOWN;
+	if (slot_take(c, n) != 0) {
+		node_free(n);
+		return NULL;
+	}
 	table_insert(&c->nodes, (struct rec *)n);
+	c->node_bytes += node_bytes(n);
 	return n;
 }
 
@@ -245,6 +424,9 @@ static void node_maybe_drop(struct cache *c, struct node *n)
 {
 	if (n != NULL && !n->known && n->refs == 0) {
 		table_remove(&c->nodes, (struct rec *)n);
+		c->node_bytes -= node_bytes(n);
+		c->slots[n->slot] = NULL;
+		c->free_slots[c->n_free_slots++] = n->slot;
 		node_free(n);
 	}
 }
@@ -303,16 +485,18 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	if (p->finished || p->d.status == DEMAND_NOT_GPU)
 		return 0;
 	if (n->n == n->n_cap) {
-		size_t cap = n->n_cap ? n->n_cap * 2 : 4;
+		size_t cap = n->n_cap ? n->n_cap * 2 : 4, before = node_bytes(n);
 		struct placement_item *it = realloc(n->items, cap * sizeof(*it));
-		if (it == NULL)
-			return CACHE_ENOMEM;
-		n->items = it;
-		struct pod **ow = realloc(n->owners, cap * sizeof(*ow));
+		struct pod **ow = it != NULL ? realloc(n->owners, cap * sizeof(*ow)) : NULL;
+		if (it != NULL)
+			n->items = it;
+		if (ow != NULL) {
+			n->owners = ow;
+			n->n_cap = cap;
+		}
+		c->node_bytes = c->node_bytes - before + node_bytes(n);
 		if (ow == NULL)
 			return CACHE_ENOMEM;
-		n->owners = ow;
-		n->n_cap = cap;
 	}
 	p->slot = n->n++;
 	n->items[p->slot] = (struct placement_item){
@@ -375,6 +559,7 @@ static void pod_remove(struct cache *c, struct pod *p)
 	}
 	detach(c, p);
 	table_remove(&c->pods, (struct rec *)p);
+	c->bytes -= pod_bytes(p);
 	pod_free(p);
 }
 
@@ -399,15 +584,14 @@ static int is_finished(const cJSON *pod)
 	return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
 }
 
-/* The pod's fields from its object. 0 or CACHE_ENOMEM (p unchanged but its demand). */
-static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
+/* The pod's fields from its object and its demand d (demand_of). 0 or CACHE_ENOMEM (p
+ * unchanged but its demand). */
+static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const struct demand *dp)
 {
-	struct demand d;
+	const struct demand d = *dp;
 	const char *uid = json_str(obj, "metadata", "uid", NULL);
 	const cJSON *ann = json_at(obj, "metadata", "annotations", NULL);
 
-	if (demand_from_pod(obj, &c->dcfg, &d) != 0 && d.status != DEMAND_INVALID)
-		d.status = DEMAND_INVALID; /* demand_from_pod fills status either way */
 	if (p->d.status != DEMAND_NOT_GPU) {
 		c->gpu_pods--;
 		c->by_source[source_slot(&p->d)]--;
@@ -418,12 +602,11 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 	p->d.shares = d.status == DEMAND_OK && d.shares;
 	p->d.whole_gpus = demand_takes_cards(&d) ? d.gpus : 0;
 	if (d.status == DEMAND_OK && d.n_parts > 0) {
-		p->d.parts = malloc(d.n_parts * sizeof(*p->d.parts));
+		p->d.parts = parts_new(d.parts, d.n_parts);
 		p->d.compact = malloc(d.n_parts * sizeof(*p->d.compact));
 		if (p->d.parts != NULL && p->d.compact != NULL) {
-			memcpy(p->d.parts, d.parts, d.n_parts * sizeof(*p->d.parts));
 			memcpy(p->d.compact, d.compact, d.n_parts * sizeof(*p->d.compact));
-			p->d.n_parts = d.n_parts;
+			p->d.n_parts = (uint8_t)d.n_parts;
 		} else {
 			p->d.shares = 0;
 		}
@@ -433,10 +616,9 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 	p->d.max_per_gpu_bytes = d.max_per_gpu_bytes;
 	p->d.pool = d.pool;
 	if (d.n_uses > 0) {
-		p->d.uses = malloc(d.n_uses * sizeof(*p->d.uses));
+		p->d.uses = uses_new(d.uses, d.n_uses);
 		if (p->d.uses != NULL) {
-			memcpy(p->d.uses, d.uses, d.n_uses * sizeof(*p->d.uses));
-			p->d.n_uses = d.n_uses;
+			p->d.n_uses = (uint8_t)d.n_uses;
 		}
 	}
 	p->d.container = dup_or_null(d.max_per_gpu_container);
@@ -465,18 +647,118 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj)
 	return 0;
 }
 
+/* demand_from_pod(), a failure being DEMAND_INVALID. */
+static void demand_of(struct cache *c, const cJSON *obj, struct demand *d)
+{
+	if (demand_from_pod(obj, &c->dcfg, d) != 0 && d->status != DEMAND_INVALID)
+		d->status = DEMAND_INVALID; /* demand_from_pod fills status either way */
+}
+
+/* 1 when a pod of demand d and uid can be kept compact (podlite.h): it asks for no GPU and
+ * has nothing else a caller could read (no warning), its uid is a UUID (into uid16). */
+static int lite_eligible(const struct demand *d, const char *uid, uint8_t uid16[16])
+{
+	return d->status == DEMAND_NOT_GPU && d->bytes == 0 && d->gpus == 0 &&
+	       d->max_per_gpu_bytes == 0 && d->max_per_gpu_container[0] == '\0' && d->pool == 0 &&
+	       d->n_uses == 0 && d->error[0] == '\0' && d->warning[0] == '\0' && d->n_parts == 0 &&
+	       d->source == DEMAND_SRC_NONE && !d->shares && !demand_takes_cards(d) &&
+	       podlite_uid_parse(uid, uid16) == 0;
+}
+
+static int lite_uid_is(const struct podlite_rec *r, const char *uid)
+{
+	uint8_t u[16];
+	return podlite_uid_parse(uid, u) == 0 && memcmp(u, r->uid, 16) == 0;
+}
+
+/* Point compact pod id at node name ("" or NULL: unbound; over NODE_NAME_MAX: unbound, as a
+ * whole pod). 0 or CACHE_E* (then unbound). */
+static int lite_bind(struct cache *c, uint32_t id, const char *name)
+{
+	struct podlite_rec *r = podlite_at(c->lite, id);
+	struct node *old = r->node ? c->slots[r->node - 1] : NULL, *n = NULL;
+
+	if (name != NULL && name[0] != '\0' && strlen(name) <= NODE_NAME_MAX) {
+		if (old != NULL && strcmp(old->name, name) == 0)
+			return 0;
+		if ((n = node_get(c, name, 1)) == NULL) {
+			r->node = 0;
+			if (old != NULL) {
+				old->refs--;
+				node_maybe_drop(c, old);
+			}
+			return c->nodes.count >= CACHE_MAX_NODES ? CACHE_EFULL : CACHE_ENOMEM;
+		}
+		n->refs++;
+	}
+	r->node = n ? n->slot + 1 : 0;
+	if (old != NULL) {
+		old->refs--;
+		node_maybe_drop(c, old);
+	}
+	return 0;
+}
+
+static void lite_remove(struct cache *c, uint32_t id)
+{
+	(void)lite_bind(c, id, NULL);
+	podlite_remove(c->lite, id);
+}
+
+/* Store or refresh compact pod ns/name (id, or PODLITE_NONE when new). 0 or CACHE_E*: the pod
+ * is then not stored. */
+static int lite_apply(struct cache *c, uint32_t id, const char *ns, const char *name,
+                      const uint8_t uid16[16], const cJSON *obj)
+{
+	const cJSON *ann = json_at(obj, "metadata", "annotations", NULL);
+	int rc;
+
+	if (id == PODLITE_NONE) {
+		if (c->pods.count + podlite_count(c->lite) >= CACHE_MAX_PODS)
+			return CACHE_EFULL;
+		rc = podlite_insert(c->lite, ns, name, uid16, &id);
+		if (rc != 0)
+			return rc == PODLITE_ENOMEM ? CACHE_ENOMEM : CACHE_EFULL;
+	}
+	if ((rc = lite_bind(c, id, json_str(obj, "spec", "nodeName", NULL))) != 0) {
+		lite_remove(c, id);
+		return rc;
+	}
+	struct podlite_rec *r = podlite_at(c->lite, id);
+	r->flags = PODLITE_USED | (is_finished(obj) ? PODLITE_FINISHED : 0) |
+	           (json_at(ann, MIRROR_ANNOT, NULL) != NULL ? PODLITE_MIRROR : 0);
+	return 0;
+}
+
 static int apply_pod_locked(struct cache *c, enum watch_event_type type, const cJSON *obj,
                             struct gone *g, size_t *ng)
 {
 	char key[CACHE_KEY_MAX];
 	const char *uid = json_str(obj, "metadata", "uid", NULL);
+	const char *ns = json_str(obj, "metadata", "namespace", NULL);
+	const char *name = json_str(obj, "metadata", "name", NULL);
+	uint32_t li = PODLITE_NONE;
+	uint8_t uid16[16];
+	struct demand d;
 	struct pod *p;
 
 	if (!cJSON_IsObject(obj) || pod_key(obj, key, sizeof(key)) != 0)
 		return CACHE_EINVAL;
 	if (uid != NULL && strlen(uid) >= CACHE_UID_MAX)
 		return CACHE_EINVAL; /* cut, it would differ from itself: every event a new pod */
+	ns = ns ? ns : "";
 	p = (struct pod *)table_find(&c->pods, key);
+	if (p == NULL && (li = podlite_find(c->lite, ns, name)) != PODLITE_NONE) {
+		/* A compact pod asks for no GPU: never reported gone (it holds no reservation). */
+		int same = uid == NULL || lite_uid_is(podlite_at(c->lite, li), uid);
+		if (type == WATCH_DELETED || !same) {
+			if (same || type != WATCH_DELETED)
+				lite_remove(c, li);
+			li = PODLITE_NONE;
+			if (type == WATCH_DELETED)
+				return 0;
+		}
+	}
 	if (type == WATCH_DELETED) {
 		if (p != NULL && (uid == NULL || p->uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
 			gone_add(g, ng, p);
@@ -489,14 +771,31 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 		pod_remove(c, p);
 		p = NULL;
 	}
+	demand_of(c, obj, &d);
+	if (lite_eligible(&d, uid, uid16)) {
+		/* Kept compact. A whole record of it (it asked for a GPU before) is dropped
+		 * without a gone callback, as a whole pod that stops asking keeps its
+		 * reservation. */
+		if (p != NULL)
+			pod_remove(c, p);
+		int rc = lite_apply(c, li, ns, name, uid16, obj);
+		if (rc != CACHE_EFULL || c->pods.count + podlite_count(c->lite) >= CACHE_MAX_PODS)
+			return rc;
+		/* no namespace slot left, or a name it cannot keep: kept whole instead */
+		p = NULL;
+	} else if (li != PODLITE_NONE) {
+		lite_remove(c, li); /* asks for a GPU now (or has a warning): kept whole */
+	}
 	if (p == NULL) {
-		if (c->pods.count >= CACHE_MAX_PODS)
+		if (c->pods.count + podlite_count(c->lite) >= CACHE_MAX_PODS)
 			return CACHE_EFULL;
-		if ((p = calloc(1, sizeof(*p))) == NULL || (p->key = strdup(key)) == NULL) {
-			free(p);
+		size_t klen = strlen(key) + 1;
+		if ((p = calloc(1, sizeof(*p) + klen)) == NULL)
 			return CACHE_ENOMEM;
-		}
+		p->key = memcpy(p + 1, key, klen); /* one allocation: the record, then its key */
 		table_insert(&c->pods, (struct rec *)p);
+	} else {
+		c->bytes -= pod_bytes(p); /* counted again below, as refilled */
 	}
 	p->mark = 0;
 	int was_finished = p->finished;
@@ -505,7 +804,8 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 	if (node == NULL || p->node == NULL || strcmp(p->node->name, node) != 0)
 		p->seen_ms = monotime_ms();
 	detach(c, p);
-	int rc = pod_fill(c, p, obj);
+	int rc = pod_fill(c, p, obj, &d);
+	c->bytes += pod_bytes(p);
 	if (rc == 0 && node != NULL && node[0] != '\0' && strlen(node) <= NODE_NAME_MAX)
 		rc = attach(c, p, node);
 	if (rc != 0) {
@@ -543,6 +843,7 @@ static void node_forget(struct cache *c, struct node *n)
 	n->known = 0;
 	n->mark = 0;
 	n->cap_rc = CAPACITY_EUNKNOWN;
+	c->node_bytes -= heap(n->cap_err);
 	free(n->cap_err);
 	n->cap_err = NULL;
 	node_maybe_drop(c, n);
@@ -570,6 +871,7 @@ int cache_apply_node(struct cache *c, enum watch_event_type type, const cJSON *o
 		node_forget(c, n);
 		goto out;
 	}
+	c->node_bytes -= node_bytes(n);
 	free(n->cap_err);
 	n->cap_err = NULL;
 	if (!n->known)
@@ -581,6 +883,7 @@ int cache_apply_node(struct cache *c, enum watch_event_type type, const cJSON *o
 		rc = CACHE_ENOMEM; /* the node reads as unknown capacity without a message */
 	if (labelset_copy(&n->labels, json_at(obj, "metadata", "labels", NULL)) != 0)
 		rc = CACHE_ENOMEM; /* no labels: selected by no policy until the relist */
+	c->node_bytes += node_bytes(n);
 out:
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -591,6 +894,11 @@ void cache_resync_begin(struct cache *c, enum cache_kind kind)
 	struct table *t = kind == CACHE_PODS ? &c->pods : &c->nodes;
 
 	pthread_rwlock_wrlock(&c->lock);
+	for (uint32_t i = 0; kind == CACHE_PODS && i < podlite_ids(c->lite); i++) {
+		struct podlite_rec *r = podlite_at(c->lite, i);
+		if (r->flags & PODLITE_USED)
+			r->flags |= PODLITE_MARK;
+	}
 	for (size_t i = 0; i < t->n_buckets; i++)
 		for (struct rec *r = t->buckets[i]; r != NULL; r = r->next) {
 			if (kind == CACHE_PODS)
@@ -608,6 +916,13 @@ size_t cache_resync_end(struct cache *c, enum cache_kind kind)
 	size_t removed = 0, ng = 0, cap = 0;
 
 	pthread_rwlock_wrlock(&c->lock);
+	for (uint32_t i = 0; kind == CACHE_PODS && i < podlite_ids(c->lite); i++) {
+		struct podlite_rec *r = podlite_at(c->lite, i);
+		if ((r->flags & (PODLITE_USED | PODLITE_MARK)) == (PODLITE_USED | PODLITE_MARK)) {
+			lite_remove(c, i); /* never reserved: no gone callback */
+			removed++;
+		}
+	}
 	for (size_t i = 0; i < t->n_buckets; i++) {
 		struct rec *r = t->buckets[i], *next;
 		for (; r != NULL; r = next) {
@@ -656,6 +971,7 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 	char key[CACHE_KEY_MAX];
 	int rc = CACHE_ENOTFOUND;
 	size_t a = strlen(ns), b = strlen(name);
+	uint32_t li;
 
 	memset(out, 0, sizeof(*out));
 	if (a + b + 2 > sizeof(key))
@@ -678,18 +994,28 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		d->pool = p->d.pool;
 		d->n_uses = p->d.n_uses;
 		if (d->n_uses > 0)
-			memcpy(d->uses, p->d.uses, d->n_uses * sizeof(d->uses[0]));
+			unpack_uses(p->d.uses, d->uses, d->n_uses);
 		d->source = p->d.source;
 		d->shares = p->d.shares;
 		d->n_parts = p->d.n_parts;
 		if (d->n_parts > 0) {
-			memcpy(d->parts, p->d.parts, d->n_parts * sizeof(d->parts[0]));
+			unpack_parts(p->d.parts, d->parts, d->n_parts);
 			memcpy(d->compact, p->d.compact, d->n_parts * sizeof(d->compact[0]));
 		}
 		snprintf(d->max_per_gpu_container, sizeof(d->max_per_gpu_container), "%s",
 		         p->d.container ? p->d.container : "");
 		snprintf(d->error, sizeof(d->error), "%s", p->d.error ? p->d.error : "");
 		snprintf(d->warning, sizeof(d->warning), "%s", p->d.warning ? p->d.warning : "");
+		rc = 0;
+	} else if ((li = podlite_find(c->lite, ns, name)) != PODLITE_NONE) {
+		/* the demand of a pod that asks for no GPU: DEMAND_NOT_GPU and zeros (eligible) */
+		const struct podlite_rec *r = podlite_at(c->lite, li);
+		podlite_uid_format(r->uid, out->uid);
+		snprintf(out->node, sizeof(out->node), "%s",
+		         r->node ? c->slots[r->node - 1]->name : "");
+		out->finished = (r->flags & PODLITE_FINISHED) != 0;
+		out->mirror = (r->flags & PODLITE_MIRROR) != 0;
+		out->demand.status = DEMAND_NOT_GPU;
 		rc = 0;
 	}
 	pthread_rwlock_unlock(&c->lock);
@@ -708,9 +1034,13 @@ int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const
 		return CACHE_ENOTFOUND;
 	pthread_rwlock_rdlock(&c->lock);
 	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
+	uint32_t li = p == NULL ? podlite_find(c->lite, ns, name) : PODLITE_NONE;
 	if (p != NULL && (uid == NULL || uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
 		snprintf(priority_class, pc_cap, "%s", p->priority_class ? p->priority_class : "");
 		rc = labelset_copy_pairs(labels, &p->labels.l) == 0 ? 0 : CACHE_ENOMEM;
+	} else if (li != PODLITE_NONE &&
+	           (uid == NULL || uid[0] == '\0' || lite_uid_is(podlite_at(c->lite, li), uid))) {
+		rc = 0; /* asks for no GPU: no attributes kept, as for a whole pod that asks none */
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -766,10 +1096,18 @@ void cache_each_gpu_node(struct cache *c, cache_node_fn fn, void *ctx)
 void cache_stats(struct cache *c, struct cache_stats *out)
 {
 	pthread_rwlock_rdlock(&c->lock);
-	out->pods = c->pods.count;
+	out->pods = c->pods.count + podlite_count(c->lite);
+	out->compact_pods = podlite_count(c->lite);
+	out->compact_bytes = podlite_bytes(c->lite);
 	out->gpu_pods = c->gpu_pods;
 	memcpy(out->by_source, c->by_source, sizeof(out->by_source));
 	out->nodes = c->known_nodes;
+	out->pod_bytes = c->bytes + heap(c->pods.buckets);
+	out->node_bytes =
+	    c->node_bytes + heap(c->nodes.buckets) + heap(c->slots) + heap(c->free_slots);
+	out->bytes = heap(c) + out->pod_bytes + out->node_bytes + out->compact_bytes;
+	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
+		out->bytes += heap(c->resources[i]);
 	pthread_rwlock_unlock(&c->lock);
 }
 
@@ -785,7 +1123,8 @@ struct cache *cache_new(const struct demand_config *dcfg, cache_gone_fn gone, vo
 	}
 	c->gone = gone;
 	c->gone_ctx = gone_ctx;
-	if (table_init(&c->pods) != 0 || table_init(&c->nodes) != 0)
+	if (table_init(&c->pods) != 0 || table_init(&c->nodes) != 0 ||
+	    (c->lite = podlite_new()) == NULL)
 		goto err;
 	for (size_t i = 0;
 	     dcfg && dcfg->gpu_resources && i < dcfg->n_gpu_resources && i < DEMAND_MAX_RESOURCES;
@@ -827,6 +1166,9 @@ void cache_free(struct cache *c)
 	}
 	free(c->pods.buckets);
 	free(c->nodes.buckets);
+	podlite_free(c->lite);
+	free(c->slots);
+	free(c->free_slots);
 	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
 		free(c->resources[i]);
 	pthread_rwlock_destroy(&c->lock);

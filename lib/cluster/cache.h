@@ -131,12 +131,22 @@ void cache_each_gpu_node(struct cache *c, cache_node_fn fn, void *ctx);
  * objects known (not the nodes only named by a pod's spec.nodeName); by_source: the GPU pods
  * by the source of their demand, indexed by enum demand_source (its least declared GPU
  * container; a strict declaration is DEMAND_SRC_DECLARED, slot 0 unused), and
- * CACHE_SOURCE_INVALID for those without a valid one. */
+ * CACHE_SOURCE_INVALID for those without a valid one.
+ * bytes: the heap the store holds, in bytes: for each allocation it made and still holds
+ * (records, strings, label copies, placement items, hash buckets, the store itself) glibc's
+ * malloc_usable_size() plus one 8-byte chunk header. It is the cache's own share of the
+ * process's memory: allocator fragmentation, free chunks kept by malloc, the LIST pages being
+ * parsed and the rest of the process are not in it (the bench prints RSS beside it). */
 #define CACHE_SOURCE_INVALID DEMAND_SOURCES
 #define CACHE_SOURCES        (DEMAND_SOURCES + 1)
 struct cache_stats {
 	size_t pods, gpu_pods, nodes;
 	size_t by_source[CACHE_SOURCES];
+	size_t bytes;
+	size_t compact_pods;  /* of pods, those kept compact (podlite.h: no GPU, a UUID uid) */
+	size_t compact_bytes; /* of bytes, the compact store's (podlite_bytes()) */
+	size_t pod_bytes;     /* of bytes, the whole pods' records and their hash table */
+	size_t node_bytes;    /* of bytes, the node records, their placement items, their table */
 };
 void cache_stats(struct cache *c, struct cache_stats *out);
 

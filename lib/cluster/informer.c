@@ -10,6 +10,7 @@
 #include "kube.h"
 #include "ledger.h"
 #include "log.h"
+#include "memlimit.h"
 #include "metrics.h"
 #include "monotime.h"
 #include "satmath.h"
@@ -17,11 +18,14 @@
 
 #include <cjson/cJSON.h>
 #include <errno.h>
+#include <malloc.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
+#include <unistd.h>
 
 #define RV_MAX 128
 
@@ -39,6 +43,8 @@ struct kind {
 	/* Under inf->mu: */
 	int synced, in_watch, watch_event, watch_opened, store_failed;
 	int list_failed; /* an object of the LIST in progress could not be stored */
+	int gone;        /* the watch ended in 410 Gone: the next LIST waits a jittered delay */
+	size_t listed, last_listed; /* objects of the LIST in progress, of the last complete one */
 	double broken_since, watch_started, last_event;
 	uint64_t progress_ms; /* when the API server last spoke on this kind (event, bookmark,
 	                         open, list done), monotime_ms() */
@@ -158,6 +164,7 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 static int on_listed(void *ctx, const cJSON *item)
 {
 	struct kind *k = ctx;
+	k->listed++;
 	(void)apply(k, WATCH_ADDED, item); /* a refusal marks the store (apply) */
 	return k->inf->stop;               /* shutdown does not wait for a long LIST */
 }
@@ -192,6 +199,14 @@ static int on_event(void *ctx, enum watch_event_type type, const cJSON *obj)
 	}
 	pthread_mutex_unlock(&k->inf->mu);
 	return k->inf->stop;
+}
+
+/* 1 when the cache's bytes are above the warning's share of limit (0: no limit). */
+static int over_limit(const struct informer *inf, const struct cache_stats *cs, uint64_t limit)
+{
+	double r =
+	    inf->cfg.memory_warn_ratio > 0 ? inf->cfg.memory_warn_ratio : MEMLIMIT_WARN_RATIO;
+	return limit > 0 && (double)cs->bytes > r * (double)limit;
 }
 
 /* LIST into the cache. 0, or a KUBE_E* code (already logged). */
@@ -255,6 +270,12 @@ static int relist(struct kind *k)
 		k->absent = 0;
 		pthread_mutex_unlock(&k->inf->mu);
 	}
+#ifdef __GLIBC__
+	/* A LIST parses thousands of pages and frees each: glibc keeps those pages resident
+	 * between the cache's records. Handing them back once per LIST (a rare event) costs a
+	 * walk of the heap and keeps RSS near the cache's own bytes (docs/benchmark.md). */
+	malloc_trim(0);
+#endif
 	if (k->policies) {
 		pthread_mutex_lock(&k->inf->mu);
 		int complete = !k->list_failed; /* apply() stored every listed object */
@@ -270,8 +291,27 @@ static int relist(struct kind *k)
 		k->relists++;
 	k->synced = 1;
 	k->store_failed = k->list_failed;
+	k->last_listed = k->listed;
 	k->progress_ms = monotime_ms();
 	pthread_mutex_unlock(&k->inf->mu);
+	if (!k->policies && k->which == CACHE_PODS) {
+		struct cache_stats cs;
+		uint64_t lim = k->inf->cfg.memory_limit_bytes;
+		cache_stats(k->inf->cache, &cs);
+		/* The cache's bytes against the limit: an operator sees how far the next growth
+		 * can go before the OOM killer (docs/install.md, "Sizing"). */
+		log_fields(
+		    over_limit(k->inf, &cs, lim) ? LOG_WARN : LOG_INFO, "cache: listed",
+		    (struct log_field[]){
+		        LOG_STR("resource", k->resource), LOG_STR("resource_version", k->rv),
+		        LOG_INT("removed", (long long)removed), LOG_INT("pods", (long long)cs.pods),
+		        LOG_INT("cache_bytes", (long long)cs.bytes),
+		        LOG_INT("memory_limit_bytes", (long long)lim),
+		        LOG_INT("percent_of_limit",
+		                lim ? (long long)((double)cs.bytes * 100.0 / (double)lim) : -1),
+		        LOG_END});
+		return 0;
+	}
 	log_fields(LOG_INFO, "cache: listed",
 	           (struct log_field[]){LOG_STR("resource", k->resource),
 	                                LOG_STR("resource_version", k->rv),
@@ -325,8 +365,10 @@ static int watch_loop(struct kind *k)
 		k->watch_restarts++;
 		pthread_mutex_unlock(&k->inf->mu);
 		set_error(k, "WATCH", rc, err);
-		if (rc == KUBE_EGONE)
+		if (rc == KUBE_EGONE) {
+			k->gone = 1;
 			return 1;
+		}
 		/* An event it cannot read will come again from the same version: relist. */
 		if ((rc == KUBE_EPARSE || rc == KUBE_ETOOBIG) && ++decode_errors >= 3)
 			return 1;
@@ -336,12 +378,28 @@ static int watch_loop(struct kind *k)
 	return 0;
 }
 
+/* The wait before a LIST after a 410: a draw from [0, d], d = 1 ms per
+ * INFORMER_RELIST_JITTER_PER_MS objects of the last list, at most INFORMER_RELIST_JITTER_MS. */
+static unsigned relist_jitter_ms(struct kind *k)
+{
+	size_t d = k->last_listed / INFORMER_RELIST_JITTER_PER_MS;
+	if (d > INFORMER_RELIST_JITTER_MS)
+		d = INFORMER_RELIST_JITTER_MS;
+	return (unsigned)rand_r(&k->seed) % (unsigned)(d + 1);
+}
+
 static void *run(void *arg)
 {
 	struct kind *k = arg;
 	unsigned fails = 0, gone = 0;
 
 	while (!k->inf->stop) {
+		/* After a 410 every replica's watch breaks at once (an API server restart, etcd
+		 * compaction): a draw from [0, INFORMER_RELIST_JITTER_MS] spreads their LISTs. */
+		if (k->gone && nap(k->inf, relist_jitter_ms(k)))
+			break;
+		k->gone = 0;
+		k->listed = 0;
 		if (relist(k) != 0) {
 			if (k->absent) { /* not served: look again later, without a warning */
 				if (nap(k->inf, INFORMER_DRA_ABSENT_RETRY_S * 1000u))
@@ -372,7 +430,15 @@ static void kind_init(struct informer *inf, struct kind *k, enum cache_kind whic
 	k->inf = inf;
 	k->which = which;
 	k->resource = resource;
-	k->seed = (unsigned)time(NULL) ^ (unsigned)(which + 1) * 2654435761u;
+	/* Replicas restarted together have the same clock and, in containers, the same pid:
+	 * the kernel's randomness, else the monotonic clock's nanoseconds, keeps their jitter
+	 * apart. */
+	unsigned r = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (unsigned)ts.tv_nsec ^ (unsigned)getpid() * 2246822519u;
+	k->seed = r ^ (unsigned)time(NULL) ^ (unsigned)(which + 1) * 2654435761u;
 }
 
 struct informer *informer_new(struct kube_client *kc, struct cache *cache,
@@ -558,6 +624,20 @@ void informer_ready_note(void *ctx, char *buf, size_t cap)
 
 	informer_status(inf, &st);
 	cache_stats(inf->cache, &cs);
+	if (over_limit(inf, &cs, inf->cfg.memory_limit_bytes)) {
+		uint64_t lim = inf->cfg.memory_limit_bytes;
+		int n =
+		    snprintf(buf, cap,
+		             "warning: the watch cache holds %.1f MiB, %.0f%% of the memory "
+		             "limit %.1f MiB (%zu pods): raise the limit before the OOM killer "
+		             "stops this replica (docs/install.md, Sizing)\n",
+		             (double)cs.bytes / 1048576.0, (double)cs.bytes * 100.0 / (double)lim,
+		             (double)lim / 1048576.0, cs.pods);
+		if (n > 0 && (size_t)n < cap) {
+			buf += n;
+			cap -= (size_t)n;
+		}
+	}
 	if (!st.pods.synced || !st.nodes.synced) {
 		const struct informer_kind_status *k = !st.pods.synced ? &st.pods : &st.nodes;
 		snprintf(buf, cap, "cache: syncing %s (placements read the API server)%s%s",
@@ -784,6 +864,27 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 		               "gpu_memory_guard_cache_objects{resource=\"resourceclaims\"} %zu\n",
 		               ds.slices, ds.claims);
 	}
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_cache_bytes Heap held by the watch cache (its "
+	               "allocations' usable sizes plus chunk headers), bytes.\n"
+	               "# TYPE gpu_memory_guard_cache_bytes gauge\n"
+	               "gpu_memory_guard_cache_bytes %zu\n"
+	               "# HELP gpu_memory_guard_cache_part_bytes Of cache_bytes, by part: "
+	               "compact_pods (pods that ask for no GPU), pods (the others, whole), nodes.\n"
+	               "# TYPE gpu_memory_guard_cache_part_bytes gauge\n"
+	               "gpu_memory_guard_cache_part_bytes{part=\"compact_pods\"} %zu\n"
+	               "gpu_memory_guard_cache_part_bytes{part=\"pods\"} %zu\n"
+	               "gpu_memory_guard_cache_part_bytes{part=\"nodes\"} %zu\n"
+	               "# HELP gpu_memory_guard_cache_compact_pods Of the cached pods, those kept "
+	               "compact (no GPU asked, a UUID uid).\n"
+	               "# TYPE gpu_memory_guard_cache_compact_pods gauge\n"
+	               "gpu_memory_guard_cache_compact_pods %zu\n"
+	               "# HELP gpu_memory_guard_memory_limit_bytes The cgroup memory limit read at "
+	               "start, bytes; 0 when none.\n"
+	               "# TYPE gpu_memory_guard_memory_limit_bytes gauge\n"
+	               "gpu_memory_guard_memory_limit_bytes %llu\n",
+	               cs.bytes, cs.compact_bytes, cs.pod_bytes, cs.node_bytes, cs.compact_pods,
+	               (unsigned long long)inf->cfg.memory_limit_bytes);
 	/* Bounded label values: demand_source_name()'s five and "invalid". */
 	metrics_printf(w, "# HELP gpu_memory_guard_pods_by_demand_source GPU pods in the watch "
 	                  "cache by where their GPU memory figure comes from (the least declared "

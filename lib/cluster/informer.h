@@ -7,8 +7,9 @@
  * kube_list_all), replace the cache's content with it (cache_resync_*), then WATCH from the list's
  * resourceVersion with bookmarks (kube_watch), applying each event as it arrives. A watch the
  * server ends normally (timeoutSeconds) is resumed from the last resourceVersion seen. A 410 Gone
- * (as an HTTP status or an ERROR event: the version is too old) relists. Any other failure retries
- * the watch after a capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
+ * (as an HTTP status or an ERROR event: the version is too old) relists, after a jittered delay
+ * that grows with the list (INFORMER_RELIST_JITTER_MS). Any other failure retries the watch after a
+ * capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
  * INFORMER_BACKOFF_MAX_MS, each sleep drawn from [d/2, d]); a failed LIST retries the LIST.
  *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
@@ -36,6 +37,10 @@
  *   gpu_memory_guard_cache_last_event_age_seconds{resource}  gauge, age of the newest event
  *                                                            (bookmarks included); -1 before any
  *   gpu_memory_guard_cache_objects{resource}                 gauge, objects held
+ *   gpu_memory_guard_cache_bytes                             gauge, the store's heap in bytes
+ *                                                            (cache_stats().bytes)
+ *   gpu_memory_guard_memory_limit_bytes                      gauge, the cgroup's memory limit
+ *                                                            (informer_config), 0 when none
  *   per GPU node (a known Node with a GPU capacity, or with GPU pods), label node:
  *   gpu_memory_guard_node_capacity_bytes, gpu_memory_guard_node_declared_bytes (the cached pods'
  *   demands), gpu_memory_guard_node_reserved_bytes (this replica's in-flight reservations),
@@ -58,6 +63,14 @@ struct metrics_writer;
 #define INFORMER_BACKOFF_MIN_MS 250
 #define INFORMER_BACKOFF_MAX_MS 30000
 #define INFORMER_WATCH_TIMEOUT  300 /* seconds asked of the server per watch (+ up to 60 jitter) */
+/* A LIST after a 410 Gone waits a draw from [0, d] ms, d = the last list's objects /
+ * INFORMER_RELIST_JITTER_PER_MS, at most INFORMER_RELIST_JITTER_MS: replicas whose watches broke
+ * together (an API server restart) do not all list a large cluster at once (1,000,000 pods:
+ * spread over 5 s), while a small one relists at once (under 100 objects: no wait). Seeded
+ * from getrandom(): replicas started in the same second, each pid 1 in its container, draw
+ * apart. */
+#define INFORMER_RELIST_JITTER_MS     5000
+#define INFORMER_RELIST_JITTER_PER_MS 100
 /* An open watch silent this long (no event, no bookmark: the API server sends one about once a
  * minute, k8s.io/apiserver pkg/storage/cacher defaultBookmarkFrequency) counts as broken. */
 #define INFORMER_SILENCE_S 75.0
@@ -74,14 +87,19 @@ struct policies;
 struct dra_store;
 
 struct informer_config {
-	struct dra_store *dra;     /* two more threads list and watch ResourceSlices and
-	                              ResourceClaims into it; NULL: none (borrowed) */
-	struct policies *policies; /* a third thread lists and watches GPUMemoryPolicy objects
-	                              into it (policies.h); NULL: none (borrowed) */
-	long page_limit;           /* items per LIST page (0: KUBE_PAGE_LIMIT) */
-	double threshold;          /* ratio (0,1] for the node_limit_bytes gauge */
-	struct ledger *ledger;     /* for node_reserved_bytes; may be NULL (borrowed) */
-	double max_staleness_s;    /* --cache-max-staleness, for informer_fresh_fn */
+	struct dra_store *dra;       /* two more threads list and watch ResourceSlices and
+	                                ResourceClaims into it; NULL: none (borrowed) */
+	struct policies *policies;   /* a third thread lists and watches GPUMemoryPolicy objects
+	                                into it (policies.h); NULL: none (borrowed) */
+	long page_limit;             /* items per LIST page (0: KUBE_PAGE_LIMIT) */
+	double threshold;            /* ratio (0,1] for the node_limit_bytes gauge */
+	struct ledger *ledger;       /* for node_reserved_bytes; may be NULL (borrowed) */
+	double max_staleness_s;      /* --cache-max-staleness, for informer_fresh_fn */
+	uint64_t memory_limit_bytes; /* the cgroup's memory limit (memlimit.h), 0: none. The
+	                                cache's bytes are logged against it after each LIST of
+	                                pods, and /readyz warns while they are above
+	                                memory_warn_ratio of it */
+	double memory_warn_ratio;    /* ratio (0,1]; 0: MEMLIMIT_WARN_RATIO (--memory-warn-ratio) */
 };
 
 struct informer_kind_status {
@@ -122,7 +140,10 @@ int informer_fresh_fn(void *ctx, double now_s);
 
 /* The /readyz line (server_options.ready_note): "cache: synced (N pods, M nodes)", or why
  * placements read the API server now ("cache: syncing", "cache: pods watch broken for 7.1s:
- * ..."). ctx is the informer. */
+ * ..."). Above it, while the cache's bytes are over memory_warn_ratio of
+ * informer_config.memory_limit_bytes, a line "warning: the watch cache holds N MiB, P% of the
+ * memory limit L MiB (...)" (still ready: the replica decides as before; the operator raises
+ * the limit, docs/install.md "Sizing"). ctx is the informer. */
 void informer_ready_note(void *ctx, char *buf, size_t cap);
 
 /* The readiness gate (server_options.ready_gate), ctx the informer: 0 with why while the

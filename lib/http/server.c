@@ -481,7 +481,7 @@ static int gate_open(struct server *s, char *why, size_t cap)
  * passes: an expiring certificate is the operator's to renew, not a reason to stop serving). */
 static enum MHD_Result readyz(struct server *s, struct MHD_Connection *c)
 {
-	char warn[160], note[256], text[448];
+	char warn[160], note[512], text[768];
 	if (!atomic_load(&s->ready) || atomic_load(&s->draining))
 		return reply_text(s, c, MHD_HTTP_SERVICE_UNAVAILABLE,
 		                  atomic_load(&s->draining) ? "draining\n" : "not ready\n");

@@ -110,6 +110,8 @@ static const char usage_text[] =
     "                                server; the cache decides instead only if the API\n"
     "                                server cannot be asked and the watch broke less than\n"
     "                                DUR ago (default 5s)\n"
+    "  --memory-warn-ratio RATIO     /readyz warns while the watch cache holds more than\n"
+    "                                this share of the cgroup memory limit (default 0.80)\n"
     "  --log-level LEVEL             debug, info, warn or error (default info)\n"
     "  --threads N                   TLS and HTTP threads (default: CPUs, at least 2;\n"
     "                                CPUs: the container's CPU limit rounded up, from the\n"
@@ -156,6 +158,7 @@ void config_defaults(struct config *cfg)
 	cfg->cache_watch = 1;
 	cfg->policies = -1; /* on with the cache */
 	cfg->cache_max_staleness_ms = 5000;
+	cfg->memory_warn_ratio = 0.80;
 	cfg->api_timeout_ms = 2000;
 	cfg->log_level = "info";
 	cfg->drain_timeout_ms = 5000;
@@ -364,6 +367,7 @@ enum flag_id {
 	F_API_TIMEOUT,
 	F_THRESHOLD,
 	F_WARN_THRESHOLD,
+	F_MEMORY_WARN,
 	F_MODE,
 	F_GPU_RESOURCE,
 	F_DRA_DRIVER,
@@ -421,6 +425,7 @@ static const struct {
     {"cache", F_CACHE},
     {"policies", F_POLICIES},
     {"cache-max-staleness", F_CACHE_STALENESS},
+    {"memory-warn-ratio", F_MEMORY_WARN},
     {"reservations", F_RESERVATIONS},
     {"reservations-namespace", F_RESERVATIONS_NS},
     {"scheduler-listen", F_SCHED_LISTEN},
@@ -615,6 +620,8 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		return set_ratio(name, v, &cfg->threshold, err, errlen);
 	case F_WARN_THRESHOLD:
 		return set_ratio(name, v, &cfg->warn_threshold, err, errlen);
+	case F_MEMORY_WARN:
+		return set_ratio(name, v, &cfg->memory_warn_ratio, err, errlen);
 	case F_MODE:
 		if (strcmp(v, "enforce") != 0 && strcmp(v, "warn") != 0 &&
 		    strcmp(v, "audit") != 0) {

@@ -60,6 +60,8 @@ struct config {
 	const char *kubeconfig;           /* --kubeconfig; NULL = in-cluster service account */
 	double threshold;                 /* --threshold, ratio (0,1], default 0.90 */
 	double warn_threshold;            /* --warn-threshold, ratio (0,1], default 0.80 */
+	double memory_warn_ratio;         /* --memory-warn-ratio, ratio (0,1], default 0.80: the
+	                                     /readyz warning's share of the memory limit */
 	int mode_warn;                    /* --mode warn: 1; enforce (default) and audit: 0 */
 	int mode_audit;                   /* --mode audit: 1; enforce and warn: 0 */
 	const char *gpu_resources[CONFIG_MAX_GPU_RESOURCES]; /* --gpu-resource, default

@@ -2,7 +2,7 @@
  * gmg-bench: the real gpu-memory-guard binary measured side by side with nginx, loopback only.
  * Not a test: it prints figures (docs/benchmark.md) and asserts nothing about time.
  *
- *   gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] [--gpu-pods N]
+ *   gmg-bench --binary PATH [--scale] [--nodes N] [--cpu-nodes N] [--pods N] [--gpu-pods N]
  *             [--clients N] [--duration S] [--rounds N] [--nginx PATH|none]
  *             [--api-nodes N] [--api-pods-per-node N] [--api-duration S] [--api-delay-ms N]
  *             [--no-api-path] [--no-shared] [--threads N] [--workers N] [--data DIR]
@@ -37,6 +37,12 @@
  *    scrapes around the placement phases), p50 and p99 interpolated in the histogram's buckets.
  * 5. A summary table and the targets, each met or not met, and the load average at start and
  *    end (this is a shared machine).
+ *
+ * --scale: the largest clusters' world (issue 22): 20,000 nodes of which 2,000 CPU nodes (18,000
+ * with 8 GPUs), 1,000,000 pods of which 150,000 GPU pods; the other options still apply after
+ * it. After the sync it prints the cache's bytes (gpu_memory_guard_cache_bytes and its parts)
+ * and the bytes per plain pod and per GPU pod, and its targets are RSS after sync <= 160 MiB
+ * and initial sync <= 30 s, with the placement figures as ratios to the UPDATE path.
  *
  *   gmg-bench --extender|--ext-tls --binary PATH [--nodes N] [--pods N] [--gpu-pods N]
  *             [--clients N] [--duration S] [--rounds N] [--nginx PATH|none]
@@ -97,6 +103,7 @@ struct opts {
 	const char *workers;
 	int extender; /* --extender: the scheduler extender's benchmark instead (below) */
 	int ext_tls;  /* --ext-tls: its calls over the TLS listener, not the plain one */
+	int scale;    /* --scale: 20,000 nodes, 1,000,000 pods (issue 22's targets) */
 };
 
 /* What an answer must be: an AdmissionReview, or a scheduler extender's answer. */
@@ -986,6 +993,15 @@ static int parse(int argc, char **argv, struct opts *o)
 			o->shared = 0;
 			continue;
 		}
+		if (!strcmp(a, "--scale")) {
+			o->scale = 1;
+			o->nodes = nodes_set ? o->nodes : 20000;
+			o->cpu_nodes = cpu_set ? o->cpu_nodes : 2000;
+			o->pods = pods_set ? o->pods : 1000000;
+			o->gpu_pods = gpu_set ? o->gpu_pods : 150000;
+			nodes_set = pods_set = gpu_set = cpu_set = 1;
+			continue;
+		}
 		if (!strcmp(a, "--extender") || !strcmp(a, "--ext-tls")) {
 			o->extender = 1;
 			o->ext_tls |= !strcmp(a, "--ext-tls");
@@ -1614,6 +1630,42 @@ static double wait_synced(struct world *w, const struct opts *o, double t0, long
 	return s;
 }
 
+/* The cache's bytes after the sync (gpu_memory_guard_cache_bytes and its parts, when the
+ * binary exports them) and the bytes per plain pod (the compact store's) and per GPU pod (the
+ * whole pods': GPU pods, and plain pods the compact store cannot keep). */
+static void print_cache_bytes(struct world *w, long pods, long rss_kb, const struct opts *o,
+                              double *per_plain, double *per_gpu)
+{
+	char *m = NULL;
+	world_health_get(w, "/metrics", &m);
+	double total = m ? harness_metric(m, "gpu_memory_guard_cache_bytes", NULL, 1) : -1;
+	double compact =
+	    m ? harness_metric(m, "gpu_memory_guard_cache_part_bytes", "part=\"compact_pods\"", 1)
+	      : -1;
+	double whole =
+	    m ? harness_metric(m, "gpu_memory_guard_cache_part_bytes", "part=\"pods\"", 1) : -1;
+	double nodes =
+	    m ? harness_metric(m, "gpu_memory_guard_cache_part_bytes", "part=\"nodes\"", 1) : -1;
+	double ncompact =
+	    m ? harness_metric(m, "gpu_memory_guard_cache_compact_pods", NULL, 1) : -1;
+	free(m);
+	printf("RSS per cached pod: %.0f bytes (RSS after sync / pods; %ld plain, %ld GPU pods in "
+	       "the world)\n",
+	       rss_kb * 1024.0 / (double)(pods > 0 ? pods : 1), o->pods - o->gpu_pods, o->gpu_pods);
+	if (total < 0 || compact < 0 || ncompact < 0) {
+		printf("cache bytes: not exported by this binary (gpu_memory_guard_cache_bytes)\n");
+		return;
+	}
+	*per_plain = ncompact > 0 ? compact / ncompact : NAN;
+	*per_gpu = pods - ncompact > 0 ? whole / ((double)pods - ncompact) : NAN;
+	printf("cache bytes: %.1f MiB (gpu_memory_guard_cache_bytes): compact pods %.1f MiB for "
+	       "%.0f pods, whole pods %.1f MiB for %.0f pods, nodes %.1f MiB for %ld nodes; bytes "
+	       "per plain pod %.1f, per GPU pod %.1f, per node %.0f\n",
+	       total / 1048576.0, compact / 1048576.0, ncompact, whole / 1048576.0,
+	       (double)pods - ncompact, nodes / 1048576.0, (long)o->nodes, *per_plain, *per_gpu,
+	       nodes / (double)o->nodes);
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
@@ -1629,6 +1681,7 @@ int main(int argc, char **argv)
 	int rc = 1, world_up = 0, small_up = 0, shared_up = 0, ne;
 	long hwm_sync = -1, rss_sync = -1, hwm_load = -1, rss_load = -1, cached_pods = 0,
 	     cached_nodes = 0;
+	double per_plain[1] = {NAN}, per_gpu[1] = {NAN};
 	double t0, build_s, sync_s = NAN;
 	struct utsname u;
 	time_t now = time(NULL);
@@ -1636,7 +1689,8 @@ int main(int argc, char **argv)
 	if (parse(argc, argv, &o)) {
 		fprintf(
 		    stderr,
-		    "usage: gmg-bench --binary PATH [--nodes N] [--cpu-nodes N] [--pods N] "
+		    "usage: gmg-bench --binary PATH [--scale] [--nodes N] [--cpu-nodes N] [--pods "
+		    "N] "
 		    "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] "
 		    "[--nginx PATH|none] [--api-nodes N] [--api-pods-per-node N] "
 		    "[--api-duration S] [--api-delay-ms N] [--no-api-path] [--no-shared] "
@@ -1701,6 +1755,7 @@ int main(int argc, char **argv)
 	printf("sync: --cache watch, fork to /readyz \"cache: synced (%ld pods, %ld nodes)\" in "
 	       "%.2f s (polled every 20 ms); RSS %.1f MiB, peak (VmHWM) %.1f MiB\n",
 	       cached_pods, cached_nodes, sync_s, rss_sync / 1024.0, hwm_sync / 1024.0);
+	print_cache_bytes(&w, cached_pods, rss_sync, &o, per_plain, per_gpu);
 
 	/* 2b. A second process of the same binary with --reservations shared, started after the
 	 * first one's sync (its figures unchanged): a replica of the world (same double). */
@@ -1883,6 +1938,17 @@ int main(int argc, char **argv)
 		       verdict(hwm_load > 0 && hwm_load <= 64 * 1024), scale);
 		printf("  initial sync of %ld pods <= 20 s: %.2f s: %s%s\n", cached_pods, sync_s,
 		       verdict(sync_s <= 20), scale);
+		if (o.scale) {
+			printf("  --scale: RSS after sync <= 160 MiB with %ld pods: %.1f MiB: %s\n",
+			       cached_pods, rss_sync / 1024.0,
+			       verdict(rss_sync > 0 && rss_sync <= 160 * 1024));
+			printf("  --scale: initial sync <= 30 s: %.2f s: %s (load average at start "
+			       "%s)\n",
+			       sync_s, verdict(sync_s <= 30), load0);
+			printf("  --scale: bytes per plain pod %.1f, per GPU pod %.1f (cache_bytes "
+			       "parts; a figure, no target)\n",
+			       per_plain[0], per_gpu[0]);
+		}
 		if (o.shared)
 			printf(
 			    "shared vs local (a figure, no target): placements/s %.0f / %.0f = "

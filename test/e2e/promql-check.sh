@@ -12,7 +12,8 @@
 #    names (its samples).
 # 2. The chart rendered by the cached helm with prometheusRule, serviceMonitor and
 #    grafanaDashboard on; the dashboard ConfigMap must hold dashboards/gpu-memory-guard.json as is.
-# 3. promtool (built by build-tools.sh) `check rules` on the rendered PrometheusRule's groups, and
+# 3. promtool (built by build-tools.sh) `check rules` on the rendered PrometheusRule's groups,
+#    `test rules` with each test/e2e/promql-tests/*.yaml (an alert's firing, series in), and
 #    on a rules file made from the dashboard's expressions, each a recording rule (Grafana's
 #    $__rate_interval, $namespace and $node replaced by 5m and .*), template variable queries
 #    (label_values(SELECTOR, label)) by their selector.
@@ -122,6 +123,16 @@ if out=$("$PROMTOOL" check rules "$W/rules.yaml" 2>&1); then
 else
 	bad "promtool check rules on the PrometheusRule:"; echo "$out"
 fi
+# promtool test rules: each test/e2e/promql-tests/*.yaml against the rendered rules (series in,
+# alerts out at given times), beside rules.yaml so its rule_files entry finds them.
+for t in "$ROOT"/test/e2e/promql-tests/*.yaml; do
+	cp "$t" "$W/test-$(basename "$t")"
+	if out=$("$PROMTOOL" test rules "$W/test-$(basename "$t")" 2>&1); then
+		ok "promtool test rules: $(basename "$t")"
+	else
+		bad "promtool test rules $(basename "$t"):"; echo "$out"
+	fi
+done
 jq -r '[.. | objects | select(has("expr")) | .expr] + [.templating.list[] | select(.type == "query") | .query.query | sub("^label_values\\((?<s>.*), *[a-zA-Z_]+\\)$"; "\(.s)")] | .[]' \
 	"$W/dashboard.json" | sed -e 's/\$__rate_interval/5m/g' -e 's/\$namespace/.*/g' -e 's/\$node/.*/g' >"$W/dash-exprs.txt"
 jq -Rn '{groups: [{name: "dashboard", rules: [inputs | {record: "gmg_dashboard_expr", expr: .}]}]}' \

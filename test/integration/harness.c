@@ -623,6 +623,13 @@ static int start_once(struct world *w, const char *const *extra, unsigned timeou
 	if (w->pid == 0) {
 		dup2(logfd, 1);
 		dup2(logfd, 2);
+		if (w->cgroup_procs != NULL) { /* into that cgroup before exec: its limits bind */
+			FILE *f = fopen(w->cgroup_procs, "w");
+			if (f == NULL || fprintf(f, "%d\n", (int)getpid()) < 0 || fclose(f) != 0) {
+				fprintf(stderr, "harness: cannot join %s\n", w->cgroup_procs);
+				_exit(126);
+			}
+		}
 		execv(g_binary, (char *const *)argv);
 		_exit(127);
 	}

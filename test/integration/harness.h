@@ -52,6 +52,9 @@ struct world {
 	 * were written for (the fixtures' vllm pods would otherwise count vLLM's 0.92 of a card);
 	 * "infer": test_infer.c */
 	const char *undeclared;
+	/* NULL, or a cgroup's cgroup.procs file the binary's process joins between fork and exec
+	 * (test_memory_limit.c: the binary under a memory limit, the test outside it) */
+	const char *cgroup_procs;
 	/* Replicas (world_replica_init): in a replica, is_replica, the world it borrows from
 	 * (NULL once that world is freed) and its index; in a world, its replicas. */
 	int is_replica;

@@ -1579,6 +1579,133 @@ static void test_concurrent_readers(void **state)
 	cache_free(c);
 }
 
+/* cache_stats().bytes: grows with what is stored and comes back to the empty store's figure
+ * when everything is deleted (fewer pods than the first hash table's buckets: no growth). */
+static void test_bytes_accounted(void **state)
+{
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	char name[32], uid[64];
+	size_t empty, empty_compact, full, one;
+
+	(void)state;
+	empty = stats_of(c).bytes;
+	empty_compact = stats_of(c).compact_bytes;
+	assert_true(empty > 0);
+	assert_int_equal(node_ev(c, WATCH_ADDED, "n1", "81559", "8", NULL), 0);
+	assert_int_equal(node_ev(c, WATCH_ADDED, "n2", NULL, NULL, "bad"), 0); /* cap_err */
+	assert_true(stats_of(c).bytes > empty);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		snprintf(uid, sizeof(uid), "6f1c2b9e-0000-4000-8000-%012d", i);
+		assert_int_equal(pod_ev(c, WATCH_ADDED, i % 3 ? "default" : "ml", name, uid,
+		                        i % 2 ? "n1" : "n3", "Running", i % 5 ? NULL : "1",
+		                        i % 5 ? NULL : "10Gi"),
+		                 0);
+	}
+	full = stats_of(c).bytes;
+	assert_true(full > empty + 300 * 16);
+	assert_int_equal(stats_of(c).compact_pods, 240); /* the plain ones */
+	/* modified in place: the same figure */
+	assert_int_equal(pod_ev(c, WATCH_MODIFIED, "ml", "p0",
+	                        "6f1c2b9e-0000-4000-8000-000000000000", "n3", "Running", "1",
+	                        "10Gi"),
+	                 0);
+	assert_int_equal(stats_of(c).bytes, full);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "p%d", i);
+		assert_int_equal(pod_ev(c, WATCH_DELETED, i % 3 ? "default" : "ml", name, NULL,
+		                        NULL, NULL, NULL, NULL),
+		                 0);
+	}
+	one = stats_of(c).bytes;
+	assert_true(one < full);
+	assert_int_equal(node_ev(c, WATCH_DELETED, "n1", NULL, NULL, NULL), 0);
+	assert_int_equal(node_ev(c, WATCH_DELETED, "n2", NULL, NULL, NULL), 0);
+	assert_stats(c, 0, 0, 0);
+	/* the compact store's arrays keep their capacity (reused by the next pods); the node
+	 * slot table too: all else is back */
+	struct cache_stats st = stats_of(c);
+	assert_int_equal(st.compact_pods, 0);
+	assert_true(st.bytes - st.compact_bytes <= empty - empty_compact + 4096);
+	cache_free(c);
+}
+
+/* Pods that ask for no GPU and have a UUID are kept compact (podlite.h): the same answers as
+ * a whole record gave, through every change. */
+static void test_compact_pods(void **state)
+{
+	struct gone_log g = {0};
+	struct cache *c = cache_new(NULL, on_gone, &g);
+	struct cache_pod cp;
+	const char *u1 = "6f1c2b9e-0000-4000-8000-000000000001";
+	const char *u2 = "6f1c2b9e-0000-4000-8000-000000000002";
+	(void)state;
+
+	assert_int_equal(pod_ev(c, WATCH_ADDED, "web", "a", u1, "n9", "Running", NULL, NULL), 0);
+	assert_int_equal(stats_of(c).compact_pods, 1);
+	assert_stats(c, 1, 0, 0);
+	assert_int_equal(cache_get_pod(c, "web", "a", &cp), 0);
+	assert_string_equal(cp.uid, u1);
+	assert_string_equal(cp.node, "n9");
+	assert_int_equal(cp.finished, 0);
+	assert_int_equal(cp.mirror, 0);
+	assert_int_equal(cp.demand.status, DEMAND_NOT_GPU);
+	assert_int_equal(cp.demand.bytes, 0);
+	assert_int_equal(cache_get_pod(c, "web", "b", &cp), CACHE_ENOTFOUND);
+	assert_int_equal(cache_get_pod(c, "other", "a", &cp), CACHE_ENOTFOUND);
+	/* its node is only named: unknown, no pods counted */
+	struct view v = view_of(c, "n9");
+	assert_int_equal(v.known, 0);
+	assert_int_equal(v.n_pods, 0);
+	/* moved and finished */
+	assert_int_equal(pod_ev(c, WATCH_MODIFIED, "web", "a", u1, "n8", "Succeeded", NULL, NULL),
+	                 0);
+	assert_int_equal(cache_get_pod(c, "web", "a", &cp), 0);
+	assert_string_equal(cp.node, "n8");
+	assert_int_equal(cp.finished, 1);
+	/* a DELETE of another uid is an older pod's: ignored */
+	assert_int_equal(pod_ev(c, WATCH_DELETED, "web", "a", u2, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(cache_get_pod(c, "web", "a", &cp), 0);
+	/* the same name, another pod: replaced, no gone (it held nothing) */
+	assert_int_equal(pod_ev(c, WATCH_ADDED, "web", "a", u2, "n8", "Running", NULL, NULL), 0);
+	assert_int_equal(cache_get_pod(c, "web", "a", &cp), 0);
+	assert_string_equal(cp.uid, u2);
+	assert_int_equal(cp.finished, 0);
+	/* it asks for a GPU now: kept whole and counted; then none again: compact, uncounted */
+	assert_int_equal(pod_ev(c, WATCH_MODIFIED, "web", "a", u2, "n8", "Running", "1", "10Gi"),
+	                 0);
+	assert_int_equal(stats_of(c).compact_pods, 0);
+	assert_stats(c, 1, 1, 0);
+	v = view_of(c, "n8");
+	assert_int_equal(v.n_pods, 1);
+	assert_int_equal(v.declared, 10 * GIB);
+	assert_int_equal(pod_ev(c, WATCH_MODIFIED, "web", "a", u2, "n8", "Running", NULL, NULL), 0);
+	assert_int_equal(stats_of(c).compact_pods, 1);
+	assert_stats(c, 1, 0, 0);
+	assert_int_equal(view_of(c, "n8").n_pods, 0);
+	assert_int_equal(g.n, 0);
+	/* a uid that is not a UUID: kept whole, the same answers */
+	assert_int_equal(pod_ev(c, WATCH_ADDED, "web", "b", "u-b", "n8", "Running", NULL, NULL), 0);
+	assert_int_equal(stats_of(c).compact_pods, 1);
+	assert_stats(c, 2, 0, 0);
+	assert_int_equal(cache_get_pod(c, "web", "b", &cp), 0);
+	assert_string_equal(cp.uid, "u-b");
+	/* resync: what the list does not show goes */
+	cache_resync_begin(c, CACHE_PODS);
+	assert_int_equal(pod_ev(c, WATCH_ADDED, "web", "b", "u-b", "n8", "Running", NULL, NULL), 0);
+	assert_int_equal(cache_resync_end(c, CACHE_PODS), 1);
+	assert_int_equal(cache_get_pod(c, "web", "a", &cp), CACHE_ENOTFOUND);
+	assert_int_equal(stats_of(c).compact_pods, 0);
+	/* deleted: its node record goes with its last pod */
+	assert_int_equal(pod_ev(c, WATCH_ADDED, "web", "c", u1, "n7", "Running", NULL, NULL), 0);
+	assert_int_equal(pod_ev(c, WATCH_DELETED, "web", "c", u1, NULL, NULL, NULL, NULL), 0);
+	assert_int_equal(cache_get_pod(c, "web", "c", &cp), CACHE_ENOTFOUND);
+	assert_int_equal(pod_ev(c, WATCH_DELETED, "web", "b", NULL, NULL, NULL, NULL, NULL), 0);
+	assert_stats(c, 0, 0, 0);
+	assert_int_equal(g.n, 0);
+	cache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1602,6 +1729,8 @@ int main(void)
 	    cmocka_unit_test(test_nodes_full),
 	    cmocka_unit_test(test_gone_reads_cache),
 	    cmocka_unit_test(test_concurrent_readers),
+	    cmocka_unit_test(test_bytes_accounted),
+	    cmocka_unit_test(test_compact_pods),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
