@@ -890,6 +890,13 @@ static void test_pods_in_flight(void **state)
 	char *big_args = args_names(big, room, 1), names[256];
 	cJSON *a;
 
+	/* Only a pod the watch cache shows pending is held: the scheduler filters pods it has
+	 * seen, and so has the cache. */
+	put_pod(E.cache, "ml", "llama-0", "10Gi", NULL);
+	put_pod(E.cache, "ml", "big", "25Gi", NULL);
+	put_pod(E.cache, "ml", "mid", "15Gi", NULL);
+	put_pod(E.cache, "ml", "llama-1", "10Gi", NULL);
+
 	/* llama-0 passes n-room; the scheduler binds it there, asynchronously. */
 	a = call(EXTENDER_FILTER, first_args);
 	names_of(a, names, sizeof(names));
@@ -988,6 +995,89 @@ static void test_pods_in_flight(void **state)
 	free(big_args);
 }
 
+/* Forged filter calls hold nothing for long: a pod the watch cache does not show, or shows
+ * with another uid, bound or finished, is judged but holds nothing (counted under
+ * holds_refused_total{reason}); a pod it shows pending holds what the cache says it declares,
+ * whatever the body claims. */
+static void test_holds_need_the_cached_pod(void **state)
+{
+	const char *room[] = {"n-room"};
+	char *ghost = pod_text("ml", "ghost", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *ghost_args = args_names(ghost, room, 1);
+	char *probe = pod_text("ml", "probe", "23Gi", NULL, "", "nvidia.com/gpu");
+	char *probe_args = args_names(probe, room, 1);
+	char *liar = pod_text("ml", "liar", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *liar_args = args_names(liar, room, 1);
+	char buf[256], *text;
+	size_t len;
+	cJSON *a;
+
+	/* Unknown to the cache: n-room passes (40 + 30 of 72), nothing is held: the probe (23Gi)
+	 * still fits beside the resident (40 + 23). */
+	a = call(EXTENDER_FILTER, ghost_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+
+	/* Known by name with another uid (a forged uid), bound, finished: nothing held either. */
+	char *other = pod_text("ml", "ghost", "30Gi", NULL, "", "nvidia.com/gpu");
+	cJSON *o = cJSON_Parse(other);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "metadata"), "uid",
+	                          cJSON_CreateString("uid-real-ghost"));
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0);
+	cJSON_Delete(o);
+	free(other);
+	put_pod(E.cache, "ml", "bound", "30Gi", "n-empty");
+	char *bound = pod_text("ml", "bound", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *bound_args = args_names(bound, room, 1);
+	for (int i = 0; i < 2; i++) {
+		a = call(EXTENDER_FILTER, i == 0 ? ghost_args : bound_args);
+		names_of(a, buf, sizeof(buf));
+		assert_string_equal(buf, "n-room");
+		cJSON_Delete(a);
+		a = call(EXTENDER_FILTER, probe_args);
+		names_of(a, buf, sizeof(buf));
+		assert_string_equal(buf, "n-room");
+		cJSON_Delete(a);
+	}
+
+	/* Cached pending with 10Gi, the body claims 30Gi: 10Gi is held, so the probe (23Gi) no
+	 * longer fits (40 + 10 + 23 > 72) and the reason counts 10Gi in flight. */
+	put_pod(E.cache, "ml", "liar", "10Gi", NULL);
+	a = call(EXTENDER_FILTER, liar_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	assert_string_equal(reason(a, "FailedNodes", "n-room"),
+	                    "needs 23Gi, 22Gi free of the 90 percent limit, counting 10Gi of 1 "
+	                    "pod whose Binding is in flight");
+	cJSON_Delete(a);
+
+	assert_int_equal(metrics_render(E.metrics, &text, &len), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"not_cached\"} ") == 4); /* ghost, probe x 3 (passed) */
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"other_uid\"} ") == 1);
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"not_pending\"} ") == 1);
+	free(text);
+	free(ghost);
+	free(ghost_args);
+	free(probe);
+	free(probe_args);
+	free(liar);
+	free(liar_args);
+	free(bound);
+	free(bound_args);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1010,6 +1100,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_holds_need_the_cached_pod, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
