@@ -19,6 +19,7 @@
 #define N_EXT_RESULTS   3
 #define N_AUDIT_REASONS 5
 #define N_MODE_REASONS  20 /* METRICS_MODE_REASONS */
+#define N_HOLD_REFUSALS 5
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
@@ -28,6 +29,8 @@ static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "leases
                                                         "gpumemorypolicies", "other"};
 static const char *const ext_verb_names[N_EXT_VERBS] = {"filter", "prioritize"};
 static const char *const ext_result_names[N_EXT_RESULTS] = {"judged", "passthrough", "error"};
+static const char *const hold_refusal_names[N_HOLD_REFUSALS] = {
+    "not_cached", "other_uid", "not_pending", "no_demand", "body_mismatch"};
 static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};
 
 /* Upper bounds in seconds. Reviews are sub-millisecond without I/O and bounded by the API
@@ -70,7 +73,8 @@ struct metrics {
 	atomic_uint_fast64_t ext_filtered_out;
 	atomic_uint_fast64_t audit[N_AUDIT_REASONS];
 	atomic_uint_fast64_t mode_admitted[2][N_MODE_REASONS]; /* enum metrics_mode */
-	struct histogram ext_latency[N_EXT_VERBS];             /* no I/O: the fine buckets */
+	atomic_uint_fast64_t holds_refused[N_HOLD_REFUSALS];
+	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
 	metrics_collector_fn collectors[METRICS_MAX_COLLECTORS];
@@ -144,6 +148,13 @@ void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
 	if (nodes_out > 0)
 		atomic_fetch_add_explicit(&m->ext_filtered_out, nodes_out, memory_order_relaxed);
 	histogram_observe(&m->ext_latency[verb], seconds);
+}
+
+void metrics_hold_refused(struct metrics *m, enum metrics_hold_refusal reason)
+{
+	if (m == NULL || (unsigned)reason >= N_HOLD_REFUSALS)
+		return;
+	atomic_fetch_add_explicit(&m->holds_refused[reason], 1, memory_order_relaxed);
 }
 
 static const char *const audit_reason_names[N_AUDIT_REASONS] = {
@@ -415,6 +426,12 @@ static void render_extender(struct metrics_writer *b, struct metrics *m)
 	        "# TYPE gpu_memory_guard_extender_nodes_filtered_out_total counter\n"
 	        "gpu_memory_guard_extender_nodes_filtered_out_total %llu\n",
 	        (unsigned long long)load(&m->ext_filtered_out));
+	bprintf(b, "# HELP gpu_memory_guard_extender_holds_refused_total Filter calls whose pod "
+	           "holds nothing: the watch cache does not show it pending with that uid, by "
+	           "reason.\n# TYPE gpu_memory_guard_extender_holds_refused_total counter\n");
+	for (int r = 0; r < N_HOLD_REFUSALS; r++)
+		bprintf(b, "gpu_memory_guard_extender_holds_refused_total{reason=\"%s\"} %llu\n",
+		        hold_refusal_names[r], (unsigned long long)load(&m->holds_refused[r]));
 	bprintf(b, "# HELP gpu_memory_guard_policy_audit_violations_total Placements allowed that "
 	           "a GPUMemoryPolicy in audit mode would refuse, by reason.\n"
 	           "# TYPE gpu_memory_guard_policy_audit_violations_total counter\n");

@@ -25,6 +25,10 @@
  *   gpu_memory_guard_extender_nodes_filtered_out_total        counter, nodes a filter call put
  *       in FailedNodes or FailedAndUnresolvableNodes
  *   gpu_memory_guard_extender_request_seconds{verb}           histogram, arrival to answer
+ *   gpu_memory_guard_extender_holds_refused_total{reason}     counter, filter calls that passed
+ *       nodes but hold nothing because the watch cache cannot vouch for the pod (extender.h):
+ *       reason: not_cached (no pod of that name) | other_uid (another uid) | not_pending
+ *       (bound or finished) | no_demand (the cached pod declares no valid GPU memory)
  *   gpu_memory_guard_policy_audit_violations_total{reason}    counter, placements allowed that
  *       a GPUMemoryPolicy in audit mode would refuse; reason: OverThreshold | NeverFits |
  *       TierOverShare | TierYield | other (one per policy breached)
@@ -65,6 +69,13 @@ enum metrics_extender_result {
 	METRICS_EXT_PASSTHROUGH,
 	METRICS_EXT_ERROR,
 };
+enum metrics_hold_refusal {
+	METRICS_HOLD_NOT_CACHED = 0,
+	METRICS_HOLD_OTHER_UID,
+	METRICS_HOLD_NOT_PENDING,
+	METRICS_HOLD_NO_DEMAND,
+	METRICS_HOLD_BODY_MISMATCH, /* an inferred share the body states otherwise than the cache */
+};
 enum metrics_reload { METRICS_RELOAD_SUCCESS = 0, METRICS_RELOAD_FAILURE };
 
 struct metrics; /* opaque */
@@ -90,6 +101,9 @@ void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_deci
  * from arrival to answer. m may be NULL. */
 void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
                       enum metrics_extender_result result, size_t nodes_out, double seconds);
+
+/* One filter call whose pod holds nothing: the cache could not vouch for it. m may be NULL. */
+void metrics_hold_refused(struct metrics *m, enum metrics_hold_refusal reason);
 
 /* One breach of a GPUMemoryPolicy in audit mode (policyset.h), by reason. m may be NULL. */
 void metrics_policy_audit(struct metrics *m, const char *reason);
