@@ -1078,6 +1078,84 @@ static void test_holds_need_the_cached_pod(void **state)
 	free(bound_args);
 }
 
+/* An inferred share (vLLM's --gpu-memory-utilization) comes to other bytes on each node: the
+ * hold is the most it came to on the nodes judged, taken only when the body asks what the cached
+ * pod asks; a body stating another share holds nothing (body_mismatch), so a forged call cannot
+ * hold its own figure for a real pending pod. n-room: 80Gi, 40Gi resident, limit 72Gi. */
+static char *vllm_pod(const char *name, const char *util)
+{
+	char *text = malloc(1024);
+	assert_non_null(text);
+	snprintf(
+	    text, 1024,
+	    "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"uid-ml-%s\"},"
+	    "\"spec\":{\"containers\":[{\"name\":\"vllm\",\"image\":\"vllm/vllm-openai:v0.11.0\","
+	    "\"command\":[\"vllm\",\"serve\",\"m\"],\"args\":[\"--gpu-memory-utilization\","
+	    "\"%s\"],\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+	    "\"status\":{\"phase\":\"Pending\"}}",
+	    name, name, util);
+	return text;
+}
+
+static void test_inferred_hold_needs_the_cached_share(void **state)
+{
+	const char *room[] = {"n-room"};
+	char *cached = vllm_pod("share", "0.1"), *liar = vllm_pod("share", "0.35");
+	char *liar_args = args_names(liar, room, 1), *honest_args = args_names(cached, room, 1);
+	char *probe = pod_text("ml", "probe", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *probe_args = args_names(probe, room, 1), buf[256], *text;
+	size_t len;
+	cJSON *a, *o;
+
+	/* The cache reads every source (--undeclared infer), the extender too. */
+	extender_free(E.x);
+	cache_free(E.cache);
+	E.cache = cache_new(&(struct demand_config){.infer = 1}, NULL, NULL);
+	assert_non_null(E.cache);
+	put_node(E.cache, "n-room", "80Gi", NULL);
+	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
+	E.cfg.cache = E.cache;
+	E.cfg.infer = 1;
+	E.x = extender_new(&E.cfg, E.metrics);
+	assert_non_null(E.x);
+	o = cJSON_Parse(cached);
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0); /* pending, 0.1: 8Gi */
+	cJSON_Delete(o);
+
+	/* A forged body for that pod says 0.35 (28Gi): n-room passes (40 + 28), nothing is held,
+	 * so the probe still fits (40 + 30). Holding the body's figure would refuse it. */
+	a = call(EXTENDER_FILTER, liar_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+
+	/* The body asks what the cached pod asks (0.1: 8Gi): held, so the probe no longer fits
+	 * (40 + 8 + 30 > 72). */
+	a = call(EXTENDER_FILTER, honest_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	cJSON_Delete(a);
+
+	assert_int_equal(metrics_render(E.metrics, &text, &len), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"body_mismatch\"} ") == 1);
+	free(text);
+	free(cached);
+	free(liar);
+	free(liar_args);
+	free(honest_args);
+	free(probe);
+	free(probe_args);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1101,6 +1179,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_holds_need_the_cached_pod, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_inferred_hold_needs_the_cached_share, setup,
+	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
