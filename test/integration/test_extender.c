@@ -9,6 +9,7 @@
  *   ext-full  70Gi used: 1.7Gi free
  *   ext-room  nothing (a webhook placement of 65Gi is added by one test)
  *   ext-hold  nothing: the forged filter calls' test
+ *   ext-unseen  nothing: a forged pod CREATE review's reservation (--unseen-reservation-ttl 2s)
  *   ext-nowhere  not a Node anywhere
  */
 #include <setjmp.h>
@@ -38,7 +39,12 @@ static unsigned long placement_calls(void)
 static int group_setup(void **state)
 {
 	static char listen[64];
-	static const char *extra[] = {"--scheduler-listen", listen, "--drain-timeout", "200ms",
+	static const char *extra[] = {"--scheduler-listen",
+	                              listen,
+	                              "--drain-timeout",
+	                              "200ms",
+	                              "--unseen-reservation-ttl",
+	                              "2s",
 	                              NULL};
 
 	if (world_init(&W, 0))
@@ -49,6 +55,7 @@ static int group_setup(void **state)
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", sched_port);
 	if (world_add_node(&W, "ext-full", 81559, 1) || world_add_node(&W, "ext-room", 81559, 1) ||
 	    world_add_node(&W, "ext-hold", 81559, 1) ||
+	    world_add_node(&W, "ext-unseen", 81559, 1) ||
 	    world_add_pod(&W, "team-x", "resident", "70Gi", "ext-full"))
 		return -1;
 	if (world_start_gmg(&W, extra, 30000))
@@ -262,6 +269,46 @@ static void test_forged_filter_holds(void **state)
 	free(m);
 }
 
+/* A forged pod CREATE review (issue 20): admitted (60Gi onto ext-unseen, nodeName set, not a
+ * dry run) for a pod the API server never stores. Its reservation refuses a real 20Gi placement
+ * at once, and is gone after --unseen-reservation-ttl (2s here; the watch cache's clock is
+ * moved on by an unrelated pod event), not after --reservation-ttl (60 s): the same placement is
+ * then admitted, and the drop is counted. */
+static void test_forged_create_reservation_goes_after_the_bound(void **state)
+{
+	struct review_answer ra;
+	char *ghost = harness_pod_review("unseen-ghost", "ghost-1", "60Gi", "ext-unseen", 0);
+	itest_review(&W, ghost, "unseen-ghost", 1, &ra);
+	free(ghost);
+	char *real = harness_pod_review("unseen-real-1", "real-1", "20Gi", "ext-unseen", 1);
+	itest_review(&W, real, "unseen-real-1", 0, &ra);
+	itest_contains(ra.message, "ghost-1", "the denial");
+	free(real);
+
+	double t0 = harness_now();
+	usleep(2300 * 1000);
+	ITEST_CHECK(world_add_pod(&W, "team-x", "tick", "1Gi", "ext-full") == 0, "add a pod");
+	char *m = NULL;
+	double end = t0 + 10, dropped = 0;
+	for (;;) {
+		real = harness_pod_review("unseen-real-2", "real-1", "20Gi", "ext-unseen", 1);
+		itest_review(&W, real, "unseen-real-2", -1, &ra);
+		free(real);
+		if (ra.allowed)
+			break;
+		ITEST_CHECK(harness_now() < end,
+		            "the forged reservation still counts %.1f s after "
+		            "its review: %s",
+		            harness_now() - t0, ra.message);
+		usleep(100 * 1000);
+	}
+	ITEST_CHECK(harness_now() - t0 < 10, "took %.1f s", harness_now() - t0);
+	ITEST_CHECK(world_health_get(&W, "/metrics", &m) == 200, "GET /metrics");
+	dropped = harness_metric(m, "gpu_memory_guard_reservations_unseen_dropped_total", NULL, 1);
+	ITEST_CHECK(dropped >= 1, "reservations_unseen_dropped_total = %.0f", dropped);
+	free(m);
+}
+
 /* A placement the webhook admitted (not yet a pod on the node) counts in the next filter. */
 static void test_webhook_reservation_counts(void **state)
 {
@@ -340,6 +387,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_filter_and_prioritize_both_listeners),
 	    cmocka_unit_test(test_forged_filter_holds),
 	    cmocka_unit_test(test_webhook_reservation_counts),
+	    cmocka_unit_test(test_forged_create_reservation_goes_after_the_bound),
 	    cmocka_unit_test(test_bad_bodies),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_sigterm_exits_cleanly),
