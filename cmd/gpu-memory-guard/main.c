@@ -48,6 +48,11 @@ static size_t ledger_gauge(void *ctx)
 	return ledger_size(ctx);
 }
 
+static size_t ledger_unseen(void *ctx)
+{
+	return (size_t)ledger_unseen_dropped(ctx);
+}
+
 /* Where the watch cache reports pods gone before they showed up on their node. */
 struct gone_sink {
 	struct ledger *ledger;
@@ -157,6 +162,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	if (metrics == NULL || (ledger = ledger_new(cfg->reservation_ttl_ms)) == NULL)
 		goto out;
 	metrics_set_ledger_gauge(metrics, ledger_gauge, ledger);
+	metrics_set_unseen_counter(metrics, ledger_unseen, ledger);
 	if ((kube = make_kube(cfg, metrics)) == NULL)
 		goto out;
 	if (cfg->reservations_shared) {
@@ -224,6 +230,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .budget_ms =
 	        cfg->api_timeout_ms > UINT64_MAX / 2 ? UINT64_MAX : 2 * cfg->api_timeout_ms,
 	    .grace_ms = cfg->reservation_grace_ms,
+	    .unseen_ttl_ms = cfg->unseen_reservation_ttl_ms,
 	    .cache = cache,
 	    .cache_fresh = informer_fresh_fn,
 	    .cache_connected = informer_connected_fn,

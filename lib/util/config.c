@@ -82,6 +82,12 @@ static const char usage_text[] =
     "                                as usage); repeatable\n"
     "  --reservation-ttl DUR         how long an admitted placement counts before the API\n"
     "                                server shows the pod on its node (default 60s)\n"
+    "  --unseen-reservation-ttl DUR  how long a pod CREATE's reservation (spec.nodeName set)\n"
+    "                                counts while the pod is never seen: past the end of\n"
+    "                                the API server's admission chain, the longest\n"
+    "                                timeoutSeconds of the validating webhooks on pods\n"
+    "                                (at most 30s) plus the pod's storage (default 35s;\n"
+    "                                at most --reservation-ttl)\n"
     "  --reservation-grace DUR       (--cache off and the fallback path) an admitted\n"
     "                                placement its node's pod list still does\n"
     "                                not show after this is looked up; a deleted pod then\n"
@@ -151,6 +157,7 @@ void config_defaults(struct config *cfg)
 	cfg->n_gpu_resources = 1;
 	cfg->reservation_ttl_ms = 60000;
 	cfg->reservation_grace_ms = 5000;
+	cfg->unseen_reservation_ttl_ms = 35000;
 	cfg->cache_watch = 1;
 	cfg->policies = -1; /* on with the cache */
 	cfg->cache_max_staleness_ms = 5000;
@@ -375,6 +382,7 @@ enum flag_id {
 	F_WEBHOOK_TIMEOUT,
 	F_CERT_WARN,
 	F_GRACE,
+	F_UNSEEN_TTL,
 	F_CACHE,
 	F_POLICIES,
 	F_CACHE_STALENESS,
@@ -414,6 +422,7 @@ static const struct {
     {"webhook-timeout", F_WEBHOOK_TIMEOUT},
     {"cert-expiry-warning", F_CERT_WARN},
     {"reservation-grace", F_GRACE},
+    {"unseen-reservation-ttl", F_UNSEEN_TTL},
     {"cache", F_CACHE},
     {"policies", F_POLICIES},
     {"cache-max-staleness", F_CACHE_STALENESS},
@@ -595,6 +604,9 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_GRACE:
 		return set_duration(name, v, 1000, "1s", 3600000, "1h", &cfg->reservation_grace_ms,
 		                    err, errlen);
+	case F_UNSEEN_TTL:
+		return set_duration(name, v, 1000, "1s", 86400000, "24h",
+		                    &cfg->unseen_reservation_ttl_ms, err, errlen);
 	case F_CERT_WARN:
 		return set_duration(name, v, 0, "0s", 8760ull * 3600000, "8760h",
 		                    &cfg->cert_expiry_warning_ms, err, errlen);

@@ -70,7 +70,11 @@ struct config {
 	uint64_t reservation_grace_ms; /* --reservation-grace, default 5s: an admitted placement
 	                                  the node's pod list does not show after this is
 	                                  looked up (deleted pods stop counting) */
-	int reservations_shared;       /* --reservations shared: 1; local (default): 0 */
+	uint64_t unseen_reservation_ttl_ms; /* --unseen-reservation-ttl, default 35s: a pod
+	                                       CREATE's reservation whose pod is never seen
+	                                       (the webhook uses the shorter of it and
+	                                       reservation_ttl_ms) */
+	int reservations_shared;            /* --reservations shared: 1; local (default): 0 */
 	const char *reservations_namespace; /* --reservations-namespace: where the shared records
 	                                       (Leases) live; NULL: main reads the in-cluster
 	                                       service account's namespace */

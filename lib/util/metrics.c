@@ -77,6 +77,9 @@ struct metrics {
 	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
+	metrics_gauge_fn unseen_fn; /* the ledger's unseen drops */
+	void *unseen_ctx;
+	atomic_uint_fast64_t unseen_dropped; /* the shared records' (metrics_unseen_dropped) */
 	metrics_collector_fn collectors[METRICS_MAX_COLLECTORS];
 	void *collector_ctx[METRICS_MAX_COLLECTORS];
 	size_t n_collectors;
@@ -105,6 +108,20 @@ struct metrics *metrics_new(void)
 void metrics_free(struct metrics *m)
 {
 	free(m);
+}
+
+void metrics_set_unseen_counter(struct metrics *m, metrics_gauge_fn fn, void *ctx)
+{
+	if (m == NULL)
+		return;
+	m->unseen_fn = fn;
+	m->unseen_ctx = ctx;
+}
+
+void metrics_unseen_dropped(struct metrics *m, size_t n)
+{
+	if (m != NULL && n > 0)
+		atomic_fetch_add_explicit(&m->unseen_dropped, n, memory_order_relaxed);
 }
 
 void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx)
@@ -466,6 +483,13 @@ static void render_gauges(struct metrics_writer *b, struct metrics *m)
 	        "shown by the API server.\n# TYPE gpu_memory_guard_ledger_reservations gauge\n"
 	        "gpu_memory_guard_ledger_reservations %zu\n",
 	        ledger);
+	bprintf(b,
+	        "# HELP gpu_memory_guard_reservations_unseen_dropped_total Reservations of pod "
+	        "CREATEs dropped at --unseen-reservation-ttl, their pod never seen.\n"
+	        "# TYPE gpu_memory_guard_reservations_unseen_dropped_total counter\n"
+	        "gpu_memory_guard_reservations_unseen_dropped_total %llu\n",
+	        (unsigned long long)((m->unseen_fn ? m->unseen_fn(m->unseen_ctx) : 0) +
+	                             load(&m->unseen_dropped)));
 	bprintf(b,
 	        "# HELP gpu_memory_guard_certificate_expiry_timestamp_seconds NotAfter of the "
 	        "serving certificate, Unix time.\n"

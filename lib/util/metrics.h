@@ -14,6 +14,9 @@
  *   gpu_memory_guard_api_requests_total{verb,resource,code}   counter (code 0: no answer)
  *   gpu_memory_guard_api_request_duration_seconds{verb,resource}  histogram
  *   gpu_memory_guard_ledger_reservations                      gauge (read at scrape time)
+ *   gpu_memory_guard_reservations_unseen_dropped_total        counter, reservations of pod
+ *       CREATEs dropped at --unseen-reservation-ttl with their pod never seen (the local
+ *       ledger's, read at scrape time, plus the shared records' entries this replica dropped)
  *   gpu_memory_guard_certificate_expiry_timestamp_seconds     gauge (NotAfter, Unix time)
  *   gpu_memory_guard_certificate_reloads_total{result}        counter, result: success | failure
  *   gpu_memory_guard_ready                                    gauge, 1 when /readyz passes
@@ -90,6 +93,12 @@ void metrics_free(struct metrics *m);
 
 /* Source of gpu_memory_guard_ledger_reservations. Call before threads start. */
 void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx);
+
+/* Source of the local ledger's part of reservations_unseen_dropped_total (a counter read at
+ * render time, e.g. ledger_unseen_dropped); call before threads start. */
+void metrics_set_unseen_counter(struct metrics *m, metrics_gauge_fn fn, void *ctx);
+/* n shared-record entries dropped as unseen (webhook.c). m may be NULL. */
+void metrics_unseen_dropped(struct metrics *m, size_t n);
 
 /* One review answered. seconds: from the request's arrival to the answer; self_seconds: the
  * part spent working on it (seconds minus the waits for a worker thread, API calls and the

@@ -64,6 +64,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.tls_reload_interval_ms, 2000);
 	assert_int_equal(cfg.cert_expiry_warning_ms, 720ull * 3600 * 1000);
 	assert_int_equal(cfg.reservation_grace_ms, 5000);
+	assert_int_equal(cfg.unseen_reservation_ttl_ms, 35000);
 	assert_string_equal(cfg.log_level, "info");
 	assert_int_equal(cfg.threads, 0);
 	assert_int_equal(cfg.reservations_shared, 0);
@@ -74,16 +75,17 @@ static void test_every_flag(void **state)
 {
 	struct config cfg;
 	char err[CONFIG_ERR_MAX];
-	int rc = parse("serve --listen 127.0.0.1:9443 --health-listen=[::1]:9080 " TLS
-	               " --kubeconfig /k/config --threshold 0.85 --warn-threshold=0.5 --mode warn"
-	               " --gpu-resource nvidia.com/gpu.shared --gpu-resource=amd.com/gpu"
-	               " --exempt-namespace kube-system --exempt-namespace gpu-memory-guard"
-	               " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
-	               " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h"
-	               " --threads 4 --workers=32 --connection-timeout 2000ms"
-	               " --cert-expiry-warning 168h --reservation-grace 12s"
-	               " --reservations shared --reservations-namespace=gmg-system",
-	               &cfg, err, sizeof(err));
+	int rc =
+	    parse("serve --listen 127.0.0.1:9443 --health-listen=[::1]:9080 " TLS
+	          " --kubeconfig /k/config --threshold 0.85 --warn-threshold=0.5 --mode warn"
+	          " --gpu-resource nvidia.com/gpu.shared --gpu-resource=amd.com/gpu"
+	          " --exempt-namespace kube-system --exempt-namespace gpu-memory-guard"
+	          " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
+	          " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h"
+	          " --threads 4 --workers=32 --connection-timeout 2000ms"
+	          " --cert-expiry-warning 168h --reservation-grace 12s --unseen-reservation-ttl 20s"
+	          " --reservations shared --reservations-namespace=gmg-system",
+	          &cfg, err, sizeof(err));
 	if (rc != 0)
 		fail_msg("%s", err);
 	assert_string_equal(cfg.listen.host, "127.0.0.1");
@@ -108,6 +110,7 @@ static void test_every_flag(void **state)
 	assert_int_equal(cfg.shutdown_timeout_ms, 3600000);
 	assert_int_equal(cfg.cert_expiry_warning_ms, 168ull * 3600 * 1000);
 	assert_int_equal(cfg.reservation_grace_ms, 12000);
+	assert_int_equal(cfg.unseen_reservation_ttl_ms, 20000);
 	assert_int_equal(cfg.threads, 4);
 	assert_int_equal(cfg.workers, 32);
 	assert_int_equal(cfg.connection_timeout_s, 2);
@@ -172,6 +175,8 @@ static void test_flag_errors(void **state)
 	expect_error("serve " TLS " --drain-timeout 999999h", "--drain-timeout");
 	expect_error("serve " TLS " --shutdown-timeout 1h30m", "from 0s to 1h");
 	expect_error("serve " TLS " --reservation-ttl 500ms", "from 1s to 24h");
+	expect_error("serve " TLS " --unseen-reservation-ttl 500ms",
+	             "--unseen-reservation-ttl: \"500ms\" must be from 1s");
 	expect_error("serve " TLS " --reservation-grace 0s",
 	             "--reservation-grace: \"0s\" must be from 1s");
 	expect_error("serve " TLS " --connection-timeout 1.5s", "must be whole seconds");
