@@ -462,13 +462,14 @@ timeout_refused() { # WHAT_THE_ERROR_SAYS HELM_ARGS...
 # extraArgs are appended as given, and the server accepts the Deployment. Unset, none renders
 # (same_objects compares the default render with manifests/).
 SERVE_VALUES=(--set policies=off --set cache=watch --set cacheMaxStaleness=10s
-	--set reservationGrace=7s --set threads=3 --set workers=12 --set connectionTimeout=20s
+	--set reservationGrace=7s --set unseenReservationTTL=31s --set threads=3 --set workers=12 --set connectionTimeout=20s
 	--set tlsReloadInterval=5s --set certExpiryWarning=0 --set drainTimeout=4s
 	--set shutdownTimeout=8s --set 'extraArgs={--scheduler-listen=:8081,--kubeconfig=/k/config}')
 serve_flags_rendered() {
 	helm_template "${SERVE_VALUES[@]}" | kc apply --dry-run=server -o json -f - 2>/dev/null |
 		jq -e '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args][0] as $a |
 		  ["--policies=off", "--cache=watch", "--cache-max-staleness=10s", "--reservation-grace=7s",
+		   "--unseen-reservation-ttl=31s",
 		   "--threads=3", "--workers=12", "--connection-timeout=20s", "--tls-reload-interval=5s",
 		   "--cert-expiry-warning=0", "--drain-timeout=4s", "--shutdown-timeout=8s"] as $want |
 		  all($want[]; . as $f | $a | index($f) != null) and
