@@ -1680,6 +1680,7 @@ struct server_route webhook_route(struct webhook *w)
 	    .finish = route_finish,
 	    .refuse_busy = route_refuse_busy,
 	    .discard = route_discard,
+	    .auth_route = METRICS_ROUTE_ADMISSION,
 	};
 	return r;
 }

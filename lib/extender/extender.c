@@ -1216,6 +1216,7 @@ static struct server_route route(struct extender *x, const char *path,
 	    .refuse_busy = route_refuse_busy,
 	    .discard = route_discard,
 	    .plain = 1,
+	    .auth_route = METRICS_ROUTE_EXTENDER,
 	};
 	return r;
 }

@@ -13,13 +13,14 @@
 #define N_DECISIONS     4
 #define N_VERBS         7 /* get, list, watch, create, update, patch, other */
 #define N_RESOURCES     5 /* pods, nodes, leases, gpumemorypolicies, other */
-#define N_HTTP          7 /* 200 400 404 405 413 500 other */
+#define N_HTTP          8 /* 200 400 403 404 405 413 500 other */
 #define CODE_FREE       (-1)
 #define N_EXT_VERBS     2
 #define N_EXT_RESULTS   3
 #define N_AUDIT_REASONS 5
 #define N_MODE_REASONS  20 /* METRICS_MODE_REASONS */
 #define N_HOLD_REFUSALS 5
+#define N_ROUTES        2
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
@@ -31,7 +32,8 @@ static const char *const ext_verb_names[N_EXT_VERBS] = {"filter", "prioritize"};
 static const char *const ext_result_names[N_EXT_RESULTS] = {"judged", "passthrough", "error"};
 static const char *const hold_refusal_names[N_HOLD_REFUSALS] = {
     "not_cached", "other_uid", "not_pending", "no_demand", "body_mismatch"};
-static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};
+static const char *const route_names[N_ROUTES] = {"admission", "extender"};
+static const unsigned http_codes[N_HTTP - 1] = {200, 400, 403, 404, 405, 413, 500};
 
 /* Upper bounds in seconds. Reviews are sub-millisecond without I/O and bounded by the API
  * timeout (default 2s) with it; the buckets cover both ends. */
@@ -74,6 +76,7 @@ struct metrics {
 	atomic_uint_fast64_t audit[N_AUDIT_REASONS];
 	atomic_uint_fast64_t mode_admitted[2][N_MODE_REASONS]; /* enum metrics_mode */
 	atomic_uint_fast64_t holds_refused[N_HOLD_REFUSALS];
+	atomic_uint_fast64_t client_auth_failures[N_ROUTES];
 	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
@@ -172,6 +175,13 @@ void metrics_hold_refused(struct metrics *m, enum metrics_hold_refusal reason)
 	if (m == NULL || (unsigned)reason >= N_HOLD_REFUSALS)
 		return;
 	atomic_fetch_add_explicit(&m->holds_refused[reason], 1, memory_order_relaxed);
+}
+
+void metrics_client_auth_failure(struct metrics *m, enum metrics_route route)
+{
+	if (m == NULL || (unsigned)route >= N_ROUTES)
+		return;
+	atomic_fetch_add_explicit(&m->client_auth_failures[route], 1, memory_order_relaxed);
 }
 
 static const char *const audit_reason_names[N_AUDIT_REASONS] = {
@@ -449,6 +459,12 @@ static void render_extender(struct metrics_writer *b, struct metrics *m)
 	for (int r = 0; r < N_HOLD_REFUSALS; r++)
 		bprintf(b, "gpu_memory_guard_extender_holds_refused_total{reason=\"%s\"} %llu\n",
 		        hold_refusal_names[r], (unsigned long long)load(&m->holds_refused[r]));
+	bprintf(b, "# HELP gpu_memory_guard_client_auth_failures_total Requests refused (403) for "
+	           "want of an acceptable client certificate, by route.\n"
+	           "# TYPE gpu_memory_guard_client_auth_failures_total counter\n");
+	for (int r = 0; r < N_ROUTES; r++)
+		bprintf(b, "gpu_memory_guard_client_auth_failures_total{route=\"%s\"} %llu\n",
+		        route_names[r], (unsigned long long)load(&m->client_auth_failures[r]));
 	bprintf(b, "# HELP gpu_memory_guard_policy_audit_violations_total Placements allowed that "
 	           "a GPUMemoryPolicy in audit mode would refuse, by reason.\n"
 	           "# TYPE gpu_memory_guard_policy_audit_violations_total counter\n");

@@ -31,7 +31,11 @@
  *   gpu_memory_guard_extender_holds_refused_total{reason}     counter, filter calls that passed
  *       nodes but hold nothing because the watch cache cannot vouch for the pod (extender.h):
  *       reason: not_cached (no pod of that name) | other_uid (another uid) | not_pending
- *       (bound or finished) | no_demand (the cached pod declares no valid GPU memory)
+ *       (bound or finished) | no_demand (the cached pod declares no valid GPU memory) |
+ *       body_mismatch (an inferred share the body states otherwise)
+ *   gpu_memory_guard_client_auth_failures_total{route}        counter, requests answered 403
+ *       because the route requires a client certificate (--client-auth-routes) and the
+ *       connection presented none acceptable; route: admission | extender
  *   gpu_memory_guard_policy_audit_violations_total{reason}    counter, placements allowed that
  *       a GPUMemoryPolicy in audit mode would refuse; reason: OverThreshold | NeverFits |
  *       TierOverShare | TierYield | other (one per policy breached)
@@ -79,6 +83,7 @@ enum metrics_hold_refusal {
 	METRICS_HOLD_NO_DEMAND,
 	METRICS_HOLD_BODY_MISMATCH, /* an inferred share the body states otherwise than the cache */
 };
+enum metrics_route { METRICS_ROUTE_ADMISSION = 0, METRICS_ROUTE_EXTENDER };
 enum metrics_reload { METRICS_RELOAD_SUCCESS = 0, METRICS_RELOAD_FAILURE };
 
 struct metrics; /* opaque */
@@ -113,6 +118,9 @@ void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
 
 /* One filter call whose pod holds nothing: the cache could not vouch for it. m may be NULL. */
 void metrics_hold_refused(struct metrics *m, enum metrics_hold_refusal reason);
+
+/* One request refused for want of an acceptable client certificate. m may be NULL. */
+void metrics_client_auth_failure(struct metrics *m, enum metrics_route route);
 
 /* One breach of a GPUMemoryPolicy in audit mode (policyset.h), by reason. m may be NULL. */
 void metrics_policy_audit(struct metrics *m, const char *reason);

@@ -118,6 +118,51 @@ static void test_every_flag(void **state)
 	assert_string_equal(cfg.reservations_namespace, "gmg-system");
 }
 
+/* Client authentication: --client-ca-file alone requires certificates on both routes;
+ * --client-auth-routes picks them; names are comma-separated and repeatable; each bad form
+ * gets its own error. */
+static void test_client_auth_flags(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX];
+	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
+	assert_null(cfg.client_ca_file);
+	assert_int_equal(cfg.client_auth_admission + cfg.client_auth_extender, 0);
+	assert_int_equal(parse("serve " TLS " --client-ca-file /ca.crt", &cfg, err, sizeof(err)),
+	                 0);
+	assert_string_equal(cfg.client_ca_file, "/ca.crt");
+	assert_int_equal(cfg.client_auth_admission, 1);
+	assert_int_equal(cfg.client_auth_extender, 1);
+	assert_int_equal(cfg.n_client_allowed_names, 0);
+	assert_int_equal(parse("serve " TLS
+	                       " --client-ca-file /ca.crt --client-auth-routes extender"
+	                       " --client-allowed-names a,b.example --client-allowed-names=a,c",
+	                       &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.client_auth_admission, 0);
+	assert_int_equal(cfg.client_auth_extender, 1);
+	assert_int_equal(cfg.n_client_allowed_names, 3);
+	assert_string_equal(cfg.client_allowed_names[0], "a");
+	assert_string_equal(cfg.client_allowed_names[1], "b.example");
+	assert_string_equal(cfg.client_allowed_names[2], "c");
+	assert_int_equal(parse("serve " TLS " --client-ca-file /ca.crt --client-auth-routes "
+	                       "admission,extender",
+	                       &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.client_auth_admission + cfg.client_auth_extender, 2);
+	expect_error("serve " TLS " --client-auth-routes extender",
+	             "--client-auth-routes needs --client-ca-file");
+	expect_error("serve " TLS " --client-allowed-names a",
+	             "--client-allowed-names needs --client-ca-file");
+	expect_error("serve " TLS " --client-ca-file /ca.crt --client-auth-routes admision",
+	             "\"admision\" is not admission or extender");
+	expect_error("serve " TLS " --client-ca-file /ca.crt --client-auth-routes admission,",
+	             "\"\" is not admission or extender");
+	expect_error("serve " TLS " --client-ca-file /ca.crt --client-allowed-names a,,b",
+	             "a name is empty");
+	expect_error("serve " TLS " --client-ca-file=", "--client-ca-file: empty value");
+}
+
 static void test_repeated_values_deduplicated(void **state)
 {
 	struct config cfg;
@@ -410,6 +455,7 @@ int main(void)
 	    cmocka_unit_test(test_webhook_timeout),
 	    cmocka_unit_test(test_undeclared_and_engine_defaults),
 	    cmocka_unit_test(test_every_flag),
+	    cmocka_unit_test(test_client_auth_flags),
 	    cmocka_unit_test(test_repeated_values_deduplicated),
 	    cmocka_unit_test(test_commands),
 	    cmocka_unit_test(test_flag_errors),
