@@ -307,6 +307,7 @@ volume_update() {
 	mv -T "$dir/..data_tmp" "$dir/..data"
 	ln -sfn ..data/tls.crt "$dir/tls.crt"
 	ln -sfn ..data/tls.key "$dir/tls.key"
+	[ -z "${4:-}" ] || ln -sfn ..data/ca.crt "$dir/ca.crt"
 }
 
 # The chart's (or manifests') container args, with the addresses, files and kubeconfig of the
@@ -763,21 +764,23 @@ lease_rbac_checks() { # LABEL
 # The admitted pod is in the record of its node: Lease NODE in the webhook's namespace, label
 # managed-by, annotation gpu-memory-guard.io/reservations holding an entry with the pod's
 # namespace/name, its uid as stored, its declared bytes, and an expiry of the admission time
-# plus --reservation-ttl (60s, the default both install paths pass): between creationTimestamp
-# (whole seconds) + TTL and creationTimestamp + TTL + MAX_DELAY_MS (the admission's lag behind
-# the CREATE: about a second for pod CREATE, the scheduling delay for a binding).
-lease_holds() { # NODE POD BYTES MAX_DELAY_MS
-	local uid created lease
+# plus TTL_MS: between creationTimestamp (whole seconds) + TTL and creationTimestamp + TTL +
+# MAX_DELAY_MS (the admission's lag behind the CREATE: about a second for pod CREATE, the
+# scheduling delay for a binding). A Binding's TTL is --reservation-ttl (60s, the default both
+# install paths pass); a pod CREATE's --unseen-reservation-ttl (35s, the binary's default: the
+# pod may never be stored), its entry marked "unseen" (issue 20).
+lease_holds() { # NODE POD BYTES MAX_DELAY_MS TTL_MS UNSEEN(true|false)
+	local uid created lease ttl=$5 unseen=$6
 	uid=$(kc -n "$TEST_NS" get pod "$2" -o jsonpath='{.metadata.uid}') && [ -n "$uid" ] || return 1
 	created=$(kc -n "$TEST_NS" get pod "$2" -o jsonpath='{.metadata.creationTimestamp}') || return 1
 	created=$(($(date -d "$created" +%s) * 1000))
 	lease=$(kc -n "$NS" get lease "$1" -o json) || return 1
-	jq -e --arg pod "$TEST_NS/$2" --arg uid "$uid" --argjson bytes "$3" \
-		--argjson lo $((created + 60000)) --argjson hi $((created + 60000 + $4)) '
+	jq -e --arg pod "$TEST_NS/$2" --arg uid "$uid" --argjson bytes "$3" --argjson unseen "$unseen" \
+		--argjson lo $((created + ttl)) --argjson hi $((created + ttl + $4)) '
 	  .metadata.labels["app.kubernetes.io/managed-by"] == "gpu-memory-guard" and
 	  (.metadata.annotations["gpu-memory-guard.io/reservations"] | fromjson |
 	    any(.[]; .pod == $pod and .uid == $uid and .bytes == $bytes and
-	        .expires >= $lo and .expires <= $hi))' \
+	        .expires >= $lo and .expires <= $hi and (.unseen // false) == $unseen))' \
 		<<<"$lease" >/dev/null || { jq -c '{name: .metadata.name, labels: .metadata.labels, annotations: .metadata.annotations}' <<<"$lease"; return 1; }
 }
 
@@ -802,10 +805,10 @@ records_without() { # POD_PREFIX
 
 lease_record_checks() { # LABEL
 	local label=$1
-	check "$label: Lease gpu-h100-a in $NS holds the pod admitted by CREATE (uid, 20Gi)" \
-		lease_holds gpu-h100-a "$label-fits-0" $((20 * 1024 * 1024 * 1024)) 3000
-	check "$label: Lease gpu-h100-b in $NS holds the pod admitted at binding (uid, 40Gi)" \
-		lease_holds gpu-h100-b "$label-bind-fits" $((40 * 1024 * 1024 * 1024)) 45000
+	check "$label: Lease gpu-h100-a in $NS holds the pod admitted by CREATE (uid, 20Gi, unseen, expiring at CREATE + 35 s)" \
+		lease_holds gpu-h100-a "$label-fits-0" $((20 * 1024 * 1024 * 1024)) 3000 35000 true
+	check "$label: Lease gpu-h100-b in $NS holds the pod admitted at binding (uid, 40Gi, expiring at binding + 60 s)" \
+		lease_holds gpu-h100-b "$label-bind-fits" $((40 * 1024 * 1024 * 1024)) 45000 60000 false
 }
 
 # Rotation: new serving pair into the volume folder; the running webhook must serve it, and
