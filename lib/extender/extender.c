@@ -28,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 
 #define MIRROR_ANNOTATION "kubernetes.io/config.mirror"
@@ -93,6 +94,8 @@ struct job {
 	size_t undecided;
 	uint64_t now_ms; /* ledger_now_ms() when the holds were pruned */
 	int refused;     /* refuse_busy: nothing more may wait */
+	int await_cache; /* a filter call the cache does not show the pod of yet: finish on a
+	                    worker, waiting up to EXTENDER_CACHE_WAIT_MS for it (hold_passed) */
 	/* GPUMemoryPolicy tier attributes of the pod (in args, and labels) */
 	const char *ns, *priority_class;
 	struct labelset labels;
@@ -765,6 +768,29 @@ static int same_shares(const struct demand *a, const struct demand *b)
 	return 1;
 }
 
+/* 1 when the watch cache holds pod_name with that uid (any state). */
+static int cache_shows(const struct job *j)
+{
+	struct cache_pod p;
+	const char *slash = strchr(j->pod_name, '/');
+	char ns[CACHE_KEY_MAX];
+
+	if (j->uid == NULL || slash == NULL || (size_t)(slash - j->pod_name) >= sizeof(ns))
+		return 0;
+	memcpy(ns, j->pod_name, (size_t)(slash - j->pod_name));
+	ns[slash - j->pod_name] = '\0';
+	return cache_get_pod(j->x->cache, ns, slash + 1, &p) == 0 && strcmp(p.uid, j->uid) == 0;
+}
+
+/* On a worker: give the watch cache up to EXTENDER_CACHE_WAIT_MS to show the pod. */
+static void wait_for_cache(const struct job *j)
+{
+	const struct timespec step = {0, 5 * 1000 * 1000};
+	double end = monotime_s() + EXTENDER_CACHE_WAIT_MS / 1000.0;
+	while (!cache_shows(j) && monotime_s() < end)
+		nanosleep(&step, NULL);
+}
+
 /* Whether the watch cache vouches for the pod of a filter call: it shows pod_name with the
  * same uid, unbound and not finished, with a valid declaration. 0 with *bytes = the cached
  * demand (never the body's: ExtenderArgs is untrusted), or the refusal's reason. */
@@ -828,6 +854,8 @@ static void hold_passed(struct job *j)
 	for (size_t i = 0; i < j->n; i++)
 		if (j->v[i].state == ST_PASS)
 			pass[n++] = j->names[i];
+	if (n > 0 && j->await_cache)
+		wait_for_cache(j);
 	if (n > 0 && cached_pending(j, &bytes, &why) != 0) {
 		metrics_hold_refused(j->x->metrics, why);
 		n = 0; /* and drop an earlier hold of the uid */
@@ -1151,6 +1179,9 @@ static int route_prepare(struct extender *x, enum extender_verb verb, const char
 	*job = j;
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory");
+	else if (j->kind == K_GPU && verb == EXTENDER_FILTER && j->uid != NULL && j->uid[0] &&
+	         x->cache != NULL && !cache_shows(j))
+		j->await_cache = 1;
 	return rc ? SERVER_ENOMEM : 0;
 }
 
@@ -1169,7 +1200,7 @@ static int prioritize_prepare(void *ctx, const char *body, size_t len, double ar
 static int route_needs_worker(const void *job)
 {
 	const struct job *j = job;
-	return j->kind == K_GPU && j->undecided > 0;
+	return j->kind == K_GPU && (j->undecided > 0 || j->await_cache);
 }
 
 static int route_finish(void *job, char **out, size_t *out_len, char *err, size_t errlen)
@@ -1185,6 +1216,7 @@ static void route_refuse_busy(void *job, const char *why)
 	struct job *j = job;
 	size_t i = 0;
 
+	j->await_cache = 0; /* decide the hold now: the pod holds nothing if not cached */
 	if (j->kind != K_GPU || j->undecided == 0)
 		return;
 	j->refused = 1;

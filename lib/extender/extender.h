@@ -111,6 +111,12 @@ struct metrics;
 #define EXTENDER_MAX_NODES    15000
 #define EXTENDER_MAX_PRIORITY 10 /* extender/v1 MaxExtenderPriority */
 #define EXTENDER_ERR_MAX      512
+/* A filter call for a pod the watch cache does not show yet (by name and uid) waits on a worker
+ * up to this long, ms, for the cache to catch up before it decides whether the pod holds: the
+ * scheduler's informer may see a new pod before the webhook's does (a burst on a loaded node
+ * measured 55 ms), and a pod that holds nothing lets the next pod's filter pass the same room.
+ * A forged call for a pod that never exists costs a worker this long and holds nothing. */
+#define EXTENDER_CACHE_WAIT_MS 500
 
 #define EXTENDER_EBADREQUEST (-1) /* prioritize: the body is not ExtenderArgs: answer 400 */
 #define EXTENDER_ENOMEM      (-2) /* answer 500 */

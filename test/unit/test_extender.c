@@ -23,6 +23,8 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,11 +489,61 @@ static void test_held_node(void **state)
 	cJSON_Delete(a);
 	free(out);
 
-	/* Not held: decided at once, no worker. */
+	/* Not held, but the watch cache does not show the pod yet: on a worker, which waits for
+	 * the cache (EXTENDER_CACHE_WAIT_MS) before deciding the hold. */
 	E.res.busy_node = NULL;
+	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_int_equal(r.needs_worker(job), 1);
+	r.discard(job);
+	/* Not held and cached: decided at once, no worker. */
+	put_pod(E.cache, "ml", "llama-0", "10Gi", NULL);
 	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
 	assert_int_equal(r.needs_worker(job), 0);
 	r.discard(job);
+	free(body);
+	free(pod);
+}
+
+/* A filter call that arrives before the watch cache shows its pod (the scheduler's informer
+ * was faster) waits on the worker for the cache and then holds the pod: the next pod's filter
+ * counts it. Without the wait it would hold nothing (not_cached). */
+struct late_pod {
+	struct cache *cache;
+};
+static void *add_late(void *arg)
+{
+	struct late_pod *l = arg;
+	const struct timespec d = {0, 50 * 1000 * 1000};
+	nanosleep(&d, NULL);
+	put_pod(l->cache, "ml", "llama-0", "30Gi", NULL);
+	return NULL;
+}
+
+static void test_waits_for_the_cache(void **state)
+{
+	char *pod = llama("30Gi"), *body = args_names(pod, ALL, N_ALL), *out = NULL, err[256];
+	struct server_route r = extender_filter_route(E.x);
+	struct late_pod l = {E.cache};
+	pthread_t t;
+	size_t len;
+	void *job = NULL;
+	(void)state;
+
+	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_int_equal(r.needs_worker(job), 1);
+	assert_int_equal(pthread_create(&t, NULL, add_late, &l), 0);
+	assert_int_equal(r.finish(job, &out, &len, err, sizeof(err)), 0); /* the worker's call */
+	pthread_join(t, NULL);
+	free(out);
+	/* The 30Gi pod now holds on the nodes it passed: a 45Gi pod no longer fits n-empty's
+	 * 71.7Gi limit beside it. */
+	char *other = pod_text("ml", "llama-1", "45Gi", NULL, "", "nvidia.com/gpu");
+	char *b2 = args_names(other, ALL, N_ALL);
+	cJSON *a = call(EXTENDER_FILTER, b2);
+	expect_contains(reason(a, "FailedNodes", "n-empty"), "counting 30Gi of 1 pod");
+	cJSON_Delete(a);
+	free(b2);
+	free(other);
 	free(body);
 	free(pod);
 }
@@ -1164,6 +1216,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_any_letter_case, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_prioritize_binpack_and_spread, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reservations_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_waits_for_the_cache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_held_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_untracked_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
