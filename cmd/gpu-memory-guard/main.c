@@ -8,6 +8,7 @@
 #include "cache.h"
 #include "capfile.h"
 #include "certgen.h"
+#include "clientauth.h"
 #include "config.h"
 #include "extender.h"
 #include "drastore.h"
@@ -55,6 +56,18 @@
 static size_t ledger_gauge(void *ctx)
 {
 	return ledger_size(ctx);
+}
+
+static size_t ledger_unseen(void *ctx)
+{
+	return (size_t)ledger_unseen_dropped(ctx);
+}
+
+/* On the certificate poller's thread: re-read --client-ca-file (logs by itself). */
+static void reload_client_ca(void *ctx)
+{
+	char err[CLIENTAUTH_WHY_MAX];
+	(void)clientauth_reload(ctx, err, sizeof(err));
 }
 
 /* Where the watch cache reports pods gone before they showed up on their node. */
@@ -184,12 +197,14 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct gone_sink sink; /* outlives the cache, which calls pod_gone with it */
 	char ns[64] = "";      /* of shared reservations and the policy status Lease */
 	struct tls_store *tls = NULL;
+	struct clientauth *clientauth = NULL;
 	struct server *server = NULL;
 	struct metrics *metrics = metrics_new();
 
 	if (metrics == NULL || (ledger = ledger_new(cfg->reservation_ttl_ms)) == NULL)
 		goto out;
 	metrics_set_ledger_gauge(metrics, ledger_gauge, ledger);
+	metrics_set_unseen_counter(metrics, ledger_unseen, ledger);
 	if ((kube = make_kube(cfg, metrics)) == NULL)
 		goto out;
 	if (cfg->reservations_shared) {
@@ -264,6 +279,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .budget_ms =
 	        cfg->api_timeout_ms > UINT64_MAX / 2 ? UINT64_MAX : 2 * cfg->api_timeout_ms,
 	    .grace_ms = cfg->reservation_grace_ms,
+	    .unseen_ttl_ms = cfg->unseen_reservation_ttl_ms,
 	    .cache = cache,
 	    .dra = dra,
 	    .cache_fresh = informer_fresh_fn,
@@ -309,6 +325,19 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 		           (struct log_field[]){LOG_STR("error", err), LOG_END});
 		goto out;
 	}
+	if (cfg->client_ca_file != NULL) {
+		const char *names[CONFIG_MAX_CLIENT_NAMES];
+		for (size_t i = 0; i < cfg->n_client_allowed_names; i++)
+			names[i] = cfg->client_allowed_names[i];
+		if ((clientauth = clientauth_new(cfg->client_ca_file, names,
+		                                 cfg->n_client_allowed_names, err, sizeof(err))) ==
+		    NULL) {
+			log_fields(LOG_ERROR, "cannot load the client CA",
+			           (struct log_field[]){LOG_STR("error", err), LOG_END});
+			goto out;
+		}
+		tls_store_on_poll(tls, reload_client_ca, clientauth);
+	}
 	if (tls_store_start(tls, cfg->tls_reload_interval_ms) != 0)
 		goto out;
 	struct server_options so = {
@@ -327,9 +356,12 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .scheduler_enabled = cfg->scheduler_listen_set,
 	    .scheduler_host = cfg->scheduler_listen.host,
 	    .scheduler_port = cfg->scheduler_listen.port,
+	    .client_auth = clientauth,
 	};
 	struct server_route routes[] = {webhook_route(webhook), extender_filter_route(extender),
 	                                extender_prioritize_route(extender)};
+	routes[0].client_auth = cfg->client_auth_admission;
+	routes[1].client_auth = routes[2].client_auth = cfg->client_auth_extender;
 	if ((server = server_start(&so, routes, 3, tls, metrics, err, sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot serve",
 		           (struct log_field[]){LOG_STR("error", err), LOG_END});
@@ -342,7 +374,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	status = 0;
 out:
 	server_free(server);
-	tls_store_free(tls);
+	tls_store_free(tls); /* stops the poller that reloads the client CA */
+	clientauth_free(clientauth);
 	webhook_free(webhook);
 	policystatus_free(pstatus); /* reads the cache and the policies: stopped first */
 	informer_free(informer);    /* stops its threads: no more ledger_forget, extender_forget */

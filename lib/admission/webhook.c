@@ -45,6 +45,7 @@ struct webhook {
 	size_t n_exempt;
 	uint64_t budget_ms;
 	uint64_t grace_ms;
+	uint64_t unseen_ttl_ms; /* webhook_config.unseen_ttl_ms */
 	struct webhook_source src;
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
@@ -357,6 +358,7 @@ struct placement {
 	const struct capacity *cap; /* API path; the cache path gives the core its own */
 	int dry_run;
 	const struct dra_view *dra; /* the node's DRA claims and the pod's (NULL: none) */
+	int pod_create;             /* a pod CREATE (spec.nodeName): its pod may never be stored */
 };
 
 #define SELECT_MAX 64 /* policies applied to one node at most (the first, in name order) */
@@ -521,7 +523,10 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 
 	if (!decide_core(w, p, pn, now, o, &res))
 		return;
-	int rc = ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
+	int rc = p->pod_create && w->unseen_ttl_ms
+	             ? ledger_reserve_unseen(ln, p->key, p->uid, res.reserve_bytes,
+	                                     w->unseen_ttl_ms, now)
+	             : ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
 	if (rc != 0)
 		deny_unreserved(o, p, rc == LEDGER_EFULL ? "ledger full" : "no memory");
 }
@@ -596,10 +601,17 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	}
 	/* Cache path: entries whose pods every replica's cache shows by now go; both paths
 	 * drop expired ones. */
+	uint64_t ttl = shared_ttl_ms(w->shared);
+	size_t unseen = record_unseen_expired(rec, wall);
 	record_prune(rec, wall, d->api_node == NULL ? visible->pods : NULL,
 	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
-	int rc =
-	    record_put(rec, p->key, p->uid, res.reserve_bytes, wall + shared_ttl_ms(w->shared));
+	metrics_unseen_dropped(w->metrics, unseen);
+	int rc;
+	if (p->pod_create && w->unseen_ttl_ms && w->unseen_ttl_ms < ttl)
+		rc = record_put_unseen(rec, p->key, p->uid, res.reserve_bytes,
+		                       wall + w->unseen_ttl_ms);
+	else
+		rc = record_put(rec, p->key, p->uid, res.reserve_bytes, wall + ttl);
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
 		                rc == RECORD_EFULL ? "the node's reservation record is full"
@@ -1024,6 +1036,7 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	    .cap = &cap,
 	    .dry_run = req->dry_run,
 	    .dra = dv,
+	    .pod_create = req->target == ADMISSION_POD,
 	};
 	check_node(w, &p, o);
 	add_warning(o, d->warning);
@@ -1154,6 +1167,7 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	    .node = node,
 	    .demand = d,
 	    .dry_run = req->dry_run,
+	    .pod_create = req->target == ADMISSION_POD,
 	};
 	if (dra_view_for(w, node, req->namespace_, uid, refs, pod_name, o, &dv) != 0 ||
 	    dra_not_gpu(d, dv, o)) {
@@ -1682,6 +1696,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->mode_audit = cfg->mode_audit && !cfg->mode_warn;
 	w->budget_ms = cfg->budget_ms;
 	w->grace_ms = cfg->grace_ms ? cfg->grace_ms : WEBHOOK_GRACE_MS_DEFAULT;
+	w->unseen_ttl_ms = cfg->unseen_ttl_ms;
 	w->src = *src;
 	w->cache = cfg->cache;
 	w->dra = cfg->dra;
@@ -1796,6 +1811,7 @@ struct server_route webhook_route(struct webhook *w)
 	    .finish = route_finish,
 	    .refuse_busy = route_refuse_busy,
 	    .discard = route_discard,
+	    .auth_route = METRICS_ROUTE_ADMISSION,
 	};
 	return r;
 }

@@ -146,6 +146,14 @@ struct webhook_config {
 	/* A reservation the list does not show is looked up once older than this, ms
 	 * (0: WEBHOOK_GRACE_MS_DEFAULT). */
 	uint64_t grace_ms;
+	/* A pod CREATE with spec.nodeName: its reservation counts at most this long (ms; 0: as
+	 * long as any other, the ledger's TTL) unless its pod shows before. The API server
+	 * stores the pod only after the whole admission chain admits it: validating webhooks
+	 * run in parallel, each within its timeoutSeconds (at most 30 s), so a pod not stored
+	 * within that plus its storage never will be (a later webhook refused it, or the review
+	 * was forged). On the cache path the bound runs on the cache's clock, like the TTL.
+	 * Bindings keep the TTL (their pod exists: it is checked by uid). */
+	uint64_t unseen_ttl_ms;
 	/* The watch cache (cache.h), or NULL (--cache off), borrowed. While cache_fresh(cache_ctx,
 	 * now) returns 1, a placement whose node (and, for a Binding, whose pod) the cache knows
 	 * is decided from it in webhook_prepare(), with no API call and no worker thread; any

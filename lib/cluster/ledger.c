@@ -27,6 +27,7 @@ struct entry {
 	uint64_t bytes;
 	uint64_t reserved_ms;
 	uint64_t expires_ms;
+	int unseen; /* reserved with the unseen bound (ledger_reserve_unseen) */
 };
 
 struct ledger_node {
@@ -46,6 +47,7 @@ struct ledger {
 	size_t n_nodes;
 	atomic_size_t n_entries;   /* reservations held over all nodes, for ledger_size */
 	atomic_uint_least64_t now; /* latest now_ms any call passed: the sweep's clock */
+	atomic_uint_least64_t unseen_dropped; /* ledger_unseen_dropped */
 };
 
 static size_t bucket_of(const char *s)
@@ -98,6 +100,8 @@ static size_t node_filter(struct ledger_node *n, const char *const *keys, const 
 		const struct entry *e = &n->entries[i];
 		int drop = e->expires_ms <= now_ms;
 
+		if (drop && e->unseen)
+			atomic_fetch_add(&n->owner->unseen_dropped, 1);
 		for (size_t k = 0; !drop && keys != NULL && k < n_keys; k++)
 			drop = same_pod(e, keys[k], uids ? uids[k] : NULL);
 		if (drop)
@@ -148,6 +152,9 @@ static void sweep(struct ledger *l)
 			*pp = n->next;
 			l->n_nodes--;
 			atomic_fetch_sub(&l->n_entries, n->n);
+			for (size_t i = 0; i < n->n; i++)
+				if (n->entries[i].unseen)
+					atomic_fetch_add(&l->unseen_dropped, 1);
 			node_free(n);
 		}
 	}
@@ -392,8 +399,31 @@ int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint6
 	return ledger_reserve_uid(n, key, NULL, bytes, now_ms);
 }
 
+static int reserve(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
+                   uint64_t ttl_ms, int unseen, uint64_t now_ms);
+
 int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
                        uint64_t now_ms)
+{
+	return reserve(n, key, uid, bytes, 0, 0, now_ms);
+}
+
+int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
+                          uint64_t ttl_ms, uint64_t now_ms)
+{
+	if (ttl_ms == 0)
+		return LEDGER_EINVAL;
+	return reserve(n, key, uid, bytes, ttl_ms, 1, now_ms);
+}
+
+uint64_t ledger_unseen_dropped(struct ledger *l)
+{
+	return atomic_load(&l->unseen_dropped);
+}
+
+/* ttl_ms 0: the ledger's; else the shorter of the two. */
+static int reserve(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
+                   uint64_t ttl_ms, int unseen, uint64_t now_ms)
 {
 	uint64_t ttl, expires;
 	size_t len, ulen = uid ? strnlen(uid, LEDGER_UID_MAX) : 0;
@@ -406,6 +436,8 @@ int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, 
 		return LEDGER_EINVAL;
 	observe_now(n->owner, now_ms);
 	ttl = n->owner->ttl_ms;
+	if (ttl_ms != 0 && ttl_ms < ttl)
+		ttl = ttl_ms;
 	expires = sat_add(now_ms, ttl);
 	for (size_t i = 0; i < n->n; i++) {
 		if (strcmp(n->entries[i].key, key) != 0)
@@ -414,6 +446,7 @@ int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, 
 		n->entries[i].bytes = bytes;
 		n->entries[i].reserved_ms = now_ms;
 		n->entries[i].expires_ms = expires;
+		n->entries[i].unseen = unseen;
 		memcpy(n->entries[i].uid, uid ? uid : "", ulen + 1);
 		return 0;
 	}
@@ -425,6 +458,7 @@ int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, 
 	n->entries[n->n].bytes = bytes;
 	n->entries[n->n].reserved_ms = now_ms;
 	n->entries[n->n].expires_ms = expires;
+	n->entries[n->n].unseen = unseen;
 	n->n++;
 	atomic_fetch_add(&n->owner->n_entries, 1);
 	return 0;

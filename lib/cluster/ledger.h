@@ -105,6 +105,18 @@ int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint6
 int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
                        uint64_t now_ms) __attribute__((warn_unused_result));
 
+/* The same for a pod CREATE (spec.nodeName set), whose pod the API server stores only if the
+ * rest of its admission chain admits it: the entry lives ttl_ms (--unseen-reservation-ttl; the
+ * ledger's TTL when that is shorter) unless settled before, and one that expires so (its pod
+ * never seen on the node) is counted by ledger_unseen_dropped. ttl_ms > 0, else LEDGER_EINVAL.
+ * A later ledger_reserve_uid of the key (the pod's Binding) makes it an ordinary entry. */
+int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
+                          uint64_t ttl_ms, uint64_t now_ms) __attribute__((warn_unused_result));
+
+/* Entries of ledger_reserve_unseen dropped at their expiry (never seen), since ledger_new; an
+ * entry removed otherwise (settled, forgotten, removed) is not counted. Thread-safe. */
+uint64_t ledger_unseen_dropped(struct ledger *l);
+
 /* The pod key (uid) stopped holding GPU memory before it was seen on its node (deleted,
  * finished): drop its reservations on every node. An entry whose uid and the given uid are
  * both known and differ is another pod of the same name, and is kept. Takes the node locks

@@ -79,7 +79,7 @@ static int entry_valid(const char *key, const char *uid, uint64_t bytes, uint64_
 /* Put (key, uid) into r: replace the entry of the same pod when merge is set and there is
  * one, else append. */
 static int put(struct record *r, const char *key, const char *uid, uint64_t bytes,
-               uint64_t expires_ms, int merge)
+               uint64_t expires_ms, int unseen, int merge)
 {
 	if (uid == NULL)
 		uid = "";
@@ -99,13 +99,28 @@ static int put(struct record *r, const char *key, const char *uid, uint64_t byte
 	snprintf(e->uid, sizeof(e->uid), "%s", uid);
 	e->bytes = bytes;
 	e->expires_ms = expires_ms;
+	e->unseen = unseen != 0;
 	return 0;
 }
 
 int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
                uint64_t expires_ms)
 {
-	return put(r, key, uid, bytes, expires_ms, 1);
+	return put(r, key, uid, bytes, expires_ms, 0, 1);
+}
+
+int record_put_unseen(struct record *r, const char *key, const char *uid, uint64_t bytes,
+                      uint64_t expires_ms)
+{
+	return put(r, key, uid, bytes, expires_ms, 1, 1);
+}
+
+size_t record_unseen_expired(const struct record *r, uint64_t now_wall_ms)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n; i++)
+		n += r->entries[i].unseen && r->entries[i].expires_ms <= now_wall_ms;
+	return n;
 }
 
 size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placement_item *visible,
@@ -224,18 +239,20 @@ int record_from_lease(const cJSON *lease, struct record *out, char *err, size_t 
 	{
 		const cJSON *key = cJSON_GetObjectItemCaseSensitive(it, "pod");
 		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(it, "uid");
+		const cJSON *unseen = cJSON_GetObjectItemCaseSensitive(it, "unseen");
 		uint64_t bytes, expires;
 		if (!cJSON_IsString(key) || (uid != NULL && !cJSON_IsString(uid)) ||
+		    (unseen != NULL && !cJSON_IsBool(unseen)) ||
 		    json_u64(cJSON_GetObjectItemCaseSensitive(it, "bytes"), &bytes) != 0 ||
 		    json_u64(cJSON_GetObjectItemCaseSensitive(it, "expires"), &expires) != 0) {
 			errbuf_set(err, errlen,
 			           "annotation %s: entry %zu needs \"pod\" (string), \"bytes\" and "
-			           "\"expires\" (whole numbers)",
+			           "\"expires\" (whole numbers), \"unseen\" a boolean if present",
 			           RECORD_ANNOTATION, i);
 			goto out;
 		}
-		int prc =
-		    put(out, key->valuestring, uid ? uid->valuestring : NULL, bytes, expires, 0);
+		int prc = put(out, key->valuestring, uid ? uid->valuestring : NULL, bytes, expires,
+		              cJSON_IsTrue(unseen), 0);
 		if (prc == RECORD_ENOMEM) {
 			rc = RECORD_ENOMEM;
 			errbuf_set(err, errlen, "out of memory");
@@ -286,7 +303,8 @@ static char *entries_json(const struct record *r)
 		    cJSON_AddStringToObject(o, "uid", e->uid) == NULL ||
 		    cJSON_AddStringToObject(o, "pod", e->key) == NULL ||
 		    cJSON_AddNumberToObject(o, "bytes", (double)e->bytes) == NULL ||
-		    cJSON_AddNumberToObject(o, "expires", (double)e->expires_ms) == NULL)
+		    cJSON_AddNumberToObject(o, "expires", (double)e->expires_ms) == NULL ||
+		    (e->unseen && cJSON_AddTrueToObject(o, "unseen") == NULL))
 			goto out;
 	}
 	s = cJSON_PrintUnformatted(list);

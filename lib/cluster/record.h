@@ -8,7 +8,12 @@
  * compact JSON, oldest first:
  *
  *   [{"uid":"<pod metadata.uid or empty>","pod":"<namespace/name>","bytes":<declared bytes>,
- *     "expires":<Unix time in ms>}, ...]
+ *     "expires":<Unix time in ms>[,"unseen":true]}, ...]
+ *
+ * "unseen" marks the reservation of a pod CREATE (spec.nodeName) written with the shorter
+ * --unseen-reservation-ttl: its expiry already says how long it counts, the mark only lets the
+ * replica that drops it count it in reservations_unseen_dropped_total. A reader that does not
+ * know the key (an older version) ignores it and still expires the entry at "expires".
  *
  * spec.renewTime is the time of the last write (MicroTime, RFC 3339 with microseconds), label
  * app.kubernetes.io/managed-by=gpu-memory-guard. The Lease's metadata.resourceVersion is the
@@ -59,6 +64,7 @@ struct record_entry {
 	                             by generateName (webhook.c ledger_key) */
 	uint64_t bytes;           /* declared GPU memory, bytes */
 	uint64_t expires_ms;      /* Unix time, ms */
+	uint8_t unseen;           /* a pod CREATE's, written with --unseen-reservation-ttl */
 };
 
 /* One node's record. Owns entries. */
@@ -102,6 +108,15 @@ struct cJSON *record_to_lease(const struct record *r, const char *ns, const char
  */
 int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
                uint64_t expires_ms) __attribute__((warn_unused_result));
+/* record_put for a pod CREATE's reservation whose pod may never be stored: the entry is marked
+ * "unseen" (its expires_ms is the caller's shorter bound). Same errors. */
+int record_put_unseen(struct record *r, const char *key, const char *uid, uint64_t bytes,
+                      uint64_t expires_ms) __attribute__((warn_unused_result));
+
+/* How many "unseen" entries are expired at now_wall_ms: what record_prune will drop of them
+ * at that time (call it just before; an entry whose pod is visible was seen, and it expires
+ * at the same bound either way). */
+size_t record_unseen_expired(const struct record *r, uint64_t now_wall_ms);
 
 /*
  * Drop the entries that no longer need to count: expired at now_wall_ms, and those whose pod is

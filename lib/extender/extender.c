@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <strings.h>
 
 #define MIRROR_ANNOTATION "kubernetes.io/config.mirror"
@@ -96,6 +97,8 @@ struct job {
 	size_t undecided;
 	uint64_t now_ms; /* ledger_now_ms() when the holds were pruned */
 	int refused;     /* refuse_busy: nothing more may wait */
+	int await_cache; /* a filter call the cache does not show the pod of yet: finish on a
+	                    worker, waiting up to EXTENDER_CACHE_WAIT_MS for it (hold_passed) */
 	/* GPUMemoryPolicy tier attributes of the pod (in args, and labels) */
 	const char *ns, *priority_class;
 	struct labelset labels;
@@ -781,14 +784,97 @@ static int hold_settled(void *ctx, const char *key, const char *uid)
 	return strcmp(p.uid, uid) != 0 || p.node[0] != '\0' || p.finished;
 }
 
+/* 1 when the two demands ask the same of every GPU container (what resolution reads). */
+static int same_shares(const struct demand *a, const struct demand *b)
+{
+	if (a->shares != b->shares || a->n_parts != b->n_parts || a->gpus != b->gpus)
+		return 0;
+	for (size_t i = 0; i < a->n_parts && i < DEMAND_MAX_PARTS; i++) {
+		const struct demand_share *x = &a->compact[i], *y = &b->compact[i];
+		if (x->bytes != y->bytes || x->whole != y->whole || x->mig_units != y->mig_units ||
+		    x->mig_pool != y->mig_pool || x->ppm != y->ppm || x->init != y->init ||
+		    x->sidecar != y->sidecar || x->whole_card != y->whole_card ||
+		    x->takes_cards != y->takes_cards)
+			return 0;
+	}
+	return 1;
+}
+
+/* 1 when the watch cache holds pod_name with that uid (any state). */
+static int cache_shows(const struct job *j)
+{
+	struct cache_pod p;
+	const char *slash = strchr(j->pod_name, '/');
+	char ns[CACHE_KEY_MAX];
+
+	if (j->uid == NULL || slash == NULL || (size_t)(slash - j->pod_name) >= sizeof(ns))
+		return 0;
+	memcpy(ns, j->pod_name, (size_t)(slash - j->pod_name));
+	ns[slash - j->pod_name] = '\0';
+	return cache_get_pod(j->x->cache, ns, slash + 1, &p) == 0 && strcmp(p.uid, j->uid) == 0;
+}
+
+/* On a worker: give the watch cache up to EXTENDER_CACHE_WAIT_MS to show the pod. */
+static void wait_for_cache(const struct job *j)
+{
+	const struct timespec step = {0, 5 * 1000 * 1000};
+	double end = monotime_s() + EXTENDER_CACHE_WAIT_MS / 1000.0;
+	while (!cache_shows(j) && monotime_s() < end)
+		nanosleep(&step, NULL);
+}
+
+/* Whether the watch cache vouches for the pod of a filter call: it shows pod_name with the
+ * same uid, unbound and not finished, with a valid declaration. 0 with *bytes = the cached
+ * demand (never the body's: ExtenderArgs is untrusted), or the refusal's reason. */
+static int cached_pending(const struct job *j, uint64_t *bytes, enum metrics_hold_refusal *why)
+{
+	struct cache_pod p;
+	const char *slash = strchr(j->pod_name, '/');
+	char ns[CACHE_KEY_MAX];
+
+	*why = METRICS_HOLD_NOT_CACHED;
+	if (slash == NULL || (size_t)(slash - j->pod_name) >= sizeof(ns))
+		return -1;
+	memcpy(ns, j->pod_name, (size_t)(slash - j->pod_name));
+	ns[slash - j->pod_name] = '\0';
+	if (cache_get_pod(j->x->cache, ns, slash + 1, &p) != 0)
+		return -1;
+	*why = METRICS_HOLD_OTHER_UID;
+	if (strcmp(p.uid, j->uid) != 0)
+		return -1;
+	*why = METRICS_HOLD_NOT_PENDING;
+	if (p.node[0] != '\0' || p.finished)
+		return -1;
+	*why = METRICS_HOLD_NO_DEMAND;
+	if (p.demand.status != DEMAND_OK)
+		return -1;
+	if (!p.demand.shares) {
+		*bytes = p.demand.bytes;
+		return 0;
+	}
+	/* An inferred share comes to other bytes on each node: hold the most it came to on the
+	 * nodes judged (j->hold_bytes), but only when the body asks what the cached pod asks;
+	 * else the figure would be the body's. */
+	*why = METRICS_HOLD_BODY_MISMATCH;
+	if (!same_shares(&p.demand, &j->d))
+		return -1;
+	*bytes = j->hold_bytes;
+	return 0;
+}
+
 /* After a filter call for a GPU pod: the nodes it passed hold the pod until its Binding shows
  * (holds.h). A pod passed nowhere, or without a uid, holds nothing (a uid-less pod cannot be
- * told from the pod being judged). Out of memory or a full table: the hold is lost, logged;
- * the webhook still refuses a Binding that would not fit. */
+ * told from the pod being judged); nor does a pod the watch cache does not show pending with
+ * that uid (a forged call; or the rare pod the scheduler saw before the cache did: its Binding
+ * is still judged by the webhook), counted by reason. The bytes held are the cached pod's.
+ * Out of memory or a full table: the hold is lost, logged; the webhook still refuses a Binding
+ * that would not fit. */
 static void hold_passed(struct job *j)
 {
 	const char **pass;
 	size_t n = 0;
+	uint64_t bytes = 0;
+	enum metrics_hold_refusal why;
 	int rc;
 
 	if (j->uid == NULL || j->uid[0] == '\0')
@@ -800,9 +886,13 @@ static void hold_passed(struct job *j)
 	for (size_t i = 0; i < j->n; i++)
 		if (j->v[i].state == ST_PASS)
 			pass[n++] = j->names[i];
-	/* An inferred pod's bytes differ per node: hold the most it comes to on any of them. */
-	rc = holds_put(j->x->holds, j->pod_name, j->uid, j->d.shares ? j->hold_bytes : j->d.bytes,
-	               pass, n, j->now_ms, HOLDS_TTL_MS);
+	if (n > 0 && j->await_cache)
+		wait_for_cache(j);
+	if (n > 0 && cached_pending(j, &bytes, &why) != 0) {
+		metrics_hold_refused(j->x->metrics, why);
+		n = 0; /* and drop an earlier hold of the uid */
+	}
+	rc = holds_put(j->x->holds, j->pod_name, j->uid, bytes, pass, n, j->now_ms, HOLDS_TTL_MS);
 	free(pass);
 	if (rc == 0 || rc == HOLDS_EGONE) /* gone: deleted while being judged, nothing to hold */
 		return;
@@ -1130,6 +1220,9 @@ static int route_prepare(struct extender *x, enum extender_verb verb, const char
 	*job = j;
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory");
+	else if (j->kind == K_GPU && verb == EXTENDER_FILTER && j->uid != NULL && j->uid[0] &&
+	         x->cache != NULL && !cache_shows(j))
+		j->await_cache = 1;
 	return rc ? SERVER_ENOMEM : 0;
 }
 
@@ -1148,7 +1241,7 @@ static int prioritize_prepare(void *ctx, const char *body, size_t len, double ar
 static int route_needs_worker(const void *job)
 {
 	const struct job *j = job;
-	return j->kind == K_GPU && j->undecided > 0;
+	return j->kind == K_GPU && (j->undecided > 0 || j->await_cache);
 }
 
 static int route_finish(void *job, char **out, size_t *out_len, char *err, size_t errlen)
@@ -1164,6 +1257,7 @@ static void route_refuse_busy(void *job, const char *why)
 	struct job *j = job;
 	size_t i = 0;
 
+	j->await_cache = 0; /* decide the hold now: the pod holds nothing if not cached */
 	if (j->kind != K_GPU || j->undecided == 0)
 		return;
 	j->refused = 1;
@@ -1195,6 +1289,7 @@ static struct server_route route(struct extender *x, const char *path,
 	    .refuse_busy = route_refuse_busy,
 	    .discard = route_discard,
 	    .plain = 1,
+	    .auth_route = METRICS_ROUTE_EXTENDER,
 	};
 	return r;
 }

@@ -8,7 +8,13 @@
  * cache does not show yet (holds.h): each counts on every node its filter passed (the
  * extender is not told which one the scheduler picked) until the cache shows it bound,
  * finished or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed onto a node
- * the webhook would then refuse. The holds are per process: a scheduler whose calls reach
+ * the webhook would then refuse. Only a pod the watch cache shows pending (unbound, not
+ * finished) with the call's uid and a valid declaration is held, and for the bytes the cache's
+ * copy declares: ExtenderArgs is untrusted (anyone who reaches the port can send one), so a
+ * call for a pod the cache does not know, or with a body claiming more memory, is judged but
+ * holds nothing beyond the cached pod's figure (metrics.h, extender_holds_refused_total). A
+ * real pod the scheduler saw before the cache did is then not held either: its Binding is
+ * still judged by the webhook. The holds are per process: a scheduler whose calls reach
  * another replica (a Service spreads connections, not requests, so one scheduler keeps one
  * replica while its connection lives) does not see them.
  *
@@ -106,6 +112,12 @@ struct metrics;
 #define EXTENDER_MAX_NODES    15000
 #define EXTENDER_MAX_PRIORITY 10 /* extender/v1 MaxExtenderPriority */
 #define EXTENDER_ERR_MAX      512
+/* A filter call for a pod the watch cache does not show yet (by name and uid) waits on a worker
+ * up to this long, ms, for the cache to catch up before it decides whether the pod holds: the
+ * scheduler's informer may see a new pod before the webhook's does (a burst on a loaded node
+ * measured 55 ms), and a pod that holds nothing lets the next pod's filter pass the same room.
+ * A forged call for a pod that never exists costs a worker this long and holds nothing. */
+#define EXTENDER_CACHE_WAIT_MS 500
 
 #define EXTENDER_EBADREQUEST (-1) /* prioritize: the body is not ExtenderArgs: answer 400 */
 #define EXTENDER_ENOMEM      (-2) /* answer 500 */

@@ -3,6 +3,7 @@
  */
 #include "server.h"
 
+#include "clientauth.h"
 #include "cpulimit.h"
 #include "log.h"
 #include "metrics.h"
@@ -75,6 +76,7 @@ struct server {
 	int (*ready_gate)(void *ctx, char *why, size_t cap);
 	void *ready_gate_ctx;
 	unsigned cpus; /* usable_cpus(): the pools' default size */
+	struct clientauth *client_auth;
 };
 
 /* Per-request state on the admission listener, from the headers to the completion. */
@@ -82,6 +84,7 @@ struct request {
 	char *body;
 	size_t len, cap;
 	int too_big;    /* body over the route's body_max: discard the rest, answer 413 */
+	int forbidden;  /* no acceptable client certificate: discard the body, answer 403 (err) */
 	size_t seen;    /* body bytes received, kept or not (bounded by SERVER_DISCARD_MAX) */
 	int counted;    /* counted in in_flight */
 	int answered;   /* a response is queued: ignore further calls */
@@ -202,6 +205,48 @@ static int expects_continue(struct MHD_Connection *c)
 	return v != NULL && strcasecmp(v, "100-continue") == 0;
 }
 
+static enum MHD_Result forbidden(struct server *s, struct MHD_Connection *c, struct request *r)
+{
+	r->answered = 1;
+	metrics_http(s->metrics, MHD_HTTP_FORBIDDEN);
+	return reply(s, c, MHD_HTTP_FORBIDDEN, "text/plain; charset=utf-8", r->err, strlen(r->err),
+	             MHD_RESPMEM_MUST_COPY);
+}
+
+/* A route that requires a client certificate: 1 when the connection presented an acceptable
+ * one, else 0 with the 403 queued. Checked per request (one chain verification, tens of
+ * microseconds), so a CA reload applies to open keep-alive connections at their next request. */
+static int client_allowed(const struct listener *l, struct MHD_Connection *c, struct request *r)
+{
+	struct server *s = l->s;
+	char why[CLIENTAUTH_WHY_MAX];
+	int rc = CLIENTAUTH_ENOCERT;
+
+	snprintf(why, sizeof(why),
+	         "a client certificate is required (this listener is plain "
+	         "HTTP: use the TLS one)");
+	if (!l->plain) {
+		const union MHD_ConnectionInfo *ci =
+		    MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+		rc = clientauth_check(s->client_auth, ci ? (gnutls_session_t)ci->tls_session : NULL,
+		                      why, sizeof(why));
+		if (rc == 0)
+			return 1;
+	}
+	metrics_client_auth_failure(s->metrics, (enum metrics_route)r->route->auth_route);
+	log_fields(
+	    LOG_DEBUG, "client refused",
+	    (struct log_field[]){LOG_STR("path", r->route->path), LOG_STR("reason", why), LOG_END});
+	snprintf(r->err, sizeof(r->err), "client certificate: %s\n", why);
+	/* As for a body too large: answered after the body is read and dropped, unless the
+	 * client waits for 100 Continue or declares more than can be dropped. */
+	r->forbidden = 1;
+	r->too_big = 1;
+	if (expects_continue(c) || content_length(c) > (long long)SERVER_DISCARD_MAX)
+		(void)forbidden(s, c, r);
+	return 0;
+}
+
 /*
  * First call, headers only: route, check method and type, size the body buffer. A response
  * queued here ends the request without reading the body: MHD then sends it and closes the
@@ -220,6 +265,8 @@ static enum MHD_Result admission_begin(const struct listener *l, struct MHD_Conn
 			r->route = &s->routes[i];
 	if (r->route == NULL)
 		return answer_text(s, c, r, MHD_HTTP_NOT_FOUND, l->not_found);
+	if (r->route->client_auth && !client_allowed(l, c, r))
+		return MHD_YES;
 	if (strcmp(method, MHD_HTTP_METHOD_POST) != 0)
 		return answer_text(s, c, r, MHD_HTTP_METHOD_NOT_ALLOWED,
 		                   "method not allowed (POST)\n");
@@ -338,6 +385,8 @@ static enum MHD_Result admission_finish(struct server *s, struct MHD_Connection 
 {
 	if (r->reviewed)
 		return send_review(s, c, r);
+	if (r->forbidden)
+		return forbidden(s, c, r);
 	if (r->too_big)
 		return too_large(s, c, r);
 	r->rc = r->route->prepare(r->route->ctx, r->body, r->len, r->arrived, &r->ctx, r->err,
@@ -706,6 +755,12 @@ struct server *server_start(const struct server_options *opt, const struct serve
 		    routes[i].discard == NULL || routes[i].body_max < (1u << 20)) {
 			snprintf(err, errlen, "route %zu is incomplete", i);
 			return NULL;
+		} else if (routes[i].client_auth && opt->client_auth == NULL) {
+			snprintf(err, errlen,
+			         "route %s requires client certificates, but no client "
+			         "CA is given",
+			         routes[i].path);
+			return NULL;
 		}
 	if ((s = calloc(1, sizeof(*s))) == NULL) {
 		snprintf(err, errlen, "out of memory");
@@ -724,6 +779,7 @@ struct server *server_start(const struct server_options *opt, const struct serve
 	s->ready_gate = opt->ready_gate;
 	s->ready_gate_ctx = opt->ready_gate_ctx;
 	s->metrics = metrics;
+	s->client_auth = opt->client_auth;
 	s->cpus = usable_cpus();
 	pthread_mutex_init(&s->workers.lock, NULL);
 	pthread_cond_init(&s->workers.cond, NULL);
@@ -732,6 +788,7 @@ struct server *server_start(const struct server_options *opt, const struct serve
 		         worker_count(opt->workers, s->cpus));
 		goto err;
 	}
+	tls_store_request_client_cert(tls, opt->client_auth != NULL);
 	tls_store_activate(tls);
 	s->health = listen_on(s, opt, start_health, opt->health_host, opt->health_port);
 	if (s->health == NULL) {

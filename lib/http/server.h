@@ -8,7 +8,9 @@
  *   Other paths 404, other methods on a route 405 (Allow: POST), a bigger body 413 (at once
  *   when Content-Length says so; chunked bodies are discarded and answered 413 at the end),
  *   another Content-Type 400, a body that is not an AdmissionReview with request.uid 400 with
- *   the reason. Keep-alive; idle connections close after the connection timeout.
+ *   the reason. Keep-alive; idle connections close after the connection timeout. A route
+ *   marked client_auth answers 403 "client certificate: <why>" before anything else unless the
+ *   connection presented a certificate server_options.client_auth accepts.
  *   Threads: an MHD thread pool (epoll) does the I/O and TLS, decodes each review and answers
  *   at once those that need no API call; placements are finished on a pool of worker threads
  *   (the connection is suspended meanwhile), because they wait for the API server and a
@@ -37,6 +39,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+struct clientauth;
 struct metrics;
 struct tls_store;
 
@@ -74,6 +77,13 @@ struct server_route {
 	void (*refuse_busy)(void *job, const char *why);
 	void (*discard)(void *job);
 	int plain; /* 1: also served on the plain-HTTP scheduler listener */
+	/* 1: a request must come over a connection that presented a client certificate
+	 * server_options.client_auth accepts (clientauth.h); else 403 with the reason, counted in
+	 * client_auth_failures_total{route=auth_route}. On the plain listener such a route always
+	 * answers 403 (no certificate can be presented there). The caller sets it (the adapters
+	 * leave it 0): --client-auth-routes. */
+	int client_auth;
+	int auth_route; /* enum metrics_route: the label of that counter */
 };
 #define SERVER_TLS_PRIORITIES   "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define SERVER_CONNECTION_LIMIT 4096 /* concurrent admission connections */
@@ -116,6 +126,10 @@ struct server_options {
 	 * /readyz and /metrics); must be thread-safe and must not block. */
 	int (*ready_gate)(void *ctx, char *why, size_t cap);
 	void *ready_gate_ctx;
+	/* The CAs and names routes with client_auth accept (borrowed, must outlive the server);
+	 * NULL: no route may set client_auth (server_start refuses). When set, every TLS
+	 * handshake asks for a client certificate (tls_store_request_client_cert). */
+	struct clientauth *client_auth;
 };
 
 struct server; /* opaque */

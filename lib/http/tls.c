@@ -42,6 +42,9 @@ struct tls_store {
 	uint64_t interval_ms;
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
+	void (*on_poll)(void *ctx); /* tls_store_on_poll */
+	void *on_poll_ctx;
+	atomic_int request_client_cert; /* tls_store_request_client_cert */
 };
 
 static _Atomic(struct tls_store *) active_store;
@@ -316,10 +319,23 @@ static void *poller(void *arg)
 			break;
 		pthread_mutex_unlock(&s->lock);
 		(void)tls_store_reload(s, err, sizeof(err)); /* logs and counts by itself */
+		if (s->on_poll != NULL)
+			s->on_poll(s->on_poll_ctx);
 		pthread_mutex_lock(&s->lock);
 	}
 	pthread_mutex_unlock(&s->lock);
 	return NULL;
+}
+
+void tls_store_on_poll(struct tls_store *s, void (*fn)(void *ctx), void *ctx)
+{
+	s->on_poll = fn;
+	s->on_poll_ctx = ctx;
+}
+
+void tls_store_request_client_cert(struct tls_store *s, int on)
+{
+	atomic_store_explicit(&s->request_client_cert, on != 0, memory_order_release);
 }
 
 int tls_store_start(struct tls_store *s, uint64_t interval_ms)
@@ -418,6 +434,11 @@ int tls_cert_callback(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
 	struct generation *g = s ? atomic_load_explicit(&s->current, memory_order_acquire) : NULL;
 	if (g == NULL)
 		return -1;
+	/* Ask for a client certificate, never require one: clientauth.h checks it per route.
+	 * Set here because libmicrohttpd gives no other hook on a new session; GnuTLS reads it
+	 * when it writes the CertificateRequest, after this callback picked the certificate. */
+	if (atomic_load_explicit(&s->request_client_cert, memory_order_acquire))
+		gnutls_certificate_server_set_request(session, GNUTLS_CERT_REQUEST);
 	*pcert = g->pcerts;
 	*pcert_length = g->n_pcerts;
 	*pkey = g->key;

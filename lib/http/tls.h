@@ -70,6 +70,19 @@ void tls_store_free(struct tls_store *s);
  */
 int tls_store_reload(struct tls_store *s, char *err, size_t errlen);
 
+/*
+ * Run fn(ctx) on the poller's thread after each poll of the certificate files (the client CA
+ * is re-read there: clientauth_reload). Set before tls_store_start; fn must not block long.
+ */
+void tls_store_on_poll(struct tls_store *s, void (*fn)(void *ctx), void *ctx);
+
+/*
+ * on: every handshake served from s asks the client for a certificate (GNUTLS_CERT_REQUEST,
+ * naming no CA); the handshake never fails for want of one, and nothing here verifies it
+ * (clientauth.h does, per route). Thread-safe; applies to handshakes that start later.
+ */
+void tls_store_request_client_cert(struct tls_store *s, int on);
+
 /* Start the poller thread (interval_ms > 0). 0 or TLS_ETHREAD. */
 int tls_store_start(struct tls_store *s, uint64_t interval_ms) __attribute__((warn_unused_result));
 /* Stop and join the poller; no-op if not started. */

@@ -47,6 +47,18 @@ static const char usage_text[] =
     "                                --listen over TLS) over plain HTTP here, for a\n"
     "                                scheduler on the same pod network (default: off;\n"
     "                                needs --cache watch)\n"
+    "  --client-ca-file PATH         CAs (PEM) whose client certificates the TLS listener\n"
+    "                                accepts; reloaded like the serving certificate; the\n"
+    "                                routes of --client-auth-routes then answer 403 to a\n"
+    "                                connection without one (default: no client auth)\n"
+    "  --client-allowed-names NAME[,NAME...]\n"
+    "                                only certificates whose subject CN or a DNS SAN is\n"
+    "                                one of these (repeatable; default: any from the CAs)\n"
+    "  --client-auth-routes admission|extender[,...]\n"
+    "                                routes that require a client certificate: admission\n"
+    "                                (POST /validate), extender (/scheduler/*; then also\n"
+    "                                403 on --scheduler-listen) (default with\n"
+    "                                --client-ca-file: both)\n"
     "  --scheduler-score binpack|spread\n"
     "                                extender scores: binpack prefers the fullest node\n"
     "                                that fits, spread the emptiest (default binpack)\n"
@@ -84,6 +96,12 @@ static const char usage_text[] =
     "                                as usage); repeatable\n"
     "  --reservation-ttl DUR         how long an admitted placement counts before the API\n"
     "                                server shows the pod on its node (default 60s)\n"
+    "  --unseen-reservation-ttl DUR  how long a pod CREATE's reservation (spec.nodeName set)\n"
+    "                                counts while the pod is never seen: past the end of\n"
+    "                                the API server's admission chain, the longest\n"
+    "                                timeoutSeconds of the validating webhooks on pods\n"
+    "                                (at most 30s) plus the pod's storage (default 35s;\n"
+    "                                at most --reservation-ttl)\n"
     "  --reservation-grace DUR       (--cache off and the fallback path) an admitted\n"
     "                                placement its node's pod list still does\n"
     "                                not show after this is looked up; a deleted pod then\n"
@@ -155,6 +173,7 @@ void config_defaults(struct config *cfg)
 	cfg->n_gpu_resources = 1;
 	cfg->reservation_ttl_ms = 60000;
 	cfg->reservation_grace_ms = 5000;
+	cfg->unseen_reservation_ttl_ms = 35000;
 	cfg->cache_watch = 1;
 	cfg->policies = -1; /* on with the cache */
 	cfg->cache_max_staleness_ms = 5000;
@@ -382,6 +401,7 @@ enum flag_id {
 	F_WEBHOOK_TIMEOUT,
 	F_CERT_WARN,
 	F_GRACE,
+	F_UNSEEN_TTL,
 	F_CACHE,
 	F_POLICIES,
 	F_CACHE_STALENESS,
@@ -391,6 +411,9 @@ enum flag_id {
 	F_SCHED_SCORE,
 	F_UNDECLARED,
 	F_ENGINE_DEFAULT,
+	F_CLIENT_CA,
+	F_CLIENT_NAMES,
+	F_CLIENT_ROUTES,
 };
 
 static const struct {
@@ -422,6 +445,7 @@ static const struct {
     {"webhook-timeout", F_WEBHOOK_TIMEOUT},
     {"cert-expiry-warning", F_CERT_WARN},
     {"reservation-grace", F_GRACE},
+    {"unseen-reservation-ttl", F_UNSEEN_TTL},
     {"cache", F_CACHE},
     {"policies", F_POLICIES},
     {"cache-max-staleness", F_CACHE_STALENESS},
@@ -430,6 +454,9 @@ static const struct {
     {"reservations-namespace", F_RESERVATIONS_NS},
     {"scheduler-listen", F_SCHED_LISTEN},
     {"scheduler-score", F_SCHED_SCORE},
+    {"client-ca-file", F_CLIENT_CA},
+    {"client-allowed-names", F_CLIENT_NAMES},
+    {"client-auth-routes", F_CLIENT_ROUTES},
 };
 
 /*
@@ -483,6 +510,68 @@ static int set_list(const char *name, const char *v, const char **list, size_t *
 	return 0;
 }
 
+/* --client-allowed-names: comma-separated names appended (repeats kept once). */
+static int set_client_names(struct config *cfg, const char *v, char *err, size_t errlen)
+{
+	const char *p = v;
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == 0 || len >= CONFIG_CLIENT_NAME_MAX) {
+			snprintf(
+			    err, errlen,
+			    "--client-allowed-names: \"%.64s\": a name is empty or longer than "
+			    "%d bytes",
+			    v, CONFIG_CLIENT_NAME_MAX - 1);
+			return -1;
+		}
+		size_t i = 0;
+		while (i < cfg->n_client_allowed_names &&
+		       !(strlen(cfg->client_allowed_names[i]) == len &&
+		         memcmp(cfg->client_allowed_names[i], p, len) == 0))
+			i++;
+		if (i == cfg->n_client_allowed_names) {
+			if (i >= CONFIG_MAX_CLIENT_NAMES) {
+				snprintf(err, errlen, "--client-allowed-names: at most %d names",
+				         CONFIG_MAX_CLIENT_NAMES);
+				return -1;
+			}
+			memcpy(cfg->client_allowed_names[i], p, len);
+			cfg->client_allowed_names[i][len] = '\0';
+			cfg->n_client_allowed_names++;
+		}
+		if (comma == NULL)
+			return 0;
+		p = comma + 1;
+	}
+}
+
+/* --client-auth-routes: a comma-separated list of admission, extender (replaces the default). */
+static int set_client_routes(struct config *cfg, const char *v, int *seen, char *err, size_t errlen)
+{
+	const char *p = v;
+	*seen = 1;
+	cfg->client_auth_admission = cfg->client_auth_extender = 0;
+	for (;;) {
+		const char *comma = strchr(p, ',');
+		size_t len = comma ? (size_t)(comma - p) : strlen(p);
+		if (len == 9 && memcmp(p, "admission", 9) == 0) {
+			cfg->client_auth_admission = 1;
+		} else if (len == 8 && memcmp(p, "extender", 8) == 0) {
+			cfg->client_auth_extender = 1;
+		} else {
+			snprintf(err, errlen,
+			         "--client-auth-routes: \"%.*s\" is not admission or extender (a "
+			         "comma-separated list of them)",
+			         (int)(len > 64 ? 64 : len), p);
+			return -1;
+		}
+		if (comma == NULL)
+			return 0;
+		p = comma + 1;
+	}
+}
+
 static int set_count(const char *name, const char *v, unsigned max, unsigned *out, char *err,
                      size_t errlen)
 {
@@ -499,7 +588,7 @@ static int set_count(const char *name, const char *v, unsigned max, unsigned *ou
 }
 
 static int set_flag(struct config *cfg, enum flag_id id, const char *name, const char *v,
-                    int *gpu_seen, char *err, size_t errlen)
+                    int *gpu_seen, int *routes_seen, char *err, size_t errlen)
 {
 	char why[160];
 	uint64_t ms;
@@ -604,6 +693,9 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_GRACE:
 		return set_duration(name, v, 1000, "1s", 3600000, "1h", &cfg->reservation_grace_ms,
 		                    err, errlen);
+	case F_UNSEEN_TTL:
+		return set_duration(name, v, 1000, "1s", 86400000, "24h",
+		                    &cfg->unseen_reservation_ttl_ms, err, errlen);
 	case F_CERT_WARN:
 		return set_duration(name, v, 0, "0s", 8760ull * 3600000, "8760h",
 		                    &cfg->cert_expiry_warning_ms, err, errlen);
@@ -652,6 +744,17 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		}
 		cfg->log_level = v;
 		return 0;
+	case F_CLIENT_CA:
+		if (*v == '\0') {
+			snprintf(err, errlen, "--client-ca-file: empty value");
+			return -1;
+		}
+		cfg->client_ca_file = v;
+		return 0;
+	case F_CLIENT_NAMES:
+		return set_client_names(cfg, v, err, errlen);
+	case F_CLIENT_ROUTES:
+		return set_client_routes(cfg, v, routes_seen, err, errlen);
 	case F_THREADS:
 		return set_count(name, v, CONFIG_MAX_THREADS, &cfg->threads, err, errlen);
 	case F_WORKERS:
@@ -665,7 +768,7 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 static int parse_serve(int argc, char **argv, int first, struct config *cfg, char *err,
                        size_t errlen)
 {
-	int gpu_seen = 0;
+	int gpu_seen = 0, routes_seen = 0;
 
 	for (int i = first; i < argc; i++) {
 		const char *arg = argv[i];
@@ -697,7 +800,8 @@ static int parse_serve(int argc, char **argv, int first, struct config *cfg, cha
 			snprintf(err, errlen, "--%s needs a value", flags[f].name);
 			return CONFIG_EUSAGE;
 		}
-		if (set_flag(cfg, flags[f].id, flags[f].name, value, &gpu_seen, err, errlen) != 0)
+		if (set_flag(cfg, flags[f].id, flags[f].name, value, &gpu_seen, &routes_seen, err,
+		             errlen) != 0)
 			return CONFIG_EUSAGE;
 	}
 	if (cfg->tls_cert_file == NULL || cfg->tls_key_file == NULL) {
@@ -711,6 +815,13 @@ static int parse_serve(int argc, char **argv, int first, struct config *cfg, cha
 	}
 	if (cfg->policies == -1)
 		cfg->policies = cfg->cache_watch;
+	if (cfg->client_ca_file == NULL && (routes_seen || cfg->n_client_allowed_names > 0)) {
+		snprintf(err, errlen, "--%s needs --client-ca-file",
+		         routes_seen ? "client-auth-routes" : "client-allowed-names");
+		return CONFIG_EUSAGE;
+	}
+	if (cfg->client_ca_file != NULL && !routes_seen)
+		cfg->client_auth_admission = cfg->client_auth_extender = 1;
 	if (cfg->scheduler_listen_set && !cfg->cache_watch) {
 		/* The extender judges from the watch cache only: with --cache off it could only
 		 * answer errors. */

@@ -34,6 +34,8 @@
 #define CONFIG_MAX_THREADS       256  /* --threads */
 #define CONFIG_MAX_WORKERS       1024 /* --workers */
 #define CONFIG_DURATION_MAX_LEN  64
+#define CONFIG_MAX_CLIENT_NAMES  32  /* --client-allowed-names entries (CLIENTAUTH_MAX_NAMES) */
+#define CONFIG_CLIENT_NAME_MAX   256 /* bytes of one, NUL included (CLIENTAUTH_NAME_MAX) */
 
 #define CONFIG_EUSAGE (-1) /* bad command line: err holds one line */
 
@@ -75,7 +77,11 @@ struct config {
 	uint64_t reservation_grace_ms; /* --reservation-grace, default 5s: an admitted placement
 	                                  the node's pod list does not show after this is
 	                                  looked up (deleted pods stop counting) */
-	int reservations_shared;       /* --reservations shared: 1; local (default): 0 */
+	uint64_t unseen_reservation_ttl_ms; /* --unseen-reservation-ttl, default 35s: a pod
+	                                       CREATE's reservation whose pod is never seen
+	                                       (the webhook uses the shorter of it and
+	                                       reservation_ttl_ms) */
+	int reservations_shared;            /* --reservations shared: 1; local (default): 0 */
 	const char *reservations_namespace; /* --reservations-namespace: where the shared records
 	                                       (Leases) live; NULL: main reads the in-cluster
 	                                       service account's namespace */
@@ -106,6 +112,17 @@ struct config {
 	                         (demand.h); refuse: 0, GPU_MEMORY_LIMIT only */
 	struct engine_defaults engine_defaults; /* --engine-default ENGINE=RATIO, repeatable;
 	                                          default engine.h's table */
+	const char *client_ca_file; /* --client-ca-file: CAs of accepted client certificates
+	                               (clientauth.h); NULL: no client authentication */
+	/* --client-allowed-names NAME[,NAME...], repeatable: a client certificate's CN or a DNS
+	 * SAN must be one of them; none: any certificate from the CAs. Needs --client-ca-file. */
+	char client_allowed_names[CONFIG_MAX_CLIENT_NAMES][CONFIG_CLIENT_NAME_MAX];
+	size_t n_client_allowed_names;
+	/* --client-auth-routes admission|extender[,...]: the routes that require a client
+	 * certificate; with --client-ca-file and without this flag, both. Needs --client-ca-file.
+	 */
+	int client_auth_admission; /* POST /validate */
+	int client_auth_extender;  /* POST /scheduler/filter and /scheduler/prioritize */
 };
 
 /* Fill *cfg with the defaults (command SERVE). */

@@ -13,12 +13,14 @@
 #define N_DECISIONS     4
 #define N_VERBS         7 /* get, list, watch, create, update, patch, other */
 #define N_RESOURCES     5 /* pods, nodes, leases, gpumemorypolicies, other */
-#define N_HTTP          7 /* 200 400 404 405 413 500 other */
+#define N_HTTP          8 /* 200 400 403 404 405 413 500 other */
 #define CODE_FREE       (-1)
 #define N_EXT_VERBS     2
 #define N_EXT_RESULTS   3
 #define N_AUDIT_REASONS 5
 #define N_MODE_REASONS  20 /* METRICS_MODE_REASONS */
+#define N_HOLD_REFUSALS 5
+#define N_ROUTES        2
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
@@ -28,7 +30,10 @@ static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "leases
                                                         "gpumemorypolicies", "other"};
 static const char *const ext_verb_names[N_EXT_VERBS] = {"filter", "prioritize"};
 static const char *const ext_result_names[N_EXT_RESULTS] = {"judged", "passthrough", "error"};
-static const unsigned http_codes[N_HTTP - 1] = {200, 400, 404, 405, 413, 500};
+static const char *const hold_refusal_names[N_HOLD_REFUSALS] = {
+    "not_cached", "other_uid", "not_pending", "no_demand", "body_mismatch"};
+static const char *const route_names[N_ROUTES] = {"admission", "extender"};
+static const unsigned http_codes[N_HTTP - 1] = {200, 400, 403, 404, 405, 413, 500};
 
 /* Upper bounds in seconds. Reviews are sub-millisecond without I/O and bounded by the API
  * timeout (default 2s) with it; the buckets cover both ends. */
@@ -70,9 +75,14 @@ struct metrics {
 	atomic_uint_fast64_t ext_filtered_out;
 	atomic_uint_fast64_t audit[N_AUDIT_REASONS];
 	atomic_uint_fast64_t mode_admitted[2][N_MODE_REASONS]; /* enum metrics_mode */
-	struct histogram ext_latency[N_EXT_VERBS];             /* no I/O: the fine buckets */
+	atomic_uint_fast64_t holds_refused[N_HOLD_REFUSALS];
+	atomic_uint_fast64_t client_auth_failures[N_ROUTES];
+	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
+	metrics_gauge_fn unseen_fn; /* the ledger's unseen drops */
+	void *unseen_ctx;
+	atomic_uint_fast64_t unseen_dropped; /* the shared records' (metrics_unseen_dropped) */
 	metrics_collector_fn collectors[METRICS_MAX_COLLECTORS];
 	void *collector_ctx[METRICS_MAX_COLLECTORS];
 	size_t n_collectors;
@@ -101,6 +111,20 @@ struct metrics *metrics_new(void)
 void metrics_free(struct metrics *m)
 {
 	free(m);
+}
+
+void metrics_set_unseen_counter(struct metrics *m, metrics_gauge_fn fn, void *ctx)
+{
+	if (m == NULL)
+		return;
+	m->unseen_fn = fn;
+	m->unseen_ctx = ctx;
+}
+
+void metrics_unseen_dropped(struct metrics *m, size_t n)
+{
+	if (m != NULL && n > 0)
+		atomic_fetch_add_explicit(&m->unseen_dropped, n, memory_order_relaxed);
 }
 
 void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx)
@@ -144,6 +168,20 @@ void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
 	if (nodes_out > 0)
 		atomic_fetch_add_explicit(&m->ext_filtered_out, nodes_out, memory_order_relaxed);
 	histogram_observe(&m->ext_latency[verb], seconds);
+}
+
+void metrics_hold_refused(struct metrics *m, enum metrics_hold_refusal reason)
+{
+	if (m == NULL || (unsigned)reason >= N_HOLD_REFUSALS)
+		return;
+	atomic_fetch_add_explicit(&m->holds_refused[reason], 1, memory_order_relaxed);
+}
+
+void metrics_client_auth_failure(struct metrics *m, enum metrics_route route)
+{
+	if (m == NULL || (unsigned)route >= N_ROUTES)
+		return;
+	atomic_fetch_add_explicit(&m->client_auth_failures[route], 1, memory_order_relaxed);
 }
 
 static const char *const audit_reason_names[N_AUDIT_REASONS] = {
@@ -415,6 +453,18 @@ static void render_extender(struct metrics_writer *b, struct metrics *m)
 	        "# TYPE gpu_memory_guard_extender_nodes_filtered_out_total counter\n"
 	        "gpu_memory_guard_extender_nodes_filtered_out_total %llu\n",
 	        (unsigned long long)load(&m->ext_filtered_out));
+	bprintf(b, "# HELP gpu_memory_guard_extender_holds_refused_total Filter calls whose pod "
+	           "holds nothing: the watch cache does not show it pending with that uid, by "
+	           "reason.\n# TYPE gpu_memory_guard_extender_holds_refused_total counter\n");
+	for (int r = 0; r < N_HOLD_REFUSALS; r++)
+		bprintf(b, "gpu_memory_guard_extender_holds_refused_total{reason=\"%s\"} %llu\n",
+		        hold_refusal_names[r], (unsigned long long)load(&m->holds_refused[r]));
+	bprintf(b, "# HELP gpu_memory_guard_client_auth_failures_total Requests refused (403) for "
+	           "want of an acceptable client certificate, by route.\n"
+	           "# TYPE gpu_memory_guard_client_auth_failures_total counter\n");
+	for (int r = 0; r < N_ROUTES; r++)
+		bprintf(b, "gpu_memory_guard_client_auth_failures_total{route=\"%s\"} %llu\n",
+		        route_names[r], (unsigned long long)load(&m->client_auth_failures[r]));
 	bprintf(b, "# HELP gpu_memory_guard_policy_audit_violations_total Placements allowed that "
 	           "a GPUMemoryPolicy in audit mode would refuse, by reason.\n"
 	           "# TYPE gpu_memory_guard_policy_audit_violations_total counter\n");
@@ -449,6 +499,13 @@ static void render_gauges(struct metrics_writer *b, struct metrics *m)
 	        "shown by the API server.\n# TYPE gpu_memory_guard_ledger_reservations gauge\n"
 	        "gpu_memory_guard_ledger_reservations %zu\n",
 	        ledger);
+	bprintf(b,
+	        "# HELP gpu_memory_guard_reservations_unseen_dropped_total Reservations of pod "
+	        "CREATEs dropped at --unseen-reservation-ttl, their pod never seen.\n"
+	        "# TYPE gpu_memory_guard_reservations_unseen_dropped_total counter\n"
+	        "gpu_memory_guard_reservations_unseen_dropped_total %llu\n",
+	        (unsigned long long)((m->unseen_fn ? m->unseen_fn(m->unseen_ctx) : 0) +
+	                             load(&m->unseen_dropped)));
 	bprintf(b,
 	        "# HELP gpu_memory_guard_certificate_expiry_timestamp_seconds NotAfter of the "
 	        "serving certificate, Unix time.\n"

@@ -14,6 +14,9 @@
  *   gpu_memory_guard_api_requests_total{verb,resource,code}   counter (code 0: no answer)
  *   gpu_memory_guard_api_request_duration_seconds{verb,resource}  histogram
  *   gpu_memory_guard_ledger_reservations                      gauge (read at scrape time)
+ *   gpu_memory_guard_reservations_unseen_dropped_total        counter, reservations of pod
+ *       CREATEs dropped at --unseen-reservation-ttl with their pod never seen (the local
+ *       ledger's, read at scrape time, plus the shared records' entries this replica dropped)
  *   gpu_memory_guard_certificate_expiry_timestamp_seconds     gauge (NotAfter, Unix time)
  *   gpu_memory_guard_certificate_reloads_total{result}        counter, result: success | failure
  *   gpu_memory_guard_ready                                    gauge, 1 when /readyz passes
@@ -25,6 +28,14 @@
  *   gpu_memory_guard_extender_nodes_filtered_out_total        counter, nodes a filter call put
  *       in FailedNodes or FailedAndUnresolvableNodes
  *   gpu_memory_guard_extender_request_seconds{verb}           histogram, arrival to answer
+ *   gpu_memory_guard_extender_holds_refused_total{reason}     counter, filter calls that passed
+ *       nodes but hold nothing because the watch cache cannot vouch for the pod (extender.h):
+ *       reason: not_cached (no pod of that name) | other_uid (another uid) | not_pending
+ *       (bound or finished) | no_demand (the cached pod declares no valid GPU memory) |
+ *       body_mismatch (an inferred share the body states otherwise)
+ *   gpu_memory_guard_client_auth_failures_total{route}        counter, requests answered 403
+ *       because the route requires a client certificate (--client-auth-routes) and the
+ *       connection presented none acceptable; route: admission | extender
  *   gpu_memory_guard_policy_audit_violations_total{reason}    counter, placements allowed that
  *       a GPUMemoryPolicy in audit mode would refuse; reason: OverThreshold | NeverFits |
  *       TierOverShare | TierYield | other (one per policy breached)
@@ -65,6 +76,14 @@ enum metrics_extender_result {
 	METRICS_EXT_PASSTHROUGH,
 	METRICS_EXT_ERROR,
 };
+enum metrics_hold_refusal {
+	METRICS_HOLD_NOT_CACHED = 0,
+	METRICS_HOLD_OTHER_UID,
+	METRICS_HOLD_NOT_PENDING,
+	METRICS_HOLD_NO_DEMAND,
+	METRICS_HOLD_BODY_MISMATCH, /* an inferred share the body states otherwise than the cache */
+};
+enum metrics_route { METRICS_ROUTE_ADMISSION = 0, METRICS_ROUTE_EXTENDER };
 enum metrics_reload { METRICS_RELOAD_SUCCESS = 0, METRICS_RELOAD_FAILURE };
 
 struct metrics; /* opaque */
@@ -80,6 +99,12 @@ void metrics_free(struct metrics *m);
 /* Source of gpu_memory_guard_ledger_reservations. Call before threads start. */
 void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx);
 
+/* Source of the local ledger's part of reservations_unseen_dropped_total (a counter read at
+ * render time, e.g. ledger_unseen_dropped); call before threads start. */
+void metrics_set_unseen_counter(struct metrics *m, metrics_gauge_fn fn, void *ctx);
+/* n shared-record entries dropped as unseen (webhook.c). m may be NULL. */
+void metrics_unseen_dropped(struct metrics *m, size_t n);
+
 /* One review answered. seconds: from the request's arrival to the answer; self_seconds: the
  * part spent working on it (seconds minus the waits for a worker thread, API calls and the
  * node lock). m may be NULL (no-op). */
@@ -90,6 +115,12 @@ void metrics_review(struct metrics *m, enum metrics_kind kind, enum metrics_deci
  * from arrival to answer. m may be NULL. */
 void metrics_extender(struct metrics *m, enum metrics_extender_verb verb,
                       enum metrics_extender_result result, size_t nodes_out, double seconds);
+
+/* One filter call whose pod holds nothing: the cache could not vouch for it. m may be NULL. */
+void metrics_hold_refused(struct metrics *m, enum metrics_hold_refusal reason);
+
+/* One request refused for want of an acceptable client certificate. m may be NULL. */
+void metrics_client_auth_failure(struct metrics *m, enum metrics_route route);
 
 /* One breach of a GPUMemoryPolicy in audit mode (policyset.h), by reason. m may be NULL. */
 void metrics_policy_audit(struct metrics *m, const char *reason);

@@ -129,7 +129,43 @@ start_etcd() {
 	wait_for 30 "etcd health" curl -sf --max-time 2 "http://127.0.0.1:$ETCD_PORT/health"
 }
 
+# The API server authenticates to the webhook (issue 20; docs/install.md, "Authenticating the API
+# server to the webhook"): its AdmissionConfiguration names a kubeconfig whose user "*" (the
+# default entry; the suite's webhooks are called at URLs on several ports, e.g. test 12's proxy)
+# presents a client certificate from the webhook's CA, CN kube-apiserver, which the suite's
+# webhook requires on its admission route (lib.sh, webhook_launch).
+make_admission_config() {
+	[ -f "$PKI/apiserver-webhook-client.crt" ] ||
+		new_cert webhook-ca apiserver-webhook-client "/CN=kube-apiserver" clientAuth
+	mkdir -p "$STATE/admission"
+	cat >"$STATE/admission/webhook-kubeconfig.yaml" <<EOF
+apiVersion: v1
+kind: Config
+users:
+- name: "*"
+  user:
+    client-certificate: $PKI/apiserver-webhook-client.crt
+    client-key: $PKI/apiserver-webhook-client.key
+EOF
+	cat >"$STATE/admission/admission.yaml" <<EOF
+apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: ValidatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $STATE/admission/webhook-kubeconfig.yaml
+- name: MutatingAdmissionWebhook
+  configuration:
+    apiVersion: apiserver.config.k8s.io/v1
+    kind: WebhookAdmissionConfiguration
+    kubeConfigFile: $STATE/admission/webhook-kubeconfig.yaml
+EOF
+}
+
 start_apiserver() {
+	make_admission_config
 	# The audit log records pod creations in test 23's namespace with their annotations, where
 	# the API server writes the webhook's auditAnnotations ("pods.gpu-memory-guard.io/...").
 	printf '%s\n' 'apiVersion: audit.k8s.io/v1' 'kind: Policy' 'omitStages: [RequestReceived]' \
@@ -158,7 +194,8 @@ start_apiserver() {
 		--disable-admission-plugins ServiceAccount,TaintNodesByCondition \
 		--endpoint-reconciler-type none \
 		--allow-privileged=true --profiling=false --v=1 \
-		--audit-policy-file "$STATE/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log"
+		--audit-policy-file "$STATE/audit-policy.yaml" --audit-log-path "$STATE/logs/audit.log" \
+		--admission-control-config-file "$STATE/admission/admission.yaml"
 	wait_for 90 "kube-apiserver /readyz" curl_api /readyz
 }
 

@@ -307,19 +307,24 @@ volume_update() {
 	mv -T "$dir/..data_tmp" "$dir/..data"
 	ln -sfn ..data/tls.crt "$dir/tls.crt"
 	ln -sfn ..data/tls.key "$dir/tls.key"
+	[ -z "${4:-}" ] || ln -sfn ..data/ca.crt "$dir/ca.crt"
 }
 
 # The chart's (or manifests') container args, with the addresses, files and kubeconfig of the
 # host run substituted: proves the binary accepts exactly the flags the install paths pass.
 host_args() { # DEPLOYMENT_JSON_FILE
 	jq -r '.spec.template.spec.containers[0].args[]' "$1" |
-		grep -vE '^--(listen|health-listen|tls-cert-file|tls-key-file|kubeconfig)(=|$)'
+		grep -vE '^--(listen|health-listen|tls-cert-file|tls-key-file|kubeconfig|client-ca-file)(=|$)'
 }
 
 start_host_webhook() { # TLS_DIR KUBECONFIG DEPLOYMENT_JSON
 	local args
 	mapfile -t args < <(host_args "$3")
 	[ "${args[0]:-}" = serve ] || { echo "the Deployment's args do not start with serve: ${args[*]}"; return 1; }
+	# The chart's --client-ca-file is the mounted serving Secret's ca.crt: the same file here.
+	if jq -e '.spec.template.spec.containers[0].args | index("--client-ca-file=/etc/gpu-memory-guard/tls/ca.crt")' "$3" >/dev/null; then
+		args+=(--client-ca-file "$1/ca.crt")
+	fi
 	"$BINARY" "${args[@]}" --listen "127.0.0.1:$WEBHOOK_PORT" \
 		--health-listen "127.0.0.1:$WEBHOOK_HEALTH_PORT" \
 		--tls-cert-file "$1/tls.crt" --tls-key-file "$1/tls.key" --kubeconfig "$2" \
@@ -462,13 +467,14 @@ timeout_refused() { # WHAT_THE_ERROR_SAYS HELM_ARGS...
 # extraArgs are appended as given, and the server accepts the Deployment. Unset, none renders
 # (same_objects compares the default render with manifests/).
 SERVE_VALUES=(--set policies=off --set cache=watch --set cacheMaxStaleness=10s
-	--set reservationGrace=7s --set threads=3 --set workers=12 --set connectionTimeout=20s
+	--set reservationGrace=7s --set unseenReservationTTL=31s --set threads=3 --set workers=12 --set connectionTimeout=20s
 	--set tlsReloadInterval=5s --set certExpiryWarning=0 --set drainTimeout=4s
 	--set shutdownTimeout=8s --set 'extraArgs={--scheduler-listen=:8081,--kubeconfig=/k/config}')
 serve_flags_rendered() {
 	helm_template "${SERVE_VALUES[@]}" | kc apply --dry-run=server -o json -f - 2>/dev/null |
 		jq -e '[.items[] | select(.kind == "Deployment") | .spec.template.spec.containers[0].args][0] as $a |
 		  ["--policies=off", "--cache=watch", "--cache-max-staleness=10s", "--reservation-grace=7s",
+		   "--unseen-reservation-ttl=31s",
 		   "--threads=3", "--workers=12", "--connection-timeout=20s", "--tls-reload-interval=5s",
 		   "--cert-expiry-warning=0", "--drain-timeout=4s", "--shutdown-timeout=8s"] as $want |
 		  all($want[]; . as $f | $a | index($f) != null) and
@@ -487,6 +493,48 @@ serve_flags_all_placed() {
 		grep -q -- "- $f=" "$CHART/templates/deployment.yaml" || missing="$missing $f"
 	done
 	[ -z "$missing" ] || { echo "serve flags the chart cannot pass:$missing"; return 1; }
+}
+
+# The NetworkPolicy (issue 20): the webhook port from the control plane's CIDRs, the chart's
+# scheduler pods and webhookFrom; the health port from the monitoring namespace; only Ingress.
+netpol_rendered() {
+	helm_template --set networkPolicy.enabled=true --set 'networkPolicy.controlPlaneCIDRs={10.0.0.0/16,192.168.1.0/24}' \
+		--set scheduler.enabled=true --set 'networkPolicy.webhookFrom[0].podSelector.matchLabels.app=konnectivity-agent' |
+		kc apply --dry-run=server -o json -f - 2>/dev/null | jq -e '
+		  [.items[] | select(.kind == "NetworkPolicy")] as $p | ($p | length) == 1 and ($p[0].spec |
+		    .policyTypes == ["Ingress"] and
+		    .podSelector.matchLabels == {"app.kubernetes.io/name": "gpu-memory-guard", "app.kubernetes.io/instance": "gpu-memory-guard"} and
+		    .ingress[0].ports == [{protocol: "TCP", port: 8443}] and
+		    .ingress[0].from == [{ipBlock: {cidr: "10.0.0.0/16"}}, {ipBlock: {cidr: "192.168.1.0/24"}},
+		      {podSelector: {matchLabels: {"app.kubernetes.io/name": "gpu-memory-guard-scheduler", "app.kubernetes.io/instance": "gpu-memory-guard"}}},
+		      {podSelector: {matchLabels: {app: "konnectivity-agent"}}}] and
+		    .ingress[1].ports == [{protocol: "TCP", port: 8080}] and
+		    .ingress[1].from == [{namespaceSelector: {matchLabels: {"kubernetes.io/metadata.name": "monitoring"}}}])' >/dev/null
+}
+# The scheduler's client certificate: a Secret under the render's CA (clientAuth EKU), mounted
+# at the path the configuration names; the webhook requires it on the extender routes.
+sched_client_rendered() {
+	local out
+	out=$(helm_template --set scheduler.enabled=true | kc apply --dry-run=server -o json -f -) || return 1
+	jq -r '.items[] | select(.kind == "Secret" and .metadata.name == "gpu-memory-guard-scheduler-client") | .data["tls.crt"]' <<<"$out" |
+		base64 -d >"$WORK/sched-client-render.crt" || return 1
+	jq -r '.items[] | select(.kind == "Secret" and .metadata.name == "gpu-memory-guard-ca") | .data["tls.crt"]' <<<"$out" |
+		base64 -d >"$WORK/sched-client-render-ca.crt" || return 1
+	openssl verify -purpose sslclient -CAfile "$WORK/sched-client-render-ca.crt" "$WORK/sched-client-render.crt" >/dev/null || return 1
+	openssl x509 -noout -subject -in "$WORK/sched-client-render.crt" | grep -q 'CN *= *gpu-memory-guard-scheduler$' || return 1
+	jq -e '[.items[] | select(.kind == "Deployment")] as $d |
+	  ($d[] | select(.metadata.name == "gpu-memory-guard-scheduler") | .spec.template.spec |
+	    (.volumes[] | select(.name == "client") | .secret.secretName) == "gpu-memory-guard-scheduler-client" and
+	    (.containers[0].volumeMounts[] | select(.name == "client") | .mountPath) == "/etc/gpu-memory-guard/client") and
+	  ($d[] | select(.metadata.name == "gpu-memory-guard") | .spec.template.spec.containers[0].args |
+	    index("--client-auth-routes=extender") != null and index("--client-allowed-names=gpu-memory-guard-scheduler") != null)' \
+		<<<"$out" >/dev/null
+}
+client_admission_rendered() {
+	helm_template --set scheduler.enabled=true --set clientAuth.admission=true --set 'clientAuth.allowedNames={kube-apiserver}' |
+		kc apply --dry-run=server -o json -f - 2>/dev/null | jq -e '.items[] | select(.kind == "Deployment" and .metadata.name == "gpu-memory-guard") |
+		  .spec.template.spec.containers[0].args | index("--client-auth-routes=admission,extender") != null and
+		  index("--client-allowed-names=gpu-memory-guard-scheduler,kube-apiserver") != null' >/dev/null
 }
 
 # webhook.bindings.failurePolicy is configurable: the rendered and server-accepted value.
@@ -725,21 +773,23 @@ lease_rbac_checks() { # LABEL
 # The admitted pod is in the record of its node: Lease NODE in the webhook's namespace, label
 # managed-by, annotation gpu-memory-guard.io/reservations holding an entry with the pod's
 # namespace/name, its uid as stored, its declared bytes, and an expiry of the admission time
-# plus --reservation-ttl (60s, the default both install paths pass): between creationTimestamp
-# (whole seconds) + TTL and creationTimestamp + TTL + MAX_DELAY_MS (the admission's lag behind
-# the CREATE: about a second for pod CREATE, the scheduling delay for a binding).
-lease_holds() { # NODE POD BYTES MAX_DELAY_MS
-	local uid created lease
+# plus TTL_MS: between creationTimestamp (whole seconds) + TTL and creationTimestamp + TTL +
+# MAX_DELAY_MS (the admission's lag behind the CREATE: about a second for pod CREATE, the
+# scheduling delay for a binding). A Binding's TTL is --reservation-ttl (60s, the default both
+# install paths pass); a pod CREATE's --unseen-reservation-ttl (35s, the binary's default: the
+# pod may never be stored), its entry marked "unseen" (issue 20).
+lease_holds() { # NODE POD BYTES MAX_DELAY_MS TTL_MS UNSEEN(true|false)
+	local uid created lease ttl=$5 unseen=$6
 	uid=$(kc -n "$TEST_NS" get pod "$2" -o jsonpath='{.metadata.uid}') && [ -n "$uid" ] || return 1
 	created=$(kc -n "$TEST_NS" get pod "$2" -o jsonpath='{.metadata.creationTimestamp}') || return 1
 	created=$(($(date -d "$created" +%s) * 1000))
 	lease=$(kc -n "$NS" get lease "$1" -o json) || return 1
-	jq -e --arg pod "$TEST_NS/$2" --arg uid "$uid" --argjson bytes "$3" \
-		--argjson lo $((created + 60000)) --argjson hi $((created + 60000 + $4)) '
+	jq -e --arg pod "$TEST_NS/$2" --arg uid "$uid" --argjson bytes "$3" --argjson unseen "$unseen" \
+		--argjson lo $((created + ttl)) --argjson hi $((created + ttl + $4)) '
 	  .metadata.labels["app.kubernetes.io/managed-by"] == "gpu-memory-guard" and
 	  (.metadata.annotations["gpu-memory-guard.io/reservations"] | fromjson |
 	    any(.[]; .pod == $pod and .uid == $uid and .bytes == $bytes and
-	        .expires >= $lo and .expires <= $hi))' \
+	        .expires >= $lo and .expires <= $hi and (.unseen // false) == $unseen))' \
 		<<<"$lease" >/dev/null || { jq -c '{name: .metadata.name, labels: .metadata.labels, annotations: .metadata.annotations}' <<<"$lease"; return 1; }
 }
 
@@ -764,10 +814,10 @@ records_without() { # POD_PREFIX
 
 lease_record_checks() { # LABEL
 	local label=$1
-	check "$label: Lease gpu-h100-a in $NS holds the pod admitted by CREATE (uid, 20Gi)" \
-		lease_holds gpu-h100-a "$label-fits-0" $((20 * 1024 * 1024 * 1024)) 3000
-	check "$label: Lease gpu-h100-b in $NS holds the pod admitted at binding (uid, 40Gi)" \
-		lease_holds gpu-h100-b "$label-bind-fits" $((40 * 1024 * 1024 * 1024)) 45000
+	check "$label: Lease gpu-h100-a in $NS holds the pod admitted by CREATE (uid, 20Gi, unseen, expiring at CREATE + 35 s)" \
+		lease_holds gpu-h100-a "$label-fits-0" $((20 * 1024 * 1024 * 1024)) 3000 35000 true
+	check "$label: Lease gpu-h100-b in $NS holds the pod admitted at binding (uid, 40Gi, expiring at binding + 60 s)" \
+		lease_holds gpu-h100-b "$label-bind-fits" $((40 * 1024 * 1024 * 1024)) 45000 60000 false
 }
 
 # Rotation: new serving pair into the volume folder; the running webhook must serve it, and
@@ -837,7 +887,9 @@ sched_config_of() {
 
 # The rendered configuration carries every designed extender setting. CONFIG_JSON URL CA_B64.
 # Field names are kube-scheduler config/v1's (k8s.io/kube-scheduler@v0.33 config/v1/types.go).
-sched_config_ok() {
+sched_config_ok() { # CONFIG_JSON URL CA_B64 [noclient: no client certificate configured]
+	local tls='{caData: $ca, certFile: "/etc/gpu-memory-guard/client/tls.crt", keyFile: "/etc/gpu-memory-guard/client/tls.key"}'
+	[ "${4:-}" = noclient ] && tls='{caData: $ca}'
 	jq -e --arg url "$2" --arg ca "$3" --arg ns "$NS" --arg lease "$SCHED" --arg name "$SCHED_NAME" '
 	  .apiVersion == "kubescheduler.config.k8s.io/v1" and .kind == "KubeSchedulerConfiguration" and
 	  (has("clientConnection") | not) and
@@ -847,7 +899,7 @@ sched_config_ok() {
 	  .extenders == [{urlPrefix: $url, filterVerb: "filter", prioritizeVerb: "prioritize",
 	    weight: 5, nodeCacheCapable: true,
 	    managedResources: [{name: "nvidia.com/gpu", ignoredByScheduler: false}],
-	    ignorable: false, httpTimeout: "6s", enableHTTPS: true, tlsConfig: {caData: $ca}}]' \
+	    ignorable: false, httpTimeout: "6s", enableHTTPS: true, tlsConfig: '"$tls"'}]' \
 		<<<"$1" >/dev/null || { jq -c . <<<"$1"; return 1; }
 }
 
@@ -945,8 +997,19 @@ sched_host_config() { # KUBECONFIG OUT
 	local cfg
 	cfg=$(kc -n "$NS" get configmap "$SCHED" -o json | sched_config_of) || return 1
 	jq --arg kc "$1" '.clientConnection = {kubeconfig: $kc}' <<<"$cfg" >"$2"
-	# Exactly one key differs from the chart's.
-	[ "$(jq -S 'del(.clientConnection)' "$2")" = "$(jq -S . <<<"$cfg")" ]
+	# With a client certificate: the pod's mount of its Secret is a folder here, with the
+	# Secret's own tls.crt and tls.key (what the kubelet would mount).
+	if jq -e '.extenders[0].tlsConfig.certFile' "$2" >/dev/null; then
+		mkdir -p "$WORK/sched-client"
+		kc -n "$NS" get secret "$SCHED-client" -o jsonpath='{.data.tls\.crt}' | base64 -d >"$WORK/sched-client/tls.crt" &&
+			kc -n "$NS" get secret "$SCHED-client" -o jsonpath='{.data.tls\.key}' | base64 -d >"$WORK/sched-client/tls.key" &&
+			[ -s "$WORK/sched-client/tls.key" ] || { echo "no client Secret $SCHED-client"; return 1; }
+		jq --arg d "$WORK/sched-client" '.extenders[0].tlsConfig.certFile = "\($d)/tls.crt" |
+		  .extenders[0].tlsConfig.keyFile = "\($d)/tls.key"' "$2" >"$2.tmp" && mv "$2.tmp" "$2"
+	fi
+	# Only clientConnection (and the client certificate's paths) differ from the chart's.
+	[ "$(jq -S 'del(.clientConnection) | del(.extenders[0].tlsConfig.certFile, .extenders[0].tlsConfig.keyFile)' "$2")" = \
+		"$(jq -S 'del(.extenders[0].tlsConfig.certFile, .extenders[0].tlsConfig.keyFile)' <<<"$cfg")" ]
 }
 
 # start_host_scheduler N: the stored Deployment's command, with the config path, bind address
@@ -1005,11 +1068,31 @@ pod_node() { kc -n "$TEST_NS" get pod "$1" -o jsonpath='{.spec.nodeName}'; }
 sched_events() { kc -n "$TEST_NS" get events --field-selector "involvedObject.name=$1,reason=FailedScheduling" -o jsonpath='{..message}'; }
 event_has() { [[ $(sched_events "$1") == *"$2"* ]]; }
 
+# Client authentication on the extender routes (issue 20): the stored Deployment requires it
+# from the scheduler's name only, and the host webhook (run with those args) refuses a filter
+# call without a certificate.
+sched_client_auth_args() {
+	kc -n "$NS" get deploy "$RELEASE" -o json | jq -e --arg n "$SCHED" '.spec.template.spec.containers[0].args as $a |
+	  ($a | index("--client-ca-file=/etc/gpu-memory-guard/tls/ca.crt")) != null and
+	  ($a | index("--client-auth-routes=extender")) != null and
+	  ($a | index("--client-allowed-names=" + $n)) != null' >/dev/null
+}
+anonymous_filter_refused() {
+	local code
+	code=$(curl -s -o "$WORK/anon-filter.out" -w '%{http_code}' --max-time 5 --cacert "$WORK/helm-ca.crt" \
+		-H 'Content-Type: application/json' -d '{"Pod":{"metadata":{"name":"x","namespace":"x","uid":"u"}},"NodeNames":["gpu-h100-a"]}' \
+		"https://127.0.0.1:$WEBHOOK_PORT/scheduler/filter")
+	[ "$code" = 403 ] && grep -q 'client certificate' "$WORK/anon-filter.out" || { echo "HTTP $code: $(cat "$WORK/anon-filter.out")"; return 1; }
+}
+CA_EXT='gpu_memory_guard_client_auth_failures_total{route="extender"}'
+
 scheduler_checks() {
 	local label=helm-sched out f0 o0 p0 b0 f1 o1 b1 holder
 	check "scheduler: Deployment stored (2 replicas, kube-scheduler:$KUBE_VERSION from the cluster's version, probes, security context) and PDB minAvailable 1" sched_deploy_ok
 	check "scheduler: both replicas created under Pod Security restricted" wait_for 60 "2 scheduler pods" sched_pods 2
 	check "scheduler: RBAC as kube-scheduler needs it, no more (can-i as its ServiceAccount)" sched_rbac_ok
+	check "scheduler: the webhook requires a client certificate on the extender routes, from $SCHED only (Deployment args)" sched_client_auth_args
+	check "scheduler: a filter call without a client certificate is refused (403)" anonymous_filter_refused
 	out=$(kc -n "$NS" get configmap "$SCHED" -o json | sched_config_of)
 	check "scheduler: installed configuration as designed (extender at webhook.url's host, caData = the release's CA)" \
 		sched_config_ok "$out" "https://127.0.0.1:$WEBHOOK_PORT/scheduler" "$(base64 -w0 "$WORK/helm-ca.crt")"
@@ -1042,7 +1125,7 @@ scheduler_checks() {
 	# by its node affinity; gpu-h100-b empty. The L4 and A100 (38.6Gi per GPU) never fit 50Gi.
 	kc create namespace "$TEST_NS" >/dev/null 2>&1 || true
 	check "$label: gpu-h100-a filled with 40Gi (pod with nodeName)" create_pod "$label-fill" 40Gi gpu-h100-a
-	f0=$(metric "$F_JUDGED") o0=$(metric "$F_OUT") b0=$(metric "$B_DENIED")
+	f0=$(metric "$F_JUDGED") o0=$(metric "$F_OUT") b0=$(metric "$B_DENIED") a0=$(metric "$CA_EXT")
 	check "$label: 50Gi GPU pod with schedulerName $SCHED_NAME, preferring gpu-h100-a, created" \
 		sched_pod "$label-fits" 50Gi gpu-h100-a
 	if wait_for 45 "$label-fits bound" pod_bound "$label-fits" && [ "$(pod_node "$label-fits")" = gpu-h100-b ]; then
@@ -1051,6 +1134,13 @@ scheduler_checks() {
 		fail "$label: bound to gpu-h100-b" "node '$(pod_node "$label-fits")'; events: $(sched_events "$label-fits")"
 	fi
 	f1=$(metric "$F_JUDGED") o1=$(metric "$F_OUT") b1=$(metric "$B_DENIED")
+	# Its filter call was judged by a webhook that requires a client certificate there: the
+	# scheduler presented the chart's, and none of its calls was refused for want of one.
+	if [ $((f1 - f0)) -ge 1 ] && [ "$(metric "$CA_EXT")" = "$a0" ]; then
+		pass "$label: the scheduler presents its client certificate (its filter call judged on the authenticated route, client_auth_failures_total{route=\"extender\"} still $a0)"
+	else
+		fail "$label: the scheduler presents its client certificate" "filter +$((f1 - f0)), client auth failures $a0 -> $(metric "$CA_EXT"); log: $(grep -i 'client' "$STATE/logs/host-scheduler-1.log" | tail -n 2)"
+	fi
 	# One feasible node left: kube-scheduler binds it without scoring (no prioritize call).
 	if [ $((f1 - f0)) = 1 ] && [ $((o1 - o0)) = 3 ] && [ "$b1" = "$b0" ] && [ -z "$(sched_events "$label-fits")" ]; then
 		pass "$label: on its first attempt: 1 filter call judged, 3 nodes filtered out (gpu-h100-a, A100, L4), no Binding denied, no FailedScheduling"
@@ -1142,7 +1232,7 @@ sched_manifest_pipeline() {
 	out=$(sched_manifest_filled "$ca" | kc apply --dry-run=server -o json -f -) || return 1
 	[ "$(jq '.items | length' <<<"$out")" = 9 ] || { jq -c '[.items[] | .kind]' <<<"$out"; return 1; }
 	cfg=$(jq '.items[] | select(.kind == "ConfigMap")' <<<"$out" | sched_config_of) || return 1
-	sched_config_ok "$cfg" "https://$RELEASE.$NS.svc:443/scheduler" "$BUNDLE"
+	sched_config_ok "$cfg" "https://$RELEASE.$NS.svc:443/scheduler" "$BUNDLE" noclient
 }
 
 # One object list (server-side dry-run JSON on stdin) in comparable form: normalized() (what
@@ -1172,7 +1262,8 @@ sched_normalized() { # OUT_PREFIX
 # derives (the one this proof runs).
 sched_manifest_same_objects() {
 	local f
-	helm_template --set scheduler.enabled=true >"$WORK/sched-chart.yaml" || return 1
+	# manifests/scheduler/ presents no client certificate: the chart's with that off.
+	helm_template --set scheduler.enabled=true --set scheduler.clientAuth.enabled=false >"$WORK/sched-chart.yaml" || return 1
 	kc create --dry-run=client -o json -f "$WORK/sched-chart.yaml" |
 		jq -s '{apiVersion: "v1", kind: "List",
 		  items: [.[] | select(.metadata.labels["app.kubernetes.io/component"] == "scheduler")]}' |
@@ -1209,7 +1300,7 @@ sched_manifest_checks() {
 	check "$label: both replicas created under Pod Security restricted" wait_for 60 "2 scheduler pods" sched_pods 2
 	check "$label: RBAC as kube-scheduler needs it, no more (can-i as its ServiceAccount)" sched_rbac_ok
 	check "$label: stored configuration as designed (caData = the caBundle)" \
-		sched_config_ok "$(kc -n "$NS" get configmap "$SCHED" -o json | sched_config_of)" "$host_url" "$BUNDLE"
+		sched_config_ok "$(kc -n "$NS" get configmap "$SCHED" -o json | sched_config_of)" "$host_url" "$BUNDLE" noclient
 	check "$label: ServiceAccount token kubeconfig ($SCHED)" sa_kubeconfig_for "$SCHED" "$WORK/sched-sa.kubeconfig"
 	check "$label: host configuration = the stored one + clientConnection.kubeconfig only" \
 		sched_host_config "$WORK/sched-sa.kubeconfig" "$WORK/sched-config.json"
@@ -1329,8 +1420,20 @@ check "helm template (Ignore on bindings, warn mode, 2 GPU resources) accepted" 
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}' --set 'exemptNamespaces={gpu-exempt}'
 check "helm template (scheduler.enabled) accepted; extender at the Service over TLS, caData = the render's CA = the caBundle" \
 	sched_template_ok
+check "chart: NetworkPolicy (networkPolicy.enabled) renders as designed and is accepted" netpol_rendered
+check "chart: networkPolicy.enabled without controlPlaneCIDRs or webhookFrom is refused, saying why" \
+	timeout_refused "set networkPolicy.controlPlaneCIDRs" --set networkPolicy.enabled=true
+check "chart: scheduler.enabled renders its client certificate (Secret, mount, certFile/keyFile) and --client-auth-routes=extender, accepted" sched_client_rendered
+check "chart: scheduler.enabled with existingSecret needs scheduler.clientAuth.existingSecret, saying why" \
+	timeout_refused "set scheduler.clientAuth.existingSecret" --set scheduler.enabled=true \
+	--set certificate.mode=existingSecret --set certificate.existingSecret.name=my-tls
+check "chart: clientAuth.admission needs clientAuth.allowedNames, saying why" \
+	timeout_refused "set clientAuth.allowedNames" --set clientAuth.admission=true
+check "chart: clientAuth.admission with allowedNames renders --client-auth-routes=admission,extender and both names" \
+	client_admission_rendered
 check "helm template (scheduler.enabled, existingSecret with caBundle, spread, 2 GPU resources) accepted" template_apply \
 	--set scheduler.enabled=true --set certificate.mode=existingSecret --set certificate.existingSecret.name=my-tls \
+	--set scheduler.clientAuth.existingSecret=my-sched-client \
 	--set certificate.existingSecret.caBundle=Y2E= --set scheduler.extender.score=spread \
 	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}'
 

@@ -142,7 +142,8 @@ stop_daemon() {
 
 # webhook_launch NAME PORT HEALTH_PORT BINARY [FLAG...]: starts `BINARY serve` as daemon NAME with
 # the suite's flags (the cluster's certificates and kubeconfig, $THRESHOLD, enforce, the exempt
-# namespace, $GMG_WEBHOOK_ARGS) plus FLAG...; returns once the process runs (not once it is ready).
+# namespace, a client certificate required on the admission route from the API server's CN,
+# $GMG_WEBHOOK_ARGS) plus FLAG...; returns once the process runs (not once it is ready).
 # Needs load_cluster_env. The one definition of the webhook's command line: cluster.sh starts the
 # webhook with it, e2e test 12 its extra replicas.
 webhook_launch() {
@@ -157,6 +158,8 @@ webhook_launch() {
 		--kubeconfig "$STATE/webhook.kubeconfig" \
 		--threshold "$THRESHOLD" --mode enforce \
 		--exempt-namespace "$EXEMPT_NAMESPACE" \
+		--client-ca-file "$PKI/webhook-ca.crt" --client-auth-routes admission \
+		--client-allowed-names kube-apiserver \
 		--log-level info ${GMG_WEBHOOK_ARGS:-} "$@"
 }
 

@@ -15,9 +15,11 @@
 # replaced, under a steady flow of placements; the soak, GMG_E2E_SOAK_SECONDS; faults.sh), 21
 # (issue 11: `gpu-memory-guard report`'s largest fit admitted, one byte more refused), 22
 # (the GPUMemoryPolicy CRD: examples accepted, bad policies refused by the API server's schema
-# and CEL rules, printer columns; policies.sh) and 23 (the webhook applies policies: the seed's
+# and CEL rules, printer columns; policies.sh), 23 (the webhook applies policies: the seed's
 # tiers, audit mode in the API server's audit log, a threshold policy; policies.sh), 24 (inferred
-# demand) and 25 (issue 21: DRA ResourceSlices and claims allocated by the real scheduler).
+# demand), 25 (issue 21: DRA ResourceSlices and claims allocated by the real scheduler) and 26
+# (issue 20: the API server authenticates to the webhook with a client certificate, forged
+# reviews are refused).
 #
 # Usage: run.sh /abs/path/to/gpu-memory-guard [TEST_NUMBER...]   (no number: every test but the
 # known failing ones, see KNOWN_FAILING; e.g. 12: that test only, on a cluster of its own)
@@ -1099,6 +1101,7 @@ rr_review() {
 		   userInfo: {username: "gmg-e2e"}, object: ., dryRun: false,
 		   options: {apiVersion: "meta.k8s.io/v1", kind: "CreateOptions"}}}' |
 		curl -s --max-time 10 --cacert "$PKI/webhook-ca.crt" -H 'Content-Type: application/json' \
+			--cert "$PKI/apiserver-webhook-client.crt" --key "$PKI/apiserver-webhook-client.key" \
 			--data-binary @- "https://127.0.0.1:$1/validate" | jq -r '.response.allowed'
 }
 
@@ -1458,14 +1461,19 @@ ext_second_start() { # DIR
 	ca=$(base64 -w0 "$PKI/webhook-ca.crt")
 	{
 		printf 'clientConnection:\n  kubeconfig: %s\n' "$dir/sa.kubeconfig"
-		sed -E -e "s|^(- urlPrefix: ).*|\\1\"$url\"|" -e "s|^(    caData: ).*|\\1$ca|" "$dir/chart-config.yaml"
+		# The chart's client certificate is a Secret mounted in the pod: on the host, a
+		# certificate of the webhook's CA stands in for it (the suite's webhook does not
+		# require one on the extender routes; the install proof checks the chart's own).
+		sed -E -e "s|^(- urlPrefix: ).*|\\1\"$url\"|" -e "s|^(    caData: ).*|\\1$ca|" \
+			-e "s|^(    certFile: ).*|\\1$PKI/apiserver-webhook-client.crt|" \
+			-e "s|^(    keyFile: ).*|\\1$PKI/apiserver-webhook-client.key|" "$dir/chart-config.yaml"
 	} >"$dir/config.yaml"
 	if [ "$EXT_MODE" = off ]; then
 		awk '/^extenders:/ { exit } 1' "$dir/config.yaml" >"$dir/config.off" && mv "$dir/config.off" "$dir/config.yaml"
 		log "GMG_E2E_EXTENDER=off: the chart's configuration without its extenders"
 	else
-		# Only those lines differ from the chart's: 2 changed, 2 added.
-		[ "$(diff "$dir/chart-config.yaml" "$dir/config.yaml" | grep -c '^[<>]')" = 6 ] &&
+		# Only those lines differ from the chart's: 4 changed, 2 added.
+		[ "$(diff "$dir/chart-config.yaml" "$dir/config.yaml" | grep -c '^[<>]')" = 10 ] &&
 			grep -q "^- urlPrefix: \"$url\"\$" "$dir/config.yaml" && grep -q "^    caData: $ca\$" "$dir/config.yaml" ||
 			{ echo "the rendered configuration is not as expected: $(diff "$dir/chart-config.yaml" "$dir/config.yaml" | cut -c1-120 | tr '\n' ' ')"; return 1; }
 	fi
@@ -2101,6 +2109,49 @@ test_report() {
 	drop_ns $ns
 }
 
+# --- 26. client authentication: the API server presents its certificate, a forger has none ----
+
+# The suite's webhook requires a client certificate on POST /validate (lib.sh, webhook_launch),
+# which kube-apiserver presents through its AdmissionConfiguration (cluster.sh). Issue 20's
+# attack 2, a forged pod CREATE review for a made-up 14Gi pod with nodeName, is refused with 403
+# whether it comes without a certificate or with one of the cluster's CA (the admin's); a real
+# pod's review, sent by the API server, is judged (a fitting pod admitted, an overfull one
+# denied by the webhook); only the forger's attempts count in client_auth_failures_total.
+client_auth_failures() {
+	metrics | awk '$1 == "gpu_memory_guard_client_auth_failures_total{route=\"admission\"}" {v = $2} END {printf "%d", v + 0}'
+}
+forged_review() { # CURL_CERT_ARGS...: prints the HTTP status
+	pod_json ghost-1 default 14Gi 1 gpu-h100-b | jq '{apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview",
+	  request: {uid: "forged-1", kind: {group: "", version: "v1", kind: "Pod"},
+	    resource: {group: "", version: "v1", resource: "pods"}, name: "ghost-1", namespace: "default",
+	    operation: "CREATE", userInfo: {username: "nobody"}, object: (.metadata.uid = "u-ghost"), dryRun: false}}' |
+		curl -s -o /dev/null -w '%{http_code}' --max-time 10 --cacert "$PKI/webhook-ca.crt" \
+			-H 'Content-Type: application/json' "$@" --data-binary @- "https://127.0.0.1:$WEBHOOK_PORT/validate"
+}
+test_client_auth() {
+	CURRENT="26 client authentication"
+	local ns=e2e-clientauth out a0 a1 c1 c2
+	fresh_ns $ns
+	a0=$(client_auth_failures)
+	c1=$(forged_review)
+	c2=$(forged_review --cert "$PKI/admin.crt" --key "$PKI/admin.key")
+	a1=$(client_auth_failures)
+	if [ "$c1" != 403 ] || [ "$c2" != 403 ]; then
+		fail "a forged review was not refused with 403: without a certificate HTTP $c1, with the cluster CA's admin certificate HTTP $c2"
+	elif ! out=$(pod_json fits $ns 10Gi 1 gpu-h100-b | kc create -f - 2>&1); then
+		fail "a fitting 10Gi pod on gpu-h100-b was refused (the API server's review not authenticated?): $out"
+	elif out=$(pod_json over $ns 80Gi 1 gpu-h100-b | kc create -f - 2>&1) || ! grep -qF "$DENIED_POD" <<<"$out"; then
+		fail "an 80Gi pod on gpu-h100-b was not refused by the webhook itself: $out"
+	elif [ "$(client_auth_failures)" != "$((a0 + 2))" ] || [ "$a1" != "$((a0 + 2))" ]; then
+		fail "client_auth_failures_total{route=\"admission\"} went $a0 -> $a1 -> $(client_auth_failures), want +2 (the forger's two attempts only)"
+	elif [ -n "$(over_threshold)" ]; then
+		fail "node over threshold: $(over_threshold)"
+	else
+		pass "forged reviews refused with 403 (no certificate; the cluster CA's admin certificate); the API server's own reviews authenticated and judged (10Gi admitted, 80Gi denied by the webhook); client_auth_failures_total{route=\"admission\"} +2"
+	fi
+	drop_ns $ns
+}
+
 # --- run -----------------------------------------------------------------------------------
 
 log "e2e: running tests (cluster up after $((SECONDS - START))s)"
@@ -2129,6 +2180,7 @@ want 22 && test_policy_crd
 want 23 && test_policy_apply
 want 24 && test_infer
 want 25 && test_dra
+want 26 && test_client_auth
 
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"

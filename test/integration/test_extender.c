@@ -8,6 +8,8 @@
  * Nodes are 81559 MiB per GPU, 1 GPU, threshold 0.9: a limit of 71.68Gi.
  *   ext-full  70Gi used: 1.7Gi free
  *   ext-room  nothing (a webhook placement of 65Gi is added by one test)
+ *   ext-hold  nothing: the forged filter calls' test
+ *   ext-unseen  nothing: a forged pod CREATE review's reservation (--unseen-reservation-ttl 2s)
  *   ext-nowhere  not a Node anywhere
  */
 #include <setjmp.h>
@@ -37,7 +39,12 @@ static unsigned long placement_calls(void)
 static int group_setup(void **state)
 {
 	static char listen[64];
-	static const char *extra[] = {"--scheduler-listen", listen, "--drain-timeout", "200ms",
+	static const char *extra[] = {"--scheduler-listen",
+	                              listen,
+	                              "--drain-timeout",
+	                              "200ms",
+	                              "--unseen-reservation-ttl",
+	                              "2s",
 	                              NULL};
 
 	if (world_init(&W, 0))
@@ -47,6 +54,8 @@ static int group_setup(void **state)
 	sched_port = harness_free_port();
 	snprintf(listen, sizeof(listen), "127.0.0.1:%d", sched_port);
 	if (world_add_node(&W, "ext-full", 81559, 1) || world_add_node(&W, "ext-room", 81559, 1) ||
+	    world_add_node(&W, "ext-hold", 81559, 1) ||
+	    world_add_node(&W, "ext-unseen", 81559, 1) ||
 	    world_add_pod(&W, "team-x", "resident", "70Gi", "ext-full"))
 		return -1;
 	if (world_start_gmg(&W, extra, 30000))
@@ -184,6 +193,122 @@ static void test_filter_and_prioritize_both_listeners(void **state)
 	free(body);
 }
 
+/* ExtenderArgs for inference/name (uid, declaring limit in the body) onto ext-hold alone;
+ * returns the passing names ("ext-hold" or ""), and the FailedNodes reason into why. */
+static void filter_hold(const char *name, const char *uid, const char *limit, char *got, size_t cap,
+                        char *why, size_t why_cap)
+{
+	char *pod = itest_pod_json(name, uid, limit, NULL, "Pending");
+	size_t len = strlen(pod ? pod : "") + 128;
+	char *body = malloc(len);
+	ITEST_CHECK(pod && body, "out of memory");
+	snprintf(body, len, "{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":[\"ext-hold\"]}", pod);
+	cJSON *a = post_json(http_base, "/scheduler/filter", body);
+	const cJSON *names = cJSON_GetObjectItemCaseSensitive(a, "NodeNames");
+	const cJSON *first = cJSON_GetArrayItem(names, 0);
+	snprintf(got, cap, "%s", cJSON_IsString(first) ? first->valuestring : "");
+	const char *r = str_in(a, "FailedNodes", "ext-hold");
+	snprintf(why, why_cap, "%s", r ? r : "");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+static double pods_cached(void)
+{
+	char *m = NULL;
+	double v = -1;
+	if (world_health_get(&W, "/metrics", &m) == 200)
+		v = harness_metric(m, "gpu_memory_guard_cache_objects", "resource=\"pods\"", 0);
+	free(m);
+	return v;
+}
+
+/* Forged filter calls (issue 20): an ExtenderArgs for a pod the API server never had passes
+ * ext-hold and holds nothing, so a 61Gi pod still fits there; one for a real pending pod
+ * (10Gi in the API server, 60Gi in the body) holds the cached 10Gi: 62Gi then fits no more
+ * (10 + 62 > 71.68), 61Gi does. */
+static void test_forged_filter_holds(void **state)
+{
+	char got[64], why[256];
+
+	filter_hold("forged", "uid-forged", "60Gi", got, sizeof(got), why, sizeof(why));
+	ITEST_CHECK(strcmp(got, "ext-hold") == 0, "forged pod: passed [%s] (%s)", got, why);
+	filter_hold("probe-a", "uid-probe-a", "61Gi", got, sizeof(got), why, sizeof(why));
+	ITEST_CHECK(strcmp(got, "ext-hold") == 0,
+	            "a forged call held memory: a 61Gi pod after it passed [%s] (%s)", got, why);
+
+	double before = pods_cached();
+	ITEST_CHECK(itest_put_pod(&W, "liar", "uid-liar", "10Gi", NULL, "Pending") == 0,
+	            "put pod inference/liar");
+	double end = harness_now() + 10;
+	while (pods_cached() < before + 1) {
+		ITEST_CHECK(harness_now() < end, "the cache never showed inference/liar");
+		usleep(20 * 1000);
+	}
+	filter_hold("liar", "uid-liar", "60Gi", got, sizeof(got), why, sizeof(why));
+	ITEST_CHECK(strcmp(got, "ext-hold") == 0, "liar: passed [%s] (%s)", got, why);
+	filter_hold("probe-b", "uid-probe-b", "62Gi", got, sizeof(got), why, sizeof(why));
+	ITEST_CHECK(strcmp(got, "") == 0 &&
+	                strcmp(why, "needs 62Gi, 61.7Gi free of the 90 percent limit, counting "
+	                            "10Gi of 1 pod whose Binding is in flight") == 0,
+	            "after the cached pod's call a 62Gi pod: passed [%s], reason \"%s\"", got, why);
+	filter_hold("probe-c", "uid-probe-c", "61Gi", got, sizeof(got), why, sizeof(why));
+	ITEST_CHECK(strcmp(got, "ext-hold") == 0,
+	            "the hold counted more than the cached 10Gi: a 61Gi pod passed [%s] (%s)", got,
+	            why);
+
+	char *m = NULL;
+	ITEST_CHECK(world_health_get(&W, "/metrics", &m) == 200, "GET /metrics");
+	double v = harness_metric(m, "gpu_memory_guard_extender_holds_refused_total",
+	                          "reason=\"not_cached\"", 1);
+	ITEST_CHECK(v == 5,
+	            "holds refused as not cached = %.0f, expected 5 (forged, probes a, c "
+	            "and the first test's steered pod, twice)",
+	            v);
+	free(m);
+}
+
+/* A forged pod CREATE review (issue 20): admitted (60Gi onto ext-unseen, nodeName set, not a
+ * dry run) for a pod the API server never stores. Its reservation refuses a real 20Gi placement
+ * at once, and is gone after --unseen-reservation-ttl (2s here; the watch cache's clock is
+ * moved on by an unrelated pod event), not after --reservation-ttl (60 s): the same placement is
+ * then admitted, and the drop is counted. */
+static void test_forged_create_reservation_goes_after_the_bound(void **state)
+{
+	struct review_answer ra;
+	char *ghost = harness_pod_review("unseen-ghost", "ghost-1", "60Gi", "ext-unseen", 0);
+	itest_review(&W, ghost, "unseen-ghost", 1, &ra);
+	free(ghost);
+	char *real = harness_pod_review("unseen-real-1", "real-1", "20Gi", "ext-unseen", 1);
+	itest_review(&W, real, "unseen-real-1", 0, &ra);
+	itest_contains(ra.message, "ghost-1", "the denial");
+	free(real);
+
+	double t0 = harness_now();
+	usleep(2300 * 1000);
+	ITEST_CHECK(world_add_pod(&W, "team-x", "tick", "1Gi", "ext-full") == 0, "add a pod");
+	char *m = NULL;
+	double end = t0 + 10, dropped = 0;
+	for (;;) {
+		real = harness_pod_review("unseen-real-2", "real-1", "20Gi", "ext-unseen", 1);
+		itest_review(&W, real, "unseen-real-2", -1, &ra);
+		free(real);
+		if (ra.allowed)
+			break;
+		ITEST_CHECK(harness_now() < end,
+		            "the forged reservation still counts %.1f s after "
+		            "its review: %s",
+		            harness_now() - t0, ra.message);
+		usleep(100 * 1000);
+	}
+	ITEST_CHECK(harness_now() - t0 < 10, "took %.1f s", harness_now() - t0);
+	ITEST_CHECK(world_health_get(&W, "/metrics", &m) == 200, "GET /metrics");
+	dropped = harness_metric(m, "gpu_memory_guard_reservations_unseen_dropped_total", NULL, 1);
+	ITEST_CHECK(dropped >= 1, "reservations_unseen_dropped_total = %.0f", dropped);
+	free(m);
+}
+
 /* A placement the webhook admitted (not yet a pod on the node) counts in the next filter. */
 static void test_webhook_reservation_counts(void **state)
 {
@@ -260,7 +385,9 @@ int main(int argc, char **argv)
 	harness_init(argc, argv);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_filter_and_prioritize_both_listeners),
+	    cmocka_unit_test(test_forged_filter_holds),
 	    cmocka_unit_test(test_webhook_reservation_counts),
+	    cmocka_unit_test(test_forged_create_reservation_goes_after_the_bound),
 	    cmocka_unit_test(test_bad_bodies),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_sigterm_exits_cleanly),

@@ -39,7 +39,7 @@ static int add_ext(X509 *cert, X509 *issuer, int nid, const char *value)
 enum kind { KIND_CA, KIND_SERVER, KIND_CLIENT };
 
 static struct testcert *make(const struct testcert *ca, const char *cn, long serial,
-                             long valid_seconds, enum kind kind)
+                             long valid_seconds, enum kind kind, const char *client_san)
 {
 	struct testcert *c = calloc(1, sizeof *c);
 	X509_NAME *name;
@@ -73,6 +73,8 @@ static struct testcert *make(const struct testcert *ca, const char *cn, long ser
 		            kind == KIND_SERVER ? "serverAuth" : "clientAuth") ||
 		    (kind == KIND_SERVER && add_ext(c->cert, issuer, NID_subject_alt_name,
 		                                    "IP:127.0.0.1,DNS:localhost")) ||
+		    (client_san != NULL &&
+		     add_ext(c->cert, issuer, NID_subject_alt_name, client_san)) ||
 		    add_ext(c->cert, issuer, NID_authority_key_identifier, "keyid:always"))
 			goto err;
 	}
@@ -86,18 +88,24 @@ err:
 
 struct testcert *testcert_new_ca(const char *cn)
 {
-	return make(NULL, cn, 1, 10L * 365 * 86400, KIND_CA);
+	return make(NULL, cn, 1, 10L * 365 * 86400, KIND_CA, NULL);
 }
 
 struct testcert *testcert_new_server(const struct testcert *ca, const char *cn, long serial,
                                      long valid_seconds)
 {
-	return make(ca, cn, serial, valid_seconds, KIND_SERVER);
+	return make(ca, cn, serial, valid_seconds, KIND_SERVER, NULL);
 }
 
 struct testcert *testcert_new_client(const struct testcert *ca, const char *cn, long serial)
 {
-	return make(ca, cn, serial, 86400, KIND_CLIENT);
+	return make(ca, cn, serial, 86400, KIND_CLIENT, NULL);
+}
+
+struct testcert *testcert_new_client_san(const struct testcert *ca, const char *cn, const char *san,
+                                         long serial)
+{
+	return make(ca, cn, serial, 86400, KIND_CLIENT, san);
 }
 
 void testcert_free(struct testcert *c)

@@ -27,6 +27,10 @@ struct testcert *testcert_new_server(const struct testcert *ca, const char *cn, 
 /* A client certificate (EKU clientAuth, no SANs) for cn, issued by ca, valid one day. */
 struct testcert *testcert_new_client(const struct testcert *ca, const char *cn, long serial);
 
+/* The same with a subjectAltName extension of san (OpenSSL's form: "DNS:a,DNS:b"). */
+struct testcert *testcert_new_client_san(const struct testcert *ca, const char *cn, const char *san,
+                                         long serial);
+
 void testcert_free(struct testcert *c); /* NULL is a no-op */
 
 char *testcert_cert_pem(const struct testcert *c); /* caller frees */

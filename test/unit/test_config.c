@@ -64,6 +64,7 @@ static void test_defaults(void **state)
 	assert_int_equal(cfg.tls_reload_interval_ms, 2000);
 	assert_int_equal(cfg.cert_expiry_warning_ms, 720ull * 3600 * 1000);
 	assert_int_equal(cfg.reservation_grace_ms, 5000);
+	assert_int_equal(cfg.unseen_reservation_ttl_ms, 35000);
 	assert_string_equal(cfg.log_level, "info");
 	assert_int_equal(cfg.threads, 0);
 	assert_int_equal(cfg.reservations_shared, 0);
@@ -74,16 +75,17 @@ static void test_every_flag(void **state)
 {
 	struct config cfg;
 	char err[CONFIG_ERR_MAX];
-	int rc = parse("serve --listen 127.0.0.1:9443 --health-listen=[::1]:9080 " TLS
-	               " --kubeconfig /k/config --threshold 0.85 --warn-threshold=0.5 --mode warn"
-	               " --gpu-resource nvidia.com/gpu.shared --gpu-resource=amd.com/gpu"
-	               " --exempt-namespace kube-system --exempt-namespace gpu-memory-guard"
-	               " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
-	               " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h"
-	               " --threads 4 --workers=32 --connection-timeout 2000ms"
-	               " --cert-expiry-warning 168h --reservation-grace 12s"
-	               " --reservations shared --reservations-namespace=gmg-system",
-	               &cfg, err, sizeof(err));
+	int rc =
+	    parse("serve --listen 127.0.0.1:9443 --health-listen=[::1]:9080 " TLS
+	          " --kubeconfig /k/config --threshold 0.85 --warn-threshold=0.5 --mode warn"
+	          " --gpu-resource nvidia.com/gpu.shared --gpu-resource=amd.com/gpu"
+	          " --exempt-namespace kube-system --exempt-namespace gpu-memory-guard"
+	          " --reservation-ttl 2m --api-timeout 500ms --log-level debug"
+	          " --tls-reload-interval 10s --drain-timeout 0s --shutdown-timeout 1h"
+	          " --threads 4 --workers=32 --connection-timeout 2000ms"
+	          " --cert-expiry-warning 168h --reservation-grace 12s --unseen-reservation-ttl 20s"
+	          " --reservations shared --reservations-namespace=gmg-system",
+	          &cfg, err, sizeof(err));
 	if (rc != 0)
 		fail_msg("%s", err);
 	assert_string_equal(cfg.listen.host, "127.0.0.1");
@@ -108,11 +110,57 @@ static void test_every_flag(void **state)
 	assert_int_equal(cfg.shutdown_timeout_ms, 3600000);
 	assert_int_equal(cfg.cert_expiry_warning_ms, 168ull * 3600 * 1000);
 	assert_int_equal(cfg.reservation_grace_ms, 12000);
+	assert_int_equal(cfg.unseen_reservation_ttl_ms, 20000);
 	assert_int_equal(cfg.threads, 4);
 	assert_int_equal(cfg.workers, 32);
 	assert_int_equal(cfg.connection_timeout_s, 2);
 	assert_int_equal(cfg.reservations_shared, 1);
 	assert_string_equal(cfg.reservations_namespace, "gmg-system");
+}
+
+/* Client authentication: --client-ca-file alone requires certificates on both routes;
+ * --client-auth-routes picks them; names are comma-separated and repeatable; each bad form
+ * gets its own error. */
+static void test_client_auth_flags(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX];
+	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
+	assert_null(cfg.client_ca_file);
+	assert_int_equal(cfg.client_auth_admission + cfg.client_auth_extender, 0);
+	assert_int_equal(parse("serve " TLS " --client-ca-file /ca.crt", &cfg, err, sizeof(err)),
+	                 0);
+	assert_string_equal(cfg.client_ca_file, "/ca.crt");
+	assert_int_equal(cfg.client_auth_admission, 1);
+	assert_int_equal(cfg.client_auth_extender, 1);
+	assert_int_equal(cfg.n_client_allowed_names, 0);
+	assert_int_equal(parse("serve " TLS
+	                       " --client-ca-file /ca.crt --client-auth-routes extender"
+	                       " --client-allowed-names a,b.example --client-allowed-names=a,c",
+	                       &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.client_auth_admission, 0);
+	assert_int_equal(cfg.client_auth_extender, 1);
+	assert_int_equal(cfg.n_client_allowed_names, 3);
+	assert_string_equal(cfg.client_allowed_names[0], "a");
+	assert_string_equal(cfg.client_allowed_names[1], "b.example");
+	assert_string_equal(cfg.client_allowed_names[2], "c");
+	assert_int_equal(parse("serve " TLS " --client-ca-file /ca.crt --client-auth-routes "
+	                       "admission,extender",
+	                       &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.client_auth_admission + cfg.client_auth_extender, 2);
+	expect_error("serve " TLS " --client-auth-routes extender",
+	             "--client-auth-routes needs --client-ca-file");
+	expect_error("serve " TLS " --client-allowed-names a",
+	             "--client-allowed-names needs --client-ca-file");
+	expect_error("serve " TLS " --client-ca-file /ca.crt --client-auth-routes admision",
+	             "\"admision\" is not admission or extender");
+	expect_error("serve " TLS " --client-ca-file /ca.crt --client-auth-routes admission,",
+	             "\"\" is not admission or extender");
+	expect_error("serve " TLS " --client-ca-file /ca.crt --client-allowed-names a,,b",
+	             "a name is empty");
+	expect_error("serve " TLS " --client-ca-file=", "--client-ca-file: empty value");
 }
 
 static void test_repeated_values_deduplicated(void **state)
@@ -172,6 +220,8 @@ static void test_flag_errors(void **state)
 	expect_error("serve " TLS " --drain-timeout 999999h", "--drain-timeout");
 	expect_error("serve " TLS " --shutdown-timeout 1h30m", "from 0s to 1h");
 	expect_error("serve " TLS " --reservation-ttl 500ms", "from 1s to 24h");
+	expect_error("serve " TLS " --unseen-reservation-ttl 500ms",
+	             "--unseen-reservation-ttl: \"500ms\" must be from 1s");
 	expect_error("serve " TLS " --reservation-grace 0s",
 	             "--reservation-grace: \"0s\" must be from 1s");
 	expect_error("serve " TLS " --connection-timeout 1.5s", "must be whole seconds");
@@ -405,6 +455,7 @@ int main(void)
 	    cmocka_unit_test(test_webhook_timeout),
 	    cmocka_unit_test(test_undeclared_and_engine_defaults),
 	    cmocka_unit_test(test_every_flag),
+	    cmocka_unit_test(test_client_auth_flags),
 	    cmocka_unit_test(test_repeated_values_deduplicated),
 	    cmocka_unit_test(test_commands),
 	    cmocka_unit_test(test_flag_errors),

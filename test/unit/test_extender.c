@@ -23,6 +23,8 @@
 #include <cmocka.h>
 
 #include <cjson/cJSON.h>
+#include <pthread.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -488,11 +490,61 @@ static void test_held_node(void **state)
 	cJSON_Delete(a);
 	free(out);
 
-	/* Not held: decided at once, no worker. */
+	/* Not held, but the watch cache does not show the pod yet: on a worker, which waits for
+	 * the cache (EXTENDER_CACHE_WAIT_MS) before deciding the hold. */
 	E.res.busy_node = NULL;
+	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_int_equal(r.needs_worker(job), 1);
+	r.discard(job);
+	/* Not held and cached: decided at once, no worker. */
+	put_pod(E.cache, "ml", "llama-0", "10Gi", NULL);
 	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
 	assert_int_equal(r.needs_worker(job), 0);
 	r.discard(job);
+	free(body);
+	free(pod);
+}
+
+/* A filter call that arrives before the watch cache shows its pod (the scheduler's informer
+ * was faster) waits on the worker for the cache and then holds the pod: the next pod's filter
+ * counts it. Without the wait it would hold nothing (not_cached). */
+struct late_pod {
+	struct cache *cache;
+};
+static void *add_late(void *arg)
+{
+	struct late_pod *l = arg;
+	const struct timespec d = {0, 50 * 1000 * 1000};
+	nanosleep(&d, NULL);
+	put_pod(l->cache, "ml", "llama-0", "30Gi", NULL);
+	return NULL;
+}
+
+static void test_waits_for_the_cache(void **state)
+{
+	char *pod = llama("30Gi"), *body = args_names(pod, ALL, N_ALL), *out = NULL, err[256];
+	struct server_route r = extender_filter_route(E.x);
+	struct late_pod l = {E.cache};
+	pthread_t t;
+	size_t len;
+	void *job = NULL;
+	(void)state;
+
+	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_int_equal(r.needs_worker(job), 1);
+	assert_int_equal(pthread_create(&t, NULL, add_late, &l), 0);
+	assert_int_equal(r.finish(job, &out, &len, err, sizeof(err)), 0); /* the worker's call */
+	pthread_join(t, NULL);
+	free(out);
+	/* The 30Gi pod now holds on the nodes it passed: a 45Gi pod no longer fits n-empty's
+	 * 71.7Gi limit beside it. */
+	char *other = pod_text("ml", "llama-1", "45Gi", NULL, "", "nvidia.com/gpu");
+	char *b2 = args_names(other, ALL, N_ALL);
+	cJSON *a = call(EXTENDER_FILTER, b2);
+	expect_contains(reason(a, "FailedNodes", "n-empty"), "counting 30Gi of 1 pod");
+	cJSON_Delete(a);
+	free(b2);
+	free(other);
 	free(body);
 	free(pod);
 }
@@ -891,6 +943,13 @@ static void test_pods_in_flight(void **state)
 	char *big_args = args_names(big, room, 1), names[256];
 	cJSON *a;
 
+	/* Only a pod the watch cache shows pending is held: the scheduler filters pods it has
+	 * seen, and so has the cache. */
+	put_pod(E.cache, "ml", "llama-0", "10Gi", NULL);
+	put_pod(E.cache, "ml", "big", "25Gi", NULL);
+	put_pod(E.cache, "ml", "mid", "15Gi", NULL);
+	put_pod(E.cache, "ml", "llama-1", "10Gi", NULL);
+
 	/* llama-0 passes n-room; the scheduler binds it there, asynchronously. */
 	a = call(EXTENDER_FILTER, first_args);
 	names_of(a, names, sizeof(names));
@@ -1048,6 +1107,167 @@ static void test_dra_nodes(void **state)
 	dra_store_free(d);
 }
 
+/* Forged filter calls hold nothing for long: a pod the watch cache does not show, or shows
+ * with another uid, bound or finished, is judged but holds nothing (counted under
+ * holds_refused_total{reason}); a pod it shows pending holds what the cache says it declares,
+ * whatever the body claims. */
+static void test_holds_need_the_cached_pod(void **state)
+{
+	const char *room[] = {"n-room"};
+	char *ghost = pod_text("ml", "ghost", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *ghost_args = args_names(ghost, room, 1);
+	char *probe = pod_text("ml", "probe", "23Gi", NULL, "", "nvidia.com/gpu");
+	char *probe_args = args_names(probe, room, 1);
+	char *liar = pod_text("ml", "liar", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *liar_args = args_names(liar, room, 1);
+	char buf[256], *text;
+	size_t len;
+	cJSON *a;
+
+	/* Unknown to the cache: n-room passes (40 + 30 of 72), nothing is held: the probe (23Gi)
+	 * still fits beside the resident (40 + 23). */
+	a = call(EXTENDER_FILTER, ghost_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+
+	/* Known by name with another uid (a forged uid), bound, finished: nothing held either. */
+	char *other = pod_text("ml", "ghost", "30Gi", NULL, "", "nvidia.com/gpu");
+	cJSON *o = cJSON_Parse(other);
+	cJSON_ReplaceItemInObject(cJSON_GetObjectItem(o, "metadata"), "uid",
+	                          cJSON_CreateString("uid-real-ghost"));
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0);
+	cJSON_Delete(o);
+	free(other);
+	put_pod(E.cache, "ml", "bound", "30Gi", "n-empty");
+	char *bound = pod_text("ml", "bound", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *bound_args = args_names(bound, room, 1);
+	for (int i = 0; i < 2; i++) {
+		a = call(EXTENDER_FILTER, i == 0 ? ghost_args : bound_args);
+		names_of(a, buf, sizeof(buf));
+		assert_string_equal(buf, "n-room");
+		cJSON_Delete(a);
+		a = call(EXTENDER_FILTER, probe_args);
+		names_of(a, buf, sizeof(buf));
+		assert_string_equal(buf, "n-room");
+		cJSON_Delete(a);
+	}
+
+	/* Cached pending with 10Gi, the body claims 30Gi: 10Gi is held, so the probe (23Gi) no
+	 * longer fits (40 + 10 + 23 > 72) and the reason counts 10Gi in flight. */
+	put_pod(E.cache, "ml", "liar", "10Gi", NULL);
+	a = call(EXTENDER_FILTER, liar_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	assert_string_equal(reason(a, "FailedNodes", "n-room"),
+	                    "needs 23Gi, 22Gi free of the 90 percent limit, counting 10Gi of 1 "
+	                    "pod whose Binding is in flight");
+	cJSON_Delete(a);
+
+	assert_int_equal(metrics_render(E.metrics, &text, &len), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"not_cached\"} ") == 4); /* ghost, probe x 3 (passed) */
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"other_uid\"} ") == 1);
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"not_pending\"} ") == 1);
+	free(text);
+	free(ghost);
+	free(ghost_args);
+	free(probe);
+	free(probe_args);
+	free(liar);
+	free(liar_args);
+	free(bound);
+	free(bound_args);
+}
+
+/* An inferred share (vLLM's --gpu-memory-utilization) comes to other bytes on each node: the
+ * hold is the most it came to on the nodes judged, taken only when the body asks what the cached
+ * pod asks; a body stating another share holds nothing (body_mismatch), so a forged call cannot
+ * hold its own figure for a real pending pod. n-room: 80Gi, 40Gi resident, limit 72Gi. */
+static char *vllm_pod(const char *name, const char *util)
+{
+	char *text = malloc(1024);
+	assert_non_null(text);
+	snprintf(
+	    text, 1024,
+	    "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"ml\",\"uid\":\"uid-ml-%s\"},"
+	    "\"spec\":{\"containers\":[{\"name\":\"vllm\",\"image\":\"vllm/vllm-openai:v0.11.0\","
+	    "\"command\":[\"vllm\",\"serve\",\"m\"],\"args\":[\"--gpu-memory-utilization\","
+	    "\"%s\"],\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},"
+	    "\"status\":{\"phase\":\"Pending\"}}",
+	    name, name, util);
+	return text;
+}
+
+static void test_inferred_hold_needs_the_cached_share(void **state)
+{
+	const char *room[] = {"n-room"};
+	char *cached = vllm_pod("share", "0.1"), *liar = vllm_pod("share", "0.35");
+	char *liar_args = args_names(liar, room, 1), *honest_args = args_names(cached, room, 1);
+	char *probe = pod_text("ml", "probe", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *probe_args = args_names(probe, room, 1), buf[256], *text;
+	size_t len;
+	cJSON *a, *o;
+
+	/* The cache reads every source (--undeclared infer), the extender too. */
+	extender_free(E.x);
+	cache_free(E.cache);
+	E.cache = cache_new(&(struct demand_config){.infer = 1}, NULL, NULL);
+	assert_non_null(E.cache);
+	put_node(E.cache, "n-room", "80Gi", NULL);
+	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
+	E.cfg.cache = E.cache;
+	E.cfg.infer = 1;
+	E.x = extender_new(&E.cfg, E.metrics);
+	assert_non_null(E.x);
+	o = cJSON_Parse(cached);
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0); /* pending, 0.1: 8Gi */
+	cJSON_Delete(o);
+
+	/* A forged body for that pod says 0.35 (28Gi): n-room passes (40 + 28), nothing is held,
+	 * so the probe still fits (40 + 30). Holding the body's figure would refuse it. */
+	a = call(EXTENDER_FILTER, liar_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+
+	/* The body asks what the cached pod asks (0.1: 8Gi): held, so the probe no longer fits
+	 * (40 + 8 + 30 > 72). */
+	a = call(EXTENDER_FILTER, honest_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	cJSON_Delete(a);
+
+	assert_int_equal(metrics_render(E.metrics, &text, &len), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
+	                         "\"body_mismatch\"} ") == 1);
+	free(text);
+	free(cached);
+	free(liar);
+	free(liar_args);
+	free(honest_args);
+	free(probe);
+	free(probe_args);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1056,6 +1276,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_any_letter_case, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_prioritize_binpack_and_spread, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reservations_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_waits_for_the_cache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_held_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_untracked_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
@@ -1071,6 +1292,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_holds_need_the_cached_pod, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_inferred_hold_needs_the_cached_share, setup,
+	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -194,6 +194,35 @@ static void test_ttl_expiry(void **state)
 	ledger_free(l);
 }
 
+/* A pod CREATE's reservation (ledger_reserve_unseen) lives the shorter bound, and its drop at
+ * expiry is counted; one settled by its pod showing is not; a Binding's refresh of the key is an
+ * ordinary entry again; the ledger's TTL caps a longer bound. */
+static void test_unseen_reservations(void **state)
+{
+	struct ledger *l = ledger_new(60000);
+	struct ledger_node *n = ledger_lock(l, "n1");
+	const char *keys[] = {"ns/seen"};
+
+	assert_int_equal(ledger_reserve_unseen(n, "ns/ghost", "u1", GI, 35000, 1000), 0);
+	assert_int_equal(ledger_reserve_unseen(n, "ns/seen", "u2", GI, 35000, 1000), 0);
+	assert_int_equal(ledger_reserve_unseen(n, "ns/bound", "u3", GI, 35000, 1000), 0);
+	assert_int_equal(ledger_reserve_uid(n, "ns/bound", "u3", GI, 2000), 0);
+	assert_int_equal(ledger_reserve_unseen(n, "ns/long", "u4", GI, 600000, 1000), 0);
+	assert_int_equal(ledger_reserve_unseen(n, "ns/x", NULL, GI, 0, 1000), LEDGER_EINVAL);
+	assert_int_equal(ledger_settle(n, keys, NULL, 1, 2000), 1);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 35999), 3 * GI);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 36000), 2 * GI); /* ghost gone */
+	assert_int_equal(ledger_reconcile(n, NULL, 0, 36000), 1);
+	assert_int_equal(ledger_unseen_dropped(l), 1);
+	/* long: capped at the ledger's 60 s, and counted; bound: the Binding's TTL, not counted */
+	assert_int_equal(ledger_reconcile(n, NULL, 0, 61000), 1);
+	assert_int_equal(ledger_unseen_dropped(l), 2);
+	assert_int_equal(ledger_reconcile(n, NULL, 0, 62000), 1);
+	assert_int_equal(ledger_unseen_dropped(l), 2);
+	ledger_unlock(n);
+	ledger_free(l);
+}
+
 static void test_pod_appears(void **state)
 {
 	struct ledger *l = ledger_new(60000);
@@ -651,6 +680,7 @@ int main(void)
 	    cmocka_unit_test(test_visit),
 	    cmocka_unit_test(test_remove),
 	    cmocka_unit_test(test_ttl_expiry),
+	    cmocka_unit_test(test_unseen_reservations),
 	    cmocka_unit_test(test_pod_appears),
 	    cmocka_unit_test(test_invalid_keys_and_caps),
 	    cmocka_unit_test(test_empty_nodes_do_not_accumulate),

@@ -252,6 +252,43 @@ static void test_parse_errors(void **state)
 	record_free(&r);
 }
 
+/* A pod CREATE's entry (--unseen-reservation-ttl) carries "unseen":true through the Lease, so
+ * the replica whose write drops it at its expiry counts it; a retried review replaces it in
+ * place and an ordinary put clears the mark. */
+static void test_unseen_entries(void **state)
+{
+	struct record r, back;
+	char err[256];
+	(void)state;
+	record_init(&r);
+	record_init(&back);
+	snprintf(r.rv, sizeof(r.rv), "%s", "1");
+	assert_int_equal(record_put_unseen(&r, "a/ghost", "u1", GI, WALL + 35000), 0);
+	assert_int_equal(record_put(&r, "a/bound", "u2", GI, WALL + 60000), 0);
+	cJSON *lease = record_to_lease(&r, "ns", "gpu-1", WALL);
+	assert_string_equal(json_str(lease, "metadata", "annotations", RECORD_ANNOTATION, NULL),
+	                    "[{\"uid\":\"u1\",\"pod\":\"a/ghost\",\"bytes\":1073741824,"
+	                    "\"expires\":1800000035000,\"unseen\":true},{\"uid\":\"u2\",\"pod\":"
+	                    "\"a/bound\",\"bytes\":1073741824,\"expires\":1800000060000}]");
+	assert_int_equal(record_from_lease(lease, &back, err, sizeof(err)), 0);
+	cJSON_Delete(lease);
+	assert_int_equal(back.n, 2);
+	assert_int_equal(back.entries[0].unseen, 1);
+	assert_int_equal(back.entries[1].unseen, 0);
+	assert_int_equal(record_unseen_expired(&back, WALL + 34999), 0);
+	assert_int_equal(record_unseen_expired(&back, WALL + 35000), 1);
+	assert_int_equal(record_unseen_expired(&back, WALL + 60000), 1); /* the other is not */
+	assert_int_equal(record_put(&back, "a/ghost", "u1", GI, WALL + 60000), 0);
+	assert_int_equal(back.entries[0].unseen, 0);
+	assert_int_equal(record_unseen_expired(&back, WALL + 60000), 0);
+	record_free(&r);
+	record_free(&back);
+	expect_parse("1", "[{\"pod\":\"a/b\",\"bytes\":1,\"expires\":2,\"unseen\":false}]", NULL, 0,
+	             NULL);
+	expect_parse("1", "[{\"pod\":\"a/b\",\"bytes\":1,\"expires\":2,\"unseen\":1}]", NULL,
+	             RECORD_EPARSE, "\"unseen\" a boolean");
+}
+
 /* Entries are read as stored: puts of (k, A), (k, B), (k, no uid) keep two entries, and a read
  * must not merge them (the same-pod rule is not transitive; found by fuzz_record). */
 static void test_read_keeps_entries_apart(void **state)
@@ -311,6 +348,7 @@ int main(void)
 	    cmocka_unit_test(test_items_and_live_bytes),
 	    cmocka_unit_test(test_lease_round_trip),
 	    cmocka_unit_test(test_parse_errors),
+	    cmocka_unit_test(test_unseen_entries),
 	    cmocka_unit_test(test_read_keeps_entries_apart),
 	    cmocka_unit_test(test_copy),
 	};

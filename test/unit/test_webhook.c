@@ -592,6 +592,7 @@ static void test_binding_pod_not_found_denied(void **state)
 	struct answer a = review_fixture(e, "review-binding-create.json");
 	assert_false(a.allowed);
 	assert_non_null(strstr(a.message, "not found"));
+	assert_int_equal(ledger_size(e->ledger), 0); /* a forged Binding reserves nothing */
 	cJSON_Delete(a.root);
 }
 

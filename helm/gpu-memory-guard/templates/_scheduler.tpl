@@ -164,6 +164,11 @@ extenders:
     {{- else }}
     caFile: {{ include "gmg.schedulerCaDir" $root }}/ca.crt
     {{- end }}
+    {{- if include "gmg.schedulerClientAuth" $root }}
+    # The client certificate the webhook requires on its extender routes (lib/http/clientauth.h).
+    certFile: {{ include "gmg.schedulerClientDir" $root }}/tls.crt
+    keyFile: {{ include "gmg.schedulerClientDir" $root }}/tls.key
+    {{- end }}
 {{- end -}}
 
 {{/* The ConfigMap; rendered from webhook.yaml, where the self-signed CA is made (one render:
@@ -180,4 +185,59 @@ metadata:
 data:
   config.yaml: |
     {{- include "gmg.schedulerConfig" . | nindent 4 }}
+{{- end -}}
+
+{{/* Whether the chart's scheduler presents a client certificate and the webhook requires one on
+its extender routes: scheduler.enabled and scheduler.clientAuth.enabled. */}}
+{{- define "gmg.schedulerClientAuth" -}}
+{{- if and .Values.scheduler.enabled .Values.scheduler.clientAuth.enabled -}}
+true
+{{- end -}}
+{{- end -}}
+
+{{/* The subject CN of the scheduler's client certificate: the only name the webhook accepts on
+its extender routes besides clientAuth.allowedNames. */}}
+{{- define "gmg.schedulerClientName" -}}
+{{- include "gmg.schedulerFullname" . -}}
+{{- end -}}
+
+{{/* The Secret (kubernetes.io/tls) holding the scheduler's client certificate. */}}
+{{- define "gmg.schedulerClientSecret" -}}
+{{- if eq .Values.certificate.mode "existingSecret" -}}
+{{- .Values.scheduler.clientAuth.existingSecret -}}
+{{- else -}}
+{{- printf "%s-client" (include "gmg.schedulerFullname" .) | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "gmg.schedulerClientDir" -}}/etc/gpu-memory-guard/client{{- end -}}
+
+{{/* --client-auth-routes for the webhook: admission (clientAuth.admission), extender (the
+chart's scheduler presents a certificate); empty: no client authentication. Fails the render
+where a setting cannot work. */}}
+{{- define "gmg.clientAuthRoutes" -}}
+{{- $r := list -}}
+{{- if .Values.clientAuth.admission -}}
+{{- if not .Values.clientAuth.allowedNames -}}
+{{- fail "clientAuth.admission: set clientAuth.allowedNames to the subject CN (or a DNS SAN) of the kube-apiserver's client certificate (docs/install.md, \"Authenticating the API server to the webhook\")" -}}
+{{- end -}}
+{{- $r = append $r "admission" -}}
+{{- end -}}
+{{- if include "gmg.schedulerClientAuth" . -}}
+{{- if and (eq .Values.certificate.mode "existingSecret") (not .Values.scheduler.clientAuth.existingSecret) -}}
+{{- fail "scheduler.clientAuth: with certificate.mode existingSecret, set scheduler.clientAuth.existingSecret to a kubernetes.io/tls Secret holding the scheduler's client certificate, issued by the CA in the serving Secret's ca.crt (or set scheduler.clientAuth.enabled=false)" -}}
+{{- end -}}
+{{- $r = append $r "extender" -}}
+{{- end -}}
+{{- join "," $r -}}
+{{- end -}}
+
+{{/* --client-allowed-names: the scheduler's name (when it authenticates) and
+clientAuth.allowedNames. */}}
+{{- define "gmg.clientAllowedNames" -}}
+{{- $n := .Values.clientAuth.allowedNames | default list -}}
+{{- if include "gmg.schedulerClientAuth" . -}}
+{{- $n = prepend $n (include "gmg.schedulerClientName" .) -}}
+{{- end -}}
+{{- join "," (uniq $n) -}}
 {{- end -}}
