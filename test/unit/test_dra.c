@@ -405,6 +405,31 @@ static void store_view(void **state)
 	dra_store_free(NULL);
 }
 
+/* A claim the store holds for the pod by its uid (the scheduler's KEP-5004 claim, owned by and
+ * reserved for it, before the pod's status names it) does not stand for a claim the pod names
+ * that the store has not seen: that one is still unknown, so the most is every DRA GPU of the
+ * node. */
+static void store_view_unknown_beside_owned(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"dra/slice-gpu-dra-0.json",
+	                                    "dra/claim-extended.json"};
+	struct dra_store *s = store_with(files, 2);
+	struct dra_view *v;
+	struct dra_pod_refs refs = {.any = 1, .n = 1};
+
+	strcpy(refs.names[0], "direct-gpu"); /* resourceClaimName, not in the store yet */
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra", "e0000000-0000-4000-8000-000000000001",
+	                                &refs, &v),
+	                 0);
+	assert_int_equal(v->pod.n_here, 1); /* the extended claim, found by owner */
+	assert_int_equal(v->pod.n_unknown, 1);
+	assert_int_equal(v->pod.pending_whole_n, 2);
+	assert_int_equal(v->pod.pending_whole_bytes, 2 * H100);
+	dra_view_free(v);
+	dra_store_free(s);
+}
+
 /* Pods that leave a claim's reservedFor (deleted, refused) are reported gone, once each, with
  * their "ns/name" and uid: their reservations can go. */
 struct gone_rec {
@@ -711,6 +736,7 @@ int main(void)
 	    cmocka_unit_test(request_max),
 	    cmocka_unit_test(capacity_merge),
 	    cmocka_unit_test(store_view),
+	    cmocka_unit_test(store_view_unknown_beside_owned),
 	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
 	    cmocka_unit_test(placement_settle_and_words),
