@@ -500,7 +500,7 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
                      const char *ns, const char *uid, const struct dra_pod_refs *refs,
                      struct dra_view *v)
 {
-	size_t n_uids = 0, k = 0, u = 0, found = 0;
+	size_t n_uids = 0, k = 0, u = 0, found = 0, named = 0;
 	int on;
 
 	for (size_t i = 0; i < s->n_claims; i++) {
@@ -522,6 +522,8 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 		    (ns != NULL || uid != NULL || refs != NULL) && claim_of_pod(c, ns, uid, refs);
 
 		found += mine;
+		for (size_t r = 0; mine && refs != NULL && r < refs->n; r++)
+			named += strcmp(refs->names[r], c->name) == 0;
 		if (mine && c->extended)
 			v->pod.extended = 1;
 		claim_on(c, local, n_local, &on, cu);
@@ -551,7 +553,7 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 	if (refs != NULL) {
 		/* Named claims the store does not hold, and template claims not generated yet:
 		 * not read, so the most is every DRA GPU of the node. */
-		size_t missing = refs->n > found ? refs->n - found : 0;
+		size_t missing = refs->n > named ? refs->n - named : 0; /* not: by uid */
 		v->pod.n_unknown = missing + refs->n_templates;
 		if (v->pod.n_unknown > 0) {
 			v->pod.pending_whole_n = v->node.gpus.n;
