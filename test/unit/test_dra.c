@@ -430,6 +430,31 @@ static void store_view_unknown_beside_owned(void **state)
 	dra_store_free(s);
 }
 
+/* A pool republished (pool.generation 2 in a new slice, the old slice not deleted yet), or a
+ * device listed by two slices of a pool: each GPU is the node's once. Counted twice, the node's
+ * capacity doubles and a placement passes at twice the threshold. */
+static void store_view_device_twice(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
+	struct dra_store *s = store_with(files, 1);
+	cJSON *j = fixture_json("dra/slice-gpu-dra-0.json");
+	cJSON *md = cJSON_GetObjectItem(j, "metadata");
+	cJSON *pool = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"), "pool");
+	struct dra_view *v;
+	char err[256];
+
+	cJSON_ReplaceItemInObject(md, "name", cJSON_CreateString("gpu-dra-0-gpu.nvidia.com-9zz9z"));
+	cJSON_ReplaceItemInObject(pool, "generation", cJSON_CreateNumber(2));
+	assert_int_equal(dra_store_apply_slice(s, WATCH_ADDED, j, err, sizeof(err)), 0);
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+	assert_int_equal(v->node.gpus.n, 2);
+	assert_int_equal(v->node.gpus.bytes, 2 * H100);
+	dra_view_free(v);
+	cJSON_Delete(j);
+	dra_store_free(s);
+}
+
 /* Pods that leave a claim's reservedFor (deleted, refused) are reported gone, once each, with
  * their "ns/name" and uid: their reservations can go. */
 struct gone_rec {
@@ -737,6 +762,7 @@ int main(void)
 	    cmocka_unit_test(capacity_merge),
 	    cmocka_unit_test(store_view),
 	    cmocka_unit_test(store_view_unknown_beside_owned),
+	    cmocka_unit_test(store_view_device_twice),
 	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
 	    cmocka_unit_test(placement_settle_and_words),
