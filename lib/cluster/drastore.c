@@ -393,13 +393,30 @@ static int counted(const struct dra_device *d)
 	return !d->counters && (d->type != DRA_TYPE_OTHER || d->memory > 0);
 }
 
+/* 1 when device j of local[i] is listed before it by a slice of the same driver and pool (a
+ * pool republished, its old slice not deleted yet): the same GPU. */
+static int listed_before(struct sslice *const *local, size_t i, size_t j)
+{
+	const struct sslice *sl = local[i];
+
+	for (size_t a = 0; a <= i; a++) {
+		if (strcmp(local[a]->driver, sl->driver) != 0 ||
+		    strcmp(local[a]->pool, sl->pool) != 0)
+			continue;
+		for (size_t b = 0; b < (a == i ? j : local[a]->n); b++)
+			if (strcmp(local[a]->devices[b].name, sl->devices[j].name) == 0)
+				return 1;
+	}
+	return 0;
+}
+
 static void gpus_of(struct sslice *const *local, size_t n, struct dra_gpus *g)
 {
 	memset(g, 0, sizeof(*g));
 	for (size_t i = 0; i < n; i++)
 		for (size_t j = 0; j < local[i]->n; j++) {
 			const struct dra_device *d = &local[i]->devices[j];
-			if (!counted(d))
+			if (!counted(d) || listed_before(local, i, j))
 				continue;
 			g->n++;
 			g->n_mig += d->type == DRA_TYPE_MIG;
