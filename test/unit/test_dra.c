@@ -412,15 +412,14 @@ static void store_view(void **state)
 static void store_view_unknown_beside_owned(void **state)
 {
 	(void)state;
-	static const char *const files[] = {"dra/slice-gpu-dra-0.json",
-	                                    "dra/claim-extended.json"};
+	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/claim-extended.json"};
 	struct dra_store *s = store_with(files, 2);
 	struct dra_view *v;
 	struct dra_pod_refs refs = {.any = 1, .n = 1};
 
 	strcpy(refs.names[0], "direct-gpu"); /* resourceClaimName, not in the store yet */
-	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra", "e0000000-0000-4000-8000-000000000001",
-	                                &refs, &v),
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra",
+	                                "e0000000-0000-4000-8000-000000000001", &refs, &v),
 	                 0);
 	assert_int_equal(v->pod.n_here, 1); /* the extended claim, found by owner */
 	assert_int_equal(v->pod.n_unknown, 1);
