@@ -715,6 +715,51 @@ static void placement_rules(void **state)
 	}
 }
 
+/* DRA GPUs that publish no memory capacity, their memory given by the node's annotation
+ * (capacity_add_dra: per_gpu_bytes from it): a whole device another claim holds (whole_bytes 0,
+ * the device's published memory) still leaves no memory on the node's one card, as when the
+ * device publishes its memory (the first row of placement_rules). */
+static void placement_whole_device_no_memory(void **state)
+{
+	(void)state;
+	struct capacity cap = {.per_gpu_bytes = H100,
+	                       .gpu_count = 1,
+	                       .total_bytes = H100,
+	                       .replicas = 1,
+	                       .piece_bytes = H100,
+	                       .memory_source = CAPACITY_SRC_ANNOTATION,
+	                       .count_source = CAPACITY_SRC_DRA,
+	                       .dra_gpus = 1,
+	                       .dra_bytes = H100};
+	struct dra_claim_use c = {.key = "dra/a",
+	                          .uid = "ca",
+	                          .whole_n = 1,
+	                          .whole_bytes = 0,
+	                          .n_pods = 1,
+	                          .pods = one_pod};
+	struct dra_node dn = {.n_claims = 1, .claims = &c};
+	struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
+	struct dra_pod dp = {0};
+	struct demand d;
+	struct placement_pod pod = {
+	    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &dp};
+	struct placement_result res;
+
+	placement_dra_demand(&d);
+	d.bytes = 10 * GI; /* a device-plugin pod declaring 10Gi on one GPU */
+	d.gpus = 1;
+	d.pool = CAPACITY_POOL_WHOLE;
+	d.n_uses = 1;
+	d.uses[0] = (struct demand_use){.bytes = 10 * GI, .gpus = 1};
+	strcpy(d.uses[0].container, "main");
+	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+	if (res.decision.allowed)
+		fail_msg("allowed beside a device held whole: used %llu, %s: %s",
+		         (unsigned long long)res.used_bytes, res.decision.reason,
+		         res.decision.message);
+	assert_string_equal(res.decision.reason, "NoFreeCard");
+}
+
 /* A reservation whose pod a claim is now reserved for is settled, not counted twice; the
  * refusal names the claim and says how a pending claim was counted. */
 static void placement_settle_and_words(void **state)
@@ -765,6 +810,7 @@ int main(void)
 	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
 	    cmocka_unit_test(placement_settle_and_words),
+	    cmocka_unit_test(placement_whole_device_no_memory),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
