@@ -478,8 +478,19 @@ static int dra_devices(const struct placement_node *node, const struct placement
 	uint64_t own_n = sat_add(t->own_whole_n, dp ? dp->pending_whole_n : 0);
 	uint64_t own_b = sat_add(t->own_whole_bytes, dp ? dp->pending_whole_bytes : 0);
 	uint64_t units = node->cap->dra_gpus ? node->cap->dra_gpus : node->cap->gpu_count;
-	uint64_t taken = sat_add(t->dra_held_bytes, own_b);
+	uint64_t held_b = t->dra_held_bytes;
 	struct policy_decision *dec = &out->decision;
+
+	/* Devices that publish no memory are the annotation's size (capacity_add_dra): held
+	 * whole, they take that much, not the 0 they publish. */
+	if (node->cap->memory_source == CAPACITY_SRC_ANNOTATION) {
+		uint64_t each = node->cap->per_gpu_bytes;
+		if (sat_mul(t->dra_held_n, each) > held_b)
+			held_b = sat_mul(t->dra_held_n, each);
+		if (sat_mul(own_n, each) > own_b)
+			own_b = sat_mul(own_n, each);
+	}
+	uint64_t taken = sat_add(held_b, own_b);
 
 	if (t->dra_held_n == 0 && own_n == 0)
 		return 0;
