@@ -1706,6 +1706,49 @@ static void test_compact_pods(void **state)
 	cache_free(c);
 }
 
+/* A pod whose GPU is asked only by an init container, only in limits, by a MIG resource, or
+ * whose uid is a UUID in capitals: a GPU pod (or not a UUID): never compact, its demand kept. */
+static void test_gpu_pods_never_compact(void **state)
+{
+	static const char *const pods[] = {
+	    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"init\",\"uid\":"
+	    "\"6f1c2b9e-0000-4000-8000-0000000000a1\"},\"spec\":{\"nodeName\":\"n1\","
+	    "\"initContainers\":[{\"name\":\"i\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+	    "\"1\"}}}],\"containers\":[{\"name\":\"m\"}]},\"status\":{\"phase\":\"Running\"}}",
+	    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"limits\",\"uid\":"
+	    "\"6f1c2b9e-0000-4000-8000-0000000000a2\"},\"spec\":{\"nodeName\":\"n1\","
+	    "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+	    "\"2\"}}}]},\"status\":{\"phase\":\"Running\"}}",
+	    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"sidecar\",\"uid\":"
+	    "\"6f1c2b9e-0000-4000-8000-0000000000a3\"},\"spec\":{\"nodeName\":\"n1\","
+	    "\"initContainers\":[{\"name\":\"s\",\"restartPolicy\":\"Always\",\"resources\":{"
+	    "\"limits\":{\"nvidia.com/gpu\":\"1\"}}}],\"containers\":[{\"name\":\"m\"}]},"
+	    "\"status\":{\"phase\":\"Running\"}}",
+	    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"upper\",\"uid\":"
+	    "\"6F1C2B9E-0000-4000-8000-0000000000A4\"},\"spec\":{\"nodeName\":\"n1\","
+	    "\"containers\":[{\"name\":\"m\",\"resources\":{\"limits\":{\"nvidia.com/gpu\":"
+	    "\"1\"}}}]},\"status\":{\"phase\":\"Running\"}}",
+	};
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	struct cache_pod cp;
+	(void)state;
+
+	assert_int_equal(node_ev(c, WATCH_ADDED, "n1", "81559", "8", NULL), 0);
+	for (size_t i = 0; i < sizeof(pods) / sizeof(pods[0]); i++) {
+		cJSON *p = cJSON_Parse(pods[i]);
+		assert_non_null(p);
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, p), 0);
+		const char *name = cJSON_GetStringValue(
+		    cJSON_GetObjectItem(cJSON_GetObjectItem(p, "metadata"), "name"));
+		assert_int_equal(cache_get_pod(c, "ml", name, &cp), 0);
+		if (cp.demand.status == DEMAND_NOT_GPU)
+			fail_msg("pod %s: read as asking no GPU", name);
+		cJSON_Delete(p);
+	}
+	assert_int_equal(stats_of(c).compact_pods, 0);
+	cache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1731,6 +1774,7 @@ int main(void)
 	    cmocka_unit_test(test_concurrent_readers),
 	    cmocka_unit_test(test_bytes_accounted),
 	    cmocka_unit_test(test_compact_pods),
+	    cmocka_unit_test(test_gpu_pods_never_compact),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
