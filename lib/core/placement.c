@@ -50,7 +50,10 @@ static void top_insert(struct tally *t, const char *name, const char *suffix, ui
 		t->top[i] = t->top[i - 1];
 		i--;
 	}
-	snprintf(t->top[i].name, POLICY_NAME_MAX, "%s%s", name, suffix);
+	/* A name longer than POLICY_NAME_MAX - 1 (a claim's "claim ns/name") is cut: the message
+	 * names it, the figures do not depend on it. */
+	if (snprintf(t->top[i].name, POLICY_NAME_MAX, "%s%s", name, suffix) >= POLICY_NAME_MAX)
+		t->top[i].name[POLICY_NAME_MAX - 1] = '\0';
 	t->top[i].bytes = bytes;
 }
 
