@@ -18,6 +18,7 @@
 #include "metrics.h"
 #include "monotime.h"
 #include "placement.h"
+#include "pod.h"
 #include "policies.h"
 #include "policy.h"
 #include "policyset.h"
@@ -169,11 +170,6 @@ static int over_budget(const struct webhook *w, struct outcome *o, const char *p
 	return 1;
 }
 
-static int is_mirror_pod(const cJSON *pod)
-{
-	return json_at(pod, "metadata", "annotations", WEBHOOK_MIRROR_ANNOTATION, NULL) != NULL;
-}
-
 static int is_exempt(const struct webhook *w, const char *ns)
 {
 	for (size_t i = 0; i < w->n_exempt; i++)
@@ -230,12 +226,6 @@ static int pod_key(const cJSON *pod, char *buf, size_t cap)
 	return n < 0 || (size_t)n >= cap ? -1 : 0;
 }
 
-static int is_finished(const cJSON *pod)
-{
-	const char *phase = json_str(pod, "status", "phase", NULL);
-	return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
-}
-
 /*
  * The consumers among the pods listed on a node: GPU pods not Succeeded/Failed, each with its
  * demand (a GPU pod without a valid declaration as undeclared GPUs: placement.h). A listed pod
@@ -276,7 +266,7 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 			k = v->keys[v->n_keys++] = v->pool + off;
 			off += klen;
 		}
-		if (is_finished(pod))
+		if (pod_finished(pod))
 			continue;
 		int drc = demand_from_pod(pod, &w->dcfg, &d); /* d.status says it all */
 		(void)drc;
@@ -286,7 +276,6 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 		struct demand_share *sh = v->shares[v->n_items];
 		struct placement_item *it = &v->items[v->n_items++];
 		it->key = k;
-		it->pool = d.pool;
 		/* GPUMemoryPolicy tiers: strings borrowed from the list (it outlives v's use); with
 		 * --policies off there are no tiers and nothing to copy */
 		if (w->policies != NULL) {
@@ -296,10 +285,7 @@ static int visible_from_pods(struct webhook *w, const cJSON *items, struct visib
 			it->labels = ls->l.n ? &ls->l : NULL;
 			it->attrs_known = 1;
 		}
-		if (d.status == DEMAND_OK)
-			placement_item_demand(it, &d, sh);
-		else
-			it->undeclared_gpus = d.gpus ? d.gpus : 1;
+		placement_item_demand(it, &d, sh);
 	}
 	return 0;
 }
@@ -361,8 +347,6 @@ struct placement {
 	int pod_create;             /* a pod CREATE (spec.nodeName): its pod may never be stored */
 };
 
-#define SELECT_MAX 64 /* policies applied to one node at most (the first, in name order) */
-
 /* Append "--mode audit: text" to the outcome's auditAnnotations entry (cut at its cap). */
 static void add_mode_audit(struct outcome *o, const char *text)
 {
@@ -415,7 +399,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 {
 	static const struct pod_attrs no_attrs = {NULL, NULL, NULL};
 	const struct pod_attrs *a = p->attrs ? p->attrs : &no_attrs;
-	const struct gpupolicy *sel[SELECT_MAX];
+	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
 	struct policyset_result *ps = malloc(sizeof(*ps));
 	struct placement_pod pod = {
 	    .name = p->pod_name,
@@ -448,7 +432,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		return 0;
 	}
 	if (w->policies != NULL)
-		n = policies_selecting(w->policies, p->node_labels, sel, SELECT_MAX);
+		n = policies_selecting(w->policies, p->node_labels, sel, GPUPOLICY_SELECT_MAX);
 	struct policyset_input in = {
 	    .node = pn,
 	    .pod = &pod,
@@ -770,7 +754,7 @@ static const char *pod_gone(const cJSON *pod, const char *node)
 
 	if (!unbound && strcmp(bound, node) != 0)
 		return "bound to another node";
-	if (is_finished(pod))
+	if (pod_finished(pod))
 		return "finished";
 	if (unbound && json_str(pod, "metadata", "deletionTimestamp", NULL) != NULL)
 		return "deleted before binding";
@@ -926,7 +910,7 @@ static int placement_precheck(struct webhook *w, const cJSON *pod, const char *p
 
 	snprintf(o->node, sizeof(o->node), "%s", node);
 	memset(refs, 0, sizeof(*refs));
-	if (is_mirror_pod(pod)) {
+	if (pod_is_mirror(pod)) {
 		allow(o, "MirrorPod", 0);
 		return 1;
 	}
@@ -1447,7 +1431,7 @@ static int classify(struct webhook_review_ctx *x)
 	}
 	const char *node = json_str(req->object, "spec", "nodeName", NULL);
 	if (node == NULL || node[0] == '\0') {
-		if (is_mirror_pod(req->object))
+		if (pod_is_mirror(req->object))
 			allow(o, "MirrorPod", 0);
 		else
 			check_declarations(w, req->object, x->pod_name, o);

@@ -71,11 +71,10 @@ struct metrics;
 struct shared;
 struct policies;
 
-#define WEBHOOK_EBADREQUEST       (-1) /* not an AdmissionReview with request.uid: answer 400 */
-#define WEBHOOK_ENOMEM            (-2) /* could not build the answer: answer 500 */
-#define WEBHOOK_ERR_MAX           512
-#define WEBHOOK_MAX_EXEMPT        64
-#define WEBHOOK_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
+#define WEBHOOK_EBADREQUEST (-1) /* not an AdmissionReview with request.uid: answer 400 */
+#define WEBHOOK_ENOMEM      (-2) /* could not build the answer: answer 500 */
+#define WEBHOOK_ERR_MAX     512
+#define WEBHOOK_MAX_EXEMPT  64
 /* The time within which an admitted placement is persisted and shown by a list of its node: a
  * reservation younger than this is not looked up. The API server stores a request once every
  * validating webhook answered; they are called in parallel, so persistence follows our answer

@@ -16,6 +16,7 @@
 #include "engine.h"
 
 #include "labelset.h"
+#include "pod.h"
 #include "podlite.h"
 
 #include "jsonpath.h"
@@ -30,7 +31,6 @@
 #include <string.h>
 
 #define MIN_BUCKETS     1024
-#define MIRROR_ANNOT    "kubernetes.io/config.mirror"
 #define NODE_NAME_MAX   253
 #define GONE_INLINE_MAX 2
 /* capacity_error of a node whose Node object is not (or no longer) in the store */
@@ -431,11 +431,6 @@ static void node_maybe_drop(struct cache *c, struct node *n)
 	}
 }
 
-static uint64_t item_gpus(const struct pod *p)
-{
-	return p->d.status == DEMAND_INVALID ? (p->d.gpus ? p->d.gpus : 1) : 0;
-}
-
 /* The sums again from the items: a saturated sum cannot be decremented (it lost the excess). */
 static void node_resum(struct node *n)
 {
@@ -499,23 +494,27 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 			return CACHE_ENOMEM;
 	}
 	p->slot = n->n++;
-	n->items[p->slot] = (struct placement_item){
+	struct placement_item *it = &n->items[p->slot];
+	*it = (struct placement_item){
 	    .key = p->key,
 	    .uid = p->uid,
-	    .bytes = p->d.status == DEMAND_OK ? p->d.bytes : 0,
-	    .undeclared_gpus = item_gpus(p),
-	    .shares = p->d.shares ? p->d.compact : NULL,
-	    .n_shares = p->d.shares ? p->d.n_parts : 0,
-	    .whole_gpus = p->d.whole_gpus,
 	    .seen_ms = p->seen_ms,
-	    .pool = p->d.pool,
 	    .priority_class = p->priority_class,
 	    .labels = p->labels.l.n ? &p->labels.l : NULL,
 	    .attrs_known = 1,
 	};
+	placement_item_count(it, &(const struct placement_count){
+	                             .status = p->d.status,
+	                             .bytes = p->d.bytes,
+	                             .gpus = p->d.gpus,
+	                             .pool = p->d.pool,
+	                             .shares = p->d.shares ? p->d.compact : NULL,
+	                             .n_shares = p->d.shares ? p->d.n_parts : 0,
+	                             .whole_gpus = p->d.whole_gpus,
+	                         });
 	n->owners[p->slot] = p;
-	n->declared = sat_add(n->declared, p->d.status == DEMAND_OK ? p->d.bytes : 0);
-	n->undeclared_gpus = sat_add(n->undeclared_gpus, item_gpus(p));
+	n->declared = sat_add(n->declared, it->bytes);
+	n->undeclared_gpus = sat_add(n->undeclared_gpus, it->undeclared_gpus);
 	p->counted = 1;
 	return 0;
 }
@@ -578,19 +577,12 @@ static int pod_key(const cJSON *pod, char *key, size_t cap)
 	return 0;
 }
 
-static int is_finished(const cJSON *pod)
-{
-	const char *phase = json_str(pod, "status", "phase", NULL);
-	return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
-}
-
 /* The pod's fields from its object and its demand d (demand_of). 0 or CACHE_ENOMEM (p
  * unchanged but its demand). */
 static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const struct demand *dp)
 {
 	const struct demand d = *dp;
 	const char *uid = json_str(obj, "metadata", "uid", NULL);
-	const cJSON *ann = json_at(obj, "metadata", "annotations", NULL);
 
 	if (p->d.status != DEMAND_NOT_GPU) {
 		c->gpu_pods--;
@@ -642,8 +634,8 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning))
 		return CACHE_ENOMEM;
 	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
-	p->finished = is_finished(obj);
-	p->mirror = json_at(ann, MIRROR_ANNOT, NULL) != NULL;
+	p->finished = pod_finished(obj);
+	p->mirror = pod_is_mirror(obj);
 	return 0;
 }
 
@@ -710,7 +702,6 @@ static void lite_remove(struct cache *c, uint32_t id)
 static int lite_apply(struct cache *c, uint32_t id, const char *ns, const char *name,
                       const uint8_t uid16[16], const cJSON *obj)
 {
-	const cJSON *ann = json_at(obj, "metadata", "annotations", NULL);
 	int rc;
 
 	if (id == PODLITE_NONE) {
@@ -725,8 +716,8 @@ static int lite_apply(struct cache *c, uint32_t id, const char *ns, const char *
 		return rc;
 	}
 	struct podlite_rec *r = podlite_at(c->lite, id);
-	r->flags = PODLITE_USED | (is_finished(obj) ? PODLITE_FINISHED : 0) |
-	           (json_at(ann, MIRROR_ANNOT, NULL) != NULL ? PODLITE_MIRROR : 0);
+	r->flags = PODLITE_USED | (pod_finished(obj) ? PODLITE_FINISHED : 0) |
+	           (pod_is_mirror(obj) ? PODLITE_MIRROR : 0);
 	return 0;
 }
 

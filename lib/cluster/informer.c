@@ -13,6 +13,7 @@
 #include "memlimit.h"
 #include "metrics.h"
 #include "monotime.h"
+#include "quantity.h"
 #include "satmath.h"
 #include "watch.h"
 
@@ -701,11 +702,10 @@ struct gauge_ctx {
 	int dra_only; /* the nodes cache_each_gpu_node() does not give: known only by slices */
 };
 
-/* floor(bytes x ratio) at the policy's ppm resolution (policy.h). */
+/* floor(bytes x ratio) at the policy's ppm resolution (quantity.h). */
 static unsigned long long limit_of(unsigned long long bytes, double ratio)
 {
-	unsigned long long ppm = (unsigned long long)(ratio * 1e6 + 0.5);
-	return (bytes / 1000000ull) * ppm + (bytes % 1000000ull) * ppm / 1000000ull;
+	return quantity_ppm_of(bytes, quantity_ratio_ppm(ratio));
 }
 
 static void node_gauge(void *ctx, const struct cache_node_view *v)

@@ -243,18 +243,11 @@ void policies_unlock(struct policies *s)
 size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
                           const struct gpupolicy **out, size_t max)
 {
-	static const struct gpupolicy_labels none = {NULL, 0};
 	size_t k = 0;
 
-	for (size_t i = 0; i < s->n && k < max; i++) {
-		const struct gpupolicy *p = s->v[i].p;
-		if (p == NULL)
-			continue;
-		if (node_labels == NULL && p->node_selector.n > 0)
-			continue;
-		if (gpupolicy_selects(p, node_labels ? node_labels : &none))
-			out[k++] = p;
-	}
+	for (size_t i = 0; i < s->n && k < max; i++)
+		if (gpupolicy_applies(s->v[i].p, node_labels))
+			out[k++] = s->v[i].p;
 	return k;
 }
 

@@ -57,9 +57,9 @@ void policies_crd_missing(struct policies *s);
 /* 1 once listed (or the CRD found missing). */
 int policies_synced(struct policies *s);
 
-/* Readers: between rdlock and unlock, policies_selecting gives the usable policies that
- * select a node of these labels (NULL labels: a node whose labels are unknown is selected by
- * the policies with an empty nodeSelector only), at most max, in name order; the pointers stay
+/* Readers: between rdlock and unlock, policies_selecting gives the policies that apply to a
+ * node of these labels (gpupolicy_applies(): NULL labels for a node whose labels are unknown),
+ * at most max (GPUPOLICY_SELECT_MAX where they are applied), in name order; the pointers stay
  * valid until unlock. Returns how many were written to out. */
 void policies_rdlock(struct policies *s);
 void policies_unlock(struct policies *s);

@@ -473,7 +473,7 @@ static int other_system(const struct walk *w, const cJSON *c, struct container_i
 			    a, ci->name);
 			return -1;
 		}
-		p->ppm = (uint32_t)(r * 1e6 + 0.5);
+		p->ppm = quantity_ratio_ppm(r);
 		p->source = DEMAND_SRC_KAI;
 		snprintf(p->words, sizeof(p->words), "KAI " DEMAND_ANN_KAI_FRACTION " %.16s", a);
 		return 1;

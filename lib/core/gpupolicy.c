@@ -16,33 +16,16 @@
 #include "quantity.h"
 #include "satmath.h"
 
-#define PPM         1000000ull
 #define ERRPATH_MAX 160 /* a JSON path in an error: "spec.tiers[15].podSelector.matchExpr..." */
 #define KEY_SHOWN   63  /* bytes of a matchLabels key shown in a path */
 #define GOT_MAX     96  /* what a wrong value is described as */
 
-/* ---- ratios at parts per million (as policy.c) ---- */
+/* ---- ratios at parts per million (quantity.h) ---- */
 
-/* round(r x 1e6) for r in (0,1]; anything outside (a hand-built struct) is clamped so the
- * arithmetic below cannot overflow: NaN and <= 0 are 0 ppm, above 1 is 1e6. */
-static uint64_t ratio_ppm(double r)
-{
-	if (!(r > 0.0))
-		return 0;
-	if (r >= 1.0)
-		return PPM;
-	return (uint64_t)llround(r * (double)PPM);
-}
-
-/* floor(a x num / den) for num <= den <= 2^32, exact for every a (no 128-bit needed). */
-static uint64_t mul_frac(uint64_t a, uint64_t num, uint64_t den)
-{
-	return (a / den) * num + (a % den) * num / den;
-}
-
+/* floor(bytes x ratio) at ppm (quantity.h's rule; a ratio outside (0,1] is clamped there). */
 static uint64_t share_of(uint64_t bytes, double ratio)
 {
-	return mul_frac(bytes, ratio_ppm(ratio), PPM);
+	return quantity_ppm_of(bytes, quantity_ratio_ppm(ratio));
 }
 
 /* ---- errors ---- */
@@ -722,6 +705,17 @@ int labelsel_match(const struct labelsel *sel, const struct gpupolicy_labels *la
 int gpupolicy_selects(const struct gpupolicy *p, const struct gpupolicy_labels *node_labels)
 {
 	return p != NULL && labelsel_match(&p->node_selector, node_labels);
+}
+
+int gpupolicy_applies(const struct gpupolicy *p, const struct gpupolicy_labels *node_labels)
+{
+	static const struct gpupolicy_labels none = {NULL, 0};
+
+	if (p == NULL)
+		return 0;
+	if (node_labels == NULL)
+		return p->node_selector.n == 0 && gpupolicy_selects(p, &none);
+	return gpupolicy_selects(p, node_labels);
 }
 
 /* Every criterion given matches; a pod without a priority class never matches a tier that

@@ -154,6 +154,18 @@ int labelsel_match(const struct labelsel *sel, const struct gpupolicy_labels *la
 /* 1 when p selects a node of these labels. */
 int gpupolicy_selects(const struct gpupolicy *p, const struct gpupolicy_labels *node_labels);
 
+/*
+ * Which policies apply to a node, the one rule (the webhook, the extender, the report and the
+ * policy store's readers): of the usable policies (p not NULL: an object that failed to parse
+ * applies nowhere) that select the node, the first GPUPOLICY_SELECT_MAX in name order. A node
+ * whose labels are unknown (node_labels NULL: the API path without its Node) is selected only by
+ * the policies with an empty nodeSelector. gpupolicy_applies() is that test for one policy;
+ * the caller walks its policies in name order and stops at GPUPOLICY_SELECT_MAX (the status
+ * writer counts every selecting node, past the cap too: docs/policies.md). Pure.
+ */
+#define GPUPOLICY_SELECT_MAX 64
+int gpupolicy_applies(const struct gpupolicy *p, const struct gpupolicy_labels *node_labels);
+
 /* The index of the first tier of p the pod belongs to, or -1. priority_class may be NULL or
  * "" (none); labels may be NULL (none). */
 int gpupolicy_tier_of(const struct gpupolicy *p, const char *ns, const char *priority_class,

@@ -125,19 +125,35 @@ void placement_dra_demand(struct demand *d)
 	d->pool = CAPACITY_POOL_ANY;
 }
 
+void placement_item_count(struct placement_item *it, const struct placement_count *c)
+{
+	int ok = c->status == DEMAND_OK;
+
+	it->bytes = ok ? c->bytes : 0;
+	it->undeclared_gpus = ok ? 0 : (c->gpus ? c->gpus : 1);
+	it->pool = c->pool;
+	it->shares = ok && c->n_shares > 0 ? c->shares : NULL;
+	it->n_shares = it->shares != NULL ? c->n_shares : 0;
+	it->whole_gpus = ok ? c->whole_gpus : 0;
+}
+
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares)
 {
-	it->bytes = d->bytes;
-	it->pool = d->pool;
-	it->shares = NULL;
-	it->n_shares = 0;
-	it->whole_gpus = demand_takes_cards(d) ? d->gpus : 0;
-	if (d->shares && d->n_parts > 0 && shares != NULL) {
+	struct placement_count c = {
+	    .status = d->status,
+	    .bytes = d->bytes,
+	    .gpus = d->gpus,
+	    .pool = d->pool,
+	    .whole_gpus = demand_takes_cards(d) ? d->gpus : 0,
+	};
+
+	if (d->status == DEMAND_OK && d->shares && d->n_parts > 0 && shares != NULL) {
 		memcpy(shares, d->compact, d->n_parts * sizeof(*shares));
-		it->shares = shares;
-		it->n_shares = d->n_parts;
+		c.shares = shares;
+		c.n_shares = d->n_parts;
 	}
+	placement_item_count(it, &c);
 }
 
 /* Units a consumer holds whole (undeclared, or inferred as its cards' whole memory), or 0. */
@@ -282,7 +298,7 @@ static int invalid(struct placement_result *out, const char *why)
 static int judge_pieces(const struct capacity *cap, const struct demand *d, double threshold,
                         struct placement_result *out)
 {
-	uint64_t ppm = (uint64_t)(threshold * 1e6 + 0.5);
+	uint64_t ppm = quantity_ratio_ppm(threshold);
 	int have = 0;
 
 	if (d->n_uses == 0) { /* a demand without uses (built by hand): the per-GPU rule */
@@ -299,8 +315,7 @@ static int judge_pieces(const struct capacity *cap, const struct demand *d, doub
 		uint64_t budget;
 
 		capacity_piece(cap, u->profile, u->gpus, u->bytes, &pc);
-		budget =
-		    (pc.piece_bytes / 1000000) * ppm + (pc.piece_bytes % 1000000) * ppm / 1000000;
+		budget = quantity_ppm_of(pc.piece_bytes, ppm);
 		if (!pc.known || pc.share_bytes > budget) {
 			out->piece = pc;
 			out->piece_container = u->container;

@@ -186,10 +186,33 @@ struct gpupolicy;
 int placement_tier_bytes(const struct placement_node *node, const struct placement_pod *pod,
                          const struct gpupolicy *p, uint64_t now_ms, uint64_t *tier_bytes);
 
-/* Set it's demand fields from d (DEMAND_OK): bytes, pool, and for an inferred pod its shares
- * (copied into shares, DEMAND_MAX_PARTS entries the caller keeps as long as it) and the units
- * it holds when it takes its cards. The one way the webhook, extender, cache and report turn a
- * demand into a consumer. */
+/*
+ * What a visible pod counts as a consumer, the one rule (the webhook's listed pods, the watch
+ * cache, the report; each keeps the demand its own way, so it passes these figures):
+ *   - DEMAND_OK: its bytes, or for an inferred pod its shares resolved on the node judged, and
+ *     the units it holds when it takes its cards (whole_gpus);
+ *   - DEMAND_INVALID (a GPU pod without a valid declaration: it still holds GPU memory): its
+ *     GPUs counted whole, at least 1 (undeclared_gpus), no bytes, no shares.
+ * The pool is the demand's either way. Pods that ask for no GPU (DEMAND_NOT_GPU) are no
+ * consumer: the caller leaves them out.
+ */
+struct placement_count {
+	enum demand_status status;         /* DEMAND_OK or DEMAND_INVALID */
+	uint64_t bytes;                    /* demand.bytes (DEMAND_OK) */
+	uint64_t gpus;                     /* demand.gpus */
+	uint32_t pool;                     /* demand.pool */
+	const struct demand_share *shares; /* demand.compact when demand.shares, else NULL */
+	size_t n_shares;
+	uint64_t whole_gpus; /* demand_takes_cards() ? demand.gpus : 0 */
+};
+
+/* Set it's demand fields (bytes, undeclared_gpus, pool, shares, whole_gpus) from c by the
+ * rule above; the other fields are untouched. it->shares borrows c->shares. */
+void placement_item_count(struct placement_item *it, const struct placement_count *c);
+
+/* placement_item_count() from a whole demand d (DEMAND_OK or DEMAND_INVALID), its shares
+ * copied into shares (DEMAND_MAX_PARTS entries the caller keeps as long as it; NULL: shares
+ * not kept). */
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares);
 

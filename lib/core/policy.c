@@ -37,22 +37,6 @@ static void msg_add(struct msgbuf *m, const char *fmt, ...)
 		m->len = (size_t)n < m->cap - m->len ? m->len + (size_t)n : m->cap - 1;
 }
 
-/* floor(a * num / den) for num <= den <= 2^32, exact, without 128-bit arithmetic. */
-static uint64_t mul_frac(uint64_t a, uint64_t num, uint64_t den)
-{
-	return (a / den) * num + (a % den) * num / den;
-}
-
-/*
- * The threshold as parts per million. Ratios are applied at that resolution so budgets are
- * exact integers ("0.9" is 900000 ppm, not 0.900000000000000022), whatever the capacity.
- * r is in (0,1].
- */
-static uint64_t ratio_ppm(double r)
-{
-	return (uint64_t)(r * (double)PPM + 0.5);
-}
-
 /* floor(100 * part / whole), capped at 9999 for display. */
 static unsigned percent(uint64_t part, uint64_t whole)
 {
@@ -82,7 +66,7 @@ static void fmt_ratio(uint64_t ppm, char *buf, size_t cap)
 
 void policy_format_ratio(double ratio, char *buf, size_t cap)
 {
-	fmt_ratio(ratio_ppm(ratio), buf, cap);
+	fmt_ratio(quantity_ratio_ppm(ratio), buf, cap);
 }
 
 static int check_input(const struct policy_input *in, struct policy_decision *out)
@@ -171,7 +155,7 @@ static int never_fits(const struct policy_input *in, const struct policy_decisio
                       uint64_t ppm, struct msgbuf *m)
 {
 	char d[QUANTITY_FMT_MAX], c[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX], r[RATIO_MAX];
-	uint64_t gpu_budget = mul_frac(in->per_gpu_bytes, ppm, PPM);
+	uint64_t gpu_budget = quantity_ppm_of(in->per_gpu_bytes, ppm);
 	int per_gpu = in->per_gpu_bytes > 0 && in->max_per_gpu_bytes > gpu_budget;
 
 	if (m->cap == 0 || (!per_gpu && in->demand_bytes <= out->budget_bytes))
@@ -249,9 +233,9 @@ int policy_decide(const struct policy_input *in, struct policy_decision *out)
 	in = &local;
 	if (in->no_message)
 		m.cap = 0; /* msg_add writes nothing; the texts are not even formatted */
-	ppm = ratio_ppm(in->threshold);
-	warn_ppm = in->warn_threshold > 0 ? ratio_ppm(in->warn_threshold) : PPM + 1;
-	out->budget_bytes = mul_frac(in->capacity_bytes, ppm, PPM);
+	ppm = quantity_ratio_ppm(in->threshold);
+	warn_ppm = in->warn_threshold > 0 ? quantity_ratio_ppm(in->warn_threshold) : PPM + 1;
+	out->budget_bytes = quantity_ppm_of(in->capacity_bytes, ppm);
 	out->total_bytes = sat_add(in->used_bytes, in->demand_bytes);
 
 	if (never_fits(in, out, ppm, &m)) {
@@ -262,7 +246,7 @@ int policy_decide(const struct policy_input *in, struct policy_decision *out)
 		out->reason = "OverThreshold";
 		out->verdict = in->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY;
 	} else if (warn_ppm < ppm &&
-	           out->total_bytes > mul_frac(in->capacity_bytes, warn_ppm, PPM)) {
+	           out->total_bytes > quantity_ppm_of(in->capacity_bytes, warn_ppm)) {
 		warn_message(in, out, ppm, warn_ppm, &m);
 		out->reason = "WarnThreshold";
 		out->verdict = POLICY_ALLOW_WARN;

@@ -10,6 +10,7 @@
 
 #include "errbuf.h"
 
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -302,4 +303,18 @@ const char *quantity_strerror(int code)
 	default:
 		return "unknown quantity error";
 	}
+}
+
+uint32_t quantity_ratio_ppm(double r)
+{
+	if (!(r > 0.0))
+		return 0;
+	if (r >= 1.0)
+		return QUANTITY_PPM;
+	return (uint32_t)llround(r * (double)QUANTITY_PPM);
+}
+
+uint64_t quantity_ppm_of(uint64_t bytes, uint64_t ppm)
+{
+	return (bytes / QUANTITY_PPM) * ppm + (bytes % QUANTITY_PPM) * ppm / QUANTITY_PPM;
 }

@@ -56,6 +56,22 @@ int quantity_parse_str(const char *s, uint64_t *bytes, char *err, size_t errlen)
 #define QUANTITY_FMT_MAX 32
 size_t quantity_format(uint64_t bytes, char *buf, size_t cap);
 
+/*
+ * Ratios (thresholds, shares of a card, a policy's maxShare) are applied at parts per million,
+ * so a budget is an exact integer whatever the capacity ("0.9" is 900000 ppm, never
+ * 0.900000000000000022 of the bytes). Written once, for every box:
+ *   - quantity_ratio_ppm(r): r x 10^6 rounded to the nearest integer, halves away from zero
+ *     (llround: 0.0000005 -> 1 ppm, 0.9 -> 900000). r outside (0,1] (only a hand-built struct:
+ *     every parser refuses it) is clamped: NaN and r <= 0 give 0, r >= 1 gives QUANTITY_PPM.
+ *   - quantity_ppm_of(bytes, ppm): floor(bytes x ppm / 10^6), exact for every bytes (no
+ *     128-bit arithmetic), for ppm <= QUANTITY_PPM: a budget never exceeds its share.
+ * (A demand's share of a card rounds up instead, so a share never counts less than it says:
+ * that is demand.c's rule, for a demand, not a budget.) Pure, thread-safe.
+ */
+#define QUANTITY_PPM 1000000u
+uint32_t quantity_ratio_ppm(double r);
+uint64_t quantity_ppm_of(uint64_t bytes, uint64_t ppm);
+
 /* Human-readable name of a QUANTITY_E* code. */
 const char *quantity_strerror(int code);
 

@@ -19,6 +19,7 @@
 #include "metrics.h"
 #include "monotime.h"
 #include "placement.h"
+#include "pod.h"
 #include "policy.h"
 #include "quantity.h"
 #include "satmath.h"
@@ -33,9 +34,8 @@
 #include <time.h>
 #include <strings.h>
 
-#define MIRROR_ANNOTATION "kubernetes.io/config.mirror"
-#define NODE_NAME_MAX     253 /* a DNS-1123 subdomain */
-#define REASON_MAX        512 /* one node's reason, before it is copied */
+#define NODE_NAME_MAX 253 /* a DNS-1123 subdomain */
+#define REASON_MAX    512 /* one node's reason, before it is copied */
 
 struct extender {
 	struct dra_store *dra; /* DRA slices and claims; NULL: not read */
@@ -465,7 +465,7 @@ static void classify(struct job *j)
 	         name ? name : "(unnamed)");
 	j->uid = json_str(pod, "metadata", "uid", NULL);
 	j->kind = K_PASS;
-	if (json_at(pod, "metadata", "annotations", MIRROR_ANNOTATION, NULL) != NULL) {
+	if (pod_is_mirror(pod)) {
 		j->why = "MirrorPod";
 		return;
 	}
@@ -623,7 +623,7 @@ static int judge_policies(struct job *j, struct verdict *v, const struct cache_n
                           const struct placement_node *pn, const struct placement_pod *pod)
 {
 	struct extender *x = j->x;
-	const struct gpupolicy *sel[EXTENDER_POLICIES_MAX];
+	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
 	struct policyset_result *ps;
 	size_t n;
 
@@ -633,7 +633,7 @@ static int judge_policies(struct job *j, struct verdict *v, const struct cache_n
 		            "gpu-memory-guard has not read the GPUMemoryPolicy objects");
 		return 1;
 	}
-	n = policies_selecting(x->policies, view->labels, sel, EXTENDER_POLICIES_MAX);
+	n = policies_selecting(x->policies, view->labels, sel, GPUPOLICY_SELECT_MAX);
 	if (n == 0) {
 		policies_unlock(x->policies);
 		return 0;

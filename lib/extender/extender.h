@@ -194,8 +194,7 @@ struct extender_config {
 	 * policy carries its message. Until they are read, GPU pods are answered with an Error. */
 	struct policies *policies;
 };
-#define EXTENDER_POLICIES_MAX 64 /* policies applied to one node at most, as the webhook */
-#define EXTENDER_MAX_EXEMPT   64
+#define EXTENDER_MAX_EXEMPT 64
 
 struct extender; /* opaque */
 

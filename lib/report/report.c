@@ -12,6 +12,7 @@
 #include "jsonpath.h"
 #include "labelset.h"
 #include "placement.h"
+#include "pod.h"
 #include "policyset.h"
 #include "quantity.h"
 #include "satmath.h"
@@ -363,12 +364,6 @@ size_t report_policies(const struct report *r, size_t i, struct report_policy *o
 	return r->n_pols;
 }
 
-static int is_finished(const cJSON *pod)
-{
-	const char *phase = json_str(pod, "status", "phase", NULL);
-	return phase != NULL && (strcmp(phase, "Succeeded") == 0 || strcmp(phase, "Failed") == 0);
-}
-
 int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 {
 	const char *ns = json_str(pod, "metadata", "namespace", NULL);
@@ -382,7 +377,7 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 		return fail(err, errlen, REPORT_ESTATE, "pod added after the report was built");
 	if (!cJSON_IsObject(pod))
 		return fail(err, errlen, REPORT_EINVAL, "pod: not an object");
-	if (node == NULL || node[0] == '\0' || is_finished(pod))
+	if (node == NULL || node[0] == '\0' || pod_finished(pod))
 		return 0;
 	if (demand_from_pod(pod, &r->dcfg, &d) != 0 && d.status != DEMAND_INVALID)
 		d.status = DEMAND_INVALID; /* status is filled either way */
@@ -583,7 +578,7 @@ static int row_pod_cmp(const void *a, const void *b)
 
 /* The GPUMemoryPolicy objects that select one node (usable ones, name order). */
 struct node_policies {
-	const struct gpupolicy *sel[REPORT_POLICIES_PER_NODE];
+	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
 	size_t n;
 };
 
@@ -706,14 +701,13 @@ static void mig_note(const struct capacity *cap, const struct placement_item *it
 	}
 }
 
-/* The usable policies selecting node n, in name order (r->pols is sorted), at most
- * REPORT_POLICIES_PER_NODE: the webhook's policies_selecting(). */
+/* The policies that apply to node n (gpupolicy.h's rule), in name order: r->pols is sorted. */
 static void select_policies(const struct report *r, const struct node_rec *n,
                             struct node_policies *out)
 {
 	out->n = 0;
-	for (size_t i = 0; i < r->n_pols && out->n < REPORT_POLICIES_PER_NODE; i++)
-		if (r->pols[i].p != NULL && gpupolicy_selects(r->pols[i].p, &n->labels.l))
+	for (size_t i = 0; i < r->n_pols && out->n < GPUPOLICY_SELECT_MAX; i++)
+		if (gpupolicy_applies(r->pols[i].p, &n->labels.l))
 			out->sel[out->n++] = r->pols[i].p;
 }
 
@@ -799,20 +793,21 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	row->pods = rp;
 	row->n_pods = np;
 	for (size_t i = 0; i < np; i++) {
-		/* As the webhook's visible_from_pods(): a pod without a valid declaration counts
-		 * its GPUs (at least 1) whole. */
 		items[i].key = p[i].key;
 		items[i].uid = p[i].uid[0] ? p[i].uid : NULL;
-		items[i].bytes = p[i].bytes;
-		items[i].pool = p[i].pool;
 		items[i].priority_class = p[i].priority_class;
 		items[i].labels = p[i].labels.l.n ? &p[i].labels.l : NULL;
 		items[i].attrs_known = 1; /* as the webhook's visible pods */
-		if (p[i].problem != NULL)
-			items[i].undeclared_gpus = p[i].gpus ? p[i].gpus : 1;
-		items[i].shares = p[i].n_shares ? p[i].compact : NULL;
-		items[i].n_shares = p[i].n_shares;
-		items[i].whole_gpus = p[i].whole_gpus;
+		placement_item_count(&items[i],
+		                     &(const struct placement_count){
+		                         .status = p[i].problem ? DEMAND_INVALID : DEMAND_OK,
+		                         .bytes = p[i].bytes,
+		                         .gpus = p[i].gpus,
+		                         .pool = p[i].pool,
+		                         .shares = p[i].n_shares ? p[i].compact : NULL,
+		                         .n_shares = p[i].n_shares,
+		                         .whole_gpus = p[i].whole_gpus,
+		                     });
 		rp[i] = (struct report_pod){
 		    .key = p[i].key,
 		    .uid = p[i].uid,

@@ -17,7 +17,7 @@
  * report_config.threshold (the webhook's --threshold). Policies in warn or audit mode change no
  * limit (they refuse nothing). Policies are read like nodes (report_add_policy); one
  * gpupolicy_parse() refuses is kept with its error (report_policies) and applied nowhere, as the
- * webhook does. At most REPORT_POLICIES_PER_NODE policies apply to a node, the first in name
+ * webhook does. At most GPUPOLICY_SELECT_MAX policies apply to a node, the first in name
  * order (the webhook's limit).
  *
  * The numbers are the webhook's: the pods counted are the ones the webhook counts (GPU pods bound
@@ -47,12 +47,11 @@
 struct cJSON;
 struct dra_drivers;
 
-#define REPORT_MAX_NODES         100000
-#define REPORT_MAX_PODS          1000000
-#define REPORT_ERR_MAX           512
-#define REPORT_NOTE_MAX          1024
-#define REPORT_POLICIES_MAX      4096 /* GPUMemoryPolicy objects read */
-#define REPORT_POLICIES_PER_NODE 64   /* applied to one node: the webhook's SELECT_MAX */
+#define REPORT_MAX_NODES    100000
+#define REPORT_MAX_PODS     1000000
+#define REPORT_ERR_MAX      512
+#define REPORT_NOTE_MAX     1024
+#define REPORT_POLICIES_MAX 4096 /* GPUMemoryPolicy objects read */
 /* The key of the probe pod: a namespace with parentheses is not a valid one, so the probe can
  * never be taken for a real pod (placement_decide skips the pod being placed by key). */
 #define REPORT_PROBE_KEY "(report)/largest-fit"

@@ -506,6 +506,39 @@ static void test_selectors(void **state)
 	assert_int_equal(labelsel_match(&empty, NULL), 1);
 }
 
+/* Which policies apply to a node (gpupolicy_applies, the one rule): unusable ones never, a node
+ * of unknown labels only by an empty nodeSelector (even one a node without labels matches). */
+static void test_applies(void **state)
+{
+	static const char *const kv[] = {"gpu", "h100"};
+	struct gpupolicy_labels h100 = {kv, 1}, none = {NULL, 0};
+	struct gpupolicy *all = NULL, *gpu = NULL, *absent = NULL;
+	char err[GPUPOLICY_ERR_MAX];
+
+	assert_int_equal(parse_spec("{}", &all, err, sizeof(err)), 0);
+	assert_int_equal(
+	    parse_spec("{'nodeSelector':{'matchLabels':{'gpu':'h100'}}}", &gpu, err, sizeof(err)),
+	    0);
+	assert_int_equal(parse_spec("{'nodeSelector':{'matchExpressions':[{'key':'gpu',"
+	                            "'operator':'DoesNotExist'}]}}",
+	                            &absent, err, sizeof(err)),
+	                 0);
+	assert_int_equal(gpupolicy_applies(NULL, &h100), 0);
+	assert_int_equal(gpupolicy_applies(NULL, NULL), 0);
+	assert_int_equal(gpupolicy_applies(all, &h100), 1);
+	assert_int_equal(gpupolicy_applies(all, NULL), 1);
+	assert_int_equal(gpupolicy_applies(gpu, &h100), 1);
+	assert_int_equal(gpupolicy_applies(gpu, &none), 0);
+	assert_int_equal(gpupolicy_applies(gpu, NULL), 0);
+	assert_int_equal(gpupolicy_applies(absent, &none), 1);
+	assert_int_equal(gpupolicy_applies(absent, &h100), 0);
+	assert_int_equal(gpupolicy_applies(absent, NULL), 0); /* unknown labels: not known absent */
+	assert_int_equal(GPUPOLICY_SELECT_MAX, 64);
+	gpupolicy_free(all);
+	gpupolicy_free(gpu);
+	gpupolicy_free(absent);
+}
+
 /* ---- tiers: membership ---- */
 
 static void test_tier_of(void **state)
@@ -907,13 +940,21 @@ static void test_resolve_parsed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_full),      cmocka_unit_test(test_parse_defaults),
-	    cmocka_unit_test(test_refusals),        cmocka_unit_test(test_refusals_caps),
-	    cmocka_unit_test(test_refusals_nan),    cmocka_unit_test(test_selectors),
-	    cmocka_unit_test(test_tier_of),         cmocka_unit_test(test_seed_example),
-	    cmocka_unit_test(test_header_messages), cmocka_unit_test(test_check_tiers_edges),
-	    cmocka_unit_test(test_ppm_rounding),    cmocka_unit_test(test_check_tiers_invalid),
-	    cmocka_unit_test(test_resolve),         cmocka_unit_test(test_resolve_parsed),
+	    cmocka_unit_test(test_parse_full),
+	    cmocka_unit_test(test_parse_defaults),
+	    cmocka_unit_test(test_refusals),
+	    cmocka_unit_test(test_refusals_caps),
+	    cmocka_unit_test(test_refusals_nan),
+	    cmocka_unit_test(test_selectors),
+	    cmocka_unit_test(test_applies),
+	    cmocka_unit_test(test_tier_of),
+	    cmocka_unit_test(test_seed_example),
+	    cmocka_unit_test(test_header_messages),
+	    cmocka_unit_test(test_check_tiers_edges),
+	    cmocka_unit_test(test_ppm_rounding),
+	    cmocka_unit_test(test_check_tiers_invalid),
+	    cmocka_unit_test(test_resolve),
+	    cmocka_unit_test(test_resolve_parsed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

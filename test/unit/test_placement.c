@@ -315,9 +315,59 @@ static void test_invalid_inputs(void **state)
 	assert_int_equal(res.reserve, 0);
 }
 
+/* pod -> placement item, the one rule (placement_item_count): a declared pod its bytes and
+ * shares, an undeclared GPU pod its GPUs whole (at least 1), never both. */
+static void test_item_count(void **state)
+{
+	struct demand_share sh[2] = {{0}};
+	struct placement_item it;
+	struct demand d;
+
+	(void)state;
+	memset(&it, 0xff, sizeof(it));
+	it.key = "ns/a";
+	placement_item_count(&it, &(const struct placement_count){.status = DEMAND_OK,
+	                                                          .bytes = 1000,
+	                                                          .gpus = 2,
+	                                                          .pool = 7,
+	                                                          .shares = sh,
+	                                                          .n_shares = 2,
+	                                                          .whole_gpus = 2});
+	assert_string_equal(it.key, "ns/a"); /* untouched */
+	assert_true(it.bytes == 1000 && it.undeclared_gpus == 0 && it.pool == 7);
+	assert_true(it.shares == sh && it.n_shares == 2 && it.whole_gpus == 2);
+	/* invalid: bytes, shares and held cards given are ignored */
+	placement_item_count(&it, &(const struct placement_count){.status = DEMAND_INVALID,
+	                                                          .bytes = 1000,
+	                                                          .gpus = 3,
+	                                                          .pool = 7,
+	                                                          .shares = sh,
+	                                                          .n_shares = 2,
+	                                                          .whole_gpus = 3});
+	assert_true(it.bytes == 0 && it.undeclared_gpus == 3 && it.pool == 7);
+	assert_true(it.shares == NULL && it.n_shares == 0 && it.whole_gpus == 0);
+	placement_item_count(&it, &(const struct placement_count){.status = DEMAND_INVALID});
+	assert_true(it.undeclared_gpus == 1); /* a GPU pod holds at least one */
+	/* shares without a count: none */
+	placement_item_count(&it,
+	                     &(const struct placement_count){.status = DEMAND_OK, .shares = sh});
+	assert_true(it.shares == NULL && it.n_shares == 0 && it.undeclared_gpus == 0);
+	/* the whole-demand form takes the same path */
+	memset(&d, 0, sizeof(d));
+	d.status = DEMAND_INVALID;
+	d.gpus = 4;
+	d.bytes = 99;
+	placement_item_demand(&it, &d, sh);
+	assert_true(it.bytes == 0 && it.undeclared_gpus == 4 && it.shares == NULL);
+	d.status = DEMAND_OK;
+	placement_item_demand(&it, &d, sh);
+	assert_true(it.bytes == 99 && it.undeclared_gpus == 0 && it.whole_gpus == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_item_count),
 	    cmocka_unit_test(test_table),
 	    cmocka_unit_test(test_message_names_pods_and_reservations),
 	    cmocka_unit_test(test_node_threshold_overrides_policy),

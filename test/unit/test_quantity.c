@@ -258,6 +258,38 @@ static void test_format_roundtrip(void **state)
 	}
 }
 
+/* The one ratio rule (quantity.h): nearest ppm, halves up, clamped; budgets floored. */
+static void test_ratio_ppm(void **state)
+{
+	(void)state;
+	assert_int_equal(quantity_ratio_ppm(0.9), 900000);
+	assert_int_equal(quantity_ratio_ppm(0.925), 925000);
+	assert_int_equal(quantity_ratio_ppm(1.0), QUANTITY_PPM);
+	assert_int_equal(quantity_ratio_ppm(0.0000004), 0); /* below half a ppm */
+	assert_int_equal(quantity_ratio_ppm(0.0000006), 1);
+	assert_int_equal(quantity_ratio_ppm(0.1234565), 123457); /* 123456.5 up */
+	assert_int_equal(quantity_ratio_ppm(0.12345649), 123456);
+	/* outside (0,1]: clamped, never wrapping */
+	assert_int_equal(quantity_ratio_ppm(0.0), 0);
+	assert_int_equal(quantity_ratio_ppm(-0.5), 0);
+	assert_int_equal(quantity_ratio_ppm(0.0 / 0.0), 0);
+	assert_int_equal(quantity_ratio_ppm(1.5), QUANTITY_PPM);
+	assert_int_equal(quantity_ratio_ppm(1e300), QUANTITY_PPM);
+}
+
+static void test_ppm_of(void **state)
+{
+	(void)state;
+	/* 90 percent of 80 GiB, floored: 77309411328 (exact) */
+	assert_true(quantity_ppm_of(85899345920ull, 900000) == 77309411328ull);
+	assert_true(quantity_ppm_of(999999, 999999) == 999998); /* 999998.000001 floored */
+	assert_true(quantity_ppm_of(1, 999999) == 0);
+	assert_true(quantity_ppm_of(UINT64_MAX, QUANTITY_PPM) == UINT64_MAX);
+	/* exact where a double would not be: (2^64 - 1) x 0.5 */
+	assert_true(quantity_ppm_of(UINT64_MAX, 500000) == UINT64_MAX / 2);
+	assert_true(quantity_ppm_of(12345, 0) == 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +297,7 @@ int main(void)
 	    cmocka_unit_test(test_invalid_forms),    cmocka_unit_test(test_error_messages),
 	    cmocka_unit_test(test_length_bounded),   cmocka_unit_test(test_format),
 	    cmocka_unit_test(test_format_truncates), cmocka_unit_test(test_format_roundtrip),
+	    cmocka_unit_test(test_ratio_ppm),        cmocka_unit_test(test_ppm_of),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
