@@ -236,6 +236,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 		    .dra = dra,
 		    .policies = policies,
 		    .threshold = cfg->threshold,
+		    .mode_warn = cfg->mode_warn || cfg->mode_audit,
 		    .ledger = ledger,
 		    .max_staleness_s = (double)cfg->cache_max_staleness_ms / 1000.0,
 		    .memory_limit_bytes = memory_limit(),

@@ -4,6 +4,7 @@
 #include "informer.h"
 
 #include "policies.h"
+#include "policyset.h"
 
 #include "cache.h"
 #include "drastore.h"
@@ -696,16 +697,32 @@ void informer_ready_note(void *ctx, char *buf, size_t cap)
 struct gauge_ctx {
 	struct metrics_writer *w;
 	struct ledger *ledger;
-	double threshold;
+	struct gpupolicy_flags flags;
+	struct policies *policies;
 	int pass; /* 0 capacity, 1 declared, 2 reserved, 3 limit */
 	struct dra_store *dra;
 	int dra_only; /* the nodes cache_each_gpu_node() does not give: known only by slices */
 };
 
-/* floor(bytes x ratio) at the policy's ppm resolution (quantity.h). */
-static unsigned long long limit_of(unsigned long long bytes, double ratio)
+/* The node's capacity x the threshold in force (policyset_threshold(): its annotation, the
+ * policies that apply to it, the flags), floored at ppm (quantity.h). The policies are
+ * read-locked inside the cache's read lock (policies.h's order, as the status writer). An
+ * unsynced store gives what it holds: a gauge, not a decision. */
+static unsigned long long limit_of(const struct gauge_ctx *g, const struct cache_node_view *v,
+                                   const struct capacity *cap)
 {
-	return quantity_ppm_of(bytes, quantity_ratio_ppm(ratio));
+	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
+	struct policyset_threshold tf;
+	size_t n = 0;
+
+	if (g->policies != NULL) {
+		policies_rdlock(g->policies);
+		n = policies_selecting(g->policies, v->labels, sel, GPUPOLICY_SELECT_MAX);
+	}
+	policyset_threshold(sel, n, &g->flags, cap, &tf);
+	if (g->policies != NULL)
+		policies_unlock(g->policies);
+	return quantity_ppm_of(cap->total_bytes, quantity_ratio_ppm(tf.threshold));
 }
 
 static void node_gauge(void *ctx, const struct cache_node_view *v)
@@ -768,7 +785,7 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		break;
 	}
 	default:
-		val = has_cap ? limit_of(cap, mc->has_threshold ? mc->threshold : g->threshold) : 0;
+		val = has_cap ? limit_of(g, v, mc) : 0;
 	}
 	dra_view_free(dv);
 	metrics_printf(g->w, "gpu_memory_guard_node_%s_bytes{node=\"%s\"} %llu\n",
@@ -897,8 +914,15 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 		                   : demand_source_name((enum demand_source)i),
 		               cs.by_source[i]);
 	for (int pass = 0; pass < 4; pass++) {
-		struct gauge_ctx g = {w,    inf->cfg.ledger, inf->cfg.threshold,
-		                      pass, inf->cfg.dra,    0};
+		struct gauge_ctx g = {
+		    .w = w,
+		    .ledger = inf->cfg.ledger,
+		    .flags = {inf->cfg.threshold, 0,
+		              inf->cfg.mode_warn ? POLICY_WARN : POLICY_ENFORCE},
+		    .policies = inf->cfg.policies,
+		    .pass = pass,
+		    .dra = inf->cfg.dra,
+		};
 		metrics_printf(w,
 		               "# HELP gpu_memory_guard_node_%s_bytes %s\n"
 		               "# TYPE gpu_memory_guard_node_%s_bytes gauge\n",

@@ -87,12 +87,16 @@ struct policies;
 struct dra_store;
 
 struct informer_config {
-	struct dra_store *dra;       /* two more threads list and watch ResourceSlices and
-	                                ResourceClaims into it; NULL: none (borrowed) */
-	struct policies *policies;   /* a third thread lists and watches GPUMemoryPolicy objects
-	                                into it (policies.h); NULL: none (borrowed) */
-	long page_limit;             /* items per LIST page (0: KUBE_PAGE_LIMIT) */
-	double threshold;            /* ratio (0,1] for the node_limit_bytes gauge */
+	struct dra_store *dra;     /* two more threads list and watch ResourceSlices and
+	                              ResourceClaims into it; NULL: none (borrowed) */
+	struct policies *policies; /* a third thread lists and watches GPUMemoryPolicy objects
+	                              into it (policies.h); NULL: none (borrowed) */
+	long page_limit;           /* items per LIST page (0: KUBE_PAGE_LIMIT) */
+	double threshold;          /* --threshold, ratio (0,1], and whether the flags' check is
+	                              a warning (--mode warn or audit, as the webhook judges):
+	                              the node_limit_bytes gauge's threshold in force
+	                              (policyset_threshold()) */
+	int mode_warn;
 	struct ledger *ledger;       /* for node_reserved_bytes; may be NULL (borrowed) */
 	double max_staleness_s;      /* --cache-max-staleness, for informer_fresh_fn */
 	uint64_t memory_limit_bytes; /* the cgroup's memory limit (memlimit.h), 0: none. The

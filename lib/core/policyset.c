@@ -195,6 +195,20 @@ static void undeclared_checks(const struct policyset_input *in, struct policyset
 	}
 }
 
+void policyset_threshold(const struct gpupolicy *const *sel, size_t n,
+                         const struct gpupolicy_flags *flags, const struct capacity *cap,
+                         struct policyset_threshold *out)
+{
+	struct gpupolicy_plan plan;
+	int from_node = cap != NULL && cap->has_threshold;
+
+	gpupolicy_resolve(sel, n, flags, from_node, from_node ? cap->threshold : 0, &plan);
+	out->threshold = plan.checks[0].threshold;
+	out->source = plan.checks[0].source;
+	out->policy = plan.checks[0].policy;
+	out->from_node = from_node;
+}
+
 int policyset_decide(const struct policyset_input *in, struct policyset_result *out)
 {
 	memset(out, 0, sizeof(*out));

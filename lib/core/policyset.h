@@ -65,6 +65,26 @@ struct policyset_result {
 	int reserve;          /* allowed and not a dry run: record main.reserve_bytes */
 };
 
+/*
+ * The threshold in force on a node and where it comes from, written once: the first check of
+ * gpupolicy_resolve() (the node's annotation, else the strictest enforcing policy, else the
+ * flags; under flags in warn mode a stricter warning policy merges into their check). It is
+ * what a placement is refused over (the webhook's and the extender's first check), the
+ * report's threshold column and the node_limit_bytes gauge. sel: the policies that apply to
+ * the node (gpupolicy_applies()), n may be 0; cap NULL: a node of unknown capacity (no
+ * annotation). Pure; always fills *out.
+ */
+struct policyset_threshold {
+	double threshold;               /* ratio (0,1] */
+	const char *source;             /* "flags", "node annotation" or the policy's name
+	                                   (borrowed from the policy) */
+	const struct gpupolicy *policy; /* the policy that set it, NULL: flags or annotation */
+	int from_node;                  /* 1: the node's annotation */
+};
+void policyset_threshold(const struct gpupolicy *const *sel, size_t n,
+                         const struct gpupolicy_flags *flags, const struct capacity *cap,
+                         struct policyset_threshold *out);
+
 /* Decide. 0, or -1 for invalid input (out->invalid_input, out->main.decision.message). */
 int policyset_decide(const struct policyset_input *in, struct policyset_result *out)
     __attribute__((warn_unused_result));

@@ -769,9 +769,9 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	struct placement_item *items = calloc(np ? np : 1, sizeof(*items));
 	struct placement_result first;
 	struct node_policies pols;
-	struct gpupolicy_plan plan;
+	struct policyset_threshold tf;
 	struct gpupolicy_flags flags = report_flags(r);
-	int rc = -1, has_annotation = n->cap_rc == 0 && n->cap.has_threshold;
+	int rc = -1;
 
 	if (items == NULL)
 		return -1;
@@ -781,15 +781,14 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	row->sharing = n->sharing;
 	row->replicas = n->replicas;
 	row->capacity_known = n->cap_rc == 0;
-	/* The threshold in force: the ENFORCE check (the first: the flags are enforce). */
+	/* The threshold in force (the flags are enforce here) */
 	select_policies(r, n, &pols);
-	gpupolicy_resolve(pols.sel, pols.n, &flags, has_annotation,
-	                  has_annotation ? n->cap.threshold : 0, &plan);
+	policyset_threshold(pols.sel, pols.n, &flags, n->cap_rc == 0 ? &n->cap : NULL, &tf);
 	row->n_policies = pols.n;
-	row->threshold = plan.checks[0].threshold;
-	row->threshold_source = plan.checks[0].source;
-	row->threshold_from_node = has_annotation;
-	row->threshold_from_policy = !has_annotation && plan.checks[0].policy != NULL;
+	row->threshold = tf.threshold;
+	row->threshold_source = tf.source;
+	row->threshold_from_node = tf.from_node;
+	row->threshold_from_policy = !tf.from_node && tf.policy != NULL;
 	row->pods = rp;
 	row->n_pods = np;
 	for (size_t i = 0; i < np; i++) {

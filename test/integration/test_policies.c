@@ -183,6 +183,13 @@ static void test_enforce_selected_node_only(void **state)
 	/* pol-b is not selected: the flags' 90 percent */
 	a = place("other", "30Gi", "pol-b", NULL, 1, NULL, 0);
 	ITEST_CHECK(a.allowed, "30Gi of 40Gi on the unselected node refused: %s", a.message);
+	/* node_limit_bytes is the threshold in force (docs/server.md): the policy's on pol-a */
+	double lim = metric("gpu_memory_guard_node_limit_bytes", "node=\"pol-a\"");
+	ITEST_CHECK(lim == 42949672960.0, "node_limit_bytes{pol-a} %.0f, want 50 percent of 80Gi",
+	            lim);
+	lim = metric("gpu_memory_guard_node_limit_bytes", "node=\"pol-b\"");
+	ITEST_CHECK(lim == 38654705664.0, "node_limit_bytes{pol-b} %.0f, want 90 percent of 40Gi",
+	            lim);
 }
 
 static void test_audit_mode(void **state)
@@ -198,6 +205,10 @@ static void test_audit_mode(void **state)
 	struct review_answer a = place("audited", "60Gi", "pol-a", NULL, 1, audit, sizeof(audit));
 	ITEST_CHECK(a.allowed, "audit mode refused: %s", a.message);
 	itest_contains(audit, "GPUMemoryPolicy \"half\" (audit)", "auditAnnotations");
+	/* an auditing policy changes no limit: the flags' 90 percent is in force */
+	double lim = metric("gpu_memory_guard_node_limit_bytes", "node=\"pol-a\"");
+	ITEST_CHECK(lim == 77309411328.0, "node_limit_bytes{pol-a} %.0f, want 90 percent of 80Gi",
+	            lim);
 	itest_contains(audit, "above the 50 percent limit", "auditAnnotations");
 	double after = metric("gpu_memory_guard_policy_audit_violations_total", NULL);
 	double never =

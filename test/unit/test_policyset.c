@@ -149,6 +149,46 @@ static void test_enforcing_policy_replaces_the_flags(void **state)
 	(void)state;
 }
 
+/* The threshold in force (policyset_threshold): annotation, strictest enforcing policy, flags;
+ * the one the report and the node_limit_bytes gauge read. */
+static void test_threshold_in_force(void **state)
+{
+	struct gpupolicy *strict =
+	    parse("{\"metadata\":{\"name\":\"strict\"},\"spec\":{\"threshold\":0.5}}");
+	struct gpupolicy *audit = parse("{\"metadata\":{\"name\":\"rollout\"},\"spec\":{"
+	                                "\"threshold\":0.3,\"mode\":\"audit\"}}");
+	struct gpupolicy *warn = parse("{\"metadata\":{\"name\":\"soft\"},\"spec\":{"
+	                               "\"threshold\":0.4,\"mode\":\"warn\"}}");
+	const struct gpupolicy *both[] = {audit, strict}, *soft[] = {warn};
+	const struct gpupolicy_flags warn_flags = {0.9, 0, POLICY_WARN};
+	struct capacity annotated = card;
+	struct policyset_threshold t;
+
+	policyset_threshold(NULL, 0, &flags, &card, &t);
+	assert_true(t.threshold == 0.9 && t.policy == NULL && !t.from_node);
+	assert_string_equal(t.source, "flags");
+	policyset_threshold(NULL, 0, &flags, NULL, &t); /* capacity unknown: no annotation */
+	assert_true(t.threshold == 0.9 && !t.from_node);
+	policyset_threshold(both, 2, &flags, &card, &t);
+	assert_true(t.threshold == 0.5 && t.policy == strict && !t.from_node);
+	assert_string_equal(t.source, "strict");
+	policyset_threshold(&both[0], 1, &flags, &card, &t); /* audit changes no limit */
+	assert_true(t.threshold == 0.9 && t.policy == NULL);
+	policyset_threshold(soft, 1, &flags, &card, &t); /* nor does warn, flags enforcing */
+	assert_true(t.threshold == 0.9 && t.policy == NULL);
+	policyset_threshold(soft, 1, &warn_flags, &card, &t); /* the flags warn: merged */
+	assert_true(t.threshold == 0.4 && t.policy == warn);
+	annotated.has_threshold = 1;
+	annotated.threshold = 0.8;
+	policyset_threshold(both, 2, &flags, &annotated, &t);
+	assert_true(t.threshold == 0.8 && t.policy == NULL && t.from_node);
+	assert_string_equal(t.source, "node annotation");
+	gpupolicy_free(strict);
+	gpupolicy_free(audit);
+	gpupolicy_free(warn);
+	(void)state;
+}
+
 static void test_annotation_beats_policies(void **state)
 {
 	struct capacity annotated = card;
@@ -443,6 +483,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_no_policy_is_the_flags),
 	    cmocka_unit_test(test_enforcing_policy_replaces_the_flags),
+	    cmocka_unit_test(test_threshold_in_force),
 	    cmocka_unit_test(test_annotation_beats_policies),
 	    cmocka_unit_test(test_audit_and_warn_never_weaken_the_flags),
 	    cmocka_unit_test(test_seed_tiers),
