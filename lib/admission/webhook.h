@@ -1,5 +1,11 @@
 /*
  * webhook: the review pipeline, from AdmissionReview bytes to AdmissionReview bytes. No HTTP.
+ * ARCHITECTURE.md: the admission adapter box, and for now also the engine loop (view,
+ * reservations, decide, commit, retry, budget) that issue 23 moves out: it builds the node's
+ * snapshot (watch cache or API server), takes the reservations (local ledger under the node's
+ * lock, or the shared record through shared_place, no lock of its own) and decides with
+ * policyset_decide() (policyset.h), the GPUMemoryPolicy store read-locked during the decision.
+ * It borrows the kube client, cache, ledger, shared record and policy store it is given.
  *
  *   decode -> classify ->
  *     pod CREATE without spec.nodeName: check the GPU declarations (deny if invalid, warnings)

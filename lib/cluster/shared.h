@@ -27,9 +27,13 @@
  * node are refused (SHARED_ECORRUPT, err says which Lease and why) until one TTL after its last
  * write (spec.renewTime); then it is overwritten as empty: every entry in it has expired.
  *
- * Caller's duty: at most one shared_place per node at a time in this process (the webhook
- * holds the node's ledger lock), else its own writes conflict (still correct, slower).
- * Thread-safe otherwise. Clock: deadline_s is CLOCK_MONOTONIC seconds (monotime_s()); entry
+ * Concurrency: the caller holds no lock (the webhook takes no node lock on this path).
+ * Calls on one node in this process queue behind one leader, which decides and writes them in
+ * batches (group commit: each decides over the same working copy, one write stores them all).
+ * A node this process keeps no entry for (past SHARED_MAX_NODES, or out of memory) is decided
+ * unbatched, and two such calls may conflict with each other: still correct (409, read,
+ * decide again), slower. decide() runs on the leader's thread, under no shared lock.
+ * Thread-safe. Clock: deadline_s is CLOCK_MONOTONIC seconds (monotime_s()); entry
  * expiry is the wall clock (record.h).
  *
  * Metrics (shared_collect, a metrics collector):

@@ -1,5 +1,6 @@
 /*
- * placement: the one place a placement is decided (ARCHITECTURE.md, "placement core").
+ * placement: the one place a placement is decided on one threshold (ARCHITECTURE.md, core
+ * box; policyset.h judges the flags, annotation and policies over it).
  *
  * A placement of pod P on node N is decided by placement_decide() over a snapshot, all plain
  * values: the node (its capacity, from capacity.h, with the per-node threshold), the consumers
@@ -62,10 +63,13 @@
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
  *
- * Who calls it: the admission adapter (webhook.c), with a snapshot from the API server (live
- * path) or from the watch cache. Pure: no I/O, no clock (now_ms is an argument), no locks, no
- * allocation (about 7 KiB of stack: the pod's demand resolved on the node); every pointer in the
- * input is borrowed for the call. Thread-safe.
+ * Who calls it: policyset_decide() (policyset.h), once per threshold check under the flags,
+ * the annotation and the GPUMemoryPolicy objects (the webhook, the report's probe, the
+ * extender on a node a policy selects); and directly the scheduler extender on a node no
+ * policy selects. The snapshot comes from the API server or the watch cache (webhook), the
+ * cache (extender) or the lists given to the report. Pure: no I/O, no clock (now_ms is an
+ * argument), no locks, no allocation (about 7 KiB of stack: the pod's demand resolved on the
+ * node); every pointer in the input is borrowed for the call. Thread-safe.
  */
 #ifndef GMG_PLACEMENT_H
 #define GMG_PLACEMENT_H

@@ -1,9 +1,12 @@
 /*
  * extender: the kube-scheduler extender adapter (HTTP API of k8s.io/kube-scheduler's
- * extender/v1 types), on the webhook's engine: the pod's demand (demand.h), the node's view
- * from the watch cache (cache.h), the pending reservations from the caller (below), and the
- * pure placement core (placement.h) with the webhook's policy. The filter steers; it reserves
- * nothing in the cluster: the Binding through the webhook stays the commit point and the
+ * extender/v1 types; ARCHITECTURE.md: the extender adapter box), on the webhook's engine: the
+ * pod's demand (demand.h), the node's view from the watch cache (cache.h), the pending
+ * reservations from the caller (below), and the pure core with the webhook's flags:
+ * policyset_decide() (policyset.h) on a node GPUMemoryPolicy objects select, placement_decide()
+ * (placement.h) elsewhere. Each node is judged inside cache_with_node(), the cache read-locked
+ * (and the policy store inside it, policies.h's order); nothing waits there. The filter steers; it
+ * reserves nothing in the cluster: the Binding through the webhook stays the commit point and the
  * safety net. It only remembers, in this process, the pods it passed whose Binding the watch
  * cache does not show yet (holds.h): each counts on every node its filter passed (the
  * extender is not told which one the scheduler picked) until the cache shows it bound,
