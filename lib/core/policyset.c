@@ -53,6 +53,17 @@ static void refuse(struct policyset_result *out, const char *policy, const char 
 	snprintf(out->message, sizeof(out->message), "%s", msg);
 }
 
+/* The threshold in force: the plan's first check (policyset.h). */
+static struct policyset_threshold in_force_of(const struct gpupolicy_plan *plan, int from_node)
+{
+	return (struct policyset_threshold){
+	    .threshold = plan->checks[0].threshold,
+	    .source = plan->checks[0].source,
+	    .policy = plan->checks[0].policy,
+	    .from_node = from_node,
+	};
+}
+
 static int threshold_checks(const struct policyset_input *in, struct policyset_result *out)
 {
 	const struct capacity *cap = in->node->cap;
@@ -61,6 +72,7 @@ static int threshold_checks(const struct policyset_input *in, struct policyset_r
 
 	gpupolicy_resolve(in->policies, in->n_policies, &in->flags, cap->has_threshold,
 	                  cap->threshold, &plan);
+	out->in_force = in_force_of(&plan, cap->has_threshold);
 	for (size_t i = 0; i < plan.n; i++) {
 		const struct gpupolicy_check *c = &plan.checks[i];
 		struct placement_pod pod = *in->pod;
@@ -203,10 +215,7 @@ void policyset_threshold(const struct gpupolicy *const *sel, size_t n,
 	int from_node = cap != NULL && cap->has_threshold;
 
 	gpupolicy_resolve(sel, n, flags, from_node, from_node ? cap->threshold : 0, &plan);
-	out->threshold = plan.checks[0].threshold;
-	out->source = plan.checks[0].source;
-	out->policy = plan.checks[0].policy;
-	out->from_node = from_node;
+	*out = in_force_of(&plan, from_node);
 }
 
 int policyset_decide(const struct policyset_input *in, struct policyset_result *out)

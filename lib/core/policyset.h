@@ -50,9 +50,18 @@ struct policyset_audit {
 	char message[POLICY_MSG_MAX];
 };
 
+struct policyset_threshold {
+	double threshold;               /* ratio (0,1] */
+	const char *source;             /* "flags", "node annotation" or the policy's name
+	                                   (borrowed from the policy) */
+	const struct gpupolicy *policy; /* the policy that set it, NULL: flags or annotation */
+	int from_node;                  /* 1: the node's annotation */
+};
+
 struct policyset_result {
 	struct placement_result main; /* the first check's: numbers, reserve, reserve_bytes */
-	int invalid_input;            /* placement_decide refused the input: main.decision says */
+	struct policyset_threshold in_force; /* the first check's threshold: main's budget */
+	int invalid_input; /* placement_decide refused the input: main.decision says */
 	int allowed;
 	const char *reason;           /* the refusal's, or main.decision.reason when allowed */
 	const char *policy;           /* the policy that refused, NULL: the flags or annotation */
@@ -74,13 +83,6 @@ struct policyset_result {
  * the node (gpupolicy_applies()), n may be 0; cap NULL: a node of unknown capacity (no
  * annotation). Pure; always fills *out.
  */
-struct policyset_threshold {
-	double threshold;               /* ratio (0,1] */
-	const char *source;             /* "flags", "node annotation" or the policy's name
-	                                   (borrowed from the policy) */
-	const struct gpupolicy *policy; /* the policy that set it, NULL: flags or annotation */
-	int from_node;                  /* 1: the node's annotation */
-};
 void policyset_threshold(const struct gpupolicy *const *sel, size_t n,
                          const struct gpupolicy_flags *flags, const struct capacity *cap,
                          struct policyset_threshold *out);

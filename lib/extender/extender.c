@@ -538,8 +538,9 @@ static int fit_score(uint64_t total, uint64_t budget, enum extender_score how)
 	return 1 + (int)(fill * (EXTENDER_MAX_PRIORITY - 1) + 0.5);
 }
 
-/* The placement core's answer as a verdict with kube-scheduler's short reason. */
-static void verdict_from(struct job *j, struct verdict *v, const struct capacity *cap,
+/* The core's answer as a verdict with kube-scheduler's short reason, written from its figures
+ * at the threshold in force (ratio). */
+static void verdict_from(struct job *j, struct verdict *v, double threshold,
                          const struct placement_result *res)
 {
 	const struct policy_decision *dec = &res->decision;
@@ -571,8 +572,7 @@ static void verdict_from(struct job *j, struct verdict *v, const struct capacity
 		    "declares no GPU memory and the node's GPUs are shared with other pods");
 		return;
 	}
-	policy_format_ratio(cap->has_threshold ? cap->threshold : j->x->threshold, limit,
-	                    sizeof(limit));
+	policy_format_ratio(threshold, limit, sizeof(limit));
 	quantity_format(res->demand_bytes, need, sizeof(need));
 	if (dec->verdict == POLICY_DENY) {
 		quantity_format(left, free_b, sizeof(free_b));
@@ -616,32 +616,60 @@ struct judging {
 	const struct dra_view *dra; /* the node's DRA claims and the pod's, or NULL */
 };
 
-/* The node under the GPUMemoryPolicy objects that select it (policyset.h), as the webhook
- * judges a Binding there. Returns 0 when none selects it (the flags' judgement follows). The
- * policies are read-locked inside the cache's read lock (policies.h's lock order). */
-static int judge_policies(struct job *j, struct verdict *v, const struct cache_node_view *view,
-                          const struct placement_node *pn, const struct placement_pod *pod)
+/* v's reason with what follows it (the pods in flight counted, the policy that refused). */
+static void reason_append(struct verdict *v, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void reason_append(struct verdict *v, const char *fmt, ...)
+{
+	char tail[REASON_MAX];
+	char *why = v->reason;
+	enum state st = v->state;
+	va_list ap;
+
+	if (why == NULL)
+		return;
+	va_start(ap, fmt);
+	if (vsnprintf(tail, sizeof(tail), fmt, ap) < 0)
+		tail[0] = '\0';
+	va_end(ap);
+	v->reason = NULL;
+	set_verdict(v, st, "%s%s", why, tail);
+	free(why);
+}
+
+/*
+ * The node judged by the core once, as the webhook judges a Binding there: policyset_decide()
+ * under the flags, the node's annotation and the GPUMemoryPolicy objects that select it (none
+ * is the flags' and the annotation's judgement), without words (verdict_only). The reason is
+ * written from the verdict's figures at its threshold in force (verdict_from); a refusal by a
+ * policy's tier or declarations rule carries the core's own words. The policies are
+ * read-locked inside the cache's read lock (policies.h's lock order) until the reason is
+ * written (it borrows the policy's name), and only while one selects the node.
+ */
+static void judge_node(struct job *j, struct verdict *v, const struct cache_node_view *view,
+                       const struct placement_node *pn, const struct placement_pod *pod,
+                       const struct resv *r)
 {
 	struct extender *x = j->x;
 	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
-	struct policyset_result *ps;
-	size_t n;
+	struct policyset_result *ps = NULL;
+	size_t n = 0;
+	int locked = x->policies != NULL;
 
-	if (!policies_rdlock_synced(x->policies)) { /* a relist failed since judge() looked */
-		policies_unlock(x->policies);
+	if (locked && !policies_rdlock_synced(x->policies)) { /* a relist failed since judge() */
 		set_verdict(v, ST_FAIL,
 		            "gpu-memory-guard has not read the GPUMemoryPolicy objects");
-		return 1;
+		goto out;
 	}
-	n = policies_selecting(x->policies, view->labels, sel, GPUPOLICY_SELECT_MAX);
-	if (n == 0) {
+	if (locked)
+		n = policies_selecting(x->policies, view->labels, sel, GPUPOLICY_SELECT_MAX);
+	if (locked && n == 0) { /* nothing borrowed from the store: decide without its lock */
 		policies_unlock(x->policies);
-		return 0;
+		locked = 0;
 	}
 	if ((ps = malloc(sizeof(*ps))) == NULL) {
-		policies_unlock(x->policies);
 		set_verdict(v, ST_FAIL, "out of memory");
-		return 1;
+		goto out;
 	}
 	struct policyset_input in = {
 	    .node = pn,
@@ -653,28 +681,35 @@ static int judge_policies(struct job *j, struct verdict *v, const struct cache_n
 	    .n_policies = n,
 	    .flags = {x->threshold, x->warn_threshold, x->mode_warn ? POLICY_WARN : POLICY_ENFORCE},
 	    .infer = x->dcfg.infer,
-	    .verdict_only = 1,
+	    .verdict_only = 1, /* the reasons are written below, from the figures */
+	    .now_ms = 0,       /* the source gave live reservations only, none with an expiry */
 	};
-	int rc = policyset_decide(&in, ps);
-	if (rc != 0) {
+	if (policyset_decide(&in, ps) != 0) {
 		set_verdict(v, ST_UNRESOLVABLE, "%s", ps->main.decision.message);
-	} else if (ps->allowed || ps->policy == NULL) {
-		/* allowed (scored as usual), or refused by the flags or the annotation: the usual
-		 * short reason */
-		verdict_from(j, v, pn->cap, &ps->main);
-		if (!ps->allowed && v->state == ST_PASS)
-			set_verdict(v, ST_FAIL, "refused by the node threshold");
-	} else {
-		/* refused by a policy: its words (decided again with them) */
-		in.verdict_only = 0;
-		if (policyset_decide(&in, ps) == 0 && !ps->allowed)
-			set_verdict(v, ST_FAIL, "%s", ps->message);
-		else
-			set_verdict(v, ST_FAIL, "refused by GPUMemoryPolicy");
+		goto out;
 	}
-	policies_unlock(x->policies);
+	if (ps->main.demand_bytes > j->hold_bytes)
+		j->hold_bytes = ps->main.demand_bytes;
+	if (!ps->allowed && ps->policy != NULL && ps->message[0] != '\0') {
+		set_verdict(v, ST_FAIL, "%s", ps->message); /* a tier or declarations rule */
+		goto out;
+	}
+	verdict_from(j, v, ps->in_force.threshold, &ps->main);
+	if (!ps->allowed && v->state == ST_PASS) /* a check past the first refused */
+		set_verdict(v, ST_FAIL, "refused by the node threshold");
+	if (v->state == ST_FAIL && r->n_held > 0) {
+		char held[QUANTITY_FMT_MAX];
+
+		quantity_format(r->held_bytes, held, sizeof(held));
+		reason_append(v, ", counting %s of %zu pod%s whose Binding is in flight", held,
+		              r->n_held, r->n_held == 1 ? "" : "s");
+	}
+	if (!ps->allowed && ps->policy != NULL)
+		reason_append(v, "; GPUMemoryPolicy \"%.253s\"", ps->policy);
+out:
+	if (locked)
+		policies_unlock(x->policies);
 	free(ps);
-	return 1;
 }
 
 static void judge_view(void *ctx, const struct cache_node_view *view)
@@ -682,7 +717,6 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	struct judging *jg = ctx;
 	struct job *j = jg->j;
 	struct extender *x = j->x;
-	struct placement_result res;
 
 	if (!view->known) {
 		set_verdict(jg->v, ST_UNRESOLVABLE,
@@ -734,32 +768,7 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 	    .dry_run = 1, /* the filter reserves nothing */
 	    .dra = dv ? &dv->pod : NULL,
 	};
-	struct placement_policy pol = {
-	    .threshold = x->threshold,
-	    .warn_threshold = x->warn_threshold,
-	    .mode = x->mode_warn ? POLICY_WARN : POLICY_ENFORCE,
-	    .verdict_only = 1, /* the reasons are written below, from the numbers */
-	    .infer = x->dcfg.infer,
-	};
-	/* now 0: the source gave live reservations only, none with an expiry. */
-	if (x->policies != NULL && judge_policies(j, jg->v, view, &pn, &pod))
-		return;
-	if (placement_decide(&pn, &pod, &pol, 0, &res) != 0) {
-		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", res.decision.message);
-		return;
-	}
-	if (res.demand_bytes > j->hold_bytes)
-		j->hold_bytes = res.demand_bytes;
-	verdict_from(j, jg->v, &cap, &res);
-	if (jg->v->state == ST_FAIL && jg->r->n_held > 0 && jg->v->reason != NULL) {
-		char held[QUANTITY_FMT_MAX], *why = jg->v->reason;
-		jg->v->reason = NULL;
-		quantity_format(jg->r->held_bytes, held, sizeof(held));
-		set_verdict(jg->v, ST_FAIL,
-		            "%s, counting %s of %zu pod%s whose Binding is in flight", why, held,
-		            jg->r->n_held, jg->r->n_held == 1 ? "" : "s");
-		free(why);
-	}
+	judge_node(j, jg->v, view, &pn, &pod, jg->r);
 }
 
 /* ---- pods in flight (holds.h) ---- */

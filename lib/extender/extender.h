@@ -56,6 +56,11 @@
  *   unknown or invalid capacity, or a node the watch cache has not seen ->
  *     FailedAndUnresolvableNodes with the capacity error (what to set) or "node unknown to
  *     gpu-memory-guard's watch cache";
+ *   refused at a GPUMemoryPolicy's threshold: the same reasons at the policy's limit, then
+ *     "; GPUMemoryPolicy "name"" ("needs 10Gi, 0 free of the 50 percent limit; GPUMemoryPolicy
+ *     "half""); refused by a policy's tier or declarations rule: that rule's message
+ *     (FailedNodes). The node is decided once, without words: the reason is written from the
+ *     verdict's figures;
  *   the node's reservations cannot be read (the ledger's node table full) -> FailedNodes.
  *   Sizes as the webhook's messages write them (quantity_format); no '%' (text.h).
  * Pass-through (every node passes, prioritize scores 0, as the webhook allows their

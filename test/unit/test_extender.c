@@ -35,6 +35,7 @@
 #include "fixture.h"
 #include "ledger.h"
 #include "metrics.h"
+#include "policies.h"
 #include "watch.h"
 
 #define GIB (1024ull * 1024ull * 1024ull)
@@ -1268,6 +1269,111 @@ static void test_inferred_hold_needs_the_cached_share(void **state)
 	free(probe_args);
 }
 
+/* ---- GPUMemoryPolicy objects: the node judged once, by policyset_decide ---- */
+
+/* A synced policy store holding one policy (JSON), for E.cfg.policies. */
+static struct policies *store_with(const char *json)
+{
+	struct policies *s = policies_new();
+	cJSON *o = cJSON_Parse(json);
+
+	assert_non_null(s);
+	assert_non_null(o);
+	policies_resync_begin(s);
+	assert_int_equal(policies_apply(s, WATCH_ADDED, o), 0);
+	policies_resync_end(s, 1);
+	cJSON_Delete(o);
+	return s;
+}
+
+#define HALF_POLICY                                                                                \
+	"{\"metadata\":{\"name\":\"half\"},\"spec\":{\"threshold\":0.5,\"mode\":\"enforce\"}}"
+
+/* A refusal by a policy's threshold is worded from the verdict's figures at the policy's
+ * limit, naming it (no second decision for words); the annotation still beats the policy. */
+static void test_policy_threshold_reasons(void **state)
+{
+	struct policies *pols = store_with(HALF_POLICY);
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL), names[256];
+	cJSON *a;
+
+	E.cfg.policies = pols;
+	reconfigure();
+	a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-empty,n-annot"); /* n-annot: 50 + 10 of its own 60.8Gi */
+	assert_string_equal(reason(a, "FailedNodes", "n-room"),
+	                    "needs 10Gi, 0 free of the 50 percent limit; GPUMemoryPolicy \"half\"");
+	assert_string_equal(reason(a, "FailedNodes", "n-full"),
+	                    "needs 10Gi, 0 free of the 50 percent limit; GPUMemoryPolicy \"half\"");
+	assert_string_equal(reason(a, "FailedAndUnresolvableNodes", "n-small"),
+	                    "needs 10Gi, above the 50 percent limit of the node's 8Gi GPU memory; "
+	                    "GPUMemoryPolicy \"half\"");
+	cJSON_Delete(a);
+	/* in flight: counted, and said before the policy's name */
+	fake_add(&E.res, "n-empty", "ml/other", "uid-ml-other", 35 * GIB);
+	a = call(EXTENDER_FILTER, body);
+	assert_string_equal(
+	    reason(a, "FailedNodes", "n-empty"),
+	    "needs 10Gi, 5Gi free of the 50 percent limit; GPUMemoryPolicy \"half\"");
+	cJSON_Delete(a);
+	E.res.n = 0;
+	extender_free(E.x);
+	E.x = NULL;
+	E.cfg.policies = NULL;
+	reconfigure();
+	policies_free(pols);
+	free(body);
+	free(pod);
+}
+
+/* An inferred pod passed on nodes a policy selects is held for what it comes to there, as on
+ * any node (its hold was 0 bytes on them: the policy path did not record the figure). */
+static void test_inferred_hold_on_a_policy_node(void **state)
+{
+	const char *room[] = {"n-room"};
+	char *cached = vllm_pod("share", "0.1"), *honest_args = args_names(cached, room, 1);
+	char *probe = pod_text("ml", "probe", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *probe_args = args_names(probe, room, 1), buf[256];
+	struct policies *pols = store_with("{\"metadata\":{\"name\":\"same\"},\"spec\":{"
+	                                   "\"threshold\":0.9,\"mode\":\"enforce\"}}");
+	cJSON *a, *o;
+
+	extender_free(E.x);
+	cache_free(E.cache);
+	E.cache = cache_new(&(struct demand_config){.infer = 1}, NULL, NULL);
+	assert_non_null(E.cache);
+	put_node(E.cache, "n-room", "80Gi", NULL);
+	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
+	E.cfg.cache = E.cache;
+	E.cfg.infer = 1;
+	E.cfg.policies = pols;
+	E.x = extender_new(&E.cfg, E.metrics);
+	assert_non_null(E.x);
+	o = cJSON_Parse(cached);
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0); /* pending, 0.1: 8Gi */
+	cJSON_Delete(o);
+
+	a = call(EXTENDER_FILTER, honest_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	/* held for 8Gi: 40 + 8 + 30 > 72 */
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	cJSON_Delete(a);
+	extender_free(E.x);
+	E.x = NULL;
+	E.cfg.policies = NULL;
+	reconfigure();
+	policies_free(pols);
+	free(cached);
+	free(honest_args);
+	free(probe);
+	free(probe_args);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1295,6 +1401,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_holds_need_the_cached_pod, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inferred_hold_needs_the_cached_share, setup,
 	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_policy_threshold_reasons, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_inferred_hold_on_a_policy_node, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
