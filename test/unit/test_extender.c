@@ -1210,17 +1210,12 @@ static char *vllm_pod(const char *name, const char *util)
 	return text;
 }
 
-static void test_inferred_hold_needs_the_cached_share(void **state)
+/* The cache and the extender reading every source (--undeclared infer), under policies (NULL:
+ * none): n-room (80Gi, 40Gi used) and the pending pod cached (its JSON text). */
+static void infer_world(const char *cached, struct policies *policies)
 {
-	const char *room[] = {"n-room"};
-	char *cached = vllm_pod("share", "0.1"), *liar = vllm_pod("share", "0.35");
-	char *liar_args = args_names(liar, room, 1), *honest_args = args_names(cached, room, 1);
-	char *probe = pod_text("ml", "probe", "30Gi", NULL, "", "nvidia.com/gpu");
-	char *probe_args = args_names(probe, room, 1), buf[256], *text;
-	size_t len;
-	cJSON *a, *o;
+	cJSON *o;
 
-	/* The cache reads every source (--undeclared infer), the extender too. */
 	extender_free(E.x);
 	cache_free(E.cache);
 	E.cache = cache_new(&(struct demand_config){.infer = 1}, NULL, NULL);
@@ -1229,11 +1224,41 @@ static void test_inferred_hold_needs_the_cached_share(void **state)
 	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
 	E.cfg.cache = E.cache;
 	E.cfg.infer = 1;
+	E.cfg.policies = policies;
 	E.x = extender_new(&E.cfg, E.metrics);
 	assert_non_null(E.x);
 	o = cJSON_Parse(cached);
-	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0); /* pending, 0.1: 8Gi */
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0);
 	cJSON_Delete(o);
+}
+
+/* The pending pod's filter (honest: the body asks what the cache shows, 8Gi) passes n-room
+ * and holds it there, so the probe's 30Gi no longer fits. */
+static void expect_8gi_held(const char *honest_args, const char *probe_args)
+{
+	char buf[256];
+	cJSON *a = call(EXTENDER_FILTER, honest_args);
+
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, probe_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	cJSON_Delete(a);
+}
+
+static void test_inferred_hold_needs_the_cached_share(void **state)
+{
+	const char *room[] = {"n-room"};
+	char *cached = vllm_pod("share", "0.1"), *liar = vllm_pod("share", "0.35");
+	char *liar_args = args_names(liar, room, 1), *honest_args = args_names(cached, room, 1);
+	char *probe = pod_text("ml", "probe", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *probe_args = args_names(probe, room, 1), buf[256], *text;
+	size_t len;
+	cJSON *a;
+
+	infer_world(cached, NULL);
 
 	/* A forged body for that pod says 0.35 (28Gi): n-room passes (40 + 28), nothing is held,
 	 * so the probe still fits (40 + 30). Holding the body's figure would refuse it. */
@@ -1248,14 +1273,7 @@ static void test_inferred_hold_needs_the_cached_share(void **state)
 
 	/* The body asks what the cached pod asks (0.1: 8Gi): held, so the probe no longer fits
 	 * (40 + 8 + 30 > 72). */
-	a = call(EXTENDER_FILTER, honest_args);
-	names_of(a, buf, sizeof(buf));
-	assert_string_equal(buf, "n-room");
-	cJSON_Delete(a);
-	a = call(EXTENDER_FILTER, probe_args);
-	names_of(a, buf, sizeof(buf));
-	assert_string_equal(buf, "");
-	cJSON_Delete(a);
+	expect_8gi_held(honest_args, probe_args);
 
 	assert_int_equal(metrics_render(E.metrics, &text, &len), 0);
 	assert_true(metric(text, "gpu_memory_guard_extender_holds_refused_total{reason="
@@ -1284,6 +1302,15 @@ static struct policies *store_with(const char *json)
 	policies_resync_end(s, 1);
 	cJSON_Delete(o);
 	return s;
+}
+
+/* The extender freed before its policy store (teardown frees no extender then). */
+static void drop_policies(struct policies *pols)
+{
+	extender_free(E.x);
+	E.x = NULL;
+	E.cfg.policies = NULL;
+	policies_free(pols);
 }
 
 #define HALF_POLICY                                                                                \
@@ -1318,11 +1345,7 @@ static void test_policy_threshold_reasons(void **state)
 	    "needs 10Gi, 5Gi free of the 50 percent limit; GPUMemoryPolicy \"half\"");
 	cJSON_Delete(a);
 	E.res.n = 0;
-	extender_free(E.x);
-	E.x = NULL;
-	E.cfg.policies = NULL;
-	reconfigure();
-	policies_free(pols);
+	drop_policies(pols);
 	free(body);
 	free(pod);
 }
@@ -1334,40 +1357,13 @@ static void test_inferred_hold_on_a_policy_node(void **state)
 	const char *room[] = {"n-room"};
 	char *cached = vllm_pod("share", "0.1"), *honest_args = args_names(cached, room, 1);
 	char *probe = pod_text("ml", "probe", "30Gi", NULL, "", "nvidia.com/gpu");
-	char *probe_args = args_names(probe, room, 1), buf[256];
+	char *probe_args = args_names(probe, room, 1);
 	struct policies *pols = store_with("{\"metadata\":{\"name\":\"same\"},\"spec\":{"
 	                                   "\"threshold\":0.9,\"mode\":\"enforce\"}}");
-	cJSON *a, *o;
 
-	extender_free(E.x);
-	cache_free(E.cache);
-	E.cache = cache_new(&(struct demand_config){.infer = 1}, NULL, NULL);
-	assert_non_null(E.cache);
-	put_node(E.cache, "n-room", "80Gi", NULL);
-	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
-	E.cfg.cache = E.cache;
-	E.cfg.infer = 1;
-	E.cfg.policies = pols;
-	E.x = extender_new(&E.cfg, E.metrics);
-	assert_non_null(E.x);
-	o = cJSON_Parse(cached);
-	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0); /* pending, 0.1: 8Gi */
-	cJSON_Delete(o);
-
-	a = call(EXTENDER_FILTER, honest_args);
-	names_of(a, buf, sizeof(buf));
-	assert_string_equal(buf, "n-room");
-	cJSON_Delete(a);
-	/* held for 8Gi: 40 + 8 + 30 > 72 */
-	a = call(EXTENDER_FILTER, probe_args);
-	names_of(a, buf, sizeof(buf));
-	assert_string_equal(buf, "");
-	cJSON_Delete(a);
-	extender_free(E.x);
-	E.x = NULL;
-	E.cfg.policies = NULL;
-	reconfigure();
-	policies_free(pols);
+	infer_world(cached, pols);
+	expect_8gi_held(honest_args, probe_args); /* 40 + 8 + 30 > 72 */
+	drop_policies(pols);
 	free(cached);
 	free(honest_args);
 	free(probe);

@@ -8,27 +8,20 @@
 
 #include "pod.h"
 
-static int finished(const char *text)
+/* rule(the pod of this JSON text) */
+static int on(int (*rule)(const struct cJSON *), const char *text)
 {
 	cJSON *j = cJSON_Parse(text);
 	int r;
 
 	assert_non_null(j);
-	r = pod_finished(j);
+	r = rule(j);
 	cJSON_Delete(j);
 	return r;
 }
 
-static int mirror(const char *text)
-{
-	cJSON *j = cJSON_Parse(text);
-	int r;
-
-	assert_non_null(j);
-	r = pod_is_mirror(j);
-	cJSON_Delete(j);
-	return r;
-}
+#define finished(text) on(pod_finished, text)
+#define mirror(text)   on(pod_is_mirror, text)
 
 static void test_finished_phases(void **state)
 {
