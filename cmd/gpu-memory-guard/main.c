@@ -283,6 +283,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache = cache,
 	    .dra = dra,
 	    .cache_fresh = informer_fresh_fn,
+	    .dra_fresh = dra ? informer_dra_fresh_fn : NULL,
 	    .cache_connected = informer_connected_fn,
 	    .cache_progress_ms = informer_progress_ms,
 	    .cache_ctx = informer,
@@ -311,6 +312,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache = cache,
 	    .dra = dra,
 	    .cache_fresh = informer_fresh_fn,
+	    .dra_fresh = dra ? informer_dra_fresh_fn : NULL,
 	    .cache_ctx = informer,
 	    .reservations = shared ? extender_reservations_shared(shared)
 	                           : extender_reservations_ledger(&eledger),

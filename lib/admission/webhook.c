@@ -49,6 +49,7 @@ struct webhook {
 	struct webhook_source src;
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	int (*dra_fresh)(void *ctx, double now_s);
 	int (*cache_connected)(void *ctx, double now_s);
 	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
@@ -444,6 +445,18 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		     "cannot check %s: gpu-memory-guard has not read the GPUMemoryPolicy objects "
 		     "yet; "
 		     "denied to keep GPU memory safe, retry later",
+		     p->pod_name);
+		return 0;
+	}
+	if (w->dra_fresh != NULL && !w->dra_fresh(w->cache_ctx, webhook_now())) {
+		if (w->policies != NULL)
+			policies_unlock(w->policies);
+		free(ps);
+		deny(o, METRICS_ERROR, 500, "DRANotRead",
+		     "cannot check %s: gpu-memory-guard has not read the cluster's DRA "
+		     "ResourceSlices and ResourceClaims (not listed yet, or their watch broken "
+		     "longer than --cache-max-staleness); denied to keep GPU memory safe, retry "
+		     "later",
 		     p->pod_name);
 		return 0;
 	}
@@ -1701,6 +1714,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->cache = cfg->cache;
 	w->dra = cfg->dra;
 	w->cache_fresh = cfg->cache_fresh;
+	w->dra_fresh = cfg->dra_fresh;
 	w->cache_connected = cfg->cache_connected;
 	w->cache_progress_ms = cfg->cache_progress_ms;
 	w->cache_ctx = cfg->cache_ctx;

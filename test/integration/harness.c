@@ -646,7 +646,8 @@ static int start_once(struct world *w, const char *const *extra, unsigned timeou
 			world_dump_log(w);
 			return WIFEXITED(status) && WEXITSTATUS(status) == 1 ? 1 : -1;
 		}
-		if (world_health_get(w, "/readyz", NULL) == 200)
+		long ready = world_health_get(w, "/readyz", NULL);
+		if (ready == 200 || (w->start_unready && ready == 503))
 			return 0;
 		usleep(50 * 1000);
 	}
