@@ -620,11 +620,12 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
 	metrics_unseen_dropped(w->metrics, unseen);
 	int rc;
+	uint64_t stamp = shared_stamp_wall_ms(w->shared); /* never early on the shared clock */
 	if (p->pod_create && w->unseen_ttl_ms && w->unseen_ttl_ms < ttl)
 		rc = record_put_unseen(rec, p->key, p->uid, res.reserve_bytes,
-		                       wall + w->unseen_ttl_ms);
+		                       stamp + w->unseen_ttl_ms);
 	else
-		rc = record_put(rec, p->key, p->uid, res.reserve_bytes, wall + ttl);
+		rc = record_put(rec, p->key, p->uid, res.reserve_bytes, stamp + ttl);
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
 		                rc == RECORD_EFULL ? "the node's reservation record is full"

@@ -630,6 +630,9 @@ static int start_once(struct world *w, const char *const *extra, unsigned timeou
 				_exit(126);
 			}
 		}
+		for (i = 0; w->env != NULL && w->env[i] != NULL; i++)
+			if (putenv((char *)w->env[i]) != 0)
+				_exit(126);
 		execv(g_binary, (char *const *)argv);
 		_exit(127);
 	}
