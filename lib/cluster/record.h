@@ -38,7 +38,7 @@
  * reader that first sees an entry late (restarted, or reading the node's record for the first
  * time) would count it up to a whole TTL longer than its writer meant, and each reader a
  * different time; on S they all agree. The cost: several API server instances must agree among
- * themselves (NTP); a difference between two of them lengthens or shortens entries by as much. */
+ * themselves (NTP); a difference between two of them lengthens or shortens entries by as much.
  *
  * Same-pod rule (as placement.h): two entries, or an entry and a visible pod, are the same pod
  * when their uids are equal where both are known, otherwise when their keys are equal.
