@@ -81,12 +81,13 @@ static void set_error(struct kind *k, const char *what, int rc, const char *err)
 	                                LOG_END});
 }
 
-/* Sleep ms, or less when stopped. 1 when stopped. */
+/* Sleep ms, or less when stopped. 1 when stopped. On CLOCK_MONOTONIC (inf->wake's clock): a
+ * wall clock stepped meanwhile (NTP correcting a wrong one) neither shortens nor stretches it. */
 static int nap(struct informer *inf, unsigned ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += ms / 1000;
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
@@ -452,7 +453,11 @@ struct informer *informer_new(struct kube_client *kc, struct cache *cache,
 	inf->cache = cache;
 	inf->cfg = *cfg;
 	pthread_mutex_init(&inf->mu, NULL);
-	pthread_cond_init(&inf->wake, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inf->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	kind_init(inf, &inf->pods, CACHE_PODS, "pods");
 	kind_init(inf, &inf->nodes, CACHE_NODES, "nodes");
 	kind_init(inf, &inf->pols, CACHE_NODES, INFORMER_POLICIES_RESOURCE);

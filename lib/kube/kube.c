@@ -1534,8 +1534,9 @@ static int watch_result(const char *what, struct handle *h, struct watch_xfer *w
 		return w->code == 410 ? KUBE_EGONE : w->code == 404 ? KUBE_ENOTFOUND : KUBE_EHTTP;
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
-		errbuf_set(err, errlen, "%s: no connection within the timeout or no byte for %ld s",
-		           what, timeout_s + slack);
+		errbuf_set(
+		    err, errlen, "%s: no connection within the timeout or no byte for %ld s", what,
+		    (timeout_s < KUBE_WATCH_SILENCE ? timeout_s : KUBE_WATCH_SILENCE) + slack);
 		return KUBE_ETIMEOUT;
 	}
 	if (cc == CURLE_OUT_OF_MEMORY || cc == CURLE_WRITE_ERROR) {
