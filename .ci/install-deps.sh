@@ -4,12 +4,13 @@
 # is in libclang-rt-14-dev, only recommended by clang-14).
 # debootstrap + umoci: `make image` (tools/image/build.sh); runc: e2e test 18 runs that image;
 # skopeo: reads the archive back in test 18, and pushes it (README).
+# libfaketime: integ_clock_skew runs replicas whose clocks are 90 s off (LD_PRELOAD).
 set -euo pipefail
 pkgs="build-essential cmake pkg-config libmicrohttpd-dev libgnutls28-dev libssl-dev libcjson-dev
 libcurl4-openssl-dev libcmocka-dev libyaml-dev curl openssl clang-format
 gnutls-bin ca-certificates git jq iproute2 procps psmisc
 clang libclang-rt-14-dev
-debootstrap umoci skopeo runc"
+debootstrap umoci skopeo runc libfaketime"
 missing=""
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"

@@ -21,8 +21,10 @@
 #include "policystatus.h"
 #include "log.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "report.h"
 #include "report_cli.h"
+#include "serverclock.h"
 #include "server.h"
 #include "shared.h"
 #include "tls.h"
@@ -86,6 +88,13 @@ static void pod_gone(void *ctx, const char *key, const char *uid)
 	if (g->shared != NULL)
 		shared_forget(g->shared, uid);
 	extender_forget(atomic_load(&g->extender), uid);
+}
+
+/* shared_clock_fn over the API server's clock (serverclock.h), ctx the serverclock. */
+static int api_server_clock(void *ctx, int latest, uint64_t *out)
+{
+	return serverclock_now_ms(ctx, latest ? SERVERCLOCK_LATEST : SERVERCLOCK_EARLIEST,
+	                          monotime_ms(), out);
 }
 
 /* The API client from --kubeconfig, else the in-cluster service account. */
@@ -192,6 +201,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	struct dra_store *dra = NULL;
 	struct informer *informer = NULL;
 	struct shared *shared = NULL;
+	struct serverclock *clock = NULL;
 	struct policies *policies = NULL;
 	struct policystatus *pstatus = NULL;
 	struct gone_sink sink; /* outlives the cache, which calls pod_gone with it */
@@ -205,14 +215,16 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 		goto out;
 	metrics_set_ledger_gauge(metrics, ledger_gauge, ledger);
 	metrics_set_unseen_counter(metrics, ledger_unseen, ledger);
-	if ((kube = make_kube(cfg, metrics)) == NULL)
+	if ((kube = make_kube(cfg, metrics)) == NULL || (clock = serverclock_new()) == NULL)
 		goto out;
+	kube_client_set_clock(kube, clock);
 	if (cfg->reservations_shared) {
 		struct shared_api api = shared_api_kube(kube);
 		if (reservations_namespace(cfg, ns, sizeof(ns)) != 0 ||
 		    (shared = shared_new(ns, &api, cfg->reservation_ttl_ms, NULL)) == NULL ||
 		    metrics_add_collector(metrics, shared_collect, shared) != 0)
 			goto out;
+		shared_set_clock(shared, api_server_clock, clock);
 		log_fields(LOG_INFO, "shared reservations",
 		           (struct log_field[]){LOG_STR("namespace", ns), LOG_END});
 	}
@@ -284,6 +296,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache = cache,
 	    .dra = dra,
 	    .cache_fresh = informer_fresh_fn,
+	    .dra_fresh = dra ? informer_dra_fresh_fn : NULL,
 	    .cache_connected = informer_connected_fn,
 	    .cache_progress_ms = informer_progress_ms,
 	    .cache_ctx = informer,
@@ -312,6 +325,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache = cache,
 	    .dra = dra,
 	    .cache_fresh = informer_fresh_fn,
+	    .dra_fresh = dra ? informer_dra_fresh_fn : NULL,
 	    .cache_ctx = informer,
 	    .reservations = shared ? extender_reservations_shared(shared)
 	                           : extender_reservations_ledger(&eledger),
@@ -386,6 +400,7 @@ out:
 	policies_free(policies); /* after the informer, whose thread filled it */
 	shared_free(shared);
 	kube_client_free(kube);
+	serverclock_free(clock); /* after the client and shared, which read it */
 	ledger_free(ledger);
 	metrics_free(metrics);
 	if (status != 0)

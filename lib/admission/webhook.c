@@ -50,6 +50,7 @@ struct webhook {
 	struct webhook_source src;
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	int (*dra_fresh)(void *ctx, double now_s);
 	int (*cache_connected)(void *ctx, double now_s);
 	uint64_t (*cache_progress_ms)(void *ctx);
 	void *cache_ctx;
@@ -431,6 +432,18 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		     p->pod_name);
 		return 0;
 	}
+	if (w->dra_fresh != NULL && !w->dra_fresh(w->cache_ctx, webhook_now())) {
+		if (w->policies != NULL)
+			policies_unlock(w->policies);
+		free(ps);
+		deny(o, METRICS_ERROR, 500, "DRANotRead",
+		     "cannot check %s: gpu-memory-guard has not read the cluster's DRA "
+		     "ResourceSlices and ResourceClaims (not listed yet, or their watch broken "
+		     "longer than --cache-max-staleness); denied to keep GPU memory safe, retry "
+		     "later",
+		     p->pod_name);
+		return 0;
+	}
 	if (w->policies != NULL)
 		n = policies_selecting(w->policies, p->node_labels, sel, GPUPOLICY_SELECT_MAX);
 	struct policyset_input in = {
@@ -591,11 +604,12 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
 	metrics_unseen_dropped(w->metrics, unseen);
 	int rc;
+	uint64_t stamp = shared_stamp_wall_ms(w->shared); /* never early on the shared clock */
 	if (p->pod_create && w->unseen_ttl_ms && w->unseen_ttl_ms < ttl)
 		rc = record_put_unseen(rec, p->key, p->uid, res.reserve_bytes,
-		                       wall + w->unseen_ttl_ms);
+		                       stamp + w->unseen_ttl_ms);
 	else
-		rc = record_put(rec, p->key, p->uid, res.reserve_bytes, wall + ttl);
+		rc = record_put(rec, p->key, p->uid, res.reserve_bytes, stamp + ttl);
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
 		                rc == RECORD_EFULL ? "the node's reservation record is full"
@@ -1685,6 +1699,7 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct webho
 	w->cache = cfg->cache;
 	w->dra = cfg->dra;
 	w->cache_fresh = cfg->cache_fresh;
+	w->dra_fresh = cfg->dra_fresh;
 	w->cache_connected = cfg->cache_connected;
 	w->cache_progress_ms = cfg->cache_progress_ms;
 	w->cache_ctx = cfg->cache_ctx;

@@ -83,12 +83,13 @@ static void set_error(struct kind *k, const char *what, int rc, const char *err)
 	                                LOG_END});
 }
 
-/* Sleep ms, or less when stopped. 1 when stopped. */
+/* Sleep ms, or less when stopped. 1 when stopped. On CLOCK_MONOTONIC (inf->wake's clock): a
+ * wall clock stepped meanwhile (NTP correcting a wrong one) neither shortens nor stretches it. */
 static int nap(struct informer *inf, unsigned ms)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += ms / 1000;
 	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
 	if (ts.tv_nsec >= 1000000000L) {
@@ -454,7 +455,11 @@ struct informer *informer_new(struct kube_client *kc, struct cache *cache,
 	inf->cache = cache;
 	inf->cfg = *cfg;
 	pthread_mutex_init(&inf->mu, NULL);
-	pthread_cond_init(&inf->wake, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&inf->wake, &ca);
+	pthread_condattr_destroy(&ca);
 	kind_init(inf, &inf->pods, CACHE_PODS, "pods");
 	kind_init(inf, &inf->nodes, CACHE_NODES, "nodes");
 	kind_init(inf, &inf->pols, CACHE_NODES, INFORMER_POLICIES_RESOURCE);
@@ -563,6 +568,34 @@ uint64_t informer_progress_ms(void *ctx)
 	return p;
 }
 
+/* One DRA kind may be counted: listed and complete, and watching (broken no longer than the
+ * bound), or not served at all (404: nothing to count). Under inf->mu. */
+static int dra_kind_fresh(struct informer *inf, const struct kind *k, double now_s, double bound)
+{
+	return k->synced && !k->store_failed && (k->absent || broken_for(inf, k, now_s) <= bound);
+}
+
+int informer_dra_fresh(struct informer *inf, double now_s, double max_staleness_s)
+{
+	int fresh;
+
+	if (inf == NULL)
+		return 0;
+	if (inf->cfg.dra == NULL)
+		return 1;
+	pthread_mutex_lock(&inf->mu);
+	fresh = dra_kind_fresh(inf, &inf->slices, now_s, max_staleness_s) &&
+	        dra_kind_fresh(inf, &inf->claims, now_s, max_staleness_s);
+	pthread_mutex_unlock(&inf->mu);
+	return fresh;
+}
+
+int informer_dra_fresh_fn(void *ctx, double now_s)
+{
+	struct informer *inf = ctx;
+	return informer_dra_fresh(inf, now_s, inf->cfg.max_staleness_s);
+}
+
 int informer_fresh_fn(void *ctx, double now_s)
 {
 	struct informer *inf = ctx;
@@ -606,7 +639,24 @@ int informer_ready_gate(void *ctx, char *why, size_t cap)
 	struct informer *inf = ctx;
 	struct informer_status st;
 
-	if (inf == NULL || inf->cfg.policies == NULL || policies_synced(inf->cfg.policies))
+	if (inf == NULL)
+		return 1;
+	if (inf->cfg.dra != NULL) {
+		informer_status(inf, &st);
+		const struct informer_kind_status *k =
+		    !st.slices.synced || st.slices.incomplete   ? &st.slices
+		    : !st.claims.synced || st.claims.incomplete ? &st.claims
+		                                                : NULL;
+		if (k != NULL) {
+			snprintf(why, cap,
+			         "DRA %s not read yet: every GPU placement would be refused "
+			         "(DRANotRead)%s%.120s",
+			         k == &st.slices ? "ResourceSlices" : "ResourceClaims",
+			         k->last_error[0] ? ": " : "", k->last_error);
+			return 0;
+		}
+	}
+	if (inf->cfg.policies == NULL || policies_synced(inf->cfg.policies))
 		return 1;
 	informer_status(inf, &st);
 	snprintf(why, cap,

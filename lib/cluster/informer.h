@@ -24,8 +24,9 @@
  *
  * DRA kinds: a 404 on their LIST (the API server does not serve resource.k8s.io/v1) leaves the
  * DRA store empty and synced (dra_store_absent), is logged once, and the LIST is tried again
- * every INFORMER_DRA_ABSENT_RETRY_S without a warning each time. They do not gate freshness
- * (informer_fresh): both the cache path and the API path read DRA from the store.
+ * every INFORMER_DRA_ABSENT_RETRY_S without a warning each time. They do not gate the pods'
+ * and nodes' freshness (informer_fresh): both the cache path and the API path read DRA from the
+ * store, which has no live fallback; informer_dra_fresh says whether it may be counted.
  *
  * Metrics (informer_collect, a metrics collector):
  *   gpu_memory_guard_cache_synced{resource}                  gauge 1 when listed, complete and
@@ -139,6 +140,16 @@ void informer_free(struct informer *inf);
  * no watch broken for longer than max_staleness_s. */
 int informer_fresh(struct informer *inf, double now_s, double max_staleness_s);
 
+/* 1 when the DRA store (informer_config.dra) may be counted now: ResourceSlices and
+ * ResourceClaims each listed with every object stored, and each watch broken no longer than
+ * max_staleness_s (as informer_fresh), or the kind not served (404, dra_store_absent). 1
+ * without a DRA store, 0 for a NULL informer. Thread-safe, never blocks. */
+int informer_dra_fresh(struct informer *inf, double now_s, double max_staleness_s);
+
+/* informer_dra_fresh(ctx, now_s, cfg.max_staleness_s), shaped for webhook_config.dra_fresh and
+ * extender_config.dra_fresh. */
+int informer_dra_fresh_fn(void *ctx, double now_s);
+
 /* informer_fresh(ctx, now_s, cfg.max_staleness_s), shaped for webhook_config.cache_fresh. */
 int informer_fresh_fn(void *ctx, double now_s);
 
@@ -150,9 +161,11 @@ int informer_fresh_fn(void *ctx, double now_s);
  * the limit, docs/install.md "Sizing"). ctx is the informer. */
 void informer_ready_note(void *ctx, char *buf, size_t cap);
 
-/* The readiness gate (server_options.ready_gate), ctx the informer: 0 with why while the
- * GPUMemoryPolicy store (informer_config.policies) is not synced, i.e. before its first LIST
- * completed or after a relist could not store every object: the webhook then refuses every GPU
+/* The readiness gate (server_options.ready_gate), ctx the informer: 0 with why while the DRA
+ * store (informer_config.dra) has not listed ResourceSlices or ResourceClaims completely yet
+ * (the webhook refuses every GPU placement meanwhile, DRANotRead; a 404 counts as listed), or
+ * while the GPUMemoryPolicy store (informer_config.policies) is not synced, i.e. before its first
+ * LIST completed or after a relist could not store every object: the webhook then refuses every GPU
  * placement (PoliciesNotRead), so the replica must not take reviews. 1 otherwise, also
  * without policies: an unsynced pod or node cache only sends placements to the API server,
  * it refuses nothing. Thread-safe, never blocks. */

@@ -20,8 +20,25 @@
  * compare-and-swap token: writers replace it with a PUT carrying the version they read, and the
  * API server refuses a stale one with 409 (shared.h does the retry loop).
  *
- * Expiry is wall-clock (Unix ms), the one clock replicas share: their clocks must agree to well
- * under the TTL (NTP), as Lease-based leader election already assumes.
+ * Expiry is Unix ms on the clock replicas share: the API server's, as each bounds it from the
+ * Date headers of its answers (serverclock.h, shared_set_clock). Writers stamp from its latest
+ * bound and readers judge by its earliest, so an entry counts at least until its expiry on the
+ * API server's clock, whatever the replicas' own clocks read (an entry lasts up to about 2 s
+ * longer than its TTL: the Date header's 1 s resolution on each side).
+ *
+ * The argument. Let S be the API server's clock. A writer stamps expires = L + ttl, where L >= S
+ * at that instant (serverclock's latest bound), so on S the entry lives at least ttl. A reader
+ * drops it when E >= expires, where E <= S at its instant (the earliest bound), so S has passed
+ * expires: it is never dropped while live on S, never early. And never kept forever: E trails S
+ * by at most the bound's width (about 1 s plus a round trip, widened by 500 ppm of the time
+ * since the reader's last answer), so once S passes expires plus that, every reader drops it,
+ * including one that never saw the writer (a killed replica's entries go). Neither replica's own
+ * wall clock appears in either inequality. Durations judged on the reader's own monotonic clock
+ * from when it first saw an entry (client-go's leader election) would be skew-proof too, but a
+ * reader that first sees an entry late (restarted, or reading the node's record for the first
+ * time) would count it up to a whole TTL longer than its writer meant, and each reader a
+ * different time; on S they all agree. The cost: several API server instances must agree among
+ * themselves (NTP); a difference between two of them lengthens or shortens entries by as much.
  *
  * Same-pod rule (as placement.h): two entries, or an entry and a visible pod, are the same pod
  * when their uids are equal where both are known, otherwise when their keys are equal.

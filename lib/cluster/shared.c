@@ -67,6 +67,8 @@ struct shared {
 	struct shared_api api;
 	uint64_t ttl_ms;
 	uint64_t (*wall_ms)(void);
+	shared_clock_fn clock; /* or NULL: wall_ms for both bounds */
+	void *clock_ctx;
 	pthread_mutex_t mu; /* the table */
 	struct known *table[BUCKETS];
 	size_t n_known;
@@ -158,9 +160,29 @@ uint64_t shared_ttl_ms(const struct shared *s)
 	return s->ttl_ms;
 }
 
+void shared_set_clock(struct shared *s, shared_clock_fn fn, void *ctx)
+{
+	s->clock = fn;
+	s->clock_ctx = ctx;
+}
+
+/* The shared clock now: its earliest (latest 0) or latest bound, else the wall clock. */
+static uint64_t clock_now(const struct shared *s, int latest)
+{
+	uint64_t t;
+	if (s->clock != NULL && s->clock(s->clock_ctx, latest, &t) == 0)
+		return t;
+	return s->wall_ms();
+}
+
 uint64_t shared_now_wall_ms(const struct shared *s)
 {
-	return s->wall_ms();
+	return clock_now(s, 0);
+}
+
+uint64_t shared_stamp_wall_ms(const struct shared *s)
+{
+	return clock_now(s, 1);
 }
 
 const char *shared_namespace(const struct shared *s)
@@ -324,7 +346,7 @@ static int reread(struct shared *s, const char *node, double deadline_s, struct 
 		return SHARED_ENOMEM;
 	}
 	if (rc != 0) {
-		uint64_t now = s->wall_ms();
+		uint64_t now = clock_now(s, 0);
 		if (rec->rv[0] == '\0' || rec->renew_ms == 0 || rec->renew_ms + s->ttl_ms > now) {
 			errbuf_set(
 			    err, errlen,
@@ -362,7 +384,7 @@ static int write_record(struct shared *s, const char *node, struct record *rec, 
 	long code = 0;
 	int rc;
 
-	cJSON *lease = record_to_lease(rec, s->ns, node, s->wall_ms());
+	cJSON *lease = record_to_lease(rec, s->ns, node, clock_now(s, 1));
 	if (lease == NULL) {
 		errbuf_set(err, errlen, "writing reservation record %s/%s: out of memory", s->ns,
 		           node);
@@ -584,7 +606,7 @@ out:
 size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn, void *ctx)
 {
 	size_t n = 0;
-	uint64_t now = s->wall_ms();
+	uint64_t now = clock_now(s, 0);
 
 	pthread_mutex_lock(&s->mu);
 	struct known *k = find(s, node);

@@ -34,7 +34,7 @@
  * unbatched, and two such calls may conflict with each other: still correct (409, read,
  * decide again), slower. decide() runs on the leader's thread, under no shared lock.
  * Thread-safe. Clock: deadline_s is CLOCK_MONOTONIC seconds (monotime_s()); entry
- * expiry is the wall clock (record.h).
+ * expiry is Unix ms on the shared clock (shared_set_clock: the API server's; record.h).
  *
  * Metrics (shared_collect, a metrics collector):
  *   gpu_memory_guard_reservation_writes_total{result}  counter, result: ok | conflict | error
@@ -92,7 +92,20 @@ struct shared *shared_new(const char *ns, const struct shared_api *api, uint64_t
 void shared_free(struct shared *s); /* NULL no-op; no call may be running */
 
 uint64_t shared_ttl_ms(const struct shared *s);
-uint64_t shared_now_wall_ms(const struct shared *s); /* the clock entries expire by */
+
+/* The clock the records' times are on (--reservations shared): the API server's, bounded from
+ * its Date headers (serverclock.h), so that replicas whose own clocks disagree agree on when an
+ * entry expires. fn sets *out to the earliest (latest 0) or the latest (1) Unix ms the shared
+ * clock may read now and returns 0, or returns -1 while it cannot tell (nothing heard from the
+ * API server yet): then shared_new's wall_ms serves both. Set before any call; ctx borrowed.
+ * Without it, wall_ms is the clock (replicas' clocks must then agree). */
+typedef int (*shared_clock_fn)(void *ctx, int latest, uint64_t *out);
+void shared_set_clock(struct shared *s, shared_clock_fn fn, void *ctx);
+/* Now, to judge an entry's expiry or a record's age by (the clock's earliest bound): an entry
+ * is never dropped before its expiry on the shared clock. */
+uint64_t shared_now_wall_ms(const struct shared *s);
+/* Now, to stamp an expiry or spec.renewTime from (the latest bound): it never reads early. */
+uint64_t shared_stamp_wall_ms(const struct shared *s);
 const char *shared_namespace(const struct shared *s);
 
 enum shared_verdict {

@@ -49,6 +49,7 @@ struct extender {
 	enum extender_score score;
 	struct cache *cache;
 	int (*cache_fresh)(void *ctx, double now_s);
+	int (*dra_fresh)(void *ctx, double now_s);
 	void *cache_ctx;
 	struct extender_reservations res;
 	struct holds *holds;       /* the pods this extender's filter passed, in flight (holds.h) */
@@ -501,6 +502,11 @@ static void classify(struct job *j)
 	if (x->cache == NULL || (x->cache_fresh && !x->cache_fresh(x->cache_ctx, monotime_s()))) {
 		j->kind = K_NOCACHE;
 		j->why = "CacheNotReady";
+		return;
+	}
+	if (x->dra_fresh != NULL && !x->dra_fresh(x->cache_ctx, monotime_s())) {
+		j->kind = K_NOCACHE;
+		j->why = "DRANotRead";
 		return;
 	}
 	j->kind = K_GPU;
@@ -1123,6 +1129,13 @@ static int job_prepare(struct extender *x, enum extender_verb verb, const char *
 		          "gpu-memory-guard cannot judge GPU pod %s: it has not read the "
 		          "GPUMemoryPolicy objects yet; retry",
 		          j->pod_name);
+	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER &&
+	         strcmp(j->why, "DRANotRead") == 0)
+		set_error(j,
+		          "gpu-memory-guard cannot judge GPU pod %s: it has not read the DRA "
+		          "ResourceSlices and ResourceClaims (not listed yet, or their watch is "
+		          "stale); retry",
+		          j->pod_name);
 	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER)
 		set_error(j,
 		          "gpu-memory-guard cannot judge GPU pod %s: its watch cache is %s; retry",
@@ -1334,6 +1347,7 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	x->cache = cfg->cache;
 	x->dra = cfg->dra;
 	x->cache_fresh = cfg->cache_fresh;
+	x->dra_fresh = cfg->dra_fresh;
 	x->cache_ctx = cfg->cache_ctx;
 	x->res = cfg->reservations;
 	x->policies = cfg->policies;

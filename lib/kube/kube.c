@@ -16,6 +16,7 @@
 
 #include "kubeconfig.h"
 #include "monotime.h"
+#include "serverclock.h"
 
 #include <cjson/cJSON.h>
 #include <curl/curl.h>
@@ -26,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -55,7 +57,8 @@ struct kube_client {
 	char *token;
 	struct stat token_st;
 	int token_loaded;
-	struct execcred *exec; /* the kubeconfig's credential plugin, or NULL */
+	struct execcred *exec;     /* the kubeconfig's credential plugin, or NULL */
+	struct serverclock *clock; /* fed every answer's Date header, or NULL; borrowed */
 };
 
 /* The credential of one call: a bearer token and, from an exec plugin, a client certificate. */
@@ -358,6 +361,11 @@ void kube_client_set_body_max(struct kube_client *c, size_t bytes)
 		c->body_max = bytes;
 }
 
+void kube_client_set_clock(struct kube_client *c, struct serverclock *clock)
+{
+	c->clock = clock;
+}
+
 void kube_client_set_watch_idle_slack(struct kube_client *c, long seconds)
 {
 	if (c != NULL && seconds >= 0)
@@ -624,6 +632,30 @@ static int transfer_result(const struct call *k, struct handle *h, CURLcode cc, 
 	return 0;
 }
 
+/* The Date header of one answer (serverclock.h), seen by on_header. */
+struct date_seen {
+	int64_t date_s; /* Unix seconds, 0 when none */
+	uint64_t recv_ms;
+};
+
+static size_t on_header(char *data, size_t size, size_t nmemb, void *userp)
+{
+	struct date_seen *d = userp;
+	size_t n = size * nmemb;
+	char value[64];
+
+	if (n > 5 && n < 5 + sizeof(value) && strncasecmp(data, "date:", 5) == 0) {
+		memcpy(value, data + 5, n - 5);
+		value[n - 5] = '\0';
+		time_t t = curl_getdate(value, NULL);
+		if (t > 0) {
+			d->date_s = (int64_t)t;
+			d->recv_ms = monotime_ms();
+		}
+	}
+	return n;
+}
+
 /*
  * One call: a GET, or k->method with k->body as JSON. On success *out is the parsed JSON object
  * (caller owns). *code is the HTTP status (0 when none), also on failure. *bytes (may be NULL)
@@ -683,8 +715,16 @@ static int http_once(struct kube_client *c, const struct call *k, cJSON **out, l
 		rc = KUBE_ENOMEM;
 		goto out;
 	}
+	struct date_seen date = {0, 0};
+	curl_easy_setopt(h->easy, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(h->easy, CURLOPT_HEADERDATA, &date);
+	uint64_t sent_ms = monotime_ms();
 	t0 = monotime_s();
 	cc = curl_easy_perform(h->easy);
+	curl_easy_setopt(h->easy, CURLOPT_HEADERDATA, NULL);
+	curl_easy_setopt(h->easy, CURLOPT_HEADERFUNCTION, NULL);
+	if (date.date_s > 0)
+		serverclock_observe(c->clock, date.date_s, sent_ms, date.recv_ms);
 	if (cc == CURLE_ABORTED_BY_CALLBACK && k->stop != NULL && *k->stop != 0) {
 		errbuf_set(err, errlen, "%s: stopped by the caller", k->what);
 		rc = KUBE_ESTOP;
@@ -1494,8 +1534,9 @@ static int watch_result(const char *what, struct handle *h, struct watch_xfer *w
 		return w->code == 410 ? KUBE_EGONE : w->code == 404 ? KUBE_ENOTFOUND : KUBE_EHTTP;
 	}
 	if (cc == CURLE_OPERATION_TIMEDOUT) {
-		errbuf_set(err, errlen, "%s: no connection within the timeout or no byte for %ld s",
-		           what, timeout_s + slack);
+		errbuf_set(
+		    err, errlen, "%s: no connection within the timeout or no byte for %ld s", what,
+		    (timeout_s < KUBE_WATCH_SILENCE ? timeout_s : KUBE_WATCH_SILENCE) + slack);
 		return KUBE_ETIMEOUT;
 	}
 	if (cc == CURLE_OUT_OF_MEMORY || cc == CURLE_WRITE_ERROR) {

@@ -206,6 +206,12 @@ int kube_watch(struct kube_client *c, const char *resource, const char *resource
  * KUBE_WATCH_IDLE_SLACK); for tests. Call before use. */
 void kube_client_set_watch_idle_slack(struct kube_client *c, long seconds);
 
+/* Feed the Date header of every answer to a call (not to watches) to clock (serverclock.h),
+ * borrowed: it must outlive the client. Set before the client is shared between threads; NULL:
+ * none (the default). */
+struct serverclock;
+void kube_client_set_clock(struct kube_client *c, struct serverclock *clock);
+
 /* Name of a KUBE_E* code. */
 const char *kube_strerror(int code);
 

@@ -129,8 +129,8 @@ void metrics_policy_audit(struct metrics *m, const char *reason);
 #define METRICS_MODE_REASONS                                                                       \
 	"OverThreshold", "NeverFits", "TierOverShare", "TierYield", "InvalidDeclaration",          \
 	    "UnknownCapacity", "InvalidCapacity", "NotFound", "APIServerUnavailable",              \
-	    "ReservationRecordUnreadable", "PoliciesNotRead", "LedgerFull", "NameTooLong",         \
-	    "WebhookBusy", "InternalError", "InvalidReview", "NoFreeCard",                         \
+	    "ReservationRecordUnreadable", "PoliciesNotRead", "DRANotRead", "LedgerFull",          \
+	    "NameTooLong", "WebhookBusy", "InternalError", "InvalidReview", "NoFreeCard",          \
 	    "UndeclaredOnSharedCard", "UndeclaredRefused", "other"
 enum metrics_mode { METRICS_MODE_WARN = 0, METRICS_MODE_AUDIT };
 

@@ -164,6 +164,19 @@ plugins:
 EOF
 }
 
+# The DRA features e2e test 25 uses are on by default from v1.36 (consumable capacity, KEP-5075:
+# DRAConsumableCapacity) and v1.37 (extended resources backed by DRA, KEP-5004:
+# DRAExtendedResource); both are alpha gates in v1.35, turned on here for a K8S_VERSION=v1.35.x
+# run (kube-apiserver, kube-scheduler and kube-controller-manager alike). Nothing on v1.36+.
+dra_feature_gates() {
+	local v minor
+	v=$("$TOOLS_BIN/kube-apiserver" --version 2>/dev/null) || return 0
+	minor=${v#*v1.}
+	minor=${minor%%.*}
+	case $minor in '' | *[!0-9]*) return 0 ;; esac
+	[ "$minor" -ge 36 ] || echo "--feature-gates=DRAConsumableCapacity=true,DRAExtendedResource=true"
+}
+
 start_apiserver() {
 	make_admission_config
 	# The audit log records pod creations in test 23's namespace with their annotations, where
@@ -173,7 +186,8 @@ start_apiserver() {
 		'- level: Metadata' '  verbs: [create]' '  namespaces: [e2e-policy]' \
 		'  resources: [{group: "", resources: [pods]}]' \
 		'- level: None' >"$STATE/audit-policy.yaml"
-	start_daemon kube-apiserver "$TOOLS_BIN/kube-apiserver" \
+	# shellcheck disable=SC2046 # one word or none
+	start_daemon kube-apiserver "$TOOLS_BIN/kube-apiserver" $(dra_feature_gates) \
 		--etcd-servers "http://127.0.0.1:$ETCD_PORT" \
 		--bind-address 127.0.0.1 --secure-port "$APISERVER_PORT" \
 		--cert-dir "$STATE/apiserver-certs" \
@@ -205,7 +219,8 @@ start_apiserver() {
 start_scheduler() {
 	local conn=(--kubeconfig "$STATE/scheduler.kubeconfig" --leader-elect=false)
 	[ -z "${1:-}" ] || conn=(--config "$1")
-	start_daemon kube-scheduler "$TOOLS_BIN/kube-scheduler" "${conn[@]}" \
+	# shellcheck disable=SC2046 # one word or none
+	start_daemon kube-scheduler "$TOOLS_BIN/kube-scheduler" "${conn[@]}" $(dra_feature_gates) \
 		--authentication-kubeconfig "$STATE/scheduler.kubeconfig" \
 		--authorization-kubeconfig "$STATE/scheduler.kubeconfig" \
 		--bind-address 127.0.0.1 --secure-port "$SCHEDULER_PORT" --v=2
@@ -251,7 +266,8 @@ scheduler_restart() {
 }
 
 start_controller_manager() {
-	start_daemon kube-controller-manager "$TOOLS_BIN/kube-controller-manager" \
+	# shellcheck disable=SC2046 # one word or none
+	start_daemon kube-controller-manager "$TOOLS_BIN/kube-controller-manager" $(dra_feature_gates) \
 		--kubeconfig "$STATE/controller-manager.kubeconfig" \
 		--authentication-kubeconfig "$STATE/controller-manager.kubeconfig" \
 		--authorization-kubeconfig "$STATE/controller-manager.kubeconfig" \

@@ -98,6 +98,7 @@ struct apiserver_double {
 	unsigned bookmark_ms;
 	int watch_gone;
 	int no_policy_crd; /* 1: the GPUMemoryPolicy collection answers 404 (CRD not installed) */
+	int dra_forbidden; /* 1: resource.k8s.io answers 403, as to a caller without RBAC for it */
 	int fail_code;
 	unsigned delay_ms;
 	int expire_continue;
@@ -1893,6 +1894,15 @@ static struct answer route_api(struct apiserver_double *d, struct MHD_Connection
 		return is_watch(c) ? start_watch(d, c, RES_POLICIES)
 		                   : list_objects(d, c, RES_POLICIES, NULL);
 	}
+	if (d->dra_forbidden && n >= 4 && !strcmp(seg[0], "apis") &&
+	    !strcmp(seg[1], "resource.k8s.io")) {
+		snprintf(msg, sizeof msg,
+		         "%.100s.resource.k8s.io is forbidden: User \"system:serviceaccount:"
+		         "gpu-memory-guard:gpu-memory-guard\" cannot list resource \"%.100s\" in "
+		         "API group \"resource.k8s.io\" at the cluster scope",
+		         seg[3], seg[3]);
+		return status_answer(403, "Forbidden", msg);
+	}
 	if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
 		return status_answer(404, "NotFound",
 		                     "the server could not find the requested resource");
@@ -2703,6 +2713,13 @@ char *apiserver_double_get_policy(struct apiserver_double *d, const char *name)
 		json = strdup(o->json);
 	pthread_mutex_unlock(&d->mu);
 	return json;
+}
+
+void apiserver_double_set_dra_forbidden(struct apiserver_double *d, int forbidden)
+{
+	pthread_mutex_lock(&d->mu);
+	d->dra_forbidden = forbidden;
+	pthread_mutex_unlock(&d->mu);
 }
 
 void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed)

@@ -177,6 +177,10 @@ int apiserver_double_delete_policy(struct apiserver_double *d, const char *name)
 char *apiserver_double_get_policy(struct apiserver_double *d, const char *name);
 /* installed 0: that collection answers 404, as without the CRD (default installed). */
 void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed);
+/* DRA (resource.k8s.io) is not served by the double: 404, as an API server without it. With
+ * forbidden 1 its paths answer 403 Forbidden instead, as kube-apiserver answers a caller whose
+ * RBAC lacks the resource (default 0). */
+void apiserver_double_set_dra_forbidden(struct apiserver_double *d, int forbidden);
 
 /* Add or replace a lease (JSON text) in namespace ns (NULL: the object's, else "default"),
  * as the API server would have stored it: kind, apiVersion, metadata.uid and

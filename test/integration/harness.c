@@ -630,6 +630,9 @@ static int start_once(struct world *w, const char *const *extra, unsigned timeou
 				_exit(126);
 			}
 		}
+		for (i = 0; w->env != NULL && w->env[i] != NULL; i++)
+			if (putenv((char *)w->env[i]) != 0)
+				_exit(126);
 		execv(g_binary, (char *const *)argv);
 		_exit(127);
 	}
@@ -646,7 +649,8 @@ static int start_once(struct world *w, const char *const *extra, unsigned timeou
 			world_dump_log(w);
 			return WIFEXITED(status) && WEXITSTATUS(status) == 1 ? 1 : -1;
 		}
-		if (world_health_get(w, "/readyz", NULL) == 200)
+		long ready = world_health_get(w, "/readyz", NULL);
+		if (ready == 200 || (w->start_unready && ready == 503))
 			return 0;
 		usleep(50 * 1000);
 	}

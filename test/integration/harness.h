@@ -55,6 +55,12 @@ struct world {
 	/* NULL, or a cgroup's cgroup.procs file the binary's process joins between fork and exec
 	 * (test_memory_limit.c: the binary under a memory limit, the test outside it) */
 	const char *cgroup_procs;
+	/* NULL, or "NAME=VALUE" strings (NULL-terminated) added to the binary's environment
+	 * (test_clock_skew.c: libfaketime's LD_PRELOAD and FAKETIME) */
+	const char *const *env;
+	/* 1: world_start_gmg returns as soon as /readyz answers, 503 included (a replica that
+	 * stays not ready, test_dra_not_read.c); 0: once it answers 200 */
+	int start_unready;
 	/* Replicas (world_replica_init): in a replica, is_replica, the world it borrows from
 	 * (NULL once that world is freed) and its index; in a world, its replicas. */
 	int is_replica;

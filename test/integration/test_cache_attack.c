@@ -268,9 +268,9 @@ static void test_unstorable_pod_not_forgotten_during_relist(void **state)
 }
 
 /* SIGTERM while the initial LIST waits for a slow API server: the exit stays within the drain
- * and shutdown timeouts plus a couple of seconds, not the LIST's --api-timeout. --policies off:
- * with them on the replica is not ready until their LIST is done (integ_policies), and this
- * test needs it serving while the pods and nodes are still being listed. */
+ * and shutdown timeouts plus a couple of seconds, not the LIST's --api-timeout. --policies off
+ * (their unread store would name itself first in /readyz). The replica is not ready while the
+ * DRA LISTs wait (integ_dra_not_read), so the test takes the 503 and checks it names them. */
 static void test_sigterm_during_slow_initial_list(void **state)
 {
 	static const char *const extra[] = {"--api-timeout",
@@ -288,11 +288,12 @@ static void test_sigterm_during_slow_initial_list(void **state)
 	if (world_init(&W, 0) == 0) {
 		itest_world = &W;
 		W.cache_mode = "watch";
+		W.start_unready = 1;
 	}
 	apiserver_double_set_delay_ms(W.api, 25000);
 	ITEST_CHECK(world_start_gmg(&W, extra, 30000) == 0, "start");
-	ITEST_CHECK(world_health_get(&W, "/readyz", &ready) == 200, "readyz");
-	itest_contains(ready, "cache: syncing", "readyz while the LIST waits");
+	ITEST_CHECK(world_health_get(&W, "/readyz", &ready) == 503, "readyz");
+	itest_contains(ready, "DRA ResourceSlices not read yet", "readyz while the LISTs wait");
 	free(ready);
 	ITEST_CHECK(apiserver_double_wait_count(W.api, APISERVER_DOUBLE_LIST_NODES, 1, 10000) == 0,
 	            "no LIST");

@@ -754,6 +754,46 @@ static void test_cache_not_ready(void **state)
 	free(pod);
 }
 
+/* The DRA store not read (extender_config.dra_fresh 0): a GPU pod's filter is an Error the
+ * scheduler retries, a pod with no GPU passes; once read, the pod is judged. */
+static int dra_answer;
+static int dra_fresh_stub(void *ctx, double now)
+{
+	(void)ctx;
+	(void)now;
+	return dra_answer;
+}
+
+static void test_dra_not_read(void **state)
+{
+	(void)state;
+	dra_answer = 0;
+	E.cfg.dra_fresh = dra_fresh_stub;
+	reconfigure();
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, 2);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	assert_string_equal(
+	    str_at(a, "Error"),
+	    "gpu-memory-guard cannot judge GPU pod ml/llama-0: it has not read the DRA "
+	    "ResourceSlices and ResourceClaims (not listed yet, or their watch is "
+	    "stale); retry");
+	cJSON_Delete(a);
+	dra_answer = 1;
+	a = call(EXTENDER_FILTER, body);
+	assert_string_equal(str_at(a, "Error"), "");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+	pod = pod_text("ml", "cpu", NULL, NULL, "", "cpu");
+	body = args_names(pod, ALL, 2);
+	dra_answer = 0;
+	a = call(EXTENDER_FILTER, body);
+	assert_string_equal(str_at(a, "Error"), "");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
 /* A '%' echoed from a node annotation never reaches the answer (text.h). */
 static void test_no_percent(void **state)
 {
@@ -1387,6 +1427,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_per_gpu_never_fits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sharing_reasons, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_not_ready, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_not_read, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_no_percent, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_bad_inputs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_empty_list, setup, teardown),

@@ -17,6 +17,7 @@
 #include "jsonpath.h"
 #include "kube.h"
 #include "metrics.h"
+#include "serverclock.h"
 #include "shared.h"
 #include "fake_lease.h"
 
@@ -516,6 +517,119 @@ static void test_each_entry_reads_the_known_record(void **state)
 	fake_lease_free(f);
 }
 
+/* ---- two replicas whose clocks are 180 s apart (issue 20): the API server's clock ---- */
+
+static uint64_t mono_now = 500000;          /* both replicas' CLOCK_MONOTONIC, ms */
+#define SERVER_OFF ((int64_t)WALL - 500000) /* the API server's clock: mono + this */
+static uint64_t wall_slow(void)
+{
+	return mono_now + SERVER_OFF - 90000;
+} /* 90 s behind */
+static uint64_t wall_fast(void)
+{
+	return mono_now + SERVER_OFF + 90000;
+} /* 90 s ahead */
+
+static int server_clock(void *ctx, int latest, uint64_t *out)
+{
+	return serverclock_now_ms(ctx, latest ? SERVERCLOCK_LATEST : SERVERCLOCK_EARLIEST, mono_now,
+	                          out);
+}
+
+/* An answer of the API server: its Date header, 3 ms of round trip. */
+static void answer(struct serverclock *sc)
+{
+	serverclock_observe(sc, (int64_t)(mono_now + 1 + SERVER_OFF) / 1000, mono_now,
+	                    mono_now + 3);
+}
+
+struct skewed {
+	struct shared *s;
+	uint64_t bytes, limit;
+	int allowed;
+};
+
+/* The webhook's use of the clocks (decide_on_record): judge by shared_now_wall_ms, stamp from
+ * shared_stamp_wall_ms. */
+static enum shared_verdict decide_skewed(void *ctx, struct record *rec, int fresh)
+{
+	struct skewed *k = ctx;
+	uint64_t now = shared_now_wall_ms(k->s), used = record_live_bytes(rec, now);
+	(void)fresh;
+	k->allowed = used + k->bytes <= k->limit;
+	if (!k->allowed)
+		return SHARED_NO_WRITE;
+	record_prune(rec, now, NULL, 0, 0, 0);
+	if (record_put(rec, "ns/p", NULL, k->bytes, shared_stamp_wall_ms(k->s) + 60000) != 0)
+		return SHARED_NO_WRITE;
+	return SHARED_WRITE;
+}
+
+/* Replica A 90 s behind writes 30Gi for 60 s; replica B 90 s ahead judges 20 s later. On their
+ * own clocks B would see the entry expired 10 s before A wrote it and admit 30Gi more over a
+ * 36Gi limit; on the API server's clock both agree it has 40 s left. And it does expire: 61 s
+ * after the write B admits. */
+static void test_skewed_replicas_agree(void **state)
+{
+	struct fake_lease *f = fake_lease_new();
+	struct shared_api api = fake_lease_api(f);
+	struct shared *a = shared_new("gmg-system", &api, 60000, wall_slow);
+	struct shared *b = shared_new("gmg-system", &api, 60000, wall_fast);
+	struct serverclock *ca = serverclock_new(), *cb = serverclock_new();
+	char err[256];
+	(void)state;
+
+	/* Their own clocks alone: the overfill this guards against. */
+	struct skewed ka = {a, 30 * GI, 36 * GI, 0}, kb = {b, 30 * GI, 36 * GI, 0};
+	assert_int_equal(shared_place(a, "gpu-1", 1e18, decide_skewed, &ka, NULL, err, sizeof(err)),
+	                 0);
+	assert_true(ka.allowed);
+	mono_now += 20000;
+	assert_int_equal(shared_place(b, "gpu-1", 1e18, decide_skewed, &kb, NULL, err, sizeof(err)),
+	                 0);
+	assert_true(kb.allowed); /* wrong: 60Gi on 36Gi */
+	shared_free(a);
+	shared_free(b);
+	fake_lease_free(f);
+
+	/* The API server's clock. */
+	f = fake_lease_new();
+	api = fake_lease_api(f);
+	a = shared_new("gmg-system", &api, 60000, wall_slow);
+	b = shared_new("gmg-system", &api, 60000, wall_fast);
+	shared_set_clock(a, server_clock, ca);
+	shared_set_clock(b, server_clock, cb);
+	ka.s = a;
+	kb.s = b;
+	answer(ca);
+	assert_int_equal(shared_place(a, "gpu-1", 1e18, decide_skewed, &ka, NULL, err, sizeof(err)),
+	                 0);
+	assert_true(ka.allowed);
+	uint64_t written = mono_now;
+	mono_now += 20000;
+	answer(cb);
+	assert_int_equal(shared_place(b, "gpu-1", 1e18, decide_skewed, &kb, NULL, err, sizeof(err)),
+	                 0);
+	assert_false(kb.allowed);
+	struct visited v = {0};
+	assert_int_equal(shared_each_entry(b, "gpu-1", visit_entry, &v), 1); /* the extender too */
+	mono_now = written + 61000;
+	answer(cb);
+	assert_int_equal(shared_each_entry(b, "gpu-1", visit_entry, &v), 1); /* within 2 s */
+	mono_now = written + 62500;
+	answer(cb);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(shared_each_entry(b, "gpu-1", visit_entry, &v), 0);
+	assert_int_equal(shared_place(b, "gpu-1", 1e18, decide_skewed, &kb, NULL, err, sizeof(err)),
+	                 0);
+	assert_true(kb.allowed);
+	shared_free(a);
+	shared_free(b);
+	serverclock_free(ca);
+	serverclock_free(cb);
+	fake_lease_free(f);
+}
+
 /* decide_fits, with the entry uid given to record_put (the gone rule matches by uid). */
 static enum shared_verdict decide_with_uid(void *ctx, struct record *rec, int fresh)
 {
@@ -584,6 +698,7 @@ int main(void)
 	    cmocka_unit_test(test_group_commit),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_each_entry_reads_the_known_record),
+	    cmocka_unit_test(test_skewed_replicas_agree),
 	    cmocka_unit_test(test_forget_drops_gone_pods),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -329,6 +329,38 @@ static void test_binding_allowed_reserves(void **state)
 	cJSON_Delete(a.root);
 }
 
+/* The DRA store not read (webhook_config.dra_fresh 0): a GPU placement is refused with 500
+ * DRANotRead and reserves nothing, since claims on the node could be missing; a pod with no GPU
+ * passes; once read, the same Binding is admitted. */
+static int dra_fresh_answer;
+static int dra_fresh_stub(void *ctx, double now)
+{
+	(void)ctx;
+	(void)now;
+	return dra_fresh_answer;
+}
+
+static void test_dra_not_read_refused(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	dra_fresh_answer = 0;
+	e->cfg.dra_fresh = dra_fresh_stub;
+	env_build(e);
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 500);
+	assert_string_equal(a.uid, "a1b2c3d4-0003-4000-8000-000000000003");
+	assert_non_null(strstr(a.message, "has not read the cluster's DRA ResourceSlices"));
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a.root);
+	dra_fresh_answer = 1;
+	a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_int_equal(ledger_size(e->ledger), 1);
+	cJSON_Delete(a.root);
+}
+
 static void test_dryrun_reserves_nothing(void **state)
 {
 	struct env *e = *state;
@@ -1719,6 +1751,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_binding_looks_up_pod_and_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_target_kind_omitted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_allowed_reserves, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_not_read_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dryrun_reserves_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_allowed_without_io, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unscheduled_allowed_without_io, setup, teardown),
