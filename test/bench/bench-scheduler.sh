@@ -104,8 +104,8 @@ done >"$OUT/post.cfg"
 
 # The default install's replicas (started once, idle in the 1-replica configurations): ports of
 # their own, shared reservations, and the proxy in front of them.
-# Their identity may keep the records (Leases) in the webhook's namespace (as e2e test 12 grants it).
-kc apply -f - >/dev/null <<EOF
+# Their identity may keep the records (Leases) in the webhook's namespace (test/e2e/lib.sh).
+grant_reservations gpu-memory-guard-bench-reservations
 apiVersion: rbac.authorization.k8s.io/v1
 kind: Role
 metadata: {name: gpu-memory-guard-bench-reservations, namespace: $WEBHOOK_NAMESPACE}
