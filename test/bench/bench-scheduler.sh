@@ -106,20 +106,6 @@ done >"$OUT/post.cfg"
 # their own, shared reservations, and the proxy in front of them.
 # Their identity may keep the records (Leases) in the webhook's namespace (test/e2e/lib.sh).
 grant_reservations gpu-memory-guard-bench-reservations
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: gpu-memory-guard-bench-reservations, namespace: $WEBHOOK_NAMESPACE}
-rules:
-- apiGroups: [coordination.k8s.io]
-  resources: [leases]
-  verbs: [get, list, watch, create, update]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: gpu-memory-guard-bench-reservations, namespace: $WEBHOOK_NAMESPACE}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpu-memory-guard-bench-reservations}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: gpu-memory-guard}]
-EOF
 for i in 1 2; do free_port "RP[$i]"; free_port "RH[$i]"; done
 free_port PROXY_PORT
 # shellcheck disable=SC2153 # RP and RH are set by free_port
@@ -246,7 +232,9 @@ run() {
 		# kube-scheduler's connections to the extender, by local port: how many it opened.
 		[ -z "$ext_port" ] || ss -tnpH state established "( dport = :$ext_port )" 2>/dev/null |
 			awk '/"kube-scheduler"/ { print $3 }' >>"$OUT/sched-conns"
-		now=$(awk '{ print $2 }' "$OUT/binds" | sort -u | wc -l)
+		# Bound pods as the API lists them (the watch may end early on a busy API server: it
+		# only stamps the times).
+		now=$(kc -n $NS get pods -o jsonpath='{range .items[*]}{.spec.nodeName}{"\n"}{end}' 2>/dev/null | grep -c . || true)
 		[ "$now" = "$bound" ] || { bound=$now last_t=$SECONDS; }
 		[ "$bound" -lt "$PODS" ] || break
 		[ $((SECONDS - last_t)) -lt $QUIET_S ] || break
