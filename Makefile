@@ -18,7 +18,7 @@ TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|integ_concurrency|integ_cache
         unit-integration asan tsan fuzz fuzz-smoke e2e soak image install-proof demo down bench \
         bench-scale \
         tools-background \
-        bench-extender format check-format clean quantity-diff promql-check
+        bench-extender bench-scheduler format check-format clean quantity-diff promql-check
 
 all: build
 
@@ -157,6 +157,13 @@ bench-scale: build
 bench-extender: build
 	bash test/bench/run-bench.sh $(BUILD)/test/bench/gmg-bench $(abspath $(BIN)) --extender \
 	    $(BENCH_ARGS)
+
+# Scheduling throughput through the real kube-scheduler and kube-apiserver (issue 23; not a test):
+# 80 kwok H100 nodes, 640 pods of 10Gi, with no webhook, the webhook, webhook + extender, with 1
+# replica and with the default install (2 replicas, shared reservations, behind rrproxy), side by
+# side (docs/benchmark.md, "Through kube-scheduler"). BENCH_SCHED_ROUNDS (2) runs of each.
+bench-scheduler: build
+	bash test/bench/bench-scheduler.sh $(abspath $(BIN))
 
 format:
 	clang-format -i $$(git ls-files '*.c' '*.h')

@@ -498,6 +498,19 @@ static enum MHD_Result admission_handler(void *cls, struct MHD_Connection *c, co
 	return admission_finish(s, c, r);
 }
 
+/* A connection opened: counted per listener, so that requests per connection (keep-alive, and on
+ * the admission listener the TLS handshakes behind them) can be read off /metrics. */
+static void connection_notify(void *cls, struct MHD_Connection *c, void **socket_context,
+                              enum MHD_ConnectionNotificationCode toe)
+{
+	const struct listener *l = cls;
+	(void)c;
+	(void)socket_context;
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED)
+		metrics_http_connection(l->s->metrics, l->plain ? METRICS_LISTENER_SCHEDULER
+		                                                : METRICS_LISTENER_ADMISSION);
+}
+
 static void request_completed(void *cls, struct MHD_Connection *c, void **con_cls,
                               enum MHD_RequestTerminationCode toe)
 {
@@ -662,7 +675,8 @@ static struct MHD_Daemon *start_admission(struct server *s, const struct server_
 	    MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout_s ? o->connection_timeout_s : 30u,
 	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
 	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVER_PER_IP_LIMIT,
-	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s->admission_l, MHD_OPTION_SOCK_ADDR,
+	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s->admission_l,
+	    MHD_OPTION_NOTIFY_CONNECTION, connection_notify, &s->admission_l, MHD_OPTION_SOCK_ADDR,
 	    sa, MHD_OPTION_END);
 }
 
@@ -679,7 +693,8 @@ static struct MHD_Daemon *start_scheduler(struct server *s, const struct server_
 	    o->connection_timeout_s ? o->connection_timeout_s : 30u, MHD_OPTION_CONNECTION_LIMIT,
 	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
 	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed,
-	    &s->scheduler_l, MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
+	    &s->scheduler_l, MHD_OPTION_NOTIFY_CONNECTION, connection_notify, &s->scheduler_l,
+	    MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
 }
 
 static struct MHD_Daemon *start_health(struct server *s, const struct server_options *o,

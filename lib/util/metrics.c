@@ -67,6 +67,7 @@ struct metrics {
 	struct histogram review_latency;
 	struct histogram review_self;
 	atomic_uint_fast64_t http[N_HTTP];
+	atomic_uint_fast64_t http_connections[2]; /* enum metrics_listener */
 	struct api_series api[N_VERBS][N_RESOURCES];
 	atomic_int_fast64_t cert_expiry;
 	atomic_uint_fast64_t reloads[2];
@@ -225,6 +226,13 @@ void metrics_http(struct metrics *m, unsigned code)
 	atomic_fetch_add_explicit(&m->http[i], 1, memory_order_relaxed);
 }
 
+void metrics_http_connection(struct metrics *m, enum metrics_listener listener)
+{
+	if (m == NULL || (unsigned)listener > METRICS_LISTENER_SCHEDULER)
+		return;
+	atomic_fetch_add_explicit(&m->http_connections[listener], 1, memory_order_relaxed);
+}
+
 static size_t name_index(const char *s, const char *const *names, size_t n)
 {
 	for (size_t i = 0; i + 1 < n; i++)
@@ -381,6 +389,14 @@ static void render_reviews(struct metrics_writer *b, struct metrics *m)
 		bprintf(b, "gpu_memory_guard_http_requests_total{code=\"%s\"} %llu\n", code,
 		        (unsigned long long)load(&m->http[i]));
 	}
+	bprintf(b,
+	        "# HELP gpu_memory_guard_http_connections_total TCP connections accepted, by "
+	        "listener (admission: each one a TLS handshake).\n"
+	        "# TYPE gpu_memory_guard_http_connections_total counter\n"
+	        "gpu_memory_guard_http_connections_total{listener=\"admission\"} %llu\n"
+	        "gpu_memory_guard_http_connections_total{listener=\"scheduler\"} %llu\n",
+	        (unsigned long long)load(&m->http_connections[METRICS_LISTENER_ADMISSION]),
+	        (unsigned long long)load(&m->http_connections[METRICS_LISTENER_SCHEDULER]));
 }
 
 static void render_api_counts(struct metrics_writer *b, struct api_series *s, const char *labels)

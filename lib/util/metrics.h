@@ -11,6 +11,10 @@
  *   gpu_memory_guard_review_self_duration_seconds             histogram, the review's own time:
  *       working on it, without waiting for a worker, the API server or the node lock
  *   gpu_memory_guard_http_requests_total{code}                counter (admission listener)
+ *   gpu_memory_guard_http_connections_total{listener}         counter, TCP connections
+ *       accepted (each a TLS handshake on the admission listener); listener: admission |
+ *       scheduler (the plain --scheduler-listen one). Requests per connection =
+ *       http_requests_total / this: how well the clients keep connections alive
  *   gpu_memory_guard_api_requests_total{verb,resource,code}   counter (code 0: no answer)
  *   gpu_memory_guard_api_request_duration_seconds{verb,resource}  histogram
  *   gpu_memory_guard_ledger_reservations                      gauge (read at scrape time)
@@ -140,6 +144,11 @@ void metrics_mode_admitted(struct metrics *m, enum metrics_mode mode, const char
 
 /* One HTTP answer on the admission or scheduler listener, by status code. m may be NULL. */
 void metrics_http(struct metrics *m, unsigned code);
+
+enum metrics_listener { METRICS_LISTENER_ADMISSION = 0, METRICS_LISTENER_SCHEDULER };
+
+/* One connection accepted on listener. m may be NULL. */
+void metrics_http_connection(struct metrics *m, enum metrics_listener listener);
 
 /* One API server call; verb "get"/"list"/"watch"/"create"/"update", resource
  * "pods"/"nodes"/"leases" (others are counted as "other"), code the HTTP status or 0 when no answer

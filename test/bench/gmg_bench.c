@@ -5,7 +5,8 @@
  *   gmg-bench --binary PATH [--scale] [--nodes N] [--cpu-nodes N] [--pods N] [--gpu-pods N]
  *             [--clients N] [--duration S] [--rounds N] [--nginx PATH|none]
  *             [--api-nodes N] [--api-pods-per-node N] [--api-duration S] [--api-delay-ms N]
- *             [--no-api-path] [--no-shared] [--threads N] [--workers N] [--data DIR]
+ *             [--no-api-path] [--no-shared] [--shared-writers 1|2] [--threads N] [--workers N]
+ *             [--data DIR]
  *
  * 1. A synthetic world in the Kubernetes API server TEST DOUBLE (test/integration/
  *    apiserver_double.c): --nodes nodes (5,000), of which --cpu-nodes (a tenth) are CPU nodes and
@@ -31,6 +32,10 @@
  *        --reservations-namespace gmg-bench (each admitted placement writes its node's Lease
  *        at the test double by compare-and-swap); the double's lease counters and the
  *        binary's reservation_* metrics are read around the phase.
+ *      placements (shared, 2 writers), with --shared-writers 2: the same reviews again, half
+ *        the clients to that second process and half to a third one started like it, writing
+ *        the same Leases (the default install's 2 replicas behind a Service, which balances
+ *        per connection): the conflicts between writers, not measured with one.
  *    Then the API path (--cache off) on a small world (--api-nodes 8 GPU nodes with
  *    --api-pods-per-node 40 declared pods each), as the benchmark measured it before the cache.
  * 4. The webhook's own time per placement (review_self_duration_seconds, difference of /metrics
@@ -99,6 +104,7 @@ struct opts {
 	unsigned api_delay_ms;
 	int api_path;
 	int shared; /* the placements through a second binary with --reservations shared too */
+	int shared_writers; /* 2: and through it and a third one together (--shared-writers) */
 	const char *threads;
 	const char *workers;
 	int extender; /* --extender: the scheduler extender's benchmark instead (below) */
@@ -112,6 +118,7 @@ enum answer_kind { ANS_REVIEW = 0, ANS_FILTER, ANS_PRIORITIZE };
 /* What the clients send and how an answer is checked. */
 struct target {
 	const char *url;
+	const char *url2; /* not NULL: the odd-numbered clients send here (a second replica) */
 	const char *ca_file;
 	char **bodies;
 	char **uids; /* NULL: no uid check (nginx answers a fixed body) */
@@ -236,7 +243,7 @@ static void *client(void *arg)
 	struct review_answer a;
 	double deadline;
 	long i;
-	rq.url = t->url;
+	rq.url = t->url2 && (o - ph->out) % 2 ? t->url2 : t->url;
 	rq.ca_file = t->ca_file;
 	rq.content_type = "application/json";
 	rq.timeout_ms = 30000;
@@ -983,6 +990,7 @@ static int parse(int argc, char **argv, struct opts *o)
 	o->api_duration = 10;
 	o->api_path = 1;
 	o->shared = 1;
+	o->shared_writers = 1;
 	for (i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (!strcmp(a, "--no-api-path")) {
@@ -991,6 +999,15 @@ static int parse(int argc, char **argv, struct opts *o)
 		}
 		if (!strcmp(a, "--no-shared")) {
 			o->shared = 0;
+			continue;
+		}
+		if (!strcmp(a, "--shared-writers") && v) {
+			o->shared_writers = atoi(v);
+			if (o->shared_writers < 1 || o->shared_writers > 2) {
+				fprintf(stderr, "gmg-bench: --shared-writers: 1 or 2, not %s\n", v);
+				return -1;
+			}
+			i++;
 			continue;
 		}
 		if (!strcmp(a, "--scale")) {
@@ -1103,6 +1120,21 @@ static void webhook_phase(struct world *w, const struct target *t, int clients, 
 	r->lease_updated += apiserver_double_count(d, APISERVER_DOUBLE_LEASE_UPDATED);
 	r->lease_conflicts += apiserver_double_count(d, APISERVER_DOUBLE_LEASE_CONFLICT);
 	world_health_get(w, "/metrics", &m1);
+	add_metrics(r, m0 ? m0 : "", m1 ? m1 : "");
+	free(m0);
+	free(m1);
+}
+
+/* webhook_phase over two replicas of one world (t->url2: half the clients to the second): the
+ * double's counters once (one double), both binaries' metrics added; the server CPU is the
+ * first one's only (run_phase measures one process tree). */
+static void webhook_phase2(struct world *w, struct world *w2, const struct target *t, int clients,
+                           double duration, struct result *r)
+{
+	char *m0 = NULL, *m1 = NULL;
+	world_health_get(w2, "/metrics", &m0);
+	webhook_phase(w, t, clients, duration, r);
+	world_health_get(w2, "/metrics", &m1);
 	add_metrics(r, m0 ? m0 : "", m1 ? m1 : "");
 	free(m0);
 	free(m1);
@@ -1666,19 +1698,38 @@ static void print_cache_bytes(struct world *w, long pods, long rss_kb, const str
 	       nodes / (double)o->nodes);
 }
 
+/* Replica index of w started with flags and synced; *up set once r needs world_free. 0 or -1. */
+static int start_replica(struct world *r, struct world *w, int index, const char *const *flags,
+                         const struct opts *o, int *up, const char *what)
+{
+	long pods = 0, nodes = 0;
+	double t0, synced;
+	if (world_replica_init(r, w, index))
+		return -1;
+	*up = 1;
+	t0 = now_s();
+	if (world_start_gmg(r, flags, 30000) ||
+	    isnan(synced = wait_synced(r, o, t0, &pods, &nodes)))
+		return -1;
+	printf("shared: %s, %ld pods synced in %.2f s\n", what, pods, synced);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = {0};
-	struct world w, sw, rw;
-	struct target place = {0}, upd = {0}, ngx = {0}, small = {0}, place_sh = {0};
+	struct world w, sw, rw, rw2;
+	struct target place = {0}, upd = {0}, ngx = {0}, small = {0}, place_sh = {0},
+	              place_sh2 = {0};
 	struct result rp = {.name = "placements (cache)"}, rsh = {.name = "placements (shared)"},
+	              rsh2 = {.name = "placements (shared, 2 wr.)"},
 	              ru = {.name = "pod UPDATE (no API call)"}, rn = {.name = "nginx static 200"},
 	              ra = {.name = "placements (API path)"};
 	char *hargv[3], *ready = NULL, *nginx_body = NULL, nginx_url[128] = "", cpu[256], date[64];
 	char load0[64], load1[64], ngx_rate[32] = "-";
 	const char *extra[12], *extra_sh[20];
 	pid_t nginx = 0;
-	int rc = 1, world_up = 0, small_up = 0, shared_up = 0, ne;
+	int rc = 1, world_up = 0, small_up = 0, shared_up = 0, shared2_up = 0, ne;
 	long hwm_sync = -1, rss_sync = -1, hwm_load = -1, rss_load = -1, cached_pods = 0,
 	     cached_nodes = 0;
 	double per_plain[1] = {NAN}, per_gpu[1] = {NAN};
@@ -1694,6 +1745,7 @@ int main(int argc, char **argv)
 		    "[--gpu-pods N] [--clients N] [--duration S] [--rounds N] "
 		    "[--nginx PATH|none] [--api-nodes N] [--api-pods-per-node N] "
 		    "[--api-duration S] [--api-delay-ms N] [--no-api-path] [--no-shared] "
+		    "[--shared-writers 1|2] "
 		    "[--threads N] "
 		    "[--workers N] [--data DIR]\n"
 		    "       gmg-bench --extender|--ext-tls --binary PATH [--nodes N] [--pods N] "
@@ -1758,22 +1810,17 @@ int main(int argc, char **argv)
 	print_cache_bytes(&w, cached_pods, rss_sync, &o, per_plain, per_gpu);
 
 	/* 2b. A second process of the same binary with --reservations shared, started after the
-	 * first one's sync (its figures unchanged): a replica of the world (same double). */
-	if (o.shared) {
-		long sp = 0, sn = 0;
-		double ss;
-		if (world_replica_init(&rw, &w, 0))
-			goto out;
-		shared_up = 1;
-		t0 = now_s();
-		if (world_start_gmg(&rw, extra_sh, 30000) ||
-		    isnan(ss = wait_synced(&rw, &o, t0, &sp, &sn)))
-			goto out;
-		printf(
-		    "shared: a second process with --reservations shared --reservations-namespace "
-		    "gmg-bench (Leases at the test double), %ld pods synced in %.2f s\n",
-		    sp, ss);
-	}
+	 * first one's sync (its figures unchanged): a replica of the world (same double). 2c. With
+	 * --shared-writers 2, a third one like it, writing the same Leases. */
+	if (o.shared &&
+	    start_replica(&rw, &w, 0, extra_sh, &o, &shared_up,
+	                  "a second process with --reservations shared "
+	                  "--reservations-namespace gmg-bench (Leases at the test double)"))
+		goto out;
+	if (o.shared && o.shared_writers == 2 &&
+	    start_replica(&rw2, &w, 1, extra_sh, &o, &shared2_up,
+	                  "a third process like the second (2 writers of the same Leases)"))
+		goto out;
 
 	/* 3. Placements, UPDATEs and nginx, interleaved. */
 	if (prepare_placements(&place, &w, &o) || prepare_updates(&upd, &w)) {
@@ -1804,10 +1851,16 @@ int main(int argc, char **argv)
 		place_sh = place; /* the same reviews (bodies shared, not freed twice) */
 		place_sh.url = rw.url;
 	}
+	if (shared2_up) {
+		place_sh2 = place_sh; /* half the clients to each writer */
+		place_sh2.url2 = rw2.url;
+	}
 	for (int r = 0; r < o.rounds; r++) {
 		webhook_phase(&w, &place, o.clients, o.duration, &rp);
 		if (shared_up)
 			webhook_phase(&rw, &place_sh, o.clients, o.duration, &rsh);
+		if (shared2_up)
+			webhook_phase2(&rw, &rw2, &place_sh2, o.clients, o.duration, &rsh2);
 		webhook_phase(&w, &upd, o.clients, o.duration, &ru);
 		if (nginx)
 			run_phase(&ngx, o.clients, o.duration, nginx, &rn);
@@ -1829,6 +1882,12 @@ int main(int argc, char **argv)
 			*c = c[1] ? ';' : '\0';
 	printf("after the load: RSS %.1f MiB, peak (VmHWM) %.1f MiB; /readyz: %s\n",
 	       rss_load / 1024.0, hwm_load / 1024.0, ready ? ready : "");
+	if (shared2_up) {
+		if (stop_binary(&rw2))
+			goto out;
+		world_free(&rw2);
+		shared2_up = 0;
+	}
 	if (shared_up) {
 		if (stop_binary(&rw))
 			goto out;
@@ -1867,6 +1926,8 @@ int main(int argc, char **argv)
 	print_result(&rp);
 	if (o.shared)
 		print_result(&rsh);
+	if (o.shared && o.shared_writers == 2)
+		print_result(&rsh2);
 	print_result(&ru);
 	if (nginx_url[0])
 		print_result(&rn);
@@ -1956,24 +2017,39 @@ int main(int argc, char **argv)
 			    rate(&rsh), place_rate, rate(&rsh) / place_rate,
 			    pct(rsh.lat, rsh.n, 0.99) * 1e3, pct(rp.lat, rp.n, 0.99) * 1e3,
 			    rsh.ok > 0 ? (double)rsh.lease_writes / (double)rsh.ok : NAN);
+		if (o.shared && o.shared_writers == 2)
+			printf("2 writers vs 1 vs local (a figure, no target): placements/s %.0f / "
+			       "%.0f "
+			       "/ %.0f = %.2fx of one writer, %.2fx of local; client p99 %.2f ms; "
+			       "%.2f "
+			       "Lease writes and %.2f conflicts (409) per placement (one writer: "
+			       "%.2f)\n",
+			       rate(&rsh2), rate(&rsh), place_rate, rate(&rsh2) / rate(&rsh),
+			       rate(&rsh2) / place_rate, pct(rsh2.lat, rsh2.n, 0.99) * 1e3,
+			       rsh2.ok > 0 ? (double)rsh2.lease_writes / (double)rsh2.ok : NAN,
+			       rsh2.ok > 0 ? (double)rsh2.lease_conflicts / (double)rsh2.ok : NAN,
+			       rsh.ok > 0 ? (double)rsh.lease_conflicts / (double)rsh.ok : NAN);
 	}
 	printf("\nload average at start: %s; at end: %s (%ld CPUs)\n", load0, load1,
 	       sysconf(_SC_NPROCESSORS_ONLN));
-	rc = rp.failed || rsh.failed || ru.failed || rn.failed || ra.failed ? 1 : 0;
+	rc = rp.failed || rsh.failed || rsh2.failed || ru.failed || rn.failed || ra.failed ? 1 : 0;
 out:
 	stop_nginx(nginx);
 	free(ready);
 	free(nginx_body);
 	free(rp.lat);
 	free(rsh.lat);
+	free(rsh2.lat);
 	free(ru.lat);
 	free(rn.lat);
 	free(ra.lat);
 	free_target(&place);
 	free_target(&upd);
 	free_target(&small);
+	if (shared2_up)
+		world_free(&rw2); /* replicas of w: before w */
 	if (shared_up)
-		world_free(&rw); /* a replica of w: before w */
+		world_free(&rw);
 	if (world_up)
 		world_free(&w);
 	if (small_up)

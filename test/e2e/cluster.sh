@@ -17,8 +17,9 @@
 #        cluster.sh apiserver-restart [DOWN_SECONDS]   # stop kube-apiserver, wait (default 3 s),
 #                                            # start it again (same flags, port, etcd), wait for /readyz
 #        cluster.sh apiserver-stop | apiserver-start   # the two halves
-#        cluster.sh scheduler-extender       # restart kube-scheduler with docs/scheduler.md's
+#        cluster.sh scheduler-extender [PORT]  # restart kube-scheduler with docs/scheduler.md's
 #                                            # KubeSchedulerConfiguration: the extender at the webhook
+#                                            # (or at 127.0.0.1:PORT: a proxy before replicas)
 #        cluster.sh scheduler-default        # restart kube-scheduler as `up` starts it (no extender)
 #
 # Environment: GMG_E2E_STATE (state folder; default ${TMPDIR:-/tmp}/gpu-memory-guard-e2e),
@@ -233,9 +234,9 @@ start_scheduler() {
 # operator adapts it to theirs and nothing else: the scheduler's kubeconfig, leader election off
 # (as `up` runs it), the extender's URL (the webhook's TLS port on the host) and caData (the
 # webhook's CA). kube-scheduler decodes the file strictly: a wrong field in the document stops it.
-scheduler_extender_config() {
+scheduler_extender_config() { # [PORT] (default the webhook's)
 	local doc="$REPO_ROOT/docs/scheduler.md" out="$STATE/scheduler-extender.yaml" url ca
-	url="https://127.0.0.1:$WEBHOOK_PORT/scheduler"
+	url="https://127.0.0.1:${1:-$WEBHOOK_PORT}/scheduler"
 	ca=$(base64 -w0 "$PKI/webhook-ca.crt")
 	awk '/^## Self-managed control planes/ { s = 1 } s && /^```yaml$/ { y = 1; next } y && /^```$/ { exit } y' "$doc" |
 		sed -E -e "s|^(  kubeconfig: ).*|\1$STATE/scheduler.kubeconfig|" \
@@ -595,7 +596,7 @@ apiserver-stop) load_cluster_env; apiserver_stop ;;
 apiserver-start) load_cluster_env; apiserver_start ;;
 scheduler-extender)
 	load_cluster_env
-	config=$(scheduler_extender_config) # exits here if the document changed shape
+	config=$(scheduler_extender_config "${1:-}") # exits here if the document changed shape
 	scheduler_restart "$config"
 	;;
 scheduler-default) load_cluster_env; scheduler_restart ;;

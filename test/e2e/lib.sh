@@ -163,6 +163,27 @@ webhook_launch() {
 		--log-level info ${GMG_WEBHOOK_ARGS:-} "$@"
 }
 
+# grant_reservations NAME: a Role and RoleBinding NAME that let the webhook's identity keep its
+# shared reservation records (Leases) in its namespace, nowhere else (what the chart grants).
+# Needs load_cluster_env.
+grant_reservations() {
+	kc apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata: {name: $1, namespace: $WEBHOOK_NAMESPACE}
+rules:
+- apiGroups: [coordination.k8s.io]
+  resources: [leases]
+  verbs: [get, list, watch, create, update]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata: {name: $1, namespace: $WEBHOOK_NAMESPACE}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: $1}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: gpu-memory-guard}]
+EOF
+}
+
 daemon_alive() { [ -f "$STATE/pids/$1.pid" ] && kill -0 "$(cat "$STATE/pids/$1.pid")" 2>/dev/null; }
 
 # Per-node GPU memory as the API shows it (never as the webhook reports it): one JSON line per

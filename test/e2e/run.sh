@@ -1202,21 +1202,7 @@ test_shared_reservations() {
 	fi
 	fresh_ns $RR_NS
 	# The replicas' identity may keep the records (Leases) in the webhook's namespace, nowhere else.
-	kc apply -f - >/dev/null <<EOF
-apiVersion: rbac.authorization.k8s.io/v1
-kind: Role
-metadata: {name: gpu-memory-guard-e2e-reservations, namespace: $WEBHOOK_NAMESPACE}
-rules:
-- apiGroups: [coordination.k8s.io]
-  resources: [leases]
-  verbs: [get, list, watch, create, update]
----
-apiVersion: rbac.authorization.k8s.io/v1
-kind: RoleBinding
-metadata: {name: gpu-memory-guard-e2e-reservations, namespace: $WEBHOOK_NAMESPACE}
-roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: gpu-memory-guard-e2e-reservations}
-subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: gpu-memory-guard}]
-EOF
+	grant_reservations gpu-memory-guard-e2e-reservations
 	PICKED="$PICKED $WEBHOOK_PORT $WEBHOOK_HEALTH_PORT"
 	free_port RR_PROXY_PORT
 	RR_PORT=() RR_HEALTH=()

@@ -256,6 +256,38 @@ static void test_review_200_and_keepalive(void **state)
 	free(body);
 }
 
+/* gpu_memory_guard_http_connections_total{listener="admission"}, from /metrics. */
+static unsigned long long admission_connections(void)
+{
+	static const char key[] =
+	    "gpu_memory_guard_http_connections_total{listener=\"admission\"} ";
+	struct req q = {.path = "/metrics", .health = 1};
+	struct reply *r = do_req(&q);
+	assert_int_equal(r->code, 200);
+	const char *p = strstr(r->body, key);
+	assert_non_null(p);
+	return strtoull(p + sizeof(key) - 1, NULL, 10);
+}
+
+/* Three requests on one keep-alive connection count one connection; a new connection one more.
+ * (Bodies the webhook answers 400, so that the review counters other tests check stay put.) */
+static void test_connections_counted(void **state)
+{
+	unsigned long long before = admission_connections();
+	CURL *c = curl_easy_init();
+	struct req q = {.path = "/validate", .body = "{}", .body_len = 2, .reuse = c};
+	for (int i = 0; i < 3; i++) {
+		struct reply *r = do_req(&q);
+		assert_int_equal(r->code, 400);
+		assert_int_equal(r->connects, i == 0 ? 1 : 0);
+	}
+	assert_int_equal(admission_connections(), before + 1);
+	curl_easy_cleanup(c);
+	q.reuse = NULL;
+	assert_int_equal(do_req(&q)->code, 400);
+	assert_int_equal(admission_connections(), before + 2);
+}
+
 static void test_unscheduled_allowed(void **state)
 {
 	size_t len;
@@ -555,6 +587,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_review_200_and_keepalive),
+	    cmocka_unit_test(test_connections_counted),
 	    cmocka_unit_test(test_unscheduled_allowed),
 	    cmocka_unit_test(test_routing_and_methods),
 	    cmocka_unit_test(test_route_table_checked),
