@@ -63,7 +63,7 @@ MAIN_PID=$BASHPID
 cleanup() {
 	if [ -n "$BESIDE_PID" ]; then # the suite stopped before it waited for them
 		kill "$BESIDE_PID" 2>/dev/null
-		wait "$BESIDE_PID" 2>/dev/null
+		beside_wait 60 # their cluster's teardown
 		BESIDE_PID=""
 	fi
 	if [ "$1" -ne 0 ] && [ -d "$STATE/logs" ]; then
@@ -133,13 +133,27 @@ for n in $BESIDE_WANTED; do
 	want "$n" && beside="$beside $n"
 done
 BESIDE=${beside# }
+# Not a child of this shell (started from a subshell that exits at once): the tests' own bare
+# `wait`s (tests 6, 10, 12) must not wait for it. Its pid and, once it ended, its exit status
+# are in $STATE/beside.pid and beside.rc.
 if [ -n "$BESIDE" ]; then
 	BESIDE_LOG="$STATE/beside.log"
 	log "e2e: tests $BESIDE beside the others, on a cluster of their own (log $BESIDE_LOG)"
-	GMG_E2E_PORTS=${GMG_E2E_BESIDE_PORTS:-24000-27999} GMG_E2E_BESIDE="" \
-		bash "$E2E_DIR/run.sh" "$BINARY" $BESIDE >"$BESIDE_LOG" 2>&1 </dev/null &
-	BESIDE_PID=$!
+	(
+		(
+			GMG_E2E_PORTS=${GMG_E2E_BESIDE_PORTS:-24000-27999} GMG_E2E_BESIDE="" \
+				bash "$E2E_DIR/run.sh" "$BINARY" $BESIDE >"$BESIDE_LOG" 2>&1 </dev/null &
+			echo $! >"$STATE/beside.pid.tmp" && mv "$STATE/beside.pid.tmp" "$STATE/beside.pid"
+			wait $!
+			echo $? >"$STATE/beside.rc"
+		) &
+	)
+	wait_for 10 "the pid of tests $BESIDE" test -s "$STATE/beside.pid"
+	BESIDE_PID=$(cat "$STATE/beside.pid" 2>/dev/null)
+	[ -n "$BESIDE_PID" ] || BESIDE_PID=none
 fi
+# beside_wait SECONDS: until the run beside has ended (its beside.rc written).
+beside_wait() { wait_for "$1" "tests $BESIDE to end" test -s "$STATE/beside.rc"; }
 
 # pod_json NAME NAMESPACE MEMORY GPUS [NODE_NAME] [NODE_SELECTOR_HOSTNAME] [GATED]
 # A GPU pod as users write them: GPU_MEMORY_LIMIT, nvidia.com/gpu limit, the taint's toleration.
@@ -2256,8 +2270,9 @@ want 26 && timed 26 test_client_auth
 
 if [ -n "$BESIDE_PID" ]; then
 	log "e2e: waiting for tests $BESIDE (beside, log $BESIDE_LOG)"
-	brc=0
-	wait "$BESIDE_PID" || brc=$?
+	beside_wait 3600
+	brc=$(cat "$STATE/beside.rc" 2>/dev/null)
+	brc=${brc:-1}
 	BESIDE_PID=""
 	echo "---- tests $BESIDE, run beside the others on a cluster of their own: ----"
 	cat "$BESIDE_LOG"
