@@ -52,7 +52,7 @@ build-tsan: deps
 tsan: build-tsan
 	rm -rf $(BUILD_TSAN)/tsan-logs && mkdir -p $(BUILD_TSAN)/tsan-logs
 	cd $(BUILD_TSAN) && TSAN_OPTIONS=log_path=$(abspath $(BUILD_TSAN))/tsan-logs/tsan:second_deadlock_stack=1 \
-	  ctest --output-on-failure -R '$(TSAN_TESTS)'
+	  ctest --output-on-failure -j $(JOBS) -R '$(TSAN_TESTS)'
 	@if ls $(BUILD_TSAN)/tsan-logs/tsan.* >/dev/null 2>&1; then \
 	  cat $(BUILD_TSAN)/tsan-logs/tsan.*; echo "tsan: ThreadSanitizer reports above" >&2; exit 1; fi
 
@@ -133,8 +133,13 @@ tools-background: deps
 # Fast loop: everything but the real control plane.
 test-fast: check-format unit-integration quantity-diff asan tsan fuzz-smoke build-release
 
-# Every test.
-test: tools-background test-fast e2e install-proof promql-check
+# Every test: tools-background, test-fast's steps, then e2e with install-proof and promql-check
+# beside it (they bring up API servers of their own, in state folders and on ports of their
+# own), as timed steps (.ci/steps.sh: "step NAME: N s" each, a summary at the end).
+TEST_STEPS ?= tools-background check-format unit-integration quantity-diff asan tsan fuzz-smoke \
+              build-release e2e+install-proof,promql-check
+test:
+	@MAKE="$(MAKE)" bash .ci/steps.sh $(TEST_STEPS)
 
 demo: build
 	bash test/e2e/demo.sh $(abspath $(BIN))

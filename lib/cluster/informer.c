@@ -276,8 +276,14 @@ static int relist(struct kind *k)
 #ifdef __GLIBC__
 	/* A LIST parses thousands of pages and frees each: glibc keeps those pages resident
 	 * between the cache's records. Handing them back once per LIST (a rare event) costs a
-	 * walk of the heap and keeps RSS near the cache's own bytes (docs/benchmark.md). */
+	 * walk of the heap and keeps RSS near the cache's own bytes (docs/benchmark.md). One
+	 * informer thread at a time: under AddressSanitizer glibc's allocator is never used, so
+	 * the first malloc_trim initialises it, and two first calls at once (the pods' and the
+	 * nodes' LISTs) crashed in mtrim (SEGV at 0x8, integ_shared_reservations, make asan). */
+	static pthread_mutex_t trim_mu = PTHREAD_MUTEX_INITIALIZER;
+	pthread_mutex_lock(&trim_mu);
 	malloc_trim(0);
+	pthread_mutex_unlock(&trim_mu);
 #endif
 	if (k->policies) {
 		pthread_mutex_lock(&k->inf->mu);

@@ -56,6 +56,9 @@ BINARY=${1:-}
 	exit 2
 }
 export GMG_E2E_STATE=${GMG_E2E_STATE:-$(mktemp -d "${TMPDIR:-/tmp}/gmg-install-proof.XXXXXX")}
+# Ports of its own (lib.sh, free_port): `make test` runs it beside the e2e suite's two clusters
+# (20000-23999, 24000-27999).
+export GMG_E2E_PORTS=${GMG_E2E_PORTS:-28000-31999}
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 

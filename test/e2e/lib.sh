@@ -69,12 +69,15 @@ port_listening() {
 # already handed out by this shell). Random so that two runs rarely race for one. It assigns
 # rather than prints: in `X=$(free_port)` the subshell's PICKED is lost, and two calls could
 # hand out one port (seen: kube-scheduler on the API server's port, dead at its bind, while its
-# /healthz check was answered by the API server).
+# /healthz check was answered by the API server). GMG_E2E_PORTS=LOW-HIGH narrows the range
+# (default 20000-31999): runs started at the same time (`make test` runs the e2e suite, a second
+# cluster of it and the install proof together) get ranges of their own, so they never race.
 PICKED=""
+GMG_E2E_PORTS=${GMG_E2E_PORTS:-20000-31999}
 free_port() {
-	local _fp_port _fp_try
+	local _fp_port _fp_try _fp_lo=${GMG_E2E_PORTS%-*} _fp_hi=${GMG_E2E_PORTS#*-}
 	for _fp_try in $(seq 1 200); do
-		_fp_port=$((20000 + RANDOM % 12000))
+		_fp_port=$((_fp_lo + RANDOM % (_fp_hi - _fp_lo + 1)))
 		case " $PICKED " in *" $_fp_port "*) continue ;; esac
 		if ! port_listening "$_fp_port"; then
 			PICKED="$PICKED $_fp_port"

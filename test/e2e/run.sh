@@ -28,6 +28,11 @@
 # Prints PASS/FAIL per test with the reason, then "N passed, M failed"; exits 1 on any failure.
 # The cluster lives in its own state folder (so a demo cluster left up is not disturbed) and is
 # torn down on exit; GMG_E2E_KEEP=1 keeps it up for a look.
+# The whole suite (no number) runs the tests of GMG_E2E_BESIDE (default "12 19 20": each starts
+# webhook replicas or faults of its own) beside the others, in a second run.sh on a cluster of
+# its own (its own state folder; ports in GMG_E2E_BESIDE_PORTS, default 24000-27999, the main
+# cluster's in GMG_E2E_PORTS, default 20000-23999); its output is printed whole after the other
+# tests, and its verdicts count in the final line. GMG_E2E_BESIDE="" runs them in sequence.
 set -uo pipefail
 
 BINARY=${1:-}
@@ -38,6 +43,11 @@ ONLY=" $* "
 # names somebody's cluster, which this suite must neither reuse nor tear down.
 GMG_E2E_STATE=$(mktemp -d "${TMPDIR:-/tmp}/gmg-e2e-run.XXXXXX")
 export GMG_E2E_STATE
+BESIDE_WANTED="" BESIDE="" BESIDE_PID=""
+if [ "$ONLY" = "  " ]; then
+	BESIDE_WANTED=${GMG_E2E_BESIDE- 12 19 20}
+	[ -z "${BESIDE_WANTED// /}" ] || export GMG_E2E_PORTS=${GMG_E2E_PORTS:-20000-23999}
+fi
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
 
@@ -51,6 +61,11 @@ MAIN_PID=$BASHPID
 # cleanup RC: keeps the logs of a failed run, then takes the cluster down (or leaves it up with
 # GMG_E2E_KEEP=1).
 cleanup() {
+	if [ -n "$BESIDE_PID" ]; then # the suite stopped before it waited for them
+		kill "$BESIDE_PID" 2>/dev/null
+		beside_wait 60 # their cluster's teardown
+		BESIDE_PID=""
+	fi
 	if [ "$1" -ne 0 ] && [ -d "$STATE/logs" ]; then
 		mkdir -p "$GMG_CACHE/e2e-logs" && rm -rf "$GMG_CACHE/e2e-logs/last" && cp -r "$STATE/logs" "$GMG_CACHE/e2e-logs/last" &&
 			log "logs copied to $GMG_CACHE/e2e-logs/last"
@@ -72,8 +87,12 @@ teardown() {
 # The webhook forgets an admitted placement when a later review of the same node sees the pod,
 # or, once the placement is older than its grace period (5 s, WEBHOOK_GRACE_MS_DEFAULT), when
 # the API server says the pod is gone; else after --reservation-ttl (60 s, the default here).
-# So that a test's deleted pods cannot count in the next one, the suite pauses a little longer
-# than the grace period after each test (settle); test 8 checks the grace period is enough.
+# So that a test's deleted pods cannot count in the next one, the suite settles after each
+# test: it waits until the webhook holds no reservation (gpu_memory_guard_ledger_reservations
+# 0) and its watch cache no more pods than the API server lists, polled every 0.2 s, and at
+# most a little longer than the grace period (SETTLE, the fixed pause this was: a reservation
+# that stays, of a pod that never came, is past its grace period by then); test 8 checks the
+# grace period is enough.
 GRACE=5
 SETTLE=${GMG_E2E_SETTLE:-$((GRACE + 1))}
 
@@ -99,11 +118,42 @@ fail() { FAILED=$((FAILED + 1)); printf 'FAIL %s: %s\n' "$CURRENT" "$1"; }
 KNOWN_FAILING=" "
 want() {
 	case "$ONLY" in
-	"  ") [ "${GMG_E2E_ALL:-0}" = 1 ] || case "$KNOWN_FAILING" in *" $1 "*) return 1 ;; esac; return 0 ;;
+	"  ")
+		[ "${GMG_E2E_ALL:-0}" = 1 ] || case "$KNOWN_FAILING" in *" $1 "*) return 1 ;; esac
+		case " $BESIDE " in *" $1 "*) return 1 ;; esac # run beside, by the second run.sh
+		return 0
+		;;
 	*" $1 "*) return 0 ;;
 	*) return 1 ;;
 	esac
 }
+# The tests run beside (see the top): those of GMG_E2E_BESIDE the whole suite would run.
+beside=""
+for n in $BESIDE_WANTED; do
+	want "$n" && beside="$beside $n"
+done
+BESIDE=${beside# }
+# Not a child of this shell (started from a subshell that exits at once): the tests' own bare
+# `wait`s (tests 6, 10, 12) must not wait for it. Its pid and, once it ended, its exit status
+# are in $STATE/beside.pid and beside.rc.
+if [ -n "$BESIDE" ]; then
+	BESIDE_LOG="$STATE/beside.log"
+	log "e2e: tests $BESIDE beside the others, on a cluster of their own (log $BESIDE_LOG)"
+	(
+		(
+			GMG_E2E_PORTS=${GMG_E2E_BESIDE_PORTS:-24000-27999} GMG_E2E_BESIDE="" \
+				bash "$E2E_DIR/run.sh" "$BINARY" $BESIDE >"$BESIDE_LOG" 2>&1 </dev/null &
+			echo $! >"$STATE/beside.pid.tmp" && mv "$STATE/beside.pid.tmp" "$STATE/beside.pid"
+			wait $!
+			echo $? >"$STATE/beside.rc"
+		) &
+	)
+	wait_for 10 "the pid of tests $BESIDE" test -s "$STATE/beside.pid"
+	BESIDE_PID=$(cat "$STATE/beside.pid" 2>/dev/null)
+	[ -n "$BESIDE_PID" ] || BESIDE_PID=none
+fi
+# beside_wait SECONDS: until the run beside has ended (its beside.rc written).
+beside_wait() { wait_for "$1" "tests $BESIDE to end" test -s "$STATE/beside.rc"; }
 
 # pod_json NAME NAMESPACE MEMORY GPUS [NODE_NAME] [NODE_SELECTOR_HOSTNAME] [GATED]
 # A GPU pod as users write them: GPU_MEMORY_LIMIT, nvidia.com/gpu limit, the taint's toleration.
@@ -122,10 +172,36 @@ pod_json() {
 	   + (if $gated == "" then {} else {schedulingGates: [{name: "gmg-e2e/hold"}]} end))}'
 }
 
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
 fresh_ns() { kc create namespace "$1" >/dev/null; }
 drop_ns() {
 	kc delete namespace "$1" --wait=true --timeout=120s >/dev/null 2>&1 || log "namespace $1 not gone after 120s"
-	sleep "$SETTLE" # see GRACE
+	settle
+}
+
+# settle: see GRACE. Waits SETTLE s at most; less once settled says so.
+SETTLE_MS=0 # the settles' time in the current test (timed prints it)
+settle() {
+	local t0 end
+	t0=$(now_ms)
+	end=$((t0 + SETTLE * 1000))
+	until settled; do
+		[ "$(now_ms)" -lt "$end" ] || break
+		sleep 0.2
+	done
+	SETTLE_MS=$((SETTLE_MS + $(now_ms) - t0))
+}
+# Whether the suite's webhook holds no reservation and its watch cache (synced) no more pods
+# than the API server lists; false while the webhook does not answer (test 7 stops it).
+settled() {
+	local held cached listed
+	held=$(metrics | awk '$1 == "gpu_memory_guard_ledger_reservations" { print $2 }') || return 1
+	[ "$held" = 0 ] || return 1
+	cached=$(cache_synced_pods)
+	[ -n "$cached" ] || return 1
+	listed=$(kc get pods -A --no-headers 2>/dev/null | wc -l) || return 1
+	[ "$cached" -le "$listed" ]
 }
 
 phase_count() { # NAMESPACE PHASE
@@ -463,7 +539,6 @@ test_outage() {
 
 # --- 8. (extra) memory of a deleted pod is free after the grace period, not the TTL --------------
 
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
 
 test_freed() {
 	CURRENT="8 deleted pod frees its memory"
@@ -2141,33 +2216,63 @@ test_client_auth() {
 # --- run -----------------------------------------------------------------------------------
 
 log "e2e: running tests (cluster up after $((SECONDS - START))s)"
-want 1 && test_scale
-want 2 && test_nodename
-want 3 && test_dryrun
-want 4 && test_ordinary
-want 5 && test_annotation
-want 6 && test_parallel
-want 7 && test_outage
-want 8 && test_freed
-want 9 && test_cache
-want 10 && test_scale_pods
-want 11 && test_apiserver_restart
-want 12 && test_shared_reservations
-want 13 && test_extender_case
-want 14 && test_extender_scale
-want 15 && test_extender_second
-want 16 && test_extender_safety_net
-want 17 && test_sharing
-want 18 && test_image
-want 19 && test_faults
-want 20 && test_soak
-want 21 && test_report
-want 22 && test_policy_crd
-want 23 && test_policy_apply
-want 24 && test_infer
-want 25 && test_dra
-want 26 && test_client_auth
+# timed N TEST_FUNCTION: runs it, logs its duration (settle included) and keeps it for the end.
+DURATIONS=""
+timed() {
+	local n=$1 t0
+	t0=$(now_ms)
+	SETTLE_MS=0
+	"$2"
+	t0=$((($(now_ms) - t0 + 500) / 1000))
+	log "e2e: test $n took ${t0}s (settling after it $((SETTLE_MS / 1000)).$((SETTLE_MS % 1000 / 100))s)"
+	DURATIONS="$DURATIONS $n:${t0}s"
+}
+want 1 && timed 1 test_scale
+want 2 && timed 2 test_nodename
+want 3 && timed 3 test_dryrun
+want 4 && timed 4 test_ordinary
+want 5 && timed 5 test_annotation
+want 6 && timed 6 test_parallel
+want 7 && timed 7 test_outage
+want 8 && timed 8 test_freed
+want 9 && timed 9 test_cache
+want 10 && timed 10 test_scale_pods
+want 11 && timed 11 test_apiserver_restart
+want 12 && timed 12 test_shared_reservations
+want 13 && timed 13 test_extender_case
+want 14 && timed 14 test_extender_scale
+want 15 && timed 15 test_extender_second
+want 16 && timed 16 test_extender_safety_net
+want 17 && timed 17 test_sharing
+want 18 && timed 18 test_image
+want 19 && timed 19 test_faults
+want 20 && timed 20 test_soak
+want 21 && timed 21 test_report
+want 22 && timed 22 test_policy_crd
+want 23 && timed 23 test_policy_apply
+want 24 && timed 24 test_infer
+want 25 && timed 25 test_dra
+want 26 && timed 26 test_client_auth
 
+if [ -n "$BESIDE_PID" ]; then
+	log "e2e: waiting for tests $BESIDE (beside, log $BESIDE_LOG)"
+	beside_wait 3600
+	brc=$(cat "$STATE/beside.rc" 2>/dev/null)
+	brc=${brc:-1}
+	BESIDE_PID=""
+	echo "---- tests $BESIDE, run beside the others on a cluster of their own: ----"
+	cat "$BESIDE_LOG"
+	echo "---- end of tests $BESIDE ----"
+	CURRENT="tests $BESIDE (beside)"
+	verdict=$(tail -n 1 "$BESIDE_LOG")
+	if [[ $verdict =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		PASSED=$((PASSED + BASH_REMATCH[1]))
+		FAILED=$((FAILED + BASH_REMATCH[2]))
+		[ "$brc" -eq 0 ] || [ "${BASH_REMATCH[2]}" -ne 0 ] || fail "their run.sh exited $brc after: $verdict"
+	else
+		fail "their run.sh ended without a verdict (exit $brc), last line: $verdict"
+	fi
+fi
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
 	fail "the webhook died during the suite; last log lines: $(tail -n 5 "$STATE/logs/webhook.log" | tr '\n' ' ')"
@@ -2181,6 +2286,6 @@ rc=0
 [ "$FAILED" -eq 0 ] || rc=1
 trap - EXIT
 cleanup $rc
-log "e2e: done in $((SECONDS - START))s"
+log "e2e: done in $((SECONDS - START))s; per test (number:seconds):$DURATIONS"
 echo "$PASSED passed, $FAILED failed"
 exit $rc

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Run the libFuzzer targets of test/fuzz, each for SECONDS, one after the other.
+# Run the libFuzzer targets of test/fuzz, each for SECONDS, in parallel lanes (GMG_FUZZ_JOBS,
+# default nproc: each lane takes the next target when its last one ends, so the wall time is
+# about targets / lanes x SECONDS; each target still gets its SECONDS on a core of its own).
 #   test/fuzz/run.sh BUILD_DIR SECONDS [TARGET...]     (targets: all when none given)
 # BUILD_DIR is a GMG_FUZZ=ON build (make fuzz-build). Each target starts from its seeds
 # (test/data files that fit it, and test/fuzz/seeds/TARGET) and keeps what it finds in
@@ -59,14 +61,15 @@ dicts() {
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1:allocator_may_return_null=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-failed=""
-for t in "${targets[@]}"; do
+# fuzz_one TARGET: runs it; its summary line goes to BUILD_DIR/fuzz-logs/TARGET.summary, exit
+# status 1 if it failed.
+fuzz_one() {
+	local t=$1 bin seeds corpus dict log rc execs cov files d
 	bin="$build/test/fuzz/fuzz_$t"
-	[ -x "$bin" ] || { echo "fuzz: $bin missing (make fuzz-build)" >&2; exit 2; }
 	seeds="$build/fuzz-seeds/$t"
 	corpus="$build/fuzz-corpus/$t"
 	rm -rf "$seeds"
-	mkdir -p "$seeds" "$corpus" "$build/fuzz-artifacts" "$build/fuzz-logs"
+	mkdir -p "$seeds" "$corpus"
 	seed "$t" "$seeds"
 	dict="$build/fuzz-seeds/$t.dict"
 	for d in $(dicts "$t"); do cat "$here/dict/$d.dict"; done >"$dict"
@@ -79,11 +82,45 @@ for t in "${targets[@]}"; do
 	cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
 	files=$(find "$corpus" -type f | wc -l)
 	if [ "$rc" -ne 0 ]; then
-		echo "fuzz_$t: FAILED (exit $rc) after ${execs:-?} executions; log $log:"
-		grep -E -A30 'ERROR:|fuzz property broken|runtime error' "$log" | head -60
-		failed="$failed $t"
+		{
+			echo "fuzz_$t: FAILED (exit $rc) after ${execs:-?} executions; log $log:"
+			grep -E -A30 'ERROR:|fuzz property broken|runtime error' "$log" | head -60
+		} >"$build/fuzz-logs/$t.summary"
+		return 1
+	fi
+	echo "fuzz_$t: ok, ${seconds}s, ${execs:-?} executions, coverage ${cov:-?}, corpus $files files" \
+		>"$build/fuzz-logs/$t.summary"
+}
+
+mkdir -p "$build/fuzz-artifacts" "$build/fuzz-logs"
+for t in "${targets[@]}"; do
+	[ -x "$build/test/fuzz/fuzz_$t" ] || { echo "fuzz: $build/test/fuzz/fuzz_$t missing (make fuzz-build)" >&2; exit 2; }
+	rm -f "$build/fuzz-logs/$t.summary"
+done
+lanes=${GMG_FUZZ_JOBS:-$(nproc)}
+[ "$lanes" -ge 1 ] 2>/dev/null || lanes=1
+# Lane L runs targets L, L + lanes, L + 2 x lanes, ... one after the other.
+lane_pids=()
+for ((l = 0; l < lanes && l < ${#targets[@]}; l++)); do
+	(
+		for ((k = l; k < ${#targets[@]}; k += lanes)); do
+			fuzz_one "${targets[k]}" || true
+		done
+	) &
+	lane_pids+=($!)
+done
+trap 'kill "${lane_pids[@]}" 2>/dev/null' INT TERM
+wait "${lane_pids[@]}"
+# The summary lines in the targets' order; a target without one did not finish (killed lane).
+failed=""
+for t in "${targets[@]}"; do
+	s="$build/fuzz-logs/$t.summary"
+	if [ -s "$s" ]; then
+		cat "$s"
+		grep -q "^fuzz_$t: ok," "$s" || failed="$failed $t"
 	else
-		echo "fuzz_$t: ok, ${seconds}s, ${execs:-?} executions, coverage ${cov:-?}, corpus $files files"
+		echo "fuzz_$t: FAILED (no result: its lane was stopped)"
+		failed="$failed $t"
 	fi
 done
 if [ -n "$failed" ]; then
