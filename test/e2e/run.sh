@@ -949,6 +949,25 @@ rr_flags() {
 	echo "${RR_EXTRA_FLAGS:-}"
 }
 
+# rr_binary I: what replica I runs: the binary, or with RR_SKEW[I] set (a FAKETIME offset such as
+# -90s) a wrapper that runs it under libfaketime with its wall clock that far off (the monotonic
+# clock left alone, FAKETIME_DONT_FAKE_MONOTONIC=1).
+FAKETIME_LIB=/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1
+RR_SKEW=()
+rr_binary() {
+	local i=$1 w
+	if [ -z "${RR_SKEW[$i]:-}" ]; then
+		echo "$BINARY"
+		return
+	fi
+	w="$RR_DIR/replica-$i-clock${RR_SKEW[$i]}"
+	printf '#!/bin/sh\nLD_PRELOAD=%s FAKETIME=%s FAKETIME_DONT_FAKE_MONOTONIC=1 exec %s "$@"\n' \
+		"$FAKETIME_LIB" "${RR_SKEW[$i]}" "$BINARY" >"$w" && chmod +x "$w" && echo "$w"
+}
+
+# " (clocks -90s +90s -90s)" while RR_SKEW is set, else nothing: for the figures.
+rr_clocks() { [ -z "${RR_SKEW[1]+set}" ] || echo " (clocks ${RR_SKEW[*]:1})"; }
+
 rr_replica_ready() { curl -sf --max-time 2 "http://127.0.0.1:$1/readyz" | grep -q '^cache: synced'; }
 
 # rr_start N: N replicas and the proxy in front of them, on the ports picked by test 12.
@@ -956,7 +975,7 @@ rr_start() {
 	local n=$1 i backends=()
 	for i in $(seq 1 "$n"); do
 		# shellcheck disable=SC2046 # rr_flags is a list of flags
-		webhook_launch "replica-$i" "${RR_PORT[$i]}" "${RR_HEALTH[$i]}" "$BINARY" $(rr_flags) || return 1
+		webhook_launch "replica-$i" "${RR_PORT[$i]}" "${RR_HEALTH[$i]}" "$(rr_binary "$i")" $(rr_flags) || return 1
 		backends+=("127.0.0.1:${RR_PORT[$i]}")
 	done
 	for i in $(seq 1 "$n"); do
@@ -1136,7 +1155,7 @@ rr_storm() {
 	read -r -a d <<<"$(paste -d' ' <(tr ' ' '\n' <<<"$c0") <(tr ' ' '\n' <<<"$c1") | awk '{ printf "%d ", $2 - $1 }')"
 	RR_LAST="$RR_REPLICAS replicas, $kind $count x ${mem}Gi on ${#nodes[@]} node(s), round $round: $placed placed of $want that fit (per node:$per), $denied refused for the threshold, $other refused otherwise, $errors errors; fullest node ${worst}Gi of 36Gi; ${ms} ms; conflicts ${d[0]}, retries ${d[1]}, writes ok ${d[2]} conflict ${d[3]} error ${d[4]}, reads ${d[5]}"
 	log "test 12: $RR_LAST${bad:+ -- PROBLEM: ${bad#; }}"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$RR_REPLICAS" "$label" "$round" "$count" "$want" "$placed" \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$RR_REPLICAS$(rr_clocks)" "$label" "$round" "$count" "$want" "$placed" \
 		"${worst}Gi" "$ms" "${d[0]}" "${d[1]}" "${d[2]}" "$([ -z "$bad" ] && echo ok || echo FAIL)" >>"$RR_DIR/figures.tsv"
 	[ -z "$bad" ] || RR_BAD="$RR_BAD; $RR_REPLICAS replicas, $label round $round:$bad"
 	kc delete pods -n $RR_NS -l "app.kubernetes.io/part-of=gmg-e2e" --grace-period=0 --force --wait=false >/dev/null 2>&1
@@ -1149,7 +1168,7 @@ rr_storms() {
 	local r round a b c
 	r=$RR_REPLICAS
 	for round in $(seq 1 "$RR_ROUNDS"); do
-		a=rr$r-a$round b=rr$r-b$round
+		a=${RR_PREFIX:-rr}$r-a$round b=${RR_PREFIX:-rr}$r-b$round
 		rr_node $a && rr_storm nodename "nodeName 60 x 1Gi, 1 node" 60 1 "$round" $a
 		rr_node $b && rr_storm nodename "nodeName 30 x 5Gi, 1 node" 30 5 "$round" $b
 		rr_node $a-0 && rr_node $a-1 && rr_node $a-2 &&
@@ -1198,7 +1217,7 @@ rr_reasons() {
 # over its threshold. After the TTL (from the kill) every node's whole room is admitted in one
 # placement: nothing the dead replica reserved counts any more.
 rr_kill_round() {
-	local k=rr3-k k1=rr3-k1 k2=rr3-k2 out t_kill t0 dir allowed probes=0 victim bad="" n i
+	local k=${RR_PREFIX:-rr}3-k k1=${RR_PREFIX:-rr}3-k1 k2=${RR_PREFIX:-rr}3-k2 out t_kill t0 dir allowed probes=0 victim bad="" n i
 	rr_node $k && rr_node $k1 && rr_node $k2 || { RR_BAD="$RR_BAD; kill round: nodes not created"; return; }
 	victim=$(cat "$STATE/pids/replica-3.pid")
 	allowed=$(rr_review "${RR_PORT[3]}" $RR_NS phantom 20Gi $k)
@@ -1260,7 +1279,7 @@ rr_kill_round() {
 	[ -z "$over" ] || bad="$bad; node over its threshold after the TTL: $over"
 	RR_LAST="replica-3 admitted 20Gi on $k for a pod that never came: 17Gi more there refused (dry runs of it: $probes of 6 refused); replica-3 killed $((t_kill - t0)) ms into a storm of 120 x 1Gi on 2 nodes ($storm_ms ms): $created admitted, $thr refused for the threshold, $((errors + other)) without a verdict (${reasons:-none}); $((RR_TTL + 2))s after the kill each node's whole room admitted in one pod:${placed_after%,}"
 	log "test 12: $RR_LAST${bad:+ -- PROBLEM: ${bad#; }}"
-	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "3, SIGKILL of 1" "nodeName 120 x 1Gi, 2 nodes, kill at $((t_kill - t0)) ms" 1 120 72 \
+	printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "3$(rr_clocks), SIGKILL of 1" "nodeName 120 x 1Gi, 2 nodes, kill at $((t_kill - t0)) ms" 1 120 72 \
 		"$created" "${worst}Gi" "$storm_ms" "-" "-" "-" "$([ -z "$bad" ] && echo ok || echo FAIL)" >>"$RR_DIR/figures.tsv"
 	[ -z "$bad" ] || RR_BAD="$RR_BAD; kill round:$bad"
 	kc delete pods -n $RR_NS -l "app.kubernetes.io/part-of=gmg-e2e" --grace-period=0 --force --wait=false >/dev/null 2>&1
@@ -1302,11 +1321,36 @@ test_shared_reservations() {
 	for i in 1 2; do daemon_alive "replica-$i" || dead="$dead replica-$i"; done
 	[ -z "$dead" ] || RR_BAD="$RR_BAD; died during the test:$dead (logs: $STATE/logs)"
 	rr_stop
+	# Issue 20: storms (pod CREATEs and Bindings) and the kill round with the replicas' clocks 90 s
+	# behind, ahead and behind (libfaketime), replica-3, the one killed, behind: entries expire on
+	# the API server's clock, so no replica drops another's early and the dead one's still go.
+	if [ "$RR_MODE" = shared ] && [ -r "$FAKETIME_LIB" ]; then
+		RR_SKEW=("" -90s +90s -90s) RR_PREFIX=sk
+		if rr_start 3; then
+			local clocks="" now
+			now=$(date +%s)
+			for i in 1 2 3; do
+				clocks="$clocks $(tail -n 1 "$STATE/logs/replica-$i.log" | jq -r '.ts' 2>/dev/null | sed 's/\.[0-9]*Z$/Z/' | xargs -I{} date -d {} +%s 2>/dev/null | awk -v n="$now" '{ printf "%+d", $1 - n }')s"
+			done
+			log "test 12: replicas' own clocks against this host's:$clocks (wanted -90, +90, -90)"
+			grep -Eq '^ -(8[0-9]|9[0-9]|1[01][0-9])s \+(6[0-9]|[7-9][0-9])s -(8[0-9]|9[0-9]|1[01][0-9])s$' <<<"$clocks" ||
+				RR_BAD="$RR_BAD; skewed replicas' clocks are not off as set:$clocks"
+			rr_node sk3-a1 && rr_storm nodename "nodeName 60 x 1Gi, 1 node" 60 1 1 sk3-a1
+			rr_node sk3-b1-s && rr_storm scheduler "Bindings 60 x 1Gi, 1 node" 60 1 1 sk3-b1-s
+			rr_kill_round
+		else
+			RR_BAD="$RR_BAD; 3 skewed replicas and the proxy did not start: $(tail -n 3 "$STATE/logs/replica-1.log" "$STATE/logs/rrproxy.log" 2>/dev/null | tr '\n' ' ')"
+		fi
+		rr_stop
+		RR_SKEW=() RR_PREFIX=rr
+	elif [ "$RR_MODE" = shared ]; then
+		RR_BAD="$RR_BAD; $FAKETIME_LIB missing (apt-get install libfaketime): the skewed-clock storms did not run"
+	fi
 	# Back to the suite's webhook and configuration.
 	bash "$E2E_DIR/cluster.sh" webhook-start --binary "$BINARY" || RR_BAD="$RR_BAD; the suite's webhook did not start again"
 	WEBHOOK_PID=$(cat "$STATE/pids/webhook.pid" 2>/dev/null)
 	local leases
-	leases=$(kc get leases -n "$WEBHOOK_NAMESPACE" -o name 2>/dev/null | grep -c '/rr[23]-' || true)
+	leases=$(kc get leases -n "$WEBHOOK_NAMESPACE" -o name 2>/dev/null | grep -c -E '/(rr|sk)[23]-' || true)
 	for i in $RR_NODES; do kc delete lease -n "$WEBHOOK_NAMESPACE" "$i" --ignore-not-found >/dev/null 2>&1; done
 	kc delete role,rolebinding -n "$WEBHOOK_NAMESPACE" gpu-memory-guard-e2e-reservations --ignore-not-found >/dev/null 2>&1
 	# The figures, as a markdown table (stderr, and GMG_E2E_FIGURES if set).
@@ -1322,7 +1366,7 @@ test_shared_reservations() {
 	if [ -n "$RR_BAD" ]; then
 		fail "$(echo "${RR_BAD#; }" | cut -c1-1500)"
 	else
-		pass "$storms storms ($RR_ROUNDS rounds of 5 kinds with 2 and with 3 replicas, and the kill round) in $((SECONDS - t_start))s, reservations $RR_MODE: no node over its threshold, on every node exactly what fits placed; $leases Lease records; kill round: $RR_LAST"
+		pass "$storms storms ($RR_ROUNDS rounds of 5 kinds with 2 and with 3 replicas, and 2 with 3 whose clocks are 90 s behind, ahead and behind; a kill round after each 3) in $((SECONDS - t_start))s, reservations $RR_MODE: no node over its threshold, on every node exactly what fits placed; $leases Lease records; kill round: $RR_LAST"
 	fi
 	rm -rf "$RR_DIR"
 	drop_ns $RR_NS
