@@ -349,6 +349,10 @@ static int watch_loop(struct kind *k)
 		pthread_mutex_lock(&k->inf->mu);
 		k->in_watch = 0;
 		int had_events = k->watch_event, store_failed = k->store_failed;
+		/* Open a while, quiet or not (a resource the API server sends no bookmark for):
+		 * healthy, not a tight loop; its end restarts the backoff */
+		int lived =
+		    k->watch_opened && monotime_s() - k->watch_started >= INFORMER_WATCH_LIVED_S;
 		/* Ended normally (timeoutSeconds, a proxy, a restarting server): no event reaches
 		 * the cache until the next watch is open, and reopening may hang (an API server
 		 * that does not answer) or wait for a backoff. Broken from now, so that
@@ -359,7 +363,7 @@ static int watch_loop(struct kind *k)
 			         "WATCH %s: the stream ended; reopening", k->resource);
 		}
 		pthread_mutex_unlock(&k->inf->mu);
-		if (had_events)
+		if (had_events || lived)
 			fails = 0;
 		if (store_failed)
 			return 1; /* relist: the store lost an object */

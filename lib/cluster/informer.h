@@ -11,6 +11,9 @@
  * that grows with the list (INFORMER_RELIST_JITTER_MS). Any other failure retries the watch after a
  * capped exponential backoff with jitter (INFORMER_BACKOFF_MIN_MS doubling up to
  * INFORMER_BACKOFF_MAX_MS, each sleep drawn from [d/2, d]); a failed LIST retries the LIST.
+ * A watch that delivered an event (a bookmark counts) or stayed open INFORMER_WATCH_LIVED_S
+ * restarts the doubling: quiet watches that end one after another (no event and no bookmark,
+ * as the DRA watches of e2e test 12 saw) are resumed after the first step, not later each time.
  *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
  * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM,
@@ -63,7 +66,9 @@ struct metrics_writer;
 
 #define INFORMER_BACKOFF_MIN_MS 250
 #define INFORMER_BACKOFF_MAX_MS 30000
-#define INFORMER_WATCH_TIMEOUT  300 /* seconds asked of the server per watch (+ up to 60 jitter) */
+/* A watch that was open this long when it ended (events or not) restarts the backoff. */
+#define INFORMER_WATCH_LIVED_S 1.0
+#define INFORMER_WATCH_TIMEOUT 300 /* seconds asked of the server per watch (+ up to 60 jitter) */
 /* A LIST after a 410 Gone waits a draw from [0, d] ms, d = the last list's objects /
  * INFORMER_RELIST_JITTER_PER_MS, at most INFORMER_RELIST_JITTER_MS: replicas whose watches broke
  * together (an API server restart) do not all list a large cluster at once (1,000,000 pods:

@@ -4,6 +4,10 @@
 #include <pthread.h>
 #include <stdlib.h>
 
+/* The largest monotonic ms taken (about 29,000 years of uptime): (date ms - it) x 1000, the
+ * widening and now + a bound stay far inside int64_t. */
+#define MONO_MAX_MS ((uint64_t)INT64_MAX / 10000)
+
 struct serverclock {
 	pthread_mutex_t mu;
 	int known;
@@ -49,9 +53,10 @@ static int64_t us_to_ms(int64_t x, int up)
 
 void serverclock_observe(struct serverclock *sc, int64_t date_s, uint64_t sent_ms, uint64_t recv_ms)
 {
-	/* Dates before 2001 or past year 2286 are no clock's (and keep the sums in range). */
+	/* Dates before 2001 or past year 2286 are no clock's, and monotonic times past
+	 * MONO_MAX_MS no uptime's (both keep the sums in microseconds in range). */
 	if (sc == NULL || date_s < 1000000000 || date_s > 9999999999 || sent_ms > recv_ms ||
-	    recv_ms > (uint64_t)INT64_MAX / 2)
+	    recv_ms > MONO_MAX_MS)
 		return;
 	int64_t lo = (date_s * 1000 - (int64_t)recv_ms) * 1000;
 	int64_t hi = (date_s * 1000 + 1000 - (int64_t)sent_ms) * 1000;
@@ -75,7 +80,7 @@ void serverclock_observe(struct serverclock *sc, int64_t date_s, uint64_t sent_m
 int serverclock_now_ms(struct serverclock *sc, enum serverclock_bound bound, uint64_t now_mono_ms,
                        uint64_t *out)
 {
-	if (sc == NULL)
+	if (sc == NULL || now_mono_ms > MONO_MAX_MS)
 		return -1;
 	pthread_mutex_lock(&sc->mu);
 	if (!sc->known) {

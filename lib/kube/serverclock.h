@@ -35,12 +35,14 @@ struct serverclock *serverclock_new(void);
 void serverclock_free(struct serverclock *sc);
 
 /* One answer: its Date header as Unix seconds (date_s > 0), the monotonic ms at which its
- * request was sent and its headers arrived (sent_ms <= recv_ms). Others are ignored. */
+ * request was sent and its headers arrived (sent_ms <= recv_ms, recv_ms within about 29,000
+ * years of uptime). Others are ignored. */
 void serverclock_observe(struct serverclock *sc, int64_t date_s, uint64_t sent_ms,
                          uint64_t recv_ms);
 
 /* The server's time now (Unix ms) as the bound asked, from the monotonic ms now_mono_ms. 0 and
- * *out set, or -1 before any observation (*out untouched). */
+ * *out set, or -1 before any observation or for a now_mono_ms past the observations' range
+ * (*out untouched). */
 int serverclock_now_ms(struct serverclock *sc, enum serverclock_bound bound, uint64_t now_mono_ms,
                        uint64_t *out);
 

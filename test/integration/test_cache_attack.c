@@ -126,6 +126,41 @@ static void test_watch_reopen_hanging_is_stale(void **state)
 	ITEST_CHECK(placement_calls() == 0, "after recovery: %lu API calls", placement_calls());
 }
 
+/*
+ * Quiet watches (no event, no bookmark, as the DRA watches of e2e test 12 saw) that stay open a
+ * while and then end, again and again: each is healthy, so the reopening waits the first
+ * backoff step, not one doubled per cycle. The old loop counted every such end as a failure:
+ * after six cycles it napped 8 to 16 s (after eight, 15 to 30 s) with the watches closed, past
+ * --cache-max-staleness (5 s), and the cache stopped deciding; for the DRA kinds, which have no
+ * API path, every GPU placement was refused (DRANotRead).
+ */
+static void test_quiet_watches_reopen_at_once(void **state)
+{
+	(void)state;
+	ITEST_CHECK(world_up(NULL, 1) == 0, "start");
+	apiserver_double_set_bookmark_ms(W.api, 600000); /* none during the test */
+	wait_synced(10000);
+	unsigned long n_open = apiserver_double_open_watches(W.api); /* every kind's */
+	ITEST_CHECK(n_open >= 2, "%lu watches open", n_open);
+	for (int cycle = 0; cycle < 8; cycle++) { /* the first: the next watches have none */
+		unsigned long asked = apiserver_double_count(W.api, APISERVER_DOUBLE_WATCH_PODS);
+		double end = harness_now() + 40.0; /* not a timing check: the old nap's bound */
+		apiserver_double_cut_watches(W.api);
+		while (apiserver_double_count(W.api, APISERVER_DOUBLE_WATCH_PODS) == asked ||
+		       apiserver_double_open_watches(W.api) < n_open) {
+			ITEST_CHECK(harness_now() < end, "cycle %d: watches not reopened", cycle);
+			usleep(20 * 1000);
+		}
+		usleep(1500 * 1000); /* open and quiet a while: a healthy watch */
+	}
+	apiserver_double_cut_watches(W.api);
+	usleep(6000 * 1000); /* > --cache-max-staleness (5 s), < the old nap (>= 15 s) */
+	char *ready = NULL;
+	ITEST_CHECK(readyz_synced(&ready), "quiet watches left closed past the staleness: %s",
+	            ready ? ready : "(none)");
+	free(ready);
+}
+
 /* A review sent from its own thread. */
 struct bg_review {
 	char *body;
@@ -315,6 +350,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test_teardown(test_metrics_not_blocked_by_placement, teardown),
 	    cmocka_unit_test_teardown(test_unstorable_pod_not_forgotten_during_relist, teardown),
 	    cmocka_unit_test_teardown(test_sigterm_during_slow_initial_list, teardown),
+	    cmocka_unit_test_teardown(test_quiet_watches_reopen_at_once, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -96,12 +96,31 @@ static void test_nonsense_ignored(void **state)
 	serverclock_free(sc);
 }
 
+/* Monotonic times whose microseconds would not fit an int64 (the sums overflowed: undefined
+ * behaviour, then a garbage interval taken as known) are ignored, and a now past them is not
+ * answered: the interval stays what the sane answers gave. */
+static void test_huge_monotonic_ignored(void **state)
+{
+	(void)state;
+	struct serverclock *sc = serverclock_new();
+	const uint64_t huge = 1ull << 60; /* below INT64_MAX / 2, x 1000 past INT64_MAX */
+	uint64_t t = 42;
+	serverclock_observe(sc, D0, huge, huge);
+	assert_int_equal(serverclock_width_ms(sc, huge), -1);
+	serverclock_observe(sc, D0, 10000, 10020);
+	assert_int_equal(serverclock_now_ms(sc, SERVERCLOCK_LATEST, huge, &t), -1);
+	assert_int_equal(serverclock_now_ms(sc, SERVERCLOCK_EARLIEST, UINT64_MAX, &t), -1);
+	assert_int_equal(t, 42);
+	assert_true(now_at(sc, SERVERCLOCK_EARLIEST, 10020) <= (uint64_t)D0 * 1000);
+	serverclock_free(sc);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_unknown),          cmocka_unit_test(test_one_answer),
 	    cmocka_unit_test(test_answers_narrow),   cmocka_unit_test(test_server_stepped),
-	    cmocka_unit_test(test_nonsense_ignored),
+	    cmocka_unit_test(test_nonsense_ignored), cmocka_unit_test(test_huge_monotonic_ignored),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
