@@ -59,11 +59,10 @@ static void test_refused_until_read(void **state)
 		code = world_health_get(&W, "/readyz", &body);
 		ITEST_CHECK(code == 503, "/readyz %ld with DRA forbidden: %s", code,
 		            body ? body : "");
-		itest_contains(body,
-		               "DRA ResourceSlices not read yet: every GPU placement would be "
-		               "refused (DRANotRead)",
-		               "/readyz");
-		if (strstr(body, "403"))
+		/* "not ready" alone until the listener is up */
+		if (body != NULL && strstr(body, "403") &&
+		    strstr(body, "DRA ResourceSlices not read yet: every GPU placement would be "
+		                 "refused (DRANotRead)"))
 			break;
 		ITEST_CHECK(harness_now() < end, "/readyz does not name the 403: %s", body);
 		free(body);
