@@ -69,6 +69,10 @@ struct metrics_writer;
 /* A watch that was open this long when it ended (events or not) restarts the backoff. */
 #define INFORMER_WATCH_LIVED_S 1.0
 #define INFORMER_WATCH_TIMEOUT 300 /* seconds asked of the server per watch (+ up to 60 jitter) */
+/* DRA kinds' (+ up to 10 jitter): under INFORMER_SILENCE_S and KUBE_WATCH_SILENCE, so that a quiet
+ * watch the server sends no bookmark is ended and resumed by the server's timeout, never judged
+ * silent (stale: DRANotRead) or dead. */
+#define INFORMER_DRA_WATCH_TIMEOUT 40
 /* A LIST after a 410 Gone waits a draw from [0, d] ms, d = the last list's objects /
  * INFORMER_RELIST_JITTER_PER_MS, at most INFORMER_RELIST_JITTER_MS: replicas whose watches broke
  * together (an API server restart) do not all list a large cluster at once (1,000,000 pods:
