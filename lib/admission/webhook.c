@@ -432,7 +432,13 @@ static int decide_core(struct webhook *w, const struct placement *p,
 		     p->pod_name);
 		return 0;
 	}
-	if (w->dra_fresh != NULL && !w->dra_fresh(w->cache_ctx, webhook_now())) {
+	/* Not listed: refuse every GPU placement. Stale (a watch broken past the bound): only
+	 * those the DRA store bears on, a node with DRA GPUs or a pod naming claims (a node
+	 * without them gains none while its driver publishes no slice). */
+	int dra_fresh = w->dra_fresh != NULL ? w->dra_fresh(w->cache_ctx, webhook_now()) : 1;
+	if (dra_fresh < 0 ||
+	    (dra_fresh == 0 && p->dra != NULL &&
+	     (p->dra->pod.any || p->dra->node.gpus.n > 0 || p->dra->node.n_claims > 0))) {
 		if (w->policies != NULL)
 			policies_unlock(w->policies);
 		free(ps);

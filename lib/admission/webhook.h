@@ -170,11 +170,11 @@ struct webhook_config {
 	 * it (placement.h, "DRA"); a pod whose GPUs come only from DRA claims (no GPU resource)
 	 * is a GPU placement when it has claims with GPU devices on the node. */
 	struct dra_store *dra;
-	/* 1 while the DRA store may be counted (informer_dra_fresh_fn: listed, complete, its
-	 * watches broken no longer than the staleness bound, or resource.k8s.io/v1 not served).
-	 * There is no live path for DRA, so while it returns 0 every GPU placement is refused
-	 * (500, DRANotRead: fail closed, the API server retries): claims allocated meanwhile
-	 * could be missing. NULL: always. ctx is cache_ctx. */
+	/* Whether the DRA store may be counted (informer_dra_fresh_fn: 1 listed and watching, 0
+	 * listed but a watch broken longer than the staleness bound, -1 not listed yet). There is
+	 * no live path for DRA: at -1 every GPU placement is refused (500, DRANotRead: fail closed,
+	 * the API server retries), at 0 those on a node with DRA GPUs or of a pod naming claims
+	 * (claims allocated meanwhile could be missing). NULL: always 1. ctx is cache_ctx. */
 	int (*dra_fresh)(void *ctx, double now_s);
 	/* 1 while the cache's watches are open and healthy: only then does the cache decide
 	 * alone. While cache_fresh but not connected (a watch broken for less than the staleness

@@ -595,12 +595,20 @@ int informer_dra_fresh(struct informer *inf, double now_s, double max_staleness_
 	int fresh;
 
 	if (inf == NULL)
-		return 0;
+		return -1;
 	if (inf->cfg.dra == NULL)
 		return 1;
 	pthread_mutex_lock(&inf->mu);
-	fresh = dra_kind_fresh(inf, &inf->slices, now_s, max_staleness_s) &&
-	        dra_kind_fresh(inf, &inf->claims, now_s, max_staleness_s);
+	const struct kind *k[2] = {&inf->slices, &inf->claims};
+	fresh = 1;
+	for (int i = 0; i < 2; i++) {
+		if (!k[i]->synced || k[i]->store_failed) {
+			fresh = -1;
+			break;
+		}
+		if (!dra_kind_fresh(inf, k[i], now_s, max_staleness_s))
+			fresh = 0;
+	}
 	pthread_mutex_unlock(&inf->mu);
 	return fresh;
 }

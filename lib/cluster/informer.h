@@ -149,10 +149,12 @@ void informer_free(struct informer *inf);
  * no watch broken for longer than max_staleness_s. */
 int informer_fresh(struct informer *inf, double now_s, double max_staleness_s);
 
-/* 1 when the DRA store (informer_config.dra) may be counted now: ResourceSlices and
- * ResourceClaims each listed with every object stored, and each watch broken no longer than
- * max_staleness_s (as informer_fresh), or the kind not served (404, dra_store_absent). 1
- * without a DRA store, 0 for a NULL informer. Thread-safe, never blocks. */
+/* Whether the DRA store (informer_config.dra) may be counted now: 1 when ResourceSlices and
+ * ResourceClaims are each listed with every object stored and each watch broken no longer than
+ * max_staleness_s (as informer_fresh), or the kind not served (404, dra_store_absent); 0 when
+ * both were listed but a watch has been broken longer (the store is as it was then); -1 while
+ * either has not been listed completely (the store knows nothing). 1 without a DRA store, -1 for
+ * a NULL informer. Thread-safe, never blocks. */
 int informer_dra_fresh(struct informer *inf, double now_s, double max_staleness_s);
 
 /* informer_dra_fresh(ctx, now_s, cfg.max_staleness_s), shaped for webhook_config.dra_fresh and

@@ -504,7 +504,7 @@ static void classify(struct job *j)
 		j->why = "CacheNotReady";
 		return;
 	}
-	if (x->dra_fresh != NULL && !x->dra_fresh(x->cache_ctx, monotime_s())) {
+	if (x->dra_fresh != NULL && x->dra_fresh(x->cache_ctx, monotime_s()) < 0) {
 		j->kind = K_NOCACHE;
 		j->why = "DRANotRead";
 		return;

@@ -196,9 +196,10 @@ struct extender_config {
 	 * claims, and the pod's claims (not allocated yet at a filter) at the most they can take
 	 * there, by the placement core's rules (placement.h, "DRA"), as the webhook does. */
 	struct dra_store *dra;
-	/* 1 while the DRA store may be counted (informer_dra_fresh_fn), ctx cache_ctx; while 0 a
-	 * GPU pod's filter is answered with an Error (DRANotRead: the scheduler retries). NULL:
-	 * always. */
+	/* Whether the DRA store may be counted (informer_dra_fresh_fn, ctx cache_ctx): while it
+	 * was never listed (-1) a GPU pod's filter is answered with an Error (DRANotRead: the
+	 * scheduler retries); stale (0) pods are judged on it (the webhook guards the Binding).
+	 * NULL: always listed. */
 	int (*dra_fresh)(void *ctx, double now_s);
 	struct extender_reservations reservations; /* copied; what it points to is borrowed */
 	/* GPUMemoryPolicy objects (policies.h), borrowed, or NULL: a node that policies select is

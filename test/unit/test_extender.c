@@ -767,7 +767,7 @@ static int dra_fresh_stub(void *ctx, double now)
 static void test_dra_not_read(void **state)
 {
 	(void)state;
-	dra_answer = 0;
+	dra_answer = -1;
 	E.cfg.dra_fresh = dra_fresh_stub;
 	reconfigure();
 	char *pod = llama("10Gi"), *body = args_names(pod, ALL, 2);
@@ -786,7 +786,7 @@ static void test_dra_not_read(void **state)
 	free(pod);
 	pod = pod_text("ml", "cpu", NULL, NULL, "", "cpu");
 	body = args_names(pod, ALL, 2);
-	dra_answer = 0;
+	dra_answer = -1;
 	a = call(EXTENDER_FILTER, body);
 	assert_string_equal(str_at(a, "Error"), "");
 	cJSON_Delete(a);

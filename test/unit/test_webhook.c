@@ -329,9 +329,9 @@ static void test_binding_allowed_reserves(void **state)
 	cJSON_Delete(a.root);
 }
 
-/* The DRA store not read (webhook_config.dra_fresh 0): a GPU placement is refused with 500
- * DRANotRead and reserves nothing, since claims on the node could be missing; a pod with no GPU
- * passes; once read, the same Binding is admitted. */
+/* The DRA store not read (webhook_config.dra_fresh -1): a GPU placement is refused with 500
+ * DRANotRead and reserves nothing, since claims on the node could be missing; read once and
+ * stale since (0), the same Binding on a node without DRA GPUs is admitted. */
 static int dra_fresh_answer;
 static int dra_fresh_stub(void *ctx, double now)
 {
@@ -344,7 +344,7 @@ static void test_dra_not_read_refused(void **state)
 {
 	struct env *e = *state;
 	empty_node(e);
-	dra_fresh_answer = 0;
+	dra_fresh_answer = -1;
 	e->cfg.dra_fresh = dra_fresh_stub;
 	env_build(e);
 	struct answer a = review_fixture(e, "review-binding-create.json");
@@ -354,7 +354,9 @@ static void test_dra_not_read_refused(void **state)
 	assert_non_null(strstr(a.message, "has not read the cluster's DRA ResourceSlices"));
 	assert_int_equal(ledger_size(e->ledger), 0);
 	cJSON_Delete(a.root);
-	dra_fresh_answer = 1;
+	/* Listed once, a watch broken since (0): a node without DRA GPUs and a pod naming no
+	 * claim are decided as usual. */
+	dra_fresh_answer = 0;
 	a = review_fixture(e, "review-binding-create.json");
 	assert_true(a.allowed);
 	assert_int_equal(ledger_size(e->ledger), 1);
