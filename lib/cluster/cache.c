@@ -191,8 +191,9 @@ struct pod {
 	uint64_t seen_ms;  /* monotime_ms() when first seen bound to its current node */
 	unsigned counted : 1, finished : 1, mirror : 1, mark : 1;
 	unsigned gone_sent : 1; /* the gone callback was queued for it (once per pod) */
+	unsigned attrs : 2;     /* CACHE_ATTR_* it holds (read when it was last applied) */
 	struct pod_demand d;
-	/* GPU pods only, for GPUMemoryPolicy tiers: */
+	/* GPU pods only, for GPUMemoryPolicy tiers, each when attrs says so: */
 	char *priority_class; /* spec.priorityClassName, NULL when none */
 	struct labelset labels;
 };
@@ -234,6 +235,7 @@ struct cache {
 	size_t bytes;         /* heap() of every whole pod's allocations (cache_stats) */
 	size_t node_bytes;    /* heap() of every node record's allocations */
 	struct podlite *lite; /* pods that ask for no GPU (podlite.h); the others in pods */
+	unsigned want_attrs;  /* CACHE_ATTR_*: what bound GPU pods keep (cache_set_pod_attrs) */
 	struct node **slots;  /* node records by slot; NULL: a free slot (in free_slots) */
 	uint32_t n_slots, cap_slots, n_free_slots;
 	uint32_t *free_slots;
@@ -468,6 +470,15 @@ static void detach(struct cache *c, struct pod *p)
 	node_maybe_drop(c, n);
 }
 
+/* The tier attributes of counted pod p into its item: known when p holds every kind the
+ * policies want (an item without them counts in every tier: placement.h). */
+static void item_attrs(const struct cache *c, const struct pod *p, struct placement_item *it)
+{
+	it->priority_class = p->priority_class;
+	it->labels = p->labels.l.n ? &p->labels.l : NULL;
+	it->attrs_known = (p->attrs & c->want_attrs) == c->want_attrs;
+}
+
 /* Count p on node name (when it holds GPU memory). 0 or CACHE_E*. */
 static int attach(struct cache *c, struct pod *p, const char *name)
 {
@@ -499,10 +510,8 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	    .key = p->key,
 	    .uid = p->uid,
 	    .seen_ms = p->seen_ms,
-	    .priority_class = p->priority_class,
-	    .labels = p->labels.l.n ? &p->labels.l : NULL,
-	    .attrs_known = 1,
 	};
+	item_attrs(c, p, it);
 	placement_item_count(it, &(const struct placement_count){
 	                             .status = p->d.status,
 	                             .bytes = p->d.bytes,
@@ -623,11 +632,22 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	free(p->priority_class);
 	p->priority_class = NULL;
 	labelset_clear(&p->labels);
+	p->attrs = 0;
 	if (p->d.status != DEMAND_NOT_GPU) {
+		/* Unbound, a Binding may still read them (cache_get_pod_attrs): all kept. Bound,
+		 * only what the policies' tiers want (cache.h, "Tier attributes"). */
 		const char *pc = json_str(obj, "spec", "priorityClassName", NULL);
-		if ((pc && pc[0] && (p->priority_class = strdup(pc)) == NULL) ||
+		const char *node = json_str(obj, "spec", "nodeName", NULL);
+		unsigned keep = node != NULL && node[0] != '\0' && strlen(node) <= NODE_NAME_MAX
+		                    ? c->want_attrs
+		                    : CACHE_ATTRS_ALL;
+		if ((keep & CACHE_ATTR_PRIORITY) && pc && pc[0] &&
+		    (p->priority_class = strdup(pc)) == NULL)
+			return CACHE_ENOMEM;
+		if ((keep & CACHE_ATTR_LABELS) &&
 		    labelset_copy(&p->labels, json_at(obj, "metadata", "labels", NULL)) != 0)
 			return CACHE_ENOMEM;
+		p->attrs = keep;
 	}
 	if ((d.n_uses > 0 && !p->d.uses) || (d.max_per_gpu_container[0] && !p->d.container) ||
 	    (d.status == DEMAND_OK && d.n_parts > 0 && p->d.n_parts == 0) ||
@@ -1027,11 +1047,21 @@ int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const
 	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
 	uint32_t li = p == NULL ? podlite_find(c->lite, ns, name) : PODLITE_NONE;
 	if (p != NULL && (uid == NULL || uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
-		snprintf(priority_class, pc_cap, "%s", p->priority_class ? p->priority_class : "");
-		rc = labelset_copy_pairs(labels, &p->labels.l) == 0 ? 0 : CACHE_ENOMEM;
+		if ((p->attrs & c->want_attrs) != c->want_attrs) {
+			/* bound, read before a policy wanted them; or asks for no GPU (a pod
+			 * whose GPUs are DRA claims only): none kept */
+			rc = CACHE_ENOATTRS;
+		} else {
+			snprintf(priority_class, pc_cap, "%s",
+			         p->priority_class ? p->priority_class : "");
+			rc = labelset_copy_pairs(labels, &p->labels.l) == 0 ? 0 : CACHE_ENOMEM;
+		}
 	} else if (li != PODLITE_NONE &&
 	           (uid == NULL || uid[0] == '\0' || lite_uid_is(podlite_at(c->lite, li), uid))) {
-		rc = 0; /* asks for no GPU: no attributes kept, as for a whole pod that asks none */
+		/* asks for no GPU: no attributes kept. A Binding reads them only for a pod whose
+		 * GPUs are DRA claims: its tier is read from the API server when a tier wants them
+		 */
+		rc = c->want_attrs != 0 ? CACHE_ENOATTRS : 0;
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;
@@ -1084,6 +1114,51 @@ void cache_each_gpu_node(struct cache *c, cache_node_fn fn, void *ctx)
 	pthread_rwlock_unlock(&c->lock);
 }
 
+size_t cache_set_pod_attrs(struct cache *c, unsigned want)
+{
+	size_t lacking = 0;
+
+	want &= CACHE_ATTRS_ALL;
+	pthread_rwlock_wrlock(&c->lock);
+	if (want == c->want_attrs)
+		goto out;
+	unsigned drop = c->want_attrs & ~want;
+	c->want_attrs = want;
+	for (size_t i = 0; i < c->pods.n_buckets; i++)
+		for (struct rec *r = c->pods.buckets[i]; r != NULL; r = r->next) {
+			struct pod *p = (struct pod *)r;
+			if (p->d.status == DEMAND_NOT_GPU || p->node == NULL)
+				continue; /* no attributes, or unbound: all kept */
+			c->bytes -= pod_bytes(p);
+			if ((drop & CACHE_ATTR_PRIORITY) && (p->attrs & CACHE_ATTR_PRIORITY)) {
+				free(p->priority_class);
+				p->priority_class = NULL;
+				p->attrs &= ~CACHE_ATTR_PRIORITY;
+			}
+			if ((drop & CACHE_ATTR_LABELS) && (p->attrs & CACHE_ATTR_LABELS)) {
+				labelset_clear(&p->labels);
+				p->attrs &= ~CACHE_ATTR_LABELS;
+			}
+			c->bytes += pod_bytes(p);
+			if (!p->counted)
+				continue; /* finished: in no sum, its attributes never read */
+			item_attrs(c, p, &p->node->items[p->slot]);
+			if ((p->attrs & want) != want)
+				lacking++;
+		}
+out:
+	pthread_rwlock_unlock(&c->lock);
+	return lacking;
+}
+
+unsigned cache_pod_attrs_wanted(struct cache *c)
+{
+	pthread_rwlock_rdlock(&c->lock);
+	unsigned want = c->want_attrs;
+	pthread_rwlock_unlock(&c->lock);
+	return want;
+}
+
 void cache_stats(struct cache *c, struct cache_stats *out)
 {
 	pthread_rwlock_rdlock(&c->lock);
@@ -1114,6 +1189,7 @@ struct cache *cache_new(const struct demand_config *dcfg, cache_gone_fn gone, vo
 	}
 	c->gone = gone;
 	c->gone_ctx = gone_ctx;
+	c->want_attrs = CACHE_ATTRS_ALL; /* until told what the policies want */
 	if (table_init(&c->pods) != 0 || table_init(&c->nodes) != 0 ||
 	    (c->lite = podlite_new()) == NULL)
 		goto err;

@@ -12,6 +12,23 @@
  * Pods are keyed by "namespace/name" (unique at any moment in the API server); an event for
  * the same name with another uid replaces the old pod.
  *
+ * Tier attributes (issue 22): a GPU pod's spec.priorityClassName and metadata.labels matter
+ * only to GPUMemoryPolicy tiers (gpupolicy.h: priorityClassNames, podSelector). A GPU pod
+ * keeps them
+ *   - always while it is unbound: a Binding of it reads them (cache_get_pod_attrs), and a
+ *     policy created between that read and the decision must not find them missing;
+ *   - once bound, only the kinds the policies' tiers want (cache_set_pod_attrs: the informer
+ *     tells the store, from the GPUMemoryPolicy objects; CACHE_ATTRS_ALL until then).
+ * A bound pod read while a kind was not wanted lacks it when a policy starts wanting it: its
+ * placement item then has attrs_known 0 and counts in every tier of a policy (placement.h:
+ * the safe side, as a reservation), and cache_get_pod_attrs answers CACHE_ENOATTRS, until it
+ * is read again: cache_set_pod_attrs says how many such pods there are, and the informer
+ * relists pods (the simplest correct way: a LIST is the only way to read them all again;
+ * keeping every label of every GPU pod costs ~100-400 bytes each at all times, a relist costs
+ * the API server one LIST each time a policy first wants a kind). Policies are never decided
+ * on labels the store did not keep. Labels are kept whole, not only the keys selectors name:
+ * a new key would otherwise cost a relist each time a policy names one.
+ *
  * Relist: cache_resync_begin() marks every object of a kind; each listed object applied
  * unmarks it; cache_resync_end() removes what the list did not show (a DELETE missed while the
  * watch was down). In between, reads see the old objects plus the new ones (more counted, never
@@ -51,6 +68,12 @@ struct cJSON;
 #define CACHE_ENOMEM    (-2)
 #define CACHE_EFULL     (-3)
 #define CACHE_ENOTFOUND (-4)
+#define CACHE_ENOATTRS  (-5) /* cache_get_pod_attrs: read before a policy wanted them */
+
+/* Tier attributes a bound GPU pod keeps (cache_set_pod_attrs). */
+#define CACHE_ATTR_LABELS   0x1u /* metadata.labels: some tier has a podSelector */
+#define CACHE_ATTR_PRIORITY 0x2u /* spec.priorityClassName: some tier has priorityClassNames */
+#define CACHE_ATTRS_ALL     (CACHE_ATTR_LABELS | CACHE_ATTR_PRIORITY)
 
 enum cache_kind { CACHE_PODS = 0, CACHE_NODES = 1 };
 
@@ -97,10 +120,25 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 /* The GPUMemoryPolicy attributes of GPU pod ns/name (of uid, when uid is neither NULL nor ""):
  * its spec.priorityClassName into priority_class ("" when none; cut to pc_cap) and a copy of
  * its labels into *labels (the caller clears it: labelset_clear). 0, CACHE_ENOTFOUND (not seen,
- * another uid, or not a GPU pod: no attributes kept) or CACHE_ENOMEM. */
+ * another uid), CACHE_ENOATTRS (not kept while some tier wants them: a bound GPU pod read while
+ * the policies wanted less, or a pod that asks for no GPU, of which none are kept, e.g. one
+ * whose GPUs are DRA claims only; the caller reads the pod from the API server) or
+ * CACHE_ENOMEM. A pod that asks for no GPU, while no tier wants them: 0, both empty. */
 struct labelset;
 int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const char *uid,
                         char *priority_class, size_t pc_cap, struct labelset *labels);
+
+/* What bound GPU pods keep from now on: want, CACHE_ATTR_* (the kinds some usable
+ * GPUMemoryPolicy tier selects by). Kinds no longer wanted are freed at once; every counted
+ * pod's item is updated (attrs_known). Returns how many counted pods lack a kind wanted now
+ * (their items count in every tier until they are applied again: the caller relists pods);
+ * 0 when want is unchanged. Walks the GPU pods under the write lock (rare: a policy event).
+ * Callers order it around the policy store so that a reader never sees a policy the items
+ * are not ready for: grow before the policy is visible, shrink after it is gone (informer.c).
+ * Thread-safe. */
+size_t cache_set_pod_attrs(struct cache *c, unsigned want);
+/* The kinds wanted now (CACHE_ATTRS_ALL from cache_new). Thread-safe. */
+unsigned cache_pod_attrs_wanted(struct cache *c);
 
 /* A node's snapshot for the placement core, borrowed during the callback only. */
 struct cache_node_view {

@@ -46,12 +46,16 @@ struct kind {
 	int synced, in_watch, watch_event, watch_opened, store_failed;
 	int list_failed; /* an object of the LIST in progress could not be stored */
 	int gone;        /* the watch ended in 410 Gone: the next LIST waits a jittered delay */
+	int requested;   /* pods: the watch ended because a relist was asked (pods_relist) */
 	size_t listed, last_listed; /* objects of the LIST in progress, of the last complete one */
 	double broken_since, watch_started, last_event;
 	uint64_t progress_ms; /* when the API server last spoke on this kind (event, bookmark,
 	                         open, list done), monotime_ms() */
 	unsigned long relists, watch_restarts, events[5];
 	char last_error[256];
+	/* pods: set to end the watch and relist (pods_relist), and by informer_free; the
+	 * pods' watch polls it instead of inf->stop */
+	_Atomic int halt;
 	/* The thread's own: */
 	char rv[RV_MAX];
 	unsigned seed;
@@ -115,12 +119,50 @@ static int backoff(struct kind *k, unsigned fails)
 	return nap(k->inf, d / 2 + (unsigned)rand_r(&k->seed) % (d / 2 + 1));
 }
 
+_Static_assert(POLICIES_NEED_LABELS == CACHE_ATTR_LABELS &&
+                   POLICIES_NEED_PRIORITY == CACHE_ATTR_PRIORITY,
+               "the policies' needs are passed to cache_set_pod_attrs as they are");
+
+/* Bound GPU pods read while the policies wanted less lack tier attributes (cache.h, "Tier
+ * attributes"): end the pods' watch and LIST them again. */
+static void pods_relist(struct informer *inf, size_t lacking)
+{
+	if (lacking == 0)
+		return;
+	inf->pods.halt = 1;
+	log_fields(LOG_INFO,
+	           "cache: relisting pods: a GPUMemoryPolicy tier selects by pod "
+	           "attributes the cache did not keep",
+	           (struct log_field[]){LOG_INT("pods_lacking", (long long)lacking), LOG_END});
+}
+
+/* The tier attributes the cache keeps, from the policies. Grown from an object before it is
+ * applied (a reader that sees the policy finds the cache ready for it: items of pods that lack
+ * them count in every tier); settled from the whole store after (kinds no longer wanted are
+ * freed), once the store is synced (before that CACHE_ATTRS_ALL stays). */
+static void attrs_grow(struct informer *inf, const cJSON *obj)
+{
+	unsigned want = cache_pod_attrs_wanted(inf->cache) | policies_pod_attrs_of(obj);
+	pods_relist(inf, cache_set_pod_attrs(inf->cache, want));
+}
+
+static void attrs_settle(struct informer *inf)
+{
+	if (policies_synced(inf->cfg.policies))
+		pods_relist(inf,
+		            cache_set_pod_attrs(inf->cache, policies_pod_attrs(inf->cfg.policies)));
+}
+
 static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 {
 	int rc;
 
 	if (k->policies) {
+		if (type == WATCH_ADDED || type == WATCH_MODIFIED)
+			attrs_grow(k->inf, obj);
 		rc = policies_apply(k->inf->cfg.policies, type, obj);
+		if (type == WATCH_MODIFIED || type == WATCH_DELETED)
+			attrs_settle(k->inf);
 		rc = rc == POLICIES_EFULL ? CACHE_EFULL : rc == POLICIES_ENOMEM ? CACHE_ENOMEM : rc;
 	} else if (k->dra) {
 		char err[DRA_MSG_MAX] = "";
@@ -224,6 +266,8 @@ static int relist(struct kind *k)
 	pthread_mutex_lock(&k->inf->mu);
 	k->list_failed = 0;
 	pthread_mutex_unlock(&k->inf->mu);
+	if (k == &k->inf->pods && !k->inf->stop)
+		k->halt = 0; /* this LIST reads every pod with what the cache wants now */
 	if (k->policies)
 		policies_resync_begin(k->inf->cfg.policies);
 	else if (k->dra)
@@ -238,6 +282,7 @@ static int relist(struct kind *k)
 		/* The CRD is not installed: no policy can exist. Synced and empty; the LIST is
 		 * retried (run()), so a CRD installed later is read. */
 		policies_crd_missing(k->inf->cfg.policies);
+		attrs_settle(k->inf);
 		set_error(k, "LIST", rc, "the GPUMemoryPolicy CRD is not installed (404)");
 		pthread_mutex_lock(&k->inf->mu);
 		k->synced = 1;
@@ -290,6 +335,7 @@ static int relist(struct kind *k)
 		int complete = !k->list_failed; /* apply() stored every listed object */
 		pthread_mutex_unlock(&k->inf->mu);
 		policies_resync_end(k->inf->cfg.policies, complete);
+		attrs_settle(k->inf);
 	} else if (k->dra)
 		removed = dra_store_resync_end(k->inf->cfg.dra,
 		                               k->dra == 1 ? DRA_STORE_SLICES : DRA_STORE_CLAIMS);
@@ -328,6 +374,22 @@ static int relist(struct kind *k)
 	return 0;
 }
 
+/* The pods' watch ends for pods_relist: no event reaches the cache until the next watch is
+ * open, as after a 410 (broken from now: --cache-max-staleness bounds it). Returns 1. */
+static int relist_asked(struct kind *k)
+{
+	pthread_mutex_lock(&k->inf->mu);
+	k->requested = 1;
+	if (k->broken_since == 0)
+		k->broken_since = monotime_s();
+	snprintf(k->last_error, sizeof(k->last_error),
+	         "WATCH %s: ended to relist: a GPUMemoryPolicy tier selects by pod attributes the "
+	         "cache did not keep",
+	         k->resource);
+	pthread_mutex_unlock(&k->inf->mu);
+	return 1;
+}
+
 /* WATCH from k->rv until it must relist (returns 1) or the informer stops (returns 0). */
 static int watch_loop(struct kind *k)
 {
@@ -343,6 +405,8 @@ static int watch_loop(struct kind *k)
 		long timeout = k->dra ? INFORMER_DRA_WATCH_TIMEOUT + rand_r(&k->seed) % 11
 		                      : INFORMER_WATCH_TIMEOUT + rand_r(&k->seed) % 61;
 
+		if (k->halt && !k->inf->stop)
+			return relist_asked(k);
 		pthread_mutex_lock(&k->inf->mu);
 		k->in_watch = 1;
 		k->watch_event = 0;
@@ -350,7 +414,8 @@ static int watch_loop(struct kind *k)
 		k->watch_started = monotime_s();
 		pthread_mutex_unlock(&k->inf->mu);
 		int rc = kube_watch(k->inf->kc, k->resource, k->rv, timeout, on_event, k,
-		                    &k->inf->stop, &code, err, sizeof(err));
+		                    k == &k->inf->pods ? &k->halt : &k->inf->stop, &code, err,
+		                    sizeof(err));
 		pthread_mutex_lock(&k->inf->mu);
 		k->in_watch = 0;
 		int had_events = k->watch_event, store_failed = k->store_failed;
@@ -379,6 +444,8 @@ static int watch_loop(struct kind *k)
 		}
 		if (rc == KUBE_ESTOP && k->inf->stop)
 			return 0;
+		if (rc == KUBE_ESTOP && k->halt)
+			return relist_asked(k);
 		pthread_mutex_lock(&k->inf->mu);
 		k->watch_restarts++;
 		pthread_mutex_unlock(&k->inf->mu);
@@ -431,6 +498,10 @@ static void *run(void *arg)
 		fails = 0;
 		if (!watch_loop(k))
 			break;
+		if (k->requested) { /* asked for (pods_relist), not the server's doing */
+			k->requested = 0;
+			continue;
+		}
 		/* 410 again and again (a server that cannot keep up): relist with backoff, not in
 		 * a tight loop. A watch that delivered events first resets the streak. */
 		pthread_mutex_lock(&k->inf->mu);
@@ -486,6 +557,8 @@ struct informer *informer_new(struct kube_client *kc, struct cache *cache,
 	kind_init(inf, &inf->claims, CACHE_NODES, INFORMER_CLAIMS_RESOURCE);
 	inf->claims.dra = 2;
 	inf->claims.seed ^= 0xc2b2ae35u;
+	if (cfg->policies == NULL) /* no policy, no tier: bound pods keep no tier attributes */
+		(void)cache_set_pod_attrs(cache, 0);
 	return inf;
 }
 
@@ -519,6 +592,7 @@ void informer_free(struct informer *inf)
 		return;
 	pthread_mutex_lock(&inf->mu);
 	inf->stop = 1;
+	inf->pods.halt = 1;
 	pthread_cond_broadcast(&inf->wake);
 	pthread_mutex_unlock(&inf->mu);
 	if (inf->pods.started)

@@ -15,6 +15,13 @@
  * restarts the doubling: quiet watches that end one after another (no event and no bookmark,
  * as the DRA watches of e2e test 12 saw) are resumed after the first step, not later each time.
  *
+ * Tier attributes (cache.h): bound GPU pods keep labels and priority classes only while a
+ * GPUMemoryPolicy tier selects by them. The policies' thread tells the cache what they want
+ * (cache_set_pod_attrs): grown from each object before it is applied, settled from the whole
+ * store after each event and LIST once synced (CACHE_ATTRS_ALL before). When pods the cache
+ * holds lack a kind now wanted, the pods' watch is ended and pods are LISTed again at once (no
+ * jitter: one replica's own event), the watch counting as broken meanwhile, as after a 410.
+ *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
  * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM,
  * CACHE_EFULL or an object it cannot key (CACHE_EINVAL), forces a relist and keeps the cache from

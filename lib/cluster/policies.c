@@ -224,6 +224,40 @@ int policies_synced(struct policies *s)
 	return synced;
 }
 
+unsigned policies_pod_attrs(struct policies *s)
+{
+	unsigned need = 0;
+
+	pthread_rwlock_rdlock(&s->lock);
+	for (size_t i = 0; i < s->n; i++)
+		for (size_t t = 0; s->v[i].p != NULL && t < s->v[i].p->n_tiers; t++) {
+			const struct gpupolicy_tier *tier = &s->v[i].p->tiers[t];
+			if (tier->has_pod_selector)
+				need |= POLICIES_NEED_LABELS;
+			if (tier->n_priority_classes > 0)
+				need |= POLICIES_NEED_PRIORITY;
+		}
+	pthread_rwlock_unlock(&s->lock);
+	return need;
+}
+
+unsigned policies_pod_attrs_of(const cJSON *obj)
+{
+	const cJSON *tier;
+	unsigned need = 0;
+
+	cJSON_ArrayForEach(tier, json_at(obj, "spec", "tiers", NULL))
+	{
+		const cJSON *sel = cJSON_GetObjectItemCaseSensitive(tier, "podSelector");
+		const cJSON *pcs = cJSON_GetObjectItemCaseSensitive(tier, "priorityClassNames");
+		if (sel != NULL && !cJSON_IsNull(sel))
+			need |= POLICIES_NEED_LABELS;
+		if (cJSON_GetArraySize(pcs) > 0)
+			need |= POLICIES_NEED_PRIORITY;
+	}
+	return need;
+}
+
 void policies_rdlock(struct policies *s)
 {
 	pthread_rwlock_rdlock(&s->lock);

@@ -70,6 +70,17 @@ int policies_rdlock_synced(struct policies *s);
 size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
                           const struct gpupolicy **out, size_t max);
 
+/* Which pod attributes the tiers of the usable policies held select by: a bitwise or of
+ * POLICIES_NEED_LABELS (a tier with a podSelector) and POLICIES_NEED_PRIORITY (a tier with
+ * priorityClassNames); 0 when none (the watch cache then keeps neither for bound pods:
+ * cache_set_pod_attrs). Thread-safe. */
+#define POLICIES_NEED_LABELS   0x1u
+#define POLICIES_NEED_PRIORITY 0x2u
+unsigned policies_pod_attrs(struct policies *s);
+/* The same for one object as the API server sends it (borrowed), before it is applied: read
+ * from the JSON, valid or not (a superset of what it needs once parsed). Pure. */
+unsigned policies_pod_attrs_of(const struct cJSON *obj);
+
 struct policies_stats {
 	size_t usable, invalid;
 	int synced, crd_missing;

@@ -484,6 +484,12 @@ int world_add_node(struct world *w, const char *name, long mem_mib, int count)
 int world_add_pod(struct world *w, const char *ns, const char *name, const char *limit,
                   const char *node)
 {
+	return world_add_pod_labeled(w, ns, name, limit, node, NULL);
+}
+
+int world_add_pod_labeled(struct world *w, const char *ns, const char *name, const char *limit,
+                          const char *node, const char *labels_json)
+{
 	char *text = harness_read_file(UNSCHED_FILE, NULL), *pod = NULL;
 	cJSON *doc = text ? cJSON_Parse(text) : NULL;
 	cJSON *obj = cJSON_GetObjectItemCaseSensitive(
@@ -497,6 +503,16 @@ int world_add_pod(struct world *w, const char *ns, const char *name, const char 
 		replace_str(md, "name", name);
 		replace_str(md, "uid", pod_uid); /* unique, as the API server makes them */
 		cJSON_DeleteItemFromObjectCaseSensitive(md, "generateName");
+		if (labels_json != NULL) {
+			cJSON *labels = cJSON_Parse(labels_json);
+			if (!cJSON_IsObject(labels)) {
+				cJSON_Delete(labels);
+				cJSON_Delete(doc);
+				return -1;
+			}
+			cJSON_DeleteItemFromObjectCaseSensitive(md, "labels");
+			cJSON_AddItemToObject(md, "labels", labels);
+		}
 		set_limit(obj, limit);
 		if (node)
 			replace_str(cJSON_GetObjectItemCaseSensitive(obj, "spec"), "nodeName",

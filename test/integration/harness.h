@@ -117,6 +117,9 @@ int world_add_node(struct world *w, const char *name, long mem_mib, int count);
  * GPU_MEMORY_LIMIT=limit (a quantity string), on node (NULL: unscheduled). 0 / -1. */
 int world_add_pod(struct world *w, const char *ns, const char *name, const char *limit,
                   const char *node);
+/* The same with metadata.labels replaced by labels_json (a JSON object; NULL: the fixture's). */
+int world_add_pod_labeled(struct world *w, const char *ns, const char *name, const char *limit,
+                          const char *node, const char *labels_json);
 
 /* The metadata.uid world_add_pod gives pod ns/name ("uid-NS-NAME"), and that a Binding review
  * of a renamed pod carries (harness_binding_review). */

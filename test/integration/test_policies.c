@@ -37,7 +37,8 @@ static int group_setup(void **state)
 	itest_world = &W;
 	W.cache_mode = "watch";
 	apiserver_double_set_policy_crd(W.api, 0);
-	if (world_add_node(&W, "pol-a", 81920, 1) || world_add_node(&W, "pol-b", 40960, 1))
+	if (world_add_node(&W, "pol-a", 81920, 1) || world_add_node(&W, "pol-b", 40960, 1) ||
+	    world_add_node(&W, "pol-c", 81920, 1))
 		return -1;
 	if (world_start_gmg(&W, NULL, 30000))
 		return -1;
@@ -53,8 +54,9 @@ static int group_teardown(void **state)
 
 /* A dry-run pod CREATE of inference/name on node, declaring limit, of priority class pc (NULL:
  * none). Returns the answer; *audit gets response.auditAnnotations["audit-violations"] or "". */
-static struct review_answer place(const char *name, const char *limit, const char *node,
-                                  const char *pc, int dry_run, char *audit, size_t audit_cap)
+static struct review_answer place_ex(const char *name, const char *limit, const char *node,
+                                     const char *pc, const char *tier, int dry_run, char *audit,
+                                     size_t audit_cap)
 {
 	char uid[64], pod_uid[64];
 	struct review_answer a;
@@ -71,6 +73,14 @@ static struct review_answer place(const char *name, const char *limit, const cha
 	ITEST_CHECK(spec != NULL, "no pod review");
 	if (pc != NULL)
 		cJSON_AddStringToObject(spec, "priorityClassName", pc);
+	if (tier != NULL) { /* metadata.labels {"tier": tier} */
+		cJSON *md = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(
+		        cJSON_GetObjectItemCaseSensitive(doc, "request"), "object"),
+		    "metadata");
+		cJSON_DeleteItemFromObjectCaseSensitive(md, "labels");
+		cJSON_AddStringToObject(cJSON_AddObjectToObject(md, "labels"), "tier", tier);
+	}
 	char *body = cJSON_PrintUnformatted(doc);
 	cJSON_Delete(doc);
 	free(text);
@@ -89,6 +99,12 @@ static struct review_answer place(const char *name, const char *limit, const cha
 	http_resp_free(&rs);
 	free(body);
 	return a;
+}
+
+static struct review_answer place(const char *name, const char *limit, const char *node,
+                                  const char *pc, int dry_run, char *audit, size_t audit_cap)
+{
+	return place_ex(name, limit, node, pc, NULL, dry_run, audit, audit_cap);
 }
 
 /* label NULL: the sum over every series of name */
@@ -271,6 +287,63 @@ static void test_seed_tiers(void **state)
 	ITEST_CHECK(a.allowed, "batch refused after the policy was deleted: %s", a.message);
 }
 
+/* Issue 22: with no policy selecting by them, bound GPU pods are cached without their labels;
+ * a policy whose tiers select by labels, created after they were cached, must see them (the
+ * cache relists pods), never read them as "no labels". On pol-c (80Gi, nothing else on it):
+ * rt-a (tier=realtime, 20Gi) and bt-b (tier=batch, 20Gi), then tier realtime maxShare 0.5
+ * (40Gi). A realtime pod of 25Gi: 45Gi with rt-a, refused; it would be admitted if rt-a were
+ * read as labelless (in no tier). One of 15Gi: 35Gi, admitted once the labels are read again;
+ * refused while rt-a and bt-b count in every tier (their tier unknown). */
+static void test_label_tiers_after_sync(void **state)
+{
+	(void)state;
+
+	ITEST_CHECK(world_add_pod_labeled(&W, "ml", "rt-a", "20Gi", "pol-c",
+	                                  "{\"tier\":\"realtime\",\"app\":\"serve\"}") == 0 &&
+	                world_add_pod_labeled(&W, "ml", "bt-b", "20Gi", "pol-c",
+	                                      "{\"tier\":\"batch\",\"app\":\"train\"}") == 0,
+	            "add pods");
+	double end = harness_now() + 20.0;
+	while (metric("gpu_memory_guard_node_declared_bytes", "node=\"pol-c\"") !=
+	       40.0 * 1073741824.0) {
+		ITEST_CHECK(harness_now() < end, "pol-c's two pods never cached");
+		usleep(50 * 1000);
+	}
+	double relists = metric("gpu_memory_guard_cache_relists_total", "resource=\"pods\"");
+	ITEST_CHECK(put_policy("{\"metadata\":{\"name\":\"by-label\",\"generation\":1},\"spec\":{"
+	                       "\"nodeSelector\":{\"matchLabels\":{\"kubernetes.io/hostname\":"
+	                       "\"pol-c\"}},\"tiers\":[{\"name\":\"realtime\",\"podSelector\":{"
+	                       "\"matchLabels\":{\"tier\":\"realtime\"}},\"maxShare\":0.5}]}}") ==
+	                0,
+	            "put policy");
+	wait_policies(1, 0);
+	/* from the moment the policy is read, and after the relist alike */
+	struct review_answer a = place_ex("rt-25", "25Gi", "pol-c", NULL, "realtime", 1, NULL, 0);
+	ITEST_CHECK(!a.allowed, "25Gi realtime admitted beside rt-a's 20Gi (over 40Gi)");
+	end = harness_now() + 20.0;
+	for (;;) {
+		a = place_ex("rt-15", "15Gi", "pol-c", NULL, "realtime", 1, NULL, 0);
+		if (a.allowed)
+			break;
+		ITEST_CHECK(harness_now() < end, "15Gi realtime still refused: %s", a.message);
+		usleep(50 * 1000);
+	}
+	double after = metric("gpu_memory_guard_cache_relists_total", "resource=\"pods\"");
+	ITEST_CHECK(after == relists + 1, "pods relisted %g times for the policy, want 1",
+	            after - relists);
+	itest_wait_synced(&W, 10000); /* the cache decides again, not the API path */
+	a = place_ex("rt-15", "15Gi", "pol-c", NULL, "realtime", 1, NULL, 0);
+	ITEST_CHECK(a.allowed, "15Gi realtime refused from the cache: %s", a.message);
+	a = place_ex("rt-25", "25Gi", "pol-c", NULL, "realtime", 1, NULL, 0);
+	ITEST_CHECK(!a.allowed, "25Gi realtime admitted from the cache beside rt-a's 20Gi");
+	itest_contains(a.message, "tier \"realtime\"", "tier refusal");
+	/* a batch pod is in no tier: the node threshold only (40 + 30 <= 72) */
+	a = place_ex("bt-30", "30Gi", "pol-c", NULL, "batch", 1, NULL, 0);
+	ITEST_CHECK(a.allowed, "30Gi batch refused: %s", a.message);
+	ITEST_CHECK(apiserver_double_delete_policy(W.api, "by-label") == 0, "delete");
+	wait_policies(0, 0);
+}
+
 /* More policies than the store holds (POLICIES_MAX): one is not stored, and a policy not read
  * may be stricter than the flags, so placements are refused (PoliciesNotRead), as before the
  * policies are read; never decided without it. Last: the world ends with it. */
@@ -332,6 +405,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_audit_mode),
 	    cmocka_unit_test(test_invalid_policy_counted_applied_nowhere),
 	    cmocka_unit_test(test_seed_tiers),
+	    cmocka_unit_test(test_label_tiers_after_sync),
 	    cmocka_unit_test(test_store_full_fails_closed),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

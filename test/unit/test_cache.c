@@ -19,6 +19,7 @@
 
 #include "cache.h"
 #include "fixture.h"
+#include "labelset.h"
 #include "monotime.h"
 #include "watch.h"
 
@@ -1749,6 +1750,134 @@ static void test_gpu_pods_never_compact(void **state)
 	cache_free(c);
 }
 
+/* ---- tier attributes (issue 22) ---- */
+
+struct attrs_seen {
+	size_t n;
+	int known[4];
+	size_t n_labels[4];
+	char pc[4][32];
+};
+
+static void attrs_copy(void *ctx, const struct cache_node_view *v)
+{
+	struct attrs_seen *a = ctx;
+	a->n = v->n_pods;
+	for (size_t i = 0; i < v->n_pods && i < 4; i++) {
+		a->known[i] = v->pods[i].attrs_known;
+		a->n_labels[i] = v->pods[i].labels ? v->pods[i].labels->n : 0;
+		snprintf(a->pc[i], sizeof(a->pc[i]), "%s",
+		         v->pods[i].priority_class ? v->pods[i].priority_class : "");
+	}
+}
+
+static struct attrs_seen attrs_on(struct cache *c, const char *node)
+{
+	struct attrs_seen a;
+	memset(&a, 0, sizeof(a));
+	cache_with_node(c, node, attrs_copy, &a);
+	return a;
+}
+
+/* A GPU pod of 8Gi with labels tier=<tier>, app=train and priority class pc, on node (NULL:
+ * unbound). */
+static int tier_pod(struct cache *c, const char *name, const char *uid, const char *node,
+                    const char *tier, const char *pc)
+{
+	cJSON *p = make_pod("ml", name, uid, node, "Running", "1", "8Gi");
+	cJSON *labels = cJSON_AddObjectToObject(cJSON_GetObjectItem(p, "metadata"), "labels");
+	cJSON_AddStringToObject(labels, "tier", tier);
+	cJSON_AddStringToObject(labels, "app", "train");
+	cJSON_AddStringToObject(cJSON_GetObjectItem(p, "spec"), "priorityClassName", pc);
+	int rc = cache_apply_pod(c, WATCH_ADDED, p);
+	cJSON_Delete(p);
+	return rc;
+}
+
+/* Bound GPU pods keep labels and priority classes only while the policies want them; unbound
+ * ones always (a Binding reads them); a kind wanted again is missing (attrs_known 0,
+ * CACHE_ENOATTRS) until the pod is applied again, never read as "no labels". */
+static void test_tier_attrs_kept_when_wanted(void **state)
+{
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	struct labelset ls = {0};
+	char pc[32];
+	(void)state;
+
+	assert_non_null(c);
+	/* until told: everything kept */
+	assert_int_equal(cache_pod_attrs_wanted(c), CACHE_ATTRS_ALL);
+	assert_int_equal(tier_pod(c, "a", "uid-a", "n1", "realtime", "high"), 0);
+	assert_int_equal(tier_pod(c, "p", "uid-p", NULL, "batch", "low"), 0);
+	struct attrs_seen a = attrs_on(c, "n1");
+	assert_int_equal(a.n, 1);
+	assert_true(a.known[0] && a.n_labels[0] == 2 && strcmp(a.pc[0], "high") == 0);
+	size_t before = stats_of(c).pod_bytes;
+
+	/* no policy wants them: the bound pod's are freed, its item still known (nothing to
+	 * know); the unbound pod keeps its own */
+	assert_int_equal(cache_set_pod_attrs(c, 0), 0);
+	assert_int_equal(cache_set_pod_attrs(c, 0), 0); /* unchanged: nothing to do */
+	assert_true(stats_of(c).pod_bytes < before);
+	a = attrs_on(c, "n1");
+	assert_true(a.known[0] && a.n_labels[0] == 0 && a.pc[0][0] == '\0');
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "p", "uid-p", pc, sizeof(pc), &ls), 0);
+	assert_string_equal(pc, "low");
+	assert_int_equal(ls.l.n, 2);
+	labelset_clear(&ls);
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "a", "uid-a", pc, sizeof(pc), &ls), 0);
+	assert_int_equal(ls.l.n, 0);
+	/* pods that ask for no GPU (compact, or whole: a uid that is not a UUID) keep none:
+	 * empty while no tier wants them */
+	assert_int_equal(pod_ev(c, WATCH_ADDED, "ml", "cpu-1",
+	                        "7c1f0000-0000-4000-8000-0000000000c1", "n1", "Running", NULL,
+	                        NULL),
+	                 0);
+	assert_int_equal(
+	    pod_ev(c, WATCH_ADDED, "ml", "cpu-2", "not-a-uuid", "n1", "Running", NULL, NULL), 0);
+	assert_int_equal(stats_of(c).compact_pods, 1);
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "cpu-1", NULL, pc, sizeof(pc), &ls), 0);
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "cpu-2", NULL, pc, sizeof(pc), &ls), 0);
+	/* a new bound pod keeps none either; the unbound one, bound, drops its own */
+	assert_int_equal(tier_pod(c, "b", "uid-b", "n1", "batch", "low"), 0);
+	assert_int_equal(tier_pod(c, "p", "uid-p", "n2", "batch", "low"), 0);
+	a = attrs_on(c, "n2");
+	assert_true(a.n == 1 && a.known[0] && a.n_labels[0] == 0 && a.pc[0][0] == '\0');
+
+	/* a policy selects by labels: the three bound pods lack them, their items count in
+	 * every tier (attrs_known 0) and a Binding's read is refused, not answered empty */
+	assert_int_equal(cache_set_pod_attrs(c, CACHE_ATTR_LABELS), 3);
+	a = attrs_on(c, "n1");
+	assert_int_equal(a.n, 2);
+	assert_false(a.known[0] || a.known[1]);
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "a", "uid-a", pc, sizeof(pc), &ls),
+	                 CACHE_ENOATTRS);
+	/* ... and not answered empty for pods that ask for no GPU either (a DRA pod's Binding
+	 * reads its labels from the API server) */
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "cpu-1", NULL, pc, sizeof(pc), &ls),
+	                 CACHE_ENOATTRS);
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "cpu-2", NULL, pc, sizeof(pc), &ls),
+	                 CACHE_ENOATTRS);
+	/* read again (the relist): labels kept, the priority class still not */
+	assert_int_equal(tier_pod(c, "a", "uid-a", "n1", "realtime", "high"), 0);
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "a", "uid-a", pc, sizeof(pc), &ls), 0);
+	assert_int_equal(ls.l.n, 2);
+	assert_string_equal(pc, "");
+	labelset_clear(&ls);
+	a = attrs_on(c, "n1");
+	int ia = a.n_labels[0] == 2 ? 0 : 1;
+	assert_true(a.known[ia] && a.n_labels[ia] == 2 && a.pc[ia][0] == '\0');
+	assert_false(a.known[1 - ia]); /* b not read again yet */
+	/* priority classes wanted too: a lacks one kind now */
+	assert_int_equal(cache_set_pod_attrs(c, CACHE_ATTRS_ALL), 3);
+	assert_false(attrs_on(c, "n1").known[ia]);
+	/* back to labels only: nothing lacking, a known again without reading it */
+	assert_int_equal(cache_set_pod_attrs(c, CACHE_ATTR_LABELS), 2);
+	a = attrs_on(c, "n1");
+	assert_true(a.known[ia] && a.n_labels[ia] == 2);
+	cache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1775,6 +1904,7 @@ int main(void)
 	    cmocka_unit_test(test_bytes_accounted),
 	    cmocka_unit_test(test_compact_pods),
 	    cmocka_unit_test(test_gpu_pods_never_compact),
+	    cmocka_unit_test(test_tier_attrs_kept_when_wanted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

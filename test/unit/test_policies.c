@@ -82,11 +82,62 @@ static void test_rdlock_synced(void **state)
 	(void)state;
 }
 
+static void put(struct policies *s, enum watch_event_type t, const char *json)
+{
+	cJSON *o = cJSON_Parse(json);
+	assert_non_null(o);
+	assert_int_equal(policies_apply(s, t, o), 0);
+	cJSON_Delete(o);
+}
+
+static unsigned need_of(const char *json)
+{
+	cJSON *o = cJSON_Parse(json);
+	unsigned n = policies_pod_attrs_of(o);
+	cJSON_Delete(o);
+	return n;
+}
+
+#define P(name, tiers) "{\"metadata\":{\"name\":\"" name "\"},\"spec\":{\"tiers\":[" tiers "]}}"
+#define BY_NS          "{\"name\":\"a\",\"namespaces\":[\"ml\"],\"maxShare\":0.5}"
+#define BY_PC          "{\"name\":\"b\",\"priorityClassNames\":[\"high\"],\"maxShare\":0.5}"
+#define BY_LABELS      "{\"name\":\"c\",\"podSelector\":{\"matchLabels\":{\"t\":\"x\"}}}"
+
+/* Which pod attributes the tiers select by (the watch cache keeps only those, issue 22):
+ * namespaces need none; an invalid policy applies nowhere, so needs none once stored, though
+ * its object, read before it is applied, may ask (a superset). */
+static void test_pod_attrs(void **state)
+{
+	struct policies *s = policies_new();
+	(void)state;
+
+	assert_non_null(s);
+	assert_int_equal(policies_pod_attrs(s), 0);
+	assert_int_equal(need_of(P("n", BY_NS)), 0);
+	assert_int_equal(need_of(P("p", BY_NS "," BY_PC)), POLICIES_NEED_PRIORITY);
+	assert_int_equal(need_of(P("l", BY_LABELS)), POLICIES_NEED_LABELS);
+	assert_int_equal(need_of("{\"metadata\":{\"name\":\"x\"}}"), 0);
+	assert_int_equal(need_of("[1]"), 0);
+	put(s, WATCH_ADDED, P("n", BY_NS));
+	assert_int_equal(policies_pod_attrs(s), 0);
+	put(s, WATCH_ADDED, P("p", BY_PC));
+	assert_int_equal(policies_pod_attrs(s), POLICIES_NEED_PRIORITY);
+	put(s, WATCH_ADDED, P("l", BY_LABELS));
+	assert_int_equal(policies_pod_attrs(s), POLICIES_NEED_PRIORITY | POLICIES_NEED_LABELS);
+	put(s, WATCH_DELETED, P("p", BY_PC));
+	assert_int_equal(policies_pod_attrs(s), POLICIES_NEED_LABELS);
+	/* invalid (a tier without criterion beside it): kept with its error, needs nothing */
+	put(s, WATCH_MODIFIED, P("l", BY_LABELS ",{\"name\":\"d\"}"));
+	assert_int_equal(policies_pod_attrs(s), 0);
+	policies_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_generation_out_of_range),
 	    cmocka_unit_test(test_rdlock_synced),
+	    cmocka_unit_test(test_pod_attrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
