@@ -463,6 +463,7 @@ static void dra_demand(const struct placement_node *node, const struct placement
 		rd->bytes = sat_add(rd->bytes, b);
 	}
 	out->dra_bytes = b;
+	out->dra_whole_bytes = sat_add(t->own_whole_bytes, dp ? dp->pending_whole_bytes : 0);
 	out->demand_bytes = rd->bytes;
 	if (t->n_dra_own == 0 && pending == 0 && t->n_dra_shared == 0 &&
 	    (dp == NULL || (dp->n_pending == 0 && dp->n_unknown == 0)))

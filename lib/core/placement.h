@@ -173,6 +173,10 @@ struct placement_result {
 	char warning[DEMAND_MSG_MAX]; /* two of its sources disagree (demand_resolve()) */
 	uint64_t dra_bytes;           /* of demand_bytes, what its DRA claims take on the node */
 	uint64_t dra_used_bytes;      /* of used_bytes, what other claims hold there */
+	uint64_t dra_whole_bytes;     /* whole DRA devices its claims take on the node (allocated
+	                                 there, and the most its unallocated ones can get): not in
+	                                 demand_bytes (they leave the memory the threshold guards);
+	                                 what the extender holds for it beside demand_bytes */
 	char dra_note[DEMAND_MSG_MAX]; /* how its DRA claims were counted ("" when none) */
 };
 
