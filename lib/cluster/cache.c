@@ -42,6 +42,7 @@
 struct pod_demand {
 	uint64_t bytes, gpus, max_per_gpu_bytes;
 	uint64_t whole_gpus; /* demand_takes_cards(): the units it holds, else 0 */
+	uint64_t dra_units;  /* demand.dra_units: units its KEP-5004 claim serves */
 	enum demand_status status;
 	uint32_t pool;             /* demand.pool */
 	enum demand_source source; /* demand.source */
@@ -520,6 +521,7 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	                             .shares = p->d.shares ? p->d.compact : NULL,
 	                             .n_shares = p->d.shares ? p->d.n_parts : 0,
 	                             .whole_gpus = p->d.whole_gpus,
+	                             .dra_units = p->d.dra_units,
 	                         });
 	n->owners[p->slot] = p;
 	n->declared = sat_add(n->declared, it->bytes);
@@ -602,6 +604,7 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	p->d.source = d.source;
 	p->d.shares = d.status == DEMAND_OK && d.shares;
 	p->d.whole_gpus = demand_takes_cards(&d) ? d.gpus : 0;
+	p->d.dra_units = d.dra_units;
 	if (d.status == DEMAND_OK && d.n_parts > 0) {
 		p->d.parts = parts_new(d.parts, d.n_parts);
 		p->d.compact = malloc(d.n_parts * sizeof(*p->d.compact));
@@ -1001,6 +1004,7 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		d->status = p->d.status;
 		d->bytes = p->d.bytes;
 		d->gpus = p->d.gpus;
+		d->dra_units = p->d.dra_units;
 		d->max_per_gpu_bytes = p->d.max_per_gpu_bytes;
 		d->pool = p->d.pool;
 		d->n_uses = p->d.n_uses;

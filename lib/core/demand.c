@@ -33,6 +33,7 @@ struct container_info {
 	int sidecar;                    /* init container with restartPolicy Always */
 	const cJSON *limits, *requests; /* the resources the GPUs were counted from */
 	int part;                       /* its parts[] index under infer, else 0 */
+	uint64_t dra_units;             /* units its KEP-5004 claim serves (not in gpus) */
 };
 
 /* Running sums for the effective-request rule, kept for bytes and GPUs alike. */
@@ -103,16 +104,35 @@ int demand_parse_count(const cJSON *v, uint64_t *out)
 	return 0;
 }
 
+/* Whether the pod's KEP-5004 claim serves resource of container (status
+ * .extendedResourceClaimStatus.requestMappings, borrowed, may be NULL). */
+static int claim_serves(const cJSON *mappings, const char *container, const char *resource)
+{
+	const cJSON *m;
+
+	cJSON_ArrayForEach(m, mappings)
+	{
+		const char *c = json_str(m, "containerName", NULL);
+		const char *r = json_str(m, "resourceName", NULL);
+
+		if (c != NULL && r != NULL && strcmp(c, container) == 0 && strcmp(r, resource) == 0)
+			return 1;
+	}
+	return 0;
+}
+
 /* GPUs asked for by a resources.limits or .requests object, summed over configured names, and
- * MIG slices (nvidia.com/mig-<profile>) per profile. */
+ * MIG slices (nvidia.com/mig-<profile>) per profile. Units the pod's KEP-5004 claim serves
+ * (mappings) go to ci->dra_units instead. */
 static int count_gpus(const cJSON *list, const char *const *names, size_t n_names,
-                      struct container_info *ci, char *err)
+                      const cJSON *mappings, struct container_info *ci, char *err)
 {
 	size_t plen = strlen(DEMAND_MIG_PREFIX);
 	uint64_t total = 0;
 	const cJSON *v;
 
 	ci->n_mig = 0;
+	ci->dra_units = 0;
 	for (size_t i = 0; i < n_names; i++) {
 		uint64_t n = 0;
 
@@ -124,6 +144,10 @@ static int count_gpus(const cJSON *list, const char *const *names, size_t n_name
 			        "container \"%s\": %s must be a whole number of GPUs, e.g. \"1\"",
 			        ci->name, names[i]);
 			return -1;
+		}
+		if (n > 0 && claim_serves(mappings, ci->name, names[i])) {
+			ci->dra_units = sat_add(ci->dra_units, n);
+			continue;
 		}
 		if (n > 0 && ci->resource == NULL)
 			ci->resource = names[i];
@@ -148,6 +172,10 @@ static int count_gpus(const cJSON *list, const char *const *names, size_t n_name
 			}
 			if (n == 0)
 				continue;
+			if (claim_serves(mappings, ci->name, v->string)) {
+				ci->dra_units = sat_add(ci->dra_units, n);
+				continue;
+			}
 			if (ci->n_mig == MIG_PER_CONTAINER) {
 				set_msg(err, "container \"%s\" asks for more than %d MIG profiles",
 				        ci->name, MIG_PER_CONTAINER);
@@ -171,15 +199,16 @@ static int count_gpus(const cJSON *list, const char *const *names, size_t n_name
 
 /* The resources of one container: limits win, requests only when limits name no GPU. */
 static int container_gpus(const cJSON *c, const char *const *names, size_t n_names,
-                          struct container_info *ci, char *err)
+                          const cJSON *mappings, struct container_info *ci, char *err)
 {
 	const cJSON *limits = json_at(c, "resources", "limits", NULL);
 	const cJSON *requests = json_at(c, "resources", "requests", NULL);
 
-	if (count_gpus(limits, names, n_names, ci, err) != 0)
+	if (count_gpus(limits, names, n_names, mappings, ci, err) != 0)
 		return -1;
 	ci->limits = limits;
-	if (ci->gpus == 0 && count_gpus(requests, names, n_names, ci, err) != 0)
+	if (ci->gpus == 0 && ci->dra_units == 0 &&
+	    count_gpus(requests, names, n_names, mappings, ci, err) != 0)
 		return -1;
 	ci->requests = requests;
 	return 0;
@@ -286,6 +315,7 @@ struct walk {
 	size_t n_names;
 	const struct demand_config *cfg;
 	const cJSON *annotations; /* the pod's, for KAI's */
+	const cJSON *mappings;    /* status.extendedResourceClaimStatus.requestMappings, or NULL */
 	int pools;                /* a pool seen yet */
 	struct rule_acc bytes_acc, gpus_acc;
 	struct demand *out;
@@ -657,7 +687,8 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 	             strcmp(policy->valuestring, "Always") == 0;
 
 	/* Only the first problem is reported: the user fixes one thing at a time. */
-	if (container_gpus(c, w->names, w->n_names, &ci, first_error ? out->error : NULL) != 0 ||
+	if (container_gpus(c, w->names, w->n_names, w->mappings, &ci,
+	                   first_error ? out->error : NULL) != 0 ||
 	    (ci.gpus > 0 && declare(w, c, decl, init, &ci, first_error ? out->error : NULL) != 0)) {
 		out->status = DEMAND_INVALID;
 	} else if (ci.gpus > 0) {
@@ -674,9 +705,10 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 		for (size_t i = 0; i < ci.n_mig; i++)
 			add_use(out, &ci, ci.mig[i].profile, ci.mig[i].n);
 	}
+	out->dra_units = sat_add(out->dra_units, ci.dra_units);
 	if (ci.gpus > 0)
 		add_pool(w, &ci);
-	else if (decl != NULL && out->warning[0] == '\0') {
+	else if (decl != NULL && ci.dra_units == 0 && out->warning[0] == '\0') {
 		set_msg(out->warning,
 		        "container \"%s\" declares " DEMAND_ENV_NAME " but asks for no %s: the "
 		        "declaration is ignored",
@@ -708,6 +740,13 @@ int demand_from_pod(const cJSON *pod, const struct demand_config *cfg, struct de
 		out->status = DEMAND_INVALID;
 		set_msg(out->error, "the pod is not a JSON object");
 		rc = -1;
+		goto out;
+	}
+	w.mappings = json_at(pod, "status", "extendedResourceClaimStatus", "requestMappings", NULL);
+	if (w.mappings != NULL && !cJSON_IsNull(w.mappings) && !cJSON_IsArray(w.mappings)) {
+		out->status = DEMAND_INVALID;
+		set_msg(out->error,
+		        "status.extendedResourceClaimStatus.requestMappings is not a list");
 		goto out;
 	}
 	/* A non-array is ignored by cJSON_GetArraySize (0) and by the loops below. */

@@ -19,6 +19,19 @@
  * : max( sum(app containers) + sum(sidecars), max over init containers i of (init_i + sum of
  * sidecars declared before i) ) The same rule gives the pod's effective GPU count.
  *
+ * KEP-5004 (extended resources backed by DRA, GA in Kubernetes 1.37): the units of a container's
+ * resource that the pod's scheduler-made claim serves, as status.extendedResourceClaimStatus
+ * .requestMappings[] names them (containerName, resourceName; k8s.io/api core/v1
+ * ContainerExtendedResourceRequest), are not the device plugin's: they are left out of the
+ * GPUs, uses, parts and pool here and summed in dra_units instead, since the claim counts
+ * them (dra.h, placement.h). The container's other GPU units count as usual, so a pod asking
+ * nvidia.com/gpu through the claim and nvidia.com/mig-1g.10gb through the device plugin counts
+ * both, once each. A container all of whose units are the claim's is not a GPU container here
+ * (its GPU_MEMORY_LIMIT is not read, and no "asks for no GPU" warning is given); one with
+ * units of both kinds keeps its whole declaration on its device-plugin units (the safe side).
+ * Before the scheduler writes the status (a CREATE) nothing is mapped and every unit counts.
+ * A requestMappings that is not a list makes the pod DEMAND_INVALID.
+ *
  * MIG: a resource named nvidia.com/mig-<profile> (GFD's mixed strategy, e.g.
  * nvidia.com/mig-1g.10gb) is a GPU resource too, whatever is configured: such a container asks
  * for slices of that profile.
@@ -195,6 +208,8 @@ struct demand {
 	enum demand_source source;
 	int shares;
 	uint64_t card_bytes; /* demand_resolve(): the memory of one GPU of the node (for words) */
+	uint64_t dra_units;  /* GPU units the pod's KEP-5004 claim serves (requestMappings), not
+	                        in gpus; > 0: the claim counts them beside this demand */
 };
 
 /*

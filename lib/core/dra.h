@@ -23,9 +23,13 @@
  *   Pod: spec.resourceClaims[] (resourceClaimName, resourceClaimTemplateName),
  *     status.resourceClaimStatuses[].resourceClaimName, status.extendedResourceClaimStatus
  *     .resourceClaimName (KEP-5004).
- * Not read: DeviceClasses (their CEL selectors), opaque driver configs (MPS / time-slicing of
- * a claim's devices: the claim is counted once at what it holds, whoever shares it), admin
- * access results (counted as any allocation: the safe side), binding conditions.
+ * Not read: DeviceClasses (their CEL selectors), opaque driver configs (spec.devices.config[]
+ * .opaque: the NVIDIA driver's GpuConfig sharing.strategy TimeSlicing / MPS of a claim's
+ * devices: the claim is counted once at what it holds, whoever shares it, so of
+ * docs/sharing.md's rule only the exclusive half holds for DRA devices: a device held whole is
+ * the claim's alone; the pods sharing it are not judged against each other), admin access
+ * results (counted as any allocation: the safe side), binding conditions. KEP-5004: the pod's
+ * units its claim serves are told apart by demand.h (requestMappings).
  *
  * Counting rules (dra_result_bytes, dra_request_max_bytes; placement.h applies them per node):
  *   - a result with consumedCapacity.memory (a KEP-5075 share) counts that against the

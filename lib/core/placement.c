@@ -88,12 +88,15 @@ static int claim_has_other(const struct dra_claim_use *c, const char *uid)
 	return c->n_pods == 0 && !claim_has(c, uid); /* allocated, nobody reserved: held */
 }
 
-/* The pod of uid holds its GPUs through a KEP-5004 claim on the node: its nvidia.com/gpu
- * units are that claim's, counted there. */
-static int extended_claim_pod(const struct placement_node *node, const char *uid)
+/* The pod of item it holds its GPUs through a KEP-5004 claim on the node and its demand still
+ * has the claim's units (its requestMappings not read: dra_units 0): its nvidia.com/gpu units
+ * are that claim's, counted there. */
+static int extended_claim_pod(const struct placement_node *node, const struct placement_item *it)
 {
+	if (it->dra_units > 0)
+		return 0; /* the claim's units are out of its figures already */
 	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++)
-		if (node->dra->claims[i].extended && claim_has(&node->dra->claims[i], uid))
+		if (node->dra->claims[i].extended && claim_has(&node->dra->claims[i], it->uid))
 			return 1;
 	return 0;
 }
@@ -135,6 +138,7 @@ void placement_item_count(struct placement_item *it, const struct placement_coun
 	it->shares = ok && c->n_shares > 0 ? c->shares : NULL;
 	it->n_shares = it->shares != NULL ? c->n_shares : 0;
 	it->whole_gpus = ok ? c->whole_gpus : 0;
+	it->dra_units = c->dra_units;
 }
 
 void placement_item_demand(struct placement_item *it, const struct demand *d,
@@ -146,6 +150,7 @@ void placement_item_demand(struct placement_item *it, const struct demand *d,
 	    .gpus = d->gpus,
 	    .pool = d->pool,
 	    .whole_gpus = demand_takes_cards(d) ? d->gpus : 0,
+	    .dra_units = d->dra_units,
 	};
 
 	if (d->status == DEMAND_OK && d->shares && d->n_parts > 0 && shares != NULL) {
@@ -225,7 +230,7 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 		uint64_t b = placement_item_bytes(it, cap);
 
 		if (same_pod(it, pod->key, pod->uid) ||
-		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it->uid))
+		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it))
 			continue;
 		if (excl && item_whole(it) > 0) { /* it takes its cards */
 			t->held_gpus = sat_add(t->held_gpus, item_whole(it));
@@ -445,7 +450,7 @@ static void dra_demand(const struct placement_node *node, const struct placement
 	size_t n = 0;
 
 	out->dra_used_bytes = t->dra_used;
-	if ((dp != NULL && dp->extended) || t->dra_own_extended) {
+	if (((dp != NULL && dp->extended) || t->dra_own_extended) && rd->dra_units == 0) {
 		/* nvidia.com/gpu backed by DRA (KEP-5004): the claim is the demand, never also
 		 * the units */
 		rd->bytes = b;
@@ -458,6 +463,7 @@ static void dra_demand(const struct placement_node *node, const struct placement
 		rd->bytes = sat_add(rd->bytes, b);
 	}
 	out->dra_bytes = b;
+	out->dra_whole_bytes = sat_add(t->own_whole_bytes, dp ? dp->pending_whole_bytes : 0);
 	out->demand_bytes = rd->bytes;
 	if (t->n_dra_own == 0 && pending == 0 && t->n_dra_shared == 0 &&
 	    (dp == NULL || (dp->n_pending == 0 && dp->n_unknown == 0)))
@@ -574,11 +580,13 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	demand_resolve(pod->demand, cap, &rd);
 	if (rd.n_parts > 0 && strcmp(rd.warning, pod->demand->warning) != 0)
 		snprintf(out->warning, sizeof(out->warning), "%s", rd.warning);
-	/* A KEP-5004 pod's GPUs are its claim's devices: no card rule of its own. */
-	excl = pol->infer && pool_exclusive(cap, rd.pool) && !(pod->dra && pod->dra->extended);
+	/* A KEP-5004 pod's GPUs are its claim's devices: no card rule of its own, unless its
+	 * demand is its device-plugin units alone (dra_units: the claim's are out of it). */
+	excl = pol->infer && pool_exclusive(cap, rd.pool) &&
+	       !(pod->dra && pod->dra->extended && rd.dra_units == 0);
 	memset(&t, 0, sizeof(t));
 	tally(node, pod, now_ms, !pol->verdict_only, excl, &t);
-	if (excl && t.dra_own_extended) { /* known from its claim only: count again without */
+	if (excl && t.dra_own_extended && rd.dra_units == 0) { /* known from its claim only */
 		excl = 0;
 		memset(&t, 0, sizeof(t));
 		tally(node, pod, now_ms, !pol->verdict_only, excl, &t);
@@ -678,7 +686,7 @@ uint64_t placement_dra_bytes(const struct placement_node *node, uint64_t *counte
 		b = sat_add(b,
 		            sat_add(node->dra->claims[i].bytes, node->dra->claims[i].whole_bytes));
 	for (size_t i = 0; node->dra != NULL && i < node->n_pods; i++)
-		if (extended_claim_pod(node, node->pods[i].uid))
+		if (extended_claim_pod(node, &node->pods[i]))
 			twice = sat_add(twice, placement_item_bytes(&node->pods[i], node->cap));
 	if (counted_twice != NULL)
 		*counted_twice = twice;
@@ -726,7 +734,7 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
 	for (size_t i = 0; i < node->n_pods; i++) {
 		const struct placement_item *it = &node->pods[i];
 		if (same_pod(it, pod->key, pod->uid) ||
-		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it->uid))
+		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it))
 			continue;
 		tier_add(p, it, placement_item_bytes(it, cap), tier_bytes);
 	}

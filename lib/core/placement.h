@@ -56,9 +56,13 @@
  *     by its nvidia.com/gpu units;
  *   - the pod's unallocated claims (pod->dra->pending_bytes: the most they can take on the
  *     node) add to its demand, and the message says so;
- *   - a pod with a KEP-5004 claim (pod->dra->extended, or its own claim is one) counts its
- *     claims only, never its containers' nvidia.com/gpu units (per-GPU and infer rules are
- *     its devices' then).
+ *   - a pod with a KEP-5004 claim (pod->dra->extended, or its own claim is one): when its
+ *     demand was read with the pod's requestMappings (demand.dra_units > 0, demand.h), the
+ *     units the claim serves are already out of it and what is left (device-plugin units:
+ *     a mixed pod) counts beside its claims, as any pod's, and so for a visible pod
+ *     (item.dra_units); otherwise (the status not seen yet) it counts its claims only,
+ *     never its containers' nvidia.com/gpu units (per-GPU and infer rules are its devices'
+ *     then).
  * The pod's source (result.source) ends every message after "; ".
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
@@ -111,6 +115,8 @@ struct placement_item {
 	size_t n_shares;
 	uint64_t whole_gpus; /* > 0: the pod takes its cards (demand_takes_cards()): the units it
 	                        holds (exclusive cards, below) */
+	uint64_t dra_units;  /* demand.dra_units: the units its KEP-5004 claim serves are left out
+	                        of the figures above, so the claim does not stand in for them */
 };
 
 /* The node and what is on it. */
@@ -167,6 +173,10 @@ struct placement_result {
 	char warning[DEMAND_MSG_MAX]; /* two of its sources disagree (demand_resolve()) */
 	uint64_t dra_bytes;           /* of demand_bytes, what its DRA claims take on the node */
 	uint64_t dra_used_bytes;      /* of used_bytes, what other claims hold there */
+	uint64_t dra_whole_bytes;     /* whole DRA devices its claims take on the node (allocated
+	                                 there, and the most its unallocated ones can get): not in
+	                                 demand_bytes (they leave the memory the threshold guards);
+	                                 what the extender holds for it beside demand_bytes */
 	char dra_note[DEMAND_MSG_MAX]; /* how its DRA claims were counted ("" when none) */
 };
 
@@ -208,10 +218,11 @@ struct placement_count {
 	const struct demand_share *shares; /* demand.compact when demand.shares, else NULL */
 	size_t n_shares;
 	uint64_t whole_gpus; /* demand_takes_cards() ? demand.gpus : 0 */
+	uint64_t dra_units;  /* demand.dra_units */
 };
 
-/* Set it's demand fields (bytes, undeclared_gpus, pool, shares, whole_gpus) from c by the
- * rule above; the other fields are untouched. it->shares borrows c->shares. */
+/* Set it's demand fields (bytes, undeclared_gpus, pool, shares, whole_gpus, dra_units) from c by
+ * the rule above; the other fields are untouched. it->shares borrows c->shares. */
 void placement_item_count(struct placement_item *it, const struct placement_count *c);
 
 /* placement_item_count() from a whole demand d (DEMAND_OK or DEMAND_INVALID), its shares

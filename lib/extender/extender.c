@@ -694,8 +694,11 @@ static void judge_node(struct job *j, struct verdict *v, const struct cache_node
 		set_verdict(v, ST_UNRESOLVABLE, "%s", ps->main.decision.message);
 		goto out;
 	}
-	if (ps->main.demand_bytes > j->hold_bytes)
-		j->hold_bytes = ps->main.demand_bytes;
+	/* held beside its demand: the whole DRA devices its claims take (counted as bytes in
+	 * flight: the safe side) */
+	uint64_t in_flight = sat_add(ps->main.demand_bytes, ps->main.dra_whole_bytes);
+	if (in_flight > j->hold_bytes)
+		j->hold_bytes = in_flight;
 	if (!ps->allowed && ps->policy != NULL && ps->message[0] != '\0') {
 		set_verdict(v, ST_FAIL, "%s", ps->message); /* a tier or declarations rule */
 		goto out;
@@ -861,10 +864,18 @@ static int cached_pending(const struct job *j, uint64_t *bytes, enum metrics_hol
 	if (p.node[0] != '\0' || p.finished)
 		return -1;
 	*why = METRICS_HOLD_NO_DEMAND;
+	if (p.demand.status == DEMAND_NOT_GPU && j->refs.any && j->d.gpus == 0) {
+		/* GPUs by DRA claims only (the cache keeps no pod's claims): the most the claims
+		 * the body names came to on the nodes judged, read from the DRA store */
+		*bytes = j->hold_bytes;
+		return 0;
+	}
 	if (p.demand.status != DEMAND_OK)
 		return -1;
 	if (!p.demand.shares) {
 		*bytes = p.demand.bytes;
+		if (j->refs.any && j->d.bytes == p.demand.bytes && j->hold_bytes > *bytes)
+			*bytes = j->hold_bytes; /* and what its DRA claims came to */
 		return 0;
 	}
 	/* An inferred share comes to other bytes on each node: hold the most it came to on the

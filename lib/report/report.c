@@ -56,6 +56,7 @@ struct pod_rec {
 	struct demand_share compact[DEMAND_MAX_PARTS];
 	size_t n_shares;
 	uint64_t whole_gpus;
+	uint64_t dra_units; /* demand.dra_units: units its KEP-5004 claim serves */
 	enum demand_source source;
 	char words[DEMAND_PART_WORDS];
 	char *priority_class;   /* spec.priorityClassName, NULL when none (tiers) */
@@ -391,6 +392,7 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 	memset(p, 0, sizeof(*p));
 	p->node = dup_str(node);
 	p->uid = dup_str(uid);
+	p->dra_units = d.dra_units;
 	if (name != NULL && name[0] != '\0') {
 		size_t len = strlen(ns ? ns : "") + strlen(name) + 2;
 		if ((p->key = malloc(len)) != NULL)
@@ -806,6 +808,7 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		                         .shares = p[i].n_shares ? p[i].compact : NULL,
 		                         .n_shares = p[i].n_shares,
 		                         .whole_gpus = p[i].whole_gpus,
+		                         .dra_units = p[i].dra_units,
 		                     });
 		rp[i] = (struct report_pod){
 		    .key = p[i].key,

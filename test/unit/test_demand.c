@@ -382,6 +382,71 @@ static void test_configured_resources(void **state)
 	assert_int_equal(d.status, DEMAND_NOT_GPU);
 }
 
+/* KEP-5004: units the pod's scheduler-made claim serves (status.extendedResourceClaimStatus
+ * .requestMappings) are the claim's, left out of the device-plugin demand; the rest counts. */
+#define EXT_STATUS(maps)                                                                           \
+	",'status':{'extendedResourceClaimStatus':{'resourceClaimName':'p-ext','requestMappings'"  \
+	":" maps "}}"
+#define MAP(c, r) "{'containerName':'" c "','resourceName':'" r "','requestName':'req'}"
+
+static void test_extended_claim_units(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *pod;
+		enum demand_status status;
+		uint64_t gpus, dra_units, bytes;
+		int warns;
+	} rows[] = {
+	    {"all its units the claim's: not a GPU pod here, no warning for its declaration",
+	     "{'spec':{'containers':[" GPU_C("a", "1", "20Gi", "") "]}" EXT_STATUS(
+	         "[" MAP("a", "nvidia.com/gpu") "]") "}",
+	     DEMAND_NOT_GPU, 0, 1, 0, 0},
+	    {"mixed: nvidia.com/gpu by the claim, a MIG slice by the device plugin: both kept",
+	     "{'spec':{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'2',"
+	     "'nvidia.com/"
+	     "mig-1g.10gb':'1'}},'env':[{'name':'GPU_MEMORY_LIMIT','value':'8Gi'}]}]}" EXT_STATUS(
+	         "[" MAP("a", "nvidia.com/gpu") "]") "}",
+	     DEMAND_OK, 1, 2, 8 * GI, 0},
+	    {"mixed across containers: b's GPU is the device plugin's",
+	     "{'spec':{'containers':[" GPU_C("a", "1", "20Gi", "") "," GPU_C(
+	         "b", "1", "30Gi", "") "]}" EXT_STATUS("[" MAP("a", "nvidia.com/gpu") "]") "}",
+	     DEMAND_OK, 1, 1, 30 * GI, 0},
+	    {"a mapping of another container or resource does not apply",
+	     "{'spec':{'containers':[" GPU_C("a", "1", "20Gi", "") "]}" EXT_STATUS(
+	         "[" MAP("b", "nvidia.com/gpu") "," MAP("a", "example.com/gpu") "]") "}",
+	     DEMAND_OK, 1, 0, 20 * GI, 0},
+	    {"limits mapped: requests are not read instead",
+	     "{'spec':{'containers':[{'name':'a','resources':{'limits':{'nvidia.com/gpu':'1'},"
+	     "'requests':{'nvidia.com/gpu':'1'}}}]}" EXT_STATUS(
+	         "[" MAP("a", "nvidia.com/gpu") "]") "}",
+	     DEMAND_NOT_GPU, 0, 1, 0, 0},
+	    {"no status yet (a CREATE): every unit counts",
+	     "{'spec':{'containers':[" GPU_C("a", "1", "20Gi", "") "]}}", DEMAND_OK, 1, 0, 20 * GI,
+	     0},
+	    {"requestMappings not a list: invalid",
+	     "{'spec':{'containers':[" GPU_C("a", "1", "20Gi", "") "]}" EXT_STATUS("{}") "}",
+	     DEMAND_INVALID, 0, 0, 0, 0},
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct demand d = decide(rows[i].pod, NULL);
+
+		if (d.status != rows[i].status || d.gpus != rows[i].gpus ||
+		    d.dra_units != rows[i].dra_units || d.bytes != rows[i].bytes ||
+		    (d.warning[0] != '\0') != rows[i].warns)
+			fail_msg("row %zu (%s): status %d gpus %llu dra_units %llu bytes %llu "
+			         "warning \"%s\" error \"%s\"",
+			         i, rows[i].what, d.status, (unsigned long long)d.gpus,
+			         (unsigned long long)d.dra_units, (unsigned long long)d.bytes,
+			         d.warning, d.error);
+	}
+	struct demand d = decide(
+	    "{'spec':{'containers':[" GPU_C("a", "1", "20Gi", "") "]}" EXT_STATUS("{}") "}", NULL);
+	assert_string_equal(d.error, "status.extendedResourceClaimStatus.requestMappings is not a "
+	                             "list");
+}
+
 static void test_first_problem_reported(void **state)
 {
 	struct demand d = decide("{'spec':{'containers':[" GPU_C(
@@ -467,6 +532,7 @@ int main(void)
 	    cmocka_unit_test(test_requests_when_no_limits),
 	    cmocka_unit_test(test_gpu_counts),
 	    cmocka_unit_test(test_configured_resources),
+	    cmocka_unit_test(test_extended_claim_units),
 	    cmocka_unit_test(test_first_problem_reported),
 	    cmocka_unit_test(test_names_and_duplicates),
 	    cmocka_unit_test(test_malformed_pods),

@@ -1148,6 +1148,76 @@ static void test_dra_nodes(void **state)
 	dra_store_free(d);
 }
 
+/* A DRA-only pod's filter holds what its claims come to (holds.h): ml/p-a, whose unallocated
+ * claim asks a 40Gi share of the node's one H100 (79.6Gi), passes dra-a and holds 40Gi there
+ * until its Binding shows; ml/p-b, asking 40Gi more, then fails dra-a (80Gi over the 71.7Gi
+ * limit). Held nothing, p-b would pass and the webhook refuse one of the two Bindings. */
+#define DRA_POD(name)                                                                              \
+	"{\"metadata\":{\"name\":\"" name "\",\"namespace\":\"ml\",\"uid\":\"uid-ml-" name "\"},"  \
+	"\"spec\":{\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"share-" name      \
+	"\"}],\"containers\":[{\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}" \
+	"]},\"status\":{\"phase\":\"Pending\"}}"
+#define DRA_SHARE_CLAIM(name)                                                                      \
+	"{\"kind\":\"ResourceClaim\",\"metadata\":{\"name\":\"share-" name "\",\"namespace\":"     \
+	"\"ml\",\"uid\":\"c-" name "\"},\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\","   \
+	"\"exactly\":{\"deviceClassName\":\"gpu.nvidia.com\",\"capacity\":{\"requests\":{"         \
+	"\"memory\":\"40Gi\"}}}}]}}}"
+
+static void test_dra_hold(void **state)
+{
+	(void)state;
+	struct dra_store *d = dra_store_new(NULL, NULL, NULL);
+	static const char *const names[] = {"dra-a"};
+	char err[256], buf[256];
+	cJSON *j;
+
+	assert_non_null(d);
+	j = cJSON_Parse("{\"kind\":\"Node\",\"metadata\":{\"name\":\"dra-a\",\"uid\":\"dra-a\"}}");
+	assert_int_equal(cache_apply_node(E.cache, WATCH_ADDED, j), 0);
+	cJSON_Delete(j);
+	j = cJSON_Parse(
+	    "{\"kind\":\"ResourceSlice\",\"metadata\":{\"name\":\"dra-a-gpu\"},\"spec\":{"
+	    "\"driver\":\"gpu.nvidia.com\",\"nodeName\":\"dra-a\",\"pool\":{\"name\":\"dra-a\"},"
+	    "\"devices\":[{\"name\":\"gpu-0\",\"allowMultipleAllocations\":true,\"attributes\":{"
+	    "\"type\":{\"string\":\"gpu\"}},\"capacity\":{\"memory\":{\"value\":\"81559Mi\"}}}]}}");
+	assert_int_equal(dra_store_apply_slice(d, WATCH_ADDED, j, err, sizeof(err)), 0);
+	cJSON_Delete(j);
+	static const char *const claims[] = {DRA_SHARE_CLAIM("p-a"), DRA_SHARE_CLAIM("p-b")};
+	static const char *const pods[] = {DRA_POD("p-a"), DRA_POD("p-b")};
+	for (size_t i = 0; i < 2; i++) {
+		j = cJSON_Parse(claims[i]);
+		assert_int_equal(dra_store_apply_claim(d, WATCH_ADDED, j, err, sizeof(err)), 0);
+		cJSON_Delete(j);
+		j = cJSON_Parse(pods[i]);
+		assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, j), 0);
+		cJSON_Delete(j);
+	}
+	E.cfg.dra = d;
+	reconfigure();
+	char *a_args = args_names(pods[0], names, 1), *b_args = args_names(pods[1], names, 1);
+	cJSON *a = call(EXTENDER_FILTER, a_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "dra-a");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, b_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "");
+	expect_contains(reason(a, "FailedNodes", "dra-a"),
+	                "counting 40Gi of 1 pod whose Binding is in flight");
+	cJSON_Delete(a);
+	/* p-a reported gone: its hold ends, p-b fits */
+	extender_forget(E.x, "uid-ml-p-a");
+	a = call(EXTENDER_FILTER, b_args);
+	names_of(a, buf, sizeof(buf));
+	assert_string_equal(buf, "dra-a");
+	cJSON_Delete(a);
+	free(a_args);
+	free(b_args);
+	E.cfg.dra = NULL;
+	reconfigure();
+	dra_store_free(d);
+}
+
 /* Forged filter calls hold nothing for long: a pod the watch cache does not show, or shows
  * with another uid, bound or finished, is judged but holds nothing (counted under
  * holds_refused_total{reason}); a pod it shows pending holds what the cache says it declares,
@@ -1435,6 +1505,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_nodes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_hold, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_holds_need_the_cached_pod, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inferred_hold_needs_the_cached_share, setup,
 	                                    teardown),
