@@ -25,6 +25,7 @@
 #include "satmath.h"
 #include "shared.h"
 #include "text.h"
+#include "view.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -612,7 +613,7 @@ static void verdict_from(struct job *j, struct verdict *v, const struct core_ver
 	}
 }
 
-/* One node judged inside cache_with_node() (the store read-locked: no waiting here). */
+/* One node judged over its view copied out of the watch cache (view.h: no store lock held). */
 struct judging {
 	struct job *j;
 	struct verdict *v;
@@ -646,11 +647,11 @@ static void reason_append(struct verdict *v, const char *fmt, ...)
  * the flags, the node's annotation and the GPUMemoryPolicy objects that select it (none is the
  * flags' and the annotation's judgement), without words (CORE_NO_WORDS). The reason is written
  * from the verdict's figures at its threshold in force (verdict_from); a refusal by a policy's
- * tier or declarations rule carries the core's own words. The policies are read-locked inside
- * the cache's read lock (policies.h's lock order) until the reason is written (it borrows the
- * policy's name), and only while one selects the node.
+ * tier or declarations rule carries the core's own words. The policies are read-locked (the
+ * view is a copy: no cache lock is held) until the reason is written (it borrows the policy's
+ * name), and only while one selects the node.
  */
-static void judge_node(struct job *j, struct verdict *v, const struct cache_node_view *view,
+static void judge_node(struct job *j, struct verdict *v, const struct view_node *view,
                        const struct placement_node *pn, const struct placement_pod *pod,
                        const struct resv *r)
 {
@@ -718,9 +719,8 @@ out:
 	free(cv);
 }
 
-static void judge_view(void *ctx, const struct cache_node_view *view)
+static void judge_view(struct judging *jg, const struct view_node *view)
 {
-	struct judging *jg = ctx;
 	struct job *j = jg->j;
 	struct extender *x = j->x;
 
@@ -757,15 +757,8 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", err);
 		return;
 	}
-	struct placement_node pn = {
-	    .name = view->name,
-	    .cap = &cap,
-	    .pods = view->pods,
-	    .n_pods = view->n_pods,
-	    .reserved = jg->r->items,
-	    .n_reserved = jg->r->n,
-	    .dra = dv ? &dv->node : NULL,
-	};
+	struct placement_node pn;
+	view_placement_node(view, &cap, jg->r->items, jg->r->n, dv ? &dv->node : NULL, &pn);
 	struct placement_pod pod = {
 	    .name = j->pod_name,
 	    .key = j->pod_name,
@@ -966,14 +959,22 @@ static int judge(struct job *j, int may_block)
 			break;
 		}
 		struct judging jg = {j, v, &r, dv};
-		/* The pods in flight are borrowed: the holds stay read-locked while the node is
-		 * judged (briefly: the judging never waits). */
+		struct view_node vn;
+		/* The node's view is copied out of the cache (under its read lock, nothing else
+		 * there); the pods in flight are borrowed: the holds stay read-locked while the
+		 * node is judged (briefly: the judging never waits). */
+		if (view_from_cache(x->cache, j->names[i], &vn) != 0) {
+			dra_view_free(dv);
+			rc = EXTENDER_ENOMEM;
+			break;
+		}
 		holds_rdlock(x->holds);
 		holds_each_locked(x->holds, j->names[i], j->uid, j->now_ms, resv_add_held, &r,
 		                  NULL);
 		if (!r.nomem)
-			cache_with_node(x->cache, j->names[i], judge_view, &jg);
+			judge_view(&jg, &vn);
 		holds_unlock(x->holds);
+		view_node_clear(&vn);
 		dra_view_free(dv);
 		if (r.nomem) {
 			rc = EXTENDER_ENOMEM;
