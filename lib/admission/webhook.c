@@ -6,6 +6,7 @@
 #include "admission.h"
 #include "cache.h"
 #include "capacity.h"
+#include "core.h"
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
@@ -21,7 +22,6 @@
 #include "pod.h"
 #include "policies.h"
 #include "policy.h"
-#include "policyset.h"
 #include "quantity.h"
 #include "server.h"
 #include "shared.h"
@@ -373,7 +373,7 @@ static void add_mode_audit_inferred(struct outcome *o)
 	add_mode_audit(o, text);
 }
 
-/* Copy the policyset's audit entries into the outcome (before the policies are unlocked). */
+/* Copy the verdict's audit entries into the outcome (before the policies are unlocked). */
 static void keep_audit(struct outcome *o, const struct policyset_result *ps)
 {
 	size_t len = 0;
@@ -391,9 +391,9 @@ static void keep_audit(struct outcome *o, const struct policyset_result *ps)
 	}
 }
 
-/* Decide with the placement core over the node's snapshot, under the flags, the node's
- * annotation and the GPUMemoryPolicy objects selecting the node (policyset.h); sets o. Returns
- * 1 when allowed with a reservation to record (res->reserve_bytes), 0 otherwise. */
+/* Decide with the core over the node's snapshot (core_decide(): the flags, the node's
+ * annotation and the GPUMemoryPolicy objects selecting the node) and put its verdict into o.
+ * Returns 1 when allowed with a reservation to record (res->reserve_bytes), 0 otherwise. */
 static int decide_core(struct webhook *w, const struct placement *p,
                        const struct placement_node *pn, uint64_t now, struct outcome *o,
                        struct placement_result *out)
@@ -401,7 +401,8 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	static const struct pod_attrs no_attrs = {NULL, NULL, NULL};
 	const struct pod_attrs *a = p->attrs ? p->attrs : &no_attrs;
 	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
-	struct policyset_result *ps = malloc(sizeof(*ps));
+	struct core_verdict *v = malloc(sizeof(*v));
+	const struct policyset_result *ps = v != NULL ? &v->ps : NULL;
 	struct placement_pod pod = {
 	    .name = p->pod_name,
 	    .key = p->key,
@@ -417,14 +418,14 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	o->n_audit = 0;
 	o->audit[0] = '\0';
 	o->policy[0] = '\0';
-	if (ps == NULL) {
+	if (v == NULL) {
 		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 		     p->pod_name);
 		return 0;
 	}
 	if (w->policies != NULL && !policies_rdlock_synced(w->policies)) {
 		policies_unlock(w->policies);
-		free(ps);
+		free(v);
 		deny(o, METRICS_ERROR, 500, "PoliciesNotRead",
 		     "cannot check %s: gpu-memory-guard has not read the GPUMemoryPolicy objects "
 		     "yet; "
@@ -441,7 +442,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	     (p->dra->pod.any || p->dra->node.gpus.n > 0 || p->dra->node.n_claims > 0))) {
 		if (w->policies != NULL)
 			policies_unlock(w->policies);
-		free(ps);
+		free(v);
 		deny(o, METRICS_ERROR, 500, "DRANotRead",
 		     "cannot check %s: gpu-memory-guard has not read the cluster's DRA "
 		     "ResourceSlices and ResourceClaims (not listed yet, or their watch broken "
@@ -452,7 +453,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	}
 	if (w->policies != NULL)
 		n = policies_selecting(w->policies, p->node_labels, sel, GPUPOLICY_SELECT_MAX);
-	struct policyset_input in = {
+	struct core_input in = {
 	    .node = pn,
 	    .pod = &pod,
 	    .pod_namespace = a->ns,
@@ -466,7 +467,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	    .infer = w->dcfg.infer,
 	    .now_ms = now,
 	};
-	rc = policyset_decide(&in, ps);
+	rc = core_decide(&in, v);
 	*out = ps->main;
 	snprintf(o->demand, sizeof(o->demand), "%s", ps->main.source);
 	if (rc != 0) {
@@ -503,7 +504,7 @@ static int decide_core(struct webhook *w, const struct placement *p,
 	if (w->policies != NULL)
 		policies_unlock(w->policies);
 	out->reserve = reserve;
-	free(ps);
+	free(v);
 	return reserve;
 }
 

@@ -4,7 +4,8 @@
  * reservations, decide, commit, retry, budget) that issue 23 moves out: it builds the node's
  * snapshot (watch cache or API server), takes the reservations (local ledger under the node's
  * lock, or the shared record through shared_place, no lock of its own) and decides with
- * policyset_decide() (policyset.h), the GPUMemoryPolicy store read-locked during the decision.
+ * core_decide() (core.h: the one verdict), the GPUMemoryPolicy store read-locked during the
+ * decision.
  * It borrows the kube client, cache, ledger, shared record and policy store it is given.
  *
  *   decode -> classify ->
@@ -44,7 +45,7 @@
  *
  * Watch cache: with webhook_config.cache set and fresh, a placement reads the node and its pods
  * from the cache (cache.h: demands computed when the events arrived) and the node's reservations
- * from the ledger, and is decided by placement_decide() (placement.h) with no API call; a
+ * from the ledger, and is decided by core_decide() (core.h) with no API call; a
  * Binding's pod comes from the cache too. A node the cache has not seen, a Binding of a pod it
  * has not seen (created milliseconds ago), or a cache that is not synced or whose watch has been
  * broken too long take the API path above. A reservation counts until the cache shows its pod

@@ -3,8 +3,8 @@
  */
 #include "informer.h"
 
+#include "core.h"
 #include "policies.h"
-#include "policyset.h"
 
 #include "cache.h"
 #include "drastore.h"
@@ -851,25 +851,32 @@ struct gauge_ctx {
 	int dra_only; /* the nodes cache_each_gpu_node() does not give: known only by slices */
 };
 
-/* The node's capacity x the threshold in force (policyset_threshold(): its annotation, the
- * policies that apply to it, the flags), floored at ppm (quantity.h). The policies are
- * read-locked inside the cache's read lock (policies.h's order, as the status writer). An
+/* The node's limit from core_decide() without a pod: its capacity x the threshold in force
+ * (its annotation, the policies that apply to it, the flags), floored at ppm. The policies
+ * are read-locked inside the cache's read lock (policies.h's order, as the status writer). An
  * unsynced store gives what it holds: a gauge, not a decision. */
 static unsigned long long limit_of(const struct gauge_ctx *g, const struct cache_node_view *v,
                                    const struct capacity *cap)
 {
 	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
-	struct policyset_threshold tf;
+	struct placement_node pn = {.name = v->name, .cap = cap};
+	struct core_verdict *cv = malloc(sizeof(*cv));
+	unsigned long long limit = 0;
 	size_t n = 0;
 
+	if (cv == NULL)
+		return 0; /* a gauge: 0 for a scrape out of memory */
 	if (g->policies != NULL) {
 		policies_rdlock(g->policies);
 		n = policies_selecting(g->policies, v->labels, sel, GPUPOLICY_SELECT_MAX);
 	}
-	policyset_threshold(sel, n, &g->flags, cap, &tf);
+	struct core_input in = {.node = &pn, .policies = sel, .n_policies = n, .flags = g->flags};
+	if (core_decide(&in, cv) == 0)
+		limit = cv->limit_bytes;
 	if (g->policies != NULL)
 		policies_unlock(g->policies);
-	return quantity_ppm_of(cap->total_bytes, quantity_ratio_ppm(tf.threshold));
+	free(cv);
+	return limit;
 }
 
 static void node_gauge(void *ctx, const struct cache_node_view *v)

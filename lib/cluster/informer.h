@@ -112,7 +112,7 @@ struct informer_config {
 	double threshold;          /* --threshold, ratio (0,1], and whether the flags' check is
 	                              a warning (--mode warn or audit, as the webhook judges):
 	                              the node_limit_bytes gauge's threshold in force
-	                              (policyset_threshold()) */
+	                              (core_decide() without a pod) */
 	int mode_warn;
 	struct ledger *ledger;       /* for node_reserved_bytes; may be NULL (borrowed) */
 	double max_staleness_s;      /* --cache-max-staleness, for informer_fresh_fn */

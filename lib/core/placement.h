@@ -68,12 +68,12 @@
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
  *
  * Who calls it: policyset_decide() (policyset.h), once per threshold check under the flags,
- * the annotation and the GPUMemoryPolicy objects (the webhook, the report's probe, the
- * extender on a node a policy selects); and directly the scheduler extender on a node no
- * policy selects. The snapshot comes from the API server or the watch cache (webhook), the
- * cache (extender) or the lists given to the report. Pure: no I/O, no clock (now_ms is an
- * argument), no locks, no allocation (about 7 KiB of stack: the pod's demand resolved on the
- * node); every pointer in the input is borrowed for the call. Thread-safe.
+ * the annotation and the GPUMemoryPolicy objects, for core_decide() (core.h), the one entry
+ * point the webhook, the extender, the report and the gauges call. The snapshot comes from the API
+ * server or the watch cache (webhook), the cache (extender) or the lists given to the report. Pure:
+ * no I/O, no clock (now_ms is an argument), no locks, no allocation (about 7 KiB of stack: the
+ * pod's demand resolved on the node); every pointer in the input is borrowed for the call.
+ * Thread-safe.
  */
 #ifndef GMG_PLACEMENT_H
 #define GMG_PLACEMENT_H

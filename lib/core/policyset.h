@@ -1,6 +1,8 @@
 /*
  * policyset: one placement decided under the flags, the node's annotation and the
- * GPUMemoryPolicy objects that select the node (gpupolicy.h), over placement_decide().
+ * GPUMemoryPolicy objects that select the node (gpupolicy.h), over placement_decide()
+ * (ARCHITECTURE.md, core box). Called by core_decide() (core.h), the one entry point: the
+ * adapters read its verdict, not this module's.
  *
  * The node threshold: gpupolicy_resolve() gives at most three checks (enforce, warn, audit);
  * each is placement_decide() at that check's threshold. Enforce: over it is refused. Warn: over

@@ -5,6 +5,7 @@
 
 #include "cache.h"
 #include "capacity.h"
+#include "core.h"
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
@@ -12,7 +13,6 @@
 #include "holds.h"
 #include "labelset.h"
 #include "policies.h"
-#include "policyset.h"
 #include "jsonpath.h"
 #include "ledger.h"
 #include "log.h"
@@ -25,6 +25,7 @@
 #include "satmath.h"
 #include "shared.h"
 #include "text.h"
+#include "view.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -544,16 +545,14 @@ static int fit_score(uint64_t total, uint64_t budget, enum extender_score how)
 	return 1 + (int)(fill * (EXTENDER_MAX_PRIORITY - 1) + 0.5);
 }
 
-/* The core's answer as a verdict with kube-scheduler's short reason, written from its figures
- * at the threshold in force (ratio). */
-static void verdict_from(struct job *j, struct verdict *v, double threshold,
-                         const struct placement_result *res)
+/* The core's verdict with kube-scheduler's short reason, written from its figures (the first
+ * check's, at the threshold in force). */
+static void verdict_from(struct job *j, struct verdict *v, const struct core_verdict *cv)
 {
+	const struct placement_result *res = &cv->ps.main;
 	const struct policy_decision *dec = &res->decision;
 	char need[QUANTITY_FMT_MAX], free_b[QUANTITY_FMT_MAX], size[QUANTITY_FMT_MAX];
 	char limit[POLICY_RATIO_MAX];
-	uint64_t left =
-	    dec->budget_bytes > res->used_bytes ? dec->budget_bytes - res->used_bytes : 0;
 
 	switch (dec->verdict) {
 	case POLICY_ALLOW:
@@ -578,10 +577,10 @@ static void verdict_from(struct job *j, struct verdict *v, double threshold,
 		    "declares no GPU memory and the node's GPUs are shared with other pods");
 		return;
 	}
-	policy_format_ratio(threshold, limit, sizeof(limit));
+	policy_format_ratio(cv->ps.in_force.threshold, limit, sizeof(limit));
 	quantity_format(res->demand_bytes, need, sizeof(need));
 	if (dec->verdict == POLICY_DENY) {
-		quantity_format(left, free_b, sizeof(free_b));
+		quantity_format(cv->free_bytes, free_b, sizeof(free_b));
 		set_verdict(v, ST_FAIL, "needs %s, %s free of the %s limit", need, free_b, limit);
 	} else if (dec->verdict == POLICY_DENY_NEVER_FITS) {
 		const struct capacity_piece *pc = &res->piece;
@@ -614,7 +613,7 @@ static void verdict_from(struct job *j, struct verdict *v, double threshold,
 	}
 }
 
-/* One node judged inside cache_with_node() (the store read-locked: no waiting here). */
+/* One node judged over its view copied out of the watch cache (view.h: no store lock held). */
 struct judging {
 	struct job *j;
 	struct verdict *v;
@@ -644,21 +643,22 @@ static void reason_append(struct verdict *v, const char *fmt, ...)
 }
 
 /*
- * The node judged by the core once, as the webhook judges a Binding there: policyset_decide()
- * under the flags, the node's annotation and the GPUMemoryPolicy objects that select it (none
- * is the flags' and the annotation's judgement), without words (verdict_only). The reason is
- * written from the verdict's figures at its threshold in force (verdict_from); a refusal by a
- * policy's tier or declarations rule carries the core's own words. The policies are
- * read-locked inside the cache's read lock (policies.h's lock order) until the reason is
- * written (it borrows the policy's name), and only while one selects the node.
+ * The node judged by the core once, as the webhook judges a Binding there: core_decide() under
+ * the flags, the node's annotation and the GPUMemoryPolicy objects that select it (none is the
+ * flags' and the annotation's judgement), without words (CORE_NO_WORDS). The reason is written
+ * from the verdict's figures at its threshold in force (verdict_from); a refusal by a policy's
+ * tier or declarations rule carries the core's own words. The policies are read-locked (the
+ * view is a copy: no cache lock is held) until the reason is written (it borrows the policy's
+ * name), and only while one selects the node.
  */
-static void judge_node(struct job *j, struct verdict *v, const struct cache_node_view *view,
+static void judge_node(struct job *j, struct verdict *v, const struct view_node *view,
                        const struct placement_node *pn, const struct placement_pod *pod,
                        const struct resv *r)
 {
 	struct extender *x = j->x;
 	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
-	struct policyset_result *ps = NULL;
+	struct core_verdict *cv = NULL;
+	const struct policyset_result *ps;
 	size_t n = 0;
 	int locked = x->policies != NULL;
 
@@ -673,11 +673,11 @@ static void judge_node(struct job *j, struct verdict *v, const struct cache_node
 		policies_unlock(x->policies);
 		locked = 0;
 	}
-	if ((ps = malloc(sizeof(*ps))) == NULL) {
+	if ((cv = malloc(sizeof(*cv))) == NULL) {
 		set_verdict(v, ST_FAIL, "out of memory");
 		goto out;
 	}
-	struct policyset_input in = {
+	struct core_input in = {
 	    .node = pn,
 	    .pod = pod,
 	    .pod_namespace = j->ns,
@@ -687,10 +687,11 @@ static void judge_node(struct job *j, struct verdict *v, const struct cache_node
 	    .n_policies = n,
 	    .flags = {x->threshold, x->warn_threshold, x->mode_warn ? POLICY_WARN : POLICY_ENFORCE},
 	    .infer = x->dcfg.infer,
-	    .verdict_only = 1, /* the reasons are written below, from the figures */
-	    .now_ms = 0,       /* the source gave live reservations only, none with an expiry */
+	    .opts = CORE_NO_WORDS, /* the reasons are written below, from the figures */
+	    .now_ms = 0,           /* the source gave live reservations only, none with an expiry */
 	};
-	if (policyset_decide(&in, ps) != 0) {
+	ps = &cv->ps;
+	if (core_decide(&in, cv) != 0) {
 		set_verdict(v, ST_UNRESOLVABLE, "%s", ps->main.decision.message);
 		goto out;
 	}
@@ -703,7 +704,7 @@ static void judge_node(struct job *j, struct verdict *v, const struct cache_node
 		set_verdict(v, ST_FAIL, "%s", ps->message); /* a tier or declarations rule */
 		goto out;
 	}
-	verdict_from(j, v, ps->in_force.threshold, &ps->main);
+	verdict_from(j, v, cv);
 	if (!ps->allowed && v->state == ST_PASS) /* a check past the first refused */
 		set_verdict(v, ST_FAIL, "refused by the node threshold");
 	if (v->state == ST_FAIL && r->n_held > 0) {
@@ -718,12 +719,11 @@ static void judge_node(struct job *j, struct verdict *v, const struct cache_node
 out:
 	if (locked)
 		policies_unlock(x->policies);
-	free(ps);
+	free(cv);
 }
 
-static void judge_view(void *ctx, const struct cache_node_view *view)
+static void judge_view(struct judging *jg, const struct view_node *view)
 {
-	struct judging *jg = ctx;
 	struct job *j = jg->j;
 	struct extender *x = j->x;
 
@@ -760,15 +760,8 @@ static void judge_view(void *ctx, const struct cache_node_view *view)
 		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", err);
 		return;
 	}
-	struct placement_node pn = {
-	    .name = view->name,
-	    .cap = &cap,
-	    .pods = view->pods,
-	    .n_pods = view->n_pods,
-	    .reserved = jg->r->items,
-	    .n_reserved = jg->r->n,
-	    .dra = dv ? &dv->node : NULL,
-	};
+	struct placement_node pn;
+	view_placement_node(view, &cap, jg->r->items, jg->r->n, dv ? &dv->node : NULL, &pn);
 	struct placement_pod pod = {
 	    .name = j->pod_name,
 	    .key = j->pod_name,
@@ -977,14 +970,22 @@ static int judge(struct job *j, int may_block)
 			break;
 		}
 		struct judging jg = {j, v, &r, dv};
-		/* The pods in flight are borrowed: the holds stay read-locked while the node is
-		 * judged (briefly: the judging never waits). */
+		struct view_node vn;
+		/* The node's view is copied out of the cache (under its read lock, nothing else
+		 * there); the pods in flight are borrowed: the holds stay read-locked while the
+		 * node is judged (briefly: the judging never waits). */
+		if (view_from_cache(x->cache, j->names[i], &vn) != 0) {
+			dra_view_free(dv);
+			rc = EXTENDER_ENOMEM;
+			break;
+		}
 		holds_rdlock(x->holds);
 		holds_each_locked(x->holds, j->names[i], j->uid, j->now_ms, resv_add_held, &r,
 		                  NULL);
 		if (!r.nomem)
-			cache_with_node(x->cache, j->names[i], judge_view, &jg);
+			judge_view(&jg, &vn);
 		holds_unlock(x->holds);
+		view_node_clear(&vn);
 		dra_view_free(dv);
 		if (r.nomem) {
 			rc = EXTENDER_ENOMEM;

@@ -1,17 +1,17 @@
 /*
  * extender: the kube-scheduler extender adapter (HTTP API of k8s.io/kube-scheduler's
  * extender/v1 types; ARCHITECTURE.md: the extender adapter box), on the webhook's engine: the
- * pod's demand (demand.h), the node's view from the watch cache (cache.h), the pending
- * reservations from the caller (below), and the pure core with the webhook's flags:
- * policyset_decide() (policyset.h) on a node GPUMemoryPolicy objects select, placement_decide()
- * (placement.h) elsewhere. Each node is judged inside cache_with_node(), the cache read-locked
- * (and the policy store inside it, policies.h's order); nothing waits there. The filter steers; it
- * reserves nothing in the cluster: the Binding through the webhook stays the commit point and the
- * safety net. It only remembers, in this process, the pods it passed whose Binding the watch
- * cache does not show yet (holds.h): each counts on every node its filter passed (the
- * extender is not told which one the scheduler picked) until the cache shows it bound,
- * finished or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed onto a node
- * the webhook would then refuse. Only a pod the watch cache shows pending (unbound, not
+ * pod's demand (demand.h), the node's view copied out of the watch cache (view.h), the
+ * pending reservations from the caller (below), and the pure core with the webhook's flags:
+ * core_decide() (core.h) once per node, without words (CORE_NO_WORDS), under the
+ * GPUMemoryPolicy objects that select it, if any. Each node is judged over its copy, no store's
+ * lock held (the pods in flight read-locked, the policy store while one selects the node);
+ * nothing waits there. The filter steers; it reserves nothing in the cluster: the Binding through
+ * the webhook stays the commit point and the safety net. It only remembers, in this process, the
+ * pods it passed whose Binding the watch cache does not show yet (holds.h): each counts on every
+ * node its filter passed (the extender is not told which one the scheduler picked) until the cache
+ * shows it bound, finished or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed
+ * onto a node the webhook would then refuse. Only a pod the watch cache shows pending (unbound, not
  * finished) with the call's uid and a valid declaration is held, and for the bytes the cache's
  * copy declares: ExtenderArgs is untrusted (anyone who reaches the port can send one), so a
  * call for a pod the cache does not know, or with a body claiming more memory, is judged but

@@ -4,6 +4,7 @@
 #include "report.h"
 
 #include "capacity.h"
+#include "core.h"
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
@@ -13,7 +14,6 @@
 #include "labelset.h"
 #include "placement.h"
 #include "pod.h"
-#include "policyset.h"
 #include "quantity.h"
 #include "satmath.h"
 
@@ -591,82 +591,17 @@ static struct gpupolicy_flags report_flags(const struct report *r)
 	    .threshold = r->threshold, .warn_threshold = 0, .mode = POLICY_ENFORCE};
 }
 
-/* The probe pod's demand declaring bytes: 1, 0 when not a declaration the webhook would take
- * (under DEMAND_MIN_BYTES), -1 no memory. */
-static int probe_demand(struct report *r, uint64_t bytes, struct demand *d)
+/* The probe pod's demand declaring bytes (core_probe_fn; ctx the report): 1, 0 when not a
+ * declaration the webhook would take (under DEMAND_MIN_BYTES), -1 no memory. */
+static int probe_demand(void *ctx, uint64_t bytes, struct demand *d)
 {
+	struct report *r = ctx;
 	char v[24];
 
 	snprintf(v, sizeof(v), "%" PRIu64, bytes);
 	if (cJSON_SetValuestring(r->probe_value, v) == NULL)
 		return -1;
 	return demand_from_pod(r->probe, &r->dcfg, d) == 0 && d->status == DEMAND_OK;
-}
-
-/* Decide the probe pod declaring bytes on the node as the webhook does (policyset_decide: the
- * flags, the node's annotation, the policies selecting it; the probe is of no tier): 1
- * allowed, 0 refused, -1 no memory. res: the first (ENFORCE) check's result. */
-static int probe_fits(struct report *r, const struct placement_node *pn,
-                      const struct node_policies *np, uint64_t bytes, struct placement_result *res)
-{
-	struct demand d;
-	struct placement_pod pp = {.name = REPORT_PROBE_KEY, .key = REPORT_PROBE_KEY, .dry_run = 1};
-	struct policyset_result ps;
-	int rc = probe_demand(r, bytes, &d);
-
-	if (rc <= 0)
-		return rc;
-	pp.demand = &d;
-	struct policyset_input in = {
-	    .node = pn,
-	    .pod = &pp,
-	    .pod_namespace = NULL, /* of no tier: no namespace, priority class or labels */
-	    .pod_priority_class = NULL,
-	    .pod_labels = NULL,
-	    .policies = np->sel,
-	    .n_policies = np->n,
-	    .flags = report_flags(r),
-	    .verdict_only = 1,
-	    .infer = r->dcfg.infer,
-	    .now_ms = 0,
-	};
-	rc = policyset_decide(&in, &ps);
-	*res = ps.main;
-	if (rc != 0)
-		return 0;
-	return ps.allowed;
-}
-
-/*
- * The largest declaration the probe is admitted with: bisection between the smallest
- * declaration the webhook takes (admitted, else 0) and the node's limit + 1 (never fits).
- * Admission is monotone in the declaration (the total, each GPU's share and a tier's total
- * only grow; a tier's yield does not depend on it). first is the ENFORCE check's result at
- * DEMAND_MIN_BYTES (its budget: the limit), first_allowed the webhook's verdict there. 0 or -1
- * (no memory).
- */
-static int largest_fit(struct report *r, const struct placement_node *pn,
-                       const struct node_policies *np, const struct placement_result *first,
-                       int first_allowed, uint64_t *out)
-{
-	struct placement_result res;
-	uint64_t lo = DEMAND_MIN_BYTES, hi = sat_add(first->decision.budget_bytes, 1);
-
-	*out = 0;
-	if (!first_allowed)
-		return 0;
-	while (hi - lo > 1) {
-		uint64_t mid = lo + (hi - lo) / 2;
-		int fits = probe_fits(r, pn, np, mid, &res);
-		if (fits < 0)
-			return -1;
-		if (fits)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	*out = lo;
-	return 0;
 }
 
 static int is_gpu_node(const struct node_rec *n, size_t n_pods)
@@ -713,84 +648,36 @@ static void select_policies(const struct report *r, const struct node_rec *n,
 			out->sel[out->n++] = r->pols[i].p;
 }
 
-/* Every tier of every selecting policy: declared on the node (placement_tier_bytes for the
- * probe, a pod of the whole GPUs' pool) and budget (gpupolicy_check_tiers' for a pod of that
- * tier declaring nothing: floor(pool x maxShare) at ppm). 0 or -1 (no memory). */
-static int row_tiers(struct report *r, const struct placement_node *pn,
-                     const struct node_policies *np, uint64_t pool_bytes, struct report_row *row)
-{
-	struct report_tier *t;
-	size_t n = 0;
-	struct demand d;
-	struct placement_pod pp = {.name = REPORT_PROBE_KEY, .key = REPORT_PROBE_KEY, .dry_run = 1};
-
-	for (size_t i = 0; i < np->n; i++)
-		n += np->sel[i]->n_tiers;
-	if (n == 0)
-		return 0;
-	if ((t = calloc(n, sizeof(*t))) == NULL || probe_demand(r, DEMAND_MIN_BYTES, &d) < 0) {
-		free(t);
-		return -1;
-	}
-	pp.demand = &d;
-	row->tiers = t;
-	for (size_t i = 0; i < np->n; i++) {
-		const struct gpupolicy *p = np->sel[i];
-		uint64_t declared[GPUPOLICY_TIERS_MAX] = {0}, zero[GPUPOLICY_TIERS_MAX] = {0};
-
-		if (p->n_tiers == 0)
-			continue;
-		if (placement_tier_bytes(pn, &pp, p, 0, declared) != 0)
-			memset(declared, 0, sizeof(declared)); /* the decision refused the input */
-		for (size_t k = 0; k < p->n_tiers; k++) {
-			struct gpupolicy_tier_input ti = {.policy = p,
-			                                  .tier = (int)k,
-			                                  .demand_bytes = 0,
-			                                  .capacity_bytes = pool_bytes,
-			                                  .tier_bytes = zero};
-			struct gpupolicy_tier_result tr;
-
-			t[row->n_tiers] = (struct report_tier){
-			    .policy = p->name,
-			    .tier = p->tiers[k].name,
-			    .declared_bytes = declared[k],
-			    .has_budget = p->tiers[k].has_max_share,
-			};
-			if (p->tiers[k].has_max_share && gpupolicy_check_tiers(&ti, &tr) == 0)
-				t[row->n_tiers].budget_bytes = tr.budget_bytes;
-			row->n_tiers++;
-		}
-	}
-	return 0;
-}
-
-/* Fill row from node n and its pods p[0..np) (rp: where the row's pods go). 0 or -1. */
+/* Fill row from node n and its pods p[0..np) (rp: where the row's pods go): the pods as the
+ * webhook counts them, and the figures of one core_decide() for the probe pod declaring
+ * DEMAND_MIN_BYTES (the probe is of no tier): threshold in force, limit, declared, free,
+ * largest fit, the tiers. 0 or -1 (no memory). */
 static int build_row(struct report *r, const struct node_rec *n, const struct pod_rec *p, size_t np,
                      struct report_pod *rp, struct report_row *row)
 {
 	struct placement_item *items = calloc(np ? np : 1, sizeof(*items));
-	struct placement_result first;
+	struct core_verdict *v = malloc(sizeof(*v));
+	struct core_tier *tiers = NULL;
 	struct node_policies pols;
-	struct policyset_threshold tf;
-	struct gpupolicy_flags flags = report_flags(r);
+	struct demand d;
+	size_t n_tiers = 0;
 	int rc = -1;
 
-	if (items == NULL)
-		return -1;
 	memset(row, 0, sizeof(*row));
+	if (items == NULL || v == NULL || probe_demand(r, DEMAND_MIN_BYTES, &d) <= 0)
+		goto out;
 	row->name = n->name;
 	row->product = n->product;
 	row->sharing = n->sharing;
 	row->replicas = n->replicas;
 	row->capacity_known = n->cap_rc == 0;
-	/* The threshold in force (the flags are enforce here) */
 	select_policies(r, n, &pols);
-	policyset_threshold(pols.sel, pols.n, &flags, n->cap_rc == 0 ? &n->cap : NULL, &tf);
+	for (size_t i = 0; i < pols.n; i++)
+		n_tiers += pols.sel[i]->n_tiers;
+	if (n_tiers > 0 && (tiers = calloc(n_tiers, sizeof(*tiers))) == NULL)
+		goto out;
+	row->tiers = tiers; /* the row's: report_free frees it */
 	row->n_policies = pols.n;
-	row->threshold = tf.threshold;
-	row->threshold_source = tf.source;
-	row->threshold_from_node = tf.from_node;
-	row->threshold_from_policy = !tf.from_node && tf.policy != NULL;
 	row->pods = rp;
 	row->n_pods = np;
 	for (size_t i = 0; i < np; i++) {
@@ -826,6 +713,38 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		row->declared_bytes = sat_add(row->declared_bytes, rp[i].counted_bytes);
 	}
 	qsort(rp, np, sizeof(*rp), row_pod_cmp);
+
+	struct placement_node pn = {.name = n->name,
+	                            .cap = n->cap_rc == 0 ? &n->cap : NULL,
+	                            .pods = items,
+	                            .n_pods = np,
+	                            .dra = n->dra ? &n->dra->node : NULL};
+	struct placement_pod pp = {
+	    .name = REPORT_PROBE_KEY, .key = REPORT_PROBE_KEY, .demand = &d, .dry_run = 1};
+	struct core_input in = {
+	    .node = &pn,
+	    .pod = &pp,
+	    .pod_namespace = NULL, /* of no tier: no namespace, priority class or labels */
+	    .policies = pols.sel,
+	    .n_policies = pols.n,
+	    .flags = report_flags(r),
+	    .infer = r->dcfg.infer,
+	    .opts = CORE_NO_WORDS | CORE_LARGEST_FIT | CORE_TIERS,
+	    .probe = probe_demand,
+	    .probe_ctx = r,
+	    .tiers = tiers,
+	    .tiers_cap = n_tiers,
+	    .now_ms = 0,
+	};
+	int crc = core_decide(&in, v);
+	const struct policyset_threshold *tf = &v->ps.in_force; /* the flags are enforce here */
+
+	if (crc == CORE_EPROBE)
+		goto out;
+	row->threshold = tf->threshold;
+	row->threshold_source = tf->source;
+	row->threshold_from_node = tf->from_node;
+	row->threshold_from_policy = !tf->from_node && tf->policy != NULL;
 	if (n->cap_rc != 0) {
 		snprintf(row->note, sizeof(row->note), "%s", n->cap_err);
 		rc = 0;
@@ -838,30 +757,20 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		row->capacity_bytes = capacity_pool_bytes(&n->cap, CAPACITY_POOL_WHOLE);
 		mig_note(&n->cap, items, np, row);
 	}
-
-	struct placement_node pn = {.name = n->name,
-	                            .cap = &n->cap,
-	                            .pods = items,
-	                            .n_pods = np,
-	                            .dra = n->dra ? &n->dra->node : NULL};
-	int fits = probe_fits(r, &pn, &pols, DEMAND_MIN_BYTES, &first);
-	if (fits < 0)
-		goto out;
-	if (first.invalid_input) {
+	if (crc != 0) {
 		row->capacity_known = 0;
-		snprintf(row->note, sizeof(row->note), "%s", first.decision.message);
+		snprintf(row->note, sizeof(row->note), "%s", v->ps.main.decision.message);
 		rc = 0;
 		goto out;
 	}
-	row->limit_bytes = first.decision.budget_bytes;
-	row->declared_bytes = first.used_bytes; /* the core's sum: the webhook's number */
-	row->free_bytes =
-	    row->limit_bytes > row->declared_bytes ? row->limit_bytes - row->declared_bytes : 0;
-	if (row_tiers(r, &pn, &pols, first.pool_bytes, row) != 0 ||
-	    largest_fit(r, &pn, &pols, &first, fits, &row->largest_fit_bytes) != 0)
-		goto out;
+	row->limit_bytes = v->limit_bytes;
+	row->declared_bytes = v->used_bytes; /* the core's sum: the webhook's number */
+	row->free_bytes = v->free_bytes;
+	row->largest_fit_bytes = v->largest_fit_bytes;
+	row->n_tiers = v->n_tiers;
 	rc = 0;
 out:
+	free(v);
 	free(items);
 	return rc;
 }
@@ -1028,7 +937,7 @@ static void tiers_cell(const struct report_row *w, char *c)
 		several |= strcmp(w->tiers[i].policy, w->tiers[0].policy) != 0;
 	c[0] = '\0';
 	for (size_t i = 0; i < w->n_tiers && len < CELL_MAX; i++) {
-		const struct report_tier *t = &w->tiers[i];
+		const struct core_tier *t = &w->tiers[i];
 		char d[32], b[32];
 		int k;
 
@@ -1223,7 +1132,7 @@ static int tiers_json(cJSON *o, const struct report_row *w)
 	if (arr == NULL)
 		return -1;
 	for (size_t i = 0; i < w->n_tiers; i++) {
-		const struct report_tier *t = &w->tiers[i];
+		const struct core_tier *t = &w->tiers[i];
 		cJSON *e = cJSON_CreateObject();
 		int bad = e == NULL || !cJSON_AddItemToArray(arr, e);
 

@@ -22,12 +22,13 @@
  *
  * The numbers are the webhook's: the pods counted are the ones the webhook counts (GPU pods bound
  * to the node, not Succeeded/Failed, each by demand_from_pod(); one without a valid declaration
- * as its GPUs x one GPU's memory), and limit and declared are placement_decide()'s budget and
- * used bytes for a probe pod (through policyset_decide(), the webhook's call). "Largest fit" is
- * the largest GPU_MEMORY_LIMIT a new pod asking for one GPU (the first configured GPU resource),
- * of no tier (no priority class, no labels, a namespace no tier names), could declare and be
- * admitted on that node now: found by bisection over policyset_decide() on that pod
- * (demand_from_pod() of a one-container Pod object), so every rule the core applies (the node's
+ * as its GPUs x one GPU's memory), and the threshold in force, limit, declared, free, largest
+ * fit and tiers are the verdict of one core_decide() (core.h, the webhook's call) for a probe
+ * pod. "Largest fit" is the largest GPU_MEMORY_LIMIT a new pod asking for one GPU (the first
+ * configured GPU resource), of no tier (no priority class, no labels, a namespace no tier
+ * names), could declare and be admitted on that node now: the core's bisection over its own
+ * decision on that pod (CORE_LARGEST_FIT; the probe's demand is demand_from_pod() of a
+ * one-container Pod object), so every rule the core applies (the node's
  * limit, one GPU's limit, and whatever the core learns later) is the webhook's, to the byte. 0 when
  * not even DEMAND_MIN_BYTES fits. Not counted: placements admitted in the last seconds that the API
  * server does not show yet (the webhook's reservations); the report reads the cluster, not a
@@ -43,6 +44,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "core.h" /* struct core_tier */
 
 struct cJSON;
 struct dra_drivers;
@@ -89,17 +92,6 @@ struct report_pod {
 	                             ("vllm --gpu-memory-utilization 0.9"); "" when strict */
 };
 
-/* One tier of a GPUMemoryPolicy selecting a node: what its pods declare there (the core's
- * placement_tier_bytes() for a pod of the whole GPUs' pool: a consumer of unknown tier counts in
- * every tier) and its budget (floor(capacity x maxShare) at parts per million, the core's). */
-struct report_tier {
-	const char *policy; /* the policy's name */
-	const char *tier;   /* the tier's name */
-	uint64_t declared_bytes;
-	int has_budget;        /* 0: the tier has no maxShare */
-	uint64_t budget_bytes; /* 0 without maxShare */
-};
-
 /* A GPUMemoryPolicy as read. */
 struct report_policy {
 	const char *name;  /* metadata.name ("(unnamed)" without one) */
@@ -130,13 +122,15 @@ struct report_row {
 	    largest_fit_bytes; /* largest declaration a new 1-GPU pod is admitted with; 0: none */
 	size_t n_pods;         /* GPU pods counted */
 	size_t n_undeclared;   /* of which without a valid declaration */
-	const struct report_pod *pods;   /* n_pods, by counted bytes descending, then key */
-	size_t n_policies;               /* usable GPUMemoryPolicy objects selecting the node */
-	const struct report_tier *tiers; /* every tier of every selecting policy with tiers, */
-	size_t n_tiers;                  /* policies in name order, tiers in their order */
-	char note[REPORT_NOTE_MAX];      /* why capacity is unknown; on a MIG-mixed node, that the
-	                                    numbers are the whole GPUs' pool and each profile's
-	                                    slices and declared bytes; "" otherwise */
+	const struct report_pod *pods; /* n_pods, by counted bytes descending, then key */
+	size_t n_policies;             /* usable GPUMemoryPolicy objects selecting the node */
+	const struct core_tier *tiers; /* every tier of every selecting policy with tiers, */
+	size_t n_tiers;                /* policies in name order, tiers in their order: what its
+	                                  pods declare there (a consumer of unknown tier counts
+	                                  in every tier) and its budget (core.h, CORE_TIERS) */
+	char note[REPORT_NOTE_MAX];    /* why capacity is unknown; on a MIG-mixed node, that the
+	                                  numbers are the whole GPUs' pool and each profile's
+	                                  slices and declared bytes; "" otherwise */
 };
 
 struct report;

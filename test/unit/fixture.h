@@ -62,4 +62,22 @@ static inline cJSON *fixture_quoted_json(const char *text)
 	return j;
 }
 
+#ifdef GMG_GPUPOLICY_H
+/* A GPUMemoryPolicy decoded from JSON as the API server serves it (caller gpupolicy_free()s);
+ * invalid JSON or a policy gpupolicy_parse() refuses fails the test. Defined when gpupolicy.h
+ * is included before this header. */
+static inline struct gpupolicy *fixture_policy(const char *json)
+{
+	char err[GPUPOLICY_ERR_MAX] = "";
+	struct gpupolicy *p = NULL;
+	cJSON *o = cJSON_Parse(json);
+
+	assert_non_null(o);
+	if (gpupolicy_parse(o, &p, err, sizeof(err)) != 0)
+		fail_msg("gpupolicy_parse: %s", err);
+	cJSON_Delete(o);
+	return p;
+}
+#endif
+
 #endif

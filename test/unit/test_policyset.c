@@ -24,6 +24,8 @@
 #include "placement.h"
 #include "policyset.h"
 
+#include "fixture.h" /* after gpupolicy.h: fixture_policy */
+
 #define MIB (1024ull * 1024)
 #define GI  (1024ull * MIB)
 
@@ -32,19 +34,6 @@ static const struct capacity card = {
     .per_gpu_bytes = 80 * GI, .gpu_count = 1, .total_bytes = 80 * GI, .replicas = 1};
 
 static const struct gpupolicy_flags flags = {0.9, 0.8, POLICY_ENFORCE};
-
-static struct gpupolicy *parse(const char *json)
-{
-	char err[GPUPOLICY_ERR_MAX] = "";
-	struct gpupolicy *p = NULL;
-	cJSON *o = cJSON_Parse(json);
-
-	assert_non_null(o);
-	if (gpupolicy_parse(o, &p, err, sizeof(err)) != 0)
-		fail_msg("policy refused: %s", err);
-	cJSON_Delete(o);
-	return p;
-}
 
 static struct demand demand_of(uint64_t bytes)
 {
@@ -123,10 +112,11 @@ static void test_no_policy_is_the_flags(void **state)
 
 static void test_enforcing_policy_replaces_the_flags(void **state)
 {
-	struct gpupolicy *strict = parse("{\"metadata\":{\"name\":\"a100-pool\"},\"spec\":{"
-	                                 "\"threshold\":0.5,\"mode\":\"enforce\"}}");
+	struct gpupolicy *strict =
+	    fixture_policy("{\"metadata\":{\"name\":\"a100-pool\"},\"spec\":{"
+	                   "\"threshold\":0.5,\"mode\":\"enforce\"}}");
 	struct gpupolicy *looser =
-	    parse("{\"metadata\":{\"name\":\"looser\"},\"spec\":{\"threshold\":0.95}}");
+	    fixture_policy("{\"metadata\":{\"name\":\"looser\"},\"spec\":{\"threshold\":0.95}}");
 	struct gpupolicy *pols[] = {looser, strict};
 	struct run r = {.pols = pols, .n_pols = 2, .bytes = 40 * GI};
 	struct policyset_result res = decide(&r);
@@ -154,11 +144,11 @@ static void test_enforcing_policy_replaces_the_flags(void **state)
 static void test_threshold_in_force(void **state)
 {
 	struct gpupolicy *strict =
-	    parse("{\"metadata\":{\"name\":\"strict\"},\"spec\":{\"threshold\":0.5}}");
-	struct gpupolicy *audit = parse("{\"metadata\":{\"name\":\"rollout\"},\"spec\":{"
-	                                "\"threshold\":0.3,\"mode\":\"audit\"}}");
-	struct gpupolicy *warn = parse("{\"metadata\":{\"name\":\"soft\"},\"spec\":{"
-	                               "\"threshold\":0.4,\"mode\":\"warn\"}}");
+	    fixture_policy("{\"metadata\":{\"name\":\"strict\"},\"spec\":{\"threshold\":0.5}}");
+	struct gpupolicy *audit = fixture_policy("{\"metadata\":{\"name\":\"rollout\"},\"spec\":{"
+	                                         "\"threshold\":0.3,\"mode\":\"audit\"}}");
+	struct gpupolicy *warn = fixture_policy("{\"metadata\":{\"name\":\"soft\"},\"spec\":{"
+	                                        "\"threshold\":0.4,\"mode\":\"warn\"}}");
 	const struct gpupolicy *both[] = {audit, strict}, *soft[] = {warn};
 	const struct gpupolicy_flags warn_flags = {0.9, 0, POLICY_WARN};
 	struct capacity annotated = card;
@@ -193,7 +183,7 @@ static void test_annotation_beats_policies(void **state)
 {
 	struct capacity annotated = card;
 	struct gpupolicy *strict =
-	    parse("{\"metadata\":{\"name\":\"strict\"},\"spec\":{\"threshold\":0.5}}");
+	    fixture_policy("{\"metadata\":{\"name\":\"strict\"},\"spec\":{\"threshold\":0.5}}");
 	struct run r = {.cap = &annotated, .pols = &strict, .n_pols = 1, .bytes = 60 * GI};
 
 	annotated.has_threshold = 1;
@@ -207,9 +197,9 @@ static void test_annotation_beats_policies(void **state)
 
 static void test_audit_and_warn_never_weaken_the_flags(void **state)
 {
-	struct gpupolicy *audit = parse("{\"metadata\":{\"name\":\"rollout\"},\"spec\":{"
-	                                "\"threshold\":0.5,\"mode\":\"audit\"}}");
-	struct gpupolicy *warn = parse(
+	struct gpupolicy *audit = fixture_policy("{\"metadata\":{\"name\":\"rollout\"},\"spec\":{"
+	                                         "\"threshold\":0.5,\"mode\":\"audit\"}}");
+	struct gpupolicy *warn = fixture_policy(
 	    "{\"metadata\":{\"name\":\"soon\"},\"spec\":{\"threshold\":0.6,\"mode\":\"warn\"}}");
 	struct placement_item pods[] = {pod_item("ml/a", 10 * GI, NULL)};
 	struct run r = {.pods = pods, .n_pods = 1, .pols = &audit, .n_pols = 1, .bytes = 35 * GI};
@@ -255,7 +245,7 @@ static const char seed[] =
 
 static void test_seed_tiers(void **state)
 {
-	struct gpupolicy *p = parse(seed);
+	struct gpupolicy *p = fixture_policy(seed);
 	struct placement_item pods[3] = {pod_item("ml/rt-0", 30 * GI, "realtime"),
 	                                 pod_item("ml/b-0", 10 * GI, "batch"),
 	                                 pod_item("ml/other", 5 * GI, NULL)};
@@ -298,7 +288,7 @@ static void test_seed_tiers(void **state)
 
 static void test_reservation_of_unknown_tier_counts_in_each(void **state)
 {
-	struct gpupolicy *p = parse(seed);
+	struct gpupolicy *p = fixture_policy(seed);
 	struct placement_item pods[] = {pod_item("ml/rt-0", 30 * GI, "realtime")};
 	struct placement_item resv[] = {{.key = "ml/admitting", .uid = "u-1", .bytes = 10 * GI}};
 	struct run r = {.pods = pods,
@@ -328,7 +318,7 @@ static void test_reservation_of_unknown_tier_counts_in_each(void **state)
  * (nor against the threshold); one expiring a millisecond later still counts. */
 static void test_reservation_expiring_now_counts_in_no_tier(void **state)
 {
-	struct gpupolicy *p = parse(seed);
+	struct gpupolicy *p = fixture_policy(seed);
 	struct placement_item pods[] = {pod_item("ml/rt-0", 30 * GI, "realtime")};
 	struct placement_item resv[] = {
 	    {.key = "ml/admitted", .uid = "u-1", .bytes = 10 * GI, .expires_ms = 5000}};
@@ -357,12 +347,12 @@ static void test_reservation_expiring_now_counts_in_no_tier(void **state)
 
 static void test_tier_modes(void **state)
 {
-	struct gpupolicy *audit = parse(
+	struct gpupolicy *audit = fixture_policy(
 	    "{\"metadata\":{\"name\":\"tiers-audit\"},\"spec\":{\"mode\":\"audit\",\"tiers\":["
 	    "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
-	struct gpupolicy *warn =
-	    parse("{\"metadata\":{\"name\":\"tiers-warn\"},\"spec\":{\"mode\":\"warn\",\"tiers\":["
-	          "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
+	struct gpupolicy *warn = fixture_policy(
+	    "{\"metadata\":{\"name\":\"tiers-warn\"},\"spec\":{\"mode\":\"warn\",\"tiers\":["
+	    "{\"name\":\"rt\",\"namespaces\":[\"ml\"],\"maxShare\":0.25}]}}");
 	struct run r = {.pols = &audit, .n_pols = 1, .bytes = 30 * GI};
 	struct policyset_result res = decide(&r);
 
@@ -395,9 +385,9 @@ static const struct capacity mig_mixed = {.per_gpu_bytes = 80 * GI,
 
 static void test_tier_share_of_the_pods_pool_on_mig_mixed(void **state)
 {
-	struct gpupolicy *p =
-	    parse("{\"metadata\":{\"name\":\"half\"},\"spec\":{\"tiers\":[{\"name\":\"rt\","
-	          "\"priorityClassNames\":[\"realtime\"],\"maxShare\":0.5}]}}");
+	struct gpupolicy *p = fixture_policy(
+	    "{\"metadata\":{\"name\":\"half\"},\"spec\":{\"tiers\":[{\"name\":\"rt\","
+	    "\"priorityClassNames\":[\"realtime\"],\"maxShare\":0.5}]}}");
 	uint32_t slices = capacity_pool_id("3g.40gb");
 	struct run r = {.cap = &mig_mixed, .pols = &p, .n_pols = 1, .pc = "realtime"};
 	struct policyset_result res;
@@ -450,7 +440,7 @@ static void test_flags_warn_mode_keeps_the_early_warning(void **state)
 	assert_non_null(strstr(res.warnings[0], "80 percent warning level"));
 	/* an enforcing policy asking only for earlier warnings: at 50 percent */
 	struct gpupolicy *early =
-	    parse("{\"metadata\":{\"name\":\"early\"},\"spec\":{\"warnThreshold\":0.5}}");
+	    fixture_policy("{\"metadata\":{\"name\":\"early\"},\"spec\":{\"warnThreshold\":0.5}}");
 	struct gpupolicy *pols[] = {early};
 	struct run e = {.pols = pols, .n_pols = 1, .bytes = 45 * GI, .flags = &warn_flags};
 	res = decide(&e);
@@ -466,7 +456,7 @@ static void test_flags_warn_mode_keeps_the_early_warning(void **state)
 static void test_policy_named_flags(void **state)
 {
 	struct gpupolicy *p =
-	    parse("{\"metadata\":{\"name\":\"flags\"},\"spec\":{\"threshold\":0.5}}");
+	    fixture_policy("{\"metadata\":{\"name\":\"flags\"},\"spec\":{\"threshold\":0.5}}");
 	struct run r = {.pols = &p, .n_pols = 1, .bytes = 40 * GI + 1};
 	struct policyset_result res = decide(&r);
 

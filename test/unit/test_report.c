@@ -15,8 +15,6 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
-#include "fixture.h"
-
 #include "capacity.h"
 #include "demand.h"
 #include "gpupolicy.h"
@@ -25,6 +23,8 @@
 #include "quantity.h"
 #include "report.h"
 #include "report_cli.h"
+
+#include "fixture.h" /* after gpupolicy.h: fixture_policy */
 
 #define MIB (1024ull * 1024)
 #define GI  (1024ull * MIB)
@@ -572,18 +572,6 @@ static struct report *policy_report(double threshold, const char *items)
 	return r;
 }
 
-static struct gpupolicy *parse_policy(const char *text)
-{
-	char err[GPUPOLICY_ERR_MAX];
-	struct gpupolicy *p = NULL;
-	cJSON *j = cJSON_Parse(text);
-	assert_non_null(j);
-	if (gpupolicy_parse(j, &p, err, sizeof(err)) != 0)
-		fail_msg("gpupolicy_parse: %s", err);
-	cJSON_Delete(j);
-	return p;
-}
-
 /* An enforcing policy at 0.5 on pool=a: the limit is 50 percent there, and the largest fit is
  * policyset_decide's edge (the webhook's call); pool=b keeps the flags. An audit policy beside
  * it changes nothing that is enforced. */
@@ -616,7 +604,8 @@ static void test_policy_sets_the_limit(void **state)
 	assert_int_equal(b->largest_fit_bytes, ppm_of(80 * GI, 900000) - 10 * GI);
 
 	/* The edge, re-decided by policyset_decide from the row's inputs and the same policies. */
-	struct gpupolicy *half = parse_policy(half_policy), *quarter = parse_policy(audit_policy);
+	struct gpupolicy *half = fixture_policy(half_policy),
+	                 *quarter = fixture_policy(audit_policy);
 	const struct gpupolicy *sel[] = {half, quarter};
 	struct capacity cap = {.per_gpu_bytes = 80 * GI, .gpu_count = 1, .total_bytes = 80 * GI};
 	struct placement_item item = {.key = "ml/p-0", .bytes = 10 * GI, .attrs_known = 1};

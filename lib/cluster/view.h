@@ -1,0 +1,72 @@
+/*
+ * view: the cluster view (ARCHITECTURE.md, cluster view box): "this node: its capacity, its
+ * labels, its pods with their demands, their sums" as a snapshot copied out, never a callback
+ * under a store's lock. One function type (view_fn) with backends; the watch cache's is
+ * view_from_cache(). The caller decides over the copy with no lock of the store held, and
+ * builds the core's node from it with view_placement_node(), the one place a view becomes a
+ * struct placement_node. DRA allocations are the DRA store's copy (drastore.h:
+ * dra_store_view()), passed beside.
+ *
+ * Ownership: a view_node is a value the caller keeps (on its stack); a backend fills it with
+ * storage of its own (one string pool for the names, keys, uids and priority classes, the
+ * pods' items, shares and labels), released by view_node_clear(). Everything a view_node
+ * points to lives until then. Not thread-safe by itself: one view per thread; backends are
+ * thread-safe.
+ */
+#ifndef GMG_VIEW_H
+#define GMG_VIEW_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "capacity.h"
+#include "labelset.h"
+#include "placement.h"
+
+struct cache;
+
+#define VIEW_ENOMEM (-1)
+
+/* A node's snapshot: the same fields as cache_node_view (cache.h), owned. */
+struct view_node {
+	const char *name;                      /* the node asked for */
+	int known;                             /* the Node object has been seen */
+	const struct gpupolicy_labels *labels; /* its labels when known, else NULL */
+	int capacity_rc;                       /* 0, or CAPACITY_E* */
+	const struct capacity *cap;            /* valid when capacity_rc == 0, else NULL */
+	const char *capacity_error; /* the message when capacity_rc != 0 (never NULL; "" when 0) */
+	const struct placement_item *pods; /* GPU pods bound to it, not finished; their labels,
+	                                      priority classes and shares copied too */
+	size_t n_pods;
+	uint64_t declared_bytes;  /* sum of the declared bytes of pods */
+	uint64_t undeclared_gpus; /* sum of the GPUs of pods without a valid declaration */
+	/* the storage (private) */
+	struct capacity capacity_copy;
+	char error_copy[CAPACITY_MSG_MAX];
+	struct labelset node_labels;
+	struct labelset *pod_labels; /* n_pods */
+	struct placement_item *items;
+	struct demand_share *shares;
+	char *pool;
+};
+
+/* A backend: fill *out (cleared first) with node's snapshot. 0, or VIEW_ENOMEM (*out left
+ * empty). A node the backend does not know is given with known 0. */
+typedef int (*view_fn)(void *backend, const char *node, struct view_node *out);
+
+/* The watch cache's backend (backend: a struct cache): the copy is made under the cache's read
+ * lock (cache_with_node()), nothing else happens there. Thread-safe. */
+int view_from_cache(void *cache, const char *node, struct view_node *out)
+    __attribute__((warn_unused_result));
+
+/* Release what *v holds; *v becomes empty (a cleared view_node is a no-op). */
+void view_node_clear(struct view_node *v);
+
+/* The core's node over view v (borrowed for as long as *out is used): its name and pods, the
+ * capacity cap (the view's, or one merged with DRA slices: dra_view_capacity(); NULL:
+ * unknown), the reservations and the DRA claims (NULL: none). */
+void view_placement_node(const struct view_node *v, const struct capacity *cap,
+                         const struct placement_item *reserved, size_t n_reserved,
+                         const struct dra_node *dra, struct placement_node *out);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * Unit tests for lib/cluster/view: a node's snapshot copied out of the watch cache. The copy
+ * equals the cache's own view (cache_with_node) field by field, pods' keys, uids, priority
+ * classes, labels and shares included, and stays whole after the cache is freed (ASan catches
+ * a pointer left into the store); an unknown node; view_placement_node; clearing twice.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache.h"
+#include "demand.h"
+#include "view.h"
+#include "watch.h"
+
+#include "fixture.h"
+
+/* What a test compares: the view as strings and numbers, by value. */
+#define SEEN_PODS 8
+struct seen {
+	char name[64], error[CAPACITY_MSG_MAX];
+	int known, capacity_rc, n_labels;
+	uint64_t total_bytes, declared, undeclared;
+	size_t n_pods;
+	char keys[SEEN_PODS][CACHE_KEY_MAX], uids[SEEN_PODS][CACHE_UID_MAX];
+	char pcs[SEEN_PODS][64], label0[SEEN_PODS][128];
+	uint64_t bytes[SEEN_PODS], gpus[SEEN_PODS], share_bytes[SEEN_PODS];
+	size_t n_shares[SEEN_PODS];
+};
+
+static void record(const char *name, int known, const struct gpupolicy_labels *labels,
+                   int capacity_rc, const struct capacity *cap, const char *error,
+                   const struct placement_item *pods, size_t n_pods, uint64_t declared,
+                   uint64_t undeclared, struct seen *s)
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(s->error, sizeof(s->error), "%s", error);
+	s->known = known;
+	s->capacity_rc = capacity_rc;
+	s->n_labels = labels ? (int)labels->n : -1;
+	s->total_bytes = cap ? cap->total_bytes : 0;
+	s->declared = declared;
+	s->undeclared = undeclared;
+	s->n_pods = n_pods;
+	assert_true(n_pods <= SEEN_PODS);
+	for (size_t i = 0; i < n_pods; i++) {
+		const struct placement_item *it = &pods[i];
+
+		snprintf(s->keys[i], sizeof(s->keys[i]), "%s", it->key);
+		snprintf(s->uids[i], sizeof(s->uids[i]), "%s", it->uid ? it->uid : "(null)");
+		snprintf(s->pcs[i], sizeof(s->pcs[i]), "%s",
+		         it->priority_class ? it->priority_class : "(null)");
+		if (it->labels != NULL && it->labels->n > 0)
+			snprintf(s->label0[i], sizeof(s->label0[i]), "%s=%s", it->labels->kv[0],
+			         it->labels->kv[1]);
+		s->bytes[i] = it->bytes;
+		s->gpus[i] = it->undeclared_gpus;
+		s->n_shares[i] = it->n_shares;
+		if (cap != NULL && it->shares != NULL)
+			s->share_bytes[i] = demand_shares_bytes(it->shares, it->n_shares, cap);
+	}
+}
+
+static void seen_cache(void *ctx, const struct cache_node_view *v)
+{
+	record(v->name, v->known, v->labels, v->capacity_rc, v->cap, v->capacity_error, v->pods,
+	       v->n_pods, v->declared_bytes, v->undeclared_gpus, ctx);
+}
+
+static void seen_view(const struct view_node *v, struct seen *s)
+{
+	assert_non_null(v->capacity_error);
+	record(v->name, v->known, v->labels, v->capacity_rc, v->cap, v->capacity_error, v->pods,
+	       v->n_pods, v->declared_bytes, v->undeclared_gpus, s);
+}
+
+/* The fixture node and its pods (one with a priority class), under --undeclared infer (the
+ * pods without a declaration get shares). */
+static struct cache *filled(void)
+{
+	static const struct demand_config dcfg = {.infer = 1};
+	struct cache *c = cache_new(&dcfg, NULL, NULL);
+	cJSON *node = fixture_json("node-gpu-node-a.json");
+	cJSON *list = fixture_json("podlist-gpu-node-a.json");
+	const cJSON *pod;
+	int i = 0;
+
+	assert_non_null(c);
+	assert_int_equal(cache_apply_node(c, WATCH_ADDED, node), 0);
+	cJSON_ArrayForEach(pod, cJSON_GetObjectItemCaseSensitive(list, "items"))
+	{
+		if (i++ == 0)
+			cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(pod, "spec"),
+			                        "priorityClassName", "realtime");
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, pod), 0);
+	}
+	cJSON_Delete(node);
+	cJSON_Delete(list);
+	return c;
+}
+
+static void test_copy_equals_the_cache_and_outlives_it(void **state)
+{
+	struct cache *c = filled();
+	struct seen want, got;
+	struct view_node v;
+
+	(void)state;
+	cache_with_node(c, "gpu-node-a", seen_cache, &want);
+	assert_int_equal(view_from_cache(c, "gpu-node-a", &v), 0);
+	cache_free(c); /* the copy holds nothing of the store's */
+	seen_view(&v, &got);
+	assert_true(want.known);
+	assert_true(want.n_pods >= 3);
+	assert_true(want.n_labels > 0);
+	assert_string_equal(want.pcs[0], "realtime");
+	assert_true(want.label0[0][0] != '\0');
+	int some_shares = 0;
+	for (size_t i = 0; i < want.n_pods; i++)
+		some_shares |= want.n_shares[i] > 0;
+	assert_true(some_shares);
+	assert_memory_equal(&got, &want, sizeof(want));
+	view_node_clear(&v);
+	view_node_clear(&v); /* cleared: a no-op */
+}
+
+static void test_unknown_node(void **state)
+{
+	struct cache *c = filled();
+	struct seen want, got;
+	struct view_node v;
+
+	(void)state;
+	cache_with_node(c, "nowhere", seen_cache, &want);
+	assert_int_equal(view_from_cache(c, "nowhere", &v), 0);
+	seen_view(&v, &got);
+	assert_false(got.known);
+	assert_int_equal(got.n_pods, 0);
+	assert_null(v.cap);
+	assert_null(v.labels);
+	assert_memory_equal(&got, &want, sizeof(want));
+	view_node_clear(&v);
+	cache_free(c);
+}
+
+static void test_placement_node(void **state)
+{
+	struct cache *c = filled();
+	struct view_node v;
+	struct placement_node pn;
+	struct placement_item resv = {.key = "ml/r", .bytes = 1};
+	struct capacity merged;
+
+	(void)state;
+	assert_int_equal(view_from_cache(c, "gpu-node-a", &v), 0);
+	merged = *v.cap;
+	view_placement_node(&v, &merged, &resv, 1, NULL, &pn);
+	assert_string_equal(pn.name, "gpu-node-a");
+	assert_ptr_equal(pn.cap, &merged);
+	assert_ptr_equal(pn.pods, v.pods);
+	assert_int_equal(pn.n_pods, v.n_pods);
+	assert_ptr_equal(pn.reserved, &resv);
+	assert_int_equal(pn.n_reserved, 1);
+	assert_null(pn.dra);
+	view_node_clear(&v);
+	cache_free(c);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_copy_equals_the_cache_and_outlives_it),
+	    cmocka_unit_test(test_unknown_node),
+	    cmocka_unit_test(test_placement_node),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
