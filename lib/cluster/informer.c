@@ -161,8 +161,7 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 		if (type == WATCH_ADDED || type == WATCH_MODIFIED)
 			attrs_grow(k->inf, obj);
 		rc = policies_apply(k->inf->cfg.policies, type, obj);
-		if (type == WATCH_MODIFIED || type == WATCH_DELETED)
-			attrs_settle(k->inf);
+		attrs_settle(k->inf); /* e.g. an object that asked but did not parse: none */
 		rc = rc == POLICIES_EFULL ? CACHE_EFULL : rc == POLICIES_ENOMEM ? CACHE_ENOMEM : rc;
 	} else if (k->dra) {
 		char err[DRA_MSG_MAX] = "";
