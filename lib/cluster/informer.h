@@ -20,7 +20,8 @@
  * (cache_set_pod_attrs): grown from each object before it is applied, settled from the whole
  * store after each event and LIST once synced (CACHE_ATTRS_ALL before). When pods the cache
  * holds lack a kind now wanted, the pods' watch is ended and pods are LISTed again at once (no
- * jitter: one replica's own event), the watch counting as broken meanwhile, as after a 410.
+ * jitter, though every replica reads the same policy event at about the same moment: their
+ * LISTs overlap), the watch counting as broken meanwhile, as after a 410.
  *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
  * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM,
