@@ -161,8 +161,7 @@ static int apply(struct kind *k, enum watch_event_type type, const cJSON *obj)
 		if (type == WATCH_ADDED || type == WATCH_MODIFIED)
 			attrs_grow(k->inf, obj);
 		rc = policies_apply(k->inf->cfg.policies, type, obj);
-		if (type == WATCH_MODIFIED || type == WATCH_DELETED)
-			attrs_settle(k->inf);
+		attrs_settle(k->inf); /* e.g. an object that asked but did not parse: none */
 		rc = rc == POLICIES_EFULL ? CACHE_EFULL : rc == POLICIES_ENOMEM ? CACHE_ENOMEM : rc;
 	} else if (k->dra) {
 		char err[DRA_MSG_MAX] = "";
@@ -463,14 +462,30 @@ static int watch_loop(struct kind *k)
 	return 0;
 }
 
-/* The wait before a LIST after a 410: a draw from [0, d], d = 1 ms per
- * INFORMER_RELIST_JITTER_PER_MS objects of the last list, at most INFORMER_RELIST_JITTER_MS. */
-static unsigned relist_jitter_ms(struct kind *k)
+unsigned informer_relist_jitter_ms(size_t last_listed, unsigned *seed)
 {
-	size_t d = k->last_listed / INFORMER_RELIST_JITTER_PER_MS;
+	size_t d = last_listed / INFORMER_RELIST_JITTER_PER_MS;
 	if (d > INFORMER_RELIST_JITTER_MS)
 		d = INFORMER_RELIST_JITTER_MS;
-	return (unsigned)rand_r(&k->seed) % (unsigned)(d + 1);
+	return (unsigned)rand_r(seed) % (unsigned)(d + 1);
+}
+
+static unsigned relist_jitter_ms(struct kind *k)
+{
+	return informer_relist_jitter_ms(k->last_listed, &k->seed);
+}
+
+unsigned informer_jitter_seed(unsigned salt)
+{
+	/* Replicas restarted together have the same clock and, in containers, the same pid:
+	 * the kernel's randomness, else the monotonic clock's nanoseconds, keeps their jitter
+	 * apart. */
+	unsigned r = 0;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
+		r = (unsigned)ts.tv_nsec ^ (unsigned)getpid() * 2246822519u;
+	return r ^ (unsigned)time(NULL) ^ salt * 2654435761u;
 }
 
 static void *run(void *arg)
@@ -519,15 +534,7 @@ static void kind_init(struct informer *inf, struct kind *k, enum cache_kind whic
 	k->inf = inf;
 	k->which = which;
 	k->resource = resource;
-	/* Replicas restarted together have the same clock and, in containers, the same pid:
-	 * the kernel's randomness, else the monotonic clock's nanoseconds, keeps their jitter
-	 * apart. */
-	unsigned r = 0;
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r))
-		r = (unsigned)ts.tv_nsec ^ (unsigned)getpid() * 2246822519u;
-	k->seed = r ^ (unsigned)time(NULL) ^ (unsigned)(which + 1) * 2654435761u;
+	k->seed = informer_jitter_seed((unsigned)(which + 1));
 }
 
 struct informer *informer_new(struct kube_client *kc, struct cache *cache,

@@ -20,7 +20,8 @@
  * (cache_set_pod_attrs): grown from each object before it is applied, settled from the whole
  * store after each event and LIST once synced (CACHE_ATTRS_ALL before). When pods the cache
  * holds lack a kind now wanted, the pods' watch is ended and pods are LISTed again at once (no
- * jitter: one replica's own event), the watch counting as broken meanwhile, as after a 410.
+ * jitter, though every replica reads the same policy event at about the same moment: their
+ * LISTs overlap), the watch counting as broken meanwhile, as after a 410.
  *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
  * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM,
@@ -88,6 +89,13 @@ struct metrics_writer;
  * apart. */
 #define INFORMER_RELIST_JITTER_MS     5000
 #define INFORMER_RELIST_JITTER_PER_MS 100
+/* The wait before a LIST after a 410, in ms: a draw (rand_r(seed)) from [0, d], d =
+ * last_listed / INFORMER_RELIST_JITTER_PER_MS, at most INFORMER_RELIST_JITTER_MS. Pure but
+ * for *seed. */
+unsigned informer_relist_jitter_ms(size_t last_listed, unsigned *seed);
+/* A seed for the draws of one informer thread: getrandom(), else the monotonic clock's
+ * nanoseconds and the pid, with the wall clock's seconds and salt mixed in. */
+unsigned informer_jitter_seed(unsigned salt);
 /* An open watch silent this long (no event, no bookmark: the API server sends one about once a
  * minute, k8s.io/apiserver pkg/storage/cacher defaultBookmarkFrequency) counts as broken. */
 #define INFORMER_SILENCE_S 75.0

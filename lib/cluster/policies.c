@@ -224,28 +224,48 @@ int policies_synced(struct policies *s)
 	return synced;
 }
 
+/* What a policy's tiers select by: a bitwise or of POLICIES_NEED_*. */
+static unsigned tiers_need(const struct gpupolicy *p)
+{
+	unsigned need = 0;
+
+	for (size_t t = 0; p != NULL && t < p->n_tiers; t++) {
+		if (p->tiers[t].has_pod_selector)
+			need |= POLICIES_NEED_LABELS;
+		if (p->tiers[t].n_priority_classes > 0)
+			need |= POLICIES_NEED_PRIORITY;
+	}
+	return need;
+}
+
 unsigned policies_pod_attrs(struct policies *s)
 {
 	unsigned need = 0;
 
 	pthread_rwlock_rdlock(&s->lock);
 	for (size_t i = 0; i < s->n; i++)
-		for (size_t t = 0; s->v[i].p != NULL && t < s->v[i].p->n_tiers; t++) {
-			const struct gpupolicy_tier *tier = &s->v[i].p->tiers[t];
-			if (tier->has_pod_selector)
-				need |= POLICIES_NEED_LABELS;
-			if (tier->n_priority_classes > 0)
-				need |= POLICIES_NEED_PRIORITY;
-		}
+		need |= tiers_need(s->v[i].p);
 	pthread_rwlock_unlock(&s->lock);
 	return need;
 }
 
 unsigned policies_pod_attrs_of(const cJSON *obj)
 {
+	char err[GPUPOLICY_ERR_MAX];
+	struct gpupolicy *p = NULL;
 	const cJSON *tier;
 	unsigned need = 0;
 
+	/* Parsed as policies_apply() will: an object that does not parse applies nowhere and
+	 * needs nothing (wanting for it would end the pods' watch and relist every pod for a
+	 * policy that can use none of it, at each of its events). */
+	int rc = gpupolicy_parse(obj, &p, err, sizeof(err));
+	if (rc != GPUPOLICY_ENOMEM) {
+		need = rc == 0 ? tiers_need(p) : 0;
+		gpupolicy_free(p);
+		return need;
+	}
+	/* Out of memory: what the JSON asks, valid or not (a superset). */
 	cJSON_ArrayForEach(tier, json_at(obj, "spec", "tiers", NULL))
 	{
 		const cJSON *sel = cJSON_GetObjectItemCaseSensitive(tier, "podSelector");

@@ -77,8 +77,9 @@ size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *nod
 #define POLICIES_NEED_LABELS   0x1u
 #define POLICIES_NEED_PRIORITY 0x2u
 unsigned policies_pod_attrs(struct policies *s);
-/* The same for one object as the API server sends it (borrowed), before it is applied: read
- * from the JSON, valid or not (a superset of what it needs once parsed). Pure. */
+/* The same for one object as the API server sends it (borrowed), before it is applied:
+ * parsed as policies_apply() parses it, so an object that does not parse (applies nowhere)
+ * needs nothing; out of memory, what its JSON asks, valid or not (a superset). Pure. */
 unsigned policies_pod_attrs_of(const struct cJSON *obj);
 
 struct policies_stats {

@@ -344,6 +344,33 @@ static void test_label_tiers_after_sync(void **state)
 	wait_policies(0, 0);
 }
 
+/* Issue 22, attack: a policy whose tiers select by labels but that does not parse applies
+ * nowhere, so bound pods need not keep labels for it; its events (ADDED, the status written
+ * back, MODIFIED) must not end the pods' watch and LIST every pod again, each time, on every
+ * replica at once. Bound GPU pods are on pol-c (test_label_tiers_after_sync), with no policy
+ * wanting their labels. */
+static void test_invalid_label_policy_no_relist(void **state)
+{
+	(void)state;
+	double relists = metric("gpu_memory_guard_cache_relists_total", "resource=\"pods\"");
+	/* maxShare 2 is out of range: invalid */
+	ITEST_CHECK(put_policy("{\"metadata\":{\"name\":\"bad-sel\",\"generation\":1},"
+	                       "\"spec\":{\"tiers\":[{\"name\":\"rt\",\"podSelector\":{"
+	                       "\"matchLabels\":{\"tier\":\"realtime\"}},\"maxShare\":2}]}}") == 0,
+	            "put policy");
+	wait_policies(0, 1);
+	ITEST_CHECK(put_policy("{\"metadata\":{\"name\":\"bad-sel\",\"generation\":2},"
+	                       "\"spec\":{\"tiers\":[{\"name\":\"rt\",\"podSelector\":{"
+	                       "\"matchLabels\":{\"tier\":\"batch\"}},\"maxShare\":3}]}}") == 0,
+	            "modify policy");
+	usleep(1500 * 1000); /* a relist asked for would be done by now (a few pods) */
+	double after = metric("gpu_memory_guard_cache_relists_total", "resource=\"pods\"");
+	ITEST_CHECK(after == relists, "pods relisted %g times for an invalid policy, want 0",
+	            after - relists);
+	ITEST_CHECK(apiserver_double_delete_policy(W.api, "bad-sel") == 0, "delete");
+	wait_policies(0, 0);
+}
+
 /* More policies than the store holds (POLICIES_MAX): one is not stored, and a policy not read
  * may be stricter than the flags, so placements are refused (PoliciesNotRead), as before the
  * policies are read; never decided without it. Last: the world ends with it. */
@@ -406,6 +433,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_invalid_policy_counted_applied_nowhere),
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_label_tiers_after_sync),
+	    cmocka_unit_test(test_invalid_label_policy_no_relist),
 	    cmocka_unit_test(test_store_full_fails_closed),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);

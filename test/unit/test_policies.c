@@ -104,8 +104,7 @@ static unsigned need_of(const char *json)
 #define BY_LABELS      "{\"name\":\"c\",\"podSelector\":{\"matchLabels\":{\"t\":\"x\"}}}"
 
 /* Which pod attributes the tiers select by (the watch cache keeps only those, issue 22):
- * namespaces need none; an invalid policy applies nowhere, so needs none once stored, though
- * its object, read before it is applied, may ask (a superset). */
+ * namespaces need none; an invalid policy applies nowhere, so needs none, stored or not. */
 static void test_pod_attrs(void **state)
 {
 	struct policies *s = policies_new();
@@ -118,6 +117,11 @@ static void test_pod_attrs(void **state)
 	assert_int_equal(need_of(P("l", BY_LABELS)), POLICIES_NEED_LABELS);
 	assert_int_equal(need_of("{\"metadata\":{\"name\":\"x\"}}"), 0);
 	assert_int_equal(need_of("[1]"), 0);
+	/* an object that does not parse applies nowhere: needs nothing before it is applied
+	 * either (wanting for it would relist every pod at each of its events) */
+	assert_int_equal(need_of(P("bad", BY_LABELS ",{\"name\":\"d\"}")), 0);
+	assert_int_equal(
+	    need_of(P("bad", "{\"name\":\"c\",\"priorityClassNames\":[\"h\"],\"maxShare\":2}")), 0);
 	put(s, WATCH_ADDED, P("n", BY_NS));
 	assert_int_equal(policies_pod_attrs(s), 0);
 	put(s, WATCH_ADDED, P("p", BY_PC));
