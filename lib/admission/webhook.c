@@ -26,6 +26,7 @@
 #include "server.h"
 #include "shared.h"
 #include "text.h"
+#include "view.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -555,7 +556,8 @@ struct shared_decision {
 
 /* Clock of a decision: monotonic; on the cache path held back to the cache's progress, so a
  * reservation never stops counting before the cache has caught up past its expiry (a watch
- * that went quiet). Counting it longer is the safe side. */
+ * that went quiet). Counting it longer is the safe side. On the cache path it is read before
+ * the node's view is copied (view.h): the copy is then at least as new as the clock. */
 static uint64_t decision_now(const struct webhook *w, int cache_path)
 {
 	uint64_t now = ledger_now_ms();
@@ -567,14 +569,14 @@ static uint64_t decision_now(const struct webhook *w, int cache_path)
 	return now;
 }
 
-static void decide_on_record(struct shared_decision *d, const struct placement_node *visible)
+static void decide_on_record(struct shared_decision *d, const struct placement_node *visible,
+                             uint64_t now)
 {
 	struct webhook *w = d->w;
 	const struct placement *p = d->p;
 	struct record *rec = d->rec;
 	struct placement_result res;
 	uint64_t mono = ledger_now_ms();
-	uint64_t now = decision_now(w, d->api_node == NULL);
 	uint64_t wall = shared_now_wall_ms(w->shared);
 	struct placement_item *items = NULL;
 
@@ -629,7 +631,7 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 /* The cache's view of p's node decides (sets *decided) unless the cache does not know the
  * node. Returns 1 when the placement is to be decided over the view, 0 when not (unknown node:
  * the API path; unknown capacity: denied). */
-static int cached_view_usable(const struct cache_node_view *v, const struct placement *p,
+static int cached_view_usable(const struct view_node *v, const struct placement *p,
                               struct outcome *o, int *decided, struct capacity *cap)
 {
 	char err[CAPACITY_MSG_MAX];
@@ -652,25 +654,21 @@ static int cached_view_usable(const struct cache_node_view *v, const struct plac
 	return 1;
 }
 
-static void shared_cached_view(void *ctx, const struct cache_node_view *v)
+/* The shared record decided over the node's view copied out of the cache (now: read before
+ * the copy). */
+static void shared_cached_view(struct shared_decision *d, const struct view_node *v, uint64_t now)
 {
-	struct shared_decision *d = ctx;
 	struct capacity cap;
 
 	if (!cached_view_usable(v, d->p, d->o, &d->decided, &cap))
 		return;
-	struct placement_node pn = {
-	    .name = d->p->node,
-	    .cap = &cap,
-	    .pods = v->pods,
-	    .n_pods = v->n_pods,
-	    .dra = d->p->dra ? &d->p->dra->node : NULL,
-	};
+	struct placement_node pn;
+	view_placement_node(v, &cap, NULL, 0, d->p->dra ? &d->p->dra->node : NULL, &pn);
 	const struct placement *given = d->p;
 	struct placement q = *given;
-	q.node_labels = v->labels; /* valid while the cache is read-locked: this call */
+	q.node_labels = v->labels; /* the copy's: valid while v is */
 	d->p = &q;
-	decide_on_record(d, &pn);
+	decide_on_record(d, &pn, now);
 	d->p = given;
 }
 
@@ -683,10 +681,21 @@ static enum shared_verdict decide_shared(void *ctx, struct record *rec, int fres
 	d->rec = rec;
 	d->fresh = fresh;
 	d->verdict = SHARED_NO_WRITE;
-	if (d->api_node != NULL)
-		decide_on_record(d, d->api_node);
-	else
-		cache_with_node(d->w->cache, d->p->node, shared_cached_view, d);
+	if (d->api_node != NULL) {
+		decide_on_record(d, d->api_node, decision_now(d->w, 0));
+	} else {
+		uint64_t now = decision_now(d->w, 1);
+		struct view_node vn;
+
+		if (view_from_cache(d->w->cache, d->p->node, &vn) != 0) {
+			d->decided = 1;
+			deny(d->o, METRICS_ERROR, 500, "InternalError",
+			     "cannot check %s: out of memory", d->p->pod_name);
+		} else {
+			shared_cached_view(d, &vn, now);
+			view_node_clear(&vn);
+		}
+	}
 	d->deciding_s += webhook_now() - t;
 	return d->verdict;
 }
@@ -1066,13 +1075,14 @@ static int cache_usable(const struct webhook *w)
 	       (w->cache_fresh == NULL || w->cache_fresh(w->cache_ctx, webhook_now()));
 }
 
-/* One placement decided from the cache, inside cache_with_node(). */
+/* One placement decided over the node's view copied out of the cache (view.h). */
 struct cached {
 	struct webhook *w;
 	const struct placement *p;
 	struct ledger_node *ln;
 	struct outcome *o;
-	int decided; /* 0: the cache does not know the node: take the API path */
+	int decided;  /* 0: the cache does not know the node: take the API path */
+	uint64_t now; /* decision_now(), read before the view was copied */
 };
 
 /* Reservations of pods the node's DRA claims are now reserved for are settled: the claims
@@ -1095,12 +1105,11 @@ static int dra_settle(struct ledger_node *ln, const struct dra_view *dv, uint64_
 	return 0;
 }
 
-static void decide_cached(void *ctx, const struct cache_node_view *v)
+static void decide_cached(struct cached *c, const struct view_node *v)
 {
-	struct cached *c = ctx;
 	struct reserved r = {0};
 	const char **keys = NULL;
-	uint64_t now = decision_now(c->w, 1);
+	uint64_t now = c->now;
 	struct capacity cap;
 
 	if (!cached_view_usable(v, c->p, c->o, &c->decided, &cap))
@@ -1118,15 +1127,8 @@ static void decide_cached(void *ctx, const struct cache_node_view *v)
 		goto nomem;
 	if (reserved_from_ledger(c->ln, now, &r) != 0)
 		goto nomem;
-	struct placement_node pn = {
-	    .name = c->p->node,
-	    .cap = &cap,
-	    .pods = v->pods,
-	    .n_pods = v->n_pods,
-	    .reserved = r.items,
-	    .n_reserved = r.n,
-	    .dra = c->p->dra ? &c->p->dra->node : NULL,
-	};
+	struct placement_node pn;
+	view_placement_node(v, &cap, r.items, r.n, c->p->dra ? &c->p->dra->node : NULL, &pn);
 	struct placement q = *c->p;
 	q.node_labels = v->labels;
 	apply_decision(c->w, c->ln, &q, &pn, now, c->o);
@@ -1207,8 +1209,16 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 		deny_untracked(o, pod_name, node);
 		return 1;
 	}
-	struct cached c = {w, &p, ln, o, 0};
-	cache_with_node(w->cache, node, decide_cached, &c);
+	struct cached c = {w, &p, ln, o, 0, decision_now(w, 1)};
+	struct view_node vn;
+	if (view_from_cache(w->cache, node, &vn) != 0) {
+		c.decided = 1;
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     pod_name);
+	} else {
+		decide_cached(&c, &vn);
+		view_node_clear(&vn);
+	}
 	ledger_unlock(ln);
 	if (c.decided)
 		add_warning(o, d->warning);

@@ -44,14 +44,15 @@
  * SIGN, which reads the same.
  *
  * Watch cache: with webhook_config.cache set and fresh, a placement reads the node and its pods
- * from the cache (cache.h: demands computed when the events arrived) and the node's reservations
- * from the ledger, and is decided by core_decide() (core.h) with no API call; a
- * Binding's pod comes from the cache too. A node the cache has not seen, a Binding of a pod it
- * has not seen (created milliseconds ago), or a cache that is not synced or whose watch has been
- * broken too long take the API path above. A reservation counts until the cache shows its pod
- * on the node (matched by key or uid), its pod is gone (the informer calls ledger_forget on the
- * DELETE), or its TTL passes. Each decision's log line says which path decided it ("source":
- * "cache" or "api").
+ * from the cache (cache.h: demands computed when the events arrived) as a copy (view.h:
+ * view_from_cache; no cache lock is held while deciding, and the decision's clock is read
+ * before the copy) and the node's reservations from the ledger, and is decided by core_decide()
+ * (core.h) with no API call; a Binding's pod comes from the cache too. A node the cache has not
+ * seen, a Binding of a pod it has not seen (created milliseconds ago), or a cache that is not
+ * synced or whose watch has been broken too long take the API path above. A reservation counts
+ * until the cache shows its pod on the node (matched by key or uid), its pod is gone (the informer
+ * calls ledger_forget on the DELETE), or its TTL passes. Each decision's log line says which path
+ * decided it ("source": "cache" or "api").
  *
  * The pipeline reads the cluster only through struct webhook_source, which the real API client
  * satisfies (webhook_source_kube) and tests fake. It logs one JSON line per decision (placements
