@@ -513,7 +513,7 @@ static void test_unknown_attrs_never_admit_more(void **state)
 	(void)state;
 
 	for (size_t i = 0; i < 3; i++)
-		all[i] = parse(pol_json[i]);
+		all[i] = fixture_policy(pol_json[i]);
 	for (int iter = 0; iter < 20000; iter++) {
 		struct placement_item known[6], unknown[6];
 		size_t n = (size_t)next(&rng) % 7;
