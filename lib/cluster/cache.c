@@ -49,6 +49,7 @@ struct pod_demand {
 	uint8_t shares;            /* demand.shares: resolve on the node */
 	uint8_t n_uses;            /* demand.n_uses (<= DEMAND_MAX_USES) */
 	uint8_t n_parts;           /* demand.n_parts (<= DEMAND_MAX_PARTS) */
+	uint8_t n_dra_figs;        /* demand.n_dra_figs (<= DEMAND_MAX_PARTS) */
 	/* demand.uses[0..n_uses) packed (pack_uses: the strings without their unused tails; a
 	 * struct demand_use is 112 bytes, a packed one about 30), NULL when none */
 	unsigned char *uses;
@@ -60,6 +61,9 @@ struct pod_demand {
 	struct demand_share *compact;
 	char *error;   /* NULL when empty */
 	char *warning; /* NULL when empty */
+	/* a DRA pod's containers' own figures: demand.dra_figs[0..n_dra_figs) then demand.dra_words
+	 * (NUL-terminated) in one block, NULL when none */
+	unsigned char *dra;
 };
 
 /* pack_uses() and pack_parts() write every field: a field added to either struct must be
@@ -327,7 +331,7 @@ static size_t heap(const void *p)
 static size_t pod_bytes(const struct pod *p)
 {
 	return heap(p) + heap(p->d.uses) + heap(p->d.parts) + heap(p->d.compact) +
-	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) +
+	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) + heap(p->d.dra) +
 	       heap(p->priority_class) + heap(p->labels.block);
 }
 
@@ -350,6 +354,7 @@ static void pod_demand_clear(struct pod_demand *d)
 	free(d->container);
 	free(d->error);
 	free(d->warning);
+	free(d->dra);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -619,6 +624,16 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	p->d.container = dup_or_null(d.max_per_gpu_container);
 	p->d.error = dup_or_null(d.error);
 	p->d.warning = dup_or_null(d.warning);
+	if (d.n_dra_figs > 0 && d.n_dra_figs <= DEMAND_MAX_PARTS) {
+		size_t fb = d.n_dra_figs * sizeof(d.dra_figs[0]);
+		size_t wl = strnlen(d.dra_words, sizeof(d.dra_words) - 1);
+		if ((p->d.dra = malloc(fb + wl + 1)) != NULL) {
+			memcpy(p->d.dra, d.dra_figs, fb);
+			memcpy(p->d.dra + fb, d.dra_words, wl);
+			p->d.dra[fb + wl] = '\0';
+			p->d.n_dra_figs = (uint8_t)d.n_dra_figs;
+		}
+	}
 	if (p->d.status != DEMAND_NOT_GPU) {
 		c->gpu_pods++;
 		c->by_source[source_slot(&p->d)]++;
@@ -634,7 +649,8 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	}
 	if ((d.n_uses > 0 && !p->d.uses) || (d.max_per_gpu_container[0] && !p->d.container) ||
 	    (d.status == DEMAND_OK && d.n_parts > 0 && p->d.n_parts == 0) ||
-	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning))
+	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning) ||
+	    (d.n_dra_figs > 0 && p->d.n_dra_figs == 0))
 		return CACHE_ENOMEM;
 	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
 	p->finished = pod_finished(obj);
@@ -657,7 +673,7 @@ static int lite_eligible(const struct demand *d, const char *uid, uint8_t uid16[
 	       d->max_per_gpu_bytes == 0 && d->max_per_gpu_container[0] == '\0' && d->pool == 0 &&
 	       d->n_uses == 0 && d->error[0] == '\0' && d->warning[0] == '\0' && d->n_parts == 0 &&
 	       d->source == DEMAND_SRC_NONE && !d->shares && !demand_takes_cards(d) &&
-	       podlite_uid_parse(uid, uid16) == 0;
+	       d->n_dra_figs == 0 && podlite_uid_parse(uid, uid16) == 0;
 }
 
 static int lite_uid_is(const struct podlite_rec *r, const char *uid)
@@ -1001,6 +1017,13 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		         p->d.container ? p->d.container : "");
 		snprintf(d->error, sizeof(d->error), "%s", p->d.error ? p->d.error : "");
 		snprintf(d->warning, sizeof(d->warning), "%s", p->d.warning ? p->d.warning : "");
+		d->n_dra_figs = p->d.n_dra_figs;
+		if (d->n_dra_figs > 0) {
+			size_t fb = d->n_dra_figs * sizeof(d->dra_figs[0]);
+			memcpy(d->dra_figs, p->d.dra, fb);
+			snprintf(d->dra_words, sizeof(d->dra_words), "%s",
+			         (const char *)p->d.dra + fb);
+		}
 		rc = 0;
 	} else if ((li = podlite_find(c->lite, ns, name)) != PODLITE_NONE) {
 		/* the demand of a pod that asks for no GPU: DEMAND_NOT_GPU and zeros (eligible) */

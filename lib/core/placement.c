@@ -123,9 +123,37 @@ uint64_t placement_item_bytes(const struct placement_item *it, const struct capa
 
 void placement_dra_demand(struct demand *d)
 {
+	struct demand_share figs[DEMAND_MAX_PARTS];
+	char words[DEMAND_PART_WORDS];
+	size_t n = d->n_dra_figs <= DEMAND_MAX_PARTS ? d->n_dra_figs : DEMAND_MAX_PARTS;
+
+	memcpy(figs, d->dra_figs, n * sizeof(figs[0]));
+	memcpy(words, d->dra_words, sizeof(words));
 	memset(d, 0, sizeof(*d));
 	d->status = DEMAND_OK;
 	d->pool = CAPACITY_POOL_ANY;
+	memcpy(d->dra_figs, figs, n * sizeof(figs[0]));
+	d->n_dra_figs = n;
+	memcpy(d->dra_words, words, sizeof(words));
+	d->dra_words[sizeof(d->dra_words) - 1] = '\0';
+}
+
+/* The pod's DRA containers' own figures (demand.dra_figs) on the node's largest DRA device
+ * (else the node's GPU), effective-request rule; 0 when none. */
+static uint64_t dra_figures(const struct placement_node *node, const struct demand *d)
+{
+	uint64_t dev = node->dra != NULL && node->dra->gpus.max_bytes > 0
+	                   ? node->dra->gpus.max_bytes
+	                   : node->cap->per_gpu_bytes;
+	struct capacity one = {
+	    .per_gpu_bytes = dev, .gpu_count = 1, .total_bytes = dev, .piece_bytes = dev};
+
+	if (d->n_dra_figs == 0)
+		return 0;
+	one.replicas = 1;
+	return demand_shares_bytes(
+	    d->dra_figs, d->n_dra_figs <= DEMAND_MAX_PARTS ? d->n_dra_figs : DEMAND_MAX_PARTS,
+	    &one);
 }
 
 void placement_item_count(struct placement_item *it, const struct placement_count *c)
@@ -446,10 +474,15 @@ static void dra_demand(const struct placement_node *node, const struct placement
 	const struct dra_pod *dp = pod->dra;
 	uint64_t pending = dp != NULL ? dp->pending_bytes : 0;
 	uint64_t b = sat_add(t->dra_own, pending);
-	char own[QUANTITY_FMT_MAX], most[QUANTITY_FMT_MAX];
+	/* its containers' own figures: its shares count the larger (whole devices hold them) */
+	uint64_t fig = b > 0 ? dra_figures(node, pod->demand) : 0;
+	char own[QUANTITY_FMT_MAX], most[QUANTITY_FMT_MAX], f[QUANTITY_FMT_MAX];
 	size_t n = 0;
 
 	out->dra_used_bytes = t->dra_used;
+	int figured = fig > b;
+	if (figured)
+		b = fig;
 	if (((dp != NULL && dp->extended) || t->dra_own_extended) && rd->dra_units == 0) {
 		/* nvidia.com/gpu backed by DRA (KEP-5004): the claim is the demand, never also
 		 * the units */
@@ -485,6 +518,14 @@ static void dra_demand(const struct placement_node *node, const struct placement
 		    n ? "; " : "DRA: ", dp->n_pending + dp->n_unknown,
 		    node->name ? node->name : "the node", most,
 		    dp->n_unknown > 0 ? " (a claim not read: every DRA GPU of the node)" : "");
+	n = strlen(out->dra_note);
+	if (figured && n < sizeof(out->dra_note)) {
+		quantity_format(fig, f, sizeof(f));
+		(void)snprintf(out->dra_note + n, sizeof(out->dra_note) - n,
+		               "; its shares counted as %s, its containers' own figure (%s)", f,
+		               pod->demand->dra_words[0] ? pod->demand->dra_words
+		                                         : "GPU_MEMORY_LIMIT or engine");
+	}
 }
 
 /*

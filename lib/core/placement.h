@@ -56,6 +56,13 @@
  *     by its nvidia.com/gpu units;
  *   - the pod's unallocated claims (pod->dra->pending_bytes: the most they can take on the
  *     node) add to its demand, and the message says so;
+ *   - its DRA containers' own figures (demand.dra_figs, demand.h: GPU_MEMORY_LIMIT, HAMi-core's
+ *     limit, the engine's share of one device) resolved on the node's largest DRA GPU
+ *     (node->dra->gpus.max_bytes, else the node's GPU): when the pod has shares of its own
+ *     (its allocated claims' consumedCapacity, its pending claims' capacity.requests), they
+ *     count the larger of the two (vLLM takes its share of the whole card, whatever share a
+ *     claim holds; KEP-5075 capacity is not enforced at run time); whole devices hold them.
+ *     Pods already on the node count their claims only (items carry no figures);
  *   - a pod with a KEP-5004 claim (pod->dra->extended, or its own claim is one): when its
  *     demand was read with the pod's requestMappings (demand.dra_units > 0, demand.h), the
  *     units the claim serves are already out of it and what is left (device-plugin units:
@@ -231,9 +238,10 @@ void placement_item_count(struct placement_item *it, const struct placement_coun
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares);
 
-/* A demand for a pod whose GPUs all come from DRA claims (it asks no GPU resource): DEMAND_OK,
- * 0 bytes, no uses, pool CAPACITY_POOL_ANY; its claims count through placement_node.dra and
- * placement_pod.dra. */
+/* A demand for a pod whose GPUs all come from DRA claims (it asks no GPU resource), made in
+ * place from its demand_from_pod() result d (DEMAND_NOT_GPU; fully initialised): DEMAND_OK, 0
+ * bytes, no uses, pool CAPACITY_POOL_ANY, its DRA containers' figures (dra_figs, dra_words)
+ * kept; its claims count through placement_node.dra and placement_pod.dra. */
 void placement_dra_demand(struct demand *d);
 
 /* What node->dra's claims hold on the node (shares and whole devices, each claim once), and in

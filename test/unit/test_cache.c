@@ -1749,6 +1749,45 @@ static void test_gpu_pods_never_compact(void **state)
 	cache_free(c);
 }
 
+/* A DRA pod's containers' own figures (demand.dra_figs) are kept: such a pod is not kept compact,
+ * and cache_get_pod gives them back (the webhook's Binding path reads them from there); a DRA
+ * pod without a figure stays compact. Neither is a consumer of the node. */
+static void test_dra_figures_kept(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	struct cache_pod p;
+	static const char *const pods[] = {
+	    "{\"metadata\":{\"name\":\"fig\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000f1\"},\"spec\":{\"nodeName\":\"n\","
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}],\"containers\":[{"
+	    "\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]},\"env\":[{\"name\":"
+	    "\"GPU_MEMORY_LIMIT\",\"value\":\"30Gi\"}]}]}}",
+	    "{\"metadata\":{\"name\":\"nofig\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000f2\"},\"spec\":{\"nodeName\":\"n\","
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}],\"containers\":[{"
+	    "\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}]}}",
+	};
+
+	assert_non_null(c);
+	for (size_t i = 0; i < 2; i++) {
+		cJSON *j = cJSON_Parse(pods[i]);
+		assert_non_null(j);
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, j), 0);
+		cJSON_Delete(j);
+	}
+	assert_int_equal(cache_get_pod(c, "ml", "fig", &p), 0);
+	assert_int_equal(p.demand.status, DEMAND_NOT_GPU);
+	assert_int_equal(p.demand.n_dra_figs, 1);
+	assert_true(p.demand.dra_figs[0].bytes == 30 * GIB);
+	assert_string_equal(p.demand.dra_words, "GPU_MEMORY_LIMIT 30Gi (container main)");
+	assert_int_equal(cache_get_pod(c, "ml", "nofig", &p), 0);
+	assert_int_equal(p.demand.n_dra_figs, 0);
+	struct view v = view_of(c, "n");
+	assert_int_equal(v.n_pods, 0);
+	cache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1775,6 +1814,7 @@ int main(void)
 	    cmocka_unit_test(test_bytes_accounted),
 	    cmocka_unit_test(test_compact_pods),
 	    cmocka_unit_test(test_gpu_pods_never_compact),
+	    cmocka_unit_test(test_dra_figures_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
