@@ -13,6 +13,7 @@
  */
 #include "cache.h"
 
+#include "dra.h"
 #include "engine.h"
 
 #include "labelset.h"
@@ -64,6 +65,9 @@ struct pod_demand {
 	/* a DRA pod's containers' own figures: demand.dra_figs[0..n_dra_figs) then demand.dra_words
 	 * (NUL-terminated) in one block, NULL when none */
 	unsigned char *dra;
+	/* the DRA claims the pod names (dra_pod_refs): n_templates (1 byte), the KEP-5004 claim's
+	 * name, then each name, NUL-terminated, and a final NUL; NULL when it names none */
+	unsigned char *claims;
 };
 
 /* pack_uses() and pack_parts() write every field: a field added to either struct must be
@@ -332,7 +336,7 @@ static size_t pod_bytes(const struct pod *p)
 {
 	return heap(p) + heap(p->d.uses) + heap(p->d.parts) + heap(p->d.compact) +
 	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) + heap(p->d.dra) +
-	       heap(p->priority_class) + heap(p->labels.block);
+	       heap(p->d.claims) + heap(p->priority_class) + heap(p->labels.block);
 }
 
 static size_t node_bytes(const struct node *n)
@@ -355,6 +359,7 @@ static void pod_demand_clear(struct pod_demand *d)
 	free(d->error);
 	free(d->warning);
 	free(d->dra);
+	free(d->claims);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -584,6 +589,56 @@ static int pod_key(const cJSON *pod, char *key, size_t cap)
 	return 0;
 }
 
+/* 1 when pod obj names DRA claims (dra_pod_refs().any): kept whole, with them */
+static int names_claims(const cJSON *obj)
+{
+	const cJSON *rc = json_at(obj, "spec", "resourceClaims", NULL);
+
+	return (cJSON_IsArray(rc) && cJSON_GetArraySize(rc) > 0) ||
+	       json_at(obj, "status", "extendedResourceClaimStatus", "resourceClaimName", NULL) !=
+	           NULL;
+}
+
+/* The claims pod obj names, packed (pod_demand.claims); NULL with *rc 0 when none, NULL with
+ * *rc CACHE_ENOMEM. A claim list the decoder refuses is kept as one claim not read (the
+ * safe side: every DRA GPU of the node; the webhook's API path refuses such a pod). */
+static unsigned char *claims_pack(const cJSON *obj, int *rc)
+{
+	struct dra_pod_refs *r = malloc(sizeof(*r)); /* 8 KiB */
+	unsigned char *b = NULL;
+	size_t len = 2, o = 1;
+	char err[DRA_MSG_MAX];
+
+	*rc = r == NULL ? CACHE_ENOMEM : 0;
+	if (r == NULL)
+		return NULL;
+	if (dra_pod_refs(obj, r, err, sizeof(err)) != 0) {
+		memset(r, 0, sizeof(*r));
+		r->any = 1;
+		r->n_templates = 1;
+	}
+	if (!r->any)
+		goto out;
+	len += strlen(r->extended) + 1;
+	for (size_t i = 0; i < r->n; i++)
+		len += strlen(r->names[i]) + 1;
+	if ((b = malloc(len)) == NULL) {
+		*rc = CACHE_ENOMEM;
+		goto out;
+	}
+	b[0] = (unsigned char)(r->n_templates < 255 ? r->n_templates : 255);
+	for (size_t i = 0; i <= r->n; i++) {
+		const char *n = i == 0 ? r->extended : r->names[i - 1];
+		size_t l = strlen(n) + 1;
+		memcpy(b + o, n, l);
+		o += l;
+	}
+	b[o] = '\0';
+out:
+	free(r);
+	return b;
+}
+
 /* The pod's fields from its object and its demand d (demand_of). 0 or CACHE_ENOMEM (p
  * unchanged but its demand). */
 static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const struct demand *dp)
@@ -621,6 +676,10 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 			p->d.n_uses = (uint8_t)d.n_uses;
 		}
 	}
+	int crc = 0;
+	p->d.claims = names_claims(obj) ? claims_pack(obj, &crc) : NULL;
+	if (crc != 0)
+		return CACHE_ENOMEM;
 	p->d.container = dup_or_null(d.max_per_gpu_container);
 	p->d.error = dup_or_null(d.error);
 	p->d.warning = dup_or_null(d.warning);
@@ -782,7 +841,7 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 		p = NULL;
 	}
 	demand_of(c, obj, &d);
-	if (lite_eligible(&d, uid, uid16)) {
+	if (lite_eligible(&d, uid, uid16) && !names_claims(obj)) {
 		/* Kept compact. A whole record of it (it asked for a GPU before) is dropped
 		 * without a gone callback, as a whole pod that stops asking keeps its
 		 * reservation. */
@@ -1035,6 +1094,35 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		out->mirror = (r->flags & PODLITE_MIRROR) != 0;
 		out->demand.status = DEMAND_NOT_GPU;
 		rc = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int cache_get_pod_claims(struct cache *c, const char *ns, const char *name, const char *uid,
+                         struct dra_pod_refs *out)
+{
+	char key[CACHE_KEY_MAX];
+	int rc = CACHE_ENOTFOUND;
+
+	memset(out, 0, sizeof(*out));
+	if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
+		return rc;
+	pthread_rwlock_rdlock(&c->lock);
+	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
+	if (p != NULL && (uid == NULL || uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
+		rc = 0;
+		if (p->d.claims != NULL) {
+			const char *s = (const char *)p->d.claims + 1;
+			out->any = 1;
+			out->n_templates = p->d.claims[0];
+			snprintf(out->extended, sizeof(out->extended), "%s", s);
+			for (s += strlen(s) + 1; *s != '\0' && out->n < DRA_POD_CLAIMS;
+			     s += strlen(s) + 1)
+				snprintf(out->names[out->n++], DRA_NAME_MAX, "%s", s);
+		}
+	} else if (p == NULL && podlite_find(c->lite, ns, name) != PODLITE_NONE) {
+		rc = 0; /* compact: it names no claim */
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "dra.h"
 #include "fixture.h"
 #include "monotime.h"
 #include "watch.h"
@@ -1788,6 +1789,65 @@ static void test_dra_figures_kept(void **state)
 	cache_free(c);
 }
 
+/* The claims a pod names are kept (cache_get_pod_claims: the webhook's Binding path passes them
+ * to the DRA store, so a directly named claim not yet shown reserved for the pod still counts):
+ * direct and generated names, templates not generated yet, the KEP-5004 claim; a pod naming
+ * none is kept compact and names none; an unknown pod is not found. */
+static void test_pod_claims_kept(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	struct dra_pod_refs *r = malloc(sizeof(*r));
+	static const char *const pods[] = {
+	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000a1\"},\"spec\":{\"resourceClaims\":[{\"name\":"
+	    "\"g\",\"resourceClaimName\":\"mine\"},{\"name\":\"t\",\"resourceClaimTemplateName\":"
+	    "\"tpl\"},{\"name\":\"u\",\"resourceClaimTemplateName\":\"tpl\"}],\"containers\":[{"
+	    "\"name\":\"main\"}]},\"status\":{\"resourceClaimStatuses\":[{\"name\":\"t\","
+	    "\"resourceClaimName\":\"a-t-x7k2p\"}]}}",
+	    "{\"metadata\":{\"name\":\"ext\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000a2\"},\"spec\":{\"containers\":[{\"name\":"
+	    "\"main\","
+	    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{"
+	    "\"extendedResourceClaimStatus\":{\"resourceClaimName\":\"ext-er-1\","
+	    "\"requestMappings\":"
+	    "[{\"containerName\":\"main\",\"resourceName\":\"nvidia.com/gpu\",\"requestName\":"
+	    "\"r\"}]}}}",
+	    "{\"metadata\":{\"name\":\"plain\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000a3\"},\"spec\":{\"containers\":[{\"name\":"
+	    "\"main\"}]}}",
+	};
+
+	assert_non_null(c);
+	assert_non_null(r);
+	for (size_t i = 0; i < 3; i++) {
+		cJSON *j = cJSON_Parse(pods[i]);
+		assert_non_null(j);
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, j), 0);
+		cJSON_Delete(j);
+	}
+	assert_int_equal(cache_get_pod_claims(c, "ml", "a", NULL, r), 0);
+	assert_true(r->any);
+	assert_int_equal(r->n, 2);
+	assert_string_equal(r->names[0], "mine");
+	assert_string_equal(r->names[1], "a-t-x7k2p");
+	assert_int_equal(r->n_templates, 1);
+	assert_string_equal(r->extended, "");
+	assert_int_equal(
+	    cache_get_pod_claims(c, "ml", "ext", "11111111-0000-4000-8000-0000000000a2", r), 0);
+	assert_true(r->any);
+	assert_string_equal(r->extended, "ext-er-1");
+	assert_int_equal(r->n, 1);
+	assert_string_equal(r->names[0], "ext-er-1");
+	assert_int_equal(cache_get_pod_claims(c, "ml", "plain", NULL, r), 0);
+	assert_false(r->any);
+	assert_int_equal(stats_of(c).compact_pods, 1); /* plain only */
+	assert_int_equal(cache_get_pod_claims(c, "ml", "ext", "another-uid", r), CACHE_ENOTFOUND);
+	assert_int_equal(cache_get_pod_claims(c, "ml", "nope", NULL, r), CACHE_ENOTFOUND);
+	free(r);
+	cache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1815,6 +1875,7 @@ int main(void)
 	    cmocka_unit_test(test_compact_pods),
 	    cmocka_unit_test(test_gpu_pods_never_compact),
 	    cmocka_unit_test(test_dra_figures_kept),
+	    cmocka_unit_test(test_pod_claims_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
