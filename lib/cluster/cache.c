@@ -488,7 +488,9 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 		return c->nodes.count >= CACHE_MAX_NODES ? CACHE_EFULL : CACHE_ENOMEM;
 	p->node = n;
 	n->refs++;
-	if (p->finished || p->d.status == DEMAND_NOT_GPU)
+	/* a pod asking no GPU is no consumer, unless its DRA containers have figures: they raise
+	 * its claim's count (placement.h) */
+	if (p->finished || (p->d.status == DEMAND_NOT_GPU && p->d.n_dra_figs == 0))
 		return 0;
 	if (n->n == n->n_cap) {
 		size_t cap = n->n_cap ? n->n_cap * 2 : 4, before = node_bytes(n);
@@ -514,16 +516,19 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	    .labels = p->labels.l.n ? &p->labels.l : NULL,
 	    .attrs_known = 1,
 	};
-	placement_item_count(it, &(const struct placement_count){
-	                             .status = p->d.status,
-	                             .bytes = p->d.bytes,
-	                             .gpus = p->d.gpus,
-	                             .pool = p->d.pool,
-	                             .shares = p->d.shares ? p->d.compact : NULL,
-	                             .n_shares = p->d.shares ? p->d.n_parts : 0,
-	                             .whole_gpus = p->d.whole_gpus,
-	                             .dra_units = p->d.dra_units,
-	                         });
+	placement_item_count(it,
+	                     &(const struct placement_count){
+	                         .status = p->d.status,
+	                         .bytes = p->d.bytes,
+	                         .gpus = p->d.gpus,
+	                         .pool = p->d.pool,
+	                         .shares = p->d.shares ? p->d.compact : NULL,
+	                         .n_shares = p->d.shares ? p->d.n_parts : 0,
+	                         .whole_gpus = p->d.whole_gpus,
+	                         .dra_units = p->d.dra_units,
+	                         .dra_figs = (const struct demand_share *)(const void *)p->d.dra,
+	                         .n_dra_figs = p->d.n_dra_figs,
+	                     });
 	n->owners[p->slot] = p;
 	n->declared = sat_add(n->declared, it->bytes);
 	n->undeclared_gpus = sat_add(n->undeclared_gpus, it->undeclared_gpus);

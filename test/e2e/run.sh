@@ -2146,6 +2146,19 @@ test_dra() {
 	fi
 	dra_drop_pods $ns vllm-19 plain-19
 	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after plain-19 and vllm-19 were deleted"
+	# ... and the other way round: the vLLM pod alone is bound (67.7Gi fits), then a plain 19Gi
+	# share is refused beside it (the vLLM pod's claim counts its figure).
+	dra_place vllm-first $ns gpu-dra-1x template share-19gi "vllm serve m --gpu-memory-utilization 0.85" || true
+	out=$(dra_pod plain-after $ns gpu-dra-1x template share-19gi | kc create -f - 2>&1) || bad="$bad; plain-after not created: $out"
+	if wait_for 40 "plain-after refused by the webhook" dra_refused $ns plain-after; then
+		msg=$(fs_messages $ns plain-after | grep -F "$DENIED_BINDING" | tail -n 1)
+		seen="$seen
+  a 19Gi share beside the bound vLLM pod: refused at its Binding: ${msg:0:400}; declared gauge $(dra_declared gpu-dra-1x)"
+	else
+		bad="$bad; plain-after not refused beside vllm-first (bound to '$(kc get pod -n $ns plain-after -o jsonpath='{.spec.nodeName}')')"
+	fi
+	dra_drop_pods $ns plain-after vllm-first
+	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after vllm-first was deleted"
 
 	# (d) KEP-5004: nvidia.com/gpu on a node that advertises none, backed by the DeviceClass's
 	# extendedResourceName: the scheduler makes the claim; admitted, counted once (79.6Gi, not

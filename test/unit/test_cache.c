@@ -76,6 +76,7 @@ struct view {
 	char uids[VIEW_ITEMS][CACHE_UID_MAX];
 	uint64_t bytes[VIEW_ITEMS], gpus[VIEW_ITEMS];
 	uint64_t seen_ms[VIEW_ITEMS];
+	uint64_t fig_bytes[VIEW_ITEMS]; /* dra_figs[0].bytes, 0 when none */
 };
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -112,6 +113,8 @@ static void view_copy(void *ctx, const struct cache_node_view *v)
 			out->bytes[i] = v->pods[i].bytes;
 			out->gpus[i] = v->pods[i].undeclared_gpus;
 			out->seen_ms[i] = v->pods[i].seen_ms;
+			out->fig_bytes[i] =
+			    v->pods[i].n_dra_figs ? v->pods[i].dra_figs[0].bytes : 0;
 		}
 	}
 }
@@ -1750,9 +1753,10 @@ static void test_gpu_pods_never_compact(void **state)
 	cache_free(c);
 }
 
-/* A DRA pod's containers' own figures (demand.dra_figs) are kept: such a pod is not kept compact,
- * and cache_get_pod gives them back (the webhook's Binding path reads them from there); a DRA
- * pod without a figure stays compact. Neither is a consumer of the node. */
+/* A DRA pod's containers' own figures (demand.dra_figs) are kept: cache_get_pod gives them back
+ * (the webhook's Binding path reads them from there), and a bound one is an item of its node
+ * carrying only them (placement.h: they raise its claim's count); a DRA pod without a figure
+ * is no item. */
 static void test_dra_figures_kept(void **state)
 {
 	(void)state;
@@ -1784,8 +1788,12 @@ static void test_dra_figures_kept(void **state)
 	assert_string_equal(p.demand.dra_words, "GPU_MEMORY_LIMIT 30Gi (container main)");
 	assert_int_equal(cache_get_pod(c, "ml", "nofig", &p), 0);
 	assert_int_equal(p.demand.n_dra_figs, 0);
+	/* fig is on node n as its figures only (no bytes, no GPUs of its own); nofig is not */
 	struct view v = view_of(c, "n");
-	assert_int_equal(v.n_pods, 0);
+	assert_int_equal(v.n_pods, 1);
+	assert_string_equal(v.keys[0], "ml/fig");
+	assert_true(v.bytes[0] == 0 && v.gpus[0] == 0 && v.declared == 0);
+	assert_true(v.fig_bytes[0] == 30 * GIB);
 	cache_free(c);
 }
 

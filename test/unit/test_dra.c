@@ -900,6 +900,56 @@ static void placement_dra_figures(void **state)
 	}
 }
 
+/* A DRA pod already on the node with its containers' figures (an item carrying dra_figs only):
+ * its share claim counts the larger of its 19Gi and the figure (vLLM 0.85 of the H100: 67.7Gi),
+ * so a 19Gi pending share beside it is refused; the item counts nothing of its own, and the
+ * gauges' sum says the same. */
+static void placement_visible_figures(void **state)
+{
+	(void)state;
+	static const char pa[1][DRA_UID_MAX] = {"pa"};
+	static const struct demand_share fig = {.whole = 1, .ppm = 850000};
+	const uint64_t vllm =
+	    (H100 / 1000000u) * 850000u + ((H100 % 1000000u) * 850000u + 999999u) / 1000000u;
+	struct capacity cap = {.per_gpu_bytes = H100,
+	                       .gpu_count = 1,
+	                       .total_bytes = H100,
+	                       .replicas = 1,
+	                       .piece_bytes = H100,
+	                       .dra_gpus = 1,
+	                       .dra_bytes = H100};
+	struct dra_claim_use theirs = {
+	    .key = "dra/theirs", .uid = "ct", .bytes = 19 * GI, .n_pods = 1, .pods = pa};
+	struct dra_node dn = {
+	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &theirs};
+	struct placement_item it = {.key = "dra/pa", .uid = "pa"};
+	struct dra_pod dp = {.any = 1, .pending_bytes = 19 * GI, .n_pending = 1};
+	struct demand d;
+	struct placement_node node = {
+	    .name = "gpu-dra-0", .cap = &cap, .pods = &it, .n_pods = 1, .dra = &dn};
+	struct placement_pod pod = {
+	    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &dp};
+	struct placement_result res;
+
+	placement_item_count(&it, &(const struct placement_count){
+	                              .status = DEMAND_NOT_GPU, .dra_figs = &fig, .n_dra_figs = 1});
+	assert_int_equal(it.n_dra_figs, 1);
+	memset(&d, 0, sizeof(d));
+	placement_dra_demand(&d);
+	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+	if (res.decision.allowed || res.used_bytes != vllm)
+		fail_msg("allowed %d used %llu (want %llu): %s", res.decision.allowed,
+		         (unsigned long long)res.used_bytes, (unsigned long long)vllm,
+		         res.decision.message);
+	assert_int_equal(placement_dra_bytes(&node, NULL), vllm);
+	/* without figures: its 19Gi share, and the pending 19Gi fits */
+	it.n_dra_figs = 0;
+	it.dra_figs = NULL;
+	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+	assert_true(res.decision.allowed);
+	assert_int_equal(res.used_bytes, 19 * GI);
+}
+
 /* DRA GPUs that publish no memory capacity, their memory given by the node's annotation
  * (capacity_add_dra: per_gpu_bytes from it): a whole device another claim holds (whole_bytes 0,
  * the device's published memory) still leaves no memory on the node's one card, as when the
@@ -997,6 +1047,7 @@ int main(void)
 	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
 	    cmocka_unit_test(placement_dra_figures),
+	    cmocka_unit_test(placement_visible_figures),
 	    cmocka_unit_test(placement_settle_and_words),
 	    cmocka_unit_test(placement_whole_device_no_memory),
 	};
