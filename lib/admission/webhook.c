@@ -1257,17 +1257,29 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 		     cp.demand.error);
 		return 1;
 	}
+	/* The claims the cached pod names (cache_get_pod_claims), with those the DRA store holds
+	 * owned by or reserved for it: a directly named claim the watch has not shown reserved
+	 * for it yet still counts. */
+	struct dra_pod_refs *refs = w->dra != NULL ? malloc(sizeof(*refs)) : NULL; /* 8 KiB */
+	if (w->dra != NULL &&
+	    (refs == NULL ||
+	     cache_get_pod_claims(w->cache, req->namespace_, req->name, cp.uid, refs) != 0)) {
+		free(refs);
+		return 0; /* out of memory, or gone meanwhile: the API path reads the pod */
+	}
 	if (cp.demand.status == DEMAND_NOT_GPU) {
-		/* The cache keeps no pod's claim list: the DRA store says whether claims of this
-		 * pod (owned by it, or reserved for it by the scheduler) hold GPUs on the node;
-		 * none seen: not a GPU placement (dra_not_gpu()). */
+		/* the DRA store says whether those claims hold or can get GPUs on the node; none:
+		 * not a GPU placement (dra_not_gpu()) */
 		struct dra_view *dv = NULL;
-		if (dra_view_for(w, req->binding_node, req->namespace_, cp.uid, NULL, pod_name, o,
-		                 &dv) != 0)
+		if (dra_view_for(w, req->binding_node, req->namespace_, cp.uid, refs, pod_name, o,
+		                 &dv) != 0) {
+			free(refs);
 			return 1;
+		}
 		int dra = dv != NULL && dv->pod.any;
 		dra_view_free(dv);
 		if (!dra) {
+			free(refs);
 			allow(o, "NotGPU", 0);
 			add_warning(o, cp.demand.warning);
 			return 1;
@@ -1282,12 +1294,14 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 	                                                    cp.uid, pc, sizeof(pc), &labels);
 	if (arc != 0) { /* gone meanwhile, or out of memory: the API path reads the pod */
 		labelset_clear(&labels);
+		free(refs);
 		return 0;
 	}
 	struct pod_attrs a = {req->namespace_, pc, labels.l.n ? &labels.l : NULL};
 	int decided = place_cached(w, req, pod_name, req->binding_node, &cp.demand, cp.uid, &a,
-	                           NULL, may_block, o);
+	                           refs, may_block, o);
 	labelset_clear(&labels);
+	free(refs);
 	return decided;
 }
 

@@ -13,6 +13,7 @@
  */
 #include "cache.h"
 
+#include "dra.h"
 #include "engine.h"
 
 #include "labelset.h"
@@ -49,6 +50,7 @@ struct pod_demand {
 	uint8_t shares;            /* demand.shares: resolve on the node */
 	uint8_t n_uses;            /* demand.n_uses (<= DEMAND_MAX_USES) */
 	uint8_t n_parts;           /* demand.n_parts (<= DEMAND_MAX_PARTS) */
+	uint8_t n_dra_figs;        /* demand.n_dra_figs (<= DEMAND_MAX_PARTS) */
 	/* demand.uses[0..n_uses) packed (pack_uses: the strings without their unused tails; a
 	 * struct demand_use is 112 bytes, a packed one about 30), NULL when none */
 	unsigned char *uses;
@@ -60,6 +62,12 @@ struct pod_demand {
 	struct demand_share *compact;
 	char *error;   /* NULL when empty */
 	char *warning; /* NULL when empty */
+	/* a DRA pod's containers' own figures: demand.dra_figs[0..n_dra_figs) then demand.dra_words
+	 * (NUL-terminated) in one block, NULL when none */
+	unsigned char *dra;
+	/* the DRA claims the pod names (dra_pod_refs): n_templates (1 byte), the KEP-5004 claim's
+	 * name, then each name, NUL-terminated, and a final NUL; NULL when it names none */
+	unsigned char *claims;
 };
 
 /* pack_uses() and pack_parts() write every field: a field added to either struct must be
@@ -329,8 +337,8 @@ static size_t heap(const void *p)
 static size_t pod_bytes(const struct pod *p)
 {
 	return heap(p) + heap(p->d.uses) + heap(p->d.parts) + heap(p->d.compact) +
-	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) +
-	       heap(p->priority_class) + heap(p->labels.block);
+	       heap(p->d.container) + heap(p->d.error) + heap(p->d.warning) + heap(p->d.dra) +
+	       heap(p->d.claims) + heap(p->priority_class) + heap(p->labels.block);
 }
 
 static size_t node_bytes(const struct node *n)
@@ -352,6 +360,8 @@ static void pod_demand_clear(struct pod_demand *d)
 	free(d->container);
 	free(d->error);
 	free(d->warning);
+	free(d->dra);
+	free(d->claims);
 	memset(d, 0, sizeof(*d));
 }
 
@@ -489,7 +499,9 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 		return c->nodes.count >= CACHE_MAX_NODES ? CACHE_EFULL : CACHE_ENOMEM;
 	p->node = n;
 	n->refs++;
-	if (p->finished || p->d.status == DEMAND_NOT_GPU)
+	/* a pod asking no GPU is no consumer, unless its DRA containers have figures: they raise
+	 * its claim's count (placement.h) */
+	if (p->finished || (p->d.status == DEMAND_NOT_GPU && p->d.n_dra_figs == 0))
 		return 0;
 	if (n->n == n->n_cap) {
 		size_t cap = n->n_cap ? n->n_cap * 2 : 4, before = node_bytes(n);
@@ -513,16 +525,19 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	    .seen_ms = p->seen_ms,
 	};
 	item_attrs(c, p, it);
-	placement_item_count(it, &(const struct placement_count){
-	                             .status = p->d.status,
-	                             .bytes = p->d.bytes,
-	                             .gpus = p->d.gpus,
-	                             .pool = p->d.pool,
-	                             .shares = p->d.shares ? p->d.compact : NULL,
-	                             .n_shares = p->d.shares ? p->d.n_parts : 0,
-	                             .whole_gpus = p->d.whole_gpus,
-	                             .dra_units = p->d.dra_units,
-	                         });
+	placement_item_count(it,
+	                     &(const struct placement_count){
+	                         .status = p->d.status,
+	                         .bytes = p->d.bytes,
+	                         .gpus = p->d.gpus,
+	                         .pool = p->d.pool,
+	                         .shares = p->d.shares ? p->d.compact : NULL,
+	                         .n_shares = p->d.shares ? p->d.n_parts : 0,
+	                         .whole_gpus = p->d.whole_gpus,
+	                         .dra_units = p->d.dra_units,
+	                         .dra_figs = (const struct demand_share *)(const void *)p->d.dra,
+	                         .n_dra_figs = p->d.n_dra_figs,
+	                     });
 	n->owners[p->slot] = p;
 	n->declared = sat_add(n->declared, it->bytes);
 	n->undeclared_gpus = sat_add(n->undeclared_gpus, it->undeclared_gpus);
@@ -588,6 +603,56 @@ static int pod_key(const cJSON *pod, char *key, size_t cap)
 	return 0;
 }
 
+/* 1 when pod obj names DRA claims (dra_pod_refs().any): kept whole, with them */
+static int names_claims(const cJSON *obj)
+{
+	const cJSON *rc = json_at(obj, "spec", "resourceClaims", NULL);
+
+	return (cJSON_IsArray(rc) && cJSON_GetArraySize(rc) > 0) ||
+	       json_at(obj, "status", "extendedResourceClaimStatus", "resourceClaimName", NULL) !=
+	           NULL;
+}
+
+/* The claims pod obj names, packed (pod_demand.claims); NULL with *rc 0 when none, NULL with
+ * *rc CACHE_ENOMEM. A claim list the decoder refuses is kept as one claim not read (the
+ * safe side: every DRA GPU of the node; the webhook's API path refuses such a pod). */
+static unsigned char *claims_pack(const cJSON *obj, int *rc)
+{
+	struct dra_pod_refs *r = malloc(sizeof(*r)); /* 8 KiB */
+	unsigned char *b = NULL;
+	size_t len = 2, o = 1;
+	char err[DRA_MSG_MAX];
+
+	*rc = r == NULL ? CACHE_ENOMEM : 0;
+	if (r == NULL)
+		return NULL;
+	if (dra_pod_refs(obj, r, err, sizeof(err)) != 0) {
+		memset(r, 0, sizeof(*r));
+		r->any = 1;
+		r->n_templates = 1;
+	}
+	if (!r->any)
+		goto out;
+	len += strlen(r->extended) + 1;
+	for (size_t i = 0; i < r->n; i++)
+		len += strlen(r->names[i]) + 1;
+	if ((b = malloc(len)) == NULL) {
+		*rc = CACHE_ENOMEM;
+		goto out;
+	}
+	b[0] = (unsigned char)(r->n_templates < 255 ? r->n_templates : 255);
+	for (size_t i = 0; i <= r->n; i++) {
+		const char *n = i == 0 ? r->extended : r->names[i - 1];
+		size_t l = strlen(n) + 1;
+		memcpy(b + o, n, l);
+		o += l;
+	}
+	b[o] = '\0';
+out:
+	free(r);
+	return b;
+}
+
 /* The pod's fields from its object and its demand d (demand_of). 0 or CACHE_ENOMEM (p
  * unchanged but its demand). */
 static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const struct demand *dp)
@@ -625,9 +690,23 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 			p->d.n_uses = (uint8_t)d.n_uses;
 		}
 	}
+	int crc = 0;
+	p->d.claims = names_claims(obj) ? claims_pack(obj, &crc) : NULL;
+	if (crc != 0)
+		return CACHE_ENOMEM;
 	p->d.container = dup_or_null(d.max_per_gpu_container);
 	p->d.error = dup_or_null(d.error);
 	p->d.warning = dup_or_null(d.warning);
+	if (d.n_dra_figs > 0 && d.n_dra_figs <= DEMAND_MAX_PARTS) {
+		size_t fb = d.n_dra_figs * sizeof(d.dra_figs[0]);
+		size_t wl = strnlen(d.dra_words, sizeof(d.dra_words) - 1);
+		if ((p->d.dra = malloc(fb + wl + 1)) != NULL) {
+			memcpy(p->d.dra, d.dra_figs, fb);
+			memcpy(p->d.dra + fb, d.dra_words, wl);
+			p->d.dra[fb + wl] = '\0';
+			p->d.n_dra_figs = (uint8_t)d.n_dra_figs;
+		}
+	}
 	if (p->d.status != DEMAND_NOT_GPU) {
 		c->gpu_pods++;
 		c->by_source[source_slot(&p->d)]++;
@@ -654,7 +733,8 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	}
 	if ((d.n_uses > 0 && !p->d.uses) || (d.max_per_gpu_container[0] && !p->d.container) ||
 	    (d.status == DEMAND_OK && d.n_parts > 0 && p->d.n_parts == 0) ||
-	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning))
+	    (d.error[0] && !p->d.error) || (d.warning[0] && !p->d.warning) ||
+	    (d.n_dra_figs > 0 && p->d.n_dra_figs == 0))
 		return CACHE_ENOMEM;
 	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
 	p->finished = pod_finished(obj);
@@ -677,7 +757,7 @@ static int lite_eligible(const struct demand *d, const char *uid, uint8_t uid16[
 	       d->max_per_gpu_bytes == 0 && d->max_per_gpu_container[0] == '\0' && d->pool == 0 &&
 	       d->n_uses == 0 && d->error[0] == '\0' && d->warning[0] == '\0' && d->n_parts == 0 &&
 	       d->source == DEMAND_SRC_NONE && !d->shares && !demand_takes_cards(d) &&
-	       podlite_uid_parse(uid, uid16) == 0;
+	       d->n_dra_figs == 0 && podlite_uid_parse(uid, uid16) == 0;
 }
 
 static int lite_uid_is(const struct podlite_rec *r, const char *uid)
@@ -786,7 +866,7 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 		p = NULL;
 	}
 	demand_of(c, obj, &d);
-	if (lite_eligible(&d, uid, uid16)) {
+	if (lite_eligible(&d, uid, uid16) && !names_claims(obj)) {
 		/* Kept compact. A whole record of it (it asked for a GPU before) is dropped
 		 * without a gone callback, as a whole pod that stops asking keeps its
 		 * reservation. */
@@ -1021,6 +1101,13 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		         p->d.container ? p->d.container : "");
 		snprintf(d->error, sizeof(d->error), "%s", p->d.error ? p->d.error : "");
 		snprintf(d->warning, sizeof(d->warning), "%s", p->d.warning ? p->d.warning : "");
+		d->n_dra_figs = p->d.n_dra_figs;
+		if (d->n_dra_figs > 0) {
+			size_t fb = d->n_dra_figs * sizeof(d->dra_figs[0]);
+			memcpy(d->dra_figs, p->d.dra, fb);
+			snprintf(d->dra_words, sizeof(d->dra_words), "%s",
+			         (const char *)p->d.dra + fb);
+		}
 		rc = 0;
 	} else if ((li = podlite_find(c->lite, ns, name)) != PODLITE_NONE) {
 		/* the demand of a pod that asks for no GPU: DEMAND_NOT_GPU and zeros (eligible) */
@@ -1032,6 +1119,35 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		out->mirror = (r->flags & PODLITE_MIRROR) != 0;
 		out->demand.status = DEMAND_NOT_GPU;
 		rc = 0;
+	}
+	pthread_rwlock_unlock(&c->lock);
+	return rc;
+}
+
+int cache_get_pod_claims(struct cache *c, const char *ns, const char *name, const char *uid,
+                         struct dra_pod_refs *out)
+{
+	char key[CACHE_KEY_MAX];
+	int rc = CACHE_ENOTFOUND;
+
+	memset(out, 0, sizeof(*out));
+	if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
+		return rc;
+	pthread_rwlock_rdlock(&c->lock);
+	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
+	if (p != NULL && (uid == NULL || uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
+		rc = 0;
+		if (p->d.claims != NULL) {
+			const char *s = (const char *)p->d.claims + 1;
+			out->any = 1;
+			out->n_templates = p->d.claims[0];
+			snprintf(out->extended, sizeof(out->extended), "%s", s);
+			for (s += strlen(s) + 1; *s != '\0' && out->n < DRA_POD_CLAIMS;
+			     s += strlen(s) + 1)
+				snprintf(out->names[out->n++], DRA_NAME_MAX, "%s", s);
+		}
+	} else if (p == NULL && podlite_find(c->lite, ns, name) != PODLITE_NONE) {
+		rc = 0; /* compact: it names no claim */
 	}
 	pthread_rwlock_unlock(&c->lock);
 	return rc;

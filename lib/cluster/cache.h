@@ -8,7 +8,9 @@
  *     with a running sum of their declared bytes and of their undeclared GPUs;
  *   - per pod (every pod, GPU or not, so a Binding of any pod seen needs no API call): its
  *     "namespace/name", uid, node, whether it is finished, a mirror pod, and its demand
- *     (demand.h) with the texts a decision may quote (error, warning, container name).
+ *     (demand.h) with the texts a decision may quote (error, warning, container name); for a
+ *     pod naming DRA claims (issue 21), the claims it names (cache_get_pod_claims) and its
+ *     DRA containers' own figures (demand.dra_figs): such a pod is never kept compact.
  * Pods are keyed by "namespace/name" (unique at any moment in the API server); an event for
  * the same name with another uid replaces the old pod.
  *
@@ -116,6 +118,14 @@ struct cache_pod {
 
 /* Copy pod ns/name into *out. 0, or CACHE_ENOTFOUND when the cache has not seen it. */
 int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cache_pod *out);
+
+/* The DRA claims pod ns/name (of uid, when uid is neither NULL nor "") names, as
+ * dra_pod_refs() read them from its last event, into *out (out->any 0: none). A pod naming
+ * claims is never kept compact, so a compact pod names none. 0, or CACHE_ENOTFOUND (out
+ * emptied). Thread-safe (read lock). */
+struct dra_pod_refs;
+int cache_get_pod_claims(struct cache *c, const char *ns, const char *name, const char *uid,
+                         struct dra_pod_refs *out);
 
 /* The GPUMemoryPolicy attributes of GPU pod ns/name (of uid, when uid is neither NULL nor ""):
  * its spec.priorityClassName into priority_class ("" when none; cut to pc_cap) and a copy of

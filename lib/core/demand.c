@@ -672,6 +672,73 @@ static int declare(struct walk *w, const cJSON *c, const cJSON *decl, int init,
 	return infer_part(w, c, decl, init, ci, err);
 }
 
+/* Whether container c names a claim of the pod (resources.claims non-empty). */
+static int names_claim(const cJSON *c)
+{
+	const cJSON *claims = json_at(c, "resources", "claims", NULL);
+
+	return cJSON_IsArray(claims) && cJSON_GetArraySize(claims) > 0;
+}
+
+/*
+ * A DRA container's own figure (demand.h, "DRA containers"): GPU_MEMORY_LIMIT, else (infer)
+ * CUDA_DEVICE_MEMORY_LIMIT, and (infer) its engine's share, as a share of one device. 0 (kept
+ * in out->dra_figs when it says anything), or -1 with err.
+ */
+static int dra_figure(struct walk *w, const cJSON *c, const cJSON *decl, int init,
+                      struct container_info *ci, char *err)
+{
+	struct demand *out = w->out;
+	struct demand_share sh = {
+	    .whole = 1, .init = (uint8_t)init, .sidecar = (uint8_t)ci->sidecar};
+	struct demand_part p;
+	const cJSON *hami = find_env(c, DEMAND_ENV_HAMI);
+	const cJSON *hv = json_at(hami, "value", NULL);
+	int infer = w->cfg != NULL && w->cfg->infer, rc = 0;
+
+	memset(&p, 0, sizeof(p));
+	if (decl != NULL) {
+		if (parse_decl(decl, ci, err) != 0)
+			return -1;
+		sh.bytes = ci->bytes;
+		snprintf(p.words, sizeof(p.words), DEMAND_ENV_NAME " %.32s",
+		         json_at(decl, "value", NULL)->valuestring);
+	} else if (infer && hami != NULL) {
+		if (!cJSON_IsString(hv) || hv->valuestring == NULL ||
+		    parse_hami_limit(hv->valuestring, &sh.bytes) != 0) {
+			set_msg(
+			    err,
+			    "container \"%s\": " DEMAND_ENV_HAMI " \"%.32s\" is not HAMi-core's "
+			    "per-GPU limit of at least 1m (a literal value such as \"4096m\" or "
+			    "\"16g\")",
+			    ci->name, cJSON_IsString(hv) && hv->valuestring ? hv->valuestring : "");
+			return -1;
+		}
+		snprintf(p.words, sizeof(p.words), DEMAND_ENV_HAMI " %.32s", hv->valuestring);
+	}
+	if (infer) {
+		p.source = sh.bytes ? DEMAND_SRC_DECLARED : DEMAND_SRC_NONE;
+		if ((rc = engine_source(w, c, ci, &p, err)) < 0)
+			return -1;
+		if (rc == 1 || p.source == DEMAND_SRC_WHOLE) /* an engine, read or not */
+			sh.ppm = p.ppm;
+		if (sh.bytes == 0 && rc == 1)
+			snprintf(p.words, sizeof(p.words), "%s", p.engine_words);
+	}
+	if (sh.bytes == 0 && sh.ppm == 0)
+		return 0; /* it says nothing: its claims count */
+	if (out->n_dra_figs == DEMAND_MAX_PARTS) {
+		set_msg(err, "the pod has more than %d containers naming claims with a GPU figure",
+		        DEMAND_MAX_PARTS);
+		return -1;
+	}
+	if (out->n_dra_figs == 0)
+		snprintf(out->dra_words, sizeof(out->dra_words), "%.160s (container %.50s)",
+		         p.words, ci->name);
+	out->dra_figs[out->n_dra_figs++] = sh;
+	return 0;
+}
+
 /* Account one container: GPUs, declaration, warnings, per-GPU share. */
 static void visit(struct walk *w, const cJSON *c, int init, int idx)
 {
@@ -679,7 +746,7 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 	struct demand *out = w->out;
 	const cJSON *policy = json_at(c, "restartPolicy", NULL);
 	const cJSON *decl = find_env(c, DEMAND_ENV_NAME);
-	int first_error = out->status != DEMAND_INVALID;
+	int first_error = out->status != DEMAND_INVALID, dra = 0;
 
 	memset(&ci, 0, sizeof(ci));
 	container_name(c, init, idx, ci.name);
@@ -691,6 +758,11 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 	                   first_error ? out->error : NULL) != 0 ||
 	    (ci.gpus > 0 && declare(w, c, decl, init, &ci, first_error ? out->error : NULL) != 0)) {
 		out->status = DEMAND_INVALID;
+	} else if (ci.gpus == 0 && ci.dra_units == 0 && names_claim(c)) {
+		dra = 1;
+		if (dra_figure(w, c, decl, init, &ci, first_error ? out->error : NULL) != 0)
+			out->status = DEMAND_INVALID;
+		ci.bytes = 0; /* its figure counts through its claims (placement.h), not here */
 	} else if (ci.gpus > 0) {
 		uint64_t share = ci.bytes / ci.gpus + (ci.bytes % ci.gpus != 0);
 
@@ -708,7 +780,7 @@ static void visit(struct walk *w, const cJSON *c, int init, int idx)
 	out->dra_units = sat_add(out->dra_units, ci.dra_units);
 	if (ci.gpus > 0)
 		add_pool(w, &ci);
-	else if (decl != NULL && ci.dra_units == 0 && out->warning[0] == '\0') {
+	else if (decl != NULL && ci.dra_units == 0 && !dra && out->warning[0] == '\0') {
 		set_msg(out->warning,
 		        "container \"%s\" declares " DEMAND_ENV_NAME " but asks for no %s: the "
 		        "declaration is ignored",

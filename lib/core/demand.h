@@ -11,7 +11,7 @@
  *   - an empty, negative, unparseable value, or one under DEMAND_MIN_BYTES (a unit mistake:
  *     "24" is 24 bytes, the user meant "24Gi").
  * A container that declares memory but asks for no GPU is not an error: it gets a warning and
- * its declaration is ignored.
+ * its declaration is ignored (unless it names a claim: DRA containers, below).
  *
  * Pod demand follows Kubernetes' effective-request rule for init containers and native
  * sidecars (init containers with restartPolicy Always), from
@@ -31,6 +31,22 @@
  * units of both kinds keeps its whole declaration on its device-plugin units (the safe side).
  * Before the scheduler writes the status (a CREATE) nothing is mapped and every unit counts.
  * A requestMappings that is not a list makes the pod DEMAND_INVALID.
+ *
+ * DRA containers (issue 21): a container that asks no GPU resource but names one of the pod's
+ * claims (resources.claims; k8s.io/api core/v1 ResourceRequirements.Claims) gets its GPUs from
+ * those claims. Its own figure is read as a GPU container's would be, as the most it puts on
+ * one device of its claims: GPU_MEMORY_LIMIT (the same grammar and errors; bytes), else under
+ * infer CUDA_DEVICE_MEMORY_LIMIT (HAMi-core's per-device limit, bytes), and under infer its
+ * engine's flag, env or default (engine.h: a share of the whole device, as vLLM's
+ * --gpu-memory-utilization is of the whole card whatever share of it a claim holds; an engine
+ * whose flags cannot be read: the whole device). Not read for them: HAMi's nvidia.com/gpumem
+ * resources and KAI's annotations (they go with a GPU resource). A container that says nothing
+ * has no figure: its claims count. The figures are kept in dra_figs (not in bytes, gpus, uses
+ * or parts: the pod stays DEMAND_NOT_GPU when nothing else asks a GPU) and resolved by the
+ * placement against the node's largest DRA device (placement.h, the pod's consumable-capacity
+ * shares count the larger of theirs and the figures'). A malformed value is an error naming the
+ * container, as for a GPU container. More than DEMAND_MAX_PARTS such containers with a figure
+ * is invalid.
  *
  * MIG: a resource named nvidia.com/mig-<profile> (GFD's mixed strategy, e.g.
  * nvidia.com/mig-1g.10gb) is a GPU resource too, whatever is configured: such a container asks
@@ -210,6 +226,11 @@ struct demand {
 	uint64_t card_bytes; /* demand_resolve(): the memory of one GPU of the node (for words) */
 	uint64_t dra_units;  /* GPU units the pod's KEP-5004 claim serves (requestMappings), not
 	                        in gpus; > 0: the claim counts them beside this demand */
+	/* DRA containers (above) with a figure, each a share of one device (whole 1: bytes, ppm,
+	 * init, sidecar), in spec order; and the first one's source in words */
+	size_t n_dra_figs;
+	struct demand_share dra_figs[DEMAND_MAX_PARTS];
+	char dra_words[DEMAND_PART_WORDS];
 };
 
 /*

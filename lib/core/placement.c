@@ -123,9 +123,73 @@ uint64_t placement_item_bytes(const struct placement_item *it, const struct capa
 
 void placement_dra_demand(struct demand *d)
 {
+	struct demand_share figs[DEMAND_MAX_PARTS];
+	char words[DEMAND_PART_WORDS];
+	size_t n = d->n_dra_figs <= DEMAND_MAX_PARTS ? d->n_dra_figs : DEMAND_MAX_PARTS;
+
+	memcpy(figs, d->dra_figs, n * sizeof(figs[0]));
+	memcpy(words, d->dra_words, sizeof(words));
 	memset(d, 0, sizeof(*d));
 	d->status = DEMAND_OK;
 	d->pool = CAPACITY_POOL_ANY;
+	memcpy(d->dra_figs, figs, n * sizeof(figs[0]));
+	d->n_dra_figs = n;
+	memcpy(d->dra_words, words, sizeof(words));
+	d->dra_words[sizeof(d->dra_words) - 1] = '\0';
+}
+
+/* DRA containers' own figures (demand.dra_figs) on the node's largest DRA device (else the
+ * node's GPU), effective-request rule; 0 when none. */
+static uint64_t figs_bytes(const struct placement_node *node, const struct demand_share *figs,
+                           size_t n)
+{
+	uint64_t dev = node->dra != NULL && node->dra->gpus.max_bytes > 0
+	                   ? node->dra->gpus.max_bytes
+	                   : node->cap->per_gpu_bytes;
+	struct capacity one = {
+	    .per_gpu_bytes = dev, .gpu_count = 1, .total_bytes = dev, .piece_bytes = dev};
+
+	if (n == 0 || figs == NULL)
+		return 0;
+	one.replicas = 1;
+	return demand_shares_bytes(figs, n <= DEMAND_MAX_PARTS ? n : DEMAND_MAX_PARTS, &one);
+}
+
+static uint64_t dra_figures(const struct placement_node *node, const struct demand *d)
+{
+	return figs_bytes(node, d->dra_figs, d->n_dra_figs);
+}
+
+/* An item that is only a DRA pod's figures: no consumer of its own. */
+static int figs_only(const struct placement_item *it)
+{
+	return it->n_dra_figs > 0 && it->bytes == 0 && it->undeclared_gpus == 0 &&
+	       it->n_shares == 0;
+}
+
+/* What claim i of the node counts: its shares, or the figures of the visible pods it is the
+ * first share claim of, the larger (placement.h). */
+static uint64_t claim_bytes(const struct placement_node *node, size_t i)
+{
+	const struct dra_claim_use *c = &node->dra->claims[i];
+	uint64_t f = 0;
+
+	if (c->bytes == 0)
+		return 0;
+	for (size_t k = 0; k < node->n_pods; k++) {
+		const struct placement_item *it = &node->pods[k];
+		size_t first = node->dra->n_claims;
+
+		if (it->n_dra_figs == 0 || !claim_has(c, it->uid))
+			continue;
+		for (size_t j = 0; j < node->dra->n_claims && first == node->dra->n_claims; j++)
+			if (node->dra->claims[j].bytes > 0 &&
+			    claim_has(&node->dra->claims[j], it->uid))
+				first = j;
+		if (first == i)
+			f = sat_add(f, figs_bytes(node, it->dra_figs, it->n_dra_figs));
+	}
+	return f > c->bytes ? f : c->bytes;
 }
 
 void placement_item_count(struct placement_item *it, const struct placement_count *c)
@@ -139,6 +203,12 @@ void placement_item_count(struct placement_item *it, const struct placement_coun
 	it->n_shares = it->shares != NULL ? c->n_shares : 0;
 	it->whole_gpus = ok ? c->whole_gpus : 0;
 	it->dra_units = c->dra_units;
+	it->dra_figs = c->n_dra_figs > 0 ? c->dra_figs : NULL;
+	it->n_dra_figs = it->dra_figs != NULL ? c->n_dra_figs : 0;
+	if (c->status == DEMAND_NOT_GPU) { /* a DRA pod's figures only: no consumer itself */
+		it->undeclared_gpus = 0;
+		it->whole_gpus = 0;
+	}
 }
 
 void placement_item_demand(struct placement_item *it, const struct demand *d,
@@ -230,7 +300,8 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 		uint64_t b = placement_item_bytes(it, cap);
 
 		if (same_pod(it, pod->key, pod->uid) ||
-		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it))
+		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it) ||
+		    figs_only(it))
 			continue;
 		if (excl && item_whole(it) > 0) { /* it takes its cards */
 			t->held_gpus = sat_add(t->held_gpus, item_whole(it));
@@ -274,12 +345,13 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 			t->n_dra_own++;
 			continue;
 		}
-		t->dra_used = sat_add(t->dra_used, c->bytes);
+		uint64_t cb = claim_bytes(node, i);
+		t->dra_used = sat_add(t->dra_used, cb);
 		t->dra_held_n = sat_add(t->dra_held_n, c->whole_n);
 		t->dra_held_bytes = sat_add(t->dra_held_bytes, c->whole_bytes);
 		t->n_dra_shared += claim_has(c, pod->uid);
-		if (names && c->bytes > 0)
-			top_insert(t, "claim ", c->key, c->bytes); /* "claim ns/name" */
+		if (names && cb > 0)
+			top_insert(t, "claim ", c->key, cb); /* "claim ns/name" */
 	}
 	t->used = sat_add(t->used, t->dra_used);
 	t->used = sat_add(t->used, t->reserved);
@@ -446,10 +518,15 @@ static void dra_demand(const struct placement_node *node, const struct placement
 	const struct dra_pod *dp = pod->dra;
 	uint64_t pending = dp != NULL ? dp->pending_bytes : 0;
 	uint64_t b = sat_add(t->dra_own, pending);
-	char own[QUANTITY_FMT_MAX], most[QUANTITY_FMT_MAX];
+	/* its containers' own figures: its shares count the larger (whole devices hold them) */
+	uint64_t fig = b > 0 ? dra_figures(node, pod->demand) : 0;
+	char own[QUANTITY_FMT_MAX], most[QUANTITY_FMT_MAX], f[QUANTITY_FMT_MAX];
 	size_t n = 0;
 
 	out->dra_used_bytes = t->dra_used;
+	int figured = fig > b;
+	if (figured)
+		b = fig;
 	if (((dp != NULL && dp->extended) || t->dra_own_extended) && rd->dra_units == 0) {
 		/* nvidia.com/gpu backed by DRA (KEP-5004): the claim is the demand, never also
 		 * the units */
@@ -485,6 +562,14 @@ static void dra_demand(const struct placement_node *node, const struct placement
 		    n ? "; " : "DRA: ", dp->n_pending + dp->n_unknown,
 		    node->name ? node->name : "the node", most,
 		    dp->n_unknown > 0 ? " (a claim not read: every DRA GPU of the node)" : "");
+	n = strlen(out->dra_note);
+	if (figured && n < sizeof(out->dra_note)) {
+		quantity_format(fig, f, sizeof(f));
+		(void)snprintf(out->dra_note + n, sizeof(out->dra_note) - n,
+		               "; its shares counted as %s, its containers' own figure (%s)", f,
+		               pod->demand->dra_words[0] ? pod->demand->dra_words
+		                                         : "GPU_MEMORY_LIMIT or engine");
+	}
 }
 
 /*
@@ -683,8 +768,7 @@ uint64_t placement_dra_bytes(const struct placement_node *node, uint64_t *counte
 	uint64_t b = 0, twice = 0;
 
 	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++)
-		b = sat_add(b,
-		            sat_add(node->dra->claims[i].bytes, node->dra->claims[i].whole_bytes));
+		b = sat_add(b, sat_add(claim_bytes(node, i), node->dra->claims[i].whole_bytes));
 	for (size_t i = 0; node->dra != NULL && i < node->n_pods; i++)
 		if (extended_claim_pod(node, &node->pods[i]))
 			twice = sat_add(twice, placement_item_bytes(&node->pods[i], node->cap));
@@ -734,7 +818,8 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
 	for (size_t i = 0; i < node->n_pods; i++) {
 		const struct placement_item *it = &node->pods[i];
 		if (same_pod(it, pod->key, pod->uid) ||
-		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it))
+		    !capacity_pools_share(cap, it->pool, pool) || extended_claim_pod(node, it) ||
+		    figs_only(it))
 			continue;
 		tier_add(p, it, placement_item_bytes(it, cap), tier_bytes);
 	}
@@ -751,7 +836,7 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
 
 		if (claim_has(c, pod->uid) && !claim_has_other(c, pod->uid))
 			continue;
-		tier_add(p, &it, c->bytes, tier_bytes);
+		tier_add(p, &it, claim_bytes(node, i), tier_bytes);
 	}
 	return 0;
 }

@@ -56,6 +56,16 @@
  *     by its nvidia.com/gpu units;
  *   - the pod's unallocated claims (pod->dra->pending_bytes: the most they can take on the
  *     node) add to its demand, and the message says so;
+ *   - its DRA containers' own figures (demand.dra_figs, demand.h: GPU_MEMORY_LIMIT, HAMi-core's
+ *     limit, the engine's share of one device) resolved on the node's largest DRA GPU
+ *     (node->dra->gpus.max_bytes, else the node's GPU): when the pod has shares of its own
+ *     (its allocated claims' consumedCapacity, its pending claims' capacity.requests), they
+ *     count the larger of the two (vLLM takes its share of the whole card, whatever share a
+ *     claim holds; KEP-5075 capacity is not enforced at run time); whole devices hold them.
+ *   - a visible pod's figures (item.dra_figs) likewise raise the first claim with a share
+ *     (bytes > 0) reserved for it: that claim counts the larger of its bytes and the figures
+ *     of the pods it is the first such claim of, resolved the same way (the gauges too:
+ *     placement_dra_bytes);
  *   - a pod with a KEP-5004 claim (pod->dra->extended, or its own claim is one): when its
  *     demand was read with the pod's requestMappings (demand.dra_units > 0, demand.h), the
  *     units the claim serves are already out of it and what is left (device-plugin units:
@@ -117,6 +127,11 @@ struct placement_item {
 	                        holds (exclusive cards, below) */
 	uint64_t dra_units;  /* demand.dra_units: the units its KEP-5004 claim serves are left out
 	                        of the figures above, so the claim does not stand in for them */
+	/* A DRA pod's containers' own figures (demand.dra_figs), NULL/0: none. An item with them
+	 * and no GPU resource (bytes, undeclared_gpus, shares all 0) is no consumer of its own:
+	 * its figures raise the count of the claim it holds a share of (below). */
+	const struct demand_share *dra_figs;
+	size_t n_dra_figs;
 };
 
 /* The node and what is on it. */
@@ -217,8 +232,12 @@ struct placement_count {
 	uint32_t pool;                     /* demand.pool */
 	const struct demand_share *shares; /* demand.compact when demand.shares, else NULL */
 	size_t n_shares;
-	uint64_t whole_gpus; /* demand_takes_cards() ? demand.gpus : 0 */
-	uint64_t dra_units;  /* demand.dra_units */
+	uint64_t whole_gpus;                 /* demand_takes_cards() ? demand.gpus : 0 */
+	uint64_t dra_units;                  /* demand.dra_units */
+	const struct demand_share *dra_figs; /* demand.dra_figs, kept by the caller as long as the
+	                                        item; NULL/0: none (a DRA-only pod with figures:
+	                                        status DEMAND_NOT_GPU is then accepted) */
+	size_t n_dra_figs;
 };
 
 /* Set it's demand fields (bytes, undeclared_gpus, pool, shares, whole_gpus, dra_units) from c by
@@ -227,13 +246,14 @@ void placement_item_count(struct placement_item *it, const struct placement_coun
 
 /* placement_item_count() from a whole demand d (DEMAND_OK or DEMAND_INVALID), its shares
  * copied into shares (DEMAND_MAX_PARTS entries the caller keeps as long as it; NULL: shares
- * not kept). */
+ * not kept). Its DRA figures are not kept (the item would borrow d). */
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares);
 
-/* A demand for a pod whose GPUs all come from DRA claims (it asks no GPU resource): DEMAND_OK,
- * 0 bytes, no uses, pool CAPACITY_POOL_ANY; its claims count through placement_node.dra and
- * placement_pod.dra. */
+/* A demand for a pod whose GPUs all come from DRA claims (it asks no GPU resource), made in
+ * place from its demand_from_pod() result d (DEMAND_NOT_GPU; fully initialised): DEMAND_OK, 0
+ * bytes, no uses, pool CAPACITY_POOL_ANY, its DRA containers' figures (dra_figs, dra_words)
+ * kept; its claims count through placement_node.dra and placement_pod.dra. */
 void placement_dra_demand(struct demand *d);
 
 /* What node->dra's claims hold on the node (shares and whole devices, each claim once), and in

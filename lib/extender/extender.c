@@ -858,7 +858,7 @@ static int cached_pending(const struct job *j, uint64_t *bytes, enum metrics_hol
 		return -1;
 	*why = METRICS_HOLD_NO_DEMAND;
 	if (p.demand.status == DEMAND_NOT_GPU && j->refs.any && j->d.gpus == 0) {
-		/* GPUs by DRA claims only (the cache keeps no pod's claims): the most the claims
+		/* GPUs by DRA claims only (the pod the filter judged): the most the claims
 		 * the body names came to on the nodes judged, read from the DRA store */
 		*bytes = j->hold_bytes;
 		return 0;

@@ -17,8 +17,8 @@
  * call for a pod the cache does not know, or with a body claiming more memory, is judged but
  * holds nothing beyond the cached pod's figure (metrics.h, extender_holds_refused_total). A
  * pod with DRA claims also holds the most its claims came to on the nodes judged
- * (placement_result.dra_bytes and .dra_whole_bytes, from the DRA store's claims; the cache
- * keeps no pod's claim list, so the claims named are the body's, their figures the store's). A
+ * (placement_result.dra_bytes and .dra_whole_bytes, from the DRA store's claims; the claims
+ * named are the body's, the pod the filter judged, their figures the store's). A
  * real pod the scheduler saw before the cache did is then not held either: its Binding is
  * still judged by the webhook. The holds are per process: a scheduler whose calls reach
  * another replica (a Service spreads connections, not requests, so one scheduler keeps one

@@ -2007,10 +2007,11 @@ dra_nodes_ready() {
 	done
 }
 dra_nodes_gone() { ! kc get node $DRA_NODES -o name 2>/dev/null | grep -q .; }
-# dra_pod NAME NS NODE template|claim CLAIM: a pod the scheduler places on NODE (nodeSelector)
-# with one claim (from a ResourceClaimTemplate, or a ResourceClaim by name); no GPU resource.
+# dra_pod NAME NS NODE template|claim CLAIM [COMMAND]: a pod the scheduler places on NODE
+# (nodeSelector) with one claim (from a ResourceClaimTemplate, or a ResourceClaim by name); no
+# GPU resource. COMMAND (words): its container's command, in a vLLM image (kwok runs nothing).
 dra_pod() {
-	jq -n --arg name "$1" --arg ns "$2" --arg node "$3" --arg how "$4" --arg claim "$5" '
+	jq -n --arg name "$1" --arg ns "$2" --arg node "$3" --arg how "$4" --arg claim "$5" --arg cmd "${6:-}" '
 	{apiVersion: "v1", kind: "Pod",
 	 metadata: {name: $name, namespace: $ns, labels: {"app.kubernetes.io/part-of": "gmg-e2e"}},
 	 spec: {terminationGracePeriodSeconds: 0, nodeSelector: {"kubernetes.io/hostname": $node},
@@ -2018,7 +2019,8 @@ dra_pod() {
 	   resourceClaims: [if $how == "template" then {name: "gpu", resourceClaimTemplateName: $claim}
 	                    else {name: "gpu", resourceClaimName: $claim} end],
 	   containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
-	     resources: {claims: [{name: "gpu"}]}}]}}'
+	     resources: {claims: [{name: "gpu"}]}} +
+	     (if $cmd == "" then {} else {image: "vllm/vllm-openai:v0.9.2", command: ($cmd | split(" "))} end)]}}'
 }
 bound_to() { [ "$(kc get pod -n "$1" "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null)" = "$3" ]; }
 # The webhook's gauge of the node's counted GPU memory (pods and DRA claims), bytes.
@@ -2128,6 +2130,35 @@ test_dra() {
 	kc delete pod -n $ns dp-15 --ignore-not-found >/dev/null 2>&1
 	dra_drop_pods $ns share-1 share-2 share-3
 	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after the share pods were deleted"
+
+	# (e) a DRA pod's container's own figure (issue 21): vLLM --gpu-memory-utilization 0.85 on a
+	# 19Gi share takes 0.85 of the whole H100 (67.7Gi), so beside a 19Gi share pod its Binding
+	# is refused (19Gi + 67.7Gi > 71.7Gi) though the two shares (38Gi) fit.
+	dra_place plain-19 $ns gpu-dra-1x template share-19gi || true
+	out=$(dra_pod vllm-19 $ns gpu-dra-1x template share-19gi "vllm serve m --gpu-memory-utilization 0.85" | kc create -f - 2>&1) || bad="$bad; vllm-19 not created: $out"
+	if wait_for 40 "vllm-19 refused by the webhook" dra_refused $ns vllm-19; then
+		msg=$(fs_messages $ns vllm-19 | grep -F "$DENIED_BINDING" | tail -n 1)
+		grep -qF "its containers' own figure" <<<"$msg" || bad="$bad; vllm-19's refusal does not name its own figure: ${msg:0:500}"
+		seen="$seen
+  vLLM 0.85 on a 19Gi share beside a 19Gi share: refused at its Binding: ${msg:0:500}"
+	else
+		bad="$bad; vllm-19 not refused by the webhook (bound to '$(kc get pod -n $ns vllm-19 -o jsonpath='{.spec.nodeName}')'): $(fs_messages $ns vllm-19 | tail -n 1 | cut -c1-300)"
+	fi
+	dra_drop_pods $ns vllm-19 plain-19
+	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after plain-19 and vllm-19 were deleted"
+	# ... and the other way round: the vLLM pod alone is bound (67.7Gi fits), then a plain 19Gi
+	# share is refused beside it (the vLLM pod's claim counts its figure).
+	dra_place vllm-first $ns gpu-dra-1x template share-19gi "vllm serve m --gpu-memory-utilization 0.85" || true
+	out=$(dra_pod plain-after $ns gpu-dra-1x template share-19gi | kc create -f - 2>&1) || bad="$bad; plain-after not created: $out"
+	if wait_for 40 "plain-after refused by the webhook" dra_refused $ns plain-after; then
+		msg=$(fs_messages $ns plain-after | grep -F "$DENIED_BINDING" | tail -n 1)
+		seen="$seen
+  a 19Gi share beside the bound vLLM pod: refused at its Binding: ${msg:0:400}; declared gauge $(dra_declared gpu-dra-1x)"
+	else
+		bad="$bad; plain-after not refused beside vllm-first (bound to '$(kc get pod -n $ns plain-after -o jsonpath='{.spec.nodeName}')')"
+	fi
+	dra_drop_pods $ns plain-after vllm-first
+	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after vllm-first was deleted"
 
 	# (d) KEP-5004: nvidia.com/gpu on a node that advertises none, backed by the DeviceClass's
 	# extendedResourceName: the scheduler makes the claim; admitted, counted once (79.6Gi, not

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "cache.h"
+#include "dra.h"
 #include "fixture.h"
 #include "labelset.h"
 #include "monotime.h"
@@ -76,6 +77,7 @@ struct view {
 	char uids[VIEW_ITEMS][CACHE_UID_MAX];
 	uint64_t bytes[VIEW_ITEMS], gpus[VIEW_ITEMS];
 	uint64_t seen_ms[VIEW_ITEMS];
+	uint64_t fig_bytes[VIEW_ITEMS]; /* dra_figs[0].bytes, 0 when none */
 };
 
 static uint64_t add_sat(uint64_t a, uint64_t b)
@@ -112,6 +114,8 @@ static void view_copy(void *ctx, const struct cache_node_view *v)
 			out->bytes[i] = v->pods[i].bytes;
 			out->gpus[i] = v->pods[i].undeclared_gpus;
 			out->seen_ms[i] = v->pods[i].seen_ms;
+			out->fig_bytes[i] =
+			    v->pods[i].n_dra_figs ? v->pods[i].dra_figs[0].bytes : 0;
 		}
 	}
 }
@@ -1938,6 +1942,107 @@ static void test_tier_attrs_bytes_exact(void **state)
 		assert_int_equal(stats_of(c).pod_bytes, empty);
 		cache_free(c);
 	}
+/* A DRA pod's containers' own figures (demand.dra_figs) are kept: cache_get_pod gives them back
+ * (the webhook's Binding path reads them from there), and a bound one is an item of its node
+ * carrying only them (placement.h: they raise its claim's count); a DRA pod without a figure
+ * is no item. */
+static void test_dra_figures_kept(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	struct cache_pod p;
+	static const char *const pods[] = {
+	    "{\"metadata\":{\"name\":\"fig\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000f1\"},\"spec\":{\"nodeName\":\"n\","
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}],\"containers\":[{"
+	    "\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]},\"env\":[{\"name\":"
+	    "\"GPU_MEMORY_LIMIT\",\"value\":\"30Gi\"}]}]}}",
+	    "{\"metadata\":{\"name\":\"nofig\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000f2\"},\"spec\":{\"nodeName\":\"n\","
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}],\"containers\":[{"
+	    "\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}]}}",
+	};
+
+	assert_non_null(c);
+	for (size_t i = 0; i < 2; i++) {
+		cJSON *j = cJSON_Parse(pods[i]);
+		assert_non_null(j);
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, j), 0);
+		cJSON_Delete(j);
+	}
+	assert_int_equal(cache_get_pod(c, "ml", "fig", &p), 0);
+	assert_int_equal(p.demand.status, DEMAND_NOT_GPU);
+	assert_int_equal(p.demand.n_dra_figs, 1);
+	assert_true(p.demand.dra_figs[0].bytes == 30 * GIB);
+	assert_string_equal(p.demand.dra_words, "GPU_MEMORY_LIMIT 30Gi (container main)");
+	assert_int_equal(cache_get_pod(c, "ml", "nofig", &p), 0);
+	assert_int_equal(p.demand.n_dra_figs, 0);
+	/* fig is on node n as its figures only (no bytes, no GPUs of its own); nofig is not */
+	struct view v = view_of(c, "n");
+	assert_int_equal(v.n_pods, 1);
+	assert_string_equal(v.keys[0], "ml/fig");
+	assert_true(v.bytes[0] == 0 && v.gpus[0] == 0 && v.declared == 0);
+	assert_true(v.fig_bytes[0] == 30 * GIB);
+	cache_free(c);
+}
+
+/* The claims a pod names are kept (cache_get_pod_claims: the webhook's Binding path passes them
+ * to the DRA store, so a directly named claim not yet shown reserved for the pod still counts):
+ * direct and generated names, templates not generated yet, the KEP-5004 claim; a pod naming
+ * none is kept compact and names none; an unknown pod is not found. */
+static void test_pod_claims_kept(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	struct dra_pod_refs *r = malloc(sizeof(*r));
+	static const char *const pods[] = {
+	    "{\"metadata\":{\"name\":\"a\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000a1\"},\"spec\":{\"resourceClaims\":[{\"name\":"
+	    "\"g\",\"resourceClaimName\":\"mine\"},{\"name\":\"t\",\"resourceClaimTemplateName\":"
+	    "\"tpl\"},{\"name\":\"u\",\"resourceClaimTemplateName\":\"tpl\"}],\"containers\":[{"
+	    "\"name\":\"main\"}]},\"status\":{\"resourceClaimStatuses\":[{\"name\":\"t\","
+	    "\"resourceClaimName\":\"a-t-x7k2p\"}]}}",
+	    "{\"metadata\":{\"name\":\"ext\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000a2\"},\"spec\":{\"containers\":[{\"name\":"
+	    "\"main\","
+	    "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}}}]},\"status\":{"
+	    "\"extendedResourceClaimStatus\":{\"resourceClaimName\":\"ext-er-1\","
+	    "\"requestMappings\":"
+	    "[{\"containerName\":\"main\",\"resourceName\":\"nvidia.com/gpu\",\"requestName\":"
+	    "\"r\"}]}}}",
+	    "{\"metadata\":{\"name\":\"plain\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000a3\"},\"spec\":{\"containers\":[{\"name\":"
+	    "\"main\"}]}}",
+	};
+
+	assert_non_null(c);
+	assert_non_null(r);
+	for (size_t i = 0; i < 3; i++) {
+		cJSON *j = cJSON_Parse(pods[i]);
+		assert_non_null(j);
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, j), 0);
+		cJSON_Delete(j);
+	}
+	assert_int_equal(cache_get_pod_claims(c, "ml", "a", NULL, r), 0);
+	assert_true(r->any);
+	assert_int_equal(r->n, 2);
+	assert_string_equal(r->names[0], "mine");
+	assert_string_equal(r->names[1], "a-t-x7k2p");
+	assert_int_equal(r->n_templates, 1);
+	assert_string_equal(r->extended, "");
+	assert_int_equal(
+	    cache_get_pod_claims(c, "ml", "ext", "11111111-0000-4000-8000-0000000000a2", r), 0);
+	assert_true(r->any);
+	assert_string_equal(r->extended, "ext-er-1");
+	assert_int_equal(r->n, 1);
+	assert_string_equal(r->names[0], "ext-er-1");
+	assert_int_equal(cache_get_pod_claims(c, "ml", "plain", NULL, r), 0);
+	assert_false(r->any);
+	assert_int_equal(stats_of(c).compact_pods, 1); /* plain only */
+	assert_int_equal(cache_get_pod_claims(c, "ml", "ext", "another-uid", r), CACHE_ENOTFOUND);
+	assert_int_equal(cache_get_pod_claims(c, "ml", "nope", NULL, r), CACHE_ENOTFOUND);
+	free(r);
+	cache_free(c);
 }
 
 int main(void)
@@ -1968,6 +2073,8 @@ int main(void)
 	    cmocka_unit_test(test_gpu_pods_never_compact),
 	    cmocka_unit_test(test_tier_attrs_kept_when_wanted),
 	    cmocka_unit_test(test_tier_attrs_bytes_exact),
+	    cmocka_unit_test(test_dra_figures_kept),
+	    cmocka_unit_test(test_pod_claims_kept),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -376,9 +376,73 @@ static void test_kai_counted_once(void **state)
 	assert_int_equal(d.status, DEMAND_NOT_GPU);
 }
 
+/* DRA containers (demand.h): a container that asks no GPU resource but names a claim keeps its
+ * own figure in dra_figs, a share of one device, and the pod stays DEMAND_NOT_GPU. */
+#define DRA_C(extra)                                                                               \
+	"{'spec':{'resourceClaims':[{'name':'gpu','resourceClaimName':'c'}],'containers':[{'name'" \
+	":"                                                                                        \
+	"'main','image':'vllm/vllm-openai:v0.9.2','resources':{'claims':[{'name':'gpu'}]}" extra   \
+	"}]}}"
+
+static void test_dra_containers(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *pod;
+		int infer;
+		enum demand_status status;
+		size_t n;
+		uint64_t bytes;
+		uint32_t ppm;
+		const char *words; /* dra_words, or the error when invalid */
+	} rows[] = {
+	    {"GPU_MEMORY_LIMIT, strict: kept, no warning",
+	     DRA_C(",'env':[{'name':'GPU_MEMORY_LIMIT','value':'20Gi'}]"), 0, DEMAND_NOT_GPU, 1,
+	     20 * GI, 0, "GPU_MEMORY_LIMIT 20Gi (container main)"},
+	    {"vLLM's flag: a share of the device",
+	     DRA_C(",'command':['vllm','serve','m','--gpu-memory-utilization','0.5']"), 1,
+	     DEMAND_NOT_GPU, 1, 0, 500000, "vllm --gpu-memory-utilization 0.5 (container main)"},
+	    {"vLLM's default (0.92 here)", DRA_C(",'command':['vllm','serve','m']"), 1,
+	     DEMAND_NOT_GPU, 1, 0, 920000, NULL},
+	    {"the engine not read in strict mode", DRA_C(",'command':['vllm','serve','m']"), 0,
+	     DEMAND_NOT_GPU, 0, 0, 0, NULL},
+	    {"HAMi-core's per-device limit",
+	     DRA_C(",'command':['sleep','1'],'env':[{'name':'CUDA_DEVICE_MEMORY_LIMIT','value':"
+	           "'16g'}]"),
+	     1, DEMAND_NOT_GPU, 1, 16 * GI, 0, NULL},
+	    {"a unit mistake is an error naming the container",
+	     DRA_C(",'env':[{'name':'GPU_MEMORY_LIMIT','value':'24'}]"), 0, DEMAND_INVALID, 0, 0, 0,
+	     "container \"main\": GPU_MEMORY_LIMIT \"24\" is 24 bytes"},
+	    {"a container naming no claim: not read (a warning)",
+	     "{'spec':{'resourceClaims':[{'name':'gpu','resourceClaimName':'c'}],'containers':[{"
+	     "'name':'side','env':[{'name':'GPU_MEMORY_LIMIT','value':'20Gi'}]}]}}",
+	     0, DEMAND_NOT_GPU, 0, 0, 0, NULL},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct demand d = parse(rows[i].pod, rows[i].infer ? &infer : NULL);
+		const char *w = d.status == DEMAND_INVALID ? d.error : d.dra_words;
+
+		if (d.status != rows[i].status || d.n_dra_figs != rows[i].n ||
+		    (rows[i].n > 0 &&
+		     (d.dra_figs[0].bytes != rows[i].bytes || d.dra_figs[0].ppm != rows[i].ppm ||
+		      d.dra_figs[0].whole != 1)) ||
+		    (rows[i].words != NULL &&
+		     strncmp(w, rows[i].words, strlen(rows[i].words)) != 0) ||
+		    (rows[i].n > 0 && d.warning[0] != '\0'))
+			fail_msg("row %zu (%s): status %d n %zu bytes %llu ppm %u words \"%s\" "
+			         "warning \"%s\"",
+			         i, rows[i].what, d.status, d.n_dra_figs,
+			         (unsigned long long)d.dra_figs[0].bytes, d.dra_figs[0].ppm, w,
+			         d.warning);
+		if (i == sizeof(rows) / sizeof(rows[0]) - 1)
+			assert_non_null(strstr(d.warning, "asks for no"));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_dra_containers),
 	    cmocka_unit_test(test_engine_share_per_node),
 	    cmocka_unit_test(test_nothing_is_whole_cards),
 	    cmocka_unit_test(test_other_systems),

@@ -757,6 +757,7 @@ static void placement_rules(void **state)
 		    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &r->pod};
 		struct placement_result res;
 
+		memset(&d, 0, sizeof(d));
 		placement_dra_demand(&d);
 		if (r->declared) { /* a device-plugin pod declaring r->declared on one GPU */
 			d.bytes = r->declared;
@@ -776,6 +777,177 @@ static void placement_rules(void **state)
 			         (unsigned long long)res.demand_bytes, res.decision.reason,
 			         res.decision.message);
 	}
+}
+
+/* A DRA pod's containers' own figures (demand.dra_figs): its consumable-capacity shares count
+ * the larger of theirs and the figures, resolved on the node's largest DRA device (vLLM's 0.9 is
+ * of the whole H100, whatever share its claim holds); whole devices hold them. */
+static void placement_dra_figures(void **state)
+{
+	(void)state;
+	static const char other[1][DRA_UID_MAX] = {"pa"};
+	const uint64_t vllm =
+	    (H100 / 1000000u) * 850000u +
+	    ((H100 % 1000000u) * 850000u + 999999u) / 1000000u; /* 0.85 of it, rounded up */
+	static const struct {
+		const char *what;
+		struct dra_claim_use own, other;
+		struct dra_pod pod;
+		uint32_t ppm;
+		uint64_t bytes;
+		int allowed;
+		uint64_t demand;
+	} rows[] = {
+	    {"vLLM 0.85 alone on its own 19Gi share: counted 0.85 of the device, fits",
+	     {.key = "dra/mine", .uid = "cm", .bytes = 19 * GI, .n_pods = 1, .pods = me},
+	     {.key = ""},
+	     {.any = 1},
+	     850000,
+	     0,
+	     1,
+	     0},
+	    {"vLLM 0.85 on a 19Gi share beside another pod's 19Gi share: refused",
+	     {.key = "dra/mine", .uid = "cm", .bytes = 19 * GI, .n_pods = 1, .pods = me},
+	     {.key = "dra/s1", .uid = "c1", .bytes = 19 * GI, .n_pods = 1, .pods = other},
+	     {.any = 1},
+	     850000,
+	     0,
+	     0,
+	     0},
+	    {"GPU_MEMORY_LIMIT 10Gi on a 19Gi share: the share counts",
+	     {.key = "dra/mine", .uid = "cm", .bytes = 19 * GI, .n_pods = 1, .pods = me},
+	     {.key = ""},
+	     {.any = 1},
+	     0,
+	     10 * GI,
+	     1,
+	     19 * GI},
+	    {"GPU_MEMORY_LIMIT 30Gi on a 19Gi share: 30Gi counts",
+	     {.key = "dra/mine", .uid = "cm", .bytes = 19 * GI, .n_pods = 1, .pods = me},
+	     {.key = ""},
+	     {.any = 1},
+	     0,
+	     30 * GI,
+	     1,
+	     30 * GI},
+	    {"a pending 19Gi share with vLLM 0.85: counted 0.85 of the device",
+	     {.key = ""},
+	     {.key = ""},
+	     {.any = 1, .pending_bytes = 19 * GI, .n_pending = 1},
+	     850000,
+	     0,
+	     1,
+	     0},
+	    {"vLLM 0.85 on a whole device: the device holds it, nothing added",
+	     {.key = "dra/mine",
+	      .uid = "cm",
+	      .whole_n = 1,
+	      .whole_bytes = H100,
+	      .n_pods = 1,
+	      .pods = me},
+	     {.key = ""},
+	     {.any = 1},
+	     850000,
+	     0,
+	     1,
+	     0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct capacity cap = {.per_gpu_bytes = H100,
+		                       .gpu_count = 1,
+		                       .total_bytes = H100,
+		                       .replicas = 1,
+		                       .piece_bytes = H100,
+		                       .dra_gpus = 1,
+		                       .dra_bytes = H100};
+		struct dra_claim_use claims[2];
+		size_t n = 0;
+		if (rows[i].own.key[0] != '\0')
+			claims[n++] = rows[i].own;
+		if (rows[i].other.key[0] != '\0')
+			claims[n++] = rows[i].other;
+		struct dra_node dn = {.gpus = {.n = 1, .bytes = H100, .max_bytes = H100},
+		                      .n_claims = n,
+		                      .claims = claims};
+		struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
+		struct demand d;
+		struct placement_pod pod = {.name = "ns/me",
+		                            .key = "ns/me",
+		                            .uid = "me",
+		                            .demand = &d,
+		                            .dra = &rows[i].pod};
+		struct placement_result res;
+		uint64_t want = rows[i].demand ? rows[i].demand : rows[i].ppm ? vllm : 0;
+
+		memset(&d, 0, sizeof(d));
+		d.dra_figs[0] =
+		    (struct demand_share){.whole = 1, .ppm = rows[i].ppm, .bytes = rows[i].bytes};
+		d.n_dra_figs = 1;
+		snprintf(d.dra_words, sizeof(d.dra_words), "vllm (container main)");
+		placement_dra_demand(&d);
+		assert_int_equal(d.n_dra_figs, 1);
+		assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+		if (rows[i].own.whole_n > 0)
+			want = 0;
+		if (res.decision.allowed != rows[i].allowed || res.demand_bytes != want)
+			fail_msg("row %zu (%s): allowed %d demand %llu (want %llu) %s: %s", i,
+			         rows[i].what, res.decision.allowed,
+			         (unsigned long long)res.demand_bytes, (unsigned long long)want,
+			         res.decision.reason, res.decision.message);
+		if (!res.decision.allowed && strstr(res.decision.message, "own figure") == NULL)
+			fail_msg("row %zu: the message does not say the figure: %s", i,
+			         res.decision.message);
+	}
+}
+
+/* A DRA pod already on the node with its containers' figures (an item carrying dra_figs only):
+ * its share claim counts the larger of its 19Gi and the figure (vLLM 0.85 of the H100: 67.7Gi),
+ * so a 19Gi pending share beside it is refused; the item counts nothing of its own, and the
+ * gauges' sum says the same. */
+static void placement_visible_figures(void **state)
+{
+	(void)state;
+	static const char pa[1][DRA_UID_MAX] = {"pa"};
+	static const struct demand_share fig = {.whole = 1, .ppm = 850000};
+	const uint64_t vllm =
+	    (H100 / 1000000u) * 850000u + ((H100 % 1000000u) * 850000u + 999999u) / 1000000u;
+	struct capacity cap = {.per_gpu_bytes = H100,
+	                       .gpu_count = 1,
+	                       .total_bytes = H100,
+	                       .replicas = 1,
+	                       .piece_bytes = H100,
+	                       .dra_gpus = 1,
+	                       .dra_bytes = H100};
+	struct dra_claim_use theirs = {
+	    .key = "dra/theirs", .uid = "ct", .bytes = 19 * GI, .n_pods = 1, .pods = pa};
+	struct dra_node dn = {
+	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &theirs};
+	struct placement_item it = {.key = "dra/pa", .uid = "pa"};
+	struct dra_pod dp = {.any = 1, .pending_bytes = 19 * GI, .n_pending = 1};
+	struct demand d;
+	struct placement_node node = {
+	    .name = "gpu-dra-0", .cap = &cap, .pods = &it, .n_pods = 1, .dra = &dn};
+	struct placement_pod pod = {
+	    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &dp};
+	struct placement_result res;
+
+	placement_item_count(&it, &(const struct placement_count){
+	                              .status = DEMAND_NOT_GPU, .dra_figs = &fig, .n_dra_figs = 1});
+	assert_int_equal(it.n_dra_figs, 1);
+	memset(&d, 0, sizeof(d));
+	placement_dra_demand(&d);
+	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+	if (res.decision.allowed || res.used_bytes != vllm)
+		fail_msg("allowed %d used %llu (want %llu): %s", res.decision.allowed,
+		         (unsigned long long)res.used_bytes, (unsigned long long)vllm,
+		         res.decision.message);
+	assert_int_equal(placement_dra_bytes(&node, NULL), vllm);
+	/* without figures: its 19Gi share, and the pending 19Gi fits */
+	it.n_dra_figs = 0;
+	it.dra_figs = NULL;
+	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+	assert_true(res.decision.allowed);
+	assert_int_equal(res.used_bytes, 19 * GI);
 }
 
 /* DRA GPUs that publish no memory capacity, their memory given by the node's annotation
@@ -808,6 +980,7 @@ static void placement_whole_device_no_memory(void **state)
 	    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &dp};
 	struct placement_result res;
 
+	memset(&d, 0, sizeof(d));
 	placement_dra_demand(&d);
 	d.bytes = 10 * GI; /* a device-plugin pod declaring 10Gi on one GPU */
 	d.gpus = 1;
@@ -845,6 +1018,7 @@ static void placement_settle_and_words(void **state)
 	    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &dp};
 	struct placement_result res;
 
+	memset(&d, 0, sizeof(d));
 	placement_dra_demand(&d);
 	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
 	assert_false(res.decision.allowed);
@@ -872,6 +1046,8 @@ int main(void)
 	    cmocka_unit_test(store_view_device_twice),
 	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
+	    cmocka_unit_test(placement_dra_figures),
+	    cmocka_unit_test(placement_visible_figures),
 	    cmocka_unit_test(placement_settle_and_words),
 	    cmocka_unit_test(placement_whole_device_no_memory),
 	};
