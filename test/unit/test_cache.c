@@ -1942,6 +1942,8 @@ static void test_tier_attrs_bytes_exact(void **state)
 		assert_int_equal(stats_of(c).pod_bytes, empty);
 		cache_free(c);
 	}
+}
+
 /* A DRA pod's containers' own figures (demand.dra_figs) are kept: cache_get_pod gives them back
  * (the webhook's Binding path reads them from there), and a bound one is an item of its node
  * carrying only them (placement.h: they raise its claim's count); a DRA pod without a figure
