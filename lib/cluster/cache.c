@@ -653,6 +653,14 @@ out:
 	return b;
 }
 
+/* 1 when pod p keeps tier attributes (cache.h, "Tier attributes"): a GPU pod, or one that names
+ * DRA claims (its GPUs may be claims only: a Binding of it reads them, and a bound one with
+ * containers' figures is an item of its node). */
+static int keeps_attrs(const struct pod *p)
+{
+	return p->d.status != DEMAND_NOT_GPU || p->d.claims != NULL;
+}
+
 /* The pod's fields from its object and its demand d (demand_of). 0 or CACHE_ENOMEM (p
  * unchanged but its demand). */
 static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const struct demand *dp)
@@ -715,7 +723,7 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	p->priority_class = NULL;
 	labelset_clear(&p->labels);
 	p->attrs = 0;
-	if (p->d.status != DEMAND_NOT_GPU) {
+	if (keeps_attrs(p)) {
 		/* Unbound, a Binding may still read them (cache_get_pod_attrs): all kept. Bound,
 		 * only what the policies' tiers want (cache.h, "Tier attributes"). */
 		const char *pc = json_str(obj, "spec", "priorityClassName", NULL);
@@ -1168,8 +1176,8 @@ int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const
 	uint32_t li = p == NULL ? podlite_find(c->lite, ns, name) : PODLITE_NONE;
 	if (p != NULL && (uid == NULL || uid[0] == '\0' || strcmp(p->uid, uid) == 0)) {
 		if ((p->attrs & c->want_attrs) != c->want_attrs) {
-			/* bound, read before a policy wanted them; or asks for no GPU (a pod
-			 * whose GPUs are DRA claims only): none kept */
+			/* bound, read before a policy wanted them; or asks for no GPU and names
+			 * no DRA claim: none kept */
 			rc = CACHE_ENOATTRS;
 		} else {
 			snprintf(priority_class, pc_cap, "%s",
@@ -1247,7 +1255,7 @@ size_t cache_set_pod_attrs(struct cache *c, unsigned want)
 	for (size_t i = 0; i < c->pods.n_buckets; i++)
 		for (struct rec *r = c->pods.buckets[i]; r != NULL; r = r->next) {
 			struct pod *p = (struct pod *)r;
-			if (p->d.status == DEMAND_NOT_GPU || p->node == NULL)
+			if (!keeps_attrs(p) || p->node == NULL)
 				continue; /* no attributes, or unbound: all kept */
 			c->bytes -= pod_bytes(p);
 			if ((drop & CACHE_ATTR_PRIORITY) && (p->attrs & CACHE_ATTR_PRIORITY)) {

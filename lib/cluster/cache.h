@@ -15,8 +15,8 @@
  * the same name with another uid replaces the old pod.
  *
  * Tier attributes (issue 22): a GPU pod's spec.priorityClassName and metadata.labels matter
- * only to GPUMemoryPolicy tiers (gpupolicy.h: priorityClassNames, podSelector). A GPU pod
- * keeps them
+ * only to GPUMemoryPolicy tiers (gpupolicy.h: priorityClassNames, podSelector). A GPU pod, or
+ * one that names DRA claims (its GPUs may be claims only), keeps them
  *   - always while it is unbound: a Binding of it reads them (cache_get_pod_attrs), and a
  *     policy created between that read and the decision must not find them missing;
  *   - once bound, only the kinds the policies' tiers want (cache_set_pod_attrs: the informer
@@ -131,8 +131,8 @@ int cache_get_pod_claims(struct cache *c, const char *ns, const char *name, cons
  * its spec.priorityClassName into priority_class ("" when none; cut to pc_cap) and a copy of
  * its labels into *labels (the caller clears it: labelset_clear). 0, CACHE_ENOTFOUND (not seen,
  * another uid), CACHE_ENOATTRS (not kept while some tier wants them: a bound GPU pod read while
- * the policies wanted less, or a pod that asks for no GPU, of which none are kept, e.g. one
- * whose GPUs are DRA claims only; the caller reads the pod from the API server) or
+ * the policies wanted less, or a pod that asks for no GPU and names no DRA claim, of which
+ * none are kept; the caller reads the pod from the API server) or
  * CACHE_ENOMEM. A pod that asks for no GPU, while no tier wants them: 0, both empty. */
 struct labelset;
 int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const char *uid,

@@ -2047,6 +2047,58 @@ static void test_pod_claims_kept(void **state)
 	cache_free(c);
 }
 
+/* A pod whose GPUs are DRA claims only keeps its tier attributes like a GPU pod: unbound, all
+ * (its Binding reads them: a tier policy created meanwhile never finds them missing); bound with
+ * containers' figures (an item of its node), what the policies want, and a kind wanted again
+ * counts it in every tier and asks for a relist. */
+static void test_dra_pod_tier_attrs(void **state)
+{
+	(void)state;
+	struct cache *c = cache_new(NULL, NULL, NULL);
+	struct labelset ls = {0};
+	char pc[32];
+	static const char *const pods[] = {
+	    "{\"metadata\":{\"name\":\"u\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000e1\",\"labels\":{\"tier\":\"rt\"}},\"spec\":{"
+	    "\"priorityClassName\":\"high\",\"resourceClaims\":[{\"name\":\"gpu\","
+	    "\"resourceClaimName\":\"c1\"}],\"containers\":[{\"name\":\"main\"}]}}",
+	    "{\"metadata\":{\"name\":\"b\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000e2\",\"labels\":{\"tier\":\"rt\"}},\"spec\":{"
+	    "\"nodeName\":\"n\",\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":"
+	    "\"c2\"}],\"containers\":[{\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":"
+	    "\"gpu\"}]},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"30Gi\"}]}]}}",
+	};
+
+	assert_non_null(c);
+	(void)cache_set_pod_attrs(c, 0); /* no tier wants them: bound pods keep none */
+	for (size_t i = 0; i < 2; i++) {
+		cJSON *j = cJSON_Parse(pods[i]);
+		assert_non_null(j);
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, j), 0);
+		cJSON_Delete(j);
+	}
+	/* a tier by labels and priority class appears: the unbound one still has both */
+	assert_int_equal(cache_set_pod_attrs(c, CACHE_ATTRS_ALL), 1); /* b lacks them */
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "u", NULL, pc, sizeof(pc), &ls), 0);
+	assert_string_equal(pc, "high");
+	assert_int_equal(ls.l.n, 1);
+	labelset_clear(&ls);
+	assert_int_equal(cache_get_pod_attrs(c, "ml", "b", NULL, pc, sizeof(pc), &ls),
+	                 CACHE_ENOATTRS);
+	struct attrs_seen a = attrs_on(c, "n");
+	assert_int_equal(a.n, 1);
+	assert_int_equal(a.known[0], 0); /* in every tier until read again */
+	/* read again (the relist): known */
+	cJSON *j = cJSON_Parse(pods[1]);
+	assert_int_equal(cache_apply_pod(c, WATCH_MODIFIED, j), 0);
+	cJSON_Delete(j);
+	a = attrs_on(c, "n");
+	assert_int_equal(a.known[0], 1);
+	assert_int_equal(a.n_labels[0], 1);
+	labelset_clear(&ls);
+	cache_free(c);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2077,6 +2129,7 @@ int main(void)
 	    cmocka_unit_test(test_tier_attrs_bytes_exact),
 	    cmocka_unit_test(test_dra_figures_kept),
 	    cmocka_unit_test(test_pod_claims_kept),
+	    cmocka_unit_test(test_dra_pod_tier_attrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
