@@ -970,24 +970,23 @@ static int judge(struct job *j, int may_block)
 			break;
 		}
 		struct judging jg = {j, v, &r, dv};
-		struct view_node vn;
-		/* The node's view is copied out of the cache (under its read lock, nothing else
-		 * there); the pods in flight are borrowed: the holds stay read-locked while the
-		 * node is judged (briefly: the judging never waits). */
-		if (view_from_cache(x->cache, j->names[i], &vn) != 0) {
-			dra_view_free(dv);
-			rc = EXTENDER_ENOMEM;
-			break;
-		}
+		struct view_node vn = {0};
+		int copied = VIEW_ENOMEM;
+		/* The pods in flight are read first, then the node's view is copied out of the
+		 * cache (under its read lock, nothing else there): a hold ends only once the cache
+		 * shows its pod bound (hold_settled), so a pod whose Binding lands meanwhile is
+		 * counted by one of the two (read the other way round, by neither). The holds are
+		 * borrowed: they stay read-locked while the node is judged (briefly: the judging
+		 * never waits; holds.h's lock order, holds before the cache). */
 		holds_rdlock(x->holds);
 		holds_each_locked(x->holds, j->names[i], j->uid, j->now_ms, resv_add_held, &r,
 		                  NULL);
-		if (!r.nomem)
+		if (!r.nomem && (copied = view_from_cache(x->cache, j->names[i], &vn)) == 0)
 			judge_view(&jg, &vn);
 		holds_unlock(x->holds);
 		view_node_clear(&vn);
 		dra_view_free(dv);
-		if (r.nomem) {
+		if (copied != 0) { /* out of memory: the holds, or the copy */
 			rc = EXTENDER_ENOMEM;
 			break;
 		}

@@ -5,7 +5,8 @@
  * pending reservations from the caller (below), and the pure core with the webhook's flags:
  * core_decide() (core.h) once per node, without words (CORE_NO_WORDS), under the
  * GPUMemoryPolicy objects that select it, if any. Each node is judged over its copy, no store's
- * lock held (the pods in flight read-locked, the policy store while one selects the node);
+ * lock held (the pods in flight read-locked, and read before the copy: a hold ends once the
+ * cache shows its pod bound; the policy store while one selects the node);
  * nothing waits there. The filter steers; it reserves nothing in the cluster: the Binding through
  * the webhook stays the commit point and the safety net. It only remembers, in this process, the
  * pods it passed whose Binding the watch cache does not show yet (holds.h): each counts on every
