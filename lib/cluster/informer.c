@@ -16,7 +16,6 @@
 #include "monotime.h"
 #include "quantity.h"
 #include "satmath.h"
-#include "view.h"
 #include "watch.h"
 
 #include <cjson/cJSON.h>
@@ -861,9 +860,9 @@ struct gauge_ctx {
 
 /* The node's limit from core_decide() without a pod: its capacity x the threshold in force
  * (its annotation, the policies that apply to it, the flags), floored at ppm. The policies
- * are read-locked (v is a copy: no cache lock is held). An unsynced store gives what it
- * holds: a gauge, not a decision. */
-static unsigned long long limit_of(const struct gauge_ctx *g, const struct view_node *v,
+ * are read-locked inside the cache's read lock (policies.h's order, as the status writer). An
+ * unsynced store gives what it holds: a gauge, not a decision. */
+static unsigned long long limit_of(const struct gauge_ctx *g, const struct cache_node_view *v,
                                    const struct capacity *cap)
 {
 	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
@@ -887,16 +886,16 @@ static unsigned long long limit_of(const struct gauge_ctx *g, const struct view_
 	return limit;
 }
 
-/* One node's gauge of g's pass, over its view copied out of the cache (view.h): no cache lock
- * is held here, so the DRA store's and the policies' are taken alone. */
-static void node_gauge(const struct gauge_ctx *g, const struct view_node *v)
+static void node_gauge(void *ctx, const struct cache_node_view *v)
 {
+	struct gauge_ctx *g = ctx;
 	struct dra_view *dv = NULL;
 	struct capacity merged;
 	char err[CAPACITY_MSG_MAX];
 
 	if (g->dra_only && (!v->known || v->capacity_rc == 0 || v->n_pods > 0))
-		return; /* unknown, or given by view_gpu_nodes_from_cache() already */
+		return; /* unknown, or given by cache_each_gpu_node() already */
+	/* Lock order: the cache's (held here), then the DRA store's. */
 	if (g->dra != NULL && dra_store_view(g->dra, v->name, NULL, NULL, NULL, &dv) != 0)
 		dv = NULL;
 	if (v->capacity_rc == 0)
@@ -936,8 +935,11 @@ static void node_gauge(const struct gauge_ctx *g, const struct view_node *v)
 		/* DRA claims, by the core's rule: each once, and a KEP-5004 pod by its claim
 		 * only (after the pods' sums above, which counted it by its units) */
 		if (dv != NULL && has_cap) { /* DRA claims, by the core's rule */
-			struct placement_node pn;
-			view_placement_node(v, mc, NULL, 0, &dv->node, &pn);
+			struct placement_node pn = {.name = v->name,
+			                            .cap = mc,
+			                            .pods = v->pods,
+			                            .n_pods = v->n_pods,
+			                            .dra = &dv->node};
 			uint64_t twice, claims = placement_dra_bytes(&pn, &twice);
 			val = sat_add(val > twice ? val - twice : 0, claims);
 		}
@@ -1072,23 +1074,6 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 		                   ? "invalid"
 		                   : demand_source_name((enum demand_source)i),
 		               cs.by_source[i]);
-	/* The nodes copied out of the cache once (view.h), then judged with no cache lock held:
-	 * every GPU node the cache knows, and the nodes whose GPUs are all DRA's (a KEP-5004
-	 * node without labels: the cache knows them as nodes of unknown capacity; their names
-	 * are copied out of the DRA store first, whose lock is never held while the cache's is
-	 * taken). Out of memory: the gauges of the nodes not copied are left out. */
-	struct view_node *gn = NULL, *dn_v = NULL;
-	size_t n_gn = 0, n_dv = 0;
-	char(*dn)[DRA_POOL_MAX] = NULL;
-	size_t n_dn = 0;
-	if (view_gpu_nodes_from_cache(inf->cache, &gn, &n_gn) != 0)
-		n_gn = 0;
-	if (inf->cfg.dra != NULL && dra_store_nodes(inf->cfg.dra, &dn, &n_dn) == 0 && n_dn > 0 &&
-	    (dn_v = calloc(n_dn, sizeof(*dn_v))) != NULL)
-		for (size_t i = 0; i < n_dn; i++)
-			if (view_from_cache(inf->cache, dn[i], &dn_v[n_dv]) == 0)
-				n_dv++;
-	free(dn);
 	for (int pass = 0; pass < 4; pass++) {
 		struct gauge_ctx g = {
 		    .w = w,
@@ -1107,14 +1092,19 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 			ledger_each(inf->cfg.ledger, ledger_now_ms(), node_reserved, &g);
 			continue;
 		}
-		for (size_t i = 0; i < n_gn; i++)
-			node_gauge(&g, &gn[i]);
-		g.dra_only = 1;
-		for (size_t i = 0; i < n_dv; i++)
-			node_gauge(&g, &dn_v[i]);
+		cache_each_gpu_node(inf->cache, node_gauge, &g);
+		/* Nodes whose GPUs are all DRA's (a KEP-5004 node without labels): the cache
+		 * knows them as nodes of unknown capacity. Names copied out first: the DRA
+		 * store's lock is never held while the cache's is taken. */
+		char(*dn)[DRA_POOL_MAX] = NULL;
+		size_t n_dn = 0;
+		if (inf->cfg.dra != NULL && dra_store_nodes(inf->cfg.dra, &dn, &n_dn) == 0) {
+			g.dra_only = 1;
+			for (size_t i = 0; i < n_dn; i++)
+				cache_with_node(inf->cache, dn[i], node_gauge, &g);
+		}
+		free(dn);
 	}
-	view_nodes_free(gn, n_gn);
-	view_nodes_free(dn_v, n_dv);
 }
 
 int informer_connected_fn(void *ctx, double now_s)

@@ -70,10 +70,11 @@ static int copy_pods(const struct cache_node_view *v, struct view_node *out, siz
 	return 0;
 }
 
-/* v into *out (cleared), under the cache's read lock: copy, nothing else. 0 or VIEW_ENOMEM
- * (*out holds what was allocated: view_node_clear). */
-static int copy_into(const struct cache_node_view *v, struct view_node *out)
+/* Under the cache's read lock: copy, nothing else. */
+static void copy_view(void *ctx, const struct cache_node_view *v)
 {
+	struct copying *c = ctx;
+	struct view_node *out = c->out;
 	size_t pool_n, shares_n, at = 0;
 
 	sizes(v, &pool_n, &shares_n);
@@ -83,13 +84,13 @@ static int copy_into(const struct cache_node_view *v, struct view_node *out)
 	out->shares = calloc(shares_n ? shares_n : 1, sizeof(*out->shares));
 	if (out->pool == NULL || out->items == NULL || out->pod_labels == NULL ||
 	    out->shares == NULL)
-		return VIEW_ENOMEM;
+		return;
 	out->n_pods = v->n_pods; /* before copy_pods: view_node_clear frees their labels */
 	if (copy_pods(v, out, &at) != 0)
-		return VIEW_ENOMEM;
+		return;
 	if (v->labels != NULL) {
 		if (labelset_copy_pairs(&out->node_labels, v->labels) != 0)
-			return VIEW_ENOMEM;
+			return;
 		out->labels = &out->node_labels.l;
 	}
 	out->name = pool_put(out->pool, &at, v->name);
@@ -106,64 +107,7 @@ static int copy_into(const struct cache_node_view *v, struct view_node *out)
 	out->pods = out->items;
 	out->declared_bytes = v->declared_bytes;
 	out->undeclared_gpus = v->undeclared_gpus;
-	return 0;
-}
-
-static void copy_view(void *ctx, const struct cache_node_view *v)
-{
-	struct copying *c = ctx;
-
-	c->rc = copy_into(v, c->out);
-}
-
-/* Every GPU node, appended under the cache's read lock. */
-struct copying_all {
-	struct view_node *v;
-	size_t n, cap;
-	int rc;
-};
-
-static void copy_each(void *ctx, const struct cache_node_view *v)
-{
-	struct copying_all *c = ctx;
-
-	if (c->rc != 0)
-		return;
-	if (c->n == c->cap) {
-		size_t ncap = c->cap ? 2 * c->cap : 64;
-		struct view_node *nv = realloc(c->v, ncap * sizeof(*nv));
-
-		if (nv == NULL) {
-			c->rc = VIEW_ENOMEM;
-			return;
-		}
-		c->v = nv;
-		c->cap = ncap;
-	}
-	memset(&c->v[c->n], 0, sizeof(c->v[c->n]));
-	c->rc = copy_into(v, &c->v[c->n++]);
-}
-
-int view_gpu_nodes_from_cache(void *cache, struct view_node **out, size_t *n)
-{
-	struct copying_all c = {NULL, 0, 0, 0};
-
-	cache_each_gpu_node(cache, copy_each, &c);
-	if (c.rc != 0) {
-		view_nodes_free(c.v, c.n);
-		c.v = NULL;
-		c.n = 0;
-	}
-	*out = c.v;
-	*n = c.n;
-	return c.rc;
-}
-
-void view_nodes_free(struct view_node *v, size_t n)
-{
-	for (size_t i = 0; v != NULL && i < n; i++)
-		view_node_clear(&v[i]);
-	free(v);
+	c->rc = 0;
 }
 
 int view_from_cache(void *cache, const char *node, struct view_node *out)

@@ -59,15 +59,6 @@ typedef int (*view_fn)(void *backend, const char *node, struct view_node *out);
 int view_from_cache(void *cache, const char *node, struct view_node *out)
     __attribute__((warn_unused_result));
 
-/* Every node cache_each_gpu_node() gives (its Node object known, with a GPU capacity or GPU
- * pods), copied in one pass under the cache's read lock: *out (n entries; the caller frees it
- * with view_nodes_free). 0, or VIEW_ENOMEM (*out NULL, *n 0). Thread-safe. */
-int view_gpu_nodes_from_cache(void *cache, struct view_node **out, size_t *n)
-    __attribute__((warn_unused_result));
-
-/* Clear v[0..n) and free v (NULL: a no-op). */
-void view_nodes_free(struct view_node *v, size_t n);
-
 /* Release what *v holds; *v becomes empty (a cleared view_node is a no-op). */
 void view_node_clear(struct view_node *v);
 

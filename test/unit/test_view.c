@@ -2,8 +2,7 @@
  * Unit tests for lib/cluster/view: a node's snapshot copied out of the watch cache. The copy
  * equals the cache's own view (cache_with_node) field by field, pods' keys, uids, priority
  * classes, labels and shares included, and stays whole after the cache is freed (ASan catches
- * a pointer left into the store); an unknown node; view_placement_node; clearing twice; every
- * GPU node copied in one pass (view_gpu_nodes_from_cache).
+ * a pointer left into the store); an unknown node; view_placement_node; clearing twice.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -174,58 +173,12 @@ static void test_placement_node(void **state)
 	cache_free(c);
 }
 
-/* Every GPU node in one copy: the nodes cache_each_gpu_node() gives, each equal to its own
- * view, and whole after the cache is freed. */
-static void record_each(void *ctx, const struct cache_node_view *v)
-{
-	struct seen *s = ctx;
-	size_t i = 0;
-
-	while (s[i].name[0] != '\0')
-		i++;
-	assert_true(i < 3);
-	seen_cache(&s[i], v);
-}
-
-static void test_every_gpu_node(void **state)
-{
-	struct cache *c = filled();
-	cJSON *cpu = cJSON_Parse("{\"metadata\":{\"name\":\"cpu-node\"},\"status\":{}}");
-	cJSON *b =
-	    cJSON_Parse("{\"metadata\":{\"name\":\"gpu-node-b\",\"labels\":{"
-	                "\"nvidia.com/gpu.memory\":\"81559\",\"nvidia.com/gpu.count\":\"2\"}},"
-	                "\"status\":{}}");
-	struct seen want[4], got;
-	struct view_node *v = NULL;
-	size_t n = 0;
-
-	(void)state;
-	assert_int_equal(cache_apply_node(c, WATCH_ADDED, cpu), 0); /* not a GPU node */
-	assert_int_equal(cache_apply_node(c, WATCH_ADDED, b), 0);
-	cJSON_Delete(cpu);
-	cJSON_Delete(b);
-	memset(want, 0, sizeof(want));
-	cache_each_gpu_node(c, record_each, want);
-	assert_int_equal(view_gpu_nodes_from_cache(c, &v, &n), 0);
-	cache_free(c);
-	assert_int_equal(n, 2);
-	assert_string_equal(want[2].name, "");
-	for (size_t i = 0; i < n; i++) {
-		seen_view(&v[i], &got);
-		assert_memory_equal(&got, &want[i], sizeof(got));
-	}
-	assert_int_equal(v[0].n_pods + v[1].n_pods, want[0].n_pods + want[1].n_pods);
-	view_nodes_free(v, n);
-	view_nodes_free(NULL, 0);
-}
-
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_copy_equals_the_cache_and_outlives_it),
 	    cmocka_unit_test(test_unknown_node),
 	    cmocka_unit_test(test_placement_node),
-	    cmocka_unit_test(test_every_gpu_node),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
