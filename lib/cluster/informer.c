@@ -515,6 +515,12 @@ static void *run(void *arg)
 			break;
 		if (k->requested) { /* asked for (pods_relist), not the server's doing */
 			k->requested = 0;
+			/* Every replica reads the same policy event at about the same moment: the
+			 * 410's draw spreads their LISTs of a large cluster too (none under 100
+			 * pods). Meanwhile the watch counts as broken (relist_asked): placements
+			 * take the API path, as they would while the LIST runs. */
+			if (nap(k->inf, relist_jitter_ms(k)))
+				break;
 			continue;
 		}
 		/* 410 again and again (a server that cannot keep up): relist with backoff, not in

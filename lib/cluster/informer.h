@@ -19,9 +19,10 @@
  * GPUMemoryPolicy tier selects by them. The policies' thread tells the cache what they want
  * (cache_set_pod_attrs): grown from each object before it is applied, settled from the whole
  * store after each event and LIST once synced (CACHE_ATTRS_ALL before). When pods the cache
- * holds lack a kind now wanted, the pods' watch is ended and pods are LISTed again at once (no
- * jitter, though every replica reads the same policy event at about the same moment: their
- * LISTs overlap), the watch counting as broken meanwhile, as after a 410.
+ * holds lack a kind now wanted, the pods' watch is ended and pods are LISTed again after the
+ * same jittered delay as after a 410 (every replica reads the same policy event at about the
+ * same moment; a list under 100 objects waits not at all), the watch counting as broken
+ * meanwhile, as after a 410.
  *
  * Freshness (informer_fresh): the cache may decide placements once both kinds have been listed,
  * while every object of the last list and events was stored (a store failure, CACHE_ENOMEM,
