@@ -517,7 +517,7 @@ static void placement_shared_device(void **state)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct shared_row *r = &rows[i];
 		char uids[MAX_OTHERS + 1][DRA_UID_MAX];
-		char keys[MAX_OTHERS][16];
+		char keys[MAX_OTHERS][32];
 		struct placement_item items[MAX_OTHERS];
 		size_t n_items = 0, n_uids = 0;
 		struct capacity cap = {.per_gpu_bytes = H100,
