@@ -462,6 +462,32 @@ static struct sslice **local_slices(struct dra_store *s, const char *node, size_
 	return local;
 }
 
+/* A whole device d of result r, shared by the claim's config (dra.h): into cu's sharing (any
+ * time-sliced device makes the claim's TIME_SLICING), pinned limit (the largest; 0 when one
+ * shared device has none) and device memory (the smallest published). */
+static void shared_device(const struct dra_result *r, const struct dra_device *d,
+                          struct dra_claim_use *cu)
+{
+	int k = d->type == DRA_TYPE_MIG ? DRA_CFG_MIG : DRA_CFG_GPU;
+	uint8_t st = r->sharing[k];
+	uint64_t pin = st == DRA_SHARING_MPS ? r->pinned[k] : 0;
+
+	if (st == DRA_SHARING_NONE)
+		return;
+	if (cu->sharing == DRA_SHARING_NONE) {
+		cu->sharing = st;
+		cu->pinned = pin;
+	} else {
+		if (st != cu->sharing)
+			cu->sharing = DRA_SHARING_TIME_SLICING;
+		cu->pinned = pin == 0 || cu->pinned == 0 ? 0 : pin > cu->pinned ? pin : cu->pinned;
+	}
+	if (cu->sharing != DRA_SHARING_MPS)
+		cu->pinned = 0;
+	if (d->memory > 0 && (cu->dev_bytes == 0 || d->memory < cu->dev_bytes))
+		cu->dev_bytes = d->memory;
+}
+
 /* What claim c holds on the node's slices into cu (NULL: only *on); *on set when one of its
  * devices is there. */
 static void claim_on(const struct sclaim *c, struct sslice *const *local, size_t n, int *on,
@@ -485,6 +511,7 @@ static void claim_on(const struct sclaim *c, struct sslice *const *local, size_t
 		} else {
 			cu->whole_n++;
 			cu->whole_bytes = sat_add(cu->whole_bytes, d->memory);
+			shared_device(r, d, cu);
 		}
 	}
 }
@@ -556,6 +583,7 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 		memcpy(cu->uid, c->uid, sizeof(cu->uid));
 		memcpy(cu->owner, c->owner, sizeof(cu->owner));
 		cu->extended = c->extended;
+		cu->mine = (uint8_t)mine;
 		cu->n_pods = c->n_reserved;
 		cu->pods = (const char(*)[DRA_UID_MAX])v->uids[u];
 		if (c->n_reserved > 0)

@@ -7,8 +7,11 @@
  *
  * Kept, per slice of our drivers: its node, driver, pool and devices (name, memory, type,
  * flags). Per claim: its key, uid, owner, KEP-5004 flag, requests, allocation results of our
- * drivers and reservedFor pod uids. Slices of other drivers and claims without any of our
- * results or requests are kept as names only (a later event may change that).
+ * drivers (with the sharing their configs give them, dra.h) and reservedFor pod uids. A claim's
+ * view (dra_claim_use) says how its whole devices on the node are shared (by the device's
+ * type: a GPU's config or a MIG device's) and whether the pod the view is for names it. Slices of
+ * other drivers and claims without any of our results or requests are kept as names only (a later
+ * event may change that).
  *
  * A claim is on node N when one of its results names a device (driver, pool, device) that a
  * slice with spec.nodeName N publishes. Claims are counted once each (dra.h).

@@ -30,7 +30,7 @@ struct copying {
 	int rc;
 };
 
-/* The sizes of the copy: the pool's bytes, and the shares of every pod. */
+/* The sizes of the copy: the pool's bytes, and the shares and DRA figures of every pod. */
 static void sizes(const struct cache_node_view *v, size_t *pool, size_t *shares)
 {
 	*pool = str_len(v->name);
@@ -40,6 +40,7 @@ static void sizes(const struct cache_node_view *v, size_t *pool, size_t *shares)
 
 		*pool += str_len(it->key) + str_len(it->uid) + str_len(it->priority_class);
 		*shares += it->shares != NULL ? it->n_shares : 0;
+		*shares += it->dra_figs != NULL ? it->n_dra_figs : 0;
 	}
 }
 
@@ -60,6 +61,13 @@ static int copy_pods(const struct cache_node_view *v, struct view_node *out, siz
 			memcpy(&out->shares[k], src->shares, src->n_shares * sizeof(*out->shares));
 			it->shares = &out->shares[k];
 			k += src->n_shares;
+		}
+		/* a DRA pod's figures point into the cache's pod, as shares do: copied alike */
+		if (src->dra_figs != NULL && src->n_dra_figs > 0) {
+			memcpy(&out->shares[k], src->dra_figs,
+			       src->n_dra_figs * sizeof(*out->shares));
+			it->dra_figs = &out->shares[k];
+			k += src->n_dra_figs;
 		}
 		if (src->labels != NULL) {
 			if (labelset_copy_pairs(&out->pod_labels[i], src->labels) != 0)

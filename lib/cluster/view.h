@@ -9,9 +9,9 @@
  *
  * Ownership: a view_node is a value the caller keeps (on its stack); a backend fills it with
  * storage of its own (one string pool for the names, keys, uids and priority classes, the
- * pods' items, shares and labels), released by view_node_clear(). Everything a view_node
- * points to lives until then. Not thread-safe by itself: one view per thread; backends are
- * thread-safe.
+ * pods' items, shares, DRA figures and labels), released by view_node_clear(). Everything a
+ * view_node points to lives until then. Not thread-safe by itself: one view per thread; backends
+ * are thread-safe.
  */
 #ifndef GMG_VIEW_H
 #define GMG_VIEW_H
@@ -36,7 +36,8 @@ struct view_node {
 	const struct capacity *cap;            /* valid when capacity_rc == 0, else NULL */
 	const char *capacity_error; /* the message when capacity_rc != 0 (never NULL; "" when 0) */
 	const struct placement_item *pods; /* GPU pods bound to it, not finished; their labels,
-	                                      priority classes and shares copied too */
+	                                      priority classes, shares and DRA figures
+	                                      (dra_figs) copied too */
 	size_t n_pods;
 	uint64_t declared_bytes;  /* sum of the declared bytes of pods */
 	uint64_t undeclared_gpus; /* sum of the GPUs of pods without a valid declaration */
@@ -46,7 +47,7 @@ struct view_node {
 	struct labelset node_labels;
 	struct labelset *pod_labels; /* n_pods */
 	struct placement_item *items;
-	struct demand_share *shares;
+	struct demand_share *shares; /* the pods' shares, then their DRA figures */
 	char *pool;
 };
 

@@ -319,10 +319,211 @@ static int decode_result(const cJSON *res, const char *claim, const struct dra_d
 	return 0;
 }
 
+/* The kind of config cfg when it is one this guard reads (dra.h): DRA_CFG_GPU, DRA_CFG_MIG, or
+ * -1 (another driver's, another kind, no apiVersion of the NVIDIA driver's group). */
+static int config_kind(const cJSON *cfg, const struct dra_drivers *d)
+{
+	const char *api = json_str(cfg, "opaque", "parameters", "apiVersion", NULL);
+	const char *kind = json_str(cfg, "opaque", "parameters", "kind", NULL);
+	size_t glen = strlen(DRA_CONFIG_GROUP);
+
+	if (!dra_driver_ours(d, json_str(cfg, "opaque", "driver", NULL)) || api == NULL ||
+	    kind == NULL || strncmp(api, DRA_CONFIG_GROUP, glen) != 0 || api[glen] != '/')
+		return -1;
+	if (strcmp(kind, DRA_CONFIG_GPU) == 0)
+		return DRA_CFG_GPU;
+	if (strcmp(kind, DRA_CONFIG_MIG) == 0)
+		return DRA_CFG_MIG;
+	return -1;
+}
+
+/* A pinned memory limit: a quantity of at least DRA_MIN_PINNED. */
+static int pinned_of(const cJSON *v, const char *what, uint64_t *out, char *err, size_t errlen)
+{
+	if (quantity_of(v, what, out, err, errlen) != 0)
+		return -1;
+	if (*out < DRA_MIN_PINNED) {
+		errbuf_set(err, errlen, "%s is under 1Mi (the driver refuses it)", what);
+		return -1;
+	}
+	return 0;
+}
+
+/* MPS's pinned limit of mpsConfig mps (may be NULL): the default's, raised to the largest
+ * per-device limit when both are set (dra.h); 0 when no default. */
+static int decode_mps(const cJSON *mps, const char *where, uint64_t *pinned, char *err,
+                      size_t errlen)
+{
+	const cJSON *def = json_at(mps, "defaultPinnedDeviceMemoryLimit", NULL);
+	const cJSON *per = json_at(mps, "defaultPerDevicePinnedMemoryLimit", NULL), *e;
+	char what[DRA_NAME_MAX + 160];
+	uint64_t b;
+
+	*pinned = 0;
+	if (mps != NULL && !cJSON_IsNull(mps) && !cJSON_IsObject(mps)) {
+		errbuf_set(err, errlen, "%s: sharing.mpsConfig is not an object", where);
+		return -1;
+	}
+	snprintf(what, sizeof(what), "%s: sharing.mpsConfig.defaultPinnedDeviceMemoryLimit", where);
+	if (def != NULL && !cJSON_IsNull(def) && pinned_of(def, what, pinned, err, errlen) != 0)
+		return -1;
+	if (per == NULL || cJSON_IsNull(per))
+		return 0;
+	if (!cJSON_IsObject(per)) {
+		errbuf_set(
+		    err, errlen,
+		    "%s: sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit is not a map of "
+		    "device index or UUID to a quantity",
+		    where);
+		return -1;
+	}
+	cJSON_ArrayForEach(e, per)
+	{
+		snprintf(what, sizeof(what),
+		         "%s: sharing.mpsConfig.defaultPerDevicePinnedMemoryLimit[%.40s]", where,
+		         e->string ? e->string : "");
+		if (pinned_of(e, what, &b, err, errlen) != 0)
+			return -1;
+		if (*pinned > 0 && b > *pinned)
+			*pinned = b;
+	}
+	return 0;
+}
+
+/* The sharing of config cfg (one of ours), into *strategy and *pinned; -1 with err when it is
+ * malformed. where names the config in errors. */
+static int decode_sharing(const cJSON *cfg, const char *where, uint8_t *strategy, uint64_t *pinned,
+                          char *err, size_t errlen)
+{
+	const cJSON *sh = json_at(cfg, "opaque", "parameters", "sharing", NULL);
+	const char *st = json_str(sh, "strategy", NULL);
+	const cJSON *ts = json_at(sh, "timeSlicingConfig", NULL);
+	const cJSON *mps = json_at(sh, "mpsConfig", NULL);
+
+	*strategy = DRA_SHARING_NONE;
+	*pinned = 0;
+	if (sh == NULL || cJSON_IsNull(sh))
+		return 0;
+	if (!cJSON_IsObject(sh)) {
+		errbuf_set(err, errlen, "%s: sharing is not an object", where);
+		return -1;
+	}
+	if (st != NULL && strcmp(st, "TimeSlicing") == 0) {
+		if (mps != NULL && !cJSON_IsNull(mps)) {
+			errbuf_set(err, errlen,
+			           "%s: sharing.mpsConfig with strategy TimeSlicing (the driver "
+			           "refuses it)",
+			           where);
+			return -1;
+		}
+		*strategy = DRA_SHARING_TIME_SLICING;
+		return 0;
+	}
+	if (st != NULL && strcmp(st, "MPS") == 0) {
+		if (ts != NULL && !cJSON_IsNull(ts)) {
+			errbuf_set(err, errlen,
+			           "%s: sharing.timeSlicingConfig with strategy MPS (the driver "
+			           "refuses it)",
+			           where);
+			return -1;
+		}
+		*strategy = DRA_SHARING_MPS;
+		return decode_mps(mps, where, pinned, err, errlen);
+	}
+	if (st == NULL)
+		errbuf_set(err, errlen,
+		           "%s: sharing.strategy is missing or not a string (TimeSlicing or MPS)",
+		           where);
+	else
+		errbuf_set(err, errlen,
+		           "%s: sharing.strategy \"%.40s\" is not TimeSlicing or MPS (the NVIDIA "
+		           "driver's strategies)",
+		           where, st);
+	return -1;
+}
+
+/* Whether config cfg names request req ("gpu", or "gpu/sub": naming "gpu" names it too); 0
+ * when it names none (-1: it names no request, so applies by kind). */
+static int config_names(const cJSON *cfg, const char *req)
+{
+	const cJSON *names = json_at(cfg, "requests", NULL), *n;
+	const char *slash = strchr(req, '/');
+	size_t plen = slash ? (size_t)(slash - req) : strlen(req);
+
+	if (!cJSON_IsArray(names) || cJSON_GetArraySize(names) == 0)
+		return -1;
+	cJSON_ArrayForEach(n, names) if (cJSON_IsString(n) &&
+	                                 (strcmp(n->valuestring, req) == 0 ||
+	                                  (strlen(n->valuestring) == plen &&
+	                                   strncmp(n->valuestring, req, plen) == 0))) return 1;
+	return 0;
+}
+
+/* The configs (status.allocation.devices.config when the allocation has them, else
+ * spec.devices.config) into *out (NULL: none); each of ours whose sharing is malformed is an
+ * error. */
+static int decode_configs(const cJSON *obj, const char *claim, const struct dra_drivers *d,
+                          const cJSON **out, char *err, size_t errlen)
+{
+	const cJSON *alloc = json_at(obj, "status", "allocation", "devices", "config", NULL), *cfg;
+	int from_alloc = alloc != NULL && !cJSON_IsNull(alloc);
+	const char *field = from_alloc ? "status.allocation.devices.config" : "spec.devices.config";
+	char where[DRA_NAME_MAX + 80];
+	uint64_t pinned;
+	uint8_t st;
+	int i = 0;
+
+	/* An allocation copies the claim's configs and adds the class's; one without (hand-made,
+	 * or written before) has only the spec's. */
+	if (array_at(from_alloc ? json_at(obj, "status", "allocation", "devices", NULL)
+	                        : json_at(obj, "spec", "devices", NULL),
+	             "config", out) != 0 ||
+	    cJSON_GetArraySize(*out) > DRA_CLAIM_CONFIGS) {
+		errbuf_set(err, errlen, "ResourceClaim %s: %s is not a list of at most %d", claim,
+		           field, DRA_CLAIM_CONFIGS);
+		return -1;
+	}
+	cJSON_ArrayForEach(cfg, *out)
+	{
+		snprintf(where, sizeof(where), "ResourceClaim %s: %s[%d]", claim, field, i++);
+		if (config_kind(cfg, d) >= 0 &&
+		    decode_sharing(cfg, where, &st, &pinned, err, errlen) != 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* The sharing of result r's device when it is of kind (DRA_CFG_GPU / DRA_CFG_MIG), by the
+ * driver's precedence (dra.h): the claim's configs, then the class's, each from the last. */
+static void result_sharing(const cJSON *configs, const struct dra_drivers *d, struct dra_result *r,
+                           int kind)
+{
+	int n = cJSON_GetArraySize(configs);
+
+	for (int pass = 0; pass < 2; pass++)
+		for (int i = n - 1; i >= 0; i--) {
+			const cJSON *cfg = cJSON_GetArrayItem(configs, i);
+			const char *src = json_str(cfg, "source", NULL);
+			int from_class = src != NULL && strcmp(src, "FromClass") == 0;
+			int k = config_kind(cfg, d), named;
+
+			if (k < 0 || from_class != (pass == 1))
+				continue;
+			named = config_names(cfg, r->request);
+			if (named == 0 || (named < 0 && k != kind))
+				continue;
+			/* validated by decode_configs: cannot fail */
+			(void)decode_sharing(cfg, "", &r->sharing[kind], &r->pinned[kind], NULL, 0);
+			if (r->sharing[kind] != DRA_SHARING_MPS)
+				r->pinned[kind] = 0;
+			return;
+		}
+}
+
 static int decode_status(const cJSON *obj, const char *claim, const struct dra_drivers *d,
                          struct dra_claim *out, char *err, size_t errlen)
 {
-	const cJSON *results = NULL, *res, *rsv = NULL, *ref;
+	const cJSON *results = NULL, *res, *rsv = NULL, *ref, *configs = NULL;
 	const cJSON *alloc = json_at(obj, "status", "allocation", NULL);
 
 	out->allocated = cJSON_IsObject(alloc);
@@ -337,6 +538,12 @@ static int decode_status(const cJSON *obj, const char *claim, const struct dra_d
 	}
 	cJSON_ArrayForEach(res, results) if (decode_result(res, claim, d, out, err, errlen) !=
 	                                     0) return -1;
+	if (decode_configs(obj, claim, d, &configs, err, errlen) != 0)
+		return -1;
+	for (size_t i = 0; configs != NULL && i < out->n_results; i++) {
+		result_sharing(configs, d, &out->results[i], DRA_CFG_GPU);
+		result_sharing(configs, d, &out->results[i], DRA_CFG_MIG);
+	}
 	if (array_at(json_at(obj, "status", NULL), "reservedFor", &rsv) != 0 ||
 	    cJSON_GetArraySize(rsv) > DRA_CLAIM_RESERVED) {
 		errbuf_set(err, errlen,

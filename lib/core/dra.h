@@ -19,17 +19,37 @@
  *     exactly.allocationMode / .count / .capacity.requests.memory; firstAvailable: the largest
  *     of its subrequests), status.allocation.devices.results[] (request, driver, pool, device,
  *     shareID, consumedCapacity.memory, adminAccess), status.reservedFor[] (resource "pods":
- *     their uids).
+ *     their uids), and the device configs (below).
+ *   Device configs: status.allocation.devices.config[] when the allocation has them (the
+ *     scheduler copies the DeviceClass's configs there, source FromClass, beside the claim's,
+ *     FromClaim), else spec.devices.config[]; each {requests[], opaque: {driver, parameters}}.
+ *     Read: those whose opaque.driver is one of ours and whose parameters are the NVIDIA
+ *     driver's GpuConfig or MigDeviceConfig (apiVersion resource.nvidia.com/<version>; field
+ *     names from api/nvidia.com/resource/v1beta1/gpuconfig.go, migconfig.go and sharing.go of
+ *     kubernetes-sigs/dra-driver-nvidia-gpu, formerly NVIDIA/k8s-dra-driver-gpu):
+ *     sharing.strategy ("TimeSlicing" or "MPS"), sharing.mpsConfig
+ *     .defaultPinnedDeviceMemoryLimit (a quantity) and .defaultPerDevicePinnedMemoryLimit (a map
+ *     of device index or UUID to a quantity). Other drivers' configs and other kinds (a
+ *     VfioDeviceConfig, a config without apiVersion or kind) are skipped; sharing of ours that
+ *     is not an object, an unknown or missing strategy, a mpsConfig beside TimeSlicing or a
+ *     timeSlicingConfig beside MPS (the driver refuses both), a pinned limit that is not a
+ *     quantity of at least 1Mi (the driver refuses less) is DRA_EINVAL. Which config applies
+ *     to a result is the driver's rule (gpu-kubelet-plugin's device_state.go): the claim's
+ *     configs over the class's, a later one over an earlier; one naming the result's request
+ *     (or, per the API's doc, its parent request of a "req/sub" result) applies whatever its
+ *     kind, one naming no request only to devices of its kind (GpuConfig: GPUs, MigDeviceConfig:
+ *     MIG devices), so each result keeps both answers and the store picks by the device's type.
+ *     MPS's pinned limit: the default's; per-device limits are not matched to devices (the
+ *     driver keys them by the index among the config's devices or by UUID): when present the
+ *     largest of them and the default is taken for every device (with no default, devices
+ *     they do not name are not pinned: no limit is taken). Not read: timeSlicingConfig.interval
+ *     and defaultActiveThreadPercentage (no memory meaning), multiUser.
  *   Pod: spec.resourceClaims[] (resourceClaimName, resourceClaimTemplateName),
  *     status.resourceClaimStatuses[].resourceClaimName, status.extendedResourceClaimStatus
  *     .resourceClaimName (KEP-5004).
- * Not read: DeviceClasses (their CEL selectors), opaque driver configs (spec.devices.config[]
- * .opaque: the NVIDIA driver's GpuConfig sharing.strategy TimeSlicing / MPS of a claim's
- * devices: the claim is counted once at what it holds, whoever shares it, so of
- * docs/sharing.md's rule only the exclusive half holds for DRA devices: a device held whole is
- * the claim's alone; the pods sharing it are not judged against each other), admin access
- * results (counted as any allocation: the safe side), binding conditions. KEP-5004: the pod's
- * units its claim serves are told apart by demand.h (requestMappings).
+ * Not read: DeviceClasses (their CEL selectors; their configs only as the allocation copies
+ * them), admin access results (counted as any allocation: the safe side), binding conditions.
+ * KEP-5004: the pod's units its claim serves are told apart by demand.h (requestMappings).
  *
  * Counting rules (dra_result_bytes, dra_request_max_bytes; placement.h applies them per node):
  *   - a result with consumedCapacity.memory (a KEP-5075 share) counts that against the
@@ -39,7 +59,10 @@
  *   - a claim counts once per node, whoever is in its reservedFor (KAI-Scheduler #1930);
  *   - a claim not allocated yet counts what its requests can get at most on a node: per
  *     request count devices (allocationMode All: every device) of the largest memory there,
- *     or count x capacity.requests.memory when the request asks a share.
+ *     or count x capacity.requests.memory when the request asks a share;
+ *   - a device held whole with a time-slicing or MPS config is still the claim's alone on the
+ *     node, but the pods the claim is reserved for share it: placement.h judges them against
+ *     each other by docs/sharing.md's shared rule (dra_claim_use.sharing).
  */
 #ifndef GMG_DRA_H
 #define GMG_DRA_H
@@ -68,8 +91,15 @@ struct cJSON;
 #define DRA_CLAIM_RESULTS  32
 #define DRA_CLAIM_RESERVED 256
 #define DRA_CLAIM_REQUESTS 32
-#define DRA_POD_CLAIMS     32 /* claims named by one pod; more is refused */
-#define DRA_MSG_MAX        256
+/* Device configs: DeviceConfigMaxSize 32 in a claim's spec, 64 in its allocation (the class's
+ * and the claim's, AllocationConfigMaxSize). More is refused. */
+#define DRA_CLAIM_CONFIGS 64
+#define DRA_CONFIG_GROUP  "resource.nvidia.com" /* the NVIDIA driver's config API group */
+#define DRA_CONFIG_GPU    "GpuConfig"
+#define DRA_CONFIG_MIG    "MigDeviceConfig"
+#define DRA_MIN_PINNED    (1024ull * 1024) /* the driver refuses a pinned limit under 1Mi */
+#define DRA_POD_CLAIMS    32               /* claims named by one pod; more is refused */
+#define DRA_MSG_MAX       256
 
 #define DRA_EINVAL (-1) /* not an object of the kind, or a field of the wrong shape: err says */
 
@@ -78,6 +108,19 @@ enum dra_type {
 	DRA_TYPE_GPU = 1,
 	DRA_TYPE_MIG = 2,
 };
+
+/* How the NVIDIA driver shares a device among the pods and containers of its claim (its
+ * GpuConfig or MigDeviceConfig sharing.strategy). */
+enum dra_sharing {
+	DRA_SHARING_NONE = 0, /* no config of ours, or one without sharing */
+	DRA_SHARING_TIME_SLICING = 1,
+	DRA_SHARING_MPS = 2,
+};
+
+/* dra_result.sharing[] and .pinned[]: the config for a GPU device (or an untyped one), and for
+ * a MIG device */
+#define DRA_CFG_GPU 0
+#define DRA_CFG_MIG 1
 
 /* The drivers whose devices are GPUs. n == 0 means DRA_DRIVER_DEFAULT alone. */
 struct dra_drivers {
@@ -130,6 +173,10 @@ struct dra_result {
 	uint64_t consumed;               /* consumedCapacity.memory, bytes, when has_consumed */
 	uint8_t has_consumed;
 	uint8_t admin; /* adminAccess */
+	/* The sharing its device gets from the claim's configs (above), [DRA_CFG_GPU] when the
+	 * device is a GPU or untyped, [DRA_CFG_MIG] when a MIG device (the store knows which) */
+	uint8_t sharing[2]; /* enum dra_sharing */
+	uint64_t pinned[2]; /* MPS: each client's pinned memory limit, bytes; 0: none set */
 };
 
 /* One request of the claim's spec, as the most it can get. */
@@ -160,7 +207,8 @@ struct dra_claim {
 
 /* Decode a ResourceClaim (borrowed). 0 and *out filled, or DRA_EINVAL with err: not an object,
  * no metadata.name, a string too long for its field, more entries than the caps above, a
- * count that is not a positive integer, a quantity that does not parse. */
+ * count that is not a positive integer, a quantity that does not parse, a config of ours whose
+ * sharing is malformed (above). */
 int dra_claim_decode(const struct cJSON *obj, const struct dra_drivers *d, struct dra_claim *out,
                      char *err, size_t errlen) __attribute__((warn_unused_result));
 
@@ -215,6 +263,16 @@ struct dra_claim_use {
 	uint8_t shared;          /* a result with a shareID (KEP-5075) */
 	size_t n_pods;           /* reservedFor pods */
 	const char (*pods)[DRA_UID_MAX];
+	/* Its whole devices on the node shared by a config (dra_result.sharing): TIME_SLICING when
+	 * any is time-sliced, MPS when all its shared devices are; NONE: the claim's alone, its
+	 * pods not judged against each other. */
+	uint8_t sharing;    /* enum dra_sharing */
+	uint64_t pinned;    /* MPS: each client's pinned limit, bytes (the largest of its shared
+	                       devices'); 0: none, or one of them not pinned */
+	uint64_t dev_bytes; /* the smallest memory of its shared devices; 0: not published (the
+	                       node's per-GPU memory is taken) */
+	uint8_t mine;       /* the pod being placed names it (by name, or as its owner or in its
+	                       reservedFor: dra_store_view's pod) */
 };
 
 struct dra_node {

@@ -138,21 +138,28 @@ void placement_dra_demand(struct demand *d)
 	d->dra_words[sizeof(d->dra_words) - 1] = '\0';
 }
 
-/* DRA containers' own figures (demand.dra_figs) on the node's largest DRA device (else the
- * node's GPU), effective-request rule; 0 when none. */
+/* DRA containers' own figures (demand.dra_figs), each a share of one device of piece bytes,
+ * effective-request rule; 0 when none. */
+static uint64_t figs_on(const struct demand_share *figs, size_t n, uint64_t piece)
+{
+	struct capacity one = {
+	    .per_gpu_bytes = piece, .gpu_count = 1, .total_bytes = piece, .piece_bytes = piece};
+
+	if (n == 0 || figs == NULL)
+		return 0;
+	one.replicas = 1;
+	return demand_shares_bytes(figs, n <= DEMAND_MAX_PARTS ? n : DEMAND_MAX_PARTS, &one);
+}
+
+/* DRA containers' own figures on the node's largest DRA device (else the node's GPU). */
 static uint64_t figs_bytes(const struct placement_node *node, const struct demand_share *figs,
                            size_t n)
 {
 	uint64_t dev = node->dra != NULL && node->dra->gpus.max_bytes > 0
 	                   ? node->dra->gpus.max_bytes
 	                   : node->cap->per_gpu_bytes;
-	struct capacity one = {
-	    .per_gpu_bytes = dev, .gpu_count = 1, .total_bytes = dev, .piece_bytes = dev};
 
-	if (n == 0 || figs == NULL)
-		return 0;
-	one.replicas = 1;
-	return demand_shares_bytes(figs, n <= DEMAND_MAX_PARTS ? n : DEMAND_MAX_PARTS, &one);
+	return figs_on(figs, n, dev);
 }
 
 static uint64_t dra_figures(const struct placement_node *node, const struct demand *d)
@@ -628,6 +635,189 @@ static int dra_devices(const struct placement_node *node, const struct placement
 	return 1;
 }
 
+/* The visible pod of uid carrying DRA containers' figures, or NULL. */
+static const struct placement_item *figs_item(const struct placement_node *node, const char *uid)
+{
+	for (size_t i = 0; i < node->n_pods; i++)
+		if (node->pods[i].n_dra_figs > 0 && node->pods[i].uid != NULL &&
+		    strcmp(node->pods[i].uid, uid) == 0)
+			return &node->pods[i];
+	return NULL;
+}
+
+/* A shared DRA claim's device as the messages name it. */
+struct shared_dev {
+	const struct dra_claim_use *c;
+	const char *how;   /* "time-sliced", "MPS" */
+	uint64_t dev, pin; /* the device's memory; MPS's pinned limit (0: none) */
+	char where[POLICY_NAME_MAX + 96];
+};
+
+/* MPS with a pinned limit: a container's figure over the threshold of it can never fit. */
+static void pinned_never_fits(const struct placement_pod *pod, const struct placement_policy *pol,
+                              double threshold, const struct shared_dev *sd, uint64_t largest,
+                              struct placement_result *out)
+{
+	struct policy_decision *dec = &out->decision;
+	char f[QUANTITY_FMT_MAX], p[QUANTITY_FMT_MAX], b[QUANTITY_FMT_MAX], r[POLICY_RATIO_MAX];
+
+	dec->reason = "NeverFits";
+	dec->verdict = pol->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY_NEVER_FITS;
+	dec->allowed = pol->mode == POLICY_WARN;
+	if (pol->verdict_only)
+		return;
+	quantity_format(largest, f, sizeof(f));
+	quantity_format(sd->pin, p, sizeof(p));
+	quantity_format(quantity_ppm_of(sd->pin, quantity_ratio_ppm(threshold)), b, sizeof(b));
+	policy_format_ratio(threshold, r, sizeof(r));
+	if (snprintf(dec->message, sizeof(dec->message),
+	             "%s can never fit on %s: a container naming the claim declares %s per MPS "
+	             "client, above the %s limit of one MPS client's %s (%s); MPS: the claim's "
+	             "config pins each client to %s (sharing.mpsConfig); its figure: %s",
+	             pod->name ? pod->name : "(unnamed pod)", sd->where, f, r, p, b, p,
+	             pod->demand->dra_words) >= (int)sizeof(dec->message))
+		dec->message[sizeof(dec->message) - 1] = '\0'; /* cut: the verdict stands */
+}
+
+/* A pod without a figure beside other pods on a shared DRA device: refused, saying how. */
+static void undeclared_dra(const struct placement_pod *pod, const struct placement_policy *pol,
+                           const struct shared_dev *sd, size_t n_others,
+                           struct placement_result *out)
+{
+	struct policy_decision *dec = &out->decision;
+
+	dec->reason = "UndeclaredOnSharedCard";
+	dec->verdict = pol->mode == POLICY_WARN ? POLICY_WARN_ONLY : POLICY_DENY;
+	dec->allowed = pol->mode == POLICY_WARN;
+	if (pol->verdict_only)
+		return;
+	if (snprintf(dec->message, sizeof(dec->message),
+	             "%s declares no GPU memory, and %s is shared (%s, the claim's config) with "
+	             "%zu other pod(s): it could take the whole device they use. Declare what it "
+	             "needs in the containers naming the claim: env " GMG_DECL_HINT,
+	             pod->name ? pod->name : "(unnamed pod)", sd->where, sd->how,
+	             n_others) >= (int)sizeof(dec->message))
+		dec->message[sizeof(dec->message) - 1] = '\0'; /* cut: the verdict stands */
+}
+
+/*
+ * One claim's shared device (placement.h, "DRA devices shared by a config"): the pod's figures
+ * beside those of the claim's other pods, on the device (the pinned limit under MPS). Returns
+ * 1 when decided here (out->decision set), 0 otherwise; *sole set when the pod has no figure
+ * and no other pod shares the device.
+ */
+static int judge_shared(const struct placement_node *node, const struct placement_pod *pod,
+                        const struct placement_policy *pol, double threshold,
+                        const struct dra_claim_use *c, struct placement_result *out, int *sole)
+{
+	const struct demand *d = pod->demand;
+	struct shared_dev sd = {.c = c};
+	struct tally t; /* the other pods, for the message */
+	struct policy_decision dec;
+	char note[POLICY_MSG_MAX / 2];
+	size_t n_others = 0, n_bare = 0;
+	uint64_t largest = 0, mine, piece;
+
+	sd.how = c->sharing == DRA_SHARING_MPS ? "MPS" : "time-sliced";
+	sd.dev = c->dev_bytes > 0 ? c->dev_bytes : node->cap->per_gpu_bytes;
+	sd.pin = c->sharing == DRA_SHARING_MPS ? c->pinned : 0;
+	piece = sd.pin > 0 ? sd.pin : sd.dev;
+	if (snprintf(sd.where, sizeof(sd.where), "%s (claim %s's %s device)",
+	             node->name ? node->name : "(unnamed node)", c->key,
+	             sd.how) >= (int)sizeof(sd.where))
+		sd.where[sizeof(sd.where) - 1] =
+		    '\0'; /* a name cut: the figures do not depend on it */
+	for (size_t k = 0; k < d->n_dra_figs && k < DEMAND_MAX_PARTS; k++) {
+		uint64_t b = figs_on(&d->dra_figs[k], 1, piece);
+		if (b > largest)
+			largest = b;
+	}
+	if (sd.pin > 0 && largest > quantity_ppm_of(sd.pin, quantity_ratio_ppm(threshold))) {
+		pinned_never_fits(pod, pol, threshold, &sd, largest, out);
+		return 1;
+	}
+	memset(&t, 0, sizeof(t));
+	for (size_t k = 0; k < c->n_pods; k++) {
+		const struct placement_item *it;
+
+		if (pod->uid != NULL && strcmp(c->pods[k], pod->uid) == 0)
+			continue;
+		n_others++;
+		if ((it = figs_item(node, c->pods[k])) != NULL) {
+			uint64_t b = figs_on(it->dra_figs, it->n_dra_figs, piece);
+			t.used = sat_add(t.used, b);
+			top_insert(&t, it->key, "", b);
+		} else { /* no figure seen: the whole device, or its pinned limit */
+			n_bare++;
+			t.used = sat_add(t.used, piece);
+		}
+	}
+	if (n_others == 0) {
+		*sole |= d->n_dra_figs == 0;
+		return 0; /* alone on the device: as a device held whole */
+	}
+	if (d->n_dra_figs == 0 && sd.pin == 0) {
+		undeclared_dra(pod, pol, &sd, n_others, out);
+		return 1;
+	}
+	mine = d->n_dra_figs > 0 ? figs_on(d->dra_figs, d->n_dra_figs, piece) : sd.pin;
+	if (n_bare > 0) {
+		char name[64];
+		snprintf(name, sizeof(name), "%zu pod(s) with no figure seen", n_bare);
+		top_insert(&t, name, "", sat_mul(n_bare, piece)); /* one entry for them all */
+	}
+	if (snprintf(note, sizeof(note),
+	             "DRA: the claim's config shares its device (%s) among the pods it is "
+	             "reserved for, each counted at its containers' own figure%s; its figure: %s",
+	             sd.how, sd.pin > 0 ? " (a share of the pinned limit under MPS)" : "",
+	             d->n_dra_figs > 0 ? d->dra_words : "none (the pinned limit)") >=
+	    (int)sizeof(note))
+		note[sizeof(note) - 1] = '\0';
+	struct policy_input in = {
+	    .pod = pod->name,
+	    .node = sd.where,
+	    .demand_bytes = mine,
+	    .capacity_bytes = sd.dev,
+	    .pool_note = note,
+	    .gpu_count = 1,
+	    .threshold = threshold,
+	    .warn_threshold = pol->warn_threshold,
+	    .mode = pol->mode,
+	    .used_bytes = t.used,
+	    .consumers = t.top,
+	    .n_consumers = t.n_top,
+	    .n_consumers_total = t.n_total,
+	    .no_message = pol->verdict_only,
+	};
+	if (policy_decide(&in, &dec) != 0 || dec.verdict == POLICY_ALLOW)
+		return 0; /* a device of no memory: judged as a device held whole */
+	out->decision = dec;
+	if (strcmp(dec.reason, "NeverFits") == 0 && !pol->verdict_only) {
+		size_t n = strlen(out->decision.message); /* policy_decide says no note there */
+		if (n + 2 < sizeof(out->decision.message))
+			snprintf(out->decision.message + n, sizeof(out->decision.message) - n,
+			         "; %s", note);
+	}
+	return 1;
+}
+
+/* The shared DRA devices of claims the pod is in (judge_shared); 1 when decided here. */
+static int dra_shared(const struct placement_node *node, const struct placement_pod *pod,
+                      const struct placement_policy *pol, double threshold,
+                      struct placement_result *out, int *sole)
+{
+	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++) {
+		const struct dra_claim_use *c = &node->dra->claims[i];
+
+		if (c->sharing == DRA_SHARING_NONE || c->whole_n == 0 ||
+		    !(c->mine || claim_has(c, pod->uid)))
+			continue;
+		if (judge_shared(node, pod, pol, threshold, c, out, sole))
+			return 1;
+	}
+	return 0;
+}
+
 /* End the message with the pod's source on this node. */
 static void add_source(const struct placement_policy *pol, const struct demand *d,
                        struct placement_result *out)
@@ -749,6 +939,13 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 		return -1;
 	}
 decided:
+	if (out->decision.allowed && out->decision.verdict != POLICY_WARN_ONLY && threshold > 0.0 &&
+	    threshold <= 1.0) {
+		int sole = 0;
+		if (!dra_shared(node, pod, pol, threshold, out, &sole) && sole &&
+		    strcmp(out->decision.reason, "ExclusiveCards") == 0)
+			out->decision.reason = "SoleConsumer";
+	}
 	add_source(pol, &rd, out);
 	if (out->dra_note[0] != '\0' && !pol->verdict_only) {
 		size_t n = strlen(out->decision.message);

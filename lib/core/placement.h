@@ -73,6 +73,26 @@
  *     (item.dra_units); otherwise (the status not seen yet) it counts its claims only,
  *     never its containers' nvidia.com/gpu units (per-GPU and infer rules are its devices'
  *     then).
+ * DRA devices shared by a config (dra_claim_use.sharing: the NVIDIA driver's GpuConfig or
+ * MigDeviceConfig sharing.strategy TimeSlicing or MPS on a device the claim holds whole): the
+ * node's sums above are unchanged (the device stays the claim's), and the pods of such a claim
+ * the pod being placed is in (claim_has, or dra_claim_use.mine: it names the claim) share the
+ * device as pods share a time-sliced or MPS card (docs/sharing.md), after the decision above
+ * allowed the pod:
+ *   - each pod counts its DRA containers' own figures (demand.dra_figs; a visible pod's
+ *     item.dra_figs, found by the uids of the claim's reservedFor) resolved on the device
+ *     (dra_claim_use.dev_bytes, else the node's per-GPU memory), under MPS with a pinned limit
+ *     on that limit (a share of it, as the MPS row); a pod of the claim with no figure seen
+ *     (none, or not visible with one: not bound yet, or the webhook's API path) counts the
+ *     whole device, under MPS with a pinned limit that limit;
+ *   - alone on the device (no other pod in the claim's reservedFor) the pod is judged as on a
+ *     device held whole: admitted by the rules above (a pod with no figure: "SoleConsumer");
+ *   - beside others, a pod with no figure (and no pinned limit) is refused
+ *     ("UndeclaredOnSharedCard", the message says how to declare); else its figure plus the
+ *     others' must fit within the threshold of the device's memory (policy_decide's reasons,
+ *     the message naming the claim's device and the pods on it);
+ *   - under MPS with a pinned limit, each of its containers' figures must fit within the
+ *     threshold of the limit, alone or not ("NeverFits").
  * The pod's source (result.source) ends every message after "; ".
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".

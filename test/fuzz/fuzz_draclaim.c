@@ -3,8 +3,10 @@
  * cache reads one), the pod-claims reader (dra_pod_refs over the same document: a Pod's fields
  * are read from it), and the store's join with a fixed slice (test/data/dra/slice-gpu-dra-0.json).
  * Properties: a refusal has a reason; an accepted claim stays within the v1 API's caps, each
- * result of our driver, each reservedFor uid non-empty; the view of the slice's node holds the
- * claim at most once, with no more whole devices than results; a pod view's pending counts stay
+ * result of our driver, each reservedFor uid non-empty, each result's sharing (its configs')
+ * a known strategy with a pinned limit only under MPS and never under 1Mi; the view of the
+ * slice's node holds the claim at most once, with no more whole devices than results, shared
+ * only when it holds a device whole, pinned only under MPS; a pod view's pending counts stay
  * within the node's devices; nothing leaks.
  */
 #include "drastore.h"
@@ -50,6 +52,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (size_t i = 0; i < c->n_reserved; i++)
 		if (c->reserved[i][0] == '\0')
 			fuzz_fail("reservedFor %zu without a uid", i);
+	for (size_t i = 0; i < c->n_results; i++)
+		for (int k = DRA_CFG_GPU; k <= DRA_CFG_MIG; k++) {
+			const struct dra_result *r = &c->results[i];
+			if (r->sharing[k] > DRA_SHARING_MPS ||
+			    (r->pinned[k] > 0 &&
+			     (r->sharing[k] != DRA_SHARING_MPS || r->pinned[k] < DRA_MIN_PINNED)))
+				fuzz_fail("result %zu: sharing %d pinned %llu", i, r->sharing[k],
+				          (unsigned long long)r->pinned[k]);
+		}
 	if ((st = dra_store_new(NULL, NULL, NULL)) == NULL ||
 	    dra_store_apply_slice(st, WATCH_ADDED, slice, err, sizeof(err)) != 0)
 		goto out;
@@ -63,6 +74,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (v->node.n_claims > 1 ||
 	    (v->node.n_claims == 1 && v->node.claims[0].whole_n > c->n_results))
 		fuzz_fail("view: %zu claims", v->node.n_claims);
+	if (v->node.n_claims == 1 &&
+	    ((v->node.claims[0].sharing != DRA_SHARING_NONE && v->node.claims[0].whole_n == 0) ||
+	     (v->node.claims[0].pinned > 0 && v->node.claims[0].sharing != DRA_SHARING_MPS)))
+		fuzz_fail("view: sharing %d pinned %llu with %llu whole devices",
+		          v->node.claims[0].sharing, (unsigned long long)v->node.claims[0].pinned,
+		          (unsigned long long)v->node.claims[0].whole_n);
 	if (v->pod.pending_whole_n > v->node.gpus.n)
 		fuzz_fail("pending %llu whole devices of %llu",
 		          (unsigned long long)v->pod.pending_whole_n,

@@ -2,7 +2,8 @@
  * Unit tests for lib/cluster/view: a node's snapshot copied out of the watch cache. The copy
  * equals the cache's own view (cache_with_node) field by field, pods' keys, uids, priority
  * classes, labels and shares included, and stays whole after the cache is freed (ASan catches
- * a pointer left into the store); an unknown node; view_placement_node; clearing twice.
+ * a pointer left into the store), a DRA pod's figures too; an unknown node;
+ * view_placement_node; clearing twice.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -173,10 +174,43 @@ static void test_placement_node(void **state)
 	cache_free(c);
 }
 
+/* A DRA pod's containers' own figures (item.dra_figs: no GPU resource, a claim's container
+ * declaring 30Gi) are copied too: the copy's item points into the copy, not into the cache's pod,
+ * so the figures outlive the cache (a pod deleted meanwhile; ASan: heap-use-after-free). */
+static void test_dra_figures_copied(void **state)
+{
+	static const char pod[] =
+	    "{\"metadata\":{\"name\":\"fig\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000f1\"},\"spec\":{\"nodeName\":\"gpu-node-a\","
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}],\"containers\":[{"
+	    "\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]},\"env\":[{\"name\":"
+	    "\"GPU_MEMORY_LIMIT\",\"value\":\"30Gi\"}]}]}}";
+	struct cache *c = filled();
+	cJSON *j = cJSON_Parse(pod);
+	struct view_node v;
+	const struct placement_item *fig = NULL;
+
+	(void)state;
+	assert_non_null(j);
+	assert_int_equal(cache_apply_pod(c, WATCH_ADDED, j), 0);
+	cJSON_Delete(j);
+	assert_int_equal(view_from_cache(c, "gpu-node-a", &v), 0);
+	cache_free(c);
+	for (size_t i = 0; i < v.n_pods; i++)
+		if (strcmp(v.pods[i].key, "ml/fig") == 0)
+			fig = &v.pods[i];
+	assert_non_null(fig);
+	assert_int_equal(fig->n_dra_figs, 1);
+	assert_non_null(fig->dra_figs);
+	assert_true(fig->dra_figs[0].bytes == 30ull * 1024 * 1024 * 1024);
+	view_node_clear(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_copy_equals_the_cache_and_outlives_it),
+	    cmocka_unit_test(test_dra_figures_copied),
 	    cmocka_unit_test(test_unknown_node),
 	    cmocka_unit_test(test_placement_node),
 	};
