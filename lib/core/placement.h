@@ -216,8 +216,9 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
                          const struct gpupolicy *p, uint64_t now_ms, uint64_t *tier_bytes);
 
 /*
- * What a visible pod counts as a consumer, the one rule (the webhook's listed pods, the watch
- * cache, the report; each keeps the demand its own way, so it passes these figures):
+ * What a visible pod counts as a consumer, the one rule (the cluster view's two backends, the
+ * watch cache and the live view over a pod LIST: view.h; the report; each keeps the demand its
+ * own way, so it passes these figures; which pods are consumers: placement_consumer()):
  *   - DEMAND_OK: its bytes, or for an inferred pod its shares resolved on the node judged, and
  *     the units it holds when it takes its cards (whole_gpus);
  *   - DEMAND_INVALID (a GPU pod without a valid declaration: it still holds GPU memory): its
@@ -244,11 +245,23 @@ struct placement_count {
  * the rule above; the other fields are untouched. it->shares borrows c->shares. */
 void placement_item_count(struct placement_item *it, const struct placement_count *c);
 
+/* Whether a visible pod is a consumer on its node, the rule's other half (the watch cache and
+ * the live view, view.h, ask it): not finished (phase Succeeded or Failed: pod_finished()), and
+ * asking for a GPU (status DEMAND_OK or DEMAND_INVALID), or a pod asking none whose DRA
+ * containers have figures (n_dra_figs > 0: they raise its claim's count). 1 or 0. Pure. */
+int placement_consumer(int finished, enum demand_status status, size_t n_dra_figs);
+
 /* placement_item_count() from a whole demand d (DEMAND_OK or DEMAND_INVALID), its shares
  * copied into shares (DEMAND_MAX_PARTS entries the caller keeps as long as it; NULL: shares
  * not kept). Its DRA figures are not kept (the item would borrow d). */
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares);
+
+/* The same, d's DRA figures kept too: copied into figs (DEMAND_MAX_PARTS entries the caller
+ * keeps as long as it; NULL: not kept), so that d may also be a DRA pod's DEMAND_NOT_GPU with
+ * figures (placement_consumer()). */
+void placement_item_demand_figs(struct placement_item *it, const struct demand *d,
+                                struct demand_share *shares, struct demand_share *figs);
 
 /* A demand for a pod whose GPUs all come from DRA claims (it asks no GPU resource), made in
  * place from its demand_from_pod() result d (DEMAND_NOT_GPU; fully initialised): DEMAND_OK, 0
