@@ -79,8 +79,9 @@
  *
  * Who calls it: policyset_decide() (policyset.h), once per threshold check under the flags,
  * the annotation and the GPUMemoryPolicy objects, for core_decide() (core.h), the one entry
- * point the webhook, the extender, the report and the gauges call. The snapshot comes from the API
- * server or the watch cache (webhook), the cache (extender) or the lists given to the report. Pure:
+ * point the webhook, the extender, the report and the gauges call. The snapshot comes from the
+ * cluster view (view.h: the live backend over the API server's answers or the watch cache's, for
+ * the webhook; the cache for the extender) or the lists given to the report. Pure:
  * no I/O, no clock (now_ms is an argument), no locks, no allocation (about 7 KiB of stack: the
  * pod's demand resolved on the node); every pointer in the input is borrowed for the call.
  * Thread-safe.
