@@ -104,7 +104,8 @@ static int fake_get_node(void *ctx, const char *name, cJSON **node, long *code, 
                          size_t errlen)
 {
 	struct fake *f = ctx;
-	f->n_get_node++;
+	/* atomic: test_self_time_excludes_waits watches it from the main thread */
+	__atomic_fetch_add(&f->n_get_node, 1, __ATOMIC_SEQ_CST);
 	if (f->node_delay_ms)
 		usleep((useconds_t)f->node_delay_ms * 1000);
 	if (f->node_rc) {
