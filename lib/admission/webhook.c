@@ -194,104 +194,6 @@ static void check_declarations(struct webhook *w, const cJSON *pod, const char *
 	add_warning(o, d.warning);
 }
 
-/* The pods a list shows on a node, as the placement core's items ("ns/name" keys in one
- * pool), and every listed key for ledger_reconcile. */
-struct visible {
-	struct placement_item *items;
-	struct labelset *labels;                         /* items[i].labels points into labels[i] */
-	struct demand_share (*shares)[DEMAND_MAX_PARTS]; /* items[i].shares points into it */
-	size_t n_items;
-	const char **keys;
-	char *pool;
-	size_t n_keys;
-};
-
-static void visible_free(struct visible *v)
-{
-	for (size_t i = 0; v->labels != NULL && i < v->n_items; i++)
-		labelset_clear(&v->labels[i]);
-	free(v->labels);
-	free(v->shares);
-	free(v->items);
-	free(v->keys);
-	free(v->pool);
-}
-
-/* "ns/name" of a listed pod into buf; 0, or -1 if it has no name. */
-static int pod_key(const cJSON *pod, char *buf, size_t cap)
-{
-	const char *ns = json_str(pod, "metadata", "namespace", NULL);
-	const char *name = json_str(pod, "metadata", "name", NULL);
-	if (name == NULL)
-		return -1;
-	int n = snprintf(buf, cap, "%s/%s", ns ? ns : "", name);
-	return n < 0 || (size_t)n >= cap ? -1 : 0;
-}
-
-/*
- * The consumers among the pods listed on a node: GPU pods not Succeeded/Failed, each with its
- * demand (a GPU pod without a valid declaration as undeclared GPUs: placement.h). A listed pod
- * without a usable name still holds GPU memory: it counts as "(unnamed pod)" (fail safe), it
- * just cannot match a reservation. Returns 0, or -1 on allocation failure.
- */
-static int visible_from_pods(struct webhook *w, const cJSON *items, struct visible *v)
-{
-	static const char unnamed[] = "(unnamed pod)";
-	char key[KEY_MAX];
-	size_t n = 0, pool_len = sizeof(unnamed), off = sizeof(unnamed);
-	const cJSON *pod;
-
-	/* Size the key pool exactly: a node may list thousands of pods. */
-	cJSON_ArrayForEach(pod, items)
-	{
-		n++;
-		if (pod_key(pod, key, sizeof(key)) == 0)
-			pool_len += strlen(key) + 1;
-	}
-	v->items = calloc(n ? n : 1, sizeof(*v->items));
-	v->labels = calloc(n ? n : 1, sizeof(*v->labels));
-	v->shares = calloc(n ? n : 1, sizeof(*v->shares));
-	v->keys = calloc(n ? n : 1, sizeof(*v->keys));
-	v->pool = malloc(pool_len);
-	if (v->items == NULL || v->labels == NULL || v->shares == NULL || v->keys == NULL ||
-	    v->pool == NULL)
-		return -1;
-	memcpy(v->pool, unnamed, sizeof(unnamed));
-	cJSON_ArrayForEach(pod, items)
-	{
-		struct demand d;
-		const char *k = v->pool; /* "(unnamed pod)" */
-
-		if (pod_key(pod, key, sizeof(key)) == 0) {
-			size_t klen = strlen(key) + 1;
-			memcpy(v->pool + off, key, klen);
-			k = v->keys[v->n_keys++] = v->pool + off;
-			off += klen;
-		}
-		if (pod_finished(pod))
-			continue;
-		int drc = demand_from_pod(pod, &w->dcfg, &d); /* d.status says it all */
-		(void)drc;
-		if (d.status == DEMAND_NOT_GPU)
-			continue;
-		struct labelset *ls = &v->labels[v->n_items];
-		struct demand_share *sh = v->shares[v->n_items];
-		struct placement_item *it = &v->items[v->n_items++];
-		it->key = k;
-		/* GPUMemoryPolicy tiers: strings borrowed from the list (it outlives v's use); with
-		 * --policies off there are no tiers and nothing to copy */
-		if (w->policies != NULL) {
-			if (labelset_copy(ls, json_at(pod, "metadata", "labels", NULL)) != 0)
-				return -1;
-			it->priority_class = json_str(pod, "spec", "priorityClassName", NULL);
-			it->labels = ls->l.n ? &ls->l : NULL;
-			it->attrs_known = 1;
-		}
-		placement_item_demand(it, &d, sh);
-	}
-	return 0;
-}
-
 /* A node's live reservations as placement items; keys point into the locked ledger node. */
 struct reserved {
 	struct placement_item *items;
@@ -738,7 +640,9 @@ static int place_shared(struct webhook *w, const struct placement *p,
 /* A reservation the list does not show, past the grace period: its pod is looked up. */
 struct stale {
 	char key[KEY_MAX];
+	char uid[LEDGER_UID_MAX];
 	uint64_t reserved_ms;
+	const char *why; /* its pod is gone (static text): the reservation is dropped */
 };
 
 struct stale_scan {
@@ -746,7 +650,22 @@ struct stale_scan {
 	size_t n;
 	uint64_t before;      /* reserved at or before this: past the grace period */
 	const char *self_key; /* the pod being placed: not stale, it is being placed again */
+	const struct view_node *shown; /* the cache off: the listed pods, whose reservations
+	                                  settle instead (ledger_settle's rule); NULL: none */
 };
+
+/* Whether the view lists the pod key (uid: "" when unknown) by ledger_settle's rule: the same
+ * key and, when both uids are known, the same uid. */
+static int view_lists(const struct view_node *v, const char *key, const char *uid)
+{
+	for (size_t i = 0; i < v->n_listed; i++) {
+		const char *lu = v->listed_uids[i];
+		if (strcmp(v->listed_keys[i], key) == 0 &&
+		    (uid[0] == '\0' || lu == NULL || lu[0] == '\0' || strcmp(lu, uid) == 0))
+			return 1;
+	}
+	return 0;
+}
 
 /* Keep the WEBHOOK_MAX_STALE_CHECKS oldest reservations past the grace period. Keys of pods
  * known only by generateName ("ns/prefix?uid", ledger_key) name no pod: skipped. */
@@ -757,8 +676,8 @@ static void collect_stale(void *ctx, const char *key, const char *uid, uint64_t 
 	size_t i = sc->n;
 
 	(void)bytes;
-	(void)uid;
-	if (reserved_ms > sc->before || strcmp(key, sc->self_key) == 0 || strchr(key, '?'))
+	if (reserved_ms > sc->before || strcmp(key, sc->self_key) == 0 || strchr(key, '?') ||
+	    (sc->shown != NULL && view_lists(sc->shown, key, uid)))
 		return;
 	if (i == WEBHOOK_MAX_STALE_CHECKS) {
 		if (reserved_ms >= sc->s[i - 1].reserved_ms)
@@ -772,7 +691,9 @@ static void collect_stale(void *ctx, const char *key, const char *uid, uint64_t 
 		i--;
 	}
 	snprintf(sc->s[i].key, sizeof(sc->s[i].key), "%s", key);
+	snprintf(sc->s[i].uid, sizeof(sc->s[i].uid), "%s", uid);
 	sc->s[i].reserved_ms = reserved_ms;
+	sc->s[i].why = NULL;
 }
 
 /* Why a reserved pod the list does not show no longer needs its reservation, or NULL to keep
@@ -791,25 +712,33 @@ static const char *pod_gone(const cJSON *pod, const char *node)
 	return NULL;
 }
 
-/*
- * Drop the reservations of pods deleted since they were admitted (webhook.h, "Deleted pods"):
- * up to WEBHOOK_MAX_STALE_CHECKS lookups, oldest first, while the review's budget lasts. Never
- * denies: a reservation that cannot be checked stays counted (fail safe).
- */
-static void drop_deleted(struct webhook *w, struct ledger_node *ln, const struct placement *p,
-                         uint64_t now, struct outcome *o)
+/* With the node locked: the reservations to look up (webhook.h, "Deleted pods") into *sc.
+ * Returns how many. */
+static size_t scan_stale(struct webhook *w, struct ledger_node *ln, const struct placement *p,
+                         const struct view_node *v, uint64_t now, struct stale_scan *sc)
 {
-	struct stale_scan sc;
-
+	memset(sc, 0, sizeof(*sc));
 	if (now < w->grace_ms)
-		return;
-	memset(&sc, 0, sizeof(sc));
-	sc.before = now - w->grace_ms;
-	sc.self_key = p->key;
-	ledger_visit(ln, now, collect_stale, &sc);
-	for (size_t i = 0; i < sc.n; i++) {
+		return 0;
+	sc->before = now - w->grace_ms;
+	sc->self_key = p->key;
+	/* With the cache off the listed pods' reservations settle (check_node); with it on
+	 * they settle only when the cache shows them, and a lookup may drop them before. */
+	sc->shown = w->cache == NULL ? v : NULL;
+	ledger_visit(ln, now, collect_stale, sc);
+	sc->shown = NULL;
+	return sc->n;
+}
+
+/* Look up the pods of the stale reservations, no lock held: up to WEBHOOK_MAX_STALE_CHECKS
+ * GETs, oldest first, while the review's budget lasts. Never denies: a reservation that cannot
+ * be checked stays counted (fail safe). */
+static void look_up_stale(struct webhook *w, const struct placement *p, struct stale_scan *sc,
+                          struct outcome *o)
+{
+	for (size_t i = 0; i < sc->n; i++) {
 		char ns[KEY_MAX], err[ERR_MAX];
-		const char *key = sc.s[i].key, *slash = strchr(key, '/'), *why = NULL;
+		const char *key = sc->s[i].key, *slash = strchr(key, '/');
 		cJSON *pod = NULL;
 		long code = 0;
 
@@ -823,90 +752,200 @@ static void drop_deleted(struct webhook *w, struct ledger_node *ln, const struct
 		int rc = w->src.get_pod(w->src.ctx, ns, slash + 1, &pod, &code, err, sizeof(err));
 		o->waited += webhook_now() - t;
 		if (rc == KUBE_ENOTFOUND)
-			why = "deleted";
+			sc->s[i].why = "deleted";
 		else if (rc == 0 && cJSON_IsObject(pod))
-			why = pod_gone(pod, p->node);
+			sc->s[i].why = pod_gone(pod, p->node);
 		cJSON_Delete(pod);
-		if (why == NULL)
-			continue;
-		ledger_remove(ln, key);
-		log_fields(LOG_INFO, "reservation dropped",
-		           (struct log_field[]){LOG_STR("node", p->node), LOG_STR("pod", key),
-		                                LOG_STR("reason", why), LOG_END});
 	}
 }
 
-/* With the node's capacity known: lock, count, decide, reserve, unlock. */
-static void check_node(struct webhook *w, struct placement *p, struct outcome *o)
+/* ledger_visit: whether the entry looked up is still there as it was. */
+struct same_entry {
+	const struct stale *s;
+	int found;
+};
+
+static void find_same(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                      uint64_t reserved_ms)
 {
-	struct visible v;
-	struct reserved r;
+	struct same_entry *f = ctx;
+
+	(void)bytes;
+	if (strcmp(key, f->s->key) == 0 && strcmp(uid, f->s->uid) == 0 &&
+	    reserved_ms == f->s->reserved_ms)
+		f->found = 1;
+}
+
+/*
+ * With the node locked again: drop the reservations whose pods the lookups found gone, each
+ * only when it is still the entry looked up (the same uid and reserved_ms: one refreshed or
+ * made anew for a pod of that name while the lock was let go is kept).
+ */
+static void drop_gone(struct ledger_node *ln, const struct placement *p,
+                      const struct stale_scan *sc, uint64_t now)
+{
+	for (size_t i = 0; i < sc->n; i++) {
+		struct same_entry f = {&sc->s[i], 0};
+
+		if (sc->s[i].why == NULL)
+			continue;
+		ledger_visit(ln, now, find_same, &f);
+		if (!f.found)
+			continue;
+		ledger_remove(ln, sc->s[i].key);
+		log_fields(LOG_INFO, "reservation dropped",
+		           (struct log_field[]){LOG_STR("node", p->node),
+		                                LOG_STR("pod", sc->s[i].key),
+		                                LOG_STR("reason", sc->s[i].why), LOG_END});
+	}
+}
+
+/* LIST the pods on p's node, no lock held, into its live view v (view.h: view_from_lists over
+ * node_obj and the list). 0, or -1 when denied (o set: fail closed). */
+static int live_view(struct webhook *w, const struct placement *p, const cJSON *node_obj,
+                     struct view_node *v, struct outcome *o)
+{
+	const struct view_live_config cfg = {&w->dcfg, w->policies != NULL};
 	cJSON *items = NULL;
 	long code = 0;
-	char err[ERR_MAX];
-	char call[ADMISSION_NAME_MAX + 32];
+	char err[ERR_MAX], call[ADMISSION_NAME_MAX + 32];
 
-	memset(&v, 0, sizeof(v));
-	memset(&r, 0, sizeof(r));
 	snprintf(call, sizeof(call), "LIST pods on node %s", p->node);
-	double t = webhook_now();
-	/* Shared reservations serialize (and batch) placements per node themselves. */
-	struct ledger_node *ln = w->shared ? NULL : ledger_lock(w->ledger, p->node);
-	o->waited += webhook_now() - t;
-	if (ln == NULL && w->shared == NULL) {
-		deny_untracked(o, p->pod_name, p->node);
-		return;
-	}
-	/* Checked after the lock: waiting behind other placements on this node counts too. */
+	/* After the node's first lock: waiting behind other placements on it counts too. */
 	if (over_budget(w, o, p->pod_name, call))
-		goto out;
-	t = webhook_now();
+		return -1;
+	double t = webhook_now();
 	int rc = w->src.list_pods_on_node(w->src.ctx, p->node, &items, &code, err, sizeof(err));
 	o->waited += webhook_now() - t;
 	if (rc != 0 || !cJSON_IsArray(items)) {
 		fail_closed(o, p->pod_name, call, rc ? rc : KUBE_EPARSE,
 		            rc ? err : "not a list of pods");
-		goto out;
+		cJSON_Delete(items);
+		return -1;
 	}
-	uint64_t now = ledger_now_ms();
-	if (visible_from_pods(w, items, &v) != 0)
-		goto nomem;
+	rc = view_from_lists(p->node, node_obj, items, &cfg, v);
+	cJSON_Delete(items);
+	if (rc != 0) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     p->pod_name);
+		return -1;
+	}
+	return 0;
+}
+
+static void relock(struct ledger_node *ln, struct outcome *o)
+{
+	double t = webhook_now();
+	ledger_relock(ln);
+	o->waited += webhook_now() - t;
+}
+
+/*
+ * The API path's placement on p's node (its capacity known: p->cap; node_obj: the Node the
+ * API server gave): the node's live view (view_from_lists over a LIST of its pods), the
+ * reservations, decide, reserve. No lock is held across an API call: the node's ledger lock
+ * is let go (ledger_release) for the LIST and the lookups of stale reservations, and taken
+ * again to settle, decide and reserve.
+ *
+ * Why a decision over a view taken before the lock is right: the decision counts each pod the
+ * view shows and each live reservation the view does not show (placement.h: a reservation
+ * and a visible pod of the same pod are one). A reservation made meanwhile (another placement
+ * committed) is in the ledger when we lock: counted. An entry that expired or was dropped as
+ * gone (ledger_remove, ledger_forget) holds nothing, whatever the view shows. What the view
+ * could miss is only an entry dropped because a newer view showed its pod (ledger_settle by
+ * another placement or the watch cache's path): that pod may be after our LIST, so neither
+ * counted as visible nor as reserved. ledger_generation() counts exactly those drops, and the
+ * node is held (released, never freed) from before the LIST, so the count cannot restart: when
+ * it is unchanged under the lock, every reservation the view could miss is still counted.
+ * When it changed, the LIST is made again (VIEW_ATTEMPTS in all, within the budget), then the
+ * placement is denied (fail closed: NodeBusy). Lookups already made stay valid: drop_gone()
+ * drops only the very entries looked up.
+ */
+#define VIEW_ATTEMPTS 3
+static void check_node(struct webhook *w, struct placement *p, const cJSON *node_obj,
+                       struct outcome *o)
+{
+	struct view_node v = {0};
+	struct reserved r = {0};
+	struct stale_scan sc = {0};
+	struct placement_node pn;
+	struct placement q = *p;
+	uint64_t gen, now = 0;
+	int looked = 0, locked = 0;
+
 	if (w->shared != NULL) {
-		struct placement_node vn = {.name = p->node,
-		                            .cap = p->cap,
-		                            .pods = v.items,
-		                            .n_pods = v.n_items,
-		                            .dra = p->dra ? &p->dra->node : NULL};
-		place_shared(w, p, &vn, o);
-		goto out;
+		/* Shared reservations serialize (and batch) placements per node themselves. */
+		if (live_view(w, p, node_obj, &v, o) == 0) {
+			q.node_labels = v.labels;
+			view_placement_node(&v, p->cap, NULL, 0, p->dra ? &p->dra->node : NULL,
+			                    &pn);
+			place_shared(w, &q, &pn, o);
+		}
+		view_node_clear(&v);
+		return;
 	}
+	double t = webhook_now();
+	struct ledger_node *ln = ledger_lock(w->ledger, p->node);
+	o->waited += webhook_now() - t;
+	if (ln == NULL) {
+		deny_untracked(o, p->pod_name, p->node);
+		return;
+	}
+	locked = 1;
+	for (int attempt = 1;; attempt++) {
+		gen = ledger_generation(ln);
+		ledger_release(ln);
+		locked = 0;
+		view_node_clear(&v);
+		now = decision_now(w, 0); /* before the LIST: the view is at least as new */
+		if (live_view(w, p, node_obj, &v, o) != 0)
+			goto out;
+		relock(ln, o);
+		locked = 1;
+		if (ledger_generation(ln) == gen && !looked) {
+			looked = 1;
+			if (scan_stale(w, ln, p, &v, now, &sc) > 0) {
+				ledger_release(ln);
+				locked = 0;
+				look_up_stale(w, p, &sc, o);
+				relock(ln, o);
+				locked = 1;
+			}
+		}
+		if (ledger_generation(ln) == gen)
+			break;
+		if (attempt == VIEW_ATTEMPTS) {
+			deny(o, METRICS_ERROR, 500, "NodeBusy",
+			     "cannot check %s: other placements on node %s kept settling its "
+			     "reservations while its pods were listed (%d lists); denied to keep "
+			     "GPU "
+			     "memory safe, retry later",
+			     p->pod_name, p->node, VIEW_ATTEMPTS);
+			goto out;
+		}
+	}
+	drop_gone(ln, p, &sc, now);
 	/* With the watch cache on, a reservation settles only when the cache shows its pod: a pod
 	 * this live list shows may not have reached the cache yet, and dropping its reservation
 	 * here would leave it uncounted by the next decision from the cache. This decision counts
 	 * a listed pod and its reservation once either way (placement.h). */
 	if (w->cache == NULL)
-		ledger_reconcile(ln, v.keys, v.n_keys, now);
-	drop_deleted(w, ln, p, now, o);
-	if (reserved_from_ledger(ln, now, &r) != 0)
-		goto nomem;
-	struct placement_node pn = {
-	    .name = p->node,
-	    .cap = p->cap,
-	    .pods = v.items,
-	    .n_pods = v.n_items,
-	    .reserved = r.items,
-	    .n_reserved = r.n,
-	    .dra = p->dra ? &p->dra->node : NULL,
-	};
-	apply_decision(w, ln, p, &pn, now, o);
-	goto out;
-nomem:
-	deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory", p->pod_name);
+		ledger_settle(ln, v.listed_keys, v.listed_uids, v.n_listed, now);
+	if (reserved_from_ledger(ln, now, &r) != 0) {
+		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
+		     p->pod_name);
+		goto out;
+	}
+	q.node_labels = v.labels;
+	view_placement_node(&v, p->cap, r.items, r.n, p->dra ? &p->dra->node : NULL, &pn);
+	apply_decision(w, ln, &q, &pn, now, o);
 out:
-	ledger_unlock(ln);
-	visible_free(&v);
+	if (locked)
+		ledger_unlock(ln);
+	else
+		ledger_end(ln);
+	view_node_clear(&v);
 	free(r.items);
-	cJSON_Delete(items);
 }
 
 /*
@@ -1003,7 +1042,6 @@ static void check_placement(struct webhook *w, const struct admission_request *r
                             const struct dra_pod_refs *refs, struct outcome *o)
 {
 	struct capacity cap;
-	struct labelset node_labels = {0};
 	struct dra_view *dv = NULL;
 	cJSON *node_obj = NULL;
 	long code = 0;
@@ -1034,15 +1072,9 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 		     pod_name);
 		goto out;
 	}
-	if (labelset_copy(&node_labels, json_at(node_obj, "metadata", "labels", NULL)) != 0) {
-		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
-		     pod_name);
-		goto out;
-	}
 	struct placement p = {
 	    .pod_name = pod_name,
 	    .attrs = a,
-	    .node_labels = &node_labels.l,
 	    .key = key,
 	    .uid = uid,
 	    .node = node,
@@ -1052,11 +1084,10 @@ static void check_placement(struct webhook *w, const struct admission_request *r
 	    .dra = dv,
 	    .pod_create = req->target == ADMISSION_POD,
 	};
-	check_node(w, &p, o);
+	check_node(w, &p, node_obj, o);
 	add_warning(o, d->warning);
 out:
 	dra_view_free(dv);
-	labelset_clear(&node_labels);
 	cJSON_Delete(node_obj);
 }
 
@@ -1195,8 +1226,8 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 	if (may_block) {
 		ln = ledger_lock(w->ledger, node);
 	} else {
-		/* On a server thread: never wait for a node a worker holds across API calls
-		 * (the API path); a worker will decide it instead. */
+		/* On a server thread: never wait for a node another placement holds (while it
+		 * decides; no lock is held across an API call); a worker will decide it instead. */
 		ln = ledger_trylock(w->ledger, node, &busy);
 		if (busy) {
 			dra_view_free(dv);

@@ -1,9 +1,10 @@
 /*
  * webhook: the review pipeline, from AdmissionReview bytes to AdmissionReview bytes. No HTTP.
  * ARCHITECTURE.md: the admission adapter box, and for now also the engine loop (view,
- * reservations, decide, commit, retry, budget) that issue 23 moves out: it builds the node's
- * snapshot (watch cache or API server), takes the reservations (local ledger under the node's
- * lock, or the shared record through shared_place, no lock of its own) and decides with
+ * reservations, decide, commit, retry, budget) that issue 23 moves out: it takes the node's
+ * snapshot (view.h: the watch cache's view_from_cache, or the live view_from_lists over the API
+ * server's answers, no lock held while reading), takes the reservations (local ledger under the
+ * node's lock, or the shared record through shared_place, no lock of its own) and decides with
  * core_decide() (core.h: the one verdict), the GPUMemoryPolicy store read-locked during the
  * decision.
  * It borrows the kube client, cache, ledger, shared record and policy store it is given.
@@ -20,11 +21,15 @@
  *   storage refuses it after admission, 409 Conflict: reserving for it would be a phantom on
  *   the Binding's node), reserving nothing (reasons AlreadyBound, BeingDeleted; the cache's
  *   copy of the pod answers when it has the Binding's uid); otherwise GET node -> capacity
- * (threshold annotation overrides the flag) -> lock N in the ledger -> list pods on N -> used = sum
- * of their demands (P itself and Succeeded/Failed pods skipped; terminating pods count; a GPU pod
- * without a valid declaration counts its GPUs x memory per GPU) -> drop reservations the list now
- * shows -> drop reservations of deleted pods (below) -> add the other pending reservations ->
- *   policy_decide -> if allowed and not dry-run, reserve -> unlock.
+ * (threshold annotation overrides the flag) -> note N's ledger generation (ledger.h) -> list pods
+ * on N with no lock held -> the node's live view (view_from_lists: used = sum of their demands by
+ * the cache's rule, P itself and Succeeded/Failed pods skipped, terminating and mirror pods count,
+ * a GPU pod without a valid declaration counts its GPUs x memory per GPU) -> lock N -> look up
+ * reservations of deleted pods (below, the lock let go for the GETs) -> if a reservation was
+ * settled on N since the generation was noted, list again (3 lists at most, then denied:
+ * NodeBusy) -> drop reservations the list shows (the same pod: uid where both are known, else
+ * key) and those of deleted pods -> add the other pending reservations -> core_decide -> if
+ * allowed and not dry-run, reserve -> unlock. No lock is held across an API call.
  *
  * Deleted pods: a reservation is dropped when the list shows its pod, but a pod admitted and
  * deleted before any later list of its node would otherwise count until the TTL. So for up to
@@ -60,7 +65,8 @@
  * traffic: every kubelet status update) and records metrics.
  *
  * Thread-safe: reviews may run on many threads at once; the per-node serialization is the
- * ledger's.
+ * ledger's (its lock for settling, deciding and reserving; its generation for a view taken
+ * before the lock, webhook.c check_node()).
  */
 #ifndef GMG_WEBHOOK_H
 #define GMG_WEBHOOK_H

@@ -501,7 +501,7 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	n->refs++;
 	/* a pod asking no GPU is no consumer, unless its DRA containers have figures: they raise
 	 * its claim's count (placement.h) */
-	if (p->finished || (p->d.status == DEMAND_NOT_GPU && p->d.n_dra_figs == 0))
+	if (!placement_consumer(p->finished, p->d.status, p->d.n_dra_figs))
 		return 0;
 	if (n->n == n->n_cap) {
 		size_t cap = n->n_cap ? n->n_cap * 2 : 4, before = node_bytes(n);
@@ -661,7 +661,7 @@ static int keeps_attrs(const struct pod *p)
 	return p->d.status != DEMAND_NOT_GPU || p->d.claims != NULL;
 }
 
-/* The pod's fields from its object and its demand d (demand_of). 0 or CACHE_ENOMEM (p
+/* The pod's fields from its object and its demand d (pod_demand). 0 or CACHE_ENOMEM (p
  * unchanged but its demand). */
 static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const struct demand *dp)
 {
@@ -748,13 +748,6 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	p->finished = pod_finished(obj);
 	p->mirror = pod_is_mirror(obj);
 	return 0;
-}
-
-/* demand_from_pod(), a failure being DEMAND_INVALID. */
-static void demand_of(struct cache *c, const cJSON *obj, struct demand *d)
-{
-	if (demand_from_pod(obj, &c->dcfg, d) != 0 && d->status != DEMAND_INVALID)
-		d->status = DEMAND_INVALID; /* demand_from_pod fills status either way */
 }
 
 /* 1 when a pod of demand d and uid can be kept compact (podlite.h): it asks for no GPU and
@@ -873,7 +866,7 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 		pod_remove(c, p);
 		p = NULL;
 	}
-	demand_of(c, obj, &d);
+	pod_demand(obj, &c->dcfg, &d);
 	if (lite_eligible(&d, uid, uid16) && !names_claims(obj)) {
 		/* Kept compact. A whole record of it (it asked for a GPU before) is dropped
 		 * without a gone callback, as a whole pod that stops asking keeps its

@@ -2,10 +2,11 @@
  * ledger: per-node locks and in-flight reservations.
  *
  * A table (one mutex) maps node names to nodes; each node has its own mutex held across a
- * whole check-and-reserve, so checks on different nodes never wait for each other. A node
- * lives while someone uses it (users > 0, counted under the table mutex) or it holds
- * reservations; the last user of an empty node frees it, so the table tracks only nodes with
- * recent placements instead of every node name ever seen.
+ * check-and-reserve (let go, never across an API call, by ledger_release: the user still
+ * counts), so checks on different nodes never wait for each other. A node lives while someone
+ * uses it (users > 0, counted under the table mutex) or it holds reservations; the last user of
+ * an empty node frees it, so the table tracks only nodes with recent placements instead of
+ * every node name ever seen. Its generation (settled) only grows while it lives.
  */
 #include "ledger.h"
 
@@ -37,6 +38,7 @@ struct ledger_node {
 	unsigned users;           /* holders and waiters of mu; owner->mu */
 	struct entry *entries;    /* mu (or owner->mu when users == 0) */
 	size_t n, cap;
+	uint64_t settled; /* ledger_generation: entries dropped because a view showed their pod */
 	char name[NODE_NAME_MAX + 1];
 };
 
@@ -89,10 +91,11 @@ static int same_pod(const struct entry *e, const char *key, const char *uid)
 }
 
 /* Drop expired entries (expires_ms <= now_ms; now_ms 0 expires none) and those of the pods
- * keys[i] / uids[i] (uids may be NULL), keeping the order of the rest. Returns how many were
- * dropped. */
+ * keys[i] / uids[i] (uids may be NULL), keeping the order of the rest. by_view: the pods are
+ * visible in a view (settle, reconcile): such drops count in the node's generation. Returns
+ * how many were dropped. */
 static size_t node_filter(struct ledger_node *n, const char *const *keys, const char *const *uids,
-                          size_t n_keys, uint64_t now_ms)
+                          size_t n_keys, uint64_t now_ms, int by_view)
 {
 	size_t kept = 0, dropped;
 
@@ -104,6 +107,8 @@ static size_t node_filter(struct ledger_node *n, const char *const *keys, const 
 			atomic_fetch_add(&n->owner->unseen_dropped, 1);
 		for (size_t k = 0; !drop && keys != NULL && k < n_keys; k++)
 			drop = same_pod(e, keys[k], uids ? uids[k] : NULL);
+		if (drop && by_view && e->expires_ms > now_ms)
+			n->settled++; /* settled by a view (ledger_generation) */
 		if (drop)
 			continue;
 		if (kept != i)
@@ -274,13 +279,46 @@ void ledger_unlock(struct ledger_node *n)
 	pthread_mutex_unlock(&l->mu);
 }
 
+void ledger_release(struct ledger_node *n)
+{
+	if (n != NULL)
+		pthread_mutex_unlock(&n->mu); /* users still counts us: n stays */
+}
+
+void ledger_relock(struct ledger_node *n)
+{
+	if (n != NULL)
+		pthread_mutex_lock(&n->mu);
+}
+
+void ledger_end(struct ledger_node *n)
+{
+	struct ledger *l;
+
+	if (n == NULL)
+		return;
+	l = n->owner;
+	pthread_mutex_lock(&l->mu);
+	/* As ledger_unlock: users 0 means no thread can touch its entries meanwhile. */
+	if (--n->users == 0 && n->n == 0) {
+		unlink_node(l, n);
+		node_free(n);
+	}
+	pthread_mutex_unlock(&l->mu);
+}
+
+uint64_t ledger_generation(const struct ledger_node *n)
+{
+	return n != NULL ? n->settled : 0;
+}
+
 size_t ledger_settle(struct ledger_node *n, const char *const *keys, const char *const *uids,
                      size_t n_keys, uint64_t now_ms)
 {
 	if (n == NULL)
 		return 0;
 	observe_now(n->owner, now_ms);
-	return node_filter(n, keys, uids, n_keys, now_ms);
+	return node_filter(n, keys, uids, n_keys, now_ms, 1);
 }
 
 struct ledger_node *ledger_trylock(struct ledger *l, const char *node, int *busy)
@@ -309,7 +347,7 @@ size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, 
 	if (n == NULL)
 		return 0;
 	observe_now(n->owner, now_ms);
-	return node_filter(n, visible_keys, NULL, visible_keys ? n_keys : 0, now_ms);
+	return node_filter(n, visible_keys, NULL, visible_keys ? n_keys : 0, now_ms, 1);
 }
 
 uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, uint64_t now_ms)
@@ -378,7 +416,7 @@ static int make_room(struct ledger_node *n, uint64_t now_ms)
 
 	if (n->n < n->cap)
 		return 0;
-	node_filter(n, NULL, NULL, 0, now_ms);
+	node_filter(n, NULL, NULL, 0, now_ms, 0);
 	if (n->n < n->cap)
 		return 0;
 	if (n->cap >= LEDGER_MAX_PER_NODE)
@@ -471,13 +509,13 @@ size_t ledger_remove(struct ledger_node *n, const char *key)
 	if (n == NULL || key == NULL)
 		return 0;
 	/* At time 0 nothing has expired: only the key decides. Keys are unique per node. */
-	return node_filter(n, keys, NULL, 1, 0);
+	return node_filter(n, keys, NULL, 1, 0, 0);
 }
 
 /* Drop the entries of key on one locked node; with a uid on both sides, only the same pod. */
 static size_t forget_on(struct ledger_node *n, const char *key, const char *uid)
 {
-	return node_filter(n, &key, &uid, 1, 0);
+	return node_filter(n, &key, &uid, 1, 0, 0);
 }
 
 /* Pin every node (users++) under the table mutex, so each can then be locked alone: never
@@ -540,10 +578,10 @@ size_t ledger_each(struct ledger *l, uint64_t now_ms, ledger_each_fn fn, void *c
 		return 0;
 	struct ledger_node **held = pin_all(l, &n_held);
 	for (size_t i = 0; i < n_held; i++) {
-		/* Never wait: a placement on the API path holds its node's lock across API calls
-		 * (seconds when the API server is slow), and the caller is /metrics, served by the
-		 * one thread of the health listener (/healthz, /readyz too). A node being checked
-		 * right now is skipped this time. */
+		/* Never wait: the caller is /metrics, served by the one thread of the health
+		 * listener (/healthz, /readyz too). No placement holds a node's lock across an API
+		 * call any more, but one may hold it while deciding over thousands of pods. A node
+		 * being checked right now is skipped this time. */
 		if (pthread_mutex_trylock(&held[i]->mu) != 0) {
 			unpin(held[i]);
 			continue;

@@ -4,10 +4,12 @@
  *
  * Admission is eventually consistent: the API server shows a pod on a node only after the
  * placement was admitted and persisted. Two bindings to one node checked concurrently would
- * both see the old usage. So a placement check holds its node's lock from reading the node's
- * pods to recording the reservation; the reservation is counted by later checks until the pod
- * appears in a pod list of that node (ledger_reconcile), its owner drops it (ledger_remove: the
- * webhook does when the API server says the pod is gone) or the TTL passes.
+ * both see the old usage. So a placement check holds its node's lock from reading its
+ * reservations to recording its own; the reservation is counted by later checks until the pod
+ * appears in a view of that node (ledger_settle), its owner drops it (ledger_remove: the
+ * webhook does when the API server says the pod is gone) or the TTL passes. The node's pods may
+ * be read before the lock, with no lock held across the API call: the node's generation
+ * (ledger_generation) then says whether an entry the view could miss was settled meanwhile.
  *
  * Reservations are keyed by "namespace/name" (a Binding names its pod; a pod CREATE with
  * nodeName has a name, or only generateName: then the caller passes a key that will never
@@ -57,6 +59,24 @@ uint64_t ledger_now_ms(void);
  * must not lock a node it already holds. */
 struct ledger_node *ledger_lock(struct ledger *l, const char *node);
 void ledger_unlock(struct ledger_node *n);
+
+/* Let go of the node's lock but not of the node: it is neither freed nor swept until the
+ * matching ledger_unlock(), so its generation keeps counting. For I/O between two locked steps
+ * of one placement (no lock is held across an API call): ledger_relock() takes the lock again
+ * (blocking, as ledger_lock), and the placement ends with ledger_unlock() as usual. */
+void ledger_release(struct ledger_node *n);
+void ledger_relock(struct ledger_node *n);
+/* End a released node's use without taking its lock again (ledger_unlock's other half; NULL is
+ * a no-op). */
+void ledger_end(struct ledger_node *n);
+
+/* With the node locked (or released, by its holder): how many entries ledger_settle and
+ * ledger_reconcile dropped because a view showed their pod, since the node was created (not
+ * those that expired, nor ledger_remove's or ledger_forget's: those pods are gone whatever a
+ * view shows). A decision over a view taken while the node was held (locked or released)
+ * counts every reservation that view could miss as long as the generation has not changed
+ * since (webhook.c, check_node). 0 for NULL. */
+uint64_t ledger_generation(const struct ledger_node *n);
 
 /* With the node locked: drop expired entries and entries whose key is in visible_keys
  * (the pods the API server now shows on the node). Returns how many were dropped. */

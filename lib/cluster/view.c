@@ -2,7 +2,12 @@
 #include "view.h"
 
 #include "cache.h"
+#include "demand.h"
+#include "jsonpath.h"
+#include "pod.h"
+#include "satmath.h"
 
+#include <cjson/cJSON.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -129,6 +134,158 @@ int view_from_cache(void *cache, const char *node, struct view_node *out)
 	return c.rc;
 }
 
+/* The live backend (view_from_lists). A listed pod without a usable name: still counted. */
+static const char unnamed[] = "(unnamed pod)";
+
+/* The pool's bytes for a listed pod's key "ns/name", or 0 when it has no usable name. */
+static size_t listed_key_len(const cJSON *pod)
+{
+	const char *ns = json_str(pod, "metadata", "namespace", NULL);
+	const char *name = json_str(pod, "metadata", "name", NULL);
+
+	if (name == NULL || name[0] == '\0')
+		return 0;
+	return (ns ? strlen(ns) : 0) + 1 + strlen(name) + 1;
+}
+
+/* The listed pod's key into the pool at *at (listed_key_len() > 0). */
+static const char *listed_key_put(const cJSON *pod, char *pool, size_t *at)
+{
+	const char *ns = json_str(pod, "metadata", "namespace", NULL);
+	const char *name = json_str(pod, "metadata", "name", NULL);
+	char *d = pool + *at;
+	size_t a = ns ? strlen(ns) : 0, b = strlen(name);
+
+	memcpy(d, ns ? ns : "", a);
+	d[a] = '/';
+	memcpy(d + a + 1, name, b + 1);
+	*at += a + b + 2;
+	return d;
+}
+
+/* A string the cache keeps only when not empty (priority classes): NULL for "". */
+static const char *non_empty(const char *s)
+{
+	return s != NULL && s[0] != '\0' ? s : NULL;
+}
+
+/* The pool's bytes and the pods' count of a list. */
+static size_t lists_pool(const cJSON *pods, const struct view_live_config *cfg, size_t *n)
+{
+	size_t len = sizeof(unnamed);
+	const cJSON *pod;
+
+	*n = 0;
+	cJSON_ArrayForEach(pod, pods)
+	{
+		(*n)++;
+		len += listed_key_len(pod) +
+		       str_len(non_empty(json_str(pod, "metadata", "uid", NULL))) +
+		       (cfg->attrs
+		            ? str_len(non_empty(json_str(pod, "spec", "priorityClassName", NULL)))
+		            : 0);
+	}
+	return len;
+}
+
+/* One listed pod into out: its key and uid among the listed, and an item when it is a
+ * consumer (out->n_pods grows); n: the list's length. 0 or VIEW_ENOMEM. */
+static int list_pod(const cJSON *pod, size_t n, const struct view_live_config *cfg,
+                    struct view_node *out, size_t *at, struct demand *d)
+{
+	const char *key = unnamed;
+	const char *uid =
+	    pool_put(out->pool, at, non_empty(json_str(pod, "metadata", "uid", NULL)));
+	size_t k = out->n_pods;
+
+	if (listed_key_len(pod) > 0) {
+		key = listed_key_put(pod, out->pool, at);
+		out->listed[out->n_listed] = key;
+		out->listed[n + out->n_listed] = uid; /* listed_uids: the second half */
+		out->n_listed++;
+	}
+	int finished = pod_finished(pod);
+	if (finished)
+		return 0;
+	pod_demand(pod, cfg->dcfg, d);
+	if (!placement_consumer(finished, d->status, d->n_dra_figs))
+		return 0;
+	struct placement_item *it = &out->items[k];
+	struct demand_share *sh = &out->shares[k * 2 * DEMAND_MAX_PARTS];
+	*it = (struct placement_item){.key = key, .uid = uid};
+	out->n_pods = k + 1; /* before labelset_copy: view_node_clear frees its labels */
+	if (cfg->attrs) {
+		const char *pc = json_str(pod, "spec", "priorityClassName", NULL);
+		if (labelset_copy(&out->pod_labels[k], json_at(pod, "metadata", "labels", NULL)) !=
+		    0)
+			return VIEW_ENOMEM;
+		it->priority_class = pool_put(out->pool, at, non_empty(pc));
+		it->labels = out->pod_labels[k].l.n ? &out->pod_labels[k].l : NULL;
+		it->attrs_known = 1;
+	}
+	placement_item_demand_figs(it, d, sh, sh + DEMAND_MAX_PARTS);
+	out->declared_bytes = sat_add(out->declared_bytes, it->bytes);
+	out->undeclared_gpus = sat_add(out->undeclared_gpus, it->undeclared_gpus);
+	return 0;
+}
+
+/* The Node object's part of the view: its name, capacity and labels. 0 or VIEW_ENOMEM. */
+static int list_node(const char *node, const cJSON *node_obj, const struct view_live_config *cfg,
+                     struct view_node *out, size_t *at)
+{
+	out->name = pool_put(out->pool, at, node);
+	out->known = 1;
+	out->capacity_rc = capacity_from_node(node_obj, cfg->dcfg, &out->capacity_copy,
+	                                      out->error_copy, sizeof(out->error_copy));
+	if (out->capacity_rc == 0) {
+		out->error_copy[0] = '\0';
+		out->cap = &out->capacity_copy;
+	}
+	out->capacity_error = out->error_copy;
+	if (labelset_copy(&out->node_labels, json_at(node_obj, "metadata", "labels", NULL)) != 0)
+		return VIEW_ENOMEM;
+	out->labels = &out->node_labels.l;
+	return 0;
+}
+
+int view_from_lists(const char *node, const cJSON *node_obj, const cJSON *pods,
+                    const struct view_live_config *cfg, struct view_node *out)
+{
+	struct demand *d = malloc(sizeof(*d)); /* 7 KiB: not on the stack of a worker */
+	size_t n, at = 0, pool_n;
+	const cJSON *pod;
+	int rc = VIEW_ENOMEM;
+
+	memset(out, 0, sizeof(*out));
+	pool_n = lists_pool(pods, cfg, &n) + str_len(node);
+	out->pool = malloc(pool_n);
+	out->items = calloc(n ? n : 1, sizeof(*out->items));
+	out->pod_labels = calloc(n ? n : 1, sizeof(*out->pod_labels));
+	out->shares = calloc(n ? n * 2 * DEMAND_MAX_PARTS : 1, sizeof(*out->shares));
+	out->listed = calloc(n ? 2 * n : 1, sizeof(*out->listed));
+	if (d == NULL || out->pool == NULL || out->items == NULL || out->pod_labels == NULL ||
+	    out->shares == NULL || out->listed == NULL)
+		goto out;
+	memcpy(out->pool, unnamed, sizeof(unnamed));
+	at = sizeof(unnamed);
+	if (list_node(node, node_obj, cfg, out, &at) != 0)
+		goto out;
+	cJSON_ArrayForEach(pod, pods)
+	{
+		if (list_pod(pod, n, cfg, out, &at, d) != 0)
+			goto out;
+	}
+	out->listed_keys = out->listed;
+	out->listed_uids = out->listed + n;
+	out->pods = out->items;
+	rc = 0;
+out:
+	free(d);
+	if (rc != 0)
+		view_node_clear(out);
+	return rc;
+}
+
 void view_node_clear(struct view_node *v)
 {
 	if (v->pod_labels != NULL)
@@ -138,6 +295,7 @@ void view_node_clear(struct view_node *v)
 	free(v->pod_labels);
 	free(v->items);
 	free(v->shares);
+	free(v->listed);
 	free(v->pool);
 	memset(v, 0, sizeof(*v));
 }

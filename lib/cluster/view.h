@@ -1,8 +1,11 @@
 /*
  * view: the cluster view (ARCHITECTURE.md, cluster view box): "this node: its capacity, its
  * labels, its pods with their demands, their sums" as a snapshot copied out, never a callback
- * under a store's lock. One function type (view_fn) with backends; the watch cache's is
- * view_from_cache(). The caller decides over the copy with no lock of the store held, and
+ * under a store's lock. Two backends fill the same struct view_node: the watch cache's,
+ * view_from_cache() (a view_fn), and the live one, view_from_lists(), over the Node object and
+ * the pod LIST its caller read from the API server (the webhook's API path) with no lock held.
+ * Both make a pod an item by one rule (pod_demand(), placement_consumer(), placement_item_*:
+ * pod.h, placement.h). The caller decides over the copy with no lock of the store held, and
  * builds the core's node from it with view_placement_node(), the one place a view becomes a
  * struct placement_node. DRA allocations are the DRA store's copy (drastore.h:
  * dra_store_view()), passed beside.
@@ -23,11 +26,14 @@
 #include "labelset.h"
 #include "placement.h"
 
+struct cJSON;
 struct cache;
+struct demand_config;
 
 #define VIEW_ENOMEM (-1)
 
-/* A node's snapshot: the same fields as cache_node_view (cache.h), owned. */
+/* A node's snapshot: the same fields as cache_node_view (cache.h), owned, and the live
+ * backend's listed pods. */
 struct view_node {
 	const char *name;                      /* the node asked for */
 	int known;                             /* the Node object has been seen */
@@ -41,6 +47,13 @@ struct view_node {
 	size_t n_pods;
 	uint64_t declared_bytes;  /* sum of the declared bytes of pods */
 	uint64_t undeclared_gpus; /* sum of the GPUs of pods without a valid declaration */
+	/* Every pod the live backend's list shows on the node, consumers or not (finished pods,
+	 * pods asking no GPU): their keys and uids (NULL: none) for settling the reservations of
+	 * pods now visible (ledger_settle). The cache backend leaves them empty: its pods are
+	 * settled as they are counted, the others reported gone by its informer. */
+	const char *const *listed_keys;
+	const char *const *listed_uids;
+	size_t n_listed;
 	/* the storage (private) */
 	struct capacity capacity_copy;
 	char error_copy[CAPACITY_MSG_MAX];
@@ -48,6 +61,7 @@ struct view_node {
 	struct labelset *pod_labels; /* n_pods */
 	struct placement_item *items;
 	struct demand_share *shares; /* the pods' shares, then their DRA figures */
+	const char **listed;
 	char *pool;
 };
 
@@ -58,6 +72,24 @@ typedef int (*view_fn)(void *backend, const char *node, struct view_node *out);
 /* The watch cache's backend (backend: a struct cache): the copy is made under the cache's read
  * lock (cache_with_node()), nothing else happens there. Thread-safe. */
 int view_from_cache(void *cache, const char *node, struct view_node *out)
+    __attribute__((warn_unused_result));
+
+/* What the live backend needs to read pods as the watch cache does (cache_new's). */
+struct view_live_config {
+	const struct demand_config *dcfg; /* borrowed for the call */
+	int attrs; /* 1: keep the consumers' tier attributes (priority class, labels; attrs_known
+	              1), as the cache does when GPUMemoryPolicy objects are read; 0: none */
+};
+
+/* The live backend: node's snapshot from the Node object node_obj (its capacity and labels:
+ * capacity_from_node) and pods, the JSON array of the pods bound to it (the API path's LIST),
+ * both borrowed for the call and not referenced after; known is 1. A pod is an item by the
+ * cache's rule (pod_demand, placement_consumer: finished pods and pods asking no GPU are not,
+ * mirror pods are), with its uid (NULL when it has none); a listed pod without a usable name
+ * still holds GPU memory: it counts as "(unnamed pod)" and is not in listed_keys. 0, or
+ * VIEW_ENOMEM (*out left empty). Pure (no I/O, no lock): thread-safe. */
+int view_from_lists(const char *node, const struct cJSON *node_obj, const struct cJSON *pods,
+                    const struct view_live_config *cfg, struct view_node *out)
     __attribute__((warn_unused_result));
 
 /* Release what *v holds; *v becomes empty (a cleared view_node is a no-op). */

@@ -218,8 +218,19 @@ void placement_item_count(struct placement_item *it, const struct placement_coun
 	}
 }
 
+int placement_consumer(int finished, enum demand_status status, size_t n_dra_figs)
+{
+	return !finished && (status != DEMAND_NOT_GPU || n_dra_figs > 0);
+}
+
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares)
+{
+	placement_item_demand_figs(it, d, shares, NULL);
+}
+
+void placement_item_demand_figs(struct placement_item *it, const struct demand *d,
+                                struct demand_share *shares, struct demand_share *figs)
 {
 	struct placement_count c = {
 	    .status = d->status,
@@ -234,6 +245,11 @@ void placement_item_demand(struct placement_item *it, const struct demand *d,
 		memcpy(shares, d->compact, d->n_parts * sizeof(*shares));
 		c.shares = shares;
 		c.n_shares = d->n_parts;
+	}
+	if (figs != NULL && d->n_dra_figs > 0 && d->n_dra_figs <= DEMAND_MAX_PARTS) {
+		memcpy(figs, d->dra_figs, d->n_dra_figs * sizeof(*figs));
+		c.dra_figs = figs;
+		c.n_dra_figs = d->n_dra_figs;
 	}
 	placement_item_count(it, &c);
 }

@@ -99,8 +99,9 @@
  *
  * Who calls it: policyset_decide() (policyset.h), once per threshold check under the flags,
  * the annotation and the GPUMemoryPolicy objects, for core_decide() (core.h), the one entry
- * point the webhook, the extender, the report and the gauges call. The snapshot comes from the API
- * server or the watch cache (webhook), the cache (extender) or the lists given to the report. Pure:
+ * point the webhook, the extender, the report and the gauges call. The snapshot comes from the
+ * cluster view (view.h: the live backend over the API server's answers or the watch cache's, for
+ * the webhook; the cache for the extender) or the lists given to the report. Pure:
  * no I/O, no clock (now_ms is an argument), no locks, no allocation (about 7 KiB of stack: the
  * pod's demand resolved on the node); every pointer in the input is borrowed for the call.
  * Thread-safe.
@@ -236,8 +237,9 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
                          const struct gpupolicy *p, uint64_t now_ms, uint64_t *tier_bytes);
 
 /*
- * What a visible pod counts as a consumer, the one rule (the webhook's listed pods, the watch
- * cache, the report; each keeps the demand its own way, so it passes these figures):
+ * What a visible pod counts as a consumer, the one rule (the cluster view's two backends, the
+ * watch cache and the live view over a pod LIST: view.h; the report; each keeps the demand its
+ * own way, so it passes these figures; which pods are consumers: placement_consumer()):
  *   - DEMAND_OK: its bytes, or for an inferred pod its shares resolved on the node judged, and
  *     the units it holds when it takes its cards (whole_gpus);
  *   - DEMAND_INVALID (a GPU pod without a valid declaration: it still holds GPU memory): its
@@ -264,11 +266,23 @@ struct placement_count {
  * the rule above; the other fields are untouched. it->shares borrows c->shares. */
 void placement_item_count(struct placement_item *it, const struct placement_count *c);
 
+/* Whether a visible pod is a consumer on its node, the rule's other half (the watch cache and
+ * the live view, view.h, ask it): not finished (phase Succeeded or Failed: pod_finished()), and
+ * asking for a GPU (status DEMAND_OK or DEMAND_INVALID), or a pod asking none whose DRA
+ * containers have figures (n_dra_figs > 0: they raise its claim's count). 1 or 0. Pure. */
+int placement_consumer(int finished, enum demand_status status, size_t n_dra_figs);
+
 /* placement_item_count() from a whole demand d (DEMAND_OK or DEMAND_INVALID), its shares
  * copied into shares (DEMAND_MAX_PARTS entries the caller keeps as long as it; NULL: shares
  * not kept). Its DRA figures are not kept (the item would borrow d). */
 void placement_item_demand(struct placement_item *it, const struct demand *d,
                            struct demand_share *shares);
+
+/* The same, d's DRA figures kept too: copied into figs (DEMAND_MAX_PARTS entries the caller
+ * keeps as long as it; NULL: not kept), so that d may also be a DRA pod's DEMAND_NOT_GPU with
+ * figures (placement_consumer()). */
+void placement_item_demand_figs(struct placement_item *it, const struct demand *d,
+                                struct demand_share *shares, struct demand_share *figs);
 
 /* A demand for a pod whose GPUs all come from DRA claims (it asks no GPU resource), made in
  * place from its demand_from_pod() result d (DEMAND_NOT_GPU; fully initialised): DEMAND_OK, 0

@@ -8,6 +8,7 @@
  *   - mirror: the kubelet's copy of a static pod (annotation kubernetes.io/config.mirror). The
  *     kubelet runs it whatever the API server answers, so refusing it protects nothing: the
  *     webhook and the extender let it pass ("MirrorPod"); it still counts once running.
+ *   - demand: what a pod already on a node counts, read once by every view of it (pod_demand).
  *
  * Borrowed cJSON objects, no allocation, no I/O. Pure and thread-safe.
  */
@@ -15,6 +16,8 @@
 #define GMG_POD_H
 
 struct cJSON;
+struct demand;
+struct demand_config;
 
 #define POD_MIRROR_ANNOTATION "kubernetes.io/config.mirror"
 
@@ -23,5 +26,10 @@ int pod_finished(const struct cJSON *pod);
 
 /* 1 when pod carries the POD_MIRROR_ANNOTATION annotation (any value), else 0. */
 int pod_is_mirror(const struct cJSON *pod);
+
+/* The demand of a pod already on a node (the watch cache's, the live view's, the report's):
+ * demand_from_pod() into *d, a failure whatever its status counted as DEMAND_INVALID (it may
+ * hold GPU memory we cannot read: counted by its GPUs, the safe side). */
+void pod_demand(const struct cJSON *pod, const struct demand_config *cfg, struct demand *d);
 
 #endif

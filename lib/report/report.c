@@ -380,8 +380,7 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 		return fail(err, errlen, REPORT_EINVAL, "pod: not an object");
 	if (node == NULL || node[0] == '\0' || pod_finished(pod))
 		return 0;
-	if (demand_from_pod(pod, &r->dcfg, &d) != 0 && d.status != DEMAND_INVALID)
-		d.status = DEMAND_INVALID; /* status is filled either way */
+	pod_demand(pod, &r->dcfg, &d);
 	if (d.status == DEMAND_NOT_GPU)
 		return 0;
 	if (r->n_pods >= REPORT_MAX_PODS)

@@ -18,7 +18,7 @@
 #define N_EXT_VERBS     2
 #define N_EXT_RESULTS   3
 #define N_AUDIT_REASONS 5
-#define N_MODE_REASONS  21 /* METRICS_MODE_REASONS */
+#define N_MODE_REASONS  22 /* METRICS_MODE_REASONS */
 #define N_HOLD_REFUSALS 5
 #define N_ROUTES        2
 

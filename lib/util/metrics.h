@@ -134,8 +134,8 @@ void metrics_policy_audit(struct metrics *m, const char *reason);
 	"OverThreshold", "NeverFits", "TierOverShare", "TierYield", "InvalidDeclaration",          \
 	    "UnknownCapacity", "InvalidCapacity", "NotFound", "APIServerUnavailable",              \
 	    "ReservationRecordUnreadable", "PoliciesNotRead", "DRANotRead", "LedgerFull",          \
-	    "NameTooLong", "WebhookBusy", "InternalError", "InvalidReview", "NoFreeCard",          \
-	    "UndeclaredOnSharedCard", "UndeclaredRefused", "other"
+	    "NodeBusy", "NameTooLong", "WebhookBusy", "InternalError", "InvalidReview",            \
+	    "NoFreeCard", "UndeclaredOnSharedCard", "UndeclaredRefused", "other"
 enum metrics_mode { METRICS_MODE_WARN = 0, METRICS_MODE_AUDIT };
 
 /* One review admitted that enforce would refuse with reason (--mode warn or audit). m may be

@@ -672,6 +672,56 @@ static void test_settle_and_trylock(void **state)
 	ledger_free(l);
 }
 
+/*
+ * ledger_release / ledger_relock / ledger_end and the generation: a released node is not
+ * locked (another user takes it) yet not freed while empty, so its generation keeps counting;
+ * only entries dropped because a view showed their pod (settle, reconcile) move it, not
+ * reserves, expiry, ledger_remove or ledger_forget.
+ */
+static void test_release_and_generation(void **state)
+{
+	(void)state;
+	struct ledger *l = ledger_new(1000);
+	struct ledger_node *n = ledger_lock(l, "node-a"), *m;
+	int busy = -1;
+	const char *key = "ns/p", *uid = "uid-1";
+
+	uint64_t g = ledger_generation(n);
+	ledger_release(n); /* empty, but kept: we still use it */
+	m = ledger_trylock(l, "node-a", &busy);
+	assert_ptr_equal(m, n); /* the same node, free to lock */
+	assert_int_equal(ledger_reserve_uid(m, key, uid, GI, 100), 0);
+	assert_int_equal(ledger_reserve(m, "ns/q", GI, 100), 0);
+	assert_int_equal(ledger_reserve(m, "ns/r", GI, 100), 0);
+	assert_int_equal(ledger_remove(m, "ns/r"), 1);
+	assert_int_equal(ledger_generation(m), g);
+	ledger_unlock(m);
+	assert_int_equal(ledger_forget(l, "ns/q", NULL), 1); /* takes the lock itself */
+	m = ledger_trylock(l, "node-a", &busy);
+	assert_ptr_equal(m, n);
+	assert_int_equal(ledger_reserve(m, "ns/q", GI, 100), 0);
+	assert_int_equal(ledger_generation(m), g);
+	assert_int_equal(ledger_reconcile(m, NULL, 0, 200), 0);
+	assert_int_equal(ledger_generation(m), g);
+	assert_int_equal(ledger_settle(m, &key, &uid, 1, 200), 1);
+	assert_int_equal(ledger_generation(m), g + 1);
+	ledger_unlock(m);
+	ledger_relock(n);
+	assert_int_equal(ledger_generation(n), g + 1);
+	const char *q = "ns/q";
+	assert_int_equal(ledger_reconcile(n, &q, 1, 300), 1);
+	assert_int_equal(ledger_generation(n), g + 2);
+	assert_int_equal(ledger_reserve(n, "ns/s", GI, 300), 0);
+	assert_int_equal(ledger_settle(n, NULL, NULL, 0, 5000), 1); /* expired: no move */
+	assert_int_equal(ledger_generation(n), g + 2);
+	ledger_release(n);
+	ledger_end(n); /* the last use of an empty node frees it (ASan: no leak) */
+	assert_int_equal(ledger_size(l), 0);
+	ledger_end(NULL);
+	assert_int_equal(ledger_generation(NULL), 0);
+	ledger_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -691,6 +741,7 @@ int main(void)
 	    cmocka_unit_test(test_node_churn),
 	    cmocka_unit_test(test_forget),
 	    cmocka_unit_test(test_settle_and_trylock),
+	    cmocka_unit_test(test_release_and_generation),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -4,6 +4,10 @@
  * classes, labels and shares included, and stays whole after the cache is freed (ASan catches
  * a pointer left into the store), a DRA pod's figures too; an unknown node;
  * view_placement_node; clearing twice.
+ * The live backend (view_from_lists): over the same Node and pod list it equals the cache's
+ * view (one rule makes a pod an item); finished pods, pods asking no GPU, mirror pods,
+ * declared and undeclared pods, pods without a uid or a name; the listed keys and uids; a
+ * node whose capacity is unknown.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -206,6 +210,157 @@ static void test_dra_figures_copied(void **state)
 	view_node_clear(&v);
 }
 
+/* The fixture's pods, the first with a priority class (as filled() gives the cache). */
+static cJSON *fixture_pods(cJSON *list)
+{
+	cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
+	cJSON_AddStringToObject(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(items, 0), "spec"),
+	    "priorityClassName", "realtime");
+	return items;
+}
+
+static void test_lists_equal_the_cache(void **state)
+{
+	static const struct demand_config dcfg = {.infer = 1};
+	const struct view_live_config cfg = {&dcfg, 1};
+	struct cache *c = filled();
+	cJSON *node = fixture_json("node-gpu-node-a.json");
+	cJSON *list = fixture_json("podlist-gpu-node-a.json");
+	struct seen want, got;
+	struct view_node v;
+
+	(void)state;
+	cache_with_node(c, "gpu-node-a", seen_cache, &want);
+	assert_int_equal(view_from_lists("gpu-node-a", node, fixture_pods(list), &cfg, &v), 0);
+	cJSON_Delete(node);
+	cJSON_Delete(list); /* the view holds nothing of the lists */
+	seen_view(&v, &got);
+	assert_true(want.n_pods >= 3);
+	assert_string_equal(got.pcs[0], "realtime");
+	assert_memory_equal(&got, &want, sizeof(want));
+	for (size_t i = 0; i < v.n_pods; i++)
+		assert_true(v.pods[i].attrs_known);
+	view_node_clear(&v);
+	view_node_clear(&v);
+	cache_free(c);
+}
+
+/* A GPU pod declaring bytes, as a JSON text (uid NULL: none; name NULL: none). */
+static cJSON *gpu_pod(const char *name, const char *uid, const char *declared, int mirror)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+	         "{\"metadata\":{\"namespace\":\"ml\"%s%s%s%s%s%s%s},"
+	         "\"spec\":{\"nodeName\":\"gpu-node-a\",\"containers\":[{\"name\":\"c\","
+	         "\"resources\":{\"limits\":{\"nvidia.com/gpu\":\"1\"}},"
+	         "\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":\"%s\"}]}]},"
+	         "\"status\":{\"phase\":\"Running\"}}",
+	         name ? ",\"name\":\"" : "", name ? name : "", name ? "\"" : "",
+	         uid ? ",\"uid\":\"" : "", uid ? uid : "", uid ? "\"" : "",
+	         mirror ? ",\"annotations\":{\"kubernetes.io/config.mirror\":\"x\"}" : "",
+	         declared);
+	cJSON *pod = cJSON_Parse(text);
+	assert_non_null(pod);
+	return pod;
+}
+
+static void test_lists_pods(void **state)
+{
+	static const struct demand_config dcfg = {.infer = 0};
+	const struct view_live_config cfg = {&dcfg, 0};
+	cJSON *node = fixture_json("node-gpu-node-a.json");
+	cJSON *list = fixture_json("podlist-gpu-node-a.json");
+	cJSON *items = cJSON_GetObjectItemCaseSensitive(list, "items");
+	struct view_node v;
+	const uint64_t gi = 1024ull * 1024 * 1024;
+
+	(void)state;
+	cJSON_AddItemToArray(items,
+	                     gpu_pod("static-0", "22222222-0000-4000-8000-000000000001", "5Gi", 1));
+	cJSON_AddItemToArray(items, gpu_pod("no-uid", NULL, "3Gi", 0));
+	cJSON_AddItemToArray(items,
+	                     gpu_pod(NULL, "22222222-0000-4000-8000-000000000003", "2Gi", 0));
+	assert_int_equal(view_from_lists("gpu-node-a", node, items, &cfg, &v), 0);
+	assert_string_equal(v.name, "gpu-node-a");
+	assert_true(v.known);
+	assert_int_equal(v.capacity_rc, 0);
+	assert_non_null(v.cap);
+	assert_string_equal(v.capacity_error, "");
+	assert_non_null(v.labels);
+	/* chat-7b-0, chat-7b-1 (20Gi each), legacy-notebook (undeclared: 1 GPU), the mirror
+	 * pod, the pod without a uid and the unnamed one; not the finished batch job nor the
+	 * log shipper (no GPU) */
+	assert_int_equal(v.n_pods, 6);
+	static const char *const keys[] = {
+	    "inference/chat-7b-0", "inference/chat-7b-1", "inference/legacy-notebook",
+	    "ml/static-0",         "ml/no-uid",           "(unnamed pod)"};
+	static const char *const uids[] = {"11111111-0000-4000-8000-000000000001",
+	                                   "11111111-0000-4000-8000-000000000002",
+	                                   "11111111-0000-4000-8000-000000000004",
+	                                   "22222222-0000-4000-8000-000000000001",
+	                                   NULL,
+	                                   "22222222-0000-4000-8000-000000000003"};
+	static const uint64_t bytes[] = {20, 20, 0, 5, 3, 2};
+	for (size_t i = 0; i < 6; i++) {
+		const struct placement_item *it = &v.pods[i];
+		assert_string_equal(it->key, keys[i]);
+		if (uids[i] == NULL)
+			assert_null(it->uid);
+		else
+			assert_string_equal(it->uid, uids[i]);
+		assert_int_equal(it->bytes, bytes[i] * gi);
+		assert_int_equal(it->undeclared_gpus, i == 2 ? 1 : 0);
+		assert_false(it->attrs_known); /* cfg.attrs 0 */
+		assert_null(it->labels);
+		assert_null(it->priority_class);
+	}
+	assert_int_equal(v.declared_bytes, 50 * gi);
+	assert_int_equal(v.undeclared_gpus, 1);
+	/* every named pod is listed, for settling reservations: the finished and the non-GPU
+	 * ones too; the unnamed one cannot match a reservation */
+	assert_int_equal(v.n_listed, 7);
+	static const char *const listed[] = {"inference/chat-7b-0",
+	                                     "inference/chat-7b-1",
+	                                     "inference/batch-summarize-x7",
+	                                     "inference/legacy-notebook",
+	                                     "observability/log-shipper-abcde",
+	                                     "ml/static-0",
+	                                     "ml/no-uid"};
+	for (size_t i = 0; i < 7; i++)
+		assert_string_equal(v.listed_keys[i], listed[i]);
+	assert_string_equal(v.listed_uids[2], "11111111-0000-4000-8000-000000000003");
+	assert_string_equal(v.listed_uids[4], "11111111-0000-4000-8000-000000000005");
+	assert_null(v.listed_uids[6]);
+	cJSON_Delete(node);
+	cJSON_Delete(list);
+	view_node_clear(&v);
+}
+
+static void test_lists_unknown_capacity(void **state)
+{
+	static const struct demand_config dcfg = {.infer = 0};
+	const struct view_live_config cfg = {&dcfg, 1};
+	cJSON *node = cJSON_Parse("{\"metadata\":{\"name\":\"cpu-1\"}}");
+	cJSON *pods = cJSON_CreateArray();
+	struct view_node v;
+
+	(void)state;
+	assert_int_equal(view_from_lists("cpu-1", node, pods, &cfg, &v), 0);
+	assert_true(v.known);
+	assert_int_not_equal(v.capacity_rc, 0);
+	assert_null(v.cap);
+	assert_true(v.capacity_error[0] != '\0');
+	assert_int_equal(v.n_pods, 0);
+	assert_int_equal(v.n_listed, 0);
+	assert_non_null(v.labels);
+	assert_int_equal(v.labels->n, 0);
+	cJSON_Delete(node);
+	cJSON_Delete(pods);
+	view_node_clear(&v);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -213,6 +368,9 @@ int main(void)
 	    cmocka_unit_test(test_dra_figures_copied),
 	    cmocka_unit_test(test_unknown_node),
 	    cmocka_unit_test(test_placement_node),
+	    cmocka_unit_test(test_lists_equal_the_cache),
+	    cmocka_unit_test(test_lists_pods),
+	    cmocka_unit_test(test_lists_unknown_capacity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,10 +2,12 @@
  * A node's view that cannot be copied out of the watch cache (view.h: VIEW_ENOMEM, e.g. a node
  * with very many pods and no memory left): the webhook's cache path answers a precise error,
  * 500 "out of memory", with the review's uid, reserves nothing (local ledger, shared record)
- * and does not fall back to the API server; the extender's filter returns EXTENDER_ENOMEM.
+ * and does not fall back to the API server; the extender's filter returns EXTENDER_ENOMEM. The
+ * API path's live view (view_from_lists) likewise: 500 "out of memory", nothing reserved.
  *
- * This binary is linked with -Wl,--wrap=view_from_cache (CMakeLists.txt): the library's calls
- * fail while view_fails is set, and are the real copy otherwise.
+ * This binary is linked with -Wl,--wrap=view_from_cache,--wrap=view_from_lists
+ * (CMakeLists.txt): the library's calls fail while view_fails is set, and are the real copy
+ * otherwise.
  *
  * The cluster: the fixtures' gpu-node-a (test/data) and its pods but legacy-notebook (40Gi
  * declared of the 71.7Gi limit), in a real watch cache.
@@ -50,6 +52,22 @@ int __wrap_view_from_cache(void *cache, const char *node, struct view_node *out)
 		return VIEW_ENOMEM;
 	}
 	return __real_view_from_cache(cache, node, out);
+}
+
+int __real_view_from_lists(const char *node, const cJSON *node_obj, const cJSON *pods,
+                           const struct view_live_config *cfg, struct view_node *out);
+int __wrap_view_from_lists(const char *node, const cJSON *node_obj, const cJSON *pods,
+                           const struct view_live_config *cfg, struct view_node *out);
+
+int __wrap_view_from_lists(const char *node, const cJSON *node_obj, const cJSON *pods,
+                           const struct view_live_config *cfg, struct view_node *out)
+{
+	view_calls++;
+	if (view_fails) {
+		memset(out, 0, sizeof(*out));
+		return VIEW_ENOMEM;
+	}
+	return __real_view_from_lists(node, node_obj, pods, cfg, out);
 }
 
 /* ---- an API server that must not be asked ---- */
@@ -230,6 +248,59 @@ static void test_webhook_shared_record(void **state)
 	expect_nomem_then_decided(e);
 }
 
+/* ---- the API path (--cache off): the fixtures' node and pods but legacy-notebook ---- */
+
+static int api_get_node(void *ctx, const char *name, cJSON **node, long *code, char *err,
+                        size_t errlen)
+{
+	(void)ctx, (void)name, (void)err, (void)errlen;
+	api_calls++;
+	*node = fixture_json("node-gpu-node-a.json");
+	*code = 200;
+	return 0;
+}
+
+static int api_list(void *ctx, const char *node, cJSON **items, long *code, char *err,
+                    size_t errlen)
+{
+	cJSON *list = fixture_json("podlist-gpu-node-a.json");
+
+	(void)ctx, (void)node, (void)err, (void)errlen;
+	api_calls++;
+	*items = cJSON_DetachItemFromObjectCaseSensitive(list, "items");
+	cJSON_DeleteItemFromArray(*items, 3); /* legacy-notebook */
+	cJSON_Delete(list);
+	*code = 200;
+	return 0;
+}
+
+static void test_webhook_api_path(void **state)
+{
+	struct env *e = *state;
+	struct webhook_config cfg = {.threshold = 0.9, .warn_threshold = 0.8};
+	struct webhook_source src = {NULL, no_get_pod, api_get_node, api_list};
+	char message[512];
+	int allowed, code;
+
+	e->w = webhook_new(&cfg, &src, e->ledger, e->metrics);
+	assert_non_null(e->w);
+	view_fails = 1;
+	cJSON *a = review(e, &allowed, &code, message, sizeof(message));
+	assert_false(allowed);
+	assert_int_equal(code, 500);
+	assert_string_equal(message, "cannot check inference/embedder-0: out of memory");
+	assert_int_equal(view_calls, 1);
+	assert_int_equal(api_calls, 2); /* GET node, LIST */
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a);
+	view_fails = 0;
+	a = review(e, &allowed, &code, message, sizeof(message));
+	if (!allowed)
+		fail_msg("denied %d: %s", code, message);
+	assert_int_equal(ledger_size(e->ledger), 1);
+	cJSON_Delete(a);
+}
+
 static int no_reservations(void *ctx, const char *node, int may_block, extender_add_fn add,
                            void *add_ctx)
 {
@@ -280,6 +351,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_webhook_local_ledger, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_webhook_shared_record, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_extender_filter, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_webhook_api_path, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -39,7 +39,27 @@ struct fake {
 	char last_pod[256];
 	const char *list_err; /* the error text of a forced list error (NULL: a timeout) */
 	const char *fail_pod; /* get_pod of this name fails (API error) */
+	/* Called by list_pods_on_node after its answer is made (another placement acting while
+	 * this one lists), and n_list so far. */
+	void (*list_hook)(struct fake *f, const char *node);
+	/* When set: list_pods_on_node and get_pod try the node's ledger lock, counting in
+	 * lock_busy the calls made while a placement held it. */
+	struct ledger *probe_ledger;
+	const char *probe_node;
+	int lock_busy, lock_probes;
 };
+
+static void probe_lock(struct fake *f)
+{
+	int busy = 0;
+
+	if (f->probe_ledger == NULL)
+		return;
+	struct ledger_node *n = ledger_trylock(f->probe_ledger, f->probe_node, &busy);
+	ledger_unlock(n);
+	f->lock_busy += busy;
+	f->lock_probes++;
+}
 
 static const char *meta_str(const cJSON *o, const char *key)
 {
@@ -54,6 +74,7 @@ static int fake_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod
 	struct fake *f = ctx;
 	const cJSON *p;
 	f->n_get_pod++;
+	probe_lock(f);
 	snprintf(f->last_pod, sizeof(f->last_pod), "%s/%s", ns, name);
 	if (f->pod_rc || (f->fail_pod && strcmp(f->fail_pod, name) == 0)) {
 		*code = 0;
@@ -83,7 +104,8 @@ static int fake_get_node(void *ctx, const char *name, cJSON **node, long *code, 
                          size_t errlen)
 {
 	struct fake *f = ctx;
-	f->n_get_node++;
+	/* atomic: test_self_time_excludes_waits watches it from the main thread */
+	__atomic_fetch_add(&f->n_get_node, 1, __ATOMIC_SEQ_CST);
 	if (f->node_delay_ms)
 		usleep((useconds_t)f->node_delay_ms * 1000);
 	if (f->node_rc) {
@@ -112,8 +134,11 @@ static int fake_list(void *ctx, const char *node, cJSON **items, long *code, cha
 		         f->list_err ? f->list_err : "LIST pods: timeout after 2000 ms");
 		return f->list_rc;
 	}
+	probe_lock(f);
 	*items = cJSON_Duplicate(f->items, 1);
 	*code = 200;
+	if (f->list_hook != NULL)
+		f->list_hook(f, node);
 	return 0;
 }
 
@@ -845,6 +870,108 @@ static void test_deleted_pod_reservation_dropped(void **state)
 	assert_string_equal(e->fake.last_pod, "inference/gone");
 	assert_int_equal(ledger_size(e->ledger), 1); /* only the new placement's */
 	assert_int_equal(pending_on(e, "gpu-node-a"), 24 * GI);
+	cJSON_Delete(a.root);
+}
+
+/*
+ * No ledger lock is held across an API call (ARCHITECTURE.md): while the API path LISTs the
+ * node's pods and GETs the pod of a stale reservation, the node's ledger lock is free, so a
+ * placement from the cache on a server thread (ledger_trylock) is not turned away. Before the
+ * live view (issue 23) both calls ran under the lock: lock_busy was 2.
+ */
+static void test_api_calls_hold_no_ledger_lock(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	reserve_aged(e, "inference/gone", 60 * GI, 10000); /* looked up: a GET on the path */
+	e->fake.probe_ledger = e->ledger;
+	e->fake.probe_node = "gpu-node-a";
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_true(a.allowed);
+	assert_int_equal(e->fake.n_list, 1);
+	assert_int_equal(e->fake.n_get_pod, 2);
+	assert_int_equal(e->fake.lock_probes, 3); /* the binding's pod, the LIST, the lookup */
+	assert_int_equal(e->fake.lock_busy, 0);
+	assert_int_equal(pending_on(e, "gpu-node-a"), 24 * GI);
+	cJSON_Delete(a.root);
+}
+
+static cJSON *listed_gpu_pod(struct env *e, const char *name, const char *gpus, const char *mem);
+
+/* Another placement, while this one lists gpu-node-a, sees inference/big (60Gi) on the node
+ * and settles its reservation; the next lists show it. */
+static void settle_big_once(struct fake *f, const char *node)
+{
+	int busy = 0;
+
+	if (f->n_list != 1)
+		return;
+	struct ledger_node *n = ledger_trylock(f->probe_ledger, node, &busy);
+	if (n == NULL)
+		return; /* held across the LIST: nothing can settle meanwhile */
+	const char *key = "inference/big", *uid = "uid-of-big";
+	assert_int_equal(ledger_settle(n, &key, &uid, 1, ledger_now_ms()), 1);
+	ledger_unlock(n);
+	listed_gpu_pod((struct env *)(void *)f, "big", "1", "60Gi");
+}
+
+/*
+ * The view is taken before the node's lock: a reservation settled meanwhile by a placement
+ * that saw its pod (a newer list) would be counted neither as visible (our list is older) nor
+ * as reserved. The ledger's generation tells: the pods are listed again, and the 60Gi pod
+ * counts, so the 24Gi binding does not fit. Without the check it was admitted (84Gi over a
+ * budget of 71.7Gi).
+ */
+static void test_settled_while_listing_lists_again(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	struct ledger_node *n = ledger_lock(e->ledger, "gpu-node-a");
+	assert_int_equal(
+	    ledger_reserve_uid(n, "inference/big", "uid-of-big", 60 * GI, ledger_now_ms()), 0);
+	ledger_unlock(n);
+	e->fake.probe_ledger = e->ledger;
+	e->fake.probe_node = "gpu-node-a";
+	e->fake.list_hook = settle_big_once;
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 403);
+	assert_int_equal(e->fake.n_list, 2);
+	assert_non_null(strstr(a.message, "inference/big 60Gi"));
+	assert_null(strstr(a.message, "(admitting)"));
+	assert_int_equal(ledger_size(e->ledger), 0);
+	cJSON_Delete(a.root);
+}
+
+/* Every list races a settlement on the node: after 3 lists, denied (fail closed). */
+static void settle_every_list(struct fake *f, const char *node)
+{
+	int busy = 0;
+	char key[64];
+	const char *k = key;
+
+	snprintf(key, sizeof(key), "inference/churn-%d", f->n_list);
+	struct ledger_node *n = ledger_trylock(f->probe_ledger, node, &busy);
+	if (n == NULL)
+		return;
+	assert_int_equal(ledger_reserve(n, key, GI, ledger_now_ms()), 0);
+	assert_int_equal(ledger_settle(n, &k, NULL, 1, ledger_now_ms()), 1);
+	ledger_unlock(n);
+}
+
+static void test_settled_during_every_list_denied(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	e->fake.probe_ledger = e->ledger;
+	e->fake.probe_node = "gpu-node-a";
+	e->fake.list_hook = settle_every_list;
+	struct answer a = review_fixture(e, "review-binding-create.json");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 500);
+	assert_non_null(strstr(a.message, "kept settling its reservations"));
+	assert_int_equal(e->fake.n_list, 3);
+	assert_int_equal(ledger_size(e->ledger), 0);
 	cJSON_Delete(a.root);
 }
 
@@ -1777,6 +1904,10 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_many_reservations_named_and_counted, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_deleted_pod_reservation_dropped, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_api_calls_hold_no_ledger_lock, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_settled_while_listing_lists_again, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_settled_during_every_list_denied, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_young_reservation_counted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_unverifiable_reservations_counted, setup,
 	                                    teardown),
