@@ -21,12 +21,9 @@
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
-#include "fixture.h"
 #include "placement.h"
 
-#define MIB  (1024ull * 1024)
-#define GI   (1024ull * MIB)
-#define H100 (81559ull * MIB)
+#include "dra_fixture.h"
 
 /* A claim allocated one device (result request req) with configs cfgs in its allocation. */
 #define CLAIM_ALLOC(req, cfgs)                                                                     \
@@ -178,20 +175,8 @@ static void claim_config_errors(void **state)
 	         "", "'gpu'", "GpuConfig", "{'strategy':'timeslicing'}") "]}}}",
 	     "spec.devices.config[0]: sharing.strategy \"timeslicing\" is not"},
 	};
-	struct dra_claim *c = malloc(sizeof(*c));
-
-	assert_non_null(c);
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		cJSON *j = fixture_quoted_json(rows[i].json);
-		char err[256] = "";
-
-		assert_non_null(j);
-		assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), DRA_EINVAL);
-		if (strstr(err, rows[i].err) == NULL)
-			fail_msg("row %zu: %s", i, err);
-		cJSON_Delete(j);
-	}
-	free(c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		dra_fixture_refused(1, rows[i].json, rows[i].err, i);
 }
 
 /* The store's view: a claim time-sliced by its config (test/data/dra/claim-timesliced.json,
@@ -203,20 +188,10 @@ static void store_shared_view(void **state)
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/claim-timesliced.json",
 	                                    "dra/claim-mps.json"};
-	struct dra_store *s = dra_store_new(NULL, NULL, NULL);
+	struct dra_store *s = dra_fixture_store(files, sizeof(files) / sizeof(files[0]));
 	struct dra_pod_refs refs = {.any = 1, .n = 1};
 	struct dra_view *v;
-	char err[256];
 
-	assert_non_null(s);
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		cJSON *j = fixture_json(files[i]);
-		int rc = i == 0 ? dra_store_apply_slice(s, WATCH_ADDED, j, err, sizeof(err))
-		                : dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err));
-		if (rc != 0)
-			fail_msg("%s: %s", files[i], err);
-		cJSON_Delete(j);
-	}
 	assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
 	assert_int_equal(v->node.n_claims, 2);
 	for (size_t i = 0; i < v->node.n_claims; i++) {
@@ -280,6 +255,18 @@ struct shared_row {
 	const char *reason;
 	const char *words; /* in the message; NULL: not checked */
 };
+
+/* Claim dra/c holding the node's one H100 whole, shared by its config; its pods set apart. */
+static struct dra_claim_use shared_claim(uint8_t sharing, uint64_t pinned)
+{
+	return (struct dra_claim_use){.key = "dra/c",
+	                              .uid = "cu",
+	                              .whole_n = 1,
+	                              .whole_bytes = H100,
+	                              .sharing = sharing,
+	                              .pinned = pinned,
+	                              .dev_bytes = H100};
+}
 
 static void placement_shared_device(void **state)
 {
@@ -520,24 +507,9 @@ static void placement_shared_device(void **state)
 		char keys[MAX_OTHERS][32];
 		struct placement_item items[MAX_OTHERS];
 		size_t n_items = 0, n_uids = 0;
-		struct capacity cap = {.per_gpu_bytes = H100,
-		                       .gpu_count = 1,
-		                       .total_bytes = H100,
-		                       .replicas = 1,
-		                       .piece_bytes = H100,
-		                       .dra_gpus = 1,
-		                       .dra_bytes = H100};
-		struct dra_claim_use c = {.key = "dra/c",
-		                          .uid = "cu",
-		                          .whole_n = 1,
-		                          .whole_bytes = H100,
-		                          .sharing = r->sharing,
-		                          .pinned = r->pinned,
-		                          .dev_bytes = H100,
-		                          .mine = r->mine};
-		struct dra_node dn = {.gpus = {.n = 1, .bytes = H100, .max_bytes = H100},
-		                      .n_claims = 1,
-		                      .claims = &c};
+		struct capacity cap = dra_fixture_h100s(1);
+		struct dra_claim_use c = shared_claim(r->sharing, r->pinned);
+		struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
 		struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
 		struct dra_pod dp = {.any = 1};
 		struct demand d;
@@ -545,6 +517,7 @@ static void placement_shared_device(void **state)
 		    .name = "dra/me", .key = "dra/me", .uid = "me", .demand = &d, .dra = &dp};
 		struct placement_result res;
 
+		c.mine = r->mine;
 		for (size_t k = 0; k < r->n_others; k++) {
 			snprintf(uids[n_uids++], DRA_UID_MAX, "p%zu", k);
 			snprintf(keys[k], sizeof(keys[k]), "dra/p%zu", k);
@@ -596,23 +569,9 @@ static void placement_shared_warn(void **state)
 	(void)state;
 	static const char pods[2][DRA_UID_MAX] = {"pa", "me"};
 	static const struct demand_share fig = VLLM(900000);
-	struct capacity cap = {.per_gpu_bytes = H100,
-	                       .gpu_count = 1,
-	                       .total_bytes = H100,
-	                       .replicas = 1,
-	                       .piece_bytes = H100,
-	                       .dra_gpus = 1,
-	                       .dra_bytes = H100};
-	struct dra_claim_use c = {.key = "dra/c",
-	                          .uid = "cu",
-	                          .whole_n = 1,
-	                          .whole_bytes = H100,
-	                          .sharing = DRA_SHARING_TIME_SLICING,
-	                          .dev_bytes = H100,
-	                          .n_pods = 2,
-	                          .pods = pods};
-	struct dra_node dn = {
-	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &c};
+	struct capacity cap = dra_fixture_h100s(1);
+	struct dra_claim_use c = shared_claim(DRA_SHARING_TIME_SLICING, 0);
+	struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
 	struct placement_item it = {.key = "dra/pa", .uid = "pa"};
 	struct placement_node node = {
 	    .name = "gpu-dra-0", .cap = &cap, .pods = &it, .n_pods = 1, .dra = &dn};
@@ -623,6 +582,8 @@ static void placement_shared_warn(void **state)
 	struct placement_policy warn = enforce;
 	struct placement_result res;
 
+	c.n_pods = 2;
+	c.pods = pods;
 	warn.mode = POLICY_WARN;
 	placement_item_count(&it, &(const struct placement_count){
 	                              .status = DEMAND_NOT_GPU, .dra_figs = &fig, .n_dra_figs = 1});
