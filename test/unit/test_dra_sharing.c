@@ -223,6 +223,133 @@ static void store_shared_view(void **state)
 	dra_store_free(s);
 }
 
+/* Per-device pinned limits matched to the device (dra_result_pinned): the NVIDIA driver keys
+ * mpsConfig.defaultPerDevicePinnedMemoryLimit by a UUID of the config's devices or an index
+ * among them (api/nvidia.com/resource/v1beta1 sharing.go, MpsPerDevicePinnedMemoryLimit
+ * .Normalize), the default for devices no key names. */
+#define MPS_PER(def, per)                                                                          \
+	"{'strategy':'MPS','mpsConfig':{" def "'defaultPerDevicePinnedMemoryLimit':{" per "}}}"
+#define DEF10  "'defaultPinnedDeviceMemoryLimit':'10Gi',"
+#define UUID_A "GPU-4d6c1f0e-3b2a-4f1c-9e8d-7a6b5c4d3e2f" /* slice-gpu-dra-0.json's gpu-0 */
+#define UUID_B "GPU-9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d" /* its gpu-1 */
+/* A claim allocated gpu-0 and gpu-1 of gpu-dra-0, with configs cfgs */
+#define CLAIM_TWO(cfgs)                                                                            \
+	"{'metadata':{'name':'c','namespace':'dra'},'status':{'allocation':{'devices':{'results':" \
+	"["                                                                                        \
+	"{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-0'},"         \
+	"{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-1'}],"        \
+	"'config':[" cfgs "]}}}}"
+
+static void pinned_per_device(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *json, *uuid;
+		int kind;
+		uint64_t want;
+	} rows[] = {
+	    {"the device's UUID names it",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_A "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
+	    {"another UUID: the default",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 10 * GI},
+	    {"another UUID and no default: not pinned",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER("", "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 0},
+	    {"its UUID and no default: pinned",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER("", "'" UUID_A "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
+	    {"the device's UUID unknown: the largest",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_B "':'20Gi'"))),
+	     "", DRA_CFG_GPU, 20 * GI},
+	    {"index 0 of a claim of one device: its own",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'5Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 5 * GI},
+	    {"index 0 of a claim of one device, its UUID unknown: still its own",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'5Gi'"))), "",
+	     DRA_CFG_GPU, 5 * GI},
+	    {"index 0 of a claim of two devices: not matched, the largest",
+	     CLAIM_TWO(CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'20Gi'"))), UUID_B,
+	     DRA_CFG_GPU, 20 * GI},
+	    {"index 1 of two under the default: not matched, the default is the largest",
+	     CLAIM_TWO(CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'1':'5Gi'"))), UUID_A,
+	     DRA_CFG_GPU, 10 * GI},
+	    {"a MIG device's UUID under MigDeviceConfig",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "MigDeviceConfig",
+	                     MPS_PER("", "'MIG-1b2c3d4e-0000-4000-8000-000000000001':'3Gi'"))),
+	     "MIG-1b2c3d4e-0000-4000-8000-000000000001", DRA_CFG_MIG, 3 * GI},
+	    {"time-slicing: no pinned limit",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", TS)), UUID_A, DRA_CFG_GPU, 0},
+	};
+	struct dra_claim *c = malloc(sizeof(*c));
+
+	assert_non_null(c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		cJSON *j = fixture_quoted_json(rows[i].json);
+		char err[256] = "";
+
+		if (dra_claim_decode(j, NULL, c, err, sizeof(err)) != 0)
+			fail_msg("row %zu (%s): %s", i, rows[i].what, err);
+		for (size_t k = 0; k < c->n_results; k++) {
+			uint64_t got =
+			    dra_result_pinned(&c->results[k], rows[i].kind, rows[i].uuid);
+			if (got != rows[i].want)
+				fail_msg("row %zu (%s), result %zu: pinned %llu, want %llu", i,
+				         rows[i].what, k, (unsigned long long)got,
+				         (unsigned long long)rows[i].want);
+		}
+		cJSON_Delete(j);
+	}
+	free(c);
+}
+
+/* The store matches a per-device limit to the device by the slice's uuid attribute: a claim
+ * MPS-sharing gpu-0 of gpu-dra-0 (default 10Gi) with a 20Gi limit keyed by gpu-1's UUID gets
+ * the default, keyed by gpu-0's the 20Gi (before: the largest, 20Gi, for both). */
+static void store_pinned_by_uuid(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *key;
+		uint64_t want;
+	} rows[] = {{UUID_B, 10 * GI}, {UUID_A, 20 * GI}};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
+		struct dra_store *s = dra_fixture_store(files, 1);
+		struct dra_view *v;
+		char text[1024], err[256];
+
+		snprintf(
+		    text, sizeof(text),
+		    "{'metadata':{'name':'c','namespace':'dra'},'status':{'allocation':{'devices':"
+		    "{'results':[{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0',"
+		    "'device':'gpu-0'}],'config':[" CFG("FromClaim", "", "GpuConfig",
+		                                        MPS_PER(DEF10, "'%s':'20Gi'")) "]}}}}",
+		    rows[i].key);
+		cJSON *j = fixture_quoted_json(text);
+		if (dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		cJSON_Delete(j);
+		assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+		assert_int_equal(v->node.n_claims, 1);
+		assert_int_equal(v->node.claims[0].sharing, DRA_SHARING_MPS);
+		if (v->node.claims[0].pinned != rows[i].want)
+			fail_msg("key %s: pinned %llu, want %llu", rows[i].key,
+			         (unsigned long long)v->node.claims[0].pinned,
+			         (unsigned long long)rows[i].want);
+		dra_view_free(v);
+		dra_store_free(s);
+	}
+}
+
 /* ---- placement: the shared rule among a claim's pods ---- */
 
 static const struct placement_policy enforce = {0.9, 0.8, POLICY_ENFORCE, 0, 1};
@@ -602,7 +729,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(claim_configs),         cmocka_unit_test(claim_config_errors),
 	    cmocka_unit_test(store_shared_view),     cmocka_unit_test(placement_shared_device),
-	    cmocka_unit_test(placement_shared_warn),
+	    cmocka_unit_test(placement_shared_warn), cmocka_unit_test(pinned_per_device),
+	    cmocka_unit_test(store_pinned_by_uuid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
