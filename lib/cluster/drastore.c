@@ -463,14 +463,15 @@ static struct sslice **local_slices(struct dra_store *s, const char *node, size_
 }
 
 /* A whole device d of result r, shared by the claim's config (dra.h): into cu's sharing (any
- * time-sliced device makes the claim's TIME_SLICING), pinned limit (the largest; 0 when one
- * shared device has none) and device memory (the smallest published). */
+ * time-sliced device makes the claim's TIME_SLICING), pinned limit (each device's,
+ * dra_result_pinned; the largest; 0 when one shared device has none) and device memory (the
+ * smallest published). */
 static void shared_device(const struct dra_result *r, const struct dra_device *d,
                           struct dra_claim_use *cu)
 {
 	int k = d->type == DRA_TYPE_MIG ? DRA_CFG_MIG : DRA_CFG_GPU;
 	uint8_t st = r->sharing[k];
-	uint64_t pin = st == DRA_SHARING_MPS ? r->pinned[k] : 0;
+	uint64_t pin = dra_result_pinned(r, k, d->uuid); /* the device's own, where matched */
 
 	if (st == DRA_SHARING_NONE)
 		return;

@@ -39,11 +39,15 @@
  *     (or, per the API's doc, its parent request of a "req/sub" result) applies whatever its
  *     kind, one naming no request only to devices of its kind (GpuConfig: GPUs, MigDeviceConfig:
  *     MIG devices), so each result keeps both answers and the store picks by the device's type.
- *     MPS's pinned limit: the default's; per-device limits are not matched to devices (the
- *     driver keys them by the index among the config's devices or by UUID): when present the
- *     largest of them and the default is taken for every device (with no default, devices
- *     they do not name are not pinned: no limit is taken). Not read: timeSlicingConfig.interval
- *     and defaultActiveThreadPercentage (no memory meaning), multiUser.
+ *     MPS's pinned limit: the default's, and per-device limits matched to the device where the
+ *     driver's keys allow it (dra_result_pinned): a key that is the device's UUID (the slice's
+ *     attributes.uuid), or "0" in a claim of one device. The driver's index keys are positions
+ *     among the config's devices in its own order (its prepared group: GPUs, then MIG
+ *     devices), not the devices' index attribute, so for a claim of several devices an index
+ *     key is not matched: the largest of the keys and the default is taken for its devices
+ *     (with no default, no limit), as when the device's UUID is not known. Not read:
+ *     timeSlicingConfig.interval and defaultActiveThreadPercentage (no memory meaning),
+ *     multiUser.
  *   Pod: spec.resourceClaims[] (resourceClaimName, resourceClaimTemplateName),
  *     status.resourceClaimStatuses[].resourceClaimName, status.extendedResourceClaimStatus
  *     .resourceClaimName (KEP-5004).
@@ -98,7 +102,9 @@ struct cJSON;
 #define DRA_CONFIG_GPU    "GpuConfig"
 #define DRA_CONFIG_MIG    "MigDeviceConfig"
 #define DRA_MIN_PINNED    (1024ull * 1024) /* the driver refuses a pinned limit under 1Mi */
-#define DRA_POD_CLAIMS    32               /* claims named by one pod; more is refused */
+#define DRA_PIN_KEYS      4  /* per-device pinned limits keyed by UUID kept per config and kind */
+#define DRA_DEV_UUID_MAX  64 /* a device's uuid attribute ("GPU-" or "MIG-" and a UUID: 40) */
+#define DRA_POD_CLAIMS    32 /* claims named by one pod; more is refused */
 #define DRA_MSG_MAX       256
 
 #define DRA_EINVAL (-1) /* not an object of the kind, or a field of the wrong shape: err says */
@@ -144,9 +150,11 @@ struct dra_device {
 	uint8_t multi;    /* allowMultipleAllocations: shares of it are claimed (KEP-5075) */
 	uint8_t counters; /* consumesCounters: a partition of a device (KEP-4815): not capacity */
 	uint8_t tainted;  /* taints present (not read further) */
+	char uuid[DRA_DEV_UUID_MAX]; /* attributes.uuid (the NVIDIA driver's), "" when absent or
+	                                longer (per-device pinned limits: dra_result_pinned) */
 };
 
-/* One ResourceSlice, decoded. About 10 KiB: callers put it on the heap. */
+/* One ResourceSlice, decoded. About 19 KiB: callers put it on the heap. */
 struct dra_slice {
 	char name[DRA_NAME_MAX];
 	char driver[DRA_DRIVER_MAX];
@@ -176,7 +184,19 @@ struct dra_result {
 	/* The sharing its device gets from the claim's configs (above), [DRA_CFG_GPU] when the
 	 * device is a GPU or untyped, [DRA_CFG_MIG] when a MIG device (the store knows which) */
 	uint8_t sharing[2]; /* enum dra_sharing */
-	uint64_t pinned[2]; /* MPS: each client's pinned memory limit, bytes; 0: none set */
+	uint64_t
+	    pinned[2]; /* MPS: each client's pinned memory limit, bytes, for a device the
+	                  per-device limits cannot be matched to (dra_result_pinned); 0: none */
+	/* MPS: the applying config's limits, to match to the device (dra_result_pinned) */
+	struct dra_pin {
+		uint64_t def;      /* defaultPinnedDeviceMemoryLimit, bytes; 0: none */
+		uint64_t own;      /* key "0" when the claim has this one result: its device's */
+		uint8_t n_keys;    /* UUID keys kept below */
+		uint8_t unmatched; /* keys not kept: an index among several devices (the driver's
+		                      order is not the API's), or UUIDs past DRA_PIN_KEYS */
+		char uuid[DRA_PIN_KEYS][DRA_DEV_UUID_MAX];
+		uint64_t bytes[DRA_PIN_KEYS];
+	} pin[2];
 };
 
 /* One request of the claim's spec, as the most it can get. */
@@ -188,7 +208,7 @@ struct dra_request {
 	uint8_t n_seen; /* decoding's own: subrequests read */
 };
 
-/* One ResourceClaim, decoded. About 100 KiB: callers put it on the heap. */
+/* One ResourceClaim, decoded. About 120 KiB: callers put it on the heap. */
 struct dra_claim {
 	char ns[DRA_NS_MAX];
 	char name[DRA_NAME_MAX];
@@ -230,6 +250,15 @@ int dra_pod_refs(const struct cJSON *pod, struct dra_pod_refs *out, char *err, s
 /* What a result counts, given its device's memory (0 when the device is not known): its
  * consumedCapacity.memory when present, else the device's memory. */
 uint64_t dra_result_bytes(const struct dra_result *r, uint64_t device_memory);
+
+/* MPS's pinned limit of result r's device of config kind k (DRA_CFG_GPU or DRA_CFG_MIG) whose
+ * uuid attribute is uuid (NULL or "": unknown), bytes; 0: no limit (not MPS, or none set).
+ * The driver's rule (MpsPerDevicePinnedMemoryLimit.Normalize: a key is a UUID of the config's
+ * devices, else an index among them; the default for devices no key names): a key equal to
+ * uuid; else key "0" of a claim of one device; else, when every key is a UUID kept and uuid is
+ * known (no key names it), the default; else (an index among several devices, a UUID past
+ * DRA_PIN_KEYS, uuid unknown) r->pinned[k], the largest of the default and the keys'. Pure. */
+uint64_t dra_result_pinned(const struct dra_result *r, int k, const char *uuid);
 
 /* The GPUs a node offers through DRA (of our drivers, node-local, not partitions). */
 struct dra_gpus {

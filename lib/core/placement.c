@@ -716,6 +716,33 @@ static void undeclared_dra(const struct placement_pod *pod, const struct placeme
 		dec->message[sizeof(dec->message) - 1] = '\0'; /* cut: the verdict stands */
 }
 
+/* What policy_decide() judges for the pod at where (the node, or a claim's shared device):
+ * demand bytes beside the consumers tallied in t (borrowed: t->top must outlive the input), on
+ * capacity bytes of gpu_count GPUs, with note after an over-threshold message. No per-piece
+ * check (per_gpu_bytes 0): the caller adds one. */
+static struct policy_input judged_input(const struct placement_pod *pod,
+                                        const struct placement_policy *pol, double threshold,
+                                        const struct tally *t, const char *where, uint64_t demand,
+                                        uint64_t capacity, uint64_t gpu_count, const char *note)
+{
+	return (struct policy_input){
+	    .pod = pod->name,
+	    .node = where,
+	    .demand_bytes = demand,
+	    .capacity_bytes = capacity,
+	    .pool_note = note,
+	    .gpu_count = gpu_count,
+	    .threshold = threshold,
+	    .warn_threshold = pol->warn_threshold,
+	    .mode = pol->mode,
+	    .used_bytes = t->used,
+	    .consumers = t->top,
+	    .n_consumers = t->n_top,
+	    .n_consumers_total = t->n_total,
+	    .no_message = pol->verdict_only,
+	};
+}
+
 /*
  * One claim's shared device (placement.h, "DRA devices shared by a config"): the pod's figures
  * beside those of the claim's other pods, on the device (the pinned limit under MPS). Returns
@@ -789,22 +816,8 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 	             d->n_dra_figs > 0 ? d->dra_words : "none (the pinned limit)") >=
 	    (int)sizeof(note))
 		note[sizeof(note) - 1] = '\0';
-	struct policy_input in = {
-	    .pod = pod->name,
-	    .node = sd.where,
-	    .demand_bytes = mine,
-	    .capacity_bytes = sd.dev,
-	    .pool_note = note,
-	    .gpu_count = 1,
-	    .threshold = threshold,
-	    .warn_threshold = pol->warn_threshold,
-	    .mode = pol->mode,
-	    .used_bytes = t.used,
-	    .consumers = t.top,
-	    .n_consumers = t.n_top,
-	    .n_consumers_total = t.n_total,
-	    .no_message = pol->verdict_only,
-	};
+	struct policy_input in =
+	    judged_input(pod, pol, threshold, &t, sd.where, mine, sd.dev, 1, note);
 	if (policy_decide(&in, &dec) != 0 || dec.verdict == POLICY_ALLOW)
 		return 0; /* a device of no memory: judged as a device held whole */
 	out->decision = dec;
@@ -929,27 +942,13 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	if (dra_devices(node, pod, pol, &rd, &t, out))
 		goto decided;
 	pool_note(cap, rd.pool, out);
-	struct policy_input in = {
-	    .pod = pod->name,
-	    .node = node->name,
-	    .demand_bytes = rd.bytes,
-	    .max_per_gpu_bytes = out->piece.share_bytes,
-	    .max_per_gpu_container = out->piece_container,
-	    .capacity_bytes = out->pool_bytes,
-	    .per_gpu_bytes = out->piece.piece_bytes,
-	    .piece_what = out->piece.what,
-	    .piece_rule = out->piece.rule,
-	    .pool_note = out->pool_note,
-	    .gpu_count = cap->gpu_count,
-	    .threshold = threshold,
-	    .warn_threshold = pol->warn_threshold,
-	    .mode = pol->mode,
-	    .used_bytes = t.used,
-	    .consumers = t.top,
-	    .n_consumers = t.n_top,
-	    .n_consumers_total = t.n_total,
-	    .no_message = pol->verdict_only,
-	};
+	struct policy_input in = judged_input(pod, pol, threshold, &t, node->name, rd.bytes,
+	                                      out->pool_bytes, cap->gpu_count, out->pool_note);
+	in.max_per_gpu_bytes = out->piece.share_bytes; /* one piece's check: the node's only */
+	in.max_per_gpu_container = out->piece_container;
+	in.per_gpu_bytes = out->piece.piece_bytes;
+	in.piece_what = out->piece.what;
+	in.piece_rule = out->piece.rule;
 	if (policy_decide(&in, &out->decision) != 0) {
 		out->invalid_input = 1;
 		return -1;

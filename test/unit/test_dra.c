@@ -18,12 +18,9 @@
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
-#include "fixture.h"
 #include "placement.h"
 
-#define MIB  (1024ull * 1024)
-#define GI   (1024ull * MIB)
-#define H100 (81559ull * MIB)
+#include "dra_fixture.h"
 
 static void slice_nvidia(void **state)
 {
@@ -91,18 +88,8 @@ static void slice_errors(void **state)
 	     "'capacity':{'memory':{'value':80}}}]}}",
 	     "not a string"},
 	};
-	struct dra_slice *s = malloc(sizeof(*s));
-
-	assert_non_null(s);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *j = fixture_quoted_json(cases[i].json);
-		char err[256] = "";
-		assert_int_equal(dra_slice_decode(j, NULL, s, err, sizeof(err)), DRA_EINVAL);
-		if (strstr(err, cases[i].err) == NULL)
-			fail_msg("case %zu: %s", i, err);
-		cJSON_Delete(j);
-	}
-	free(s);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		dra_fixture_refused(0, cases[i].json, cases[i].err, i);
 }
 
 static void claim_consumable(void **state)
@@ -192,14 +179,8 @@ static void claim_errors(void **state)
 	struct dra_claim *c = malloc(sizeof(*c));
 
 	assert_non_null(c);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *j = fixture_quoted_json(cases[i].json);
-		char err[256] = "";
-		assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), DRA_EINVAL);
-		if (strstr(err, cases[i].err) == NULL)
-			fail_msg("case %zu: %s", i, err);
-		cJSON_Delete(j);
-	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		dra_fixture_refused(1, cases[i].json, cases[i].err, i);
 	/* a NIC's result is not GPU memory: skipped, not an error */
 	cJSON *j = fixture_quoted_json(
 	    "{'metadata':{'name':'c'},'status':{'allocation':{'devices':{'results':[{'driver':"
@@ -335,32 +316,14 @@ static void capacity_merge(void **state)
 	cJSON_Delete(j);
 }
 
-/* The store: slices and claims joined into a node's view. */
-static struct dra_store *store_with(const char *const *files, size_t n)
-{
-	struct dra_store *s = dra_store_new(NULL, NULL, NULL);
-	char err[256];
-
-	assert_non_null(s);
-	for (size_t i = 0; i < n; i++) {
-		cJSON *j = fixture_json(files[i]);
-		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(j, "kind"));
-		int rc = strcmp(kind, "ResourceSlice") == 0
-		             ? dra_store_apply_slice(s, WATCH_ADDED, j, err, sizeof(err))
-		             : dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err));
-		assert_int_equal(rc, 0);
-		cJSON_Delete(j);
-	}
-	return s;
-}
-
+/* The store: slices and claims joined into a node's view (dra_fixture_store). */
 static void store_view(void **state)
 {
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/slice-mig.json",
 	                                    "dra/claim-consumable.json", "dra/claim-shared3.json",
 	                                    "dra/claim-pending.json"};
-	struct dra_store *s = store_with(files, 5);
+	struct dra_store *s = dra_fixture_store(files, 5);
 	struct dra_view *v;
 	struct dra_store_stats st;
 
@@ -413,7 +376,7 @@ static void store_view_unknown_beside_owned(void **state)
 {
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/claim-extended.json"};
-	struct dra_store *s = store_with(files, 2);
+	struct dra_store *s = dra_fixture_store(files, 2);
 	struct dra_view *v;
 	struct dra_pod_refs refs = {.any = 1, .n = 1};
 
@@ -436,7 +399,7 @@ static void store_view_device_twice(void **state)
 {
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
-	struct dra_store *s = store_with(files, 1);
+	struct dra_store *s = dra_fixture_store(files, 1);
 	cJSON *j = fixture_json("dra/slice-gpu-dra-0.json");
 	cJSON *md = cJSON_GetObjectItem(j, "metadata");
 	cJSON *pool = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"), "pool");
@@ -734,13 +697,7 @@ static void placement_rules(void **state)
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
-		struct capacity cap = {.per_gpu_bytes = H100,
-		                       .gpu_count = (uint64_t)r->cards,
-		                       .total_bytes = H100 * (uint64_t)r->cards,
-		                       .replicas = 1,
-		                       .piece_bytes = H100,
-		                       .dra_gpus = (uint64_t)r->cards,
-		                       .dra_bytes = H100 * (uint64_t)r->cards};
+		struct capacity cap = dra_fixture_h100s((uint64_t)r->cards);
 		struct demand d;
 		struct placement_item dp = {.key = "ns/dp",
 		                            .uid = "dp",
@@ -853,22 +810,15 @@ static void placement_dra_figures(void **state)
 	     0},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct capacity cap = {.per_gpu_bytes = H100,
-		                       .gpu_count = 1,
-		                       .total_bytes = H100,
-		                       .replicas = 1,
-		                       .piece_bytes = H100,
-		                       .dra_gpus = 1,
-		                       .dra_bytes = H100};
+		struct capacity cap = dra_fixture_h100s(1);
 		struct dra_claim_use claims[2];
 		size_t n = 0;
 		if (rows[i].own.key[0] != '\0')
 			claims[n++] = rows[i].own;
 		if (rows[i].other.key[0] != '\0')
 			claims[n++] = rows[i].other;
-		struct dra_node dn = {.gpus = {.n = 1, .bytes = H100, .max_bytes = H100},
-		                      .n_claims = n,
-		                      .claims = claims};
+		struct dra_node dn = {
+		    .gpus = dra_fixture_one_h100(), .n_claims = n, .claims = claims};
 		struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
 		struct demand d;
 		struct placement_pod pod = {.name = "ns/me",
@@ -911,17 +861,10 @@ static void placement_visible_figures(void **state)
 	static const struct demand_share fig = {.whole = 1, .ppm = 850000};
 	const uint64_t vllm =
 	    (H100 / 1000000u) * 850000u + ((H100 % 1000000u) * 850000u + 999999u) / 1000000u;
-	struct capacity cap = {.per_gpu_bytes = H100,
-	                       .gpu_count = 1,
-	                       .total_bytes = H100,
-	                       .replicas = 1,
-	                       .piece_bytes = H100,
-	                       .dra_gpus = 1,
-	                       .dra_bytes = H100};
+	struct capacity cap = dra_fixture_h100s(1);
 	struct dra_claim_use theirs = {
 	    .key = "dra/theirs", .uid = "ct", .bytes = 19 * GI, .n_pods = 1, .pods = pa};
-	struct dra_node dn = {
-	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &theirs};
+	struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &theirs};
 	struct placement_item it = {.key = "dra/pa", .uid = "pa"};
 	struct dra_pod dp = {.any = 1, .pending_bytes = 19 * GI, .n_pending = 1};
 	struct demand d;

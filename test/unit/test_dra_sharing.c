@@ -21,12 +21,9 @@
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
-#include "fixture.h"
 #include "placement.h"
 
-#define MIB  (1024ull * 1024)
-#define GI   (1024ull * MIB)
-#define H100 (81559ull * MIB)
+#include "dra_fixture.h"
 
 /* A claim allocated one device (result request req) with configs cfgs in its allocation. */
 #define CLAIM_ALLOC(req, cfgs)                                                                     \
@@ -178,20 +175,8 @@ static void claim_config_errors(void **state)
 	         "", "'gpu'", "GpuConfig", "{'strategy':'timeslicing'}") "]}}}",
 	     "spec.devices.config[0]: sharing.strategy \"timeslicing\" is not"},
 	};
-	struct dra_claim *c = malloc(sizeof(*c));
-
-	assert_non_null(c);
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		cJSON *j = fixture_quoted_json(rows[i].json);
-		char err[256] = "";
-
-		assert_non_null(j);
-		assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), DRA_EINVAL);
-		if (strstr(err, rows[i].err) == NULL)
-			fail_msg("row %zu: %s", i, err);
-		cJSON_Delete(j);
-	}
-	free(c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		dra_fixture_refused(1, rows[i].json, rows[i].err, i);
 }
 
 /* The store's view: a claim time-sliced by its config (test/data/dra/claim-timesliced.json,
@@ -203,20 +188,10 @@ static void store_shared_view(void **state)
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/claim-timesliced.json",
 	                                    "dra/claim-mps.json"};
-	struct dra_store *s = dra_store_new(NULL, NULL, NULL);
+	struct dra_store *s = dra_fixture_store(files, sizeof(files) / sizeof(files[0]));
 	struct dra_pod_refs refs = {.any = 1, .n = 1};
 	struct dra_view *v;
-	char err[256];
 
-	assert_non_null(s);
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		cJSON *j = fixture_json(files[i]);
-		int rc = i == 0 ? dra_store_apply_slice(s, WATCH_ADDED, j, err, sizeof(err))
-		                : dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err));
-		if (rc != 0)
-			fail_msg("%s: %s", files[i], err);
-		cJSON_Delete(j);
-	}
 	assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
 	assert_int_equal(v->node.n_claims, 2);
 	for (size_t i = 0; i < v->node.n_claims; i++) {
@@ -246,6 +221,133 @@ static void store_shared_view(void **state)
 		                 strcmp(v->node.claims[i].key, "dra/mps-gpu") == 0);
 	dra_view_free(v);
 	dra_store_free(s);
+}
+
+/* Per-device pinned limits matched to the device (dra_result_pinned): the NVIDIA driver keys
+ * mpsConfig.defaultPerDevicePinnedMemoryLimit by a UUID of the config's devices or an index
+ * among them (api/nvidia.com/resource/v1beta1 sharing.go, MpsPerDevicePinnedMemoryLimit
+ * .Normalize), the default for devices no key names. */
+#define MPS_PER(def, per)                                                                          \
+	"{'strategy':'MPS','mpsConfig':{" def "'defaultPerDevicePinnedMemoryLimit':{" per "}}}"
+#define DEF10  "'defaultPinnedDeviceMemoryLimit':'10Gi',"
+#define UUID_A "GPU-4d6c1f0e-3b2a-4f1c-9e8d-7a6b5c4d3e2f" /* slice-gpu-dra-0.json's gpu-0 */
+#define UUID_B "GPU-9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d" /* its gpu-1 */
+/* A claim allocated gpu-0 and gpu-1 of gpu-dra-0, with configs cfgs */
+#define CLAIM_TWO(cfgs)                                                                            \
+	"{'metadata':{'name':'c','namespace':'dra'},'status':{'allocation':{'devices':{'results':" \
+	"["                                                                                        \
+	"{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-0'},"         \
+	"{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-1'}],"        \
+	"'config':[" cfgs "]}}}}"
+
+static void pinned_per_device(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *json, *uuid;
+		int kind;
+		uint64_t want;
+	} rows[] = {
+	    {"the device's UUID names it",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_A "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
+	    {"another UUID: the default",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 10 * GI},
+	    {"another UUID and no default: not pinned",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER("", "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 0},
+	    {"its UUID and no default: pinned",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER("", "'" UUID_A "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
+	    {"the device's UUID unknown: the largest",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_B "':'20Gi'"))),
+	     "", DRA_CFG_GPU, 20 * GI},
+	    {"index 0 of a claim of one device: its own",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'5Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 5 * GI},
+	    {"index 0 of a claim of one device, its UUID unknown: still its own",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'5Gi'"))), "",
+	     DRA_CFG_GPU, 5 * GI},
+	    {"index 0 of a claim of two devices: not matched, the largest",
+	     CLAIM_TWO(CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'20Gi'"))), UUID_B,
+	     DRA_CFG_GPU, 20 * GI},
+	    {"index 1 of two under the default: not matched, the default is the largest",
+	     CLAIM_TWO(CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'1':'5Gi'"))), UUID_A,
+	     DRA_CFG_GPU, 10 * GI},
+	    {"a MIG device's UUID under MigDeviceConfig",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "MigDeviceConfig",
+	                     MPS_PER("", "'MIG-1b2c3d4e-0000-4000-8000-000000000001':'3Gi'"))),
+	     "MIG-1b2c3d4e-0000-4000-8000-000000000001", DRA_CFG_MIG, 3 * GI},
+	    {"time-slicing: no pinned limit",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", TS)), UUID_A, DRA_CFG_GPU, 0},
+	};
+	struct dra_claim *c = malloc(sizeof(*c));
+
+	assert_non_null(c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		cJSON *j = fixture_quoted_json(rows[i].json);
+		char err[256] = "";
+
+		if (dra_claim_decode(j, NULL, c, err, sizeof(err)) != 0)
+			fail_msg("row %zu (%s): %s", i, rows[i].what, err);
+		for (size_t k = 0; k < c->n_results; k++) {
+			uint64_t got =
+			    dra_result_pinned(&c->results[k], rows[i].kind, rows[i].uuid);
+			if (got != rows[i].want)
+				fail_msg("row %zu (%s), result %zu: pinned %llu, want %llu", i,
+				         rows[i].what, k, (unsigned long long)got,
+				         (unsigned long long)rows[i].want);
+		}
+		cJSON_Delete(j);
+	}
+	free(c);
+}
+
+/* The store matches a per-device limit to the device by the slice's uuid attribute: a claim
+ * MPS-sharing gpu-0 of gpu-dra-0 (default 10Gi) with a 20Gi limit keyed by gpu-1's UUID gets
+ * the default, keyed by gpu-0's the 20Gi (before: the largest, 20Gi, for both). */
+static void store_pinned_by_uuid(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *key;
+		uint64_t want;
+	} rows[] = {{UUID_B, 10 * GI}, {UUID_A, 20 * GI}};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
+		struct dra_store *s = dra_fixture_store(files, 1);
+		struct dra_view *v;
+		char text[1024], err[256];
+
+		snprintf(
+		    text, sizeof(text),
+		    "{'metadata':{'name':'c','namespace':'dra'},'status':{'allocation':{'devices':"
+		    "{'results':[{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0',"
+		    "'device':'gpu-0'}],'config':[" CFG("FromClaim", "", "GpuConfig",
+		                                        MPS_PER(DEF10, "'%s':'20Gi'")) "]}}}}",
+		    rows[i].key);
+		cJSON *j = fixture_quoted_json(text);
+		if (dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		cJSON_Delete(j);
+		assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+		assert_int_equal(v->node.n_claims, 1);
+		assert_int_equal(v->node.claims[0].sharing, DRA_SHARING_MPS);
+		if (v->node.claims[0].pinned != rows[i].want)
+			fail_msg("key %s: pinned %llu, want %llu", rows[i].key,
+			         (unsigned long long)v->node.claims[0].pinned,
+			         (unsigned long long)rows[i].want);
+		dra_view_free(v);
+		dra_store_free(s);
+	}
 }
 
 /* ---- placement: the shared rule among a claim's pods ---- */
@@ -280,6 +382,18 @@ struct shared_row {
 	const char *reason;
 	const char *words; /* in the message; NULL: not checked */
 };
+
+/* Claim dra/c holding the node's one H100 whole, shared by its config; its pods set apart. */
+static struct dra_claim_use shared_claim(uint8_t sharing, uint64_t pinned)
+{
+	return (struct dra_claim_use){.key = "dra/c",
+	                              .uid = "cu",
+	                              .whole_n = 1,
+	                              .whole_bytes = H100,
+	                              .sharing = sharing,
+	                              .pinned = pinned,
+	                              .dev_bytes = H100};
+}
 
 static void placement_shared_device(void **state)
 {
@@ -520,24 +634,9 @@ static void placement_shared_device(void **state)
 		char keys[MAX_OTHERS][32];
 		struct placement_item items[MAX_OTHERS];
 		size_t n_items = 0, n_uids = 0;
-		struct capacity cap = {.per_gpu_bytes = H100,
-		                       .gpu_count = 1,
-		                       .total_bytes = H100,
-		                       .replicas = 1,
-		                       .piece_bytes = H100,
-		                       .dra_gpus = 1,
-		                       .dra_bytes = H100};
-		struct dra_claim_use c = {.key = "dra/c",
-		                          .uid = "cu",
-		                          .whole_n = 1,
-		                          .whole_bytes = H100,
-		                          .sharing = r->sharing,
-		                          .pinned = r->pinned,
-		                          .dev_bytes = H100,
-		                          .mine = r->mine};
-		struct dra_node dn = {.gpus = {.n = 1, .bytes = H100, .max_bytes = H100},
-		                      .n_claims = 1,
-		                      .claims = &c};
+		struct capacity cap = dra_fixture_h100s(1);
+		struct dra_claim_use c = shared_claim(r->sharing, r->pinned);
+		struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
 		struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
 		struct dra_pod dp = {.any = 1};
 		struct demand d;
@@ -545,6 +644,7 @@ static void placement_shared_device(void **state)
 		    .name = "dra/me", .key = "dra/me", .uid = "me", .demand = &d, .dra = &dp};
 		struct placement_result res;
 
+		c.mine = r->mine;
 		for (size_t k = 0; k < r->n_others; k++) {
 			snprintf(uids[n_uids++], DRA_UID_MAX, "p%zu", k);
 			snprintf(keys[k], sizeof(keys[k]), "dra/p%zu", k);
@@ -596,23 +696,9 @@ static void placement_shared_warn(void **state)
 	(void)state;
 	static const char pods[2][DRA_UID_MAX] = {"pa", "me"};
 	static const struct demand_share fig = VLLM(900000);
-	struct capacity cap = {.per_gpu_bytes = H100,
-	                       .gpu_count = 1,
-	                       .total_bytes = H100,
-	                       .replicas = 1,
-	                       .piece_bytes = H100,
-	                       .dra_gpus = 1,
-	                       .dra_bytes = H100};
-	struct dra_claim_use c = {.key = "dra/c",
-	                          .uid = "cu",
-	                          .whole_n = 1,
-	                          .whole_bytes = H100,
-	                          .sharing = DRA_SHARING_TIME_SLICING,
-	                          .dev_bytes = H100,
-	                          .n_pods = 2,
-	                          .pods = pods};
-	struct dra_node dn = {
-	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &c};
+	struct capacity cap = dra_fixture_h100s(1);
+	struct dra_claim_use c = shared_claim(DRA_SHARING_TIME_SLICING, 0);
+	struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
 	struct placement_item it = {.key = "dra/pa", .uid = "pa"};
 	struct placement_node node = {
 	    .name = "gpu-dra-0", .cap = &cap, .pods = &it, .n_pods = 1, .dra = &dn};
@@ -623,6 +709,8 @@ static void placement_shared_warn(void **state)
 	struct placement_policy warn = enforce;
 	struct placement_result res;
 
+	c.n_pods = 2;
+	c.pods = pods;
 	warn.mode = POLICY_WARN;
 	placement_item_count(&it, &(const struct placement_count){
 	                              .status = DEMAND_NOT_GPU, .dra_figs = &fig, .n_dra_figs = 1});
@@ -641,7 +729,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(claim_configs),         cmocka_unit_test(claim_config_errors),
 	    cmocka_unit_test(store_shared_view),     cmocka_unit_test(placement_shared_device),
-	    cmocka_unit_test(placement_shared_warn),
+	    cmocka_unit_test(placement_shared_warn), cmocka_unit_test(pinned_per_device),
+	    cmocka_unit_test(store_pinned_by_uuid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
