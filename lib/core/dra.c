@@ -337,9 +337,18 @@ static int config_kind(const cJSON *cfg, const struct dra_drivers *d)
 	return -1;
 }
 
-/* A pinned memory limit: a quantity of at least DRA_MIN_PINNED. */
+/* A pinned memory limit: a quantity of at least DRA_MIN_PINNED. The opaque parameters keep the
+ * JSON as written, and a Quantity reads a number too (resource.Quantity's UnmarshalJSON parses
+ * the unquoted text): the driver takes 10737418240, so it is read as "10737418240". */
 static int pinned_of(const cJSON *v, const char *what, uint64_t *out, char *err, size_t errlen)
 {
+	char num[64];
+	cJSON text = {.type = cJSON_String, .valuestring = num};
+
+	if (cJSON_IsNumber(v)) {
+		snprintf(num, sizeof(num), "%.17g", v->valuedouble);
+		v = &text;
+	}
 	if (quantity_of(v, what, out, err, errlen) != 0)
 		return -1;
 	if (*out < DRA_MIN_PINNED) {

@@ -99,6 +99,15 @@ static void claim_configs(void **state)
 	                     "'10Gi','defaultPerDevicePinnedMemoryLimit':{'0':'20Gi','1':"
 	                     "'5Gi'}}}")),
 	     DRA_SHARING_MPS, DRA_SHARING_NONE, 20 * GI},
+	    /* a Quantity also reads a JSON number (k8s resource.Quantity UnmarshalJSON), and the
+	     * opaque parameters keep what the user wrote: the driver takes this claim */
+	    {"MPS pinned limits as JSON numbers: quantities of bytes",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig",
+	                     "{'strategy':'MPS','mpsConfig':{'defaultPinnedDeviceMemoryLimit':"
+	                     "10737418240,'defaultPerDevicePinnedMemoryLimit':{'0':"
+	                     "21474836480}}}")),
+	     DRA_SHARING_MPS, DRA_SHARING_NONE, 20 * GI},
 	    {"MPS per-device limits without a default: devices not named are not pinned",
 	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            "{'strategy':'MPS','mpsConfig':{"
@@ -163,8 +172,16 @@ static void claim_config_errors(void **state)
 	     "defaultPerDevicePinnedMemoryLimit is not a map"},
 	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            "{'strategy':'MPS','mpsConfig':{"
-	                            "'defaultPerDevicePinnedMemoryLimit':{'GPU-1':10}}}")),
+	                            "'defaultPerDevicePinnedMemoryLimit':{'GPU-1':true}}}")),
 	     "defaultPerDevicePinnedMemoryLimit[GPU-1] is not a quantity (not a string)"},
+	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            "{'strategy':'MPS','mpsConfig':{"
+	                            "'defaultPerDevicePinnedMemoryLimit':{'GPU-1':10}}}")),
+	     "defaultPerDevicePinnedMemoryLimit[GPU-1] is under 1Mi"},
+	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            "{'strategy':'MPS','mpsConfig':{"
+	                            "'defaultPinnedDeviceMemoryLimit':-10737418240}}")),
+	     "defaultPinnedDeviceMemoryLimit is not a quantity: \"-10737418240\" is negative"},
 	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            "{'strategy':'MPS','timeSlicingConfig':{}}")),
 	     "sharing.timeSlicingConfig with strategy MPS"},
