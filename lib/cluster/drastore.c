@@ -462,9 +462,10 @@ static struct sslice **local_slices(struct dra_store *s, const char *node, size_
 	return local;
 }
 
-/* A whole device d of result r, shared by the claim's config (dra.h): into cu's sharing (any
- * time-sliced device makes the claim's TIME_SLICING), pinned limit (the largest; 0 when one
- * shared device has none) and device memory (the smallest published). */
+/* A whole device d of result r, shared by the claim's pods (by its config, or without one:
+ * dra.h): into cu's sharing (any time-sliced device makes the claim's TIME_SLICING), pinned
+ * limit (the largest; 0 when one shared device has none) and device memory (the smallest
+ * published, of any whole device: the claim's pods share those without a config too). */
 static void shared_device(const struct dra_result *r, const struct dra_device *d,
                           struct dra_claim_use *cu)
 {
@@ -472,6 +473,8 @@ static void shared_device(const struct dra_result *r, const struct dra_device *d
 	uint8_t st = r->sharing[k];
 	uint64_t pin = st == DRA_SHARING_MPS ? r->pinned[k] : 0;
 
+	if (d->memory > 0 && (cu->dev_bytes == 0 || d->memory < cu->dev_bytes))
+		cu->dev_bytes = d->memory;
 	if (st == DRA_SHARING_NONE)
 		return;
 	if (cu->sharing == DRA_SHARING_NONE) {
@@ -484,8 +487,6 @@ static void shared_device(const struct dra_result *r, const struct dra_device *d
 	}
 	if (cu->sharing != DRA_SHARING_MPS)
 		cu->pinned = 0;
-	if (d->memory > 0 && (cu->dev_bytes == 0 || d->memory < cu->dev_bytes))
-		cu->dev_bytes = d->memory;
 }
 
 /* What claim c holds on the node's slices into cu (NULL: only *on); *on set when one of its
