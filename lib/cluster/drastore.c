@@ -463,9 +463,10 @@ static struct sslice **local_slices(struct dra_store *s, const char *node, size_
 }
 
 /* A whole device d of result r, shared by the claim's pods (by its config, or without one:
- * dra.h): into cu's sharing (any time-sliced device makes the claim's TIME_SLICING), pinned
- * limit (the largest; 0 when one shared device has none) and device memory (the smallest
- * published, of any whole device: the claim's pods share those without a config too). */
+ * dra.h), into cu (its whole_n counts d already): cu's sharing is the devices' when they all
+ * have the same, else TIME_SLICING (a device no config names is time-sliced by the driver, and
+ * not pinned); its pinned limit the largest (0 when one device has none); its device memory the
+ * smallest published. */
 static void shared_device(const struct dra_result *r, const struct dra_device *d,
                           struct dra_claim_use *cu)
 {
@@ -475,9 +476,7 @@ static void shared_device(const struct dra_result *r, const struct dra_device *d
 
 	if (d->memory > 0 && (cu->dev_bytes == 0 || d->memory < cu->dev_bytes))
 		cu->dev_bytes = d->memory;
-	if (st == DRA_SHARING_NONE)
-		return;
-	if (cu->sharing == DRA_SHARING_NONE) {
+	if (cu->whole_n == 1) { /* its first whole device */
 		cu->sharing = st;
 		cu->pinned = pin;
 	} else {

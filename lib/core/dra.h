@@ -266,13 +266,14 @@ struct dra_claim_use {
 	uint8_t shared;          /* a result with a shareID (KEP-5075) */
 	size_t n_pods;           /* reservedFor pods */
 	const char (*pods)[DRA_UID_MAX];
-	/* Its whole devices on the node shared by a config (dra_result.sharing): TIME_SLICING when
-	 * any is time-sliced, MPS when all its shared devices are; NONE: no config of ours says
+	/* How its whole devices on the node are shared (dra_result.sharing): their sharing when
+	 * they all have the same, else TIME_SLICING (one no config names is time-sliced, not
+	 * pinned); NONE: no config of ours says
 	 * (the pods it is reserved for still share its devices, and are judged against each
 	 * other as on a time-sliced one: the NVIDIA driver time-slices a device no config names,
 	 * its DefaultGpuConfig). */
 	uint8_t sharing;    /* enum dra_sharing */
-	uint64_t pinned;    /* MPS: each client's pinned limit, bytes (the largest of its shared
+	uint64_t pinned;    /* MPS: each client's pinned limit, bytes (the largest of its whole
 	                       devices'); 0: none, or one of them not pinned */
 	uint64_t dev_bytes; /* the smallest memory of its whole devices; 0: not published (the
 	                       node's per-GPU memory is taken) */
