@@ -65,9 +65,10 @@
  *   - a claim not allocated yet counts what its requests can get at most on a node: per
  *     request count devices (allocationMode All: every device) of the largest memory there,
  *     or count x capacity.requests.memory when the request asks a share;
- *   - a device held whole with a time-slicing or MPS config is still the claim's alone on the
- *     node, but the pods the claim is reserved for share it: placement.h judges them against
- *     each other by docs/sharing.md's shared rule (dra_claim_use.sharing).
+ *   - a device held whole (with a time-slicing or MPS config, or none: the NVIDIA driver then
+ *     time-slices it) is still the claim's alone on the node, but the pods the claim is
+ *     reserved for share it: placement.h judges them against each other by docs/sharing.md's
+ *     shared rule (dra_claim_use.sharing).
  */
 #ifndef GMG_DRA_H
 #define GMG_DRA_H
@@ -119,7 +120,8 @@ enum dra_type {
 /* How the NVIDIA driver shares a device among the pods and containers of its claim (its
  * GpuConfig or MigDeviceConfig sharing.strategy). */
 enum dra_sharing {
-	DRA_SHARING_NONE = 0, /* no config of ours, or one without sharing */
+	DRA_SHARING_NONE = 0, /* no config of ours, or one without sharing (the driver's default:
+	                         time-slicing; placement.h judges the pods alike) */
 	DRA_SHARING_TIME_SLICING = 1,
 	DRA_SHARING_MPS = 2,
 };
@@ -293,13 +295,16 @@ struct dra_claim_use {
 	uint8_t shared;          /* a result with a shareID (KEP-5075) */
 	size_t n_pods;           /* reservedFor pods */
 	const char (*pods)[DRA_UID_MAX];
-	/* Its whole devices on the node shared by a config (dra_result.sharing): TIME_SLICING when
-	 * any is time-sliced, MPS when all its shared devices are; NONE: the claim's alone, its
-	 * pods not judged against each other. */
+	/* How its whole devices on the node are shared (dra_result.sharing): their sharing when
+	 * they all have the same, else TIME_SLICING (one no config names is time-sliced, not
+	 * pinned); NONE: no config of ours says
+	 * (the pods it is reserved for still share its devices, and are judged against each
+	 * other as on a time-sliced one: the NVIDIA driver time-slices a device no config names,
+	 * its DefaultGpuConfig). */
 	uint8_t sharing;    /* enum dra_sharing */
-	uint64_t pinned;    /* MPS: each client's pinned limit, bytes (the largest of its shared
+	uint64_t pinned;    /* MPS: each client's pinned limit, bytes (the largest of its whole
 	                       devices'); 0: none, or one of them not pinned */
-	uint64_t dev_bytes; /* the smallest memory of its shared devices; 0: not published (the
+	uint64_t dev_bytes; /* the smallest memory of its whole devices; 0: not published (the
 	                       node's per-GPU memory is taken) */
 	uint8_t mine;       /* the pod being placed names it (by name, or as its owner or in its
 	                       reservedFor: dra_store_view's pod) */

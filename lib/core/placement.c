@@ -664,7 +664,8 @@ static const struct placement_item *figs_item(const struct placement_node *node,
 /* A shared DRA claim's device as the messages name it. */
 struct shared_dev {
 	const struct dra_claim_use *c;
-	const char *how;   /* "time-sliced", "MPS" */
+	const char *how;   /* "time-sliced", "MPS", "shared" (no sharing config) */
+	const char *by;    /* what shares it: the claim's config, or the claim itself */
 	uint64_t dev, pin; /* the device's memory; MPS's pinned limit (0: none) */
 	char where[POLICY_NAME_MAX + 96];
 };
@@ -708,10 +709,10 @@ static void undeclared_dra(const struct placement_pod *pod, const struct placeme
 	if (pol->verdict_only)
 		return;
 	if (snprintf(dec->message, sizeof(dec->message),
-	             "%s declares no GPU memory, and %s is shared (%s, the claim's config) with "
+	             "%s declares no GPU memory, and %s is shared (%s, %s) with "
 	             "%zu other pod(s): it could take the whole device they use. Declare what it "
 	             "needs in the containers naming the claim: env " GMG_DECL_HINT,
-	             pod->name ? pod->name : "(unnamed pod)", sd->where, sd->how,
+	             pod->name ? pod->name : "(unnamed pod)", sd->where, sd->how, sd->by,
 	             n_others) >= (int)sizeof(dec->message))
 		dec->message[sizeof(dec->message) - 1] = '\0'; /* cut: the verdict stands */
 }
@@ -761,7 +762,15 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 	size_t n_others = 0, n_bare = 0;
 	uint64_t largest = 0, mine, piece;
 
-	sd.how = c->sharing == DRA_SHARING_MPS ? "MPS" : "time-sliced";
+	/* No sharing config: the claim's pods still get its device at once (DRA gives every pod
+	 * a claim is reserved for its devices; the NVIDIA driver time-slices a device no config
+	 * names, its DefaultGpuConfig) */
+	sd.how = c->sharing == DRA_SHARING_MPS            ? "MPS"
+	         : c->sharing == DRA_SHARING_TIME_SLICING ? "time-sliced"
+	                                                  : "shared";
+	sd.by = c->sharing != DRA_SHARING_NONE
+	            ? "the claim's config"
+	            : "no sharing config: every pod the claim is reserved for uses its device";
 	sd.dev = c->dev_bytes > 0 ? c->dev_bytes : node->cap->per_gpu_bytes;
 	sd.pin = c->sharing == DRA_SHARING_MPS ? c->pinned : 0;
 	piece = sd.pin > 0 ? sd.pin : sd.dev;
@@ -796,7 +805,7 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 		}
 	}
 	if (n_others == 0) {
-		*sole |= d->n_dra_figs == 0;
+		*sole |= d->n_dra_figs == 0 && c->sharing != DRA_SHARING_NONE;
 		return 0; /* alone on the device: as a device held whole */
 	}
 	if (d->n_dra_figs == 0 && sd.pin == 0) {
@@ -810,9 +819,9 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 		top_insert(&t, name, "", sat_mul(n_bare, piece)); /* one entry for them all */
 	}
 	if (snprintf(note, sizeof(note),
-	             "DRA: the claim's config shares its device (%s) among the pods it is "
+	             "DRA: the claim's device is shared (%s, %s) among the pods it is "
 	             "reserved for, each counted at its containers' own figure%s; its figure: %s",
-	             sd.how, sd.pin > 0 ? " (a share of the pinned limit under MPS)" : "",
+	             sd.how, sd.by, sd.pin > 0 ? " (a share of the pinned limit under MPS)" : "",
 	             d->n_dra_figs > 0 ? d->dra_words : "none (the pinned limit)") >=
 	    (int)sizeof(note))
 		note[sizeof(note) - 1] = '\0';
@@ -838,8 +847,7 @@ static int dra_shared(const struct placement_node *node, const struct placement_
 	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++) {
 		const struct dra_claim_use *c = &node->dra->claims[i];
 
-		if (c->sharing == DRA_SHARING_NONE || c->whole_n == 0 ||
-		    !(c->mine || claim_has(c, pod->uid)))
+		if (c->whole_n == 0 || !(c->mine || claim_has(c, pod->uid)))
 			continue;
 		if (judge_shared(node, pod, pol, threshold, c, out, sole))
 			return 1;

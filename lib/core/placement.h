@@ -74,7 +74,9 @@
  *     never its containers' nvidia.com/gpu units (per-GPU and infer rules are its devices'
  *     then).
  * DRA devices shared by a config (dra_claim_use.sharing: the NVIDIA driver's GpuConfig or
- * MigDeviceConfig sharing.strategy TimeSlicing or MPS on a device the claim holds whole): the
+ * MigDeviceConfig sharing.strategy TimeSlicing or MPS on a device the claim holds whole), or
+ * by no config (the pods a claim is reserved for all get its device, and the NVIDIA driver
+ * time-slices a device no config names: judged as time-sliced, the message saying "shared"): the
  * node's sums above are unchanged (the device stays the claim's), and the pods of such a claim
  * the pod being placed is in (claim_has, or dra_claim_use.mine: it names the claim) share the
  * device as pods share a time-sliced or MPS card (docs/sharing.md), after the decision above
@@ -86,7 +88,8 @@
  *     (none, or not visible with one: not bound yet, or the webhook's API path) counts the
  *     whole device, under MPS with a pinned limit that limit;
  *   - alone on the device (no other pod in the claim's reservedFor) the pod is judged as on a
- *     device held whole: admitted by the rules above (a pod with no figure: "SoleConsumer");
+ *     device held whole: admitted by the rules above (a pod with no figure: "SoleConsumer",
+ *     when the claim has a sharing config);
  *   - beside others, a pod with no figure (and no pinned limit) is refused
  *     ("UndeclaredOnSharedCard", the message says how to declare); else its figure plus the
  *     others' must fit within the threshold of the device's memory (policy_decide's reasons,

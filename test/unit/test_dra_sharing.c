@@ -367,6 +367,53 @@ static void store_pinned_by_uuid(void **state)
 	}
 }
 
+/* A claim holding two devices of gpu-dra-0 whole, one MPS-pinned by a config naming its request
+ * and one no config names (the driver time-slices it, unpinned): its pods share both, so the
+ * claim is time-sliced with no pinned limit, whichever result comes first. */
+#define TWO_DEVICES(r0, r1)                                                                        \
+	"{'metadata':{'name':'two','namespace':'dra','uid':'c2'},'spec':{'devices':{'requests':["  \
+	"{'name':'a'},{'name':'b'}]}},'status':{'allocation':{'devices':{'results':["              \
+	"{'request':'" r0 "','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-0'},"      \
+	"{'request':'" r1 "','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-1'}],"     \
+	"'config':[" CFG("FromClaim", "'a'", "GpuConfig",                                          \
+	                 MPS10) "]}},"                                                             \
+	                        "'reservedFor':[{'resource':'pods','name':'p0','uid':'p0'},"       \
+	                        "{'resource':'pods','name':'p1','uid':'p1'}]}}"
+
+static void store_unconfigured_device(void **state)
+{
+	(void)state;
+	static const char *const claims[] = {TWO_DEVICES("a", "b"), TWO_DEVICES("b", "a")};
+
+	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		struct dra_store *s = dra_store_new(NULL, NULL, NULL);
+		cJSON *slice = fixture_json("dra/slice-gpu-dra-0.json");
+		cJSON *claim = fixture_quoted_json(claims[i]);
+		struct dra_view *v;
+		char err[256];
+
+		assert_non_null(s);
+		assert_non_null(claim);
+		if (dra_store_apply_slice(s, WATCH_ADDED, slice, err, sizeof(err)) != 0 ||
+		    dra_store_apply_claim(s, WATCH_ADDED, claim, err, sizeof(err)) != 0)
+			fail_msg("claim %zu: %s", i, err);
+		assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+		assert_int_equal(v->node.n_claims, 1);
+		assert_int_equal(v->node.claims[0].whole_n, 2);
+		if (v->node.claims[0].sharing != DRA_SHARING_TIME_SLICING ||
+		    v->node.claims[0].pinned != 0)
+			fail_msg(
+			    "claim %zu: sharing %d pinned %llu: the unconfigured device is not "
+			    "pinned",
+			    i, v->node.claims[0].sharing,
+			    (unsigned long long)v->node.claims[0].pinned);
+		dra_view_free(v);
+		cJSON_Delete(slice);
+		cJSON_Delete(claim);
+		dra_store_free(s);
+	}
+}
+
 /* ---- placement: the shared rule among a claim's pods ---- */
 
 static const struct placement_policy enforce = {0.9, 0.8, POLICY_ENFORCE, 0, 1};
@@ -621,8 +668,10 @@ static void placement_shared_device(void **state)
 	     0,
 	     "NeverFits",
 	     NULL},
-	    /* controls: no config, the claim's alone (issue 21 before this) */
-	    {"no config: a second vLLM 0.9 beside the first is not judged against it",
+	    /* no config: the claim's pods still share its device (DRA gives each pod the claim
+	     * is reserved for its devices; the NVIDIA driver time-slices a device no config
+	     * names, DefaultGpuConfig), so they are judged against each other alike */
+	    {"no config: a second vLLM 0.9 beside the first never fits",
 	     DRA_SHARING_NONE,
 	     0,
 	     0,
@@ -630,10 +679,10 @@ static void placement_shared_device(void **state)
 	     1,
 	     {VLLM(900000)},
 	     {1},
-	     1,
-	     "ExclusiveCards",
-	     NULL},
-	    {"no config: no figure beside another, admitted",
+	     0,
+	     "NeverFits",
+	     "claim dra/c's shared device"},
+	    {"no config: no figure beside another, refused",
 	     DRA_SHARING_NONE,
 	     0,
 	     0,
@@ -641,6 +690,28 @@ static void placement_shared_device(void **state)
 	     1,
 	     {LIMIT(10 * GI)},
 	     {1},
+	     0,
+	     "UndeclaredOnSharedCard",
+	     "no sharing config: every pod the claim is reserved for uses its device"},
+	    {"no config: 30Gi beside 30Gi fits",
+	     DRA_SHARING_NONE,
+	     0,
+	     0,
+	     LIMIT(30 * GI),
+	     1,
+	     {LIMIT(30 * GI)},
+	     {1},
+	     1,
+	     "ExclusiveCards",
+	     NULL},
+	    {"no config, alone: as a device held whole (no SoleConsumer)",
+	     DRA_SHARING_NONE,
+	     0,
+	     0,
+	     NO_FIGURE,
+	     0,
+	     {NO_FIGURE},
+	     {0},
 	     1,
 	     "ExclusiveCards",
 	     NULL},
@@ -744,10 +815,10 @@ static void placement_shared_warn(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(claim_configs),         cmocka_unit_test(claim_config_errors),
-	    cmocka_unit_test(store_shared_view),     cmocka_unit_test(placement_shared_device),
-	    cmocka_unit_test(placement_shared_warn), cmocka_unit_test(pinned_per_device),
-	    cmocka_unit_test(store_pinned_by_uuid),
+	    cmocka_unit_test(claim_configs),           cmocka_unit_test(claim_config_errors),
+	    cmocka_unit_test(store_shared_view),       cmocka_unit_test(store_unconfigured_device),
+	    cmocka_unit_test(placement_shared_device), cmocka_unit_test(placement_shared_warn),
+	    cmocka_unit_test(pinned_per_device),       cmocka_unit_test(store_pinned_by_uuid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
