@@ -1116,23 +1116,72 @@ struct cached {
 	uint64_t now; /* decision_now(), read before the view was copied */
 };
 
+/* ledger_visit: the reservations of the claims' pods that hold more than the claims count */
+struct dra_keep {
+	const struct dra_view *dv;
+	unsigned char *keep; /* per dv pod */
+};
+
+/* The shares the node's claims reserved for (or owned by) the pod of uid count. */
+static uint64_t dra_claims_bytes(const struct dra_view *dv, const char *uid)
+{
+	uint64_t b = 0;
+
+	for (size_t i = 0; i < dv->node.n_claims; i++) {
+		const struct dra_claim_use *c = &dv->node.claims[i];
+		int has = uid[0] != '\0' && strcmp(c->owner, uid) == 0;
+
+		for (size_t k = 0; !has && k < c->n_pods; k++)
+			has = strcmp(c->pods[k], uid) == 0;
+		if (has)
+			b = b + c->bytes < b ? UINT64_MAX : b + c->bytes;
+	}
+	return b;
+}
+
+static void dra_keep_visit(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                           uint64_t reserved_ms)
+{
+	struct dra_keep *k = ctx;
+
+	(void)reserved_ms;
+	for (size_t i = 0; i < k->dv->n_pods; i++)
+		if (strcmp(k->dv->keys[i], key) == 0 &&
+		    (uid[0] == '\0' || strcmp(k->dv->uids[i], uid) == 0) &&
+		    bytes > dra_claims_bytes(k->dv, k->dv->uids[i]))
+			k->keep[i] = 1;
+}
+
 /* Reservations of pods the node's DRA claims are now reserved for are settled: the claims
  * count them (placement.h), and such a pod (no GPU resource) is not one the cache reports gone
- * when it is deleted. 0, or -1 when out of memory. */
+ * when it is deleted. A reservation holding more than its pod's claims count (a mixed pod: its
+ * device-plugin units too) stays until the pod shows, as placement counts it. 0, or -1 when out
+ * of memory. */
 static int dra_settle(struct ledger_node *ln, const struct dra_view *dv, uint64_t now)
 {
+	struct dra_keep k = {dv, NULL};
 	const char **keys;
+	size_t n = 0;
 
 	if (dv == NULL || dv->n_pods == 0)
 		return 0;
-	if ((keys = calloc(2 * dv->n_pods, sizeof(*keys))) == NULL)
+	keys = calloc(2 * dv->n_pods, sizeof(*keys));
+	k.keep = calloc(dv->n_pods, 1);
+	if (keys == NULL || k.keep == NULL) {
+		free(keys);
+		free(k.keep);
 		return -1;
-	for (size_t i = 0; i < dv->n_pods; i++) {
-		keys[i] = dv->keys[i];
-		keys[dv->n_pods + i] = dv->uids[i];
 	}
-	ledger_settle(ln, keys, keys + dv->n_pods, dv->n_pods, now);
+	ledger_visit(ln, now, dra_keep_visit, &k);
+	for (size_t i = 0; i < dv->n_pods; i++)
+		if (!k.keep[i]) {
+			keys[n] = dv->keys[i];
+			keys[dv->n_pods + n] = dv->uids[i];
+			n++;
+		}
+	ledger_settle(ln, keys, keys + dv->n_pods, n, now);
 	free(keys);
+	free(k.keep);
 	return 0;
 }
 

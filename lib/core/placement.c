@@ -101,15 +101,26 @@ static int extended_claim_pod(const struct placement_node *node, const struct pl
 	return 0;
 }
 
+static uint64_t claim_bytes(const struct placement_node *node, size_t i);
+
+/* Whether reservation r's pod is visible: the same pod shown on the node, or a claim on the
+ * node reserved for it that counts what the reservation holds. A mixed pod's reservation (its
+ * device-plugin units beside its claims) holds more than its claims count, until the pod shows:
+ * counted whole then (its claims' shares twice meanwhile: the safe side). */
 static int visible(const struct placement_node *node, const struct placement_item *r)
 {
+	uint64_t claims = 0;
+	int any = 0;
+
 	for (size_t i = 0; i < node->n_pods; i++)
 		if (same_pod(&node->pods[i], r->key, r->uid))
 			return 1;
 	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++)
-		if (claim_has(&node->dra->claims[i], r->uid))
-			return 1;
-	return 0;
+		if (claim_has(&node->dra->claims[i], r->uid)) {
+			any = 1;
+			claims = sat_add(claims, claim_bytes(node, i));
+		}
+	return any && placement_item_bytes(r, node->cap) <= claims;
 }
 
 uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap)

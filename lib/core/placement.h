@@ -52,8 +52,10 @@
  *     reserved for is already on the node: it counts as used, the pod adds nothing for it;
  *   - any other claim counts as used ("claim ns/name" in messages);
  *   - a visible pod or a reservation whose uid a claim is reserved for is that claim's: a
- *     reservation settles, and a pod in a KEP-5004 claim's reservedFor is not counted again
- *     by its nvidia.com/gpu units;
+ *     reservation settles when the claims reserved for its pod count at least its bytes (a
+ *     mixed pod's, its device-plugin units beside its claims, counts whole until the pod
+ *     shows), and a pod in a KEP-5004 claim's reservedFor is not counted again by its
+ *     nvidia.com/gpu units;
  *   - the pod's unallocated claims (pod->dra->pending_bytes: the most they can take on the
  *     node) add to its demand, and the message says so;
  *   - its DRA containers' own figures (demand.dra_figs, demand.h: GPU_MEMORY_LIMIT, HAMi-core's
