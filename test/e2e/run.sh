@@ -1111,7 +1111,7 @@ rr_storm() {
 	read -r created denied other errors <<<"$(rr_tally "$dir")"
 	[ "$(wc -l <"$dir/codes")" -eq "$count" ] || bad="$bad; $(wc -l <"$dir/codes") answers to $count creates ($(head -c 200 "$dir/curl.err"))"
 	if [ "$kind" = scheduler ]; then
-		[ "$created" -eq "$count" ] || bad="$bad; $((count - created)) of $count unscheduled pods not created ($(awk '$2 != 201 { print $2 }' "$dir/codes" | sort | uniq -c | tr '\n' ' '))"
+		[ "$created" -eq "$count" ] || bad="$bad; $((count - created)) of $count unscheduled pods not created ($(awk '$2 != 201 { print $2 }' "$dir/codes" | sort | uniq -c | tr '\n' ' '): $(rr_reasons "$dir"))"
 		# Settled: exactly what fits bound (the refused ones keep being retried by the scheduler).
 		local deadline=$((SECONDS + 90))
 		while :; do
