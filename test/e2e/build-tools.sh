@@ -35,6 +35,11 @@ CLUSTER_TOOLS="$K8S_TOOLS etcd helm kwok"
 export PATH="/usr/local/go/bin:$PATH"
 export GOFLAGS=-mod=mod
 export CGO_ENABLED=0
+# The compiler's garbage collector at GOGC=400 (unless set): measured on 2026-12-05, a cold build
+# of k8s.io/client-go/kubernetes and k8s.io/apiserver/pkg/server (empty GOCACHE, 2 cores) took
+# 505 s of user CPU against 567 at the default 100 (wall 361 s against 386);
+# -gcflags=all=-dwarf=false gained nothing (564 s). The compiles use a few GiB more at most.
+export GOGC=${GOGC:-400}
 
 step() { echo "build-tools: $(date +%H:%M:%S) $*" >&2; }
 fail() { echo "build-tools: FAILED: $1 (log: $2)" >&2; tail -n 20 "$2" >&2 || true; exit 1; }
