@@ -388,7 +388,9 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 	if (!placement_consumer(0, d.status, d.n_dra_figs))
 		return 0;
 	if (r->n_pods >= REPORT_MAX_PODS)
-		return fail(err, errlen, REPORT_EFULL, "more than %d GPU pods", REPORT_MAX_PODS);
+		return fail(err, errlen, REPORT_EFULL,
+		            "more than %d GPU pods (DRA pods with figures included)",
+		            REPORT_MAX_PODS);
 	if (grow((void **)&r->pods, &r->cap_pods, r->n_pods, sizeof(*r->pods)) != 0)
 		return fail(err, errlen, REPORT_ENOMEM, "out of memory");
 	p = &r->pods[r->n_pods];
