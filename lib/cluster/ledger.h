@@ -78,6 +78,12 @@ void ledger_end(struct ledger_node *n);
  * since (webhook.c, check_node). 0 for NULL. */
 uint64_t ledger_generation(const struct ledger_node *n);
 
+/* With the node locked (or released, by its holder): how many times its entries changed (an
+ * entry added, refreshed or dropped, for whatever reason) since the node was created; it only
+ * grows while the node lives. Equal values read at two times mean the node's entries are the
+ * same (reservations.h: the local backend's compare-and-swap). 0 for NULL. */
+uint64_t ledger_version(const struct ledger_node *n);
+
 /* With the node locked: drop expired entries and entries whose key is in visible_keys
  * (the pods the API server now shows on the node). Returns how many were dropped. */
 size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, size_t n_keys,
