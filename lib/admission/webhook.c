@@ -23,6 +23,7 @@
 #include "policies.h"
 #include "policy.h"
 #include "quantity.h"
+#include "reservations.h"
 #include "server.h"
 #include "shared.h"
 #include "text.h"
@@ -436,6 +437,27 @@ static void apply_decision(struct webhook *w, struct ledger_node *ln, const stru
 	             : ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
 	if (rc != 0)
 		deny_unreserved(o, p, rc == LEDGER_EFULL ? "ledger full" : "no memory");
+}
+
+/* Decide with the placement core over the node's snapshot, whose reservations are rv's
+ * (reservations.h, begun by the caller); when allowed with a reservation, put it and commit. */
+static void commit_decision(struct webhook *w, struct resv *rv, const struct placement *p,
+                            const struct placement_node *pn, uint64_t now, struct outcome *o)
+{
+	struct placement_result res;
+
+	if (!decide_core(w, p, pn, now, o, &res))
+		return;
+	int rc =
+	    resv_put(rv, p->key, p->uid, res.reserve_bytes, p->pod_create ? w->unseen_ttl_ms : 0);
+	if (rc == 0)
+		rc = resv_commit(rv, NULL, 0);
+	/* RESV_CONFLICT cannot happen: the node stays locked from begin to commit. */
+	if (rc != RESV_COMMITTED)
+		deny_unreserved(o, p,
+		                rc == RESV_EFULL      ? "ledger full"
+		                : rc == RESV_CONFLICT ? "the node's reservations changed meanwhile"
+		                                      : "no memory");
 }
 
 /*
@@ -1114,62 +1136,55 @@ struct cached {
 	struct outcome *o;
 	int decided;  /* 0: the cache does not know the node: take the API path */
 	uint64_t now; /* decision_now(), read before the view was copied */
+	uint64_t gen; /* the node's ledger_generation, read before the view was copied */
 };
 
-/* Reservations of pods the node's DRA claims are now reserved for are settled: the claims
- * count them (placement.h), and such a pod (no GPU resource) is not one the cache reports gone
- * when it is deleted. 0, or -1 when out of memory. */
-static int dra_settle(struct ledger_node *ln, const struct dra_view *dv, uint64_t now)
-{
-	const char **keys;
-
-	if (dv == NULL || dv->n_pods == 0)
-		return 0;
-	if ((keys = calloc(2 * dv->n_pods, sizeof(*keys))) == NULL)
-		return -1;
-	for (size_t i = 0; i < dv->n_pods; i++) {
-		keys[i] = dv->keys[i];
-		keys[dv->n_pods + i] = dv->uids[i];
-	}
-	ledger_settle(ln, keys, keys + dv->n_pods, dv->n_pods, now);
-	free(keys);
-	return 0;
-}
-
+/*
+ * The cache path's placement over the locked node's reservations (reservations.h, the local
+ * ledger): the reservations of the pods the cache now shows on the node (the same name and
+ * uid) settle at begin, and so do those of the pods the node's DRA claims are reserved for:
+ * the claims count them (placement.h), and such a pod (no GPU resource) is not one the cache
+ * reports gone when it is deleted.
+ */
 static void decide_cached(struct cached *c, const struct view_node *v)
 {
-	struct reserved r = {0};
+	struct resv rv = {0};
 	const char **keys = NULL;
+	const struct dra_view *dv = c->p->dra;
+	size_t n_dra = dv != NULL ? dv->n_pods : 0, n_seen = v->n_pods + n_dra, n_items;
+	const struct placement_item *items;
 	uint64_t now = c->now;
 	struct capacity cap;
 
 	if (!cached_view_usable(v, c->p, c->o, &c->decided, &cap))
 		return;
-	/* Reservations whose pods (same name and uid) the cache now shows on the node are
-	 * settled. */
-	if (v->n_pods > 0 && (keys = calloc(2 * v->n_pods, sizeof(*keys))) == NULL)
+	if (n_seen > 0 && (keys = calloc(2 * n_seen, sizeof(*keys))) == NULL)
 		goto nomem;
 	for (size_t i = 0; i < v->n_pods; i++) {
 		keys[i] = v->pods[i].key;
-		keys[v->n_pods + i] = v->pods[i].uid;
+		keys[n_seen + i] = v->pods[i].uid;
 	}
-	ledger_settle(c->ln, keys, keys ? keys + v->n_pods : NULL, v->n_pods, now);
-	if (dra_settle(c->ln, c->p->dra, now) != 0)
-		goto nomem;
-	if (reserved_from_ledger(c->ln, now, &r) != 0)
+	for (size_t i = 0; i < n_dra; i++) {
+		keys[v->n_pods + i] = dv->keys[i];
+		keys[n_seen + v->n_pods + i] = dv->uids[i];
+	}
+	struct resv_seen seen = {keys, keys ? keys + n_seen : NULL, n_seen};
+	/* The node was locked before its view was copied: no conflict at begin. */
+	if (resv_begin_ledger(&rv, c->ln, c->gen, &seen, now) != 0 ||
+	    resv_items(&rv, &items, &n_items) != 0)
 		goto nomem;
 	struct placement_node pn;
-	view_placement_node(v, &cap, r.items, r.n, c->p->dra ? &c->p->dra->node : NULL, &pn);
+	view_placement_node(v, &cap, items, n_items, dv ? &dv->node : NULL, &pn);
 	struct placement q = *c->p;
 	q.node_labels = v->labels;
-	apply_decision(c->w, c->ln, &q, &pn, now, c->o);
+	commit_decision(c->w, &rv, &q, &pn, now, c->o);
 	goto out;
 nomem:
 	deny(c->o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 	     c->p->pod_name);
 out:
+	resv_end(&rv);
 	free(keys);
-	free(r.items);
 }
 
 /*
@@ -1240,7 +1255,7 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 		deny_untracked(o, pod_name, node);
 		return 1;
 	}
-	struct cached c = {w, &p, ln, o, 0, decision_now(w, 1)};
+	struct cached c = {w, &p, ln, o, 0, decision_now(w, 1), ledger_generation(ln)};
 	struct view_node vn;
 	if (view_from_cache(w->cache, node, &vn) != 0) {
 		c.decided = 1;

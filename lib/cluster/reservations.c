@@ -100,19 +100,25 @@ int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
 	return 0;
 }
 
-static int put_record(struct resv *r)
+/* The record's copy without the entries that stopped counting (expired, and the visible pods'
+ * past the grace), before it takes the put; the unseen ones that expired are counted. */
+static void prune_record(struct resv *r)
+{
+	r->unseen_dropped = record_unseen_expired(r->rec, r->wall_ms);
+	record_prune(r->rec, r->wall_ms, r->visible, r->n_visible, r->mono_ms,
+	             RECORD_SETTLE_GRACE_MS);
+}
+
+static int put_record(struct resv *r, const char *key, const char *uid)
 {
 	uint64_t ttl = shared_ttl_ms(r->sh);
 	int rc;
 
-	r->unseen_dropped = record_unseen_expired(r->rec, r->wall_ms);
-	record_prune(r->rec, r->wall_ms, r->visible, r->n_visible, r->mono_ms,
-	             RECORD_SETTLE_GRACE_MS);
 	uint64_t stamp = shared_stamp_wall_ms(r->sh); /* never early on the shared clock */
 	if (r->unseen_ttl_ms && r->unseen_ttl_ms < ttl)
-		rc = record_put_unseen(r->rec, r->key, r->uid, r->bytes, stamp + r->unseen_ttl_ms);
+		rc = record_put_unseen(r->rec, key, uid, r->bytes, stamp + r->unseen_ttl_ms);
 	else
-		rc = record_put(r->rec, r->key, r->uid, r->bytes, stamp + ttl);
+		rc = record_put(r->rec, key, uid, r->bytes, stamp + ttl);
 	if (rc == RECORD_EFULL)
 		return RESV_EFULL;
 	if (rc == RECORD_ENOMEM)
@@ -129,18 +135,20 @@ int resv_put(struct resv *r, const char *key, const char *uid, uint64_t bytes,
 	/* The items borrowed the backend's strings: a record put may move them. */
 	free(r->items);
 	r->items = NULL;
-	if (r->put || klen == 0 || klen >= LEDGER_KEY_MAX || ulen >= LEDGER_UID_MAX ||
-	    (r->backend == RESV_LEDGER ? r->ln == NULL : r->rec == NULL))
+	if (r->put || (r->backend == RESV_LEDGER ? r->ln == NULL : r->rec == NULL))
 		return RESV_EINVAL;
-	memcpy(r->key, key, klen + 1);
-	memcpy(r->uid, uid != NULL ? uid : "", ulen + 1);
 	r->bytes = bytes;
 	r->unseen_ttl_ms = unseen_ttl_ms;
 	if (r->backend == RESV_RECORD) {
-		int rc = put_record(r);
+		prune_record(r);
+		int rc = put_record(r, key, uid); /* record_put checks key and uid itself */
 		if (rc != 0)
 			return rc;
+	} else if (klen == 0 || klen >= LEDGER_KEY_MAX || ulen >= LEDGER_UID_MAX) {
+		return RESV_EINVAL;
 	}
+	memcpy(r->key, key, klen + 1);
+	memcpy(r->uid, uid != NULL ? uid : "", ulen + 1);
 	r->put = 1;
 	return 0;
 }
