@@ -195,33 +195,6 @@ static void check_declarations(struct webhook *w, const cJSON *pod, const char *
 	add_warning(o, d.warning);
 }
 
-/* A node's live reservations as placement items; keys point into the locked ledger node. */
-struct reserved {
-	struct placement_item *items;
-	size_t n, cap;
-};
-
-static void add_reservation(void *ctx, const char *key, const char *uid, uint64_t bytes,
-                            uint64_t reserved_ms)
-{
-	(void)reserved_ms;
-	struct reserved *r = ctx;
-	if (r->n < r->cap)
-		r->items[r->n++] =
-		    (struct placement_item){.key = key, .uid = uid[0] ? uid : NULL, .bytes = bytes};
-}
-
-/* Fill r from the locked node (LEDGER_MAX_PER_NODE at most). 0, or -1 on allocation failure. */
-static int reserved_from_ledger(struct ledger_node *ln, uint64_t now, struct reserved *r)
-{
-	r->cap = ledger_visit(ln, now, NULL, NULL);
-	r->items = calloc(r->cap ? r->cap : 1, sizeof(*r->items));
-	if (r->items == NULL)
-		return -1;
-	ledger_visit(ln, now, add_reservation, r);
-	return 0;
-}
-
 /* The ledger cannot lock the node (LEDGER_MAX_NODES tracked, or no memory): deny, fail closed. */
 static void deny_untracked(struct outcome *o, const char *pod_name, const char *node)
 {
@@ -420,23 +393,6 @@ static void deny_unreserved(struct outcome *o, const struct placement *p, const 
 	     "cannot admit %s on %s: too many placements in flight (%s); denied to keep GPU memory "
 	     "safe, retry later",
 	     p->pod_name, p->node, why);
-}
-
-/* Decide with the placement core over the node's snapshot; reserve in the ledger when
- * allowed (--reservations local). */
-static void apply_decision(struct webhook *w, struct ledger_node *ln, const struct placement *p,
-                           const struct placement_node *pn, uint64_t now, struct outcome *o)
-{
-	struct placement_result res;
-
-	if (!decide_core(w, p, pn, now, o, &res))
-		return;
-	int rc = p->pod_create && w->unseen_ttl_ms
-	             ? ledger_reserve_unseen(ln, p->key, p->uid, res.reserve_bytes,
-	                                     w->unseen_ttl_ms, now)
-	             : ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
-	if (rc != 0)
-		deny_unreserved(o, p, rc == LEDGER_EFULL ? "ledger full" : "no memory");
 }
 
 /* Decide with the placement core over the node's snapshot, whose reservations are rv's
@@ -865,9 +821,10 @@ static void relock(struct ledger_node *ln, struct outcome *o)
 /*
  * The API path's placement on p's node (its capacity known: p->cap; node_obj: the Node the
  * API server gave): the node's live view (view_from_lists over a LIST of its pods), the
- * reservations, decide, reserve. No lock is held across an API call: the node's ledger lock
- * is let go (ledger_release) for the LIST and the lookups of stale reservations, and taken
- * again to settle, decide and reserve.
+ * reservations (reservations.h, the local ledger: begin with the view's generation), decide,
+ * put and commit. No lock is held across an API call: the node's ledger lock is let go
+ * (ledger_release) for the LIST and the lookups of stale reservations, and taken again to
+ * settle, decide and reserve.
  *
  * Why a decision over a view taken before the lock is right: the decision counts each pod the
  * view shows and each live reservation the view does not show (placement.h: a reservation
@@ -888,7 +845,9 @@ static void check_node(struct webhook *w, struct placement *p, const cJSON *node
                        struct outcome *o)
 {
 	struct view_node v = {0};
-	struct reserved r = {0};
+	struct resv rv = {0};
+	const struct placement_item *items;
+	size_t n_items;
 	struct stale_scan sc = {0};
 	struct placement_node pn;
 	struct placement q = *p;
@@ -950,24 +909,25 @@ static void check_node(struct webhook *w, struct placement *p, const cJSON *node
 	/* With the watch cache on, a reservation settles only when the cache shows its pod: a pod
 	 * this live list shows may not have reached the cache yet, and dropping its reservation
 	 * here would leave it uncounted by the next decision from the cache. This decision counts
-	 * a listed pod and its reservation once either way (placement.h). */
-	if (w->cache == NULL)
-		ledger_settle(ln, v.listed_keys, v.listed_uids, v.n_listed, now);
-	if (reserved_from_ledger(ln, now, &r) != 0) {
+	 * a listed pod and its reservation once either way (placement.h). The generation is
+	 * gen (just checked, and drop_gone's removals do not count in it): begin holds. */
+	struct resv_seen listed = {v.listed_keys, v.listed_uids, v.n_listed};
+	if (resv_begin_ledger(&rv, ln, gen, w->cache == NULL ? &listed : NULL, now) != 0 ||
+	    resv_items(&rv, &items, &n_items) != 0) {
 		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 		     p->pod_name);
 		goto out;
 	}
 	q.node_labels = v.labels;
-	view_placement_node(&v, p->cap, r.items, r.n, p->dra ? &p->dra->node : NULL, &pn);
-	apply_decision(w, ln, &q, &pn, now, o);
+	view_placement_node(&v, p->cap, items, n_items, p->dra ? &p->dra->node : NULL, &pn);
+	commit_decision(w, &rv, &q, &pn, now, o);
 out:
 	if (locked)
 		ledger_unlock(ln);
 	else
 		ledger_end(ln);
 	view_node_clear(&v);
-	free(r.items);
+	resv_end(&rv);
 }
 
 /*
