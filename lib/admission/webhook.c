@@ -449,63 +449,63 @@ static uint64_t decision_now(const struct webhook *w, int cache_path)
 	return now;
 }
 
+/*
+ * One decision over the node's record (reservations.h, the shared record backend, over the
+ * working copy shared_place gives: begin, items, put; shared_place's batch commits it, one
+ * write for the placements it batched). On the cache path the put also prunes the entries of
+ * the pods every replica's cache shows by now (visible past the grace); both paths drop
+ * expired ones.
+ */
 static void decide_on_record(struct shared_decision *d, const struct placement_node *visible,
                              uint64_t now)
 {
 	struct webhook *w = d->w;
 	const struct placement *p = d->p;
-	struct record *rec = d->rec;
 	struct placement_result res;
-	uint64_t mono = ledger_now_ms();
-	uint64_t wall = shared_now_wall_ms(w->shared);
-	struct placement_item *items = NULL;
+	struct resv rv = {0};
+	const struct placement_item *items;
+	size_t n_items;
+	int cached = d->api_node == NULL;
 
 	d->verdict = SHARED_NO_WRITE;
-	if (rec->n > 0 && (items = calloc(rec->n, sizeof(*items))) == NULL) {
+	if (resv_begin_record(&rv, w->shared, p->node, d->rec, d->fresh,
+	                      cached ? visible->pods : NULL, cached ? visible->n_pods : 0,
+	                      now) != 0 ||
+	    resv_items(&rv, &items, &n_items) != 0) {
 		deny(d->o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 		     p->pod_name);
-		return;
+		goto out;
 	}
 	struct placement_node pn = *visible;
 	pn.reserved = items;
-	pn.n_reserved = record_items(rec, wall, now, items);
+	pn.n_reserved = n_items;
 	int reserve = decide_core(w, p, &pn, now, d->o, &res);
-	free(items); /* borrowed rec's strings: done with them before rec changes */
 	if (!d->o->allowed) {
 		/* Counted entries of a record read before this review: other replicas may have
 		 * dropped some since. Read it and decide again. */
-		if (res.reserved_bytes > 0 && !d->fresh && !res.invalid_input)
+		if (res.reserved_bytes > 0 && !resv_fresh(&rv) && !res.invalid_input)
 			d->verdict = SHARED_REREAD;
-		return;
+		goto out;
 	}
 	if (!reserve) {
 		/* Allowed without a reservation (a dry run): no write will check the copy, and
 		 * entries other replicas added since would be missed. Read it and decide again. */
-		if (!d->fresh)
+		if (!resv_fresh(&rv))
 			d->verdict = SHARED_REREAD;
-		return;
+		goto out;
 	}
-	/* Cache path: entries whose pods every replica's cache shows by now go; both paths
-	 * drop expired ones. */
-	uint64_t ttl = shared_ttl_ms(w->shared);
-	size_t unseen = record_unseen_expired(rec, wall);
-	record_prune(rec, wall, d->api_node == NULL ? visible->pods : NULL,
-	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
-	metrics_unseen_dropped(w->metrics, unseen);
-	int rc;
-	uint64_t stamp = shared_stamp_wall_ms(w->shared); /* never early on the shared clock */
-	if (p->pod_create && w->unseen_ttl_ms && w->unseen_ttl_ms < ttl)
-		rc = record_put_unseen(rec, p->key, p->uid, res.reserve_bytes,
-		                       stamp + w->unseen_ttl_ms);
-	else
-		rc = record_put(rec, p->key, p->uid, res.reserve_bytes, stamp + ttl);
+	int rc =
+	    resv_put(&rv, p->key, p->uid, res.reserve_bytes, p->pod_create ? w->unseen_ttl_ms : 0);
+	metrics_unseen_dropped(w->metrics, resv_unseen_dropped(&rv));
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
-		                rc == RECORD_EFULL ? "the node's reservation record is full"
-		                                   : "cannot record the reservation");
-		return;
+		                rc == RESV_EFULL ? "the node's reservation record is full"
+		                                 : "cannot record the reservation");
+		goto out;
 	}
 	d->verdict = SHARED_WRITE;
+out:
+	resv_end(&rv);
 }
 
 /* The cache's view of p's node decides (sets *decided) unless the cache does not know the

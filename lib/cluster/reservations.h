@@ -30,9 +30,11 @@
  *      where both are known, else the keys: placement.h) are counted once, as the pod, by the
  *      core. The entry itself goes: from the ledger at begin when the caller passes the pods
  *      it sees (resv_seen; ledger_settle: the watch cache's pods and the pods the node's DRA
- *      claims are reserved for, or the live list's pods when there is no cache); from the
+ *      claims are reserved for, or the live list's pods when there is no cache), matched more
+ *      strictly (the keys equal and, where both are known, the uids: an entry under webhook.c's
+ *      key for a pod named by generateName never settles and lives until its TTL); from the
  *      record at the next write, once the cache has shown the pod for RECORD_SETTLE_GRACE_MS
- *      (record_prune: other replicas' caches must have seen it too);
+ *      (record_prune, by the core's rule: other replicas' caches must have seen it too);
  *   3. the pod gone: a pod reported deleted or finished before it was seen stops counting at
  *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
  *      does a reservation whose pod the API path looked up and found deleted, bound to another

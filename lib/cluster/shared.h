@@ -10,7 +10,9 @@
  *      none yet: empty, and the write creates the Lease), without the entries of pods reported
  *      gone (shared_forget);
  *   2. call decide(rec): the caller counts the node's pods plus rec's entries with the
- *      placement core, and when it admits, prunes rec and adds the reservation (record_put);
+ *      placement core, and when it admits, prunes rec and adds the reservation (record_put;
+ *      the webhook does both through reservations.h, the record backend's begin / items /
+ *      put over rec);
  *   3. WRITE: PUT the Lease with rec's resourceVersion (or POST it when it does not exist);
  *      success: the new record is remembered, done. 409 (another replica wrote first, or
  *      created it): GET the Lease, back to 2 with it. 404 on the PUT (the Lease deleted
