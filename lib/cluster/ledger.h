@@ -15,6 +15,9 @@
  * nodeName has a name, or only generateName: then the caller passes a key that will never
  * match and the entry lives until the TTL).
  *
+ * reservations.h puts begin / items / put / commit over a locked node (the local backend), its
+ * compare-and-swap on ledger_version().
+ *
  * Clock: callers pass now_ms from a monotonic clock (ledger_now_ms()), so tests drive time.
  * Thread-safe. Caps: LEDGER_MAX_NODES nodes, LEDGER_MAX_PER_NODE reservations per node;
  * past that ledger_reserve fails (the caller denies: fail safe, never unbounded).
