@@ -1099,12 +1099,49 @@ struct cached {
 	uint64_t gen; /* the node's ledger_generation, read before the view was copied */
 };
 
+/* ledger_visit: the reservations of the claims' pods that hold more than the claims count */
+struct dra_keep {
+	const struct dra_view *dv;
+	unsigned char *keep; /* per dv pod */
+};
+
+/* The shares the node's claims reserved for (or owned by) the pod of uid count. */
+static uint64_t dra_claims_bytes(const struct dra_view *dv, const char *uid)
+{
+	uint64_t b = 0;
+
+	for (size_t i = 0; i < dv->node.n_claims; i++) {
+		const struct dra_claim_use *c = &dv->node.claims[i];
+		int has = uid[0] != '\0' && strcmp(c->owner, uid) == 0;
+
+		for (size_t k = 0; !has && k < c->n_pods; k++)
+			has = strcmp(c->pods[k], uid) == 0;
+		if (has)
+			b = b + c->bytes < b ? UINT64_MAX : b + c->bytes;
+	}
+	return b;
+}
+
+static void dra_keep_visit(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                           uint64_t reserved_ms)
+{
+	struct dra_keep *k = ctx;
+
+	(void)reserved_ms;
+	for (size_t i = 0; i < k->dv->n_pods; i++)
+		if (strcmp(k->dv->keys[i], key) == 0 &&
+		    (uid[0] == '\0' || strcmp(k->dv->uids[i], uid) == 0) &&
+		    bytes > dra_claims_bytes(k->dv, k->dv->uids[i]))
+			k->keep[i] = 1;
+}
+
 /*
  * The cache path's placement over the locked node's reservations (reservations.h, the local
  * ledger): the reservations of the pods the cache now shows on the node (the same name and
  * uid) settle at begin, and so do those of the pods the node's DRA claims are reserved for:
  * the claims count them (placement.h), and such a pod (no GPU resource) is not one the cache
- * reports gone when it is deleted.
+ * reports gone when it is deleted. A DRA pod's reservation holding more than its claims count
+ * (a mixed pod: its device-plugin units too) stays until the pod shows, as placement counts it.
  */
 static void decide_cached(struct cached *c, const struct view_node *v)
 {
@@ -1124,11 +1161,23 @@ static void decide_cached(struct cached *c, const struct view_node *v)
 		keys[i] = v->pods[i].key;
 		keys[n_seen + i] = v->pods[i].uid;
 	}
-	for (size_t i = 0; i < n_dra; i++) {
-		keys[v->n_pods + i] = dv->keys[i];
-		keys[n_seen + v->n_pods + i] = dv->uids[i];
+	if (n_dra > 0) {
+		struct dra_keep k = {dv, calloc(n_dra, 1)};
+		size_t n = v->n_pods;
+
+		if (k.keep == NULL)
+			goto nomem;
+		ledger_visit(c->ln, now, dra_keep_visit, &k);
+		for (size_t i = 0; i < n_dra; i++)
+			if (!k.keep[i]) {
+				keys[n] = dv->keys[i];
+				keys[n_seen + n] = dv->uids[i];
+				n++;
+			}
+		free(k.keep);
+		n_dra = n - v->n_pods;
 	}
-	struct resv_seen seen = {keys, keys ? keys + n_seen : NULL, n_seen};
+	struct resv_seen seen = {keys, keys ? keys + n_seen : NULL, v->n_pods + n_dra};
 	/* The node was locked before its view was copied: no conflict at begin. */
 	if (resv_begin_ledger(&rv, c->ln, c->gen, &seen, now) != 0 ||
 	    resv_items(&rv, &items, &n_items) != 0)

@@ -462,19 +462,21 @@ static struct sslice **local_slices(struct dra_store *s, const char *node, size_
 	return local;
 }
 
-/* A whole device d of result r, shared by the claim's config (dra.h): into cu's sharing (any
- * time-sliced device makes the claim's TIME_SLICING), pinned limit (the largest; 0 when one
- * shared device has none) and device memory (the smallest published). */
+/* A whole device d of result r, shared by the claim's pods (by its config, or without one:
+ * dra.h), into cu (its whole_n counts d already): cu's sharing is the devices' when they all
+ * have the same, else TIME_SLICING (a device no config names is time-sliced by the driver, and
+ * not pinned); its pinned limit the largest of each device's own (dra_result_pinned; 0 when one
+ * device has none); its device memory the smallest published. */
 static void shared_device(const struct dra_result *r, const struct dra_device *d,
                           struct dra_claim_use *cu)
 {
 	int k = d->type == DRA_TYPE_MIG ? DRA_CFG_MIG : DRA_CFG_GPU;
 	uint8_t st = r->sharing[k];
-	uint64_t pin = st == DRA_SHARING_MPS ? r->pinned[k] : 0;
+	uint64_t pin = dra_result_pinned(r, k, d->uuid); /* the device's own, where matched */
 
-	if (st == DRA_SHARING_NONE)
-		return;
-	if (cu->sharing == DRA_SHARING_NONE) {
+	if (d->memory > 0 && (cu->dev_bytes == 0 || d->memory < cu->dev_bytes))
+		cu->dev_bytes = d->memory;
+	if (cu->whole_n == 1) { /* its first whole device */
 		cu->sharing = st;
 		cu->pinned = pin;
 	} else {
@@ -484,8 +486,6 @@ static void shared_device(const struct dra_result *r, const struct dra_device *d
 	}
 	if (cu->sharing != DRA_SHARING_MPS)
 		cu->pinned = 0;
-	if (d->memory > 0 && (cu->dev_bytes == 0 || d->memory < cu->dev_bytes))
-		cu->dev_bytes = d->memory;
 }
 
 /* What claim c holds on the node's slices into cu (NULL: only *on); *on set when one of its

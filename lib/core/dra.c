@@ -145,6 +145,9 @@ static int decode_device(const cJSON *dev, const char *driver, struct dra_device
 	if (mem != NULL && quantity_of(mem, what, &out->memory, err, errlen) != 0)
 		return -1;
 	out->type = device_type(json_at(dev, "attributes", NULL), driver);
+	/* a uuid too long for the field is no UUID of the driver's: left unknown */
+	(void)copy_str(out->uuid, sizeof(out->uuid),
+	               json_str(dev, "attributes", "uuid", "string", NULL));
 	out->multi = cJSON_IsTrue(multi);
 	out->counters = cJSON_IsArray(counters) && cJSON_GetArraySize(counters) > 0;
 	out->tainted = cJSON_IsArray(taints) && cJSON_GetArraySize(taints) > 0;
@@ -337,9 +340,18 @@ static int config_kind(const cJSON *cfg, const struct dra_drivers *d)
 	return -1;
 }
 
-/* A pinned memory limit: a quantity of at least DRA_MIN_PINNED. */
+/* A pinned memory limit: a quantity of at least DRA_MIN_PINNED. The opaque parameters keep the
+ * JSON as written, and a Quantity reads a number too (resource.Quantity's UnmarshalJSON parses
+ * the unquoted text): the driver takes 10737418240, so it is read as "10737418240". */
 static int pinned_of(const cJSON *v, const char *what, uint64_t *out, char *err, size_t errlen)
 {
+	char num[64];
+	cJSON text = {.type = cJSON_String, .valuestring = num};
+
+	if (cJSON_IsNumber(v)) {
+		snprintf(num, sizeof(num), "%.17g", v->valuedouble);
+		v = &text;
+	}
 	if (quantity_of(v, what, out, err, errlen) != 0)
 		return -1;
 	if (*out < DRA_MIN_PINNED) {
@@ -493,10 +505,69 @@ static int decode_configs(const cJSON *obj, const char *claim, const struct dra_
 	return 0;
 }
 
+/* Whether a per-device key is an index (the driver: not a UUID of its devices, then
+ * strconv.Atoi); only plain digits are read as one, a sign is left unmatched. */
+static int index_key(const char *k)
+{
+	if (k == NULL || *k == '\0')
+		return 0;
+	for (; *k; k++)
+		if (*k < '0' || *k > '9')
+			return 0;
+	return 1;
+}
+
+/* MPS config mps's limits into *p, to match to the device (dra_result_pinned); sole: the claim
+ * has one result of ours. Validated by decode_configs: the quantities parse. */
+static void result_pins(const cJSON *mps, int sole, struct dra_pin *p)
+{
+	const cJSON *e;
+
+	memset(p, 0, sizeof(*p));
+	(void)quantity_of(json_at(mps, "defaultPinnedDeviceMemoryLimit", NULL), "", &p->def, NULL,
+	                  0);
+	cJSON_ArrayForEach(e, json_at(mps, "defaultPerDevicePinnedMemoryLimit", NULL))
+	{
+		uint64_t b = 0;
+
+		(void)quantity_of(e, "", &b, NULL, 0);
+		if (index_key(e->string)) {
+			if (sole && strspn(e->string, "0") == strlen(e->string)) /* index 0 */
+				p->own = b;
+			else
+				p->unmatched = 1; /* another device's, or one of several */
+		} else if (p->n_keys < DRA_PIN_KEYS &&
+		           copy_str(p->uuid[p->n_keys], DRA_DEV_UUID_MAX, e->string) == 0) {
+			p->bytes[p->n_keys++] = b;
+		} else {
+			p->unmatched = 1;
+		}
+	}
+}
+
+uint64_t dra_result_pinned(const struct dra_result *r, int k, const char *uuid)
+{
+	const struct dra_pin *p;
+	int known = uuid != NULL && uuid[0] != '\0';
+
+	if (k < 0 || k > 1 || r->sharing[k] != DRA_SHARING_MPS)
+		return 0;
+	p = &r->pin[k];
+	for (size_t i = 0; known && i < p->n_keys; i++)
+		if (strcmp(p->uuid[i], uuid) == 0)
+			return p->bytes[i];
+	if (p->own > 0)
+		return p->own;
+	if (!p->unmatched && (known || p->n_keys == 0))
+		return p->def; /* no key names it: the default (0: not pinned) */
+	return r->pinned[k];
+}
+
 /* The sharing of result r's device when it is of kind (DRA_CFG_GPU / DRA_CFG_MIG), by the
- * driver's precedence (dra.h): the claim's configs, then the class's, each from the last. */
+ * driver's precedence (dra.h): the claim's configs, then the class's, each from the last. sole:
+ * the claim has this one result of ours. */
 static void result_sharing(const cJSON *configs, const struct dra_drivers *d, struct dra_result *r,
-                           int kind)
+                           int kind, int sole)
 {
 	int n = cJSON_GetArraySize(configs);
 
@@ -516,6 +587,10 @@ static void result_sharing(const cJSON *configs, const struct dra_drivers *d, st
 			(void)decode_sharing(cfg, "", &r->sharing[kind], &r->pinned[kind], NULL, 0);
 			if (r->sharing[kind] != DRA_SHARING_MPS)
 				r->pinned[kind] = 0;
+			else
+				result_pins(json_at(cfg, "opaque", "parameters", "sharing",
+				                    "mpsConfig", NULL),
+				            sole, &r->pin[kind]);
 			return;
 		}
 }
@@ -541,8 +616,8 @@ static int decode_status(const cJSON *obj, const char *claim, const struct dra_d
 	if (decode_configs(obj, claim, d, &configs, err, errlen) != 0)
 		return -1;
 	for (size_t i = 0; configs != NULL && i < out->n_results; i++) {
-		result_sharing(configs, d, &out->results[i], DRA_CFG_GPU);
-		result_sharing(configs, d, &out->results[i], DRA_CFG_MIG);
+		result_sharing(configs, d, &out->results[i], DRA_CFG_GPU, out->n_results == 1);
+		result_sharing(configs, d, &out->results[i], DRA_CFG_MIG, out->n_results == 1);
 	}
 	if (array_at(json_at(obj, "status", NULL), "reservedFor", &rsv) != 0 ||
 	    cJSON_GetArraySize(rsv) > DRA_CLAIM_RESERVED) {

@@ -33,17 +33,22 @@
  *     VfioDeviceConfig, a config without apiVersion or kind) are skipped; sharing of ours that
  *     is not an object, an unknown or missing strategy, a mpsConfig beside TimeSlicing or a
  *     timeSlicingConfig beside MPS (the driver refuses both), a pinned limit that is not a
- *     quantity of at least 1Mi (the driver refuses less) is DRA_EINVAL. Which config applies
+ *     quantity of at least 1Mi (the driver refuses less; a JSON number is one, of bytes, as
+ *     resource.Quantity reads it) is DRA_EINVAL. Which config applies
  *     to a result is the driver's rule (gpu-kubelet-plugin's device_state.go): the claim's
  *     configs over the class's, a later one over an earlier; one naming the result's request
  *     (or, per the API's doc, its parent request of a "req/sub" result) applies whatever its
  *     kind, one naming no request only to devices of its kind (GpuConfig: GPUs, MigDeviceConfig:
  *     MIG devices), so each result keeps both answers and the store picks by the device's type.
- *     MPS's pinned limit: the default's; per-device limits are not matched to devices (the
- *     driver keys them by the index among the config's devices or by UUID): when present the
- *     largest of them and the default is taken for every device (with no default, devices
- *     they do not name are not pinned: no limit is taken). Not read: timeSlicingConfig.interval
- *     and defaultActiveThreadPercentage (no memory meaning), multiUser.
+ *     MPS's pinned limit: the default's, and per-device limits matched to the device where the
+ *     driver's keys allow it (dra_result_pinned): a key that is the device's UUID (the slice's
+ *     attributes.uuid), or "0" in a claim of one device. The driver's index keys are positions
+ *     among the config's devices in its own order (its prepared group: GPUs, then MIG
+ *     devices), not the devices' index attribute, so for a claim of several devices an index
+ *     key is not matched: the largest of the keys and the default is taken for its devices
+ *     (with no default, no limit), as when the device's UUID is not known. Not read:
+ *     timeSlicingConfig.interval and defaultActiveThreadPercentage (no memory meaning),
+ *     multiUser.
  *   Pod: spec.resourceClaims[] (resourceClaimName, resourceClaimTemplateName),
  *     status.resourceClaimStatuses[].resourceClaimName, status.extendedResourceClaimStatus
  *     .resourceClaimName (KEP-5004).
@@ -60,9 +65,10 @@
  *   - a claim not allocated yet counts what its requests can get at most on a node: per
  *     request count devices (allocationMode All: every device) of the largest memory there,
  *     or count x capacity.requests.memory when the request asks a share;
- *   - a device held whole with a time-slicing or MPS config is still the claim's alone on the
- *     node, but the pods the claim is reserved for share it: placement.h judges them against
- *     each other by docs/sharing.md's shared rule (dra_claim_use.sharing).
+ *   - a device held whole (with a time-slicing or MPS config, or none: the NVIDIA driver then
+ *     time-slices it) is still the claim's alone on the node, but the pods the claim is
+ *     reserved for share it: placement.h judges them against each other by docs/sharing.md's
+ *     shared rule (dra_claim_use.sharing).
  */
 #ifndef GMG_DRA_H
 #define GMG_DRA_H
@@ -98,7 +104,9 @@ struct cJSON;
 #define DRA_CONFIG_GPU    "GpuConfig"
 #define DRA_CONFIG_MIG    "MigDeviceConfig"
 #define DRA_MIN_PINNED    (1024ull * 1024) /* the driver refuses a pinned limit under 1Mi */
-#define DRA_POD_CLAIMS    32               /* claims named by one pod; more is refused */
+#define DRA_PIN_KEYS      4  /* per-device pinned limits keyed by UUID kept per config and kind */
+#define DRA_DEV_UUID_MAX  64 /* a device's uuid attribute ("GPU-" or "MIG-" and a UUID: 40) */
+#define DRA_POD_CLAIMS    32 /* claims named by one pod; more is refused */
 #define DRA_MSG_MAX       256
 
 #define DRA_EINVAL (-1) /* not an object of the kind, or a field of the wrong shape: err says */
@@ -112,7 +120,8 @@ enum dra_type {
 /* How the NVIDIA driver shares a device among the pods and containers of its claim (its
  * GpuConfig or MigDeviceConfig sharing.strategy). */
 enum dra_sharing {
-	DRA_SHARING_NONE = 0, /* no config of ours, or one without sharing */
+	DRA_SHARING_NONE = 0, /* no config of ours, or one without sharing (the driver's default:
+	                         time-slicing; placement.h judges the pods alike) */
 	DRA_SHARING_TIME_SLICING = 1,
 	DRA_SHARING_MPS = 2,
 };
@@ -144,9 +153,11 @@ struct dra_device {
 	uint8_t multi;    /* allowMultipleAllocations: shares of it are claimed (KEP-5075) */
 	uint8_t counters; /* consumesCounters: a partition of a device (KEP-4815): not capacity */
 	uint8_t tainted;  /* taints present (not read further) */
+	char uuid[DRA_DEV_UUID_MAX]; /* attributes.uuid (the NVIDIA driver's), "" when absent or
+	                                longer (per-device pinned limits: dra_result_pinned) */
 };
 
-/* One ResourceSlice, decoded. About 10 KiB: callers put it on the heap. */
+/* One ResourceSlice, decoded. About 19 KiB: callers put it on the heap. */
 struct dra_slice {
 	char name[DRA_NAME_MAX];
 	char driver[DRA_DRIVER_MAX];
@@ -176,7 +187,19 @@ struct dra_result {
 	/* The sharing its device gets from the claim's configs (above), [DRA_CFG_GPU] when the
 	 * device is a GPU or untyped, [DRA_CFG_MIG] when a MIG device (the store knows which) */
 	uint8_t sharing[2]; /* enum dra_sharing */
-	uint64_t pinned[2]; /* MPS: each client's pinned memory limit, bytes; 0: none set */
+	uint64_t
+	    pinned[2]; /* MPS: each client's pinned memory limit, bytes, for a device the
+	                  per-device limits cannot be matched to (dra_result_pinned); 0: none */
+	/* MPS: the applying config's limits, to match to the device (dra_result_pinned) */
+	struct dra_pin {
+		uint64_t def;      /* defaultPinnedDeviceMemoryLimit, bytes; 0: none */
+		uint64_t own;      /* key "0" when the claim has this one result: its device's */
+		uint8_t n_keys;    /* UUID keys kept below */
+		uint8_t unmatched; /* keys not kept: an index among several devices (the driver's
+		                      order is not the API's), or UUIDs past DRA_PIN_KEYS */
+		char uuid[DRA_PIN_KEYS][DRA_DEV_UUID_MAX];
+		uint64_t bytes[DRA_PIN_KEYS];
+	} pin[2];
 };
 
 /* One request of the claim's spec, as the most it can get. */
@@ -188,7 +211,7 @@ struct dra_request {
 	uint8_t n_seen; /* decoding's own: subrequests read */
 };
 
-/* One ResourceClaim, decoded. About 100 KiB: callers put it on the heap. */
+/* One ResourceClaim, decoded. About 120 KiB: callers put it on the heap. */
 struct dra_claim {
 	char ns[DRA_NS_MAX];
 	char name[DRA_NAME_MAX];
@@ -231,6 +254,15 @@ int dra_pod_refs(const struct cJSON *pod, struct dra_pod_refs *out, char *err, s
  * consumedCapacity.memory when present, else the device's memory. */
 uint64_t dra_result_bytes(const struct dra_result *r, uint64_t device_memory);
 
+/* MPS's pinned limit of result r's device of config kind k (DRA_CFG_GPU or DRA_CFG_MIG) whose
+ * uuid attribute is uuid (NULL or "": unknown), bytes; 0: no limit (not MPS, or none set).
+ * The driver's rule (MpsPerDevicePinnedMemoryLimit.Normalize: a key is a UUID of the config's
+ * devices, else an index among them; the default for devices no key names): a key equal to
+ * uuid; else key "0" of a claim of one device; else, when every key is a UUID kept and uuid is
+ * known (no key names it), the default; else (an index among several devices, a UUID past
+ * DRA_PIN_KEYS, uuid unknown) r->pinned[k], the largest of the default and the keys'. Pure. */
+uint64_t dra_result_pinned(const struct dra_result *r, int k, const char *uuid);
+
 /* The GPUs a node offers through DRA (of our drivers, node-local, not partitions). */
 struct dra_gpus {
 	uint64_t n;         /* devices */
@@ -263,13 +295,16 @@ struct dra_claim_use {
 	uint8_t shared;          /* a result with a shareID (KEP-5075) */
 	size_t n_pods;           /* reservedFor pods */
 	const char (*pods)[DRA_UID_MAX];
-	/* Its whole devices on the node shared by a config (dra_result.sharing): TIME_SLICING when
-	 * any is time-sliced, MPS when all its shared devices are; NONE: the claim's alone, its
-	 * pods not judged against each other. */
+	/* How its whole devices on the node are shared (dra_result.sharing): their sharing when
+	 * they all have the same, else TIME_SLICING (one no config names is time-sliced, not
+	 * pinned); NONE: no config of ours says
+	 * (the pods it is reserved for still share its devices, and are judged against each
+	 * other as on a time-sliced one: the NVIDIA driver time-slices a device no config names,
+	 * its DefaultGpuConfig). */
 	uint8_t sharing;    /* enum dra_sharing */
-	uint64_t pinned;    /* MPS: each client's pinned limit, bytes (the largest of its shared
+	uint64_t pinned;    /* MPS: each client's pinned limit, bytes (the largest of its whole
 	                       devices'); 0: none, or one of them not pinned */
-	uint64_t dev_bytes; /* the smallest memory of its shared devices; 0: not published (the
+	uint64_t dev_bytes; /* the smallest memory of its whole devices; 0: not published (the
 	                       node's per-GPU memory is taken) */
 	uint8_t mine;       /* the pod being placed names it (by name, or as its owner or in its
 	                       reservedFor: dra_store_view's pod) */

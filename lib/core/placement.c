@@ -101,15 +101,26 @@ static int extended_claim_pod(const struct placement_node *node, const struct pl
 	return 0;
 }
 
+static uint64_t claim_bytes(const struct placement_node *node, size_t i);
+
+/* Whether reservation r's pod is visible: the same pod shown on the node, or a claim on the
+ * node reserved for it that counts what the reservation holds. A mixed pod's reservation (its
+ * device-plugin units beside its claims) holds more than its claims count, until the pod shows:
+ * counted whole then (its claims' shares twice meanwhile: the safe side). */
 static int visible(const struct placement_node *node, const struct placement_item *r)
 {
+	uint64_t claims = 0;
+	int any = 0;
+
 	for (size_t i = 0; i < node->n_pods; i++)
 		if (same_pod(&node->pods[i], r->key, r->uid))
 			return 1;
 	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++)
-		if (claim_has(&node->dra->claims[i], r->uid))
-			return 1;
-	return 0;
+		if (claim_has(&node->dra->claims[i], r->uid)) {
+			any = 1;
+			claims = sat_add(claims, claim_bytes(node, i));
+		}
+	return any && placement_item_bytes(r, node->cap) <= claims;
 }
 
 uint64_t placement_item_bytes(const struct placement_item *it, const struct capacity *cap)
@@ -664,7 +675,8 @@ static const struct placement_item *figs_item(const struct placement_node *node,
 /* A shared DRA claim's device as the messages name it. */
 struct shared_dev {
 	const struct dra_claim_use *c;
-	const char *how;   /* "time-sliced", "MPS" */
+	const char *how;   /* "time-sliced", "MPS", "shared" (no sharing config) */
+	const char *by;    /* what shares it: the claim's config, or the claim itself */
 	uint64_t dev, pin; /* the device's memory; MPS's pinned limit (0: none) */
 	char where[POLICY_NAME_MAX + 96];
 };
@@ -708,12 +720,39 @@ static void undeclared_dra(const struct placement_pod *pod, const struct placeme
 	if (pol->verdict_only)
 		return;
 	if (snprintf(dec->message, sizeof(dec->message),
-	             "%s declares no GPU memory, and %s is shared (%s, the claim's config) with "
+	             "%s declares no GPU memory, and %s is shared (%s, %s) with "
 	             "%zu other pod(s): it could take the whole device they use. Declare what it "
 	             "needs in the containers naming the claim: env " GMG_DECL_HINT,
-	             pod->name ? pod->name : "(unnamed pod)", sd->where, sd->how,
+	             pod->name ? pod->name : "(unnamed pod)", sd->where, sd->how, sd->by,
 	             n_others) >= (int)sizeof(dec->message))
 		dec->message[sizeof(dec->message) - 1] = '\0'; /* cut: the verdict stands */
+}
+
+/* What policy_decide() judges for the pod at where (the node, or a claim's shared device):
+ * demand bytes beside the consumers tallied in t (borrowed: t->top must outlive the input), on
+ * capacity bytes of gpu_count GPUs, with note after an over-threshold message. No per-piece
+ * check (per_gpu_bytes 0): the caller adds one. */
+static struct policy_input judged_input(const struct placement_pod *pod,
+                                        const struct placement_policy *pol, double threshold,
+                                        const struct tally *t, const char *where, uint64_t demand,
+                                        uint64_t capacity, uint64_t gpu_count, const char *note)
+{
+	return (struct policy_input){
+	    .pod = pod->name,
+	    .node = where,
+	    .demand_bytes = demand,
+	    .capacity_bytes = capacity,
+	    .pool_note = note,
+	    .gpu_count = gpu_count,
+	    .threshold = threshold,
+	    .warn_threshold = pol->warn_threshold,
+	    .mode = pol->mode,
+	    .used_bytes = t->used,
+	    .consumers = t->top,
+	    .n_consumers = t->n_top,
+	    .n_consumers_total = t->n_total,
+	    .no_message = pol->verdict_only,
+	};
 }
 
 /*
@@ -734,7 +773,15 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 	size_t n_others = 0, n_bare = 0;
 	uint64_t largest = 0, mine, piece;
 
-	sd.how = c->sharing == DRA_SHARING_MPS ? "MPS" : "time-sliced";
+	/* No sharing config: the claim's pods still get its device at once (DRA gives every pod
+	 * a claim is reserved for its devices; the NVIDIA driver time-slices a device no config
+	 * names, its DefaultGpuConfig) */
+	sd.how = c->sharing == DRA_SHARING_MPS            ? "MPS"
+	         : c->sharing == DRA_SHARING_TIME_SLICING ? "time-sliced"
+	                                                  : "shared";
+	sd.by = c->sharing != DRA_SHARING_NONE
+	            ? "the claim's config"
+	            : "no sharing config: every pod the claim is reserved for uses its device";
 	sd.dev = c->dev_bytes > 0 ? c->dev_bytes : node->cap->per_gpu_bytes;
 	sd.pin = c->sharing == DRA_SHARING_MPS ? c->pinned : 0;
 	piece = sd.pin > 0 ? sd.pin : sd.dev;
@@ -769,7 +816,7 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 		}
 	}
 	if (n_others == 0) {
-		*sole |= d->n_dra_figs == 0;
+		*sole |= d->n_dra_figs == 0 && c->sharing != DRA_SHARING_NONE;
 		return 0; /* alone on the device: as a device held whole */
 	}
 	if (d->n_dra_figs == 0 && sd.pin == 0) {
@@ -783,28 +830,14 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 		top_insert(&t, name, "", sat_mul(n_bare, piece)); /* one entry for them all */
 	}
 	if (snprintf(note, sizeof(note),
-	             "DRA: the claim's config shares its device (%s) among the pods it is "
+	             "DRA: the claim's device is shared (%s, %s) among the pods it is "
 	             "reserved for, each counted at its containers' own figure%s; its figure: %s",
-	             sd.how, sd.pin > 0 ? " (a share of the pinned limit under MPS)" : "",
+	             sd.how, sd.by, sd.pin > 0 ? " (a share of the pinned limit under MPS)" : "",
 	             d->n_dra_figs > 0 ? d->dra_words : "none (the pinned limit)") >=
 	    (int)sizeof(note))
 		note[sizeof(note) - 1] = '\0';
-	struct policy_input in = {
-	    .pod = pod->name,
-	    .node = sd.where,
-	    .demand_bytes = mine,
-	    .capacity_bytes = sd.dev,
-	    .pool_note = note,
-	    .gpu_count = 1,
-	    .threshold = threshold,
-	    .warn_threshold = pol->warn_threshold,
-	    .mode = pol->mode,
-	    .used_bytes = t.used,
-	    .consumers = t.top,
-	    .n_consumers = t.n_top,
-	    .n_consumers_total = t.n_total,
-	    .no_message = pol->verdict_only,
-	};
+	struct policy_input in =
+	    judged_input(pod, pol, threshold, &t, sd.where, mine, sd.dev, 1, note);
 	if (policy_decide(&in, &dec) != 0 || dec.verdict == POLICY_ALLOW)
 		return 0; /* a device of no memory: judged as a device held whole */
 	out->decision = dec;
@@ -825,8 +858,7 @@ static int dra_shared(const struct placement_node *node, const struct placement_
 	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++) {
 		const struct dra_claim_use *c = &node->dra->claims[i];
 
-		if (c->sharing == DRA_SHARING_NONE || c->whole_n == 0 ||
-		    !(c->mine || claim_has(c, pod->uid)))
+		if (c->whole_n == 0 || !(c->mine || claim_has(c, pod->uid)))
 			continue;
 		if (judge_shared(node, pod, pol, threshold, c, out, sole))
 			return 1;
@@ -929,27 +961,13 @@ int placement_decide(const struct placement_node *node, const struct placement_p
 	if (dra_devices(node, pod, pol, &rd, &t, out))
 		goto decided;
 	pool_note(cap, rd.pool, out);
-	struct policy_input in = {
-	    .pod = pod->name,
-	    .node = node->name,
-	    .demand_bytes = rd.bytes,
-	    .max_per_gpu_bytes = out->piece.share_bytes,
-	    .max_per_gpu_container = out->piece_container,
-	    .capacity_bytes = out->pool_bytes,
-	    .per_gpu_bytes = out->piece.piece_bytes,
-	    .piece_what = out->piece.what,
-	    .piece_rule = out->piece.rule,
-	    .pool_note = out->pool_note,
-	    .gpu_count = cap->gpu_count,
-	    .threshold = threshold,
-	    .warn_threshold = pol->warn_threshold,
-	    .mode = pol->mode,
-	    .used_bytes = t.used,
-	    .consumers = t.top,
-	    .n_consumers = t.n_top,
-	    .n_consumers_total = t.n_total,
-	    .no_message = pol->verdict_only,
-	};
+	struct policy_input in = judged_input(pod, pol, threshold, &t, node->name, rd.bytes,
+	                                      out->pool_bytes, cap->gpu_count, out->pool_note);
+	in.max_per_gpu_bytes = out->piece.share_bytes; /* one piece's check: the node's only */
+	in.max_per_gpu_container = out->piece_container;
+	in.per_gpu_bytes = out->piece.piece_bytes;
+	in.piece_what = out->piece.what;
+	in.piece_rule = out->piece.rule;
 	if (policy_decide(&in, &out->decision) != 0) {
 		out->invalid_input = 1;
 		return -1;

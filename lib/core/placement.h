@@ -52,8 +52,10 @@
  *     reserved for is already on the node: it counts as used, the pod adds nothing for it;
  *   - any other claim counts as used ("claim ns/name" in messages);
  *   - a visible pod or a reservation whose uid a claim is reserved for is that claim's: a
- *     reservation settles, and a pod in a KEP-5004 claim's reservedFor is not counted again
- *     by its nvidia.com/gpu units;
+ *     reservation settles when the claims reserved for its pod count at least its bytes (a
+ *     mixed pod's, its device-plugin units beside its claims, counts whole until the pod
+ *     shows), and a pod in a KEP-5004 claim's reservedFor is not counted again by its
+ *     nvidia.com/gpu units;
  *   - the pod's unallocated claims (pod->dra->pending_bytes: the most they can take on the
  *     node) add to its demand, and the message says so;
  *   - its DRA containers' own figures (demand.dra_figs, demand.h: GPU_MEMORY_LIMIT, HAMi-core's
@@ -74,7 +76,9 @@
  *     never its containers' nvidia.com/gpu units (per-GPU and infer rules are its devices'
  *     then).
  * DRA devices shared by a config (dra_claim_use.sharing: the NVIDIA driver's GpuConfig or
- * MigDeviceConfig sharing.strategy TimeSlicing or MPS on a device the claim holds whole): the
+ * MigDeviceConfig sharing.strategy TimeSlicing or MPS on a device the claim holds whole), or
+ * by no config (the pods a claim is reserved for all get its device, and the NVIDIA driver
+ * time-slices a device no config names: judged as time-sliced, the message saying "shared"): the
  * node's sums above are unchanged (the device stays the claim's), and the pods of such a claim
  * the pod being placed is in (claim_has, or dra_claim_use.mine: it names the claim) share the
  * device as pods share a time-sliced or MPS card (docs/sharing.md), after the decision above
@@ -86,7 +90,8 @@
  *     (none, or not visible with one: not bound yet, or the webhook's API path) counts the
  *     whole device, under MPS with a pinned limit that limit;
  *   - alone on the device (no other pod in the claim's reservedFor) the pod is judged as on a
- *     device held whole: admitted by the rules above (a pod with no figure: "SoleConsumer");
+ *     device held whole: admitted by the rules above (a pod with no figure: "SoleConsumer",
+ *     when the claim has a sharing config);
  *   - beside others, a pod with no figure (and no pinned limit) is refused
  *     ("UndeclaredOnSharedCard", the message says how to declare); else its figure plus the
  *     others' must fit within the threshold of the device's memory (policy_decide's reasons,

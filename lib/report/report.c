@@ -44,19 +44,23 @@ struct node_rec {
 	struct dra_view *dra;   /* report_build: its DRA GPUs and claims (owned) */
 };
 
-/* A GPU pod bound to a node, not finished. */
+/* A consumer bound to a node, not finished (placement_consumer(): a GPU pod, or a DRA pod
+ * whose containers have figures). */
 struct pod_rec {
 	char *node;
 	char *key;
 	char *uid;
 	char *problem; /* NULL when declared */
 	uint64_t bytes, gpus;
-	uint32_t pool; /* demand.pool: which GPUs it draws on (MIG mixed: a pool of its own) */
-	/* --undeclared infer: its GPU containers, resolved on its node as the webhook does */
+	int gpu_pod; /* status DEMAND_OK or DEMAND_INVALID: a row's pod; 0: a DRA pod's figures
+	                only (no consumer of its own: they raise its claim's count), not listed */
+	/* What it counts, placement_item_demand_figs()'s, the cache's and the view's rule: its
+	 * shares (--undeclared infer: its GPU containers, resolved on its node as the webhook
+	 * does) and its DRA containers' figures point into compact and figs when set; build_row
+	 * points them again (the record moves: grow, qsort) */
+	struct placement_item item;
 	struct demand_share compact[DEMAND_MAX_PARTS];
-	size_t n_shares;
-	uint64_t whole_gpus;
-	uint64_t dra_units; /* demand.dra_units: units its KEP-5004 claim serves */
+	struct demand_share figs[DEMAND_MAX_PARTS];
 	enum demand_source source;
 	char words[DEMAND_PART_WORDS];
 	char *priority_class;   /* spec.priorityClassName, NULL when none (tiers) */
@@ -381,7 +385,7 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 	if (node == NULL || node[0] == '\0' || pod_finished(pod))
 		return 0;
 	pod_demand(pod, &r->dcfg, &d);
-	if (d.status == DEMAND_NOT_GPU)
+	if (!placement_consumer(0, d.status, d.n_dra_figs))
 		return 0;
 	if (r->n_pods >= REPORT_MAX_PODS)
 		return fail(err, errlen, REPORT_EFULL, "more than %d GPU pods", REPORT_MAX_PODS);
@@ -391,7 +395,8 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 	memset(p, 0, sizeof(*p));
 	p->node = dup_str(node);
 	p->uid = dup_str(uid);
-	p->dra_units = d.dra_units;
+	p->gpu_pod = d.status != DEMAND_NOT_GPU;
+	placement_item_demand_figs(&p->item, &d, p->compact, p->figs);
 	if (name != NULL && name[0] != '\0') {
 		size_t len = strlen(ns ? ns : "") + strlen(name) + 2;
 		if ((p->key = malloc(len)) != NULL)
@@ -401,13 +406,7 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 		    dup_str(UNNAMED_POD); /* still holds memory: counted, as the webhook does */
 	}
 	if (d.status == DEMAND_OK) {
-		struct placement_item it;
-
-		memset(&it, 0, sizeof(it));
-		placement_item_demand(&it, &d, p->compact);
 		p->bytes = d.bytes;
-		p->n_shares = it.n_shares;
-		p->whole_gpus = it.whole_gpus;
 		p->source = d.source == DEMAND_SRC_NONE ? DEMAND_SRC_DECLARED : d.source;
 		/* the words of its least declared GPU container (the pod's source), the first of
 		 * them */
@@ -416,15 +415,14 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 				snprintf(p->words, sizeof(p->words), "%s", d.parts[i].words);
 				break;
 			}
-	} else {
+	} else if (d.status == DEMAND_INVALID) {
 		p->problem = dup_str(d.error);
 	}
 	p->gpus = d.gpus;
-	p->pool = d.pool;
 	const char *pc = json_str(pod, "spec", "priorityClassName", NULL);
 	int bad_pc = pc != NULL && pc[0] != '\0' && (p->priority_class = strdup(pc)) == NULL;
 	if (p->node == NULL || p->uid == NULL || p->key == NULL ||
-	    (d.status != DEMAND_OK && p->problem == NULL) || bad_pc ||
+	    (d.status == DEMAND_INVALID && p->problem == NULL) || bad_pc ||
 	    labelset_copy(&p->labels, json_at(pod, "metadata", "labels", NULL)) != 0) {
 		free(p->node);
 		free(p->uid);
@@ -647,10 +645,10 @@ static void select_policies(const struct report *r, const struct node_rec *n,
 			out->sel[out->n++] = r->pols[i].p;
 }
 
-/* Fill row from node n and its pods p[0..np) (rp: where the row's pods go): the pods as the
- * webhook counts them, and the figures of one core_decide() for the probe pod declaring
- * DEMAND_MIN_BYTES (the probe is of no tier): threshold in force, limit, declared, free,
- * largest fit, the tiers. 0 or -1 (no memory). */
+/* Fill row from node n and its consumers p[0..np) (rp: where the row's pods go, its GPU pods
+ * only): the consumers as the webhook counts them, and the figures of one core_decide() for
+ * the probe pod declaring DEMAND_MIN_BYTES (the probe is of no tier): threshold in force,
+ * limit, declared, free, largest fit, the tiers. 0 or -1 (no memory). */
 static int build_row(struct report *r, const struct node_rec *n, const struct pod_rec *p, size_t np,
                      struct report_pod *rp, struct report_row *row)
 {
@@ -678,25 +676,19 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 	row->tiers = tiers; /* the row's: report_free frees it */
 	row->n_policies = pols.n;
 	row->pods = rp;
-	row->n_pods = np;
 	for (size_t i = 0; i < np; i++) {
+		items[i] = p[i].item;
+		items[i].shares = p[i].item.n_shares > 0 ? p[i].compact : NULL;
+		items[i].dra_figs = p[i].item.n_dra_figs > 0 ? p[i].figs : NULL;
 		items[i].key = p[i].key;
 		items[i].uid = p[i].uid[0] ? p[i].uid : NULL;
 		items[i].priority_class = p[i].priority_class;
 		items[i].labels = p[i].labels.l.n ? &p[i].labels.l : NULL;
 		items[i].attrs_known = 1; /* as the webhook's visible pods */
-		placement_item_count(&items[i],
-		                     &(const struct placement_count){
-		                         .status = p[i].problem ? DEMAND_INVALID : DEMAND_OK,
-		                         .bytes = p[i].bytes,
-		                         .gpus = p[i].gpus,
-		                         .pool = p[i].pool,
-		                         .shares = p[i].n_shares ? p[i].compact : NULL,
-		                         .n_shares = p[i].n_shares,
-		                         .whole_gpus = p[i].whole_gpus,
-		                         .dra_units = p[i].dra_units,
-		                     });
-		rp[i] = (struct report_pod){
+		if (!p[i].gpu_pod)
+			continue; /* its figures count in its claim's sum (the core's), not a row */
+		struct report_pod *o = &rp[row->n_pods++];
+		*o = (struct report_pod){
 		    .key = p[i].key,
 		    .uid = p[i].uid,
 		    .gpus = p[i].gpus,
@@ -709,9 +701,9 @@ static int build_row(struct report *r, const struct node_rec *n, const struct po
 		    .source_words = p[i].words,
 		};
 		row->n_undeclared += p[i].problem != NULL;
-		row->declared_bytes = sat_add(row->declared_bytes, rp[i].counted_bytes);
+		row->declared_bytes = sat_add(row->declared_bytes, o->counted_bytes);
 	}
-	qsort(rp, np, sizeof(*rp), row_pod_cmp);
+	qsort(rp, row->n_pods, sizeof(*rp), row_pod_cmp);
 
 	struct placement_node pn = {.name = n->name,
 	                            .cap = n->cap_rc == 0 ? &n->cap : NULL,
@@ -812,12 +804,14 @@ int report_build(struct report *r, char *err, size_t errlen)
 		const struct node_rec *n = &r->nodes[i];
 		size_t start;
 
+		size_t n_gpu_pods = 0;
+
 		while (pi < r->n_pods && strcmp(r->pods[pi].node, n->name) < 0)
 			pi++; /* pods of nodes not listed: nothing to count them against */
 		start = pi;
 		while (pi < r->n_pods && strcmp(r->pods[pi].node, n->name) == 0)
-			pi++;
-		if (!is_gpu_node(n, pi - start))
+			n_gpu_pods += r->pods[pi++].gpu_pod;
+		if (!is_gpu_node(n, n_gpu_pods))
 			continue;
 		if (build_row(r, n, &r->pods[start], pi - start, &r->row_pods[used],
 		              &r->rows[r->n_rows]) != 0) {
@@ -825,7 +819,7 @@ int report_build(struct report *r, char *err, size_t errlen)
 			r->rows[r->n_rows].tiers = NULL;
 			return fail(err, errlen, REPORT_ENOMEM, "out of memory");
 		}
-		used += pi - start;
+		used += r->rows[r->n_rows].n_pods;
 		r->n_rows++;
 	}
 	r->built = 1;

@@ -22,13 +22,14 @@
  *
  * The numbers are the webhook's: the pods counted are the ones the webhook counts (GPU pods bound
  * to the node, not Succeeded/Failed, each by demand_from_pod(); one without a valid declaration
- * as its GPUs x one GPU's memory), and the threshold in force, limit, declared, free, largest
- * fit and tiers are the verdict of one core_decide() (core.h, the webhook's call) for a probe
- * pod. "Largest fit" is the largest GPU_MEMORY_LIMIT a new pod asking for one GPU (the first
- * configured GPU resource), of no tier (no priority class, no labels, a namespace no tier
- * names), could declare and be admitted on that node now: the core's bisection over its own
- * decision on that pod (CORE_LARGEST_FIT; the probe's demand is demand_from_pod() of a
- * one-container Pod object), so every rule the core applies (the node's
+ * as its GPUs x one GPU's memory; DRA pods' containers' own figures kept as the watch cache
+ * keeps them, placement_item_demand_figs(), so they raise their claims' counts as there), and the
+ * threshold in force, limit, declared, free, largest fit and tiers are the verdict of one
+ * core_decide() (core.h, the webhook's call) for a probe pod. "Largest fit" is the largest
+ * GPU_MEMORY_LIMIT a new pod asking for one GPU (the first configured GPU resource), of no tier (no
+ * priority class, no labels, a namespace no tier names), could declare and be admitted on that node
+ * now: the core's bisection over its own decision on that pod (CORE_LARGEST_FIT; the probe's demand
+ * is demand_from_pod() of a one-container Pod object), so every rule the core applies (the node's
  * limit, one GPU's limit, and whatever the core learns later) is the webhook's, to the byte. 0 when
  * not even DEMAND_MIN_BYTES fits. Not counted: placements admitted in the last seconds that the API
  * server does not show yet (the webhook's reservations); the report reads the cluster, not a
@@ -36,8 +37,9 @@
  *
  * Use: report_new, then report_add_node / report_add_pod / report_add_list in any order, then
  * report_build once, then report_rows and report_render as often as wanted.
- * Caps: REPORT_MAX_NODES nodes, REPORT_MAX_PODS GPU pods kept (non-GPU and finished pods are
- * read and dropped). Not thread-safe (one report per thread); distinct reports are independent.
+ * Caps: REPORT_MAX_NODES nodes, REPORT_MAX_PODS pods kept (GPU pods and DRA pods with figures;
+ * other and finished pods are read and dropped). Not thread-safe (one report per thread); distinct
+ * reports are independent.
  */
 #ifndef GMG_REPORT_H
 #define GMG_REPORT_H
@@ -143,9 +145,11 @@ void report_free(struct report *r);
 
 /*
  * Add one core/v1 Node or Pod object (borrowed; only what the report needs is kept). A node
- * needs metadata.name; a pod is kept when it is a GPU pod (demand.h) with spec.nodeName set and
- * not Succeeded/Failed. REPORT_EINVAL (no name, not an object), REPORT_EFULL, REPORT_ENOMEM,
- * REPORT_ESTATE after report_build; err says which.
+ * needs metadata.name; a pod is kept when it is a GPU pod (demand.h), or a pod asking no GPU
+ * resource whose DRA containers have figures (placement_consumer(): counted through its claims,
+ * listed in no row's pods), with spec.nodeName set and not Succeeded/Failed. REPORT_EINVAL (no
+ * name, not an object), REPORT_EFULL, REPORT_ENOMEM, REPORT_ESTATE after report_build; err says
+ * which.
  */
 int report_add_node(struct report *r, const struct cJSON *node, char *err, size_t errlen)
     __attribute__((warn_unused_result));

@@ -1111,7 +1111,7 @@ rr_storm() {
 	read -r created denied other errors <<<"$(rr_tally "$dir")"
 	[ "$(wc -l <"$dir/codes")" -eq "$count" ] || bad="$bad; $(wc -l <"$dir/codes") answers to $count creates ($(head -c 200 "$dir/curl.err"))"
 	if [ "$kind" = scheduler ]; then
-		[ "$created" -eq "$count" ] || bad="$bad; $((count - created)) of $count unscheduled pods not created ($(awk '$2 != 201 { print $2 }' "$dir/codes" | sort | uniq -c | tr '\n' ' '))"
+		[ "$created" -eq "$count" ] || bad="$bad; $((count - created)) of $count unscheduled pods not created ($(awk '$2 != 201 { print $2 }' "$dir/codes" | sort | uniq -c | tr '\n' ' '): $(rr_reasons "$dir"))"
 		# Settled: exactly what fits bound (the refused ones keep being retried by the scheduler).
 		local deadline=$((SECONDS + 90))
 		while :; do
@@ -1999,7 +1999,7 @@ test_infer() {
 # fake nodes' GPUs as NVIDIA's driver would (gpu.nvidia.com, pool = node, gpu-<minor>, capacity
 # memory), and the suite's kube-scheduler allocates claims from them (consumable capacity,
 # KEP-5075, is on by default since 1.36; DRA-backed extended resources, KEP-5004, GA in 1.37).
-DRA_NODES="gpu-dra-1x gpu-dra-mixed"
+DRA_NODES="gpu-dra-1x gpu-dra-mixed gpu-dra-ts"
 dra_nodes_ready() {
 	local n
 	for n in $DRA_NODES; do
@@ -2007,11 +2007,11 @@ dra_nodes_ready() {
 	done
 }
 dra_nodes_gone() { ! kc get node $DRA_NODES -o name 2>/dev/null | grep -q .; }
-# dra_pod NAME NS NODE template|claim CLAIM [COMMAND]: a pod the scheduler places on NODE
+# dra_pod NAME NS NODE template|claim CLAIM [COMMAND] [MEM]: a pod the scheduler places on NODE
 # (nodeSelector) with one claim (from a ResourceClaimTemplate, or a ResourceClaim by name); no
 # GPU resource. COMMAND (words): its container's command, in a vLLM image (kwok runs nothing).
 dra_pod() {
-	jq -n --arg name "$1" --arg ns "$2" --arg node "$3" --arg how "$4" --arg claim "$5" --arg cmd "${6:-}" '
+	jq -n --arg name "$1" --arg ns "$2" --arg node "$3" --arg how "$4" --arg claim "$5" --arg cmd "${6:-}" --arg mem "${7:-}" '
 	{apiVersion: "v1", kind: "Pod",
 	 metadata: {name: $name, namespace: $ns, labels: {"app.kubernetes.io/part-of": "gmg-e2e"}},
 	 spec: {terminationGracePeriodSeconds: 0, nodeSelector: {"kubernetes.io/hostname": $node},
@@ -2020,7 +2020,8 @@ dra_pod() {
 	                    else {name: "gpu", resourceClaimName: $claim} end],
 	   containers: [{name: "main", image: "registry.k8s.io/pause:3.10",
 	     resources: {claims: [{name: "gpu"}]}} +
-	     (if $cmd == "" then {} else {image: "vllm/vllm-openai:v0.9.2", command: ($cmd | split(" "))} end)]}}'
+	     (if $cmd == "" then {} else {image: "vllm/vllm-openai:v0.9.2", command: ($cmd | split(" "))} end) +
+	     (if $mem == "" then {} else {env: [{name: "GPU_MEMORY_LIMIT", value: $mem}]} end)]}}'
 }
 bound_to() { [ "$(kc get pod -n "$1" "$2" -o jsonpath='{.spec.nodeName}' 2>/dev/null)" = "$3" ]; }
 # The webhook's gauge of the node's counted GPU memory (pods and DRA claims), bytes.
@@ -2056,7 +2057,7 @@ test_dra() {
 	fi
 	fresh_ns $ns
 	if ! out=$(kc apply -f "$E2E_DIR/workloads/dra/deviceclass.yaml" -f "$E2E_DIR/workloads/dra/slice-gpu-dra-1x.yaml" \
-		-f "$E2E_DIR/workloads/dra/slice-gpu-dra-mixed.yaml" 2>&1) ||
+		-f "$E2E_DIR/workloads/dra/slice-gpu-dra-mixed.yaml" -f "$E2E_DIR/workloads/dra/slice-gpu-dra-ts.yaml" 2>&1) ||
 		! out=$(kc apply -n $ns -f "$E2E_DIR/workloads/dra/templates.yaml" 2>&1); then
 		fail "DRA objects not created: ${out:0:400}"
 		drop_ns $ns; kc delete node $DRA_NODES --ignore-not-found >/dev/null 2>&1
@@ -2160,6 +2161,37 @@ test_dra() {
 	dra_drop_pods $ns plain-after vllm-first
 	wait_for 30 "gpu-dra-1x free again" dra_declared_is gpu-dra-1x 0 || bad="$bad; gpu-dra-1x still declares $(dra_declared gpu-dra-1x) after vllm-first was deleted"
 
+	# (f) a whole device time-sliced by its claim's config (NVIDIA's GpuConfig, sharing
+	# TimeSlicing; issue 21): the pods naming the claim share the card, so their own figures are
+	# summed on it within the threshold: 2 x 30Gi bound (60Gi <= 71.7Gi), a third 30Gi refused at
+	# its Binding (90Gi), and a pod with no figure refused beside them (UndeclaredOnSharedCard).
+	if ! out=$(kc apply -n $ns -f "$E2E_DIR/workloads/dra/claim-timesliced.yaml" 2>&1); then
+		bad="$bad; claim ts-gpu not created: ${out:0:300}"
+	else
+		dra_place ts-1 $ns gpu-dra-ts claim ts-gpu "" 30Gi || true
+		dra_place ts-2 $ns gpu-dra-ts claim ts-gpu "" 30Gi || true
+		out=$(kc get resourceclaim -n $ns ts-gpu -o json 2>&1)
+		d=$(jq -r '[.status.allocation.devices.config[]?.opaque.parameters.sharing.strategy] | join(",")' <<<"$out" 2>/dev/null)
+		[ "$d" = TimeSlicing ] || bad="$bad; ts-gpu's allocation config strategy '$d', want TimeSlicing"
+		for i in 3 bare; do
+			out=$(dra_pod ts-$i $ns gpu-dra-ts claim ts-gpu "" "$([ $i = 3 ] && echo 30Gi)" | kc create -f - 2>&1) || bad="$bad; ts-$i not created: $out"
+			if wait_for 40 "ts-$i refused by the webhook" dra_refused $ns ts-$i; then
+				msg=$(fs_messages $ns ts-$i | grep -F "$DENIED_BINDING" | tail -n 1)
+				grep -qF "time-sliced" <<<"$msg" || bad="$bad; ts-$i's refusal does not name the time-sliced device: ${msg:0:500}"
+				if [ $i = bare ]; then
+					grep -qF "declares no GPU memory" <<<"$msg" || bad="$bad; ts-bare's refusal is not for its missing figure: ${msg:0:500}"
+				fi
+				seen="$seen
+  time-sliced claim, 2 x 30Gi bound, ts-$i refused at its Binding: ${msg:0:400}"
+			else
+				bad="$bad; ts-$i not refused by the webhook (bound to '$(kc get pod -n $ns ts-$i -o jsonpath='{.spec.nodeName}')'): $(fs_messages $ns ts-$i | tail -n 1 | cut -c1-300)"
+			fi
+			dra_drop_pods $ns ts-$i
+		done
+		dra_drop_pods $ns ts-1 ts-2
+		kc delete resourceclaim -n $ns ts-gpu --wait=true --timeout=60s >/dev/null 2>&1 || true
+	fi
+
 	# (d) KEP-5004: nvidia.com/gpu on a node that advertises none, backed by the DeviceClass's
 	# extendedResourceName: the scheduler makes the claim; admitted, counted once (79.6Gi, not
 	# also as its nvidia.com/gpu unit), and a device-plugin pod beside it is refused.
@@ -2189,6 +2221,7 @@ test_dra() {
 	fi
 	drop_ns $ns
 	kc delete -f "$E2E_DIR/workloads/dra/slice-gpu-dra-1x.yaml" -f "$E2E_DIR/workloads/dra/slice-gpu-dra-mixed.yaml" \
+		-f "$E2E_DIR/workloads/dra/slice-gpu-dra-ts.yaml" \
 		-f "$E2E_DIR/workloads/dra/deviceclass.yaml" --ignore-not-found >/dev/null 2>&1
 	kc delete node $DRA_NODES --ignore-not-found >/dev/null 2>&1
 	wait_for 60 "nodes $DRA_NODES deleted" dra_nodes_gone || log "nodes $DRA_NODES still there after 60s"

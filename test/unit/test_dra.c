@@ -11,19 +11,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "cache.h"
 #include "capacity.h"
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
 #include "fixture.h"
+#include "ledger.h"
+#include "log.h"
+#include "metrics.h"
 #include "placement.h"
+#include "watch.h"
+#include "webhook.h"
 
-#define MIB  (1024ull * 1024)
-#define GI   (1024ull * MIB)
-#define H100 (81559ull * MIB)
+#include "dra_fixture.h"
 
 static void slice_nvidia(void **state)
 {
@@ -91,18 +97,8 @@ static void slice_errors(void **state)
 	     "'capacity':{'memory':{'value':80}}}]}}",
 	     "not a string"},
 	};
-	struct dra_slice *s = malloc(sizeof(*s));
-
-	assert_non_null(s);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *j = fixture_quoted_json(cases[i].json);
-		char err[256] = "";
-		assert_int_equal(dra_slice_decode(j, NULL, s, err, sizeof(err)), DRA_EINVAL);
-		if (strstr(err, cases[i].err) == NULL)
-			fail_msg("case %zu: %s", i, err);
-		cJSON_Delete(j);
-	}
-	free(s);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		dra_fixture_refused(0, cases[i].json, cases[i].err, i);
 }
 
 static void claim_consumable(void **state)
@@ -192,14 +188,8 @@ static void claim_errors(void **state)
 	struct dra_claim *c = malloc(sizeof(*c));
 
 	assert_non_null(c);
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		cJSON *j = fixture_quoted_json(cases[i].json);
-		char err[256] = "";
-		assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), DRA_EINVAL);
-		if (strstr(err, cases[i].err) == NULL)
-			fail_msg("case %zu: %s", i, err);
-		cJSON_Delete(j);
-	}
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		dra_fixture_refused(1, cases[i].json, cases[i].err, i);
 	/* a NIC's result is not GPU memory: skipped, not an error */
 	cJSON *j = fixture_quoted_json(
 	    "{'metadata':{'name':'c'},'status':{'allocation':{'devices':{'results':[{'driver':"
@@ -335,32 +325,14 @@ static void capacity_merge(void **state)
 	cJSON_Delete(j);
 }
 
-/* The store: slices and claims joined into a node's view. */
-static struct dra_store *store_with(const char *const *files, size_t n)
-{
-	struct dra_store *s = dra_store_new(NULL, NULL, NULL);
-	char err[256];
-
-	assert_non_null(s);
-	for (size_t i = 0; i < n; i++) {
-		cJSON *j = fixture_json(files[i]);
-		const char *kind = cJSON_GetStringValue(cJSON_GetObjectItem(j, "kind"));
-		int rc = strcmp(kind, "ResourceSlice") == 0
-		             ? dra_store_apply_slice(s, WATCH_ADDED, j, err, sizeof(err))
-		             : dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err));
-		assert_int_equal(rc, 0);
-		cJSON_Delete(j);
-	}
-	return s;
-}
-
+/* The store: slices and claims joined into a node's view (dra_fixture_store). */
 static void store_view(void **state)
 {
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/slice-mig.json",
 	                                    "dra/claim-consumable.json", "dra/claim-shared3.json",
 	                                    "dra/claim-pending.json"};
-	struct dra_store *s = store_with(files, 5);
+	struct dra_store *s = dra_fixture_store(files, 5);
 	struct dra_view *v;
 	struct dra_store_stats st;
 
@@ -413,7 +385,7 @@ static void store_view_unknown_beside_owned(void **state)
 {
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/claim-extended.json"};
-	struct dra_store *s = store_with(files, 2);
+	struct dra_store *s = dra_fixture_store(files, 2);
 	struct dra_view *v;
 	struct dra_pod_refs refs = {.any = 1, .n = 1};
 
@@ -436,7 +408,7 @@ static void store_view_device_twice(void **state)
 {
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
-	struct dra_store *s = store_with(files, 1);
+	struct dra_store *s = dra_fixture_store(files, 1);
 	cJSON *j = fixture_json("dra/slice-gpu-dra-0.json");
 	cJSON *md = cJSON_GetObjectItem(j, "metadata");
 	cJSON *pool = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "spec"), "pool");
@@ -734,13 +706,7 @@ static void placement_rules(void **state)
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct row *r = &rows[i];
-		struct capacity cap = {.per_gpu_bytes = H100,
-		                       .gpu_count = (uint64_t)r->cards,
-		                       .total_bytes = H100 * (uint64_t)r->cards,
-		                       .replicas = 1,
-		                       .piece_bytes = H100,
-		                       .dra_gpus = (uint64_t)r->cards,
-		                       .dra_bytes = H100 * (uint64_t)r->cards};
+		struct capacity cap = dra_fixture_h100s((uint64_t)r->cards);
 		struct demand d;
 		struct placement_item dp = {.key = "ns/dp",
 		                            .uid = "dp",
@@ -853,22 +819,15 @@ static void placement_dra_figures(void **state)
 	     0},
 	};
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		struct capacity cap = {.per_gpu_bytes = H100,
-		                       .gpu_count = 1,
-		                       .total_bytes = H100,
-		                       .replicas = 1,
-		                       .piece_bytes = H100,
-		                       .dra_gpus = 1,
-		                       .dra_bytes = H100};
+		struct capacity cap = dra_fixture_h100s(1);
 		struct dra_claim_use claims[2];
 		size_t n = 0;
 		if (rows[i].own.key[0] != '\0')
 			claims[n++] = rows[i].own;
 		if (rows[i].other.key[0] != '\0')
 			claims[n++] = rows[i].other;
-		struct dra_node dn = {.gpus = {.n = 1, .bytes = H100, .max_bytes = H100},
-		                      .n_claims = n,
-		                      .claims = claims};
+		struct dra_node dn = {
+		    .gpus = dra_fixture_one_h100(), .n_claims = n, .claims = claims};
 		struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
 		struct demand d;
 		struct placement_pod pod = {.name = "ns/me",
@@ -911,17 +870,10 @@ static void placement_visible_figures(void **state)
 	static const struct demand_share fig = {.whole = 1, .ppm = 850000};
 	const uint64_t vllm =
 	    (H100 / 1000000u) * 850000u + ((H100 % 1000000u) * 850000u + 999999u) / 1000000u;
-	struct capacity cap = {.per_gpu_bytes = H100,
-	                       .gpu_count = 1,
-	                       .total_bytes = H100,
-	                       .replicas = 1,
-	                       .piece_bytes = H100,
-	                       .dra_gpus = 1,
-	                       .dra_bytes = H100};
+	struct capacity cap = dra_fixture_h100s(1);
 	struct dra_claim_use theirs = {
 	    .key = "dra/theirs", .uid = "ct", .bytes = 19 * GI, .n_pods = 1, .pods = pa};
-	struct dra_node dn = {
-	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &theirs};
+	struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &theirs};
 	struct placement_item it = {.key = "dra/pa", .uid = "pa"};
 	struct dra_pod dp = {.any = 1, .pending_bytes = 19 * GI, .n_pending = 1};
 	struct demand d;
@@ -1028,9 +980,161 @@ static void placement_settle_and_words(void **state)
 	assert_non_null(strstr(res.decision.message, "not allocated yet"));
 }
 
+/* A mixed pod (a DRA claim, and nvidia.com/gpu of the device plugin declaring 40Gi) admitted
+ * a moment ago: the scheduler reserved its claim for it before its Binding, so the claim lists
+ * it while the pod is not visible yet. Its reservation is what its device-plugin card holds:
+ * the claim counts its DRA device only, so the reservation must still count. */
+static void placement_mixed_reservation(void **state)
+{
+	(void)state;
+	struct capacity cap = {.per_gpu_bytes = H100,
+	                       .gpu_count = 2,
+	                       .total_bytes = 2 * H100,
+	                       .replicas = 1,
+	                       .piece_bytes = H100,
+	                       .dra_gpus = 1,
+	                       .dra_bytes = H100};
+	struct dra_claim_use c = {.key = "dra/a",
+	                          .uid = "ca",
+	                          .whole_n = 1,
+	                          .whole_bytes = H100,
+	                          .n_pods = 1,
+	                          .pods = one_pod};
+	struct dra_node dn = {
+	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &c};
+	struct placement_item resv = {.key = "dra/a-pod", .uid = "pa", .bytes = 40 * GI};
+	struct placement_node node = {
+	    .name = "gpu-mixed-0", .cap = &cap, .reserved = &resv, .n_reserved = 1, .dra = &dn};
+	struct dra_pod dp = {0};
+	struct demand d;
+	struct placement_pod pod = {
+	    .name = "ns/me", .key = "ns/me", .uid = "me", .demand = &d, .dra = &dp};
+	struct placement_result res;
+
+	memset(&d, 0, sizeof(d));
+	placement_dra_demand(&d);
+	d.bytes = 40 * GI; /* a device-plugin pod declaring 40Gi on one GPU */
+	d.gpus = 1;
+	d.pool = CAPACITY_POOL_WHOLE;
+	d.n_uses = 1;
+	d.uses[0] = (struct demand_use){.bytes = 40 * GI, .gpus = 1};
+	strcpy(d.uses[0].container, "main");
+	assert_int_equal(placement_decide(&node, &pod, &enforce, 0, &res), 0);
+	if (res.decision.allowed)
+		fail_msg("allowed: 40Gi beside the mixed pod's 40Gi reservation on one free 80GB "
+		         "card: used %llu, reserved %llu, settled %zu, %s",
+		         (unsigned long long)res.used_bytes, (unsigned long long)res.reserved_bytes,
+		         res.n_settled, res.decision.reason);
+	assert_int_equal(res.reserved_bytes, 40 * GI);
+}
+
+static int no_call(void *ctx, const char *a, cJSON **out, long *code, char *err, size_t errlen)
+{
+	(void)ctx, (void)a, (void)out;
+	*code = 0;
+	snprintf(err, errlen, "not asked in this test");
+	return -1;
+}
+
+static int no_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code,
+                      char *err, size_t errlen)
+{
+	(void)ns;
+	return no_call(ctx, name, pod, code, err, errlen);
+}
+
+static int no_list(void *ctx, const char *node, cJSON **items, long *code, char *err, size_t errlen)
+{
+	return no_call(ctx, node, items, code, err, errlen);
+}
+
+/* The same on the webhook's cache path: the claims reserved for the mixed pod (the DRA store)
+ * must not settle its reservation in the ledger either (dra_settle), or the next placement,
+ * a 40Gi CREATE on the node's one free H100 (71.7Gi limit), is admitted beside its 40Gi. */
+static void webhook_mixed_reservation(void **state)
+{
+	(void)state;
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	struct cache *cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
+	struct dra_store *dra = dra_store_new(NULL, NULL, NULL);
+	struct ledger *ledger = ledger_new(600000);
+	struct metrics *metrics = metrics_new();
+	cJSON *node = fixture_quoted_json(
+	    "{'kind':'Node','metadata':{'name':'gpu-dra-0','uid':'n0'},'status':{'allocatable':{"
+	    "'cpu':'8'}}}");
+	cJSON *slice = fixture_json("dra/slice-gpu-dra-0.json");
+	cJSON *claim = fixture_quoted_json(
+	    "{'metadata':{'name':'mixed-claim','namespace':'inference','uid':'cm'},'spec':{"
+	    "'devices':{'requests':[{'name':'gpu'}]}},'status':{'allocation':{'devices':{"
+	    "'results':[{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':"
+	    "'gpu-0'}]}},'reservedFor':[{'resource':'pods','name':'mixed-p','uid':'p-uid'}]}}");
+	cJSON *review = fixture_json("review-pod-create-nodename.json");
+	cJSON *obj = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(review, "request"), "object");
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
+	cJSON *ctr = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(spec, "containers"), 0);
+	cJSON *env = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ctr, "env"), 0);
+	struct webhook_source src = {NULL, no_get_pod, no_call, no_list};
+	char err[256], *body, *out = NULL;
+	size_t len = 0;
+
+	assert_true(devnull >= 0);
+	log_set_fd(devnull);
+	assert_non_null(cache);
+	assert_non_null(dra);
+	assert_non_null(ledger);
+	assert_non_null(node);
+	assert_non_null(claim);
+	assert_non_null(review);
+	assert_int_equal(cache_apply_node(cache, WATCH_ADDED, node), 0);
+	if (dra_store_apply_slice(dra, WATCH_ADDED, slice, err, sizeof(err)) != 0 ||
+	    dra_store_apply_claim(dra, WATCH_ADDED, claim, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	/* the mixed pod's reservation: its 40Gi of device-plugin memory, admitted a moment ago */
+	struct ledger_node *ln = ledger_lock(ledger, "gpu-dra-0");
+	assert_non_null(ln);
+	assert_int_equal(
+	    ledger_reserve_uid(ln, "inference/mixed-p", "p-uid", 40 * GI, ledger_now_ms()), 0);
+	ledger_unlock(ln);
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(spec, "nodeName"), "gpu-dra-0");
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(env, "value"), "40Gi");
+	body = cJSON_PrintUnformatted(review);
+	assert_non_null(body);
+
+	struct webhook_config cfg = {
+	    .threshold = 0.9, .warn_threshold = 0.8, .cache = cache, .dra = dra};
+	struct webhook *w = webhook_new(&cfg, &src, ledger, metrics);
+	assert_non_null(w);
+	if (webhook_review(w, body, strlen(body), &out, &len, err, sizeof(err)) != 0)
+		fail_msg("webhook_review: %s", err);
+	cJSON *root = cJSON_Parse(out);
+	const cJSON *resp = cJSON_GetObjectItemCaseSensitive(root, "response");
+	const cJSON *st = cJSON_GetObjectItemCaseSensitive(resp, "status");
+	const cJSON *msg = cJSON_GetObjectItemCaseSensitive(st, "message");
+	if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(resp, "allowed")))
+		fail_msg("admitted 40Gi beside the mixed pod's 40Gi reservation: %s", out);
+	assert_non_null(strstr(cJSON_IsString(msg) ? msg->valuestring : "", "mixed-p"));
+	cJSON_Delete(root);
+	free(out);
+	free(body);
+	webhook_free(w);
+	metrics_free(metrics);
+	ledger_free(ledger);
+	dra_store_free(dra);
+	cache_free(cache);
+	cJSON_Delete(review);
+	cJSON_Delete(claim);
+	cJSON_Delete(slice);
+	cJSON_Delete(node);
+	log_set_fd(2);
+	close(devnull);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(placement_mixed_reservation),
+	    cmocka_unit_test(webhook_mixed_reservation),
 	    cmocka_unit_test(slice_nvidia),
 	    cmocka_unit_test(slice_mig),
 	    cmocka_unit_test(slice_errors),

@@ -21,12 +21,9 @@
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
-#include "fixture.h"
 #include "placement.h"
 
-#define MIB  (1024ull * 1024)
-#define GI   (1024ull * MIB)
-#define H100 (81559ull * MIB)
+#include "dra_fixture.h"
 
 /* A claim allocated one device (result request req) with configs cfgs in its allocation. */
 #define CLAIM_ALLOC(req, cfgs)                                                                     \
@@ -99,6 +96,15 @@ static void claim_configs(void **state)
 	                     "'10Gi','defaultPerDevicePinnedMemoryLimit':{'0':'20Gi','1':"
 	                     "'5Gi'}}}")),
 	     DRA_SHARING_MPS, DRA_SHARING_NONE, 20 * GI},
+	    /* a Quantity also reads a JSON number (k8s resource.Quantity UnmarshalJSON), and the
+	     * opaque parameters keep what the user wrote: the driver takes this claim */
+	    {"MPS pinned limits as JSON numbers: quantities of bytes",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig",
+	                     "{'strategy':'MPS','mpsConfig':{'defaultPinnedDeviceMemoryLimit':"
+	                     "10737418240,'defaultPerDevicePinnedMemoryLimit':{'0':"
+	                     "21474836480}}}")),
+	     DRA_SHARING_MPS, DRA_SHARING_NONE, 20 * GI},
 	    {"MPS per-device limits without a default: devices not named are not pinned",
 	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            "{'strategy':'MPS','mpsConfig':{"
@@ -163,8 +169,16 @@ static void claim_config_errors(void **state)
 	     "defaultPerDevicePinnedMemoryLimit is not a map"},
 	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            "{'strategy':'MPS','mpsConfig':{"
-	                            "'defaultPerDevicePinnedMemoryLimit':{'GPU-1':10}}}")),
+	                            "'defaultPerDevicePinnedMemoryLimit':{'GPU-1':true}}}")),
 	     "defaultPerDevicePinnedMemoryLimit[GPU-1] is not a quantity (not a string)"},
+	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            "{'strategy':'MPS','mpsConfig':{"
+	                            "'defaultPerDevicePinnedMemoryLimit':{'GPU-1':10}}}")),
+	     "defaultPerDevicePinnedMemoryLimit[GPU-1] is under 1Mi"},
+	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            "{'strategy':'MPS','mpsConfig':{"
+	                            "'defaultPinnedDeviceMemoryLimit':-10737418240}}")),
+	     "defaultPinnedDeviceMemoryLimit is not a quantity: \"-10737418240\" is negative"},
 	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            "{'strategy':'MPS','timeSlicingConfig':{}}")),
 	     "sharing.timeSlicingConfig with strategy MPS"},
@@ -178,20 +192,8 @@ static void claim_config_errors(void **state)
 	         "", "'gpu'", "GpuConfig", "{'strategy':'timeslicing'}") "]}}}",
 	     "spec.devices.config[0]: sharing.strategy \"timeslicing\" is not"},
 	};
-	struct dra_claim *c = malloc(sizeof(*c));
-
-	assert_non_null(c);
-	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
-		cJSON *j = fixture_quoted_json(rows[i].json);
-		char err[256] = "";
-
-		assert_non_null(j);
-		assert_int_equal(dra_claim_decode(j, NULL, c, err, sizeof(err)), DRA_EINVAL);
-		if (strstr(err, rows[i].err) == NULL)
-			fail_msg("row %zu: %s", i, err);
-		cJSON_Delete(j);
-	}
-	free(c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+		dra_fixture_refused(1, rows[i].json, rows[i].err, i);
 }
 
 /* The store's view: a claim time-sliced by its config (test/data/dra/claim-timesliced.json,
@@ -203,20 +205,10 @@ static void store_shared_view(void **state)
 	(void)state;
 	static const char *const files[] = {"dra/slice-gpu-dra-0.json", "dra/claim-timesliced.json",
 	                                    "dra/claim-mps.json"};
-	struct dra_store *s = dra_store_new(NULL, NULL, NULL);
+	struct dra_store *s = dra_fixture_store(files, sizeof(files) / sizeof(files[0]));
 	struct dra_pod_refs refs = {.any = 1, .n = 1};
 	struct dra_view *v;
-	char err[256];
 
-	assert_non_null(s);
-	for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-		cJSON *j = fixture_json(files[i]);
-		int rc = i == 0 ? dra_store_apply_slice(s, WATCH_ADDED, j, err, sizeof(err))
-		                : dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err));
-		if (rc != 0)
-			fail_msg("%s: %s", files[i], err);
-		cJSON_Delete(j);
-	}
 	assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
 	assert_int_equal(v->node.n_claims, 2);
 	for (size_t i = 0; i < v->node.n_claims; i++) {
@@ -246,6 +238,180 @@ static void store_shared_view(void **state)
 		                 strcmp(v->node.claims[i].key, "dra/mps-gpu") == 0);
 	dra_view_free(v);
 	dra_store_free(s);
+}
+
+/* Per-device pinned limits matched to the device (dra_result_pinned): the NVIDIA driver keys
+ * mpsConfig.defaultPerDevicePinnedMemoryLimit by a UUID of the config's devices or an index
+ * among them (api/nvidia.com/resource/v1beta1 sharing.go, MpsPerDevicePinnedMemoryLimit
+ * .Normalize), the default for devices no key names. */
+#define MPS_PER(def, per)                                                                          \
+	"{'strategy':'MPS','mpsConfig':{" def "'defaultPerDevicePinnedMemoryLimit':{" per "}}}"
+#define DEF10  "'defaultPinnedDeviceMemoryLimit':'10Gi',"
+#define UUID_A "GPU-4d6c1f0e-3b2a-4f1c-9e8d-7a6b5c4d3e2f" /* slice-gpu-dra-0.json's gpu-0 */
+#define UUID_B "GPU-9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d" /* its gpu-1 */
+/* A claim allocated gpu-0 and gpu-1 of gpu-dra-0, with configs cfgs */
+#define CLAIM_TWO(cfgs)                                                                            \
+	"{'metadata':{'name':'c','namespace':'dra'},'status':{'allocation':{'devices':{'results':" \
+	"["                                                                                        \
+	"{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-0'},"         \
+	"{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-1'}],"        \
+	"'config':[" cfgs "]}}}}"
+
+static void pinned_per_device(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *what, *json, *uuid;
+		int kind;
+		uint64_t want;
+	} rows[] = {
+	    {"the device's UUID names it",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_A "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
+	    {"another UUID: the default",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 10 * GI},
+	    {"another UUID and no default: not pinned",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER("", "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 0},
+	    {"its UUID and no default: pinned",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER("", "'" UUID_A "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
+	    {"the device's UUID unknown: the largest",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_B "':'20Gi'"))),
+	     "", DRA_CFG_GPU, 20 * GI},
+	    {"index 0 of a claim of one device: its own",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'5Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 5 * GI},
+	    {"index 0 of a claim of one device, its UUID unknown: still its own",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'5Gi'"))), "",
+	     DRA_CFG_GPU, 5 * GI},
+	    {"index 0 of a claim of two devices: not matched, the largest",
+	     CLAIM_TWO(CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':'20Gi'"))), UUID_B,
+	     DRA_CFG_GPU, 20 * GI},
+	    {"index 1 of two under the default: not matched, the default is the largest",
+	     CLAIM_TWO(CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'1':'5Gi'"))), UUID_A,
+	     DRA_CFG_GPU, 10 * GI},
+	    {"a MIG device's UUID under MigDeviceConfig",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "MigDeviceConfig",
+	                     MPS_PER("", "'MIG-1b2c3d4e-0000-4000-8000-000000000001':'3Gi'"))),
+	     "MIG-1b2c3d4e-0000-4000-8000-000000000001", DRA_CFG_MIG, 3 * GI},
+	    {"time-slicing: no pinned limit",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", TS)), UUID_A, DRA_CFG_GPU, 0},
+	};
+	struct dra_claim *c = malloc(sizeof(*c));
+
+	assert_non_null(c);
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		cJSON *j = fixture_quoted_json(rows[i].json);
+		char err[256] = "";
+
+		if (dra_claim_decode(j, NULL, c, err, sizeof(err)) != 0)
+			fail_msg("row %zu (%s): %s", i, rows[i].what, err);
+		for (size_t k = 0; k < c->n_results; k++) {
+			uint64_t got =
+			    dra_result_pinned(&c->results[k], rows[i].kind, rows[i].uuid);
+			if (got != rows[i].want)
+				fail_msg("row %zu (%s), result %zu: pinned %llu, want %llu", i,
+				         rows[i].what, k, (unsigned long long)got,
+				         (unsigned long long)rows[i].want);
+		}
+		cJSON_Delete(j);
+	}
+	free(c);
+}
+
+/* The store matches a per-device limit to the device by the slice's uuid attribute: a claim
+ * MPS-sharing gpu-0 of gpu-dra-0 (default 10Gi) with a 20Gi limit keyed by gpu-1's UUID gets
+ * the default, keyed by gpu-0's the 20Gi (before: the largest, 20Gi, for both). */
+static void store_pinned_by_uuid(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *key;
+		uint64_t want;
+	} rows[] = {{UUID_B, 10 * GI}, {UUID_A, 20 * GI}};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
+		struct dra_store *s = dra_fixture_store(files, 1);
+		struct dra_view *v;
+		char text[1024], err[256];
+
+		snprintf(
+		    text, sizeof(text),
+		    "{'metadata':{'name':'c','namespace':'dra'},'status':{'allocation':{'devices':"
+		    "{'results':[{'request':'gpu','driver':'gpu.nvidia.com','pool':'gpu-dra-0',"
+		    "'device':'gpu-0'}],'config':[" CFG("FromClaim", "", "GpuConfig",
+		                                        MPS_PER(DEF10, "'%s':'20Gi'")) "]}}}}",
+		    rows[i].key);
+		cJSON *j = fixture_quoted_json(text);
+		if (dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err)) != 0)
+			fail_msg("%s", err);
+		cJSON_Delete(j);
+		assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+		assert_int_equal(v->node.n_claims, 1);
+		assert_int_equal(v->node.claims[0].sharing, DRA_SHARING_MPS);
+		if (v->node.claims[0].pinned != rows[i].want)
+			fail_msg("key %s: pinned %llu, want %llu", rows[i].key,
+			         (unsigned long long)v->node.claims[0].pinned,
+			         (unsigned long long)rows[i].want);
+		dra_view_free(v);
+		dra_store_free(s);
+	}
+}
+
+/* A claim holding two devices of gpu-dra-0 whole, one MPS-pinned by a config naming its request
+ * and one no config names (the driver time-slices it, unpinned): its pods share both, so the
+ * claim is time-sliced with no pinned limit, whichever result comes first. */
+#define TWO_DEVICES(r0, r1)                                                                        \
+	"{'metadata':{'name':'two','namespace':'dra','uid':'c2'},'spec':{'devices':{'requests':["  \
+	"{'name':'a'},{'name':'b'}]}},'status':{'allocation':{'devices':{'results':["              \
+	"{'request':'" r0 "','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-0'},"      \
+	"{'request':'" r1 "','driver':'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-1'}],"     \
+	"'config':[" CFG("FromClaim", "'a'", "GpuConfig",                                          \
+	                 MPS10) "]}},"                                                             \
+	                        "'reservedFor':[{'resource':'pods','name':'p0','uid':'p0'},"       \
+	                        "{'resource':'pods','name':'p1','uid':'p1'}]}}"
+
+static void store_unconfigured_device(void **state)
+{
+	(void)state;
+	static const char *const claims[] = {TWO_DEVICES("a", "b"), TWO_DEVICES("b", "a")};
+
+	for (size_t i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		struct dra_store *s = dra_store_new(NULL, NULL, NULL);
+		cJSON *slice = fixture_json("dra/slice-gpu-dra-0.json");
+		cJSON *claim = fixture_quoted_json(claims[i]);
+		struct dra_view *v;
+		char err[256];
+
+		assert_non_null(s);
+		assert_non_null(claim);
+		if (dra_store_apply_slice(s, WATCH_ADDED, slice, err, sizeof(err)) != 0 ||
+		    dra_store_apply_claim(s, WATCH_ADDED, claim, err, sizeof(err)) != 0)
+			fail_msg("claim %zu: %s", i, err);
+		assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+		assert_int_equal(v->node.n_claims, 1);
+		assert_int_equal(v->node.claims[0].whole_n, 2);
+		if (v->node.claims[0].sharing != DRA_SHARING_TIME_SLICING ||
+		    v->node.claims[0].pinned != 0)
+			fail_msg(
+			    "claim %zu: sharing %d pinned %llu: the unconfigured device is not "
+			    "pinned",
+			    i, v->node.claims[0].sharing,
+			    (unsigned long long)v->node.claims[0].pinned);
+		dra_view_free(v);
+		cJSON_Delete(slice);
+		cJSON_Delete(claim);
+		dra_store_free(s);
+	}
 }
 
 /* ---- placement: the shared rule among a claim's pods ---- */
@@ -280,6 +446,18 @@ struct shared_row {
 	const char *reason;
 	const char *words; /* in the message; NULL: not checked */
 };
+
+/* Claim dra/c holding the node's one H100 whole, shared by its config; its pods set apart. */
+static struct dra_claim_use shared_claim(uint8_t sharing, uint64_t pinned)
+{
+	return (struct dra_claim_use){.key = "dra/c",
+	                              .uid = "cu",
+	                              .whole_n = 1,
+	                              .whole_bytes = H100,
+	                              .sharing = sharing,
+	                              .pinned = pinned,
+	                              .dev_bytes = H100};
+}
 
 static void placement_shared_device(void **state)
 {
@@ -490,8 +668,10 @@ static void placement_shared_device(void **state)
 	     0,
 	     "NeverFits",
 	     NULL},
-	    /* controls: no config, the claim's alone (issue 21 before this) */
-	    {"no config: a second vLLM 0.9 beside the first is not judged against it",
+	    /* no config: the claim's pods still share its device (DRA gives each pod the claim
+	     * is reserved for its devices; the NVIDIA driver time-slices a device no config
+	     * names, DefaultGpuConfig), so they are judged against each other alike */
+	    {"no config: a second vLLM 0.9 beside the first never fits",
 	     DRA_SHARING_NONE,
 	     0,
 	     0,
@@ -499,10 +679,10 @@ static void placement_shared_device(void **state)
 	     1,
 	     {VLLM(900000)},
 	     {1},
-	     1,
-	     "ExclusiveCards",
-	     NULL},
-	    {"no config: no figure beside another, admitted",
+	     0,
+	     "NeverFits",
+	     "claim dra/c's shared device"},
+	    {"no config: no figure beside another, refused",
 	     DRA_SHARING_NONE,
 	     0,
 	     0,
@@ -510,6 +690,28 @@ static void placement_shared_device(void **state)
 	     1,
 	     {LIMIT(10 * GI)},
 	     {1},
+	     0,
+	     "UndeclaredOnSharedCard",
+	     "no sharing config: every pod the claim is reserved for uses its device"},
+	    {"no config: 30Gi beside 30Gi fits",
+	     DRA_SHARING_NONE,
+	     0,
+	     0,
+	     LIMIT(30 * GI),
+	     1,
+	     {LIMIT(30 * GI)},
+	     {1},
+	     1,
+	     "ExclusiveCards",
+	     NULL},
+	    {"no config, alone: as a device held whole (no SoleConsumer)",
+	     DRA_SHARING_NONE,
+	     0,
+	     0,
+	     NO_FIGURE,
+	     0,
+	     {NO_FIGURE},
+	     {0},
 	     1,
 	     "ExclusiveCards",
 	     NULL},
@@ -520,24 +722,9 @@ static void placement_shared_device(void **state)
 		char keys[MAX_OTHERS][32];
 		struct placement_item items[MAX_OTHERS];
 		size_t n_items = 0, n_uids = 0;
-		struct capacity cap = {.per_gpu_bytes = H100,
-		                       .gpu_count = 1,
-		                       .total_bytes = H100,
-		                       .replicas = 1,
-		                       .piece_bytes = H100,
-		                       .dra_gpus = 1,
-		                       .dra_bytes = H100};
-		struct dra_claim_use c = {.key = "dra/c",
-		                          .uid = "cu",
-		                          .whole_n = 1,
-		                          .whole_bytes = H100,
-		                          .sharing = r->sharing,
-		                          .pinned = r->pinned,
-		                          .dev_bytes = H100,
-		                          .mine = r->mine};
-		struct dra_node dn = {.gpus = {.n = 1, .bytes = H100, .max_bytes = H100},
-		                      .n_claims = 1,
-		                      .claims = &c};
+		struct capacity cap = dra_fixture_h100s(1);
+		struct dra_claim_use c = shared_claim(r->sharing, r->pinned);
+		struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
 		struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
 		struct dra_pod dp = {.any = 1};
 		struct demand d;
@@ -545,6 +732,7 @@ static void placement_shared_device(void **state)
 		    .name = "dra/me", .key = "dra/me", .uid = "me", .demand = &d, .dra = &dp};
 		struct placement_result res;
 
+		c.mine = r->mine;
 		for (size_t k = 0; k < r->n_others; k++) {
 			snprintf(uids[n_uids++], DRA_UID_MAX, "p%zu", k);
 			snprintf(keys[k], sizeof(keys[k]), "dra/p%zu", k);
@@ -596,23 +784,9 @@ static void placement_shared_warn(void **state)
 	(void)state;
 	static const char pods[2][DRA_UID_MAX] = {"pa", "me"};
 	static const struct demand_share fig = VLLM(900000);
-	struct capacity cap = {.per_gpu_bytes = H100,
-	                       .gpu_count = 1,
-	                       .total_bytes = H100,
-	                       .replicas = 1,
-	                       .piece_bytes = H100,
-	                       .dra_gpus = 1,
-	                       .dra_bytes = H100};
-	struct dra_claim_use c = {.key = "dra/c",
-	                          .uid = "cu",
-	                          .whole_n = 1,
-	                          .whole_bytes = H100,
-	                          .sharing = DRA_SHARING_TIME_SLICING,
-	                          .dev_bytes = H100,
-	                          .n_pods = 2,
-	                          .pods = pods};
-	struct dra_node dn = {
-	    .gpus = {.n = 1, .bytes = H100, .max_bytes = H100}, .n_claims = 1, .claims = &c};
+	struct capacity cap = dra_fixture_h100s(1);
+	struct dra_claim_use c = shared_claim(DRA_SHARING_TIME_SLICING, 0);
+	struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
 	struct placement_item it = {.key = "dra/pa", .uid = "pa"};
 	struct placement_node node = {
 	    .name = "gpu-dra-0", .cap = &cap, .pods = &it, .n_pods = 1, .dra = &dn};
@@ -623,6 +797,8 @@ static void placement_shared_warn(void **state)
 	struct placement_policy warn = enforce;
 	struct placement_result res;
 
+	c.n_pods = 2;
+	c.pods = pods;
 	warn.mode = POLICY_WARN;
 	placement_item_count(&it, &(const struct placement_count){
 	                              .status = DEMAND_NOT_GPU, .dra_figs = &fig, .n_dra_figs = 1});
@@ -639,9 +815,10 @@ static void placement_shared_warn(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(claim_configs),         cmocka_unit_test(claim_config_errors),
-	    cmocka_unit_test(store_shared_view),     cmocka_unit_test(placement_shared_device),
-	    cmocka_unit_test(placement_shared_warn),
+	    cmocka_unit_test(claim_configs),           cmocka_unit_test(claim_config_errors),
+	    cmocka_unit_test(store_shared_view),       cmocka_unit_test(store_unconfigured_device),
+	    cmocka_unit_test(placement_shared_device), cmocka_unit_test(placement_shared_warn),
+	    cmocka_unit_test(pinned_per_device),       cmocka_unit_test(store_pinned_by_uuid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

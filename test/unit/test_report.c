@@ -17,8 +17,12 @@
 
 #include "capacity.h"
 #include "demand.h"
+#include "dra.h"
+#include "drastore.h"
 #include "gpupolicy.h"
+#include "jsonpath.h"
 #include "placement.h"
+#include "pod.h"
 #include "policyset.h"
 #include "quantity.h"
 #include "report.h"
@@ -940,6 +944,105 @@ static void test_dra(void **state)
 	report_free(r);
 }
 
+/* What placement_decide() (the webhook's core) counts used on gpu-dra-0 beside a pod asking
+ * nothing: the node's slice and claim as the watch cache keeps them (dra_store_view), its
+ * capacity from them, and the pod as the cache and the live view make their items
+ * (placement_item_demand_figs). */
+static uint64_t decided_used(const cJSON *slice, const cJSON *claim, const cJSON *pod)
+{
+	struct dra_store *s = dra_store_new(NULL, NULL, NULL);
+	struct demand_config dcfg = {.infer = 0}; /* new_report's: strict */
+	struct demand_share shares[DEMAND_MAX_PARTS], figs[DEMAND_MAX_PARTS];
+	struct placement_item it = {.key = "dra/mine",
+	                            .uid = json_str(pod, "metadata", "uid", NULL)};
+	struct dra_view *v = NULL;
+	struct capacity cap;
+	struct demand *d = malloc(sizeof(*d)), *me = malloc(sizeof(*me));
+	struct placement_result res;
+	char err[512];
+
+	assert_non_null(s);
+	assert_non_null(d);
+	assert_non_null(me);
+	assert_int_equal(dra_store_apply_slice(s, WATCH_ADDED, slice, err, sizeof(err)), 0);
+	assert_int_equal(dra_store_apply_claim(s, WATCH_ADDED, claim, err, sizeof(err)), 0);
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", NULL, NULL, NULL, &v), 0);
+	cJSON *node = cJSON_Parse("{\"metadata\":{\"name\":\"gpu-dra-0\"}}");
+	int rc = capacity_from_node(node, &dcfg, &cap, err, sizeof(err));
+	assert_int_equal(dra_view_capacity(v, &cap, rc, "gpu-dra-0", err, sizeof(err)), 0);
+	pod_demand(pod, &dcfg, d);
+	assert_true(placement_consumer(0, d->status, d->n_dra_figs));
+	placement_item_demand_figs(&it, d, shares, figs);
+	memset(me, 0, sizeof(*me));
+	placement_dra_demand(me);
+	struct placement_node pn = {
+	    .name = "gpu-dra-0", .cap = &cap, .pods = &it, .n_pods = 1, .dra = &v->node};
+	struct placement_pod pp = {.name = "x/probe", .key = "x/probe", .demand = me, .dry_run = 1};
+	struct placement_policy pol = {0.9, 0.9, POLICY_ENFORCE, 1, 0};
+	assert_int_equal(placement_decide(&pn, &pp, &pol, 0, &res), 0);
+	cJSON_Delete(node);
+	dra_view_free(v);
+	dra_store_free(s);
+	free(d);
+	free(me);
+	return res.used_bytes;
+}
+
+/* DRA (issue 21): a DRA pod's containers' own figures count in the report as in the webhook's
+ * decision. A pod whose container names its claim and declares GPU_MEMORY_LIMIT asks no GPU
+ * resource (demand.h: DEMAND_NOT_GPU, its figure in dra_figs); on the 19Gi consumable-capacity
+ * share of claim-consumable.json its 40Gi raises the claim's count to 40Gi (placement.h); on
+ * the time-sliced device of claim-timesliced.json (held whole) its figure is judged on the
+ * device, not added to the node's sum. Either way the row's declared is what placement_decide
+ * counts, and the pod, no GPU pod, is no row of its own. */
+static void test_dra_figures_as_decided(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *claim, *claim_name, *pod, *uid;
+		uint64_t declared;
+	} rows[] = {
+	    {"dra/claim-consumable.json", "share-19gi-3", "share-3",
+	     "a0000000-0000-4000-8000-000000000003", 40 * GI},
+	    {"dra/claim-timesliced.json", "ts-gpu", "ts-a", "b0000000-0000-4000-8000-00000000000a",
+	     0},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct report *r = new_report(0.9);
+		char err[REPORT_ERR_MAX], text[1024];
+		cJSON *slice = fixture_json("dra/slice-gpu-dra-0.json");
+		cJSON *claim = fixture_json(rows[i].claim);
+
+		snprintf(text, sizeof(text),
+		         "{\"kind\":\"Pod\",\"metadata\":{\"name\":\"%s\",\"namespace\":\"dra\","
+		         "\"uid\":\"%s\"},\"spec\":{\"nodeName\":\"gpu-dra-0\",\"containers\":[{"
+		         "\"name\":\"main\",\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":"
+		         "\"40Gi\"}],\"resources\":{\"claims\":[{\"name\":\"gpu\"}]}}],"
+		         "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"%s\"}]},"
+		         "\"status\":{\"phase\":\"Running\"}}",
+		         rows[i].pod, rows[i].uid, rows[i].claim_name);
+		cJSON *pod = cJSON_Parse(text);
+		assert_non_null(pod);
+		add_json(r, "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-dra-0\"}}");
+		assert_int_equal(report_add_dra(r, slice, err, sizeof(err)), 0);
+		assert_int_equal(report_add_dra(r, claim, err, sizeof(err)), 0);
+		assert_int_equal(report_add_pod(r, pod, err, sizeof(err)), 0);
+		build(r);
+		const struct report_row *row = row_named(r, "gpu-dra-0");
+		uint64_t used = decided_used(slice, claim, pod);
+		if (row->declared_bytes != used || used != rows[i].declared)
+			fail_msg("%s: the report declares %llu, placement_decide counts %llu (want "
+			         "%llu)",
+			         rows[i].claim, (unsigned long long)row->declared_bytes,
+			         (unsigned long long)used, (unsigned long long)rows[i].declared);
+		assert_int_equal(row->n_pods, 0);
+		cJSON_Delete(pod);
+		cJSON_Delete(slice);
+		cJSON_Delete(claim);
+		report_free(r);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -953,6 +1056,7 @@ int main(void)
 	    cmocka_unit_test(test_almost_full),
 	    cmocka_unit_test(test_mig_mixed),
 	    cmocka_unit_test(test_dra),
+	    cmocka_unit_test(test_dra_figures_as_decided),
 	    cmocka_unit_test(test_policy_sets_the_limit),
 	    cmocka_unit_test(test_annotation_beats_policy),
 	    cmocka_unit_test(test_seed_tiers),

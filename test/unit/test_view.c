@@ -266,6 +266,41 @@ static cJSON *gpu_pod(const char *name, const char *uid, const char *declared, i
 	return pod;
 }
 
+/* The live backend (the API path) reads a DRA pod's containers' own figures as the cache does:
+ * a pod asking no GPU resource whose container naming a claim declares 30Gi is an item with that
+ * figure (the shared-device rule and the claims' bytes read them from the node's items). */
+static void test_lists_dra_figures(void **state)
+{
+	static const char pod[] =
+	    "{\"metadata\":{\"name\":\"fig\",\"namespace\":\"ml\",\"uid\":"
+	    "\"11111111-0000-4000-8000-0000000000f1\"},\"spec\":{\"nodeName\":\"gpu-node-a\","
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"c\"}],\"containers\":[{"
+	    "\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]},\"env\":[{\"name\":"
+	    "\"GPU_MEMORY_LIMIT\",\"value\":\"30Gi\"}]}]}}";
+	static const struct demand_config dcfg = {.infer = 0};
+	const struct view_live_config cfg = {&dcfg, 0};
+	cJSON *node = fixture_json("node-gpu-node-a.json");
+	cJSON *items = cJSON_CreateArray();
+	const struct placement_item *fig = NULL;
+	struct view_node v;
+
+	(void)state;
+	assert_non_null(items);
+	cJSON_AddItemToArray(items, cJSON_Parse(pod));
+	assert_int_equal(view_from_lists("gpu-node-a", node, items, &cfg, &v), 0);
+	for (size_t i = 0; i < v.n_pods; i++)
+		if (strcmp(v.pods[i].key, "ml/fig") == 0)
+			fig = &v.pods[i];
+	assert_non_null(fig);
+	assert_string_equal(fig->uid, "11111111-0000-4000-8000-0000000000f1");
+	assert_int_equal(fig->n_dra_figs, 1);
+	assert_non_null(fig->dra_figs);
+	assert_true(fig->dra_figs[0].bytes == 30ull * 1024 * 1024 * 1024);
+	cJSON_Delete(node);
+	cJSON_Delete(items);
+	view_node_clear(&v);
+}
+
 static void test_lists_pods(void **state)
 {
 	static const struct demand_config dcfg = {.infer = 0};
@@ -370,6 +405,7 @@ int main(void)
 	    cmocka_unit_test(test_placement_node),
 	    cmocka_unit_test(test_lists_equal_the_cache),
 	    cmocka_unit_test(test_lists_pods),
+	    cmocka_unit_test(test_lists_dra_figures),
 	    cmocka_unit_test(test_lists_unknown_capacity),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
