@@ -23,6 +23,7 @@
 #include "policies.h"
 #include "policy.h"
 #include "quantity.h"
+#include "reservations.h"
 #include "server.h"
 #include "shared.h"
 #include "text.h"
@@ -192,33 +193,6 @@ static void check_declarations(struct webhook *w, const cJSON *pod, const char *
 	}
 	allow(o, d.status == DEMAND_OK ? "DeclarationValid" : "NotGPU", d.status != DEMAND_OK);
 	add_warning(o, d.warning);
-}
-
-/* A node's live reservations as placement items; keys point into the locked ledger node. */
-struct reserved {
-	struct placement_item *items;
-	size_t n, cap;
-};
-
-static void add_reservation(void *ctx, const char *key, const char *uid, uint64_t bytes,
-                            uint64_t reserved_ms)
-{
-	(void)reserved_ms;
-	struct reserved *r = ctx;
-	if (r->n < r->cap)
-		r->items[r->n++] =
-		    (struct placement_item){.key = key, .uid = uid[0] ? uid : NULL, .bytes = bytes};
-}
-
-/* Fill r from the locked node (LEDGER_MAX_PER_NODE at most). 0, or -1 on allocation failure. */
-static int reserved_from_ledger(struct ledger_node *ln, uint64_t now, struct reserved *r)
-{
-	r->cap = ledger_visit(ln, now, NULL, NULL);
-	r->items = calloc(r->cap ? r->cap : 1, sizeof(*r->items));
-	if (r->items == NULL)
-		return -1;
-	ledger_visit(ln, now, add_reservation, r);
-	return 0;
 }
 
 /* The ledger cannot lock the node (LEDGER_MAX_NODES tracked, or no memory): deny, fail closed. */
@@ -421,21 +395,25 @@ static void deny_unreserved(struct outcome *o, const struct placement *p, const 
 	     p->pod_name, p->node, why);
 }
 
-/* Decide with the placement core over the node's snapshot; reserve in the ledger when
- * allowed (--reservations local). */
-static void apply_decision(struct webhook *w, struct ledger_node *ln, const struct placement *p,
-                           const struct placement_node *pn, uint64_t now, struct outcome *o)
+/* Decide with the placement core over the node's snapshot, whose reservations are rv's
+ * (reservations.h, begun by the caller); when allowed with a reservation, put it and commit. */
+static void commit_decision(struct webhook *w, struct resv *rv, const struct placement *p,
+                            const struct placement_node *pn, uint64_t now, struct outcome *o)
 {
 	struct placement_result res;
 
 	if (!decide_core(w, p, pn, now, o, &res))
 		return;
-	int rc = p->pod_create && w->unseen_ttl_ms
-	             ? ledger_reserve_unseen(ln, p->key, p->uid, res.reserve_bytes,
-	                                     w->unseen_ttl_ms, now)
-	             : ledger_reserve_uid(ln, p->key, p->uid, res.reserve_bytes, now);
-	if (rc != 0)
-		deny_unreserved(o, p, rc == LEDGER_EFULL ? "ledger full" : "no memory");
+	int rc =
+	    resv_put(rv, p->key, p->uid, res.reserve_bytes, p->pod_create ? w->unseen_ttl_ms : 0);
+	if (rc == 0)
+		rc = resv_commit(rv, NULL, 0);
+	/* RESV_CONFLICT cannot happen: the node stays locked from begin to commit. */
+	if (rc != RESV_COMMITTED)
+		deny_unreserved(o, p,
+		                rc == RESV_EFULL      ? "ledger full"
+		                : rc == RESV_CONFLICT ? "the node's reservations changed meanwhile"
+		                                      : "no memory");
 }
 
 /*
@@ -471,63 +449,63 @@ static uint64_t decision_now(const struct webhook *w, int cache_path)
 	return now;
 }
 
+/*
+ * One decision over the node's record (reservations.h, the shared record backend, over the
+ * working copy shared_place gives: begin, items, put; shared_place's batch commits it, one
+ * write for the placements it batched). On the cache path the put also prunes the entries of
+ * the pods every replica's cache shows by now (visible past the grace); both paths drop
+ * expired ones.
+ */
 static void decide_on_record(struct shared_decision *d, const struct placement_node *visible,
                              uint64_t now)
 {
 	struct webhook *w = d->w;
 	const struct placement *p = d->p;
-	struct record *rec = d->rec;
 	struct placement_result res;
-	uint64_t mono = ledger_now_ms();
-	uint64_t wall = shared_now_wall_ms(w->shared);
-	struct placement_item *items = NULL;
+	struct resv rv = {0};
+	const struct placement_item *items;
+	size_t n_items;
+	int cached = d->api_node == NULL;
 
 	d->verdict = SHARED_NO_WRITE;
-	if (rec->n > 0 && (items = calloc(rec->n, sizeof(*items))) == NULL) {
+	if (resv_begin_record(&rv, w->shared, p->node, d->rec, d->fresh,
+	                      cached ? visible->pods : NULL, cached ? visible->n_pods : 0,
+	                      now) != 0 ||
+	    resv_items(&rv, &items, &n_items) != 0) {
 		deny(d->o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 		     p->pod_name);
-		return;
+		goto out;
 	}
 	struct placement_node pn = *visible;
 	pn.reserved = items;
-	pn.n_reserved = record_items(rec, wall, now, items);
+	pn.n_reserved = n_items;
 	int reserve = decide_core(w, p, &pn, now, d->o, &res);
-	free(items); /* borrowed rec's strings: done with them before rec changes */
 	if (!d->o->allowed) {
 		/* Counted entries of a record read before this review: other replicas may have
 		 * dropped some since. Read it and decide again. */
-		if (res.reserved_bytes > 0 && !d->fresh && !res.invalid_input)
+		if (res.reserved_bytes > 0 && !resv_fresh(&rv) && !res.invalid_input)
 			d->verdict = SHARED_REREAD;
-		return;
+		goto out;
 	}
 	if (!reserve) {
 		/* Allowed without a reservation (a dry run): no write will check the copy, and
 		 * entries other replicas added since would be missed. Read it and decide again. */
-		if (!d->fresh)
+		if (!resv_fresh(&rv))
 			d->verdict = SHARED_REREAD;
-		return;
+		goto out;
 	}
-	/* Cache path: entries whose pods every replica's cache shows by now go; both paths
-	 * drop expired ones. */
-	uint64_t ttl = shared_ttl_ms(w->shared);
-	size_t unseen = record_unseen_expired(rec, wall);
-	record_prune(rec, wall, d->api_node == NULL ? visible->pods : NULL,
-	             d->api_node == NULL ? visible->n_pods : 0, mono, RECORD_SETTLE_GRACE_MS);
-	metrics_unseen_dropped(w->metrics, unseen);
-	int rc;
-	uint64_t stamp = shared_stamp_wall_ms(w->shared); /* never early on the shared clock */
-	if (p->pod_create && w->unseen_ttl_ms && w->unseen_ttl_ms < ttl)
-		rc = record_put_unseen(rec, p->key, p->uid, res.reserve_bytes,
-		                       stamp + w->unseen_ttl_ms);
-	else
-		rc = record_put(rec, p->key, p->uid, res.reserve_bytes, stamp + ttl);
+	int rc =
+	    resv_put(&rv, p->key, p->uid, res.reserve_bytes, p->pod_create ? w->unseen_ttl_ms : 0);
+	metrics_unseen_dropped(w->metrics, resv_unseen_dropped(&rv));
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
-		                rc == RECORD_EFULL ? "the node's reservation record is full"
-		                                   : "cannot record the reservation");
-		return;
+		                rc == RESV_EFULL ? "the node's reservation record is full"
+		                                 : "cannot record the reservation");
+		goto out;
 	}
 	d->verdict = SHARED_WRITE;
+out:
+	resv_end(&rv);
 }
 
 /* The cache's view of p's node decides (sets *decided) unless the cache does not know the
@@ -843,9 +821,10 @@ static void relock(struct ledger_node *ln, struct outcome *o)
 /*
  * The API path's placement on p's node (its capacity known: p->cap; node_obj: the Node the
  * API server gave): the node's live view (view_from_lists over a LIST of its pods), the
- * reservations, decide, reserve. No lock is held across an API call: the node's ledger lock
- * is let go (ledger_release) for the LIST and the lookups of stale reservations, and taken
- * again to settle, decide and reserve.
+ * reservations (reservations.h, the local ledger: begin with the view's generation), decide,
+ * put and commit. No lock is held across an API call: the node's ledger lock is let go
+ * (ledger_release) for the LIST and the lookups of stale reservations, and taken again to
+ * settle, decide and reserve.
  *
  * Why a decision over a view taken before the lock is right: the decision counts each pod the
  * view shows and each live reservation the view does not show (placement.h: a reservation
@@ -866,7 +845,9 @@ static void check_node(struct webhook *w, struct placement *p, const cJSON *node
                        struct outcome *o)
 {
 	struct view_node v = {0};
-	struct reserved r = {0};
+	struct resv rv = {0};
+	const struct placement_item *items;
+	size_t n_items;
 	struct stale_scan sc = {0};
 	struct placement_node pn;
 	struct placement q = *p;
@@ -928,24 +909,25 @@ static void check_node(struct webhook *w, struct placement *p, const cJSON *node
 	/* With the watch cache on, a reservation settles only when the cache shows its pod: a pod
 	 * this live list shows may not have reached the cache yet, and dropping its reservation
 	 * here would leave it uncounted by the next decision from the cache. This decision counts
-	 * a listed pod and its reservation once either way (placement.h). */
-	if (w->cache == NULL)
-		ledger_settle(ln, v.listed_keys, v.listed_uids, v.n_listed, now);
-	if (reserved_from_ledger(ln, now, &r) != 0) {
+	 * a listed pod and its reservation once either way (placement.h). The generation is
+	 * gen (just checked, and drop_gone's removals do not count in it): begin holds. */
+	struct resv_seen listed = {v.listed_keys, v.listed_uids, v.n_listed};
+	if (resv_begin_ledger(&rv, ln, gen, w->cache == NULL ? &listed : NULL, now) != 0 ||
+	    resv_items(&rv, &items, &n_items) != 0) {
 		deny(o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 		     p->pod_name);
 		goto out;
 	}
 	q.node_labels = v.labels;
-	view_placement_node(&v, p->cap, r.items, r.n, p->dra ? &p->dra->node : NULL, &pn);
-	apply_decision(w, ln, &q, &pn, now, o);
+	view_placement_node(&v, p->cap, items, n_items, p->dra ? &p->dra->node : NULL, &pn);
+	commit_decision(w, &rv, &q, &pn, now, o);
 out:
 	if (locked)
 		ledger_unlock(ln);
 	else
 		ledger_end(ln);
 	view_node_clear(&v);
-	free(r.items);
+	resv_end(&rv);
 }
 
 /*
@@ -1114,6 +1096,7 @@ struct cached {
 	struct outcome *o;
 	int decided;  /* 0: the cache does not know the node: take the API path */
 	uint64_t now; /* decision_now(), read before the view was copied */
+	uint64_t gen; /* the node's ledger_generation, read before the view was copied */
 };
 
 /* ledger_visit: the reservations of the claims' pods that hold more than the claims count */
@@ -1152,73 +1135,65 @@ static void dra_keep_visit(void *ctx, const char *key, const char *uid, uint64_t
 			k->keep[i] = 1;
 }
 
-/* Reservations of pods the node's DRA claims are now reserved for are settled: the claims
- * count them (placement.h), and such a pod (no GPU resource) is not one the cache reports gone
- * when it is deleted. A reservation holding more than its pod's claims count (a mixed pod: its
- * device-plugin units too) stays until the pod shows, as placement counts it. 0, or -1 when out
- * of memory. */
-static int dra_settle(struct ledger_node *ln, const struct dra_view *dv, uint64_t now)
-{
-	struct dra_keep k = {dv, NULL};
-	const char **keys;
-	size_t n = 0;
-
-	if (dv == NULL || dv->n_pods == 0)
-		return 0;
-	keys = calloc(2 * dv->n_pods, sizeof(*keys));
-	k.keep = calloc(dv->n_pods, 1);
-	if (keys == NULL || k.keep == NULL) {
-		free(keys);
-		free(k.keep);
-		return -1;
-	}
-	ledger_visit(ln, now, dra_keep_visit, &k);
-	for (size_t i = 0; i < dv->n_pods; i++)
-		if (!k.keep[i]) {
-			keys[n] = dv->keys[i];
-			keys[dv->n_pods + n] = dv->uids[i];
-			n++;
-		}
-	ledger_settle(ln, keys, keys + dv->n_pods, n, now);
-	free(keys);
-	free(k.keep);
-	return 0;
-}
-
+/*
+ * The cache path's placement over the locked node's reservations (reservations.h, the local
+ * ledger): the reservations of the pods the cache now shows on the node (the same name and
+ * uid) settle at begin, and so do those of the pods the node's DRA claims are reserved for:
+ * the claims count them (placement.h), and such a pod (no GPU resource) is not one the cache
+ * reports gone when it is deleted. A DRA pod's reservation holding more than its claims count
+ * (a mixed pod: its device-plugin units too) stays until the pod shows, as placement counts it.
+ */
 static void decide_cached(struct cached *c, const struct view_node *v)
 {
-	struct reserved r = {0};
+	struct resv rv = {0};
 	const char **keys = NULL;
+	const struct dra_view *dv = c->p->dra;
+	size_t n_dra = dv != NULL ? dv->n_pods : 0, n_seen = v->n_pods + n_dra, n_items;
+	const struct placement_item *items;
 	uint64_t now = c->now;
 	struct capacity cap;
 
 	if (!cached_view_usable(v, c->p, c->o, &c->decided, &cap))
 		return;
-	/* Reservations whose pods (same name and uid) the cache now shows on the node are
-	 * settled. */
-	if (v->n_pods > 0 && (keys = calloc(2 * v->n_pods, sizeof(*keys))) == NULL)
+	if (n_seen > 0 && (keys = calloc(2 * n_seen, sizeof(*keys))) == NULL)
 		goto nomem;
 	for (size_t i = 0; i < v->n_pods; i++) {
 		keys[i] = v->pods[i].key;
-		keys[v->n_pods + i] = v->pods[i].uid;
+		keys[n_seen + i] = v->pods[i].uid;
 	}
-	ledger_settle(c->ln, keys, keys ? keys + v->n_pods : NULL, v->n_pods, now);
-	if (dra_settle(c->ln, c->p->dra, now) != 0)
-		goto nomem;
-	if (reserved_from_ledger(c->ln, now, &r) != 0)
+	if (n_dra > 0) {
+		struct dra_keep k = {dv, calloc(n_dra, 1)};
+		size_t n = v->n_pods;
+
+		if (k.keep == NULL)
+			goto nomem;
+		ledger_visit(c->ln, now, dra_keep_visit, &k);
+		for (size_t i = 0; i < n_dra; i++)
+			if (!k.keep[i]) {
+				keys[n] = dv->keys[i];
+				keys[n_seen + n] = dv->uids[i];
+				n++;
+			}
+		free(k.keep);
+		n_dra = n - v->n_pods;
+	}
+	struct resv_seen seen = {keys, keys ? keys + n_seen : NULL, v->n_pods + n_dra};
+	/* The node was locked before its view was copied: no conflict at begin. */
+	if (resv_begin_ledger(&rv, c->ln, c->gen, &seen, now) != 0 ||
+	    resv_items(&rv, &items, &n_items) != 0)
 		goto nomem;
 	struct placement_node pn;
-	view_placement_node(v, &cap, r.items, r.n, c->p->dra ? &c->p->dra->node : NULL, &pn);
+	view_placement_node(v, &cap, items, n_items, dv ? &dv->node : NULL, &pn);
 	struct placement q = *c->p;
 	q.node_labels = v->labels;
-	apply_decision(c->w, c->ln, &q, &pn, now, c->o);
+	commit_decision(c->w, &rv, &q, &pn, now, c->o);
 	goto out;
 nomem:
 	deny(c->o, METRICS_ERROR, 500, "InternalError", "cannot check %s: out of memory",
 	     c->p->pod_name);
 out:
+	resv_end(&rv);
 	free(keys);
-	free(r.items);
 }
 
 /*
@@ -1289,7 +1264,7 @@ static int place_cached(struct webhook *w, const struct admission_request *req,
 		deny_untracked(o, pod_name, node);
 		return 1;
 	}
-	struct cached c = {w, &p, ln, o, 0, decision_now(w, 1)};
+	struct cached c = {w, &p, ln, o, 0, decision_now(w, 1), ledger_generation(ln)};
 	struct view_node vn;
 	if (view_from_cache(w->cache, node, &vn) != 0) {
 		c.decided = 1;

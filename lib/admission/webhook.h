@@ -3,8 +3,9 @@
  * ARCHITECTURE.md: the admission adapter box, and for now also the engine loop (view,
  * reservations, decide, commit, retry, budget) that issue 23 moves out: it takes the node's
  * snapshot (view.h: the watch cache's view_from_cache, or the live view_from_lists over the API
- * server's answers, no lock held while reading), takes the reservations (local ledger under the
- * node's lock, or the shared record through shared_place, no lock of its own) and decides with
+ * server's answers, no lock held while reading), takes the reservations (reservations.h:
+ * begin / items / put / commit over the local ledger, under the node's lock, or over the shared
+ * record inside shared_place, whose batch commits it; no lock of its own) and decides with
  * core_decide() (core.h: the one verdict), the GPUMemoryPolicy store read-locked during the
  * decision.
  * It borrows the kube client, cache, ledger, shared record and policy store it is given.
@@ -27,9 +28,11 @@
  * a GPU pod without a valid declaration counts its GPUs x memory per GPU) -> lock N -> look up
  * reservations of deleted pods (below, the lock let go for the GETs) -> if a reservation was
  * settled on N since the generation was noted, list again (3 lists at most, then denied:
- * NodeBusy) -> drop reservations the list shows (the same pod: uid where both are known, else
- * key) and those of deleted pods -> add the other pending reservations -> core_decide -> if
- * allowed and not dry-run, reserve -> unlock. No lock is held across an API call.
+ * NodeBusy) -> drop the reservations of deleted pods, and with the watch cache off those the
+ * list shows (the same pod: uid where both are known, else key; with the cache on a listed pod
+ * and its reservation are counted once, and the reservation settles when the cache shows the
+ * pod) -> add the other pending reservations -> core_decide -> if allowed and not dry-run,
+ * reserve (put and commit) -> unlock. No lock is held across an API call.
  *
  * Deleted pods: a reservation is dropped when the list shows its pod, but a pod admitted and
  * deleted before any later list of its node would otherwise count until the TTL. So for up to
@@ -51,13 +54,15 @@
  * Watch cache: with webhook_config.cache set and fresh, a placement reads the node and its pods
  * from the cache (cache.h: demands computed when the events arrived) as a copy (view.h:
  * view_from_cache; no cache lock is held while deciding, and the decision's clock is read
- * before the copy) and the node's reservations from the ledger, and is decided by core_decide()
+ * before the copy) and the node's reservations (reservations.h), and is decided by core_decide()
  * (core.h) with no API call; a Binding's pod comes from the cache too. A node the cache has not
  * seen, a Binding of a pod it has not seen (created milliseconds ago), or a cache that is not
  * synced or whose watch has been broken too long take the API path above. A reservation counts
- * until the cache shows its pod on the node (matched by key or uid), its pod is gone (the informer
- * calls ledger_forget on the DELETE), or its TTL passes. Each decision's log line says which path
- * decided it ("source": "cache" or "api").
+ * until the cache shows its pod on the node (the local ledger drops it then, matching the key
+ * and, where both are known, the uid; the shared record after RECORD_SETTLE_GRACE_MS), its pod is
+ * gone (the cache's gone callback, main.c, calls ledger_forget and shared_forget), or its TTL
+ * passes (reservations.h lists these rules once). Each decision's log line says which path decided
+ * it ("source": "cache" or "api").
  *
  * The pipeline reads the cluster only through struct webhook_source, which the real API client
  * satisfies (webhook_source_kube) and tests fake. It logs one JSON line per decision (placements
@@ -65,8 +70,10 @@
  * traffic: every kubelet status update) and records metrics.
  *
  * Thread-safe: reviews may run on many threads at once; the per-node serialization is the
- * ledger's (its lock for settling, deciding and reserving; its generation for a view taken
- * before the lock, webhook.c check_node()).
+ * ledger's with --reservations local (its lock for settling, deciding and reserving; its
+ * generation for a view taken before the lock, webhook.c check_node()), and shared_place's
+ * with --reservations shared (one leader per node decides and writes for the placements
+ * queued behind it, shared.h).
  */
 #ifndef GMG_WEBHOOK_H
 #define GMG_WEBHOOK_H
@@ -198,8 +205,9 @@ struct webhook_config {
 	 * the ledger's, this process's alone (--reservations local). With it every GPU placement
 	 * is decided on a worker (it writes to the API server): its node's pods (cache or API
 	 * path, as above) plus the node's shared record, and an admitted placement is recorded
-	 * there by compare-and-swap; the ledger only serializes this process's placements per
-	 * node. A denial or a dry run writes nothing. */
+	 * there by compare-and-swap; the ledger is not used on this path (shared_place queues
+	 * this process's placements on a node behind one leader). A denial or a dry run writes
+	 * nothing. */
 	struct shared *shared;
 	/* GPUMemoryPolicy objects (policies.h, filled by the informer), borrowed; NULL: the flags
 	 * and node annotations only. Every GPU placement is decided under the policies selecting

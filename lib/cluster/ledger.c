@@ -39,6 +39,7 @@ struct ledger_node {
 	struct entry *entries;    /* mu (or owner->mu when users == 0) */
 	size_t n, cap;
 	uint64_t settled; /* ledger_generation: entries dropped because a view showed their pod */
+	uint64_t changes; /* ledger_version: entries added, refreshed or dropped */
 	char name[NODE_NAME_MAX + 1];
 };
 
@@ -117,6 +118,7 @@ static size_t node_filter(struct ledger_node *n, const char *const *keys, const 
 	}
 	dropped = n->n - kept;
 	n->n = kept;
+	n->changes += dropped;
 	atomic_fetch_sub(&n->owner->n_entries, dropped);
 	return dropped;
 }
@@ -312,6 +314,11 @@ uint64_t ledger_generation(const struct ledger_node *n)
 	return n != NULL ? n->settled : 0;
 }
 
+uint64_t ledger_version(const struct ledger_node *n)
+{
+	return n != NULL ? n->changes : 0;
+}
+
 size_t ledger_settle(struct ledger_node *n, const char *const *keys, const char *const *uids,
                      size_t n_keys, uint64_t now_ms)
 {
@@ -486,6 +493,7 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, uint
 		n->entries[i].expires_ms = expires;
 		n->entries[i].unseen = unseen;
 		memcpy(n->entries[i].uid, uid ? uid : "", ulen + 1);
+		n->changes++;
 		return 0;
 	}
 	rc = make_room(n, now_ms);
@@ -498,6 +506,7 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, uint
 	n->entries[n->n].expires_ms = expires;
 	n->entries[n->n].unseen = unseen;
 	n->n++;
+	n->changes++;
 	atomic_fetch_add(&n->owner->n_entries, 1);
 	return 0;
 }

@@ -15,6 +15,9 @@
  * nodeName has a name, or only generateName: then the caller passes a key that will never
  * match and the entry lives until the TTL).
  *
+ * reservations.h puts begin / items / put / commit over a locked node (the local backend), its
+ * compare-and-swap on ledger_version().
+ *
  * Clock: callers pass now_ms from a monotonic clock (ledger_now_ms()), so tests drive time.
  * Thread-safe. Caps: LEDGER_MAX_NODES nodes, LEDGER_MAX_PER_NODE reservations per node;
  * past that ledger_reserve fails (the caller denies: fail safe, never unbounded).
@@ -77,6 +80,12 @@ void ledger_end(struct ledger_node *n);
  * counts every reservation that view could miss as long as the generation has not changed
  * since (webhook.c, check_node). 0 for NULL. */
 uint64_t ledger_generation(const struct ledger_node *n);
+
+/* With the node locked (or released, by its holder): how many times its entries changed (an
+ * entry added, refreshed or dropped, for whatever reason) since the node was created; it only
+ * grows while the node lives. Equal values read at two times mean the node's entries are the
+ * same (reservations.h: the local backend's compare-and-swap). 0 for NULL. */
+uint64_t ledger_version(const struct ledger_node *n);
 
 /* With the node locked: drop expired entries and entries whose key is in visible_keys
  * (the pods the API server now shows on the node). Returns how many were dropped. */

@@ -419,6 +419,43 @@ static int write_record(struct shared *s, const char *node, struct record *rec, 
 	return 0;
 }
 
+int shared_load(struct shared *s, const char *node, struct record *rec)
+{
+	if (s == NULL || node == NULL || node[0] == '\0' || rec == NULL)
+		return SHARED_EINVAL;
+	int rc = load(s, node, rec);
+	if (rc == 0)
+		drop_gone(s, rec);
+	return rc;
+}
+
+int shared_read(struct shared *s, const char *node, double deadline_s, struct record *rec,
+                char *err, size_t errlen)
+{
+	if (s == NULL || node == NULL || node[0] == '\0' || rec == NULL)
+		return SHARED_EINVAL;
+	int rc = reread(s, node, deadline_s, rec, err, errlen);
+	if (rc == 0)
+		drop_gone(s, rec);
+	return rc;
+}
+
+int shared_write(struct shared *s, const char *node, struct record *rec, char *err, size_t errlen)
+{
+	if (s == NULL || node == NULL || node[0] == '\0' || rec == NULL)
+		return SHARED_EINVAL;
+	int rc = write_record(s, node, rec, err, errlen);
+	if (rc == KUBE_ECONFLICT || rc == KUBE_ENOTFOUND) {
+		errbuf_set(err, errlen, "reservation record %s/%s: %s", s->ns, node,
+		           rc == KUBE_ECONFLICT
+		               ? "409 Conflict (written by another replica since it "
+		                 "was read)"
+		               : "404 Not Found (deleted since it was read)");
+		return SHARED_ECONFLICT;
+	}
+	return rc;
+}
+
 /* The latest deadline of the batch's placements still undecided: reads serve them all. */
 static double batch_deadline(const struct waiter *batch)
 {

@@ -10,7 +10,9 @@
  *      none yet: empty, and the write creates the Lease), without the entries of pods reported
  *      gone (shared_forget);
  *   2. call decide(rec): the caller counts the node's pods plus rec's entries with the
- *      placement core, and when it admits, prunes rec and adds the reservation (record_put);
+ *      placement core, and when it admits, prunes rec and adds the reservation (record_put;
+ *      the webhook does both through reservations.h, the record backend's begin / items /
+ *      put over rec);
  *   3. WRITE: PUT the Lease with rec's resourceVersion (or POST it when it does not exist);
  *      success: the new record is remembered, done. 409 (another replica wrote first, or
  *      created it): GET the Lease, back to 2 with it. 404 on the PUT (the Lease deleted
@@ -61,11 +63,12 @@ struct metrics_writer;
 #define SHARED_MAX_NODES 100000 /* records remembered; past it a node's record is read again */
 #define SHARED_GONE_MAX  16384  /* uids of pods reported gone, remembered (shared_forget) */
 
-#define SHARED_EBUDGET  (-1) /* the deadline passed (conflicts, slow API server): deny */
-#define SHARED_EAPI     (-2) /* a read or write failed (not a conflict): err says which */
-#define SHARED_ECORRUPT (-3) /* the record cannot be read and is not old enough to replace */
-#define SHARED_ENOMEM   (-4)
-#define SHARED_EINVAL   (-5)
+#define SHARED_EBUDGET   (-1) /* the deadline passed (conflicts, slow API server): deny */
+#define SHARED_EAPI      (-2) /* a read or write failed (not a conflict): err says which */
+#define SHARED_ECORRUPT  (-3) /* the record cannot be read and is not old enough to replace */
+#define SHARED_ENOMEM    (-4)
+#define SHARED_EINVAL    (-5)
+#define SHARED_ECONFLICT (-6) /* shared_write only: 409 (or 404), the record changed since read */
 
 /* The Lease calls: kube.h's (shared_api_kube), or a fake in tests. Same contract as
  * kube_get_lease / kube_create_lease / kube_update_lease (KUBE_ECONFLICT on 409). */
@@ -127,6 +130,36 @@ typedef enum shared_verdict (*shared_decide_fn)(void *ctx, struct record *rec, i
  */
 int shared_place(struct shared *s, const char *node, double deadline_s, shared_decide_fn decide,
                  void *ctx, unsigned *attempts, char *err, size_t errlen)
+    __attribute__((warn_unused_result));
+
+/*
+ * The steps of shared_place, one at a time, for a caller that runs its own loop
+ * (reservations.h, the record backend). rec is initialized by the caller (record_init) and
+ * replaced; it owns its entries.
+ *
+ * shared_load: the node's record as this process last wrote or read it (empty, rv "", when
+ * none: the write creates the Lease), without the entries of pods reported gone. No API call.
+ * 0, SHARED_ENOMEM, SHARED_EINVAL.
+ *
+ * shared_read: GET the node's Lease into rec (404: empty, rv ""), remember it, and drop the
+ * entries of pods reported gone. 0, SHARED_EBUDGET (deadline_s, CLOCK_MONOTONIC seconds, passed,
+ * or the GET timed out), SHARED_EAPI, SHARED_ECORRUPT, SHARED_ENOMEM (err says which).
+ *
+ * shared_write: compare-and-swap: PUT rec with its resourceVersion (rv "": POST). 0 (written:
+ * this process's copy is now the stored record, with its new resourceVersion; rec is left as
+ * it was, shared_load gives the new one), SHARED_ECONFLICT
+ * (409, or 404 on a PUT: another replica wrote or deleted it since it was read; read it again
+ * and decide again), SHARED_EBUDGET, SHARED_EAPI, SHARED_ENOMEM (err says which). Counted in the
+ * write metrics as shared_place's writes are.
+ *
+ * Thread-safe; no lock is held across the API call. Calls of these on one node are not queued
+ * behind shared_place's leader: two writers conflict, and one decides again.
+ */
+int shared_load(struct shared *s, const char *node, struct record *rec)
+    __attribute__((warn_unused_result));
+int shared_read(struct shared *s, const char *node, double deadline_s, struct record *rec,
+                char *err, size_t errlen) __attribute__((warn_unused_result));
+int shared_write(struct shared *s, const char *node, struct record *rec, char *err, size_t errlen)
     __attribute__((warn_unused_result));
 
 /* The pod with this metadata.uid stopped holding GPU memory (deleted, finished: the watch

@@ -1,0 +1,222 @@
+/*
+ * reservations: begin / items / put / commit over the local ledger or the shared record. See
+ * reservations.h.
+ */
+#include "reservations.h"
+
+#include "errbuf.h"
+#include "shared.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static void reset(struct resv *r, enum resv_backend backend, uint64_t now_ms)
+{
+	memset(r, 0, sizeof(*r));
+	r->backend = backend;
+	r->now_ms = now_ms;
+}
+
+int resv_begin_ledger(struct resv *r, struct ledger_node *ln, uint64_t gen,
+                      const struct resv_seen *seen, uint64_t now_ms)
+{
+	reset(r, RESV_LEDGER, now_ms);
+	if (ln == NULL)
+		return RESV_EINVAL;
+	/* A view taken before an entry it could miss was settled: not a base to decide on. */
+	if (ledger_generation(ln) != gen)
+		return RESV_CONFLICT;
+	r->ln = ln;
+	if (seen != NULL)
+		ledger_settle(ln, seen->keys, seen->uids, seen->n, now_ms);
+	r->version = ledger_version(ln);
+	return 0;
+}
+
+int resv_begin_record(struct resv *r, struct shared *s, const char *node, struct record *rec,
+                      int fresh, const struct placement_item *visible, size_t n_visible,
+                      uint64_t now_ms)
+{
+	reset(r, RESV_RECORD, now_ms);
+	if (s == NULL || node == NULL || rec == NULL || (visible == NULL && n_visible > 0))
+		return RESV_EINVAL;
+	r->sh = s;
+	r->node = node;
+	r->rec = rec;
+	r->fresh = fresh;
+	r->mono_ms = ledger_now_ms();
+	r->wall_ms = shared_now_wall_ms(s);
+	r->visible = visible;
+	r->n_visible = n_visible;
+	return 0;
+}
+
+int resv_fresh(const struct resv *r)
+{
+	return r->backend == RESV_LEDGER || r->fresh;
+}
+
+/* ledger_visit: the live entries as items, borrowing the node's strings. */
+struct collect {
+	struct placement_item *items;
+	size_t n, cap;
+};
+
+static void add_item(void *ctx, const char *key, const char *uid, uint64_t bytes,
+                     uint64_t reserved_ms)
+{
+	struct collect *c = ctx;
+
+	(void)reserved_ms;
+	if (c->n < c->cap)
+		c->items[c->n++] =
+		    (struct placement_item){.key = key, .uid = uid[0] ? uid : NULL, .bytes = bytes};
+}
+
+int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
+{
+	size_t cap = 0;
+
+	*items = NULL;
+	*n = 0;
+	free(r->items);
+	r->items = NULL;
+	if (r->backend == RESV_LEDGER && r->ln != NULL)
+		cap = ledger_visit(r->ln, r->now_ms, NULL, NULL);
+	else if (r->backend == RESV_RECORD && r->rec != NULL)
+		cap = r->rec->n;
+	if (cap == 0)
+		return 0;
+	if ((r->items = calloc(cap, sizeof(*r->items))) == NULL)
+		return RESV_ENOMEM;
+	if (r->backend == RESV_LEDGER) {
+		struct collect c = {r->items, 0, cap};
+		ledger_visit(r->ln, r->now_ms, add_item, &c);
+		*n = c.n;
+	} else {
+		*n = record_items(r->rec, r->wall_ms, r->now_ms, r->items);
+	}
+	*items = r->items;
+	return 0;
+}
+
+/* The record's copy without the entries that stopped counting (expired, and the visible pods'
+ * past the grace), before it takes the put; the unseen ones that expired are counted. */
+static void prune_record(struct resv *r)
+{
+	r->unseen_dropped = record_unseen_expired(r->rec, r->wall_ms);
+	record_prune(r->rec, r->wall_ms, r->visible, r->n_visible, r->mono_ms,
+	             RECORD_SETTLE_GRACE_MS);
+}
+
+static int put_record(struct resv *r, const char *key, const char *uid)
+{
+	uint64_t ttl = shared_ttl_ms(r->sh);
+	int rc;
+
+	uint64_t stamp = shared_stamp_wall_ms(r->sh); /* never early on the shared clock */
+	if (r->unseen_ttl_ms && r->unseen_ttl_ms < ttl)
+		rc = record_put_unseen(r->rec, key, uid, r->bytes, stamp + r->unseen_ttl_ms);
+	else
+		rc = record_put(r->rec, key, uid, r->bytes, stamp + ttl);
+	if (rc == RECORD_EFULL)
+		return RESV_EFULL;
+	if (rc == RECORD_ENOMEM)
+		return RESV_ENOMEM;
+	return rc != 0 ? RESV_EINVAL : 0;
+}
+
+int resv_put(struct resv *r, const char *key, const char *uid, uint64_t bytes,
+             uint64_t unseen_ttl_ms)
+{
+	size_t klen = key != NULL ? strnlen(key, LEDGER_KEY_MAX) : 0;
+	size_t ulen = uid != NULL ? strnlen(uid, LEDGER_UID_MAX) : 0;
+
+	/* The items borrowed the backend's strings: a record put may move them. */
+	free(r->items);
+	r->items = NULL;
+	if (r->put || (r->backend == RESV_LEDGER ? r->ln == NULL : r->rec == NULL))
+		return RESV_EINVAL;
+	r->bytes = bytes;
+	r->unseen_ttl_ms = unseen_ttl_ms;
+	if (r->backend == RESV_RECORD) {
+		prune_record(r);
+		int rc = put_record(r, key, uid); /* record_put checks key and uid itself */
+		if (rc != 0)
+			return rc;
+	} else if (klen == 0 || klen >= LEDGER_KEY_MAX || ulen >= LEDGER_UID_MAX) {
+		return RESV_EINVAL;
+	}
+	memcpy(r->key, key, klen + 1);
+	memcpy(r->uid, uid != NULL ? uid : "", ulen + 1);
+	r->put = 1;
+	return 0;
+}
+
+size_t resv_unseen_dropped(const struct resv *r)
+{
+	return r->unseen_dropped;
+}
+
+static int commit_ledger(struct resv *r)
+{
+	int rc;
+
+	/* Changed while the caller had let the node go: what was decided may not hold. */
+	if (ledger_version(r->ln) != r->version)
+		return RESV_CONFLICT;
+	if (r->unseen_ttl_ms)
+		rc = ledger_reserve_unseen(r->ln, r->key, r->uid, r->bytes, r->unseen_ttl_ms,
+		                           r->now_ms);
+	else
+		rc = ledger_reserve_uid(r->ln, r->key, r->uid, r->bytes, r->now_ms);
+	if (rc == LEDGER_EFULL)
+		return RESV_EFULL;
+	if (rc == LEDGER_ENOMEM)
+		return RESV_ENOMEM;
+	if (rc != 0)
+		return RESV_EINVAL;
+	r->version = ledger_version(r->ln);
+	return RESV_COMMITTED;
+}
+
+static int commit_record(struct resv *r, char *err, size_t errlen)
+{
+	int rc = shared_write(r->sh, r->node, r->rec, err, errlen);
+
+	switch (rc) {
+	case 0:
+		return RESV_COMMITTED;
+	case SHARED_ECONFLICT:
+		return RESV_CONFLICT;
+	case SHARED_EBUDGET:
+		return RESV_EBUDGET;
+	case SHARED_ENOMEM:
+		return RESV_ENOMEM;
+	case SHARED_EINVAL:
+		return RESV_EINVAL;
+	default:
+		return RESV_EAPI;
+	}
+}
+
+int resv_commit(struct resv *r, char *err, size_t errlen)
+{
+	free(r->items);
+	r->items = NULL;
+	if (!r->put) {
+		errbuf_set(err, errlen, "reservations: nothing to commit");
+		return RESV_EINVAL;
+	}
+	if (r->backend == RESV_LEDGER)
+		return commit_ledger(r);
+	return commit_record(r, err, errlen);
+}
+
+void resv_end(struct resv *r)
+{
+	if (r == NULL)
+		return;
+	free(r->items);
+	r->items = NULL;
+}

@@ -1,0 +1,192 @@
+/*
+ * reservations: what was admitted on one node but is not visible yet (ARCHITECTURE.md,
+ * "reservations"), as one interface over its two backends:
+ *
+ *   - the local ledger (--reservations local; ledger.h): this process's placements, per-node
+ *     entries in memory;
+ *   - the shared record (--reservations shared; record.h, shared.h): every replica's
+ *     placements, one Lease per node in the API server.
+ *
+ * One placement on one node goes:
+ *
+ *   resv_begin_*   take the node's reservations as they stand, with what the backend needs to
+ *                  tell later whether they changed (the ledger node's version; the record's
+ *                  resourceVersion), and forget the entries that stopped counting (below);
+ *   resv_items     the reservations that still count, as placement items for the core
+ *                  (view_placement_node, core_decide);
+ *   resv_put       the pod's own reservation, when the core admitted it with one;
+ *   resv_commit    compare-and-swap: store the put only if the node's reservations are still
+ *                  those begin took. RESV_COMMITTED, RESV_CONFLICT (they changed: begin again,
+ *                  decide again), or an error (the caller denies: fail closed);
+ *   resv_end       release what the transaction holds (always, whatever happened).
+ *
+ * When a reservation stops counting (one list for both backends; where each rule lives):
+ *   1. expiry: an entry counts until its expiry, judged on the reader's clock: the ledger's on
+ *      the decision's monotonic clock (now_ms: ledger.h, the --reservation-ttl, or
+ *      --unseen-reservation-ttl for a pod CREATE's); the record's on the shared clock's earliest
+ *      bound (record.h, "The argument"), so no reader drops it before the API server's clock
+ *      reaches it;
+ *   2. the same pod visible: a visible pod and a reservation of the same pod (the uids equal
+ *      where both are known, else the keys: placement.h) are counted once, as the pod, by the
+ *      core. The entry itself goes: from the ledger at begin when the caller passes the pods
+ *      it sees (resv_seen; ledger_settle: the watch cache's pods and the pods the node's DRA
+ *      claims are reserved for, or the live list's pods when there is no cache), matched more
+ *      strictly (the keys equal and, where both are known, the uids: an entry under webhook.c's
+ *      key for a pod named by generateName never settles and lives until its TTL); from the
+ *      record at the next write, once the cache has shown the pod for RECORD_SETTLE_GRACE_MS
+ *      (record_prune, by the core's rule: other replicas' caches must have seen it too);
+ *   3. the pod gone: a pod reported deleted or finished before it was seen stops counting at
+ *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
+ *      does a reservation whose pod the API path looked up and found deleted, bound to another
+ *      node, finished, or deleted before binding (webhook.c, drop_gone: ledger only).
+ *   A put of a pod that already has an entry replaces it (a retried Binding counts once).
+ *
+ * Units: bytes; now_ms is the decision's monotonic clock in ms (ledger_now_ms(), or held back
+ * to the watch cache's progress by the caller); the record's own times are Unix ms on the
+ * shared clock (shared.h); TTLs in ms.
+ *
+ * Ownership: a struct resv lives on the caller's stack. It borrows its backend (the ledger
+ * node, the record working copy, the struct shared) for its whole life and owns the items
+ * array resv_items returns (valid until resv_put, resv_commit or resv_end; keys and uids
+ * borrowed from the backend's entries). Errors: RESV_E* (negative), err (one line) where a
+ * call takes one.
+ *
+ * Thread-safety: one transaction per thread. The ledger backend's calls need the node locked
+ * (ledger_lock) at begin, items and commit; between begin and commit the node may be released
+ * (ledger_release) and taken again: commit then finds any change made meanwhile (its
+ * version). The record backend takes no lock but shared's own; a commit is an API call.
+ */
+#ifndef GMG_RESERVATIONS_H
+#define GMG_RESERVATIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ledger.h"
+#include "placement.h"
+#include "record.h"
+
+struct shared;
+
+#define RESV_COMMITTED 0
+#define RESV_CONFLICT  1    /* the node's reservations changed since begin: decide again */
+#define RESV_ENOMEM    (-1) /* out of memory */
+#define RESV_EFULL     (-2) /* the backend's cap per node (LEDGER_MAX_PER_NODE, RECORD_MAX_ENTRIES) */
+#define RESV_EINVAL    (-3) /* a bad argument (an empty or too long key or uid, no put) */
+#define RESV_EAPI      (-4) /* the record's write failed (not a conflict): err says why */
+#define RESV_EBUDGET   (-5) /* the record's write timed out */
+
+enum resv_backend {
+	RESV_LEDGER = 1,
+	RESV_RECORD = 2,
+};
+
+/* The pods visible on the node, by identity (keys[i] "namespace/name", uids[i] NULL or ""
+ * when unknown; uids may be NULL): the ledger forgets their entries at begin (rule 2). */
+struct resv_seen {
+	const char *const *keys;
+	const char *const *uids;
+	size_t n;
+};
+
+/* One node's transaction (private fields: use the functions). */
+struct resv {
+	enum resv_backend backend;
+	uint64_t now_ms;
+	/* ledger */
+	struct ledger_node *ln;
+	uint64_t version; /* ledger_version at begin */
+	/* record */
+	struct shared *sh;
+	const char *node;
+	struct record *rec;
+	int fresh;
+	uint64_t wall_ms; /* the shared clock's earliest bound at begin */
+	uint64_t mono_ms; /* the monotonic clock at begin, for record_prune's grace */
+	const struct placement_item *visible; /* the cache's pods, for record_prune; or NULL */
+	size_t n_visible;
+	size_t unseen_dropped;
+	/* the put */
+	int put;
+	char key[LEDGER_KEY_MAX];
+	char uid[LEDGER_UID_MAX];
+	uint64_t bytes, unseen_ttl_ms;
+	/* resv_items' array */
+	struct placement_item *items;
+};
+
+/*
+ * Begin over the local ledger's node ln, locked by the caller. gen: the node's generation
+ * (ledger_generation) when the caller's view of the node's pods was taken: when it has changed
+ * since, an entry the view could miss was settled meanwhile, and begin returns RESV_CONFLICT
+ * (take the view again). seen (may be NULL): the pods visible now, whose entries are forgotten
+ * (rule 2): NULL settles nothing (nor drops expired entries: they are not counted anyway), an
+ * empty list drops the expired ones. 0 (begun), RESV_CONFLICT, RESV_EINVAL (ln NULL). After any
+ * return, resv_end is the caller's.
+ */
+int resv_begin_ledger(struct resv *r, struct ledger_node *ln, uint64_t gen,
+                      const struct resv_seen *seen, uint64_t now_ms)
+    __attribute__((warn_unused_result));
+
+/*
+ * Begin over the shared record rec of node (borrowed: a working copy the transaction changes
+ * at put, as read by shared_load or shared_read, its resourceVersion the compare-and-swap
+ * token). fresh: rec was read from the API server for this placement (shared_read), not this
+ * process's last copy. visible (may be NULL, n_visible 0): the watch cache's pods on the node,
+ * whose entries the put prunes after RECORD_SETTLE_GRACE_MS (rule 2). s gives the clocks, the
+ * TTL and the write. 0 or RESV_EINVAL.
+ */
+int resv_begin_record(struct resv *r, struct shared *s, const char *node, struct record *rec,
+                      int fresh, const struct placement_item *visible, size_t n_visible,
+                      uint64_t now_ms) __attribute__((warn_unused_result));
+
+/* Whether the reservations begin took are the backend's latest: always for the ledger; for the
+ * record, whether it was read for this placement (a denial that counted a stale copy's entries
+ * is worth a read and a second decision: other replicas may have pruned some). */
+int resv_fresh(const struct resv *r);
+
+/*
+ * The reservations that still count at now_ms (rules 1 and 3; rule 2's same-pod counting is
+ * the core's), oldest first, as placement items (key, uid, bytes; the record's with their
+ * expiry on the now_ms clock). *items is the transaction's (valid until resv_put, resv_commit
+ * or resv_end), NULL with *n 0 when there are none. 0 or RESV_ENOMEM.
+ */
+int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
+    __attribute__((warn_unused_result));
+
+/*
+ * Put the pod's reservation of bytes: key ("namespace/name", or webhook.c's unique key of a pod
+ * named by generateName), uid (NULL or "" unknown). unseen_ttl_ms > 0: a pod CREATE's, whose pod
+ * the API server may never store: it counts for that long when shorter than the backend's TTL
+ * (--unseen-reservation-ttl; ledger_reserve_unseen, record_put_unseen); 0: the TTL. The record
+ * backend prunes the copy first (expired entries, and the visible pods' past the grace) and
+ * counts the expired unseen ones (resv_unseen_dropped). One put per transaction. 0,
+ * RESV_EINVAL, RESV_EFULL (the record full).
+ */
+int resv_put(struct resv *r, const char *key, const char *uid, uint64_t bytes,
+             uint64_t unseen_ttl_ms) __attribute__((warn_unused_result));
+
+/* Entries of pod CREATEs never seen that the record backend's put dropped at their expiry (for
+ * gpu_memory_guard_reservations_unseen_dropped_total); 0 for the ledger, which counts its own
+ * (ledger_unseen_dropped). */
+size_t resv_unseen_dropped(const struct resv *r);
+
+/*
+ * Commit the put by compare-and-swap.
+ *   ledger: with the node locked, RESV_CONFLICT when its version changed since begin (an entry
+ *   added, refreshed or dropped meanwhile, while the caller had released it), else the entry is
+ *   recorded (ledger_reserve_uid / ledger_reserve_unseen): RESV_COMMITTED, RESV_EFULL,
+ *   RESV_ENOMEM, RESV_EINVAL.
+ *   record: shared_write of the copy with the resourceVersion read: RESV_COMMITTED,
+ *   RESV_CONFLICT (409, or 404: read it again with shared_read and decide again), RESV_EBUDGET,
+ *   RESV_EAPI, RESV_ENOMEM with err. (shared_place makes the same write for a whole batch of
+ *   placements, its group commit: the webhook's placements commit there.)
+ * Without a put: RESV_EINVAL.
+ */
+int resv_commit(struct resv *r, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/* Release the transaction's items. The backend is not touched (the ledger node stays locked,
+ * the record copy stays the caller's). A zeroed or ended struct resv is a no-op. */
+void resv_end(struct resv *r);
+
+#endif
