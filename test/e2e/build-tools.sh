@@ -43,6 +43,17 @@ export GOGC=${GOGC:-400}
 
 step() { echo "build-tools: $(date +%H:%M:%S) $*" >&2; }
 fail() { echo "build-tools: FAILED: $1 (log: $2)" >&2; tail -n 20 "$2" >&2 || true; exit 1; }
+# timed FUNCTION: runs it, then says how much CPU (user + system, from /proc/$$/stat's cutime and
+# cstime: the builds' processes, waited for by this shell) and wall time it took, when it built.
+timed() {
+	local f t0=$SECONDS c0 c1
+	read -r -a f <"/proc/$$/stat"
+	c0=$((f[15] + f[16]))
+	"$@" || return
+	read -r -a f <"/proc/$$/stat"
+	c1=$((f[15] + f[16]))
+	[ $((c1 - c0)) -lt 100 ] || step "$1: done in $((SECONDS - t0)) s, CPU $(((c1 - c0) / $(getconf CLK_TCK))) s"
+}
 
 # What the scripts around the cluster use: jq (reading the API's JSON), openssl (certificates),
 # curl. (etcd is built from Go modules: build_etcd.)
@@ -285,11 +296,11 @@ for g in $groups; do
 		flock 8
 	fi
 	case $g in
-	cluster) build_k8s && build_etcd && build_clients ;;
+	cluster) timed build_k8s && timed build_etcd && timed build_clients ;;
 	promtool)
 		# remove_all_sd: promtool without Prometheus' service discovery plugins (AWS, Azure, GCE,
 		# Kubernetes, ...), which checking rules never uses: far fewer packages to compile.
-		go_install_tool promtool "$PROMTOOL_VERSION" github.com/prometheus/prometheus/cmd/promtool \
+		timed go_install_tool promtool "$PROMTOOL_VERSION" github.com/prometheus/prometheus/cmd/promtool \
 			"-s -w -X github.com/prometheus/common/version.Version=$PROMTOOL_VERSION" remove_all_sd
 		;;
 	esac
