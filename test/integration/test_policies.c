@@ -328,10 +328,13 @@ static void test_label_tiers_after_sync(void **state)
 		ITEST_CHECK(harness_now() < end, "15Gi realtime still refused: %s", a.message);
 		usleep(50 * 1000);
 	}
+	/* The API path admits rt-15 from the moment the watch ends for the relist, before the
+	 * LIST is done (a LIST slowed by 400 ms gave 0 here, the cascade CI saw at stop 32):
+	 * counted once synced. */
+	itest_wait_synced(&W, 10000); /* the cache decides again, not the API path */
 	double after = metric("gpu_memory_guard_cache_relists_total", "resource=\"pods\"");
 	ITEST_CHECK(after == relists + 1, "pods relisted %g times for the policy, want 1",
 	            after - relists);
-	itest_wait_synced(&W, 10000); /* the cache decides again, not the API path */
 	a = place_ex("rt-15", "15Gi", "pol-c", NULL, "realtime", 1, NULL, 0);
 	ITEST_CHECK(a.allowed, "15Gi realtime refused from the cache: %s", a.message);
 	a = place_ex("rt-25", "25Gi", "pol-c", NULL, "realtime", 1, NULL, 0);
