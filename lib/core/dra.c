@@ -340,10 +340,12 @@ static int config_kind(const cJSON *cfg, const struct dra_drivers *d)
 	return -1;
 }
 
-/* A pinned memory limit: a quantity of at least DRA_MIN_PINNED. The opaque parameters keep the
- * JSON as written, and a Quantity reads a number too (resource.Quantity's UnmarshalJSON parses
- * the unquoted text): the driver takes 10737418240, so it is read as "10737418240". */
-static int pinned_of(const cJSON *v, const char *what, uint64_t *out, char *err, size_t errlen)
+/* A pinned memory limit's bytes. The opaque parameters keep the JSON as written, and a Quantity
+ * reads a number too (resource.Quantity's UnmarshalJSON parses the unquoted text): the driver
+ * takes 10737418240, so it is read as "10737418240". Every reader of a pinned limit goes through
+ * it (decode_mps validates, result_pins matches to the device). */
+static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, char *err,
+                              size_t errlen)
 {
 	char num[64];
 	cJSON text = {.type = cJSON_String, .valuestring = num};
@@ -352,7 +354,13 @@ static int pinned_of(const cJSON *v, const char *what, uint64_t *out, char *err,
 		snprintf(num, sizeof(num), "%.17g", v->valuedouble);
 		v = &text;
 	}
-	if (quantity_of(v, what, out, err, errlen) != 0)
+	return quantity_of(v, what, out, err, errlen);
+}
+
+/* A pinned memory limit as the driver takes it: pinned_quantity_of, at least DRA_MIN_PINNED. */
+static int pinned_of(const cJSON *v, const char *what, uint64_t *out, char *err, size_t errlen)
+{
+	if (pinned_quantity_of(v, what, out, err, errlen) != 0)
 		return -1;
 	if (*out < DRA_MIN_PINNED) {
 		errbuf_set(err, errlen, "%s is under 1Mi (the driver refuses it)", what);
@@ -524,13 +532,13 @@ static void result_pins(const cJSON *mps, int sole, struct dra_pin *p)
 	const cJSON *e;
 
 	memset(p, 0, sizeof(*p));
-	(void)quantity_of(json_at(mps, "defaultPinnedDeviceMemoryLimit", NULL), "", &p->def, NULL,
-	                  0);
+	(void)pinned_quantity_of(json_at(mps, "defaultPinnedDeviceMemoryLimit", NULL), "", &p->def,
+	                         NULL, 0);
 	cJSON_ArrayForEach(e, json_at(mps, "defaultPerDevicePinnedMemoryLimit", NULL))
 	{
 		uint64_t b = 0;
 
-		(void)quantity_of(e, "", &b, NULL, 0);
+		(void)pinned_quantity_of(e, "", &b, NULL, 0);
 		if (index_key(e->string)) {
 			if (sole && strspn(e->string, "0") == strlen(e->string)) /* index 0 */
 				p->own = b;

@@ -304,6 +304,20 @@ static void pinned_per_device(void **state)
 	     "MIG-1b2c3d4e-0000-4000-8000-000000000001", DRA_CFG_MIG, 3 * GI},
 	    {"time-slicing: no pinned limit",
 	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", TS)), UUID_A, DRA_CFG_GPU, 0},
+	    /* JSON numbers are quantities of bytes here too (pinned_of): the driver takes them */
+	    {"a default written as a JSON number, no key names the device",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            MPS_PER("'defaultPinnedDeviceMemoryLimit':10737418240,",
+	                                    "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 10 * GI},
+	    {"the device's UUID names a JSON number",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            MPS_PER(DEF10, "'" UUID_A "':21474836480"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
+	    {"index 0 of a claim of one device names a JSON number",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':5368709120"))),
+	     UUID_A, DRA_CFG_GPU, 5 * GI},
 	};
 	struct dra_claim *c = malloc(sizeof(*c));
 
