@@ -28,12 +28,11 @@
 # Prints PASS/FAIL per test with the reason, then "N passed, M failed"; exits 1 on any failure.
 # The cluster lives in its own state folder (so a demo cluster left up is not disturbed) and is
 # torn down on exit; GMG_E2E_KEEP=1 keeps it up for a look.
-# The whole suite (no number) runs the tests of GMG_E2E_BESIDE (default "12,19 20": each starts
-# webhook replicas or faults of its own) beside the others: each group (groups are separated by
-# commas) in a run.sh of its own on a cluster of its own (its own state folder; ports in an equal
-# slice of GMG_E2E_BESIDE_PORTS, default 24000-27999, the main cluster's in GMG_E2E_PORTS,
-# default 20000-23999); their output is printed whole after the other tests, group by group,
-# and their verdicts count in the final line. GMG_E2E_BESIDE="" runs them in sequence.
+# The whole suite (no number) runs the tests of GMG_E2E_BESIDE (default "12 19 20": each starts
+# webhook replicas or faults of its own) beside the others, in a second run.sh on a cluster of
+# its own (its own state folder; ports in GMG_E2E_BESIDE_PORTS, default 24000-27999, the main
+# cluster's in GMG_E2E_PORTS, default 20000-23999); its output is printed whole after the other
+# tests, and its verdicts count in the final line. GMG_E2E_BESIDE="" runs them in sequence.
 set -uo pipefail
 
 BINARY=${1:-}
@@ -46,8 +45,8 @@ GMG_E2E_STATE=$(mktemp -d "${TMPDIR:-/tmp}/gmg-e2e-run.XXXXXX")
 export GMG_E2E_STATE
 BESIDE_WANTED="" BESIDE="" BESIDE_PID=""
 if [ "$ONLY" = "  " ]; then
-	BESIDE_WANTED=${GMG_E2E_BESIDE-12,19 20}
-	[ -z "${BESIDE_WANTED//[ ,]/}" ] || export GMG_E2E_PORTS=${GMG_E2E_PORTS:-20000-23999}
+	BESIDE_WANTED=${GMG_E2E_BESIDE- 12 19 20}
+	[ -z "${BESIDE_WANTED// /}" ] || export GMG_E2E_PORTS=${GMG_E2E_PORTS:-20000-23999}
 fi
 # shellcheck source=lib.sh
 . "$(dirname "$0")/lib.sh"
@@ -63,8 +62,8 @@ MAIN_PID=$BASHPID
 # GMG_E2E_KEEP=1).
 cleanup() {
 	if [ -n "$BESIDE_PID" ]; then # the suite stopped before it waited for them
-		kill $BESIDE_PID 2>/dev/null
-		beside_wait 60 # their clusters' teardown
+		kill "$BESIDE_PID" 2>/dev/null
+		beside_wait 60 # their cluster's teardown
 		BESIDE_PID=""
 	fi
 	if [ "$1" -ne 0 ] && [ -d "$STATE/logs" ]; then
@@ -128,53 +127,33 @@ want() {
 	*) return 1 ;;
 	esac
 }
-# The tests run beside (see the top): those of GMG_E2E_BESIDE the whole suite would run, group
-# by group (BESIDE_GROUPS[i]: "12", "19 20"); BESIDE lists them all.
-BESIDE_GROUPS=()
-IFS=, read -r -a _groups <<<"$BESIDE_WANTED"
-for g in "${_groups[@]}"; do
-	beside=""
-	for n in $g; do
-		want "$n" && beside="$beside $n"
-	done
-	[ -z "$beside" ] || BESIDE_GROUPS+=("${beside# }")
+# The tests run beside (see the top): those of GMG_E2E_BESIDE the whole suite would run.
+beside=""
+for n in $BESIDE_WANTED; do
+	want "$n" && beside="$beside $n"
 done
-BESIDE="${BESIDE_GROUPS[*]}"
-# Each group is not a child of this shell (started from a subshell that exits at once): the
-# tests' own bare `wait`s (tests 6, 10, 12) must not wait for it. Group i's pid and, once it
-# ended, its exit status are in $STATE/beside-i.pid and beside-i.rc, its output in beside-i.log;
-# its ports an equal slice of GMG_E2E_BESIDE_PORTS (clusters started together must not pick the
-# same port before either listens).
+BESIDE=${beside# }
+# Not a child of this shell (started from a subshell that exits at once): the tests' own bare
+# `wait`s (tests 6, 10, 12) must not wait for it. Its pid and, once it ended, its exit status
+# are in $STATE/beside.pid and beside.rc.
 if [ -n "$BESIDE" ]; then
-	_ports=${GMG_E2E_BESIDE_PORTS:-24000-27999}
-	_lo=${_ports%-*} _hi=${_ports#*-}
-	_span=$(((_hi - _lo + 1) / ${#BESIDE_GROUPS[@]}))
-	for i in "${!BESIDE_GROUPS[@]}"; do
-		g=${BESIDE_GROUPS[$i]}
-		log "e2e: tests $g beside the others, on a cluster of their own (log $STATE/beside-$i.log)"
+	BESIDE_LOG="$STATE/beside.log"
+	log "e2e: tests $BESIDE beside the others, on a cluster of their own (log $BESIDE_LOG)"
+	(
 		(
-			(
-				GMG_E2E_PORTS=$((_lo + i * _span))-$((_lo + (i + 1) * _span - 1)) GMG_E2E_BESIDE="" \
-					bash "$E2E_DIR/run.sh" "$BINARY" $g >"$STATE/beside-$i.log" 2>&1 </dev/null &
-				echo $! >"$STATE/beside-$i.pid.tmp" && mv "$STATE/beside-$i.pid.tmp" "$STATE/beside-$i.pid"
-				wait $!
-				echo $? >"$STATE/beside-$i.rc"
-			) &
-		)
-		wait_for 10 "the pid of tests $g" test -s "$STATE/beside-$i.pid"
-		BESIDE_PID="$BESIDE_PID $(cat "$STATE/beside-$i.pid" 2>/dev/null)"
-	done
-	BESIDE_PID=${BESIDE_PID# }
+			GMG_E2E_PORTS=${GMG_E2E_BESIDE_PORTS:-24000-27999} GMG_E2E_BESIDE="" \
+				bash "$E2E_DIR/run.sh" "$BINARY" $BESIDE >"$BESIDE_LOG" 2>&1 </dev/null &
+			echo $! >"$STATE/beside.pid.tmp" && mv "$STATE/beside.pid.tmp" "$STATE/beside.pid"
+			wait $!
+			echo $? >"$STATE/beside.rc"
+		) &
+	)
+	wait_for 10 "the pid of tests $BESIDE" test -s "$STATE/beside.pid"
+	BESIDE_PID=$(cat "$STATE/beside.pid" 2>/dev/null)
 	[ -n "$BESIDE_PID" ] || BESIDE_PID=none
 fi
-# beside_wait SECONDS: until every group run beside has ended (its beside-i.rc written).
-beside_ended() {
-	local i
-	for i in "${!BESIDE_GROUPS[@]}"; do
-		test -s "$STATE/beside-$i.rc" || return 1
-	done
-}
-beside_wait() { wait_for "$1" "tests $BESIDE to end" beside_ended; }
+# beside_wait SECONDS: until the run beside has ended (its beside.rc written).
+beside_wait() { wait_for "$1" "tests $BESIDE to end" test -s "$STATE/beside.rc"; }
 
 # pod_json NAME NAMESPACE MEMORY GPUS [NODE_NAME] [NODE_SELECTOR_HOSTNAME] [GATED]
 # A GPU pod as users write them: GPU_MEMORY_LIMIT, nvidia.com/gpu limit, the taint's toleration.
@@ -2384,26 +2363,23 @@ want 25 && timed 25 test_dra
 want 26 && timed 26 test_client_auth
 
 if [ -n "$BESIDE_PID" ]; then
-	log "e2e: waiting for tests $BESIDE (beside, logs $STATE/beside-*.log)"
+	log "e2e: waiting for tests $BESIDE (beside, log $BESIDE_LOG)"
 	beside_wait 3600
+	brc=$(cat "$STATE/beside.rc" 2>/dev/null)
+	brc=${brc:-1}
 	BESIDE_PID=""
-	for i in "${!BESIDE_GROUPS[@]}"; do
-		g=${BESIDE_GROUPS[$i]}
-		brc=$(cat "$STATE/beside-$i.rc" 2>/dev/null)
-		brc=${brc:-1}
-		echo "---- tests $g, run beside the others on a cluster of their own: ----"
-		cat "$STATE/beside-$i.log"
-		echo "---- end of tests $g ----"
-		CURRENT="tests $g (beside)"
-		verdict=$(tail -n 1 "$STATE/beside-$i.log")
-		if [[ $verdict =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
-			PASSED=$((PASSED + BASH_REMATCH[1]))
-			FAILED=$((FAILED + BASH_REMATCH[2]))
-			[ "$brc" -eq 0 ] || [ "${BASH_REMATCH[2]}" -ne 0 ] || fail "their run.sh exited $brc after: $verdict"
-		else
-			fail "their run.sh ended without a verdict (exit $brc), last line: $verdict"
-		fi
-	done
+	echo "---- tests $BESIDE, run beside the others on a cluster of their own: ----"
+	cat "$BESIDE_LOG"
+	echo "---- end of tests $BESIDE ----"
+	CURRENT="tests $BESIDE (beside)"
+	verdict=$(tail -n 1 "$BESIDE_LOG")
+	if [[ $verdict =~ ^([0-9]+)\ passed,\ ([0-9]+)\ failed$ ]]; then
+		PASSED=$((PASSED + BASH_REMATCH[1]))
+		FAILED=$((FAILED + BASH_REMATCH[2]))
+		[ "$brc" -eq 0 ] || [ "${BASH_REMATCH[2]}" -ne 0 ] || fail "their run.sh exited $brc after: $verdict"
+	else
+		fail "their run.sh ended without a verdict (exit $brc), last line: $verdict"
+	fi
 fi
 if ! daemon_alive webhook; then
 	CURRENT="webhook process"
