@@ -304,7 +304,7 @@ static void pinned_per_device(void **state)
 	     "MIG-1b2c3d4e-0000-4000-8000-000000000001", DRA_CFG_MIG, 3 * GI},
 	    {"time-slicing: no pinned limit",
 	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig", TS)), UUID_A, DRA_CFG_GPU, 0},
-	    /* JSON numbers are quantities of bytes here too (pinned_of): the driver takes them */
+	    /* JSON numbers are bytes here too (pinned_quantity_of), as the driver takes them */
 	    {"a default written as a JSON number, no key names the device",
 	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            MPS_PER("'defaultPinnedDeviceMemoryLimit':10737418240,",
