@@ -340,10 +340,39 @@ static int config_kind(const cJSON *cfg, const struct dra_drivers *d)
 	return -1;
 }
 
-/* A pinned memory limit's bytes. The opaque parameters keep the JSON as written, and a Quantity
- * reads a number too (resource.Quantity's UnmarshalJSON parses the unquoted text): the driver
- * takes 10737418240, so it is read as "10737418240". Every reader of a pinned limit goes through
- * it (decode_mps validates, result_pins matches to the device). */
+/* The length in bytes of the white space character that starts s (n bytes), 0 when s starts
+ * with none: the space and the non-ASCII spaces of Go's unicode.IsSpace (U+0085, U+00A0,
+ * U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000) in UTF-8. Not the ASCII
+ * control characters (tab, newline, ...): JSON writes those only escaped, and an escape is not
+ * trimmed by the driver (resource.Quantity's UnmarshalJSON trims the raw JSON text). */
+static size_t go_space_len(const unsigned char *s, size_t n)
+{
+	if (n >= 1 && s[0] == ' ')
+		return 1;
+	if (n >= 2 && s[0] == 0xC2 && (s[1] == 0x85 || s[1] == 0xA0))
+		return 2;
+	if (n < 3)
+		return 0;
+	if (s[0] == 0xE1 && s[1] == 0x9A && s[2] == 0x80)
+		return 3;
+	if (s[0] == 0xE2 && s[1] == 0x80 &&
+	    ((s[2] >= 0x80 && s[2] <= 0x8A) || s[2] == 0xA8 || s[2] == 0xA9 || s[2] == 0xAF))
+		return 3;
+	if (s[0] == 0xE2 && s[1] == 0x81 && s[2] == 0x9F)
+		return 3;
+	if (s[0] == 0xE3 && s[1] == 0x80 && s[2] == 0x80)
+		return 3;
+	return 0;
+}
+
+/* A pinned memory limit's bytes. The opaque parameters keep the JSON as written, and the driver
+ * reads them with resource.Quantity's UnmarshalJSON, which parses the raw text, unquoted, after
+ * strings.TrimSpace: a JSON number is a quantity (10737418240 is read as "10737418240"), and
+ * white space around a string's quantity is dropped (go_space_len says which). cJSON has
+ * decoded the escapes already, so an escaped non-ASCII space ("\u00a0") is dropped here too
+ * while the driver refuses it: that claim is counted with its limit, and its pods do not start.
+ * Every reader of a pinned limit goes through it (decode_mps validates, result_pins matches to
+ * the device). */
 static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, char *err,
                               size_t errlen)
 {
@@ -353,6 +382,31 @@ static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, c
 	if (cJSON_IsNumber(v)) {
 		snprintf(num, sizeof(num), "%.17g", v->valuedouble);
 		v = &text;
+	} else if (cJSON_IsString(v) && v->valuestring != NULL) {
+		const char *s = v->valuestring;
+		size_t n = strlen(s), k;
+
+		while ((k = go_space_len((const unsigned char *)s, n)) > 0) {
+			s += k;
+			n -= k;
+		}
+		for (;;) {
+			for (k = 1; k <= 3 && k <= n; k++)
+				if (go_space_len((const unsigned char *)s + n - k, k) == k)
+					break;
+			if (k > 3 || k > n)
+				break;
+			n -= k;
+		}
+		if (s != v->valuestring || n != strlen(v->valuestring)) {
+			if (n >= sizeof(num)) {
+				errbuf_set(err, errlen, "%s is not a quantity: too long", what);
+				return -1;
+			}
+			memcpy(num, s, n);
+			num[n] = '\0';
+			v = &text;
+		}
 	}
 	return quantity_of(v, what, out, err, errlen);
 }

@@ -179,6 +179,16 @@ static void claim_config_errors(void **state)
 	                            "{'strategy':'MPS','mpsConfig':{"
 	                            "'defaultPinnedDeviceMemoryLimit':-10737418240}}")),
 	     "defaultPinnedDeviceMemoryLimit is not a quantity: \"-10737418240\" is negative"},
+	    /* an escaped tab is not white space to the driver (it trims the raw JSON text) */
+	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            "{'strategy':'MPS','mpsConfig':{"
+	                            "'defaultPinnedDeviceMemoryLimit':'\\t10Gi'}}")),
+	     "defaultPinnedDeviceMemoryLimit is not a quantity"},
+	    {CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig",
+	                     "{'strategy':'MPS','mpsConfig':{"
+	                     "'defaultPerDevicePinnedMemoryLimit':{'0':' \xe2\x80\x80 '}}}")),
+	     "defaultPerDevicePinnedMemoryLimit[0] is not a quantity"},
 	    {CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            "{'strategy':'MPS','timeSlicingConfig':{}}")),
 	     "sharing.timeSlicingConfig with strategy MPS"},
@@ -318,6 +328,18 @@ static void pinned_per_device(void **state)
 	     CLAIM_ALLOC("gpu",
 	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'0':5368709120"))),
 	     UUID_A, DRA_CFG_GPU, 5 * GI},
+	    /* white space around a quantity is dropped, as resource.Quantity's UnmarshalJSON
+	     * drops it (strings.TrimSpace): the space, U+00A0 and U+3000 written raw in UTF-8 */
+	    {"spaces around the default, the device's UUID names no limit",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            MPS_PER("'defaultPinnedDeviceMemoryLimit':'  10Gi ',",
+	                                    "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 10 * GI},
+	    {"Unicode spaces around the device's own limit",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            MPS_PER(DEF10, "'" UUID_A "':'\xc2\xa0"
+	                                           "20Gi\xe3\x80\x80'"))),
+	     UUID_A, DRA_CFG_GPU, 20 * GI},
 	};
 	struct dra_claim *c = malloc(sizeof(*c));
 
