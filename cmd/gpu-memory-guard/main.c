@@ -618,6 +618,14 @@ int main(int argc, char **argv)
 		    "of the denial; raise timeoutSeconds or lower --api-timeout",
 		    (struct log_field[]){LOG_INT("webhook_timeout_ms", cfg.webhook_timeout_ms),
 		                         LOG_INT("deadline_ms", deadline_ms), LOG_END});
+	if (config_keepalive_short(&cfg))
+		log_fields(
+		    LOG_WARN,
+		    "--connection-timeout is not over the API server's and kube-scheduler's "
+		    "idle keep-alive (90s): a review sent on a connection as this replica "
+		    "closes it fails with EOF, and the failurePolicy answers it",
+		    (struct log_field[]){LOG_INT("connection_timeout_s", cfg.connection_timeout_s),
+		                         LOG_INT("client_idle_s", CONFIG_CLIENT_IDLE_S), LOG_END});
 	int status = serve(&cfg, &signals);
 	curl_global_cleanup();
 	return status;

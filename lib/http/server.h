@@ -111,7 +111,8 @@ struct server_options {
 	 * "serving" log line says how many ("cpus"). */
 	unsigned threads;              /* admission thread pool size; 0 = CPUs (min 2) */
 	unsigned workers;              /* review worker threads; 0 = 4 x CPUs (min 8) */
-	unsigned connection_timeout_s; /* idle connection timeout, seconds (> 0) */
+	unsigned connection_timeout_s; /* idle connection timeout, seconds (0: 120; config.h,
+	                                  CONFIG_CLIENT_IDLE_S, says why over 90) */
 	uint64_t cert_warn_s; /* /readyz warns when the certificate expires within this, seconds;
 	                         0: never */
 	/* Optional: one more line of /readyz (e.g. the watch cache's state), written into buf

@@ -137,7 +137,9 @@ static const char usage_text[] =
     "  --workers N                   threads that run reviews and wait for the API server\n"
     "                                (default: 4 x CPUs, at least 8)\n"
     "  --connection-timeout DUR      close idle client connections after this long\n"
-    "                                (default 30s, whole seconds)\n"
+    "                                (default 120s, whole seconds); at start, a warning\n"
+    "                                when it is not over 90s, the idle time after which\n"
+    "                                the API server and kube-scheduler close theirs\n"
     "  --drain-timeout DUR           after SIGTERM: /readyz fails and reviews are still\n"
     "                                served this long (default 5s)\n"
     "  --shutdown-timeout DUR        then the wait for in-flight reviews before the\n"
@@ -146,6 +148,11 @@ static const char usage_text[] =
     "\n"
     "Exit status: 0 on success and after a SIGTERM drain, 1 when serving fails to start,\n"
     "2 on a bad command line.\n";
+
+int config_keepalive_short(const struct config *cfg)
+{
+	return cfg->connection_timeout_s <= CONFIG_CLIENT_IDLE_S;
+}
 
 int config_timeout_short(const struct config *cfg, uint64_t *deadline_ms)
 {
@@ -183,7 +190,7 @@ void config_defaults(struct config *cfg)
 	cfg->drain_timeout_ms = 5000;
 	cfg->shutdown_timeout_ms = 10000;
 	cfg->cert_expiry_warning_ms = 720ull * 3600 * 1000;
-	cfg->connection_timeout_s = 30;
+	cfg->connection_timeout_s = CONFIG_CONNECTION_TIMEOUT_S;
 	cfg->undeclared_infer = 1;
 	engine_defaults_init(&cfg->engine_defaults);
 }

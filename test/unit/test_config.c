@@ -382,6 +382,28 @@ static void test_usage_documents_every_flag(void **state)
 	assert_int_equal(u[strlen(u) - 1], '\n');
 }
 
+/* The idle timeout is over the API server's and kube-scheduler's (config.h, Keep-alive): at 30 s
+ * (the old default) a review written on a connection as the webhook closed it failed with EOF. */
+static void test_connection_timeout_over_clients_idle(void **state)
+{
+	struct config cfg;
+	char err[CONFIG_ERR_MAX] = "";
+	(void)state;
+	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
+	assert_int_equal(cfg.connection_timeout_s, 120);
+	assert_true(cfg.connection_timeout_s > CONFIG_CLIENT_IDLE_S);
+	assert_false(config_keepalive_short(&cfg));
+	assert_int_equal(parse("serve " TLS " --connection-timeout 90s", &cfg, err, sizeof(err)),
+	                 0);
+	assert_true(config_keepalive_short(&cfg)); /* equal races too */
+	assert_int_equal(parse("serve " TLS " --connection-timeout 91s", &cfg, err, sizeof(err)),
+	                 0);
+	assert_false(config_keepalive_short(&cfg));
+	assert_int_equal(parse("serve " TLS " --connection-timeout 30s", &cfg, err, sizeof(err)),
+	                 0);
+	assert_true(config_keepalive_short(&cfg));
+}
+
 static void test_webhook_timeout(void **state)
 {
 	struct config cfg;
@@ -453,6 +475,7 @@ int main(void)
 	    cmocka_unit_test(test_defaults),
 	    cmocka_unit_test(test_mode_audit),
 	    cmocka_unit_test(test_webhook_timeout),
+	    cmocka_unit_test(test_connection_timeout_over_clients_idle),
 	    cmocka_unit_test(test_undeclared_and_engine_defaults),
 	    cmocka_unit_test(test_every_flag),
 	    cmocka_unit_test(test_client_auth_flags),
