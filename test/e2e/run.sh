@@ -1080,8 +1080,24 @@ rr_tally() {
 	echo "$created $thr $other $errors"
 }
 
-# rr_fit NODE MEM_GI: how many MEM_GI pods fit on NODE, from the API's view (the oracle).
-rr_fit() { node_usage "$1" | jq --argjson d $(($2 * 1073741824)) '(.limit - .declared) / $d | floor'; }
+# rr_usage NODE...: cluster_usage's line of each NODE (the API's view, the oracle), from one read
+# of the API's nodes and pods.
+rr_usage() { cluster_usage "$THRESHOLD" | jq -c --args 'select(.node as $n | $ARGS.positional | index($n))' "$@"; }
+
+# rr_fit MEM_GI NODE...: how many MEM_GI pods fit on the NODEs together, from the API's view.
+rr_fit() {
+	local d=$(($1 * 1073741824))
+	shift
+	rr_usage "$@" | jq -s --argjson d $d 'map((.limit - .declared) / $d | floor) | add // 0'
+}
+
+# rr_placed NODE...: the number of pods of the test's namespace on each NODE, space-separated, from
+# one read of the API.
+rr_placed() {
+	kc get pods -n $RR_NS -o json | jq -r --args '[.items[].spec.nodeName] as $on |
+		$ARGS.positional | map(. as $n | [$on[] | select(. == $n)] | length) | join(" ")' "$@"
+}
+rr_sum() { awk '{ s = 0; for (i = 1; i <= NF; i++) s += $i; print s }'; }
 
 # rr_storm KIND LABEL COUNT MEM_GI NODE...: one storm of COUNT pods of MEM_GI each, spread over the
 # NODEs in turn: KIND nodename (pod CREATE with spec.nodeName, all at once) or scheduler (pods
@@ -1095,7 +1111,7 @@ rr_storm() {
 	local nodes=("$@") dir i node t0 ms c0 c1 want=0 placed=0 over bad="" per="" n f
 	dir=$(mktemp -d)
 	mkdir "$dir/pods"
-	for node in "${nodes[@]}"; do want=$((want + $(rr_fit "$node" "$mem"))); done
+	want=$(rr_fit "$mem" "${nodes[@]}")
 	for i in $(seq 1 "$count"); do
 		node=${nodes[$(((i - 1) % ${#nodes[@]}))]}
 		if [ "$kind" = nodename ]; then
@@ -1115,10 +1131,7 @@ rr_storm() {
 		# Settled: exactly what fits bound (the refused ones keep being retried by the scheduler).
 		local deadline=$((SECONDS + 90))
 		while :; do
-			placed=0
-			for node in "${nodes[@]}"; do
-				placed=$((placed + $(kc get pods -n $RR_NS --field-selector spec.nodeName="$node" -o name | wc -l)))
-			done
+			placed=$(rr_placed "${nodes[@]}" | rr_sum)
 			[ "$placed" -lt "$want" ] && [ $SECONDS -lt $deadline ] || break
 			sleep 1
 		done
@@ -1128,15 +1141,12 @@ rr_storm() {
 		ms=$(($(now_ms) - t0))
 	fi
 	c1=$(rr_counters)
-	placed=0
-	for node in "${nodes[@]}"; do
-		n=$(kc get pods -n $RR_NS --field-selector spec.nodeName="$node" -o name | wc -l)
-		placed=$((placed + n))
-		per="$per $n"
-	done
-	over=$(for node in "${nodes[@]}"; do cluster_usage "$THRESHOLD" "$node"; done | jq -r 'select(.over) | "\(.node) \(.declared / 1073741824 * 100 | round / 100)Gi > \(.limit / 1073741824 * 100 | round / 100)Gi"' | tr '\n' ' ')
-	local worst
-	worst=$(for node in "${nodes[@]}"; do cluster_usage "$THRESHOLD" "$node"; done | jq -s 'map(.declared / 1073741824) | max * 100 | round / 100')
+	per=" $(rr_placed "${nodes[@]}")"
+	placed=$(rr_sum <<<"$per")
+	local usage worst
+	usage=$(rr_usage "${nodes[@]}")
+	over=$(jq -r 'select(.over) | "\(.node) \(.declared / 1073741824 * 100 | round / 100)Gi > \(.limit / 1073741824 * 100 | round / 100)Gi"' <<<"$usage" | tr '\n' ' ')
+	worst=$(jq -s 'map(.declared / 1073741824) | max * 100 | round / 100' <<<"$usage")
 	if [ -n "$over" ]; then
 		bad="$bad; node over its threshold: $over"
 	fi
@@ -1159,7 +1169,7 @@ rr_storm() {
 		"${worst}Gi" "$ms" "${d[0]}" "${d[1]}" "${d[2]}" "$([ -z "$bad" ] && echo ok || echo FAIL)" >>"$RR_DIR/figures.tsv"
 	[ -z "$bad" ] || RR_BAD="$RR_BAD; $RR_REPLICAS replicas, $label round $round:$bad"
 	kc delete pods -n $RR_NS -l "app.kubernetes.io/part-of=gmg-e2e" --grace-period=0 --force --wait=false >/dev/null 2>&1
-	for node in "${nodes[@]}"; do kc delete node "$node" --wait=false >/dev/null 2>&1; done
+	kc delete node "${nodes[@]}" --wait=false >/dev/null 2>&1
 	rm -rf "$dir"
 }
 
@@ -1254,9 +1264,10 @@ rr_kill_round() {
 	RR_REPLICAS=2 # the metrics of the two left
 	read -r created thr other errors <<<"$(rr_tally "$dir")"
 	reasons=$(rr_reasons "$dir")
-	worst=$(for n in $k1 $k2; do cluster_usage "$THRESHOLD" "$n"; done | jq -s 'map(.declared / 1073741824) | max * 100 | round / 100')
-	local over
-	over=$(for n in $k $k1 $k2; do cluster_usage "$THRESHOLD" "$n"; done | jq -r 'select(.over) | "\(.node) \(.declared / 1073741824)Gi"' | tr '\n' ' ')
+	local over usage
+	usage=$(rr_usage $k $k1 $k2)
+	worst=$(jq -s --arg k $k 'map(select(.node != $k) | .declared / 1073741824) | max * 100 | round / 100' <<<"$usage")
+	over=$(jq -r 'select(.over) | "\(.node) \(.declared / 1073741824)Gi"' <<<"$usage" | tr '\n' ' ')
 	[ -z "$over" ] || bad="$bad; node over its threshold after the storm with the kill: $over"
 	[ "$t_kill" -lt "$t_end" ] || bad="$bad; the storm ($storm_ms ms) ended before the kill ($((t_kill - t0)) ms in): not a kill in the middle"
 	# After the TTL (counted from the kill: every reservation replica-3 made is older), each node's
@@ -1264,8 +1275,9 @@ rr_kill_round() {
 	local wait_ms room placed_after="" node
 	wait_ms=$((t_kill + (RR_TTL + 2) * 1000 - $(now_ms)))
 	[ "$wait_ms" -le 0 ] || sleep "$((wait_ms / 1000)).$(printf '%03d' $((wait_ms % 1000)))"
+	usage=$(rr_usage $k $k1 $k2)
 	for node in $k $k1 $k2; do
-		room=$(node_usage $node | jq '(.limit - .declared) / 1048576 | floor')
+		room=$(jq --arg n $node 'select(.node == $n) | (.limit - .declared) / 1048576 | floor' <<<"$usage")
 		[ "$room" -gt 0 ] || continue
 		if ! out=$(pod_json "$node-room" $RR_NS "${room}Mi" 1 $node | kc create -f - 2>&1); then
 			bad="$bad; $((RR_TTL + 2))s after the kill, ${room}Mi on $node (all its room by the API) refused: ${out:0:300}"
@@ -1275,7 +1287,7 @@ rr_kill_round() {
 			placed_after="$placed_after $node ${room}Mi,"
 		fi
 	done
-	over=$(for n in $k $k1 $k2; do cluster_usage "$THRESHOLD" "$n"; done | jq -r 'select(.over) | "\(.node) \(.declared / 1073741824)Gi"' | tr '\n' ' ')
+	over=$(rr_usage $k $k1 $k2 | jq -r 'select(.over) | "\(.node) \(.declared / 1073741824)Gi"' | tr '\n' ' ')
 	[ -z "$over" ] || bad="$bad; node over its threshold after the TTL: $over"
 	RR_LAST="replica-3 admitted 20Gi on $k for a pod that never came: 17Gi more there refused (dry runs of it: $probes of 6 refused); replica-3 killed $((t_kill - t0)) ms into a storm of 120 x 1Gi on 2 nodes ($storm_ms ms): $created admitted, $thr refused for the threshold, $((errors + other)) without a verdict (${reasons:-none}); $((RR_TTL + 2))s after the kill each node's whole room admitted in one pod:${placed_after%,}"
 	log "test 12: $RR_LAST${bad:+ -- PROBLEM: ${bad#; }}"
@@ -1283,7 +1295,7 @@ rr_kill_round() {
 		"$created" "${worst}Gi" "$storm_ms" "-" "-" "-" "$([ -z "$bad" ] && echo ok || echo FAIL)" >>"$RR_DIR/figures.tsv"
 	[ -z "$bad" ] || RR_BAD="$RR_BAD; kill round:$bad"
 	kc delete pods -n $RR_NS -l "app.kubernetes.io/part-of=gmg-e2e" --grace-period=0 --force --wait=false >/dev/null 2>&1
-	for n in $k $k1 $k2; do kc delete node "$n" --wait=false >/dev/null 2>&1; done
+	kc delete node $k $k1 $k2 --wait=false >/dev/null 2>&1
 	rm -rf "$dir"
 }
 
