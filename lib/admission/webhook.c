@@ -1129,8 +1129,7 @@ static void dra_keep_visit(void *ctx, const char *key, const char *uid, uint64_t
 
 	(void)reserved_ms;
 	for (size_t i = 0; i < k->dv->n_pods; i++)
-		if (strcmp(k->dv->keys[i], key) == 0 &&
-		    (uid[0] == '\0' || strcmp(k->dv->uids[i], uid) == 0) &&
+		if (pod_same_strict(k->dv->keys[i], k->dv->uids[i], key, uid) &&
 		    bytes > dra_claims_bytes(k->dv, k->dv->uids[i]))
 			k->keep[i] = 1;
 }

@@ -11,6 +11,7 @@
 #include "ledger.h"
 
 #include "monotime.h"
+#include "pod.h"
 #include "satmath.h"
 
 #include <pthread.h>
@@ -83,12 +84,10 @@ static void node_free(struct ledger_node *n)
 	free(n);
 }
 
-/* The entry of a pod named key (uid, NULL or "" when unknown): the same key and, when both
- * uids are known, the same uid (a newer pod of the same name is another pod). */
+/* The entry of a pod named key (uid, NULL or "" when unknown): pod.h's strict rule. */
 static int same_pod(const struct entry *e, const char *key, const char *uid)
 {
-	return key != NULL && strcmp(key, e->key) == 0 &&
-	       (uid == NULL || uid[0] == '\0' || e->uid[0] == '\0' || strcmp(uid, e->uid) == 0);
+	return pod_same_strict(e->key, e->uid, key, uid);
 }
 
 /* Drop expired entries (expires_ms <= now_ms; now_ms 0 expires none) and those of the pods

@@ -6,6 +6,7 @@
 
 #include "errbuf.h"
 #include "jsonpath.h"
+#include "pod.h"
 #include "satmath.h"
 
 #include <cjson/cJSON.h>
@@ -45,13 +46,6 @@ int record_copy(struct record *dst, const struct record *src)
 	return 0;
 }
 
-static int same_pod(const char *key_a, const char *uid_a, const char *key_b, const char *uid_b)
-{
-	if (uid_a != NULL && uid_a[0] != '\0' && uid_b != NULL && uid_b[0] != '\0')
-		return strcmp(uid_a, uid_b) == 0;
-	return strcmp(key_a, key_b) == 0;
-}
-
 static int grow(struct record *r)
 {
 	if (r->n < r->cap)
@@ -87,7 +81,7 @@ static int put(struct record *r, const char *key, const char *uid, uint64_t byte
 		return RECORD_EINVAL;
 	struct record_entry *e = NULL;
 	for (size_t i = 0; merge && i < r->n && e == NULL; i++)
-		if (same_pod(r->entries[i].key, r->entries[i].uid, key, uid))
+		if (pod_same(r->entries[i].key, r->entries[i].uid, key, uid))
 			e = &r->entries[i];
 	if (e == NULL) {
 		int rc = grow(r);
@@ -135,7 +129,7 @@ size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placeme
 			const struct placement_item *v = &visible[j];
 			drop = v->key != NULL && v->seen_ms != 0 &&
 			       sat_add(v->seen_ms, grace_ms) <= now_mono_ms &&
-			       same_pod(e->key, e->uid, v->key, v->uid);
+			       pod_same(e->key, e->uid, v->key, v->uid);
 		}
 		if (drop)
 			dropped++;

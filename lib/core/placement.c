@@ -8,6 +8,7 @@
 #include "capacity.h"
 #include "demand.h"
 #include "dra.h"
+#include "pod.h"
 #include "quantity.h"
 #include "satmath.h"
 
@@ -57,13 +58,10 @@ static void top_insert(struct tally *t, const char *name, const char *suffix, ui
 	t->top[i].bytes = bytes;
 }
 
-/* The same pod: the same uid when both are known (a newer pod of the same name is another
- * pod), else the same key. */
+/* The same pod (pod.h, pod_same): item it and the pod of key and uid. */
 static int same_pod(const struct placement_item *it, const char *key, const char *uid)
 {
-	if (uid != NULL && uid[0] != '\0' && it->uid != NULL && it->uid[0] != '\0')
-		return strcmp(it->uid, uid) == 0;
-	return key != NULL && strcmp(it->key, key) == 0;
+	return pod_same(it->key, it->uid, key, uid);
 }
 
 /* Whether claim c is reserved for (or owned by) the pod of uid. */

@@ -26,3 +26,22 @@ void pod_demand(const struct cJSON *pod, const struct demand_config *cfg, struct
 	if (demand_from_pod(pod, cfg, d) != 0 && d->status != DEMAND_INVALID)
 		d->status = DEMAND_INVALID; /* demand_from_pod fills status either way */
 }
+
+static int uid_known(const char *uid)
+{
+	return uid != NULL && uid[0] != '\0';
+}
+
+int pod_same(const char *key_a, const char *uid_a, const char *key_b, const char *uid_b)
+{
+	if (uid_known(uid_a) && uid_known(uid_b))
+		return strcmp(uid_a, uid_b) == 0;
+	return key_a != NULL && key_b != NULL && strcmp(key_a, key_b) == 0;
+}
+
+int pod_same_strict(const char *key_a, const char *uid_a, const char *key_b, const char *uid_b)
+{
+	if (key_a == NULL || key_b == NULL || strcmp(key_a, key_b) != 0)
+		return 0;
+	return !uid_known(uid_a) || !uid_known(uid_b) || strcmp(uid_a, uid_b) == 0;
+}

@@ -9,6 +9,16 @@
  *     kubelet runs it whatever the API server answers, so refusing it protects nothing: the
  *     webhook and the extender let it pass ("MirrorPod"); it still counts once running.
  *   - demand: what a pod already on a node counts, read once by every view of it (pod_demand).
+ *   - identity: a pod is named by its key ("namespace/name") and its uid (metadata.uid; NULL or
+ *     "" when unknown, as for a reservation made before the API server answered). A newer pod of
+ *     the same name is another pod. Two rules, each written here only:
+ *       pod_same: uids equal where both are known, else keys equal. Whether two things count
+ *         once: a reservation and a visible pod (placement.h), two entries of the shared record
+ *         (record.h).
+ *       pod_same_strict: keys equal, and uids equal where both are known. Whether a visible pod
+ *         settles a reservation (reservations.h, rule 2): the key must match, so a reservation
+ *         under a key no pod has (a pod named by generateName: webhook.c's ledger_key) never
+ *         settles by a view and lives until its TTL.
  *
  * Borrowed cJSON objects, no allocation, no I/O. Pure and thread-safe.
  */
@@ -31,5 +41,12 @@ int pod_is_mirror(const struct cJSON *pod);
  * demand_from_pod() into *d, a failure whatever its status counted as DEMAND_INVALID (it may
  * hold GPU memory we cannot read: counted by its GPUs, the safe side). */
 void pod_demand(const struct cJSON *pod, const struct demand_config *cfg, struct demand *d);
+
+/* 1 when (key_a, uid_a) and (key_b, uid_b) are the same pod by the identity rule above, else 0;
+ * a NULL key is no pod's (0). */
+int pod_same(const char *key_a, const char *uid_a, const char *key_b, const char *uid_b);
+
+/* 1 when they are the same pod by the strict rule above, else 0; a NULL key is no pod's (0). */
+int pod_same_strict(const char *key_a, const char *uid_a, const char *key_b, const char *uid_b);
 
 #endif

@@ -1,4 +1,4 @@
-/* Unit tests for lib/core/pod: the "finished" and "mirror pod" rules, written once. */
+/* Unit tests for lib/core/pod: the "finished", "mirror pod" and "same pod" rules, written once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -58,11 +58,48 @@ static void test_mirror_annotation(void **state)
 	assert_int_equal(pod_is_mirror(NULL), 0);
 }
 
+/* The identity rules as a table: (key, uid) pairs, "" or NULL uid unknown. */
+static void test_same_pod(void **state)
+{
+	static const struct {
+		const char *ka, *ua, *kb, *ub;
+		int same, strict;
+	} rows[] = {
+	    {"ns/a", "u1", "ns/a", "u1", 1, 1},
+	    /* a newer pod of the same name is another pod, by either rule */
+	    {"ns/a", "u1", "ns/a", "u2", 0, 0},
+	    /* one uid unknown: the keys decide */
+	    {"ns/a", "", "ns/a", "u1", 1, 1},
+	    {"ns/a", NULL, "ns/a", "u1", 1, 1},
+	    {"ns/a", "u1", "ns/a", NULL, 1, 1},
+	    {"ns/a", "", "ns/b", "u1", 0, 0},
+	    {"ns/a", NULL, "ns/a", NULL, 1, 1},
+	    /* the same uid under another key (a generateName pod's reservation, "ns/a?u1", and
+	     * the pod the API server stored): the same pod, but it does not settle by key */
+	    {"ns/a?u1", "u1", "ns/a-x7k2q", "u1", 1, 0},
+	    /* a NULL key is no pod's */
+	    {NULL, "u1", "ns/a", "u1", 1, 0},
+	    {NULL, "", "ns/a", "", 0, 0},
+	    {NULL, NULL, NULL, NULL, 0, 0},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		int same = pod_same(rows[i].ka, rows[i].ua, rows[i].kb, rows[i].ub);
+		int strict = pod_same_strict(rows[i].ka, rows[i].ua, rows[i].kb, rows[i].ub);
+		int back = pod_same(rows[i].kb, rows[i].ub, rows[i].ka, rows[i].ua);
+
+		if (same != rows[i].same || strict != rows[i].strict || back != same)
+			fail_msg("row %zu: same %d (want %d, reversed %d), strict %d (want %d)", i,
+			         same, rows[i].same, back, strict, rows[i].strict);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_finished_phases),
 	    cmocka_unit_test(test_mirror_annotation),
+	    cmocka_unit_test(test_same_pod),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
