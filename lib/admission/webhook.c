@@ -933,8 +933,15 @@ out:
 /*
  * The ledger key of the pod being placed: "ns/name". A pod known only by generateName gets a
  * key no listed pod can match ("ns/prefix?uid"): its reservation then lives until the TTL
- * (ledger.h). 0, or -1 when it does not fit (Kubernetes caps namespace + name at 63 + 253,
- * below LEDGER_KEY_MAX).
+ * (ledger.h). The API server never sends such a review: it generates the name and the uid
+ * before it calls validating webhooks, and passes the generated name as request.name
+ * (k8s.io/apiserver v0.37: registry/generic/registry/store.go create() fills them before
+ * createValidation; registry/rest/create.go AdmissionToValidateObjectFunc, "in case the
+ * generated name is populated"); only mutating webhooks see a pod without its name. Another
+ * caller's review might. A create retried for a generated name that was taken is reviewed
+ * again under a new name and uid; the first review's reservation is a CREATE never seen
+ * (--unseen-reservation-ttl). 0, or -1 when it does not fit (Kubernetes caps namespace + name
+ * at 63 + 253, below LEDGER_KEY_MAX).
  */
 static int ledger_key(const struct admission_request *req, char *key, size_t cap)
 {
