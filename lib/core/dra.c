@@ -385,6 +385,7 @@ static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, c
 	} else if (cJSON_IsString(v) && v->valuestring != NULL) {
 		const char *s = v->valuestring;
 		size_t n = strlen(s), k;
+		char why[128];
 
 		while ((k = go_space_len((const unsigned char *)s, n)) > 0) {
 			s += k;
@@ -398,15 +399,11 @@ static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, c
 				break;
 			n -= k;
 		}
-		if (s != v->valuestring || n != strlen(v->valuestring)) {
-			if (n >= sizeof(num)) {
-				errbuf_set(err, errlen, "%s is not a quantity: too long", what);
-				return -1;
-			}
-			memcpy(num, s, n);
-			num[n] = '\0';
-			v = &text;
+		if (quantity_parse(s, n, out, why, sizeof(why)) != 0) {
+			errbuf_set(err, errlen, "%s is not a quantity: %s", what, why);
+			return -1;
 		}
+		return 0;
 	}
 	return quantity_of(v, what, out, err, errlen);
 }
