@@ -544,7 +544,7 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
                      const char *ns, const char *uid, const struct dra_pod_refs *refs,
                      struct dra_view *v)
 {
-	size_t n_uids = 0, k = 0, u = 0, found = 0, named = 0;
+	size_t n_uids = 0, k = 0, u = 0, found = 0, named = 0, owned = 0;
 	int on;
 
 	for (size_t i = 0; i < s->n_claims; i++) {
@@ -565,9 +565,16 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 		int mine =
 		    (ns != NULL || uid != NULL || refs != NULL) && claim_of_pod(c, ns, uid, refs);
 
+		size_t by_name = 0;
+
 		found += mine;
 		for (size_t r = 0; mine && refs != NULL && r < refs->n; r++)
-			named += strcmp(refs->names[r], c->name) == 0;
+			by_name += strcmp(refs->names[r], c->name) == 0;
+		named += by_name;
+		/* Owned by the pod, not named by it and not its KEP-5004 claim: a template's claim
+		 * the pod's status does not name yet (the claim's watch ahead of the pod's). */
+		owned += mine && by_name == 0 && !c->extended && uid != NULL && uid[0] != '\0' &&
+		         strcmp(c->owner, uid) == 0;
 		if (mine && c->extended)
 			v->pod.extended = 1;
 		claim_on(c, local, n_local, &on, cu);
@@ -597,9 +604,11 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 	v->node.claims = v->claims;
 	if (refs != NULL) {
 		/* Named claims the store does not hold, and template claims not generated yet:
-		 * not read, so the most is every DRA GPU of the node. */
+		 * not read, so the most is every DRA GPU of the node. A template claim the store
+		 * holds, found by its owner, is read: counted above, not again here. */
 		size_t missing = refs->n > named ? refs->n - named : 0; /* not: by uid */
-		v->pod.n_unknown = missing + refs->n_templates;
+		v->pod.n_unknown =
+		    missing + (refs->n_templates > owned ? refs->n_templates - owned : 0);
 		if (v->pod.n_unknown > 0) {
 			v->pod.pending_whole_n = v->node.gpus.n;
 			v->pod.pending_whole_bytes = v->node.gpus.bytes;

@@ -401,6 +401,58 @@ static void store_view_unknown_beside_owned(void **state)
 	dra_store_free(s);
 }
 
+/* A template's claim the store holds, found by its owner (the pod) before the pod's status
+ * names it (the claims' watch ahead of the pods'): read, counted as allocated here, not also as
+ * a template claim not generated yet (every DRA GPU of the node: on this node of 2 H100s, 3
+ * GPUs for a pod of one, refused NoFreeCard). A claim the pod does not own still does not stand
+ * for it (store_view_unknown_beside_owned). */
+static void store_view_template_found_by_owner(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
+	struct dra_store *s = dra_fixture_store(files, 1);
+	struct dra_view *v;
+	struct dra_pod_refs refs = {.any = 1, .n = 0, .n_templates = 1};
+	char err[256];
+	cJSON *j = fixture_quoted_json(
+	    "{'apiVersion':'resource.k8s.io/v1','kind':'ResourceClaim','metadata':{"
+	    "'name':'tpl-pod-gpu-x7k2q','namespace':'dra',"
+	    "'uid':'c1a2b3c4-0040-4d5e-8f90-a1b2c3d4e5f6','ownerReferences':[{'apiVersion':'v1',"
+	    "'kind':'Pod','name':'tpl-pod','uid':'d0000000-0000-4000-8000-000000000001',"
+	    "'controller':true}]},'spec':{'devices':{'requests':[{'name':'gpu','exactly':{"
+	    "'deviceClassName':'gpu.nvidia.com','allocationMode':'ExactCount','count':1}}]}},"
+	    "'status':{'allocation':{'devices':{'results':[{'request':'gpu','driver':"
+	    "'gpu.nvidia.com','pool':'gpu-dra-0','device':'gpu-1'}]}}}}");
+
+	assert_int_equal(dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err)), 0);
+	cJSON_Delete(j);
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra",
+	                                "d0000000-0000-4000-8000-000000000001", &refs, &v),
+	                 0);
+	assert_int_equal(v->pod.n_here, 1);
+	assert_int_equal(v->pod.n_unknown, 0);
+	assert_int_equal(v->pod.pending_whole_n, 0);
+	assert_int_equal(v->pod.pending_whole_bytes, 0);
+	dra_view_free(v);
+	/* two templates, one generated: the other is still unknown */
+	refs.n_templates = 2;
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra",
+	                                "d0000000-0000-4000-8000-000000000001", &refs, &v),
+	                 0);
+	assert_int_equal(v->pod.n_unknown, 1);
+	assert_int_equal(v->pod.pending_whole_n, 2);
+	dra_view_free(v);
+	/* another pod's view of the node: the claim is not its own */
+	refs.n_templates = 1;
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra",
+	                                "d0000000-0000-4000-8000-000000000002", &refs, &v),
+	                 0);
+	assert_int_equal(v->pod.n_here, 0);
+	assert_int_equal(v->pod.n_unknown, 1);
+	dra_view_free(v);
+	dra_store_free(s);
+}
+
 /* A pool republished (pool.generation 2 in a new slice, the old slice not deleted yet), or a
  * device listed by two slices of a pool: each GPU is the node's once. Counted twice, the node's
  * capacity doubles and a placement passes at twice the threshold. */
@@ -1147,6 +1199,7 @@ int main(void)
 	    cmocka_unit_test(capacity_merge),
 	    cmocka_unit_test(store_view),
 	    cmocka_unit_test(store_view_unknown_beside_owned),
+	    cmocka_unit_test(store_view_template_found_by_owner),
 	    cmocka_unit_test(store_view_device_twice),
 	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
