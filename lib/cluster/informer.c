@@ -16,6 +16,7 @@
 #include "monotime.h"
 #include "quantity.h"
 #include "satmath.h"
+#include "view.h"
 #include "watch.h"
 
 #include <cjson/cJSON.h>
@@ -856,19 +857,22 @@ void informer_ready_note(void *ctx, char *buf, size_t cap)
 
 struct gauge_ctx {
 	struct metrics_writer *w;
-	struct ledger *ledger;
 	struct gpupolicy_flags flags;
 	struct policies *policies;
-	int pass; /* 0 capacity, 1 declared, 2 reserved, 3 limit */
 	struct dra_store *dra;
-	int dra_only; /* the nodes cache_each_gpu_node() does not give: known only by slices */
+};
+
+/* One node's per-node gauges (gpu_memory_guard_node_{capacity,declared,limit}_bytes). */
+struct node_gauges {
+	char *name;
+	unsigned long long capacity, declared, limit;
 };
 
 /* The node's limit from core_decide() without a pod: its capacity x the threshold in force
- * (its annotation, the policies that apply to it, the flags), floored at ppm. The policies
- * are read-locked inside the cache's read lock (policies.h's order, as the status writer). An
+ * (its annotation, the policies that apply to it, the flags), floored at ppm. Called with no
+ * lock of the cache held (v is a copy); the policies are read-locked for the selection. An
  * unsynced store gives what it holds: a gauge, not a decision. */
-static unsigned long long limit_of(const struct gauge_ctx *g, const struct cache_node_view *v,
+static unsigned long long limit_of(const struct gauge_ctx *g, const struct view_node *v,
                                    const struct capacity *cap)
 {
 	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
@@ -892,16 +896,22 @@ static unsigned long long limit_of(const struct gauge_ctx *g, const struct cache
 	return limit;
 }
 
-static void node_gauge(void *ctx, const struct cache_node_view *v)
+/* The gauges of node v, a copy (view_from_cache): no lock of the cache is held, the DRA store's
+ * view is read after the copy. dra_only: a node known only by DRA slices (a KEP-5004 node
+ * without GFD labels: the cache's own pass does not give it). Returns 1 with *out filled
+ * (name borrowed from v), 0 when the node has no gauges: gone since its name was read, or
+ * (dra_only) given by the cache's pass or of no capacity. */
+static int gauges_of(const struct gauge_ctx *g, const struct view_node *v, int dra_only,
+                     struct node_gauges *out)
 {
-	struct gauge_ctx *g = ctx;
 	struct dra_view *dv = NULL;
 	struct capacity merged;
 	char err[CAPACITY_MSG_MAX];
 
-	if (g->dra_only && (!v->known || v->capacity_rc == 0 || v->n_pods > 0))
-		return; /* unknown, or given by cache_each_gpu_node() already */
-	/* Lock order: the cache's (held here), then the DRA store's. */
+	if (dra_only ? !v->known || v->capacity_rc == 0 || v->n_pods > 0
+	             : !v->known || (v->capacity_rc != 0 && v->n_pods == 0))
+		return 0; /* dra_only: given by the cache's pass; else cache_each_gpu_node()'s rule
+		           */
 	if (g->dra != NULL && dra_store_view(g->dra, v->name, NULL, NULL, NULL, &dv) != 0)
 		dv = NULL;
 	if (v->capacity_rc == 0)
@@ -910,56 +920,124 @@ static void node_gauge(void *ctx, const struct cache_node_view *v)
 		memset(&merged, 0, sizeof(merged));
 	int has_cap =
 	    dra_view_capacity(dv, &merged, v->capacity_rc, v->name, err, sizeof(err)) == 0;
-	if (g->dra_only && !has_cap) {
+	if (dra_only && !has_cap) {
 		dra_view_free(dv);
-		return;
+		return 0;
 	}
 	const struct capacity *mc = &merged;
-	unsigned long long cap = has_cap ? mc->total_bytes : 0, val = 0;
+	struct placement_item it = {
+	    .key = "", .undeclared_gpus = v->undeclared_gpus, .pool = CAPACITY_POOL_WHOLE};
+	unsigned long long val = v->declared_bytes;
 
-	switch (g->pass) {
-	case 0:
-		val = cap;
-		break;
-	case 1: {
-		struct placement_item it = {
-		    .key = "", .undeclared_gpus = v->undeclared_gpus, .pool = CAPACITY_POOL_WHOLE};
-		val = v->declared_bytes;
-		if (v->undeclared_gpus && has_cap)
-			val = sat_add(val, placement_item_bytes(&it, mc));
-		/* Inferred pods: declared_bytes holds their figures in bytes only; their shares
-		 * count as the core resolves them on this node. */
-		for (size_t i = 0; has_cap && i < v->n_pods; i++) {
-			const struct placement_item *p = &v->pods[i];
-			uint64_t b;
+	out->capacity = has_cap ? mc->total_bytes : 0;
+	if (v->undeclared_gpus && has_cap)
+		val = sat_add(val, placement_item_bytes(&it, mc));
+	/* Inferred pods: declared_bytes holds their figures in bytes only; their shares count as
+	 * the core resolves them on this node. */
+	for (size_t i = 0; has_cap && i < v->n_pods; i++) {
+		const struct placement_item *p = &v->pods[i];
+		uint64_t b;
 
-			if (p->n_shares == 0 || p->undeclared_gpus > 0)
-				continue;
-			b = placement_item_bytes(p, mc);
-			val = sat_add(val, b > p->bytes ? b - p->bytes : 0);
-		}
-		/* DRA claims, by the core's rule: each once, and a KEP-5004 pod by its claim
-		 * only (after the pods' sums above, which counted it by its units) */
-		if (dv != NULL && has_cap) { /* DRA claims, by the core's rule */
-			struct placement_node pn = {.name = v->name,
-			                            .cap = mc,
-			                            .pods = v->pods,
-			                            .n_pods = v->n_pods,
-			                            .dra = &dv->node};
-			uint64_t twice, claims = placement_dra_bytes(&pn, &twice);
-			val = sat_add(val > twice ? val - twice : 0, claims);
-		}
-		break;
+		if (p->n_shares == 0 || p->undeclared_gpus > 0)
+			continue;
+		b = placement_item_bytes(p, mc);
+		val = sat_add(val, b > p->bytes ? b - p->bytes : 0);
 	}
-	default:
-		val = has_cap ? limit_of(g, v, mc) : 0;
+	/* DRA claims, by the core's rule: each once, and a KEP-5004 pod by its claim only (after
+	 * the pods' sums above, which counted it by its units) */
+	if (dv != NULL && has_cap) {
+		struct placement_node pn = {.name = v->name,
+		                            .cap = mc,
+		                            .pods = v->pods,
+		                            .n_pods = v->n_pods,
+		                            .dra = &dv->node};
+		uint64_t twice, claims = placement_dra_bytes(&pn, &twice);
+		val = sat_add(val > twice ? val - twice : 0, claims);
 	}
+	out->declared = val;
+	out->limit = has_cap ? limit_of(g, v, mc) : 0;
 	dra_view_free(dv);
-	metrics_printf(g->w, "gpu_memory_guard_node_%s_bytes{node=\"%s\"} %llu\n",
-	               g->pass == 0   ? "capacity"
-	               : g->pass == 1 ? "declared"
-	                              : "limit",
-	               v->name, val);
+	return 1;
+}
+
+/* Node names copied out of the cache under its read lock (nothing else happens there). */
+struct names {
+	char **v;
+	size_t n, cap;
+	int failed;
+};
+
+static void name_add(struct names *ns, const char *name)
+{
+	if (ns->failed)
+		return;
+	if (ns->n == ns->cap) {
+		size_t cap = ns->cap ? ns->cap * 2 : 64;
+		char **v = realloc(ns->v, cap * sizeof(*v));
+		if (v == NULL) {
+			ns->failed = 1;
+			return;
+		}
+		ns->v = v;
+		ns->cap = cap;
+	}
+	if ((ns->v[ns->n] = strdup(name)) == NULL)
+		ns->failed = 1;
+	else
+		ns->n++;
+}
+
+static void name_of(void *ctx, const struct cache_node_view *v)
+{
+	name_add(ctx, v->name);
+}
+
+static void names_free(struct names *ns)
+{
+	for (size_t i = 0; i < ns->n; i++)
+		free(ns->v[i]);
+	free(ns->v);
+}
+
+/* Every node's gauges into *out (count returned; *out NULL when none or out of memory: a
+ * gauge, so a scrape then shows none). The nodes of cache_each_gpu_node(), then those known
+ * only by DRA slices; each node copied out (view_from_cache) and judged with no lock of the
+ * cache held, so the DRA store's and the policies' locks are never taken inside it. */
+static size_t all_gauges(struct informer *inf, const struct gauge_ctx *g, struct node_gauges **out)
+{
+	struct names ns = {0};
+	size_t n_cache, n = 0;
+	char(*dn)[DRA_POOL_MAX] = NULL;
+	size_t n_dn = 0;
+	struct node_gauges *rows;
+
+	*out = NULL;
+	cache_each_gpu_node(inf->cache, name_of, &ns);
+	n_cache = ns.n;
+	if (inf->cfg.dra != NULL && dra_store_nodes(inf->cfg.dra, &dn, &n_dn) == 0)
+		for (size_t i = 0; i < n_dn; i++)
+			name_add(&ns, dn[i]);
+	free(dn);
+	rows = ns.failed || ns.n == 0 ? NULL : calloc(ns.n, sizeof(*rows));
+	for (size_t i = 0; rows != NULL && i < ns.n; i++) {
+		struct view_node v;
+
+		if (view_from_cache(inf->cache, ns.v[i], &v) != 0)
+			continue; /* out of memory: this node's gauges are not shown */
+		if (gauges_of(g, &v, i >= n_cache, &rows[n])) {
+			rows[n].name = ns.v[i];
+			ns.v[i] = NULL; /* the row owns it */
+			n++;
+		}
+		view_node_clear(&v);
+	}
+	names_free(&ns);
+	if (n == 0) {
+		free(rows);
+		return 0;
+	}
+	*out = rows;
+	return n;
 }
 
 /* Reservations come from the ledger, outside the cache's lock (placements take the ledger's
@@ -1080,16 +1158,15 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 		                   ? "invalid"
 		                   : demand_source_name((enum demand_source)i),
 		               cs.by_source[i]);
+	struct gauge_ctx g = {
+	    .w = w,
+	    .flags = {inf->cfg.threshold, 0, inf->cfg.mode_warn ? POLICY_WARN : POLICY_ENFORCE},
+	    .policies = inf->cfg.policies,
+	    .dra = inf->cfg.dra,
+	};
+	struct node_gauges *rows;
+	size_t n_rows = all_gauges(inf, &g, &rows);
 	for (int pass = 0; pass < 4; pass++) {
-		struct gauge_ctx g = {
-		    .w = w,
-		    .ledger = inf->cfg.ledger,
-		    .flags = {inf->cfg.threshold, 0,
-		              inf->cfg.mode_warn ? POLICY_WARN : POLICY_ENFORCE},
-		    .policies = inf->cfg.policies,
-		    .pass = pass,
-		    .dra = inf->cfg.dra,
-		};
 		metrics_printf(w,
 		               "# HELP gpu_memory_guard_node_%s_bytes %s\n"
 		               "# TYPE gpu_memory_guard_node_%s_bytes gauge\n",
@@ -1098,19 +1175,16 @@ void informer_collect(void *ctx, struct metrics_writer *w)
 			ledger_each(inf->cfg.ledger, ledger_now_ms(), node_reserved, &g);
 			continue;
 		}
-		cache_each_gpu_node(inf->cache, node_gauge, &g);
-		/* Nodes whose GPUs are all DRA's (a KEP-5004 node without labels): the cache
-		 * knows them as nodes of unknown capacity. Names copied out first: the DRA
-		 * store's lock is never held while the cache's is taken. */
-		char(*dn)[DRA_POOL_MAX] = NULL;
-		size_t n_dn = 0;
-		if (inf->cfg.dra != NULL && dra_store_nodes(inf->cfg.dra, &dn, &n_dn) == 0) {
-			g.dra_only = 1;
-			for (size_t i = 0; i < n_dn; i++)
-				cache_with_node(inf->cache, dn[i], node_gauge, &g);
-		}
-		free(dn);
+		for (size_t i = 0; i < n_rows; i++)
+			metrics_printf(w, "gpu_memory_guard_node_%s_bytes{node=\"%s\"} %llu\n",
+			               names[pass], rows[i].name,
+			               pass == 0   ? rows[i].capacity
+			               : pass == 1 ? rows[i].declared
+			                           : rows[i].limit);
 	}
+	for (size_t i = 0; i < n_rows; i++)
+		free(rows[i].name);
+	free(rows);
 }
 
 int informer_connected_fn(void *ctx, double now_s)
