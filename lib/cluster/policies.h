@@ -15,9 +15,9 @@
  *
  * Thread-safe: one writer (the informer's thread), any number of readers; readers hold the
  * read lock while they use the policies they were given (policies_rdlock ... _unlock). Lock
- * order: the watch cache's store, then this one (the status writer takes it inside
- * cache_each_gpu_node; placements, the extender and the per-node gauges read copies of the
- * cache's views, view.h, and take it alone).
+ * order: the watch cache's store, then this one, never the other way; today no caller nests
+ * them: placements, the extender and the per-node gauges read copies of the cache's views
+ * (view.h), the status writer copies the nodes' labels, and each takes this lock alone.
  */
 #ifndef GMG_POLICIES_H
 #define GMG_POLICIES_H

@@ -4,6 +4,8 @@
  */
 #include "policystatus.h"
 
+#include "labelset.h"
+
 #include "cache.h"
 #include "jsonpath.h"
 #include "log.h"
@@ -185,24 +187,62 @@ static void snap_one(void *ctx, const struct policies_object *o)
 	snprintf(e->transition_was, sizeof(e->transition_was), "%s", o->transition);
 }
 
-/* Under the cache's read lock, then the policies' (the documented order). */
-static void count_node(void *ctx, const struct cache_node_view *v)
-{
-	struct policystatus *s = ctx;
-	struct policystatus_entry key, *e;
-	size_t n;
+/* The known nodes' labels, copied under the cache's read lock (nothing else happens there). */
+struct node_labels {
+	struct labelset *v;
+	size_t n, cap;
+	int failed;
+};
 
-	if (!v->known)
+static void copy_labels(void *ctx, const struct cache_node_view *v)
+{
+	struct node_labels *nl = ctx;
+
+	if (!v->known || nl->failed)
 		return;
-	policies_rdlock(s->policies);
-	n = policies_selecting(s->policies, v->labels, s->selecting, POLICIES_MAX);
-	for (size_t i = 0; i < n; i++) {
-		snprintf(key.name, sizeof(key.name), "%s", s->selecting[i]->name);
-		e = bsearch(&key, s->snap, s->n_snap, sizeof(*s->snap), by_name);
-		if (e != NULL && e->valid)
-			e->nodes++;
+	if (nl->n == nl->cap) {
+		size_t cap = nl->cap ? nl->cap * 2 : 64;
+		struct labelset *p = realloc(nl->v, cap * sizeof(*p));
+		if (p == NULL) {
+			nl->failed = 1;
+			return;
+		}
+		nl->v = p;
+		nl->cap = cap;
 	}
-	policies_unlock(s->policies);
+	memset(&nl->v[nl->n], 0, sizeof(nl->v[nl->n]));
+	if (labelset_copy_pairs(&nl->v[nl->n], v->labels) != 0)
+		nl->failed = 1;
+	else
+		nl->n++;
+}
+
+/* Count the nodes each valid policy of the snapshot selects: the nodes' labels are copied out
+ * of the cache first, then matched under the policies' read lock alone (no lock nested in the
+ * cache's). Out of memory: no node counted this round (status.nodes 0 until the next). */
+static void count_nodes(struct policystatus *s)
+{
+	struct node_labels nl = {0};
+	struct policystatus_entry key, *e;
+
+	cache_each_gpu_node(s->cache, copy_labels, &nl);
+	if (!nl.failed) {
+		policies_rdlock(s->policies);
+		for (size_t k = 0; k < nl.n; k++) {
+			size_t n =
+			    policies_selecting(s->policies, &nl.v[k].l, s->selecting, POLICIES_MAX);
+			for (size_t i = 0; i < n; i++) {
+				snprintf(key.name, sizeof(key.name), "%s", s->selecting[i]->name);
+				e = bsearch(&key, s->snap, s->n_snap, sizeof(*s->snap), by_name);
+				if (e != NULL && e->valid)
+					e->nodes++;
+			}
+		}
+		policies_unlock(s->policies);
+	}
+	for (size_t k = 0; k < nl.n; k++)
+		labelset_clear(&nl.v[k]);
+	free(nl.v);
 }
 
 /* Copy every policy and count the nodes each selects. */
@@ -214,7 +254,7 @@ static void snapshot(struct policystatus *s)
 	policies_each(s->policies, snap_one, s);
 	qsort(s->snap, s->n_snap, sizeof(*s->snap), by_name);
 	if (s->n_snap > 0)
-		cache_each_gpu_node(s->cache, count_node, s);
+		count_nodes(s);
 }
 
 static void forget_written(struct policystatus *s)
