@@ -760,7 +760,7 @@ static struct policy_input judged_input(const struct placement_pod *pod,
  * and no other pod shares the device.
  */
 static int judge_shared(const struct placement_node *node, const struct placement_pod *pod,
-                        const struct placement_policy *pol, double threshold,
+                        const struct placement_policy *pol, double threshold, uint64_t now_ms,
                         const struct dra_claim_use *c, struct placement_result *out, int *sole)
 {
 	const struct demand *d = pod->demand;
@@ -813,6 +813,24 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 			t.used = sat_add(t.used, piece);
 		}
 	}
+	/* Pods admitted naming the claim before it is reserved for them (item.dra_claim) */
+	for (size_t k = 0; k < node->n_reserved; k++) {
+		const struct placement_item *r = &node->reserved[k], *it;
+
+		if (r->dra_claim == NULL || strcmp(r->dra_claim, c->uid) != 0 ||
+		    same_pod(r, pod->key, pod->uid) ||
+		    (r->expires_ms != 0 && r->expires_ms <= now_ms) || claim_has(c, r->uid))
+			continue; /* not of the claim, the pod itself, expired, or counted above */
+		n_others++;
+		if (r->uid != NULL && (it = figs_item(node, r->uid)) != NULL) {
+			uint64_t b = figs_on(it->dra_figs, it->n_dra_figs, piece);
+			t.used = sat_add(t.used, b);
+			top_insert(&t, it->key, "", b);
+		} else {
+			n_bare++;
+			t.used = sat_add(t.used, piece);
+		}
+	}
 	if (n_others == 0) {
 		*sole |= d->n_dra_figs == 0 && c->sharing != DRA_SHARING_NONE;
 		return 0; /* alone on the device: as a device held whole */
@@ -850,7 +868,7 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 
 /* The shared DRA devices of claims the pod is in (judge_shared); 1 when decided here. */
 static int dra_shared(const struct placement_node *node, const struct placement_pod *pod,
-                      const struct placement_policy *pol, double threshold,
+                      const struct placement_policy *pol, double threshold, uint64_t now_ms,
                       struct placement_result *out, int *sole)
 {
 	for (size_t i = 0; node->dra != NULL && i < node->dra->n_claims; i++) {
@@ -858,8 +876,11 @@ static int dra_shared(const struct placement_node *node, const struct placement_
 
 		if (c->whole_n == 0 || !(c->mine || claim_has(c, pod->uid)))
 			continue;
-		if (judge_shared(node, pod, pol, threshold, c, out, sole))
+		if (judge_shared(node, pod, pol, threshold, now_ms, c, out, sole))
 			return 1;
+		/* not reserved for it yet: its reservation says so to the claim's next pods */
+		if (out->reserve_claim == NULL && !claim_has(c, pod->uid) && c->uid[0] != '\0')
+			out->reserve_claim = c->uid;
 	}
 	return 0;
 }
@@ -974,7 +995,7 @@ decided:
 	if (out->decision.allowed && out->decision.verdict != POLICY_WARN_ONLY && threshold > 0.0 &&
 	    threshold <= 1.0) {
 		int sole = 0;
-		if (!dra_shared(node, pod, pol, threshold, out, &sole) && sole &&
+		if (!dra_shared(node, pod, pol, threshold, now_ms, out, &sole) && sole &&
 		    strcmp(out->decision.reason, "ExclusiveCards") == 0)
 			out->decision.reason = "SoleConsumer";
 	}
@@ -988,6 +1009,8 @@ decided:
 	if (out->decision.allowed && !pod->dry_run) {
 		out->reserve = 1;
 		out->reserve_bytes = rd.bytes;
+	} else {
+		out->reserve_claim = NULL;
 	}
 	return 0;
 }

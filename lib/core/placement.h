@@ -97,7 +97,12 @@
  *     others' must fit within the threshold of the device's memory (policy_decide's reasons,
  *     the message naming the claim's device and the pods on it);
  *   - under MPS with a pinned limit, each of its containers' figures must fit within the
- *     threshold of the limit, alone or not ("NeverFits").
+ *     threshold of the limit, alone or not ("NeverFits");
+ *   - a pending reservation carrying the claim's uid (item.dra_claim: a pod admitted naming
+ *     the claim before it was reserved for it, as pods created with nodeName are) is one of
+ *     the claim's other pods, counted as one with no figure seen unless its pod is visible
+ *     with figures: concurrent CREATEs naming one unreserved claim are judged against each
+ *     other, not each as its sole consumer.
  * The pod's source (result.source) ends every message after "; ".
  * The decision itself and its message are policy_decide()'s (policy.h); the consumers named in a
  * message are the POLICY_TOP_CONSUMERS largest, reservations marked " (admitting)".
@@ -158,6 +163,10 @@ struct placement_item {
 	 * its figures raise the count of the claim it holds a share of (below). */
 	const struct demand_share *dra_figs;
 	size_t n_dra_figs;
+	/* A reservation of a pod that joined a DRA claim's shared device not yet reserved for it
+	 * (placement_result.reserve_claim): that claim's uid; NULL: none. It counts among the
+	 * claim's pods (below, "DRA devices shared by a config") until its pod shows there. */
+	const char *dra_claim;
 };
 
 /* The node and what is on it. */
@@ -219,6 +228,11 @@ struct placement_result {
 	                                 demand_bytes (they leave the memory the threshold guards);
 	                                 what the extender holds for it beside demand_bytes */
 	char dra_note[DEMAND_MSG_MAX]; /* how its DRA claims were counted ("" when none) */
+	const char *reserve_claim;     /* reserve: the uid of a claim whose shared device it joins
+	                                  without being in its reservedFor (it names the claim:
+	                                  a CREATE with nodeName), borrowed from node->dra; the
+	                                  caller records it with the reservation (item.dra_claim);
+	                                  NULL: none */
 };
 
 /*

@@ -848,13 +848,160 @@ static void placement_shared_warn(void **state)
 	assert_non_null(strstr(res.decision.message, "claim dra/c's time-sliced device"));
 }
 
+/* Issue 21: pods created with nodeName naming one allocated claim not yet reserved for them
+ * (the resourceclaim controller adds them to reservedFor after the API server stores them).
+ * Each one admitted leaves a reservation carrying the claim's uid (placement_result
+ * .reserve_claim, item.dra_claim), and the next pod naming the claim counts it among the
+ * claim's pods: before, each was judged as the device's sole consumer, so two vLLM 0.9 pods
+ * created at once were both admitted on one time-sliced H100. */
+struct pending_row {
+	const char *what;
+	uint8_t sharing;
+	uint64_t pinned;
+	struct demand_share pod;
+	const char *res_claim;   /* the reservation's dra_claim */
+	uint64_t res_expires;    /* its expiry (now is 10) */
+	struct demand_share vis; /* its pod shown on the node with this figure (NO_FIGURE: not) */
+	int allowed;
+	const char *reason;
+};
+
+static void placement_pending_claim(void **state)
+{
+	(void)state;
+	const struct pending_row rows[] = {
+	    {"vLLM 0.9 beside a pending pod of the claim: never fits", DRA_SHARING_TIME_SLICING, 0,
+	     VLLM(900000), "cu", 0, NO_FIGURE, 0, NULL},
+	    {"30Gi beside a pending pod with no figure seen: the whole device",
+	     DRA_SHARING_TIME_SLICING, 0, LIMIT(30 * GI), "cu", 0, NO_FIGURE, 0, "OverThreshold"},
+	    {"no figure beside a pending pod: refused", DRA_SHARING_TIME_SLICING, 0, NO_FIGURE,
+	     "cu", 0, NO_FIGURE, 0, "UndeclaredOnSharedCard"},
+	    {"no config: 30Gi beside a pending pod, refused", DRA_SHARING_NONE, 0, LIMIT(30 * GI),
+	     "cu", 0, NO_FIGURE, 0, "OverThreshold"},
+	    {"30Gi beside a pending pod shown with 30Gi: 60Gi fits", DRA_SHARING_TIME_SLICING, 0,
+	     LIMIT(30 * GI), "cu", 0, LIMIT(30 * GI), 1, NULL},
+	    {"MPS pinned 10Gi: 8Gi beside a pending pod (10Gi) fits", DRA_SHARING_MPS, 10 * GI,
+	     LIMIT(8 * GI), "cu", 0, NO_FIGURE, 1, NULL},
+	    {"control: a reservation of another claim", DRA_SHARING_TIME_SLICING, 0, VLLM(900000),
+	     "other", 0, NO_FIGURE, 1, "ExclusiveCards"},
+	    {"control: a reservation without a claim", DRA_SHARING_TIME_SLICING, 0, VLLM(900000),
+	     NULL, 0, NO_FIGURE, 1, "ExclusiveCards"},
+	    {"control: an expired reservation", DRA_SHARING_TIME_SLICING, 0, VLLM(900000), "cu", 5,
+	     NO_FIGURE, 1, "ExclusiveCards"},
+	};
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct pending_row *r = &rows[i];
+		struct capacity cap = dra_fixture_h100s(1);
+		struct dra_claim_use c = shared_claim(r->sharing, r->pinned);
+		struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
+		struct placement_item resv = {.key = "dra/a",
+		                              .uid = "a",
+		                              .expires_ms = r->res_expires,
+		                              .dra_claim = r->res_claim};
+		struct placement_item vis = {.key = "dra/a", .uid = "a"};
+		struct placement_node node = {.name = "gpu-dra-0",
+		                              .cap = &cap,
+		                              .reserved = &resv,
+		                              .n_reserved = 1,
+		                              .dra = &dn};
+		struct dra_pod dp = {.any = 1, .n_here = 1};
+		struct demand d;
+		struct placement_pod pod = {
+		    .name = "dra/me", .key = "dra/me", .uid = "me", .demand = &d, .dra = &dp};
+		struct placement_result res;
+
+		c.mine = 1; /* it names the claim; reservedFor is empty */
+		if (r->vis.bytes > 0 || r->vis.ppm > 0) {
+			placement_item_count(
+			    &vis, &(const struct placement_count){.status = DEMAND_NOT_GPU,
+			                                          .dra_figs = &r->vis,
+			                                          .n_dra_figs = 1});
+			node.pods = &vis;
+			node.n_pods = 1;
+		}
+		memset(&d, 0, sizeof(d));
+		if (r->pod.bytes > 0 || r->pod.ppm > 0) {
+			d.dra_figs[0] = r->pod;
+			d.n_dra_figs = 1;
+			snprintf(d.dra_words, sizeof(d.dra_words),
+			         "GPU_MEMORY_LIMIT (container main)");
+		}
+		placement_dra_demand(&d);
+		assert_int_equal(placement_decide(&node, &pod, &enforce, 10, &res), 0);
+		if (res.decision.allowed != r->allowed ||
+		    (r->reason != NULL && strcmp(res.decision.reason, r->reason) != 0))
+			fail_msg("row %zu (%s): allowed %d %s: %s", i, r->what,
+			         res.decision.allowed, res.decision.reason, res.decision.message);
+		/* admitted: its own reservation names the claim too */
+		if (r->allowed &&
+		    (res.reserve_claim == NULL || strcmp(res.reserve_claim, "cu") != 0))
+			fail_msg("row %zu (%s): reserve_claim %s", i, r->what,
+			         res.reserve_claim ? res.reserve_claim : "NULL");
+	}
+}
+
+/* The issue's race end to end through the core: two vLLM 0.9 pods created with nodeName
+ * naming the unreserved claim, one after the other under the node's lock: the first is
+ * admitted (alone, it holds the device whole) and its reservation names the claim; the second
+ * never fits beside it. A pod in the claim's reservedFor (a Binding) reserves no claim. */
+static void placement_concurrent_creates(void **state)
+{
+	(void)state;
+	static const struct demand_share fig = VLLM(900000);
+	static const char me_uid[1][DRA_UID_MAX] = {"b"};
+	struct capacity cap = dra_fixture_h100s(1);
+	struct dra_claim_use c = shared_claim(DRA_SHARING_TIME_SLICING, 0);
+	struct dra_node dn = {.gpus = dra_fixture_one_h100(), .n_claims = 1, .claims = &c};
+	struct placement_node node = {.name = "gpu-dra-0", .cap = &cap, .dra = &dn};
+	struct dra_pod dp = {.any = 1, .n_here = 1};
+	struct demand d;
+	struct placement_pod a = {
+	    .name = "dra/a", .key = "dra/a", .uid = "a", .demand = &d, .dra = &dp};
+	struct placement_pod b = {
+	    .name = "dra/b", .key = "dra/b", .uid = "b", .demand = &d, .dra = &dp};
+	struct placement_result res;
+
+	c.mine = 1;
+	memset(&d, 0, sizeof(d));
+	d.dra_figs[0] = fig;
+	d.n_dra_figs = 1;
+	snprintf(d.dra_words, sizeof(d.dra_words), "vllm --gpu-memory-utilization 0.9");
+	placement_dra_demand(&d);
+	assert_int_equal(placement_decide(&node, &a, &enforce, 0, &res), 0);
+	assert_true(res.decision.allowed);
+	assert_true(res.reserve);
+	assert_string_equal(res.reserve_claim, "cu");
+	struct placement_item ra = {
+	    .key = "dra/a", .uid = "a", .bytes = res.reserve_bytes, .dra_claim = res.reserve_claim};
+	node.reserved = &ra;
+	node.n_reserved = 1;
+	assert_int_equal(placement_decide(&node, &b, &enforce, 0, &res), 0);
+	if (res.decision.allowed)
+		fail_msg("the second pod was admitted: %s %s", res.decision.reason,
+		         res.decision.message);
+	assert_non_null(strstr(res.decision.message, "claim dra/c's time-sliced device"));
+	/* a pod the claim is reserved for reserves no claim of its own */
+	c.pods = me_uid;
+	c.n_pods = 1;
+	node.n_reserved = 0;
+	assert_int_equal(placement_decide(&node, &b, &enforce, 0, &res), 0);
+	assert_true(res.decision.allowed);
+	assert_null(res.reserve_claim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(claim_configs),           cmocka_unit_test(claim_config_errors),
-	    cmocka_unit_test(store_shared_view),       cmocka_unit_test(store_unconfigured_device),
-	    cmocka_unit_test(placement_shared_device), cmocka_unit_test(placement_shared_warn),
-	    cmocka_unit_test(pinned_per_device),       cmocka_unit_test(store_pinned_by_uuid),
+	    cmocka_unit_test(claim_configs),
+	    cmocka_unit_test(claim_config_errors),
+	    cmocka_unit_test(store_shared_view),
+	    cmocka_unit_test(store_unconfigured_device),
+	    cmocka_unit_test(placement_shared_device),
+	    cmocka_unit_test(placement_shared_warn),
+	    cmocka_unit_test(pinned_per_device),
+	    cmocka_unit_test(store_pinned_by_uuid),
+	    cmocka_unit_test(placement_pending_claim),
+	    cmocka_unit_test(placement_concurrent_creates),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

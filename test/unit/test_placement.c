@@ -53,7 +53,7 @@ struct row {
 static const struct row rows[] = {
     {"empty node", {{0}}, 0, {{0}}, 0, 10 * GI, 0, 1, "Fits", 0, 0},
     {"exactly at the budget is allowed",
-     {{"a/x", NULL, 26 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/x", NULL, 26 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      {{0}},
      0,
@@ -64,7 +64,7 @@ static const struct row rows[] = {
      26 * GI,
      0},
     {"one byte over the budget is denied",
-     {{"a/x", NULL, 26 * GI + 1, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/x", NULL, 26 * GI + 1, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      {{0}},
      0,
@@ -75,7 +75,7 @@ static const struct row rows[] = {
      26 * GI + 1,
      0},
     {"an undeclared GPU pod counts a whole GPU",
-     {{"a/old", NULL, 0, 1, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/old", NULL, 0, 1, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      {{0}},
      0,
@@ -86,7 +86,7 @@ static const struct row rows[] = {
      40 * GI,
      0},
     {"an undeclared pod asking for 2 GPUs counts 2 whole GPUs",
-     {{"a/old2", NULL, 0, 2, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/old2", NULL, 0, 2, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      {{0}},
      0,
@@ -99,7 +99,7 @@ static const struct row rows[] = {
     {"a reservation counts",
      {{0}},
      0,
-     {{"a/r", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/r", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      10 * GI,
      10,
@@ -110,7 +110,7 @@ static const struct row rows[] = {
     {"an expired reservation does not count",
      {{0}},
      0,
-     {{"a/r", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/r", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      10 * GI,
      1000,
@@ -119,9 +119,9 @@ static const struct row rows[] = {
      0,
      0},
     {"a reservation whose pod is visible counts once (by key)",
-     {{"a/r", NULL, 30 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/r", NULL, 30 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
-     {{"a/r", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/r", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      5 * GI,
      10,
@@ -130,9 +130,9 @@ static const struct row rows[] = {
      30 * GI,
      1},
     {"... and by uid",
-     {{"a/r", "u-1", 30 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/r", "u-1", 30 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
-     {{"a/r2", "u-1", 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/r2", "u-1", 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      5 * GI,
      10,
@@ -141,9 +141,9 @@ static const struct row rows[] = {
      30 * GI,
      1},
     {"the pod placed again does not count itself, visible or reserved",
-     {{"ns/p", NULL, 30 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"ns/p", NULL, 30 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
-     {{"ns/p", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"ns/p", NULL, 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      30 * GI,
      10,
@@ -154,7 +154,7 @@ static const struct row rows[] = {
     {"the pod matched by uid does not count itself",
      {{0}},
      0,
-     {{"ns/other", "uid-p", 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"ns/other", "uid-p", 30 * GI, 0, 1000, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      30 * GI,
      10,
@@ -163,9 +163,9 @@ static const struct row rows[] = {
      0,
      0},
     {"sums saturate instead of wrapping",
-     {{"a/x", NULL, UINT64_MAX - 1, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/x", NULL, UINT64_MAX - 1, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
-     {{"a/y", NULL, 10, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}},
+     {{"a/y", NULL, 10, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}},
      1,
      10 * GI,
      0,
@@ -201,10 +201,11 @@ static void test_message_names_pods_and_reservations(void **state)
 {
 	(void)state;
 	struct placement_item pods[] = {
-	    {"team-a/big", NULL, 20 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0},
-	    {"team-a/small", NULL, 2 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}};
-	struct placement_item res_items[] = {
-	    {"team-b/coming", NULL, 10 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}};
+	    {"team-a/big", NULL, 20 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL},
+	    {"team-a/small", NULL, 2 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0,
+	     NULL}};
+	struct placement_item res_items[] = {{"team-b/coming", NULL, 10 * GI, 0, 0, 0, 0, NULL,
+	                                      NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}};
 	struct demand d = demand_of(8 * GI);
 	struct placement_node node = {"gpu-1", &one_gpu, pods, 2, res_items, 1, NULL};
 	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0, NULL};
@@ -265,7 +266,7 @@ static void test_warn_mode_and_dry_run(void **state)
 {
 	(void)state;
 	struct placement_item pods[] = {
-	    {"a/x", NULL, 35 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}};
+	    {"a/x", NULL, 35 * GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}};
 	struct demand d = demand_of(5 * GI);
 	struct placement_node node = {"n1", &one_gpu, pods, 1, NULL, 0, NULL};
 	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0, NULL};
@@ -289,7 +290,7 @@ static void test_invalid_inputs(void **state)
 	struct demand d = demand_of(GI), bad = demand_of(GI);
 	struct capacity zero = {0};
 	struct placement_item keyless[] = {
-	    {NULL, NULL, GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0}};
+	    {NULL, NULL, GI, 0, 0, 0, 0, NULL, NULL, 0, NULL, 0, 0, 0, NULL, 0, NULL}};
 	struct placement_node node = {"n1", &one_gpu, NULL, 0, NULL, 0, NULL};
 	struct placement_pod pod = {"ns/p", "ns/p", NULL, &d, 0, NULL};
 	struct placement_result res;
