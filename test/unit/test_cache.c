@@ -1586,6 +1586,12 @@ static void test_concurrent_readers(void **state)
 
 /* cache_stats().bytes: grows with what is stored and comes back to the empty store's figure
  * when everything is deleted (fewer pods than the first hash table's buckets: no growth). */
+/* The pieces of a whole pod record pod_fill allocates anew (cache.c pod_bytes: every heap()
+ * term but the record itself), and what glibc may hand out over a chunk's size (MINSIZE 32
+ * less the 16-byte alignment). */
+#define POD_PIECES  10
+#define CHUNK_SLACK 16
+
 static void test_bytes_accounted(void **state)
 {
 	struct cache *c = cache_new(NULL, NULL, NULL);
@@ -1610,12 +1616,26 @@ static void test_bytes_accounted(void **state)
 	full = stats_of(c).bytes;
 	assert_true(full > empty + 300 * 16);
 	assert_int_equal(stats_of(c).compact_pods, 240); /* the plain ones */
-	/* modified in place: the same figure */
-	assert_int_equal(pod_ev(c, WATCH_MODIFIED, "ml", "p0",
-	                        "6f1c2b9e-0000-4000-8000-000000000000", "n3", "Running", "1",
-	                        "10Gi"),
-	                 0);
-	assert_int_equal(stats_of(c).bytes, full);
+	/* Modified in place: the same figure. The pod's pieces are allocated anew (pod_fill), and
+	 * glibc hands a free chunk out whole when splitting it would leave less than MINSIZE (32
+	 * bytes on 64-bit), so one of the first pieces may have had up to 16 bytes more usable
+	 * size than its refill gets (which piece depends on the heap's layout: one more pointer in
+	 * struct placement_item moved it). The first refill is within that of the figure, per
+	 * refilled piece; from then on every refill gives the same figure exactly: nothing counted
+	 * twice or lost. */
+	size_t refilled = 0;
+	for (int k = 0; k < 8; k++) {
+		assert_int_equal(pod_ev(c, WATCH_MODIFIED, "ml", "p0",
+		                        "6f1c2b9e-0000-4000-8000-000000000000", "n3", "Running",
+		                        "1", "10Gi"),
+		                 0);
+		if (k == 0) {
+			refilled = stats_of(c).bytes;
+			assert_true(refilled <= full + POD_PIECES * CHUNK_SLACK &&
+			            refilled + POD_PIECES * CHUNK_SLACK >= full);
+		}
+		assert_int_equal(stats_of(c).bytes, refilled);
+	}
 	for (int i = 0; i < 300; i++) {
 		snprintf(name, sizeof(name), "p%d", i);
 		assert_int_equal(pod_ev(c, WATCH_DELETED, i % 3 ? "default" : "ml", name, NULL,
