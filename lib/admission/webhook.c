@@ -404,8 +404,8 @@ static void commit_decision(struct webhook *w, struct resv *rv, const struct pla
 
 	if (!decide_core(w, p, pn, now, o, &res))
 		return;
-	int rc =
-	    resv_put(rv, p->key, p->uid, res.reserve_bytes, p->pod_create ? w->unseen_ttl_ms : 0);
+	int rc = resv_put(rv, p->key, p->uid, NULL, res.reserve_bytes,
+	                  p->pod_create ? w->unseen_ttl_ms : 0);
 	if (rc == 0)
 		rc = resv_commit(rv, NULL, 0);
 	/* RESV_CONFLICT cannot happen: the node stays locked from begin to commit. */
@@ -494,8 +494,8 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 			d->verdict = SHARED_REREAD;
 		goto out;
 	}
-	int rc =
-	    resv_put(&rv, p->key, p->uid, res.reserve_bytes, p->pod_create ? w->unseen_ttl_ms : 0);
+	int rc = resv_put(&rv, p->key, p->uid, NULL, res.reserve_bytes,
+	                  p->pod_create ? w->unseen_ttl_ms : 0);
 	metrics_unseen_dropped(w->metrics, resv_unseen_dropped(&rv));
 	if (rc != 0) {
 		deny_unreserved(d->o, p,
@@ -647,12 +647,13 @@ static int view_lists(const struct view_node *v, const char *key, const char *ui
 
 /* Keep the WEBHOOK_MAX_STALE_CHECKS oldest reservations past the grace period. Keys of pods
  * known only by generateName ("ns/prefix?uid", ledger_key) name no pod: skipped. */
-static void collect_stale(void *ctx, const char *key, const char *uid, uint64_t bytes,
-                          uint64_t reserved_ms)
+static void collect_stale(void *ctx, const char *key, const char *uid, const char *claim,
+                          uint64_t bytes, uint64_t reserved_ms)
 {
 	struct stale_scan *sc = ctx;
 	size_t i = sc->n;
 
+	(void)claim;
 	(void)bytes;
 	if (reserved_ms > sc->before || strcmp(key, sc->self_key) == 0 || strchr(key, '?') ||
 	    (sc->shown != NULL && view_lists(sc->shown, key, uid)))
@@ -743,11 +744,12 @@ struct same_entry {
 	int found;
 };
 
-static void find_same(void *ctx, const char *key, const char *uid, uint64_t bytes,
-                      uint64_t reserved_ms)
+static void find_same(void *ctx, const char *key, const char *uid, const char *claim,
+                      uint64_t bytes, uint64_t reserved_ms)
 {
 	struct same_entry *f = ctx;
 
+	(void)claim;
 	(void)bytes;
 	if (strcmp(key, f->s->key) == 0 && strcmp(uid, f->s->uid) == 0 &&
 	    reserved_ms == f->s->reserved_ms)
@@ -1129,11 +1131,12 @@ static uint64_t dra_claims_bytes(const struct dra_view *dv, const char *uid)
 	return b;
 }
 
-static void dra_keep_visit(void *ctx, const char *key, const char *uid, uint64_t bytes,
-                           uint64_t reserved_ms)
+static void dra_keep_visit(void *ctx, const char *key, const char *uid, const char *claim,
+                           uint64_t bytes, uint64_t reserved_ms)
 {
 	struct dra_keep *k = ctx;
 
+	(void)claim;
 	(void)reserved_ms;
 	for (size_t i = 0; i < k->dv->n_pods; i++)
 		if (pod_same_strict(k->dv->keys[i], k->dv->uids[i], key, uid) &&

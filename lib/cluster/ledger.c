@@ -25,7 +25,9 @@
 
 struct entry {
 	char key[LEDGER_KEY_MAX];
-	char uid[LEDGER_UID_MAX]; /* "" when unknown */
+	char uid[LEDGER_UID_MAX];   /* "" when unknown */
+	char claim[LEDGER_UID_MAX]; /* the DRA claim it joined unreserved (ledger_reserve_claim); ""
+	                             */
 	uint64_t bytes;
 	uint64_t reserved_ms;
 	uint64_t expires_ms;
@@ -408,7 +410,7 @@ size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, 
 		if (e->expires_ms <= now_ms)
 			continue;
 		if (fn != NULL)
-			fn(ctx, e->key, e->uid, e->bytes, e->reserved_ms);
+			fn(ctx, e->key, e->uid, e->claim, e->bytes, e->reserved_ms);
 		visited++;
 	}
 	return visited;
@@ -443,13 +445,13 @@ int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint6
 	return ledger_reserve_uid(n, key, NULL, bytes, now_ms);
 }
 
-static int reserve(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
-                   uint64_t ttl_ms, int unseen, uint64_t now_ms);
+static int reserve(struct ledger_node *n, const char *key, const char *uid, const char *claim,
+                   uint64_t bytes, uint64_t ttl_ms, int unseen, uint64_t now_ms);
 
 int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
                        uint64_t now_ms)
 {
-	return reserve(n, key, uid, bytes, 0, 0, now_ms);
+	return reserve(n, key, uid, NULL, bytes, 0, 0, now_ms);
 }
 
 int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
@@ -457,7 +459,13 @@ int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *ui
 {
 	if (ttl_ms == 0)
 		return LEDGER_EINVAL;
-	return reserve(n, key, uid, bytes, ttl_ms, 1, now_ms);
+	return reserve(n, key, uid, NULL, bytes, ttl_ms, 1, now_ms);
+}
+
+int ledger_reserve_claim(struct ledger_node *n, const char *key, const char *uid, const char *claim,
+                         uint64_t bytes, uint64_t unseen_ttl_ms, uint64_t now_ms)
+{
+	return reserve(n, key, uid, claim, bytes, unseen_ttl_ms, unseen_ttl_ms != 0, now_ms);
 }
 
 uint64_t ledger_unseen_dropped(struct ledger *l)
@@ -466,14 +474,15 @@ uint64_t ledger_unseen_dropped(struct ledger *l)
 }
 
 /* ttl_ms 0: the ledger's; else the shorter of the two. */
-static int reserve(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
-                   uint64_t ttl_ms, int unseen, uint64_t now_ms)
+static int reserve(struct ledger_node *n, const char *key, const char *uid, const char *claim,
+                   uint64_t bytes, uint64_t ttl_ms, int unseen, uint64_t now_ms)
 {
 	uint64_t ttl, expires;
 	size_t len, ulen = uid ? strnlen(uid, LEDGER_UID_MAX) : 0;
+	size_t clen = claim ? strnlen(claim, LEDGER_UID_MAX) : 0;
 	int rc;
 
-	if (n == NULL || key == NULL || ulen >= LEDGER_UID_MAX)
+	if (n == NULL || key == NULL || ulen >= LEDGER_UID_MAX || clen >= LEDGER_UID_MAX)
 		return LEDGER_EINVAL;
 	len = strnlen(key, LEDGER_KEY_MAX);
 	if (len == 0 || len >= LEDGER_KEY_MAX)
@@ -492,6 +501,7 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, uint
 		n->entries[i].expires_ms = expires;
 		n->entries[i].unseen = unseen;
 		memcpy(n->entries[i].uid, uid ? uid : "", ulen + 1);
+		memcpy(n->entries[i].claim, claim ? claim : "", clen + 1);
 		n->changes++;
 		return 0;
 	}
@@ -500,6 +510,7 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, uint
 		return rc;
 	memcpy(n->entries[n->n].key, key, len + 1);
 	memcpy(n->entries[n->n].uid, uid ? uid : "", ulen + 1);
+	memcpy(n->entries[n->n].claim, claim ? claim : "", clen + 1);
 	n->entries[n->n].bytes = bytes;
 	n->entries[n->n].reserved_ms = now_ms;
 	n->entries[n->n].expires_ms = expires;

@@ -111,17 +111,17 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size_t cap,
                       uint64_t now_ms);
 
-/* One live reservation, for ledger_visit(); key and uid ("" when unknown) stay valid until the node
- * is modified (ledger_reconcile, ledger_reserve, ledger_remove) or unlocked. reserved_ms is the
- * now_ms of its latest ledger_reserve (a refresh restarts it). */
-typedef void (*ledger_visit_fn)(void *ctx, const char *key, const char *uid, uint64_t bytes,
-                                uint64_t reserved_ms);
+/* One live reservation, for ledger_visit(); key, uid ("" when unknown) and claim (the DRA claim
+ * uid ledger_reserve_claim gave, "" when none) stay valid until the node is modified
+ * (ledger_reconcile, ledger_reserve, ledger_remove) or unlocked. reserved_ms is the now_ms of its
+ * latest ledger_reserve (a refresh restarts it). */
+typedef void (*ledger_visit_fn)(void *ctx, const char *key, const char *uid, const char *claim,
+                                uint64_t bytes, uint64_t reserved_ms);
 
-/* With the node locked: call fn(ctx, key, bytes, reserved_ms) for each live entry, in the order
- * they were first reserved (a refresh keeps its place), without
- * copying (ledger_entries copies LEDGER_KEY_MAX bytes per entry). fn must not call ledger
- * functions; a NULL fn only counts. Returns how many live entries there are (visited); 0 when n
- * is NULL. */
+/* With the node locked: call fn(ctx, key, uid, claim, bytes, reserved_ms) for each live entry, in
+ * the order they were first reserved (a refresh keeps its place), without copying (ledger_entries
+ * copies LEDGER_KEY_MAX bytes per entry). fn must not call ledger functions; a NULL fn only counts.
+ * Returns how many live entries there are (visited); 0 when n is NULL. */
 size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, void *ctx);
 
 /* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */
@@ -141,6 +141,16 @@ int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, 
  * A later ledger_reserve_uid of the key (the pod's Binding) makes it an ordinary entry. */
 int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
                           uint64_t ttl_ms, uint64_t now_ms) __attribute__((warn_unused_result));
+
+/* The same with the uid of a shared DRA claim the pod joined without being in its reservedFor
+ * (placement_result.reserve_claim; NULL or "": none), which ledger_visit gives back: the core
+ * counts the entry among that claim's pods (placement.h, item.dra_claim). unseen_ttl_ms > 0: a
+ * pod CREATE's, as ledger_reserve_unseen; 0: as ledger_reserve_uid. A refresh replaces the claim
+ * (the latest decision's). LEDGER_EINVAL for a claim not shorter than LEDGER_UID_MAX. The claim
+ * changes no other rule: the entry expires, settles and is forgotten as any other. */
+int ledger_reserve_claim(struct ledger_node *n, const char *key, const char *uid, const char *claim,
+                         uint64_t bytes, uint64_t unseen_ttl_ms, uint64_t now_ms)
+    __attribute__((warn_unused_result));
 
 /* Entries of ledger_reserve_unseen dropped at their expiry (never seen), since ledger_new; an
  * entry removed otherwise (settled, forgotten, removed) is not counted. Thread-safe. */

@@ -63,21 +63,24 @@ static int grow(struct record *r)
 	return 0;
 }
 
-static int entry_valid(const char *key, const char *uid, uint64_t bytes, uint64_t expires_ms)
+static int entry_valid(const char *key, const char *uid, const char *claim, uint64_t bytes,
+                       uint64_t expires_ms)
 {
 	return key != NULL && key[0] != '\0' && strlen(key) < LEDGER_KEY_MAX &&
-	       strlen(uid) < LEDGER_UID_MAX && bytes <= RECORD_MAX_NUMBER &&
-	       expires_ms <= RECORD_MAX_NUMBER;
+	       strlen(uid) < LEDGER_UID_MAX && strlen(claim) < LEDGER_UID_MAX &&
+	       bytes <= RECORD_MAX_NUMBER && expires_ms <= RECORD_MAX_NUMBER;
 }
 
 /* Put (key, uid) into r: replace the entry of the same pod when merge is set and there is
  * one, else append. */
-static int put(struct record *r, const char *key, const char *uid, uint64_t bytes,
-               uint64_t expires_ms, int unseen, int merge)
+static int put(struct record *r, const char *key, const char *uid, const char *claim,
+               uint64_t bytes, uint64_t expires_ms, int unseen, int merge)
 {
 	if (uid == NULL)
 		uid = "";
-	if (!entry_valid(key, uid, bytes, expires_ms))
+	if (claim == NULL)
+		claim = "";
+	if (!entry_valid(key, uid, claim, bytes, expires_ms))
 		return RECORD_EINVAL;
 	struct record_entry *e = NULL;
 	for (size_t i = 0; merge && i < r->n && e == NULL; i++)
@@ -91,6 +94,7 @@ static int put(struct record *r, const char *key, const char *uid, uint64_t byte
 	}
 	snprintf(e->key, sizeof(e->key), "%s", key);
 	snprintf(e->uid, sizeof(e->uid), "%s", uid);
+	snprintf(e->claim, sizeof(e->claim), "%s", claim);
 	e->bytes = bytes;
 	e->expires_ms = expires_ms;
 	e->unseen = unseen != 0;
@@ -100,13 +104,19 @@ static int put(struct record *r, const char *key, const char *uid, uint64_t byte
 int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
                uint64_t expires_ms)
 {
-	return put(r, key, uid, bytes, expires_ms, 0, 1);
+	return put(r, key, uid, NULL, bytes, expires_ms, 0, 1);
 }
 
 int record_put_unseen(struct record *r, const char *key, const char *uid, uint64_t bytes,
                       uint64_t expires_ms)
 {
-	return put(r, key, uid, bytes, expires_ms, 1, 1);
+	return put(r, key, uid, NULL, bytes, expires_ms, 1, 1);
+}
+
+int record_put_claim(struct record *r, const char *key, const char *uid, const char *claim,
+                     uint64_t bytes, uint64_t expires_ms, int unseen)
+{
+	return put(r, key, uid, claim, bytes, expires_ms, unseen, 1);
 }
 
 size_t record_unseen_expired(const struct record *r, uint64_t now_wall_ms)
@@ -154,6 +164,7 @@ size_t record_items(const struct record *r, uint64_t now_wall_ms, uint64_t now_m
 		    .uid = e->uid[0] ? e->uid : NULL,
 		    .bytes = e->bytes,
 		    .expires_ms = sat_add(now_ms, e->expires_ms - now_wall_ms),
+		    .dra_claim = e->claim[0] ? e->claim : NULL,
 		};
 	}
 	return n;
@@ -234,19 +245,24 @@ int record_from_lease(const cJSON *lease, struct record *out, char *err, size_t 
 		const cJSON *key = cJSON_GetObjectItemCaseSensitive(it, "pod");
 		const cJSON *uid = cJSON_GetObjectItemCaseSensitive(it, "uid");
 		const cJSON *unseen = cJSON_GetObjectItemCaseSensitive(it, "unseen");
+		/* absent in entries written before issue 21 (and by replicas of that version) */
+		const cJSON *claim = cJSON_GetObjectItemCaseSensitive(it, "claim");
 		uint64_t bytes, expires;
 		if (!cJSON_IsString(key) || (uid != NULL && !cJSON_IsString(uid)) ||
+		    (claim != NULL && !cJSON_IsString(claim)) ||
 		    (unseen != NULL && !cJSON_IsBool(unseen)) ||
 		    json_u64(cJSON_GetObjectItemCaseSensitive(it, "bytes"), &bytes) != 0 ||
 		    json_u64(cJSON_GetObjectItemCaseSensitive(it, "expires"), &expires) != 0) {
 			errbuf_set(err, errlen,
 			           "annotation %s: entry %zu needs \"pod\" (string), \"bytes\" and "
-			           "\"expires\" (whole numbers), \"unseen\" a boolean if present",
+			           "\"expires\" (whole numbers), \"unseen\" a boolean and "
+			           "\"uid\", \"claim\" strings if present",
 			           RECORD_ANNOTATION, i);
 			goto out;
 		}
-		int prc = put(out, key->valuestring, uid ? uid->valuestring : NULL, bytes, expires,
-		              cJSON_IsTrue(unseen), 0);
+		int prc =
+		    put(out, key->valuestring, uid ? uid->valuestring : NULL,
+		        claim ? claim->valuestring : NULL, bytes, expires, cJSON_IsTrue(unseen), 0);
 		if (prc == RECORD_ENOMEM) {
 			rc = RECORD_ENOMEM;
 			errbuf_set(err, errlen, "out of memory");
@@ -256,7 +272,7 @@ int record_from_lease(const cJSON *lease, struct record *out, char *err, size_t 
 			errbuf_set(err, errlen, "annotation %s: entry %zu: %s", RECORD_ANNOTATION,
 			           i,
 			           prc == RECORD_EFULL ? "over the entry cap"
-			                               : "an empty or too long key or uid");
+			                               : "an empty or too long key, uid or claim");
 			goto out;
 		}
 		i++;
@@ -298,7 +314,8 @@ static char *entries_json(const struct record *r)
 		    cJSON_AddStringToObject(o, "pod", e->key) == NULL ||
 		    cJSON_AddNumberToObject(o, "bytes", (double)e->bytes) == NULL ||
 		    cJSON_AddNumberToObject(o, "expires", (double)e->expires_ms) == NULL ||
-		    (e->unseen && cJSON_AddTrueToObject(o, "unseen") == NULL))
+		    (e->unseen && cJSON_AddTrueToObject(o, "unseen") == NULL) ||
+		    (e->claim[0] != '\0' && cJSON_AddStringToObject(o, "claim", e->claim) == NULL))
 			goto out;
 	}
 	s = cJSON_PrintUnformatted(list);

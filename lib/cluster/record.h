@@ -8,12 +8,27 @@
  * compact JSON, oldest first:
  *
  *   [{"uid":"<pod metadata.uid or empty>","pod":"<namespace/name>","bytes":<declared bytes>,
- *     "expires":<Unix time in ms>[,"unseen":true]}, ...]
+ *     "expires":<Unix time in ms>[,"unseen":true][,"claim":"<ResourceClaim metadata.uid>"]},
+ *    ...]
  *
  * "unseen" marks the reservation of a pod CREATE (spec.nodeName) written with the shorter
  * --unseen-reservation-ttl: its expiry already says how long it counts, the mark only lets the
  * replica that drops it count it in reservations_unseen_dropped_total. A reader that does not
  * know the key (an older version) ignores it and still expires the entry at "expires".
+ *
+ * "claim" (issue 21) is the uid of a shared DRA claim the pod joined without being in its
+ * reservedFor (placement_result.reserve_claim, a pod CREATE with nodeName naming an allocated
+ * claim): the entry counts among that claim's pods (placement.h, item.dra_claim), so the claim's
+ * next pod is not judged as its device's sole consumer. Written only when set. An entry without
+ * it (every entry a replica of an earlier version writes, and records written before) reads as
+ * before: a reservation of its bytes, of no claim. A replica of an earlier version reads an
+ * entry with it as before too (it ignores the key), but drops the key from the entries when it
+ * rewrites the record: during a rolling upgrade a pending claim's mark can be lost by an older
+ * replica's write, and the claim's next pod is then judged as before issue 21 until the
+ * resourceclaim controller shows the first in reservedFor (seconds). Size: RECORD_MAX_ENTRIES
+ * entries of the longest pod keys (317 bytes) with 36-character uids and claims, and the
+ * largest numbers, make 246,785 bytes of annotation (222,721 without the claims), under the API
+ * server's 262,144 for an object's annotations.
  *
  * spec.renewTime is the time of the last write (MicroTime, RFC 3339 with microseconds), label
  * app.kubernetes.io/managed-by=gpu-memory-guard. The Lease's metadata.resourceVersion is the
@@ -73,15 +88,16 @@ struct cJSON;
 #define RECORD_EPARSE (-1) /* the annotation is not a record (err says where) */
 #define RECORD_EFULL  (-2) /* RECORD_MAX_ENTRIES */
 #define RECORD_ENOMEM (-3)
-#define RECORD_EINVAL (-4) /* a key or uid too long, an empty key */
+#define RECORD_EINVAL (-4) /* a key, uid or claim too long, an empty key */
 
 struct record_entry {
-	char uid[LEDGER_UID_MAX]; /* the pod's metadata.uid, "" when unknown */
-	char key[LEDGER_KEY_MAX]; /* "namespace/name", or the webhook's unique key for a pod named
-	                             by generateName (webhook.c ledger_key) */
-	uint64_t bytes;           /* declared GPU memory, bytes */
-	uint64_t expires_ms;      /* Unix time, ms */
-	uint8_t unseen;           /* a pod CREATE's, written with --unseen-reservation-ttl */
+	char uid[LEDGER_UID_MAX];   /* the pod's metadata.uid, "" when unknown */
+	char key[LEDGER_KEY_MAX];   /* "namespace/name", or the webhook's unique key for a pod named
+	                               by generateName (webhook.c ledger_key) */
+	char claim[LEDGER_UID_MAX]; /* "claim": the DRA claim it joined unreserved, "" when none */
+	uint64_t bytes;             /* declared GPU memory, bytes */
+	uint64_t expires_ms;        /* Unix time, ms */
+	uint8_t unseen;             /* a pod CREATE's, written with --unseen-reservation-ttl */
 };
 
 /* One node's record. Owns entries. */
@@ -130,6 +146,14 @@ int record_put(struct record *r, const char *key, const char *uid, uint64_t byte
 int record_put_unseen(struct record *r, const char *key, const char *uid, uint64_t bytes,
                       uint64_t expires_ms) __attribute__((warn_unused_result));
 
+/* record_put (unseen 0) or record_put_unseen (unseen 1) with the uid of a shared DRA claim the
+ * pod joined without being in its reservedFor (NULL or "": none; "claim" above). A replaced
+ * entry takes the new claim. Same errors, RECORD_EINVAL also for a claim not shorter than
+ * LEDGER_UID_MAX. */
+int record_put_claim(struct record *r, const char *key, const char *uid, const char *claim,
+                     uint64_t bytes, uint64_t expires_ms, int unseen)
+    __attribute__((warn_unused_result));
+
 /* How many "unseen" entries are expired at now_wall_ms: what record_prune will drop of them
  * at that time (call it just before; an entry whose pod is visible was seen, and it expires
  * at the same bound either way). */
@@ -146,8 +170,9 @@ size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placeme
 
 /*
  * The entries not expired at now_wall_ms as reservations for placement_decide(), their expiry
- * moved to the now_ms clock of the decision (now_ms + time left). out holds at least r->n
- * items; its keys and uids borrow r's. Returns how many were written.
+ * moved to the now_ms clock of the decision (now_ms + time left), an entry's claim as the
+ * item's dra_claim (NULL when none). out holds at least r->n items; its keys, uids and claims
+ * borrow r's. Returns how many were written.
  */
 size_t record_items(const struct record *r, uint64_t now_wall_ms, uint64_t now_ms,
                     struct placement_item *out);

@@ -62,15 +62,17 @@ struct collect {
 	size_t n, cap;
 };
 
-static void add_item(void *ctx, const char *key, const char *uid, uint64_t bytes,
+static void add_item(void *ctx, const char *key, const char *uid, const char *claim, uint64_t bytes,
                      uint64_t reserved_ms)
 {
 	struct collect *c = ctx;
 
 	(void)reserved_ms;
 	if (c->n < c->cap)
-		c->items[c->n++] =
-		    (struct placement_item){.key = key, .uid = uid[0] ? uid : NULL, .bytes = bytes};
+		c->items[c->n++] = (struct placement_item){.key = key,
+		                                           .uid = uid[0] ? uid : NULL,
+		                                           .bytes = bytes,
+		                                           .dra_claim = claim[0] ? claim : NULL};
 }
 
 int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
@@ -116,9 +118,10 @@ static int put_record(struct resv *r, const char *key, const char *uid)
 
 	uint64_t stamp = shared_stamp_wall_ms(r->sh); /* never early on the shared clock */
 	if (r->unseen_ttl_ms && r->unseen_ttl_ms < ttl)
-		rc = record_put_unseen(r->rec, key, uid, r->bytes, stamp + r->unseen_ttl_ms);
+		rc = record_put_claim(r->rec, key, uid, r->claim, r->bytes,
+		                      stamp + r->unseen_ttl_ms, 1);
 	else
-		rc = record_put(r->rec, key, uid, r->bytes, stamp + ttl);
+		rc = record_put_claim(r->rec, key, uid, r->claim, r->bytes, stamp + ttl, 0);
 	if (rc == RECORD_EFULL)
 		return RESV_EFULL;
 	if (rc == RECORD_ENOMEM)
@@ -126,17 +129,20 @@ static int put_record(struct resv *r, const char *key, const char *uid)
 	return rc != 0 ? RESV_EINVAL : 0;
 }
 
-int resv_put(struct resv *r, const char *key, const char *uid, uint64_t bytes,
+int resv_put(struct resv *r, const char *key, const char *uid, const char *claim, uint64_t bytes,
              uint64_t unseen_ttl_ms)
 {
 	size_t klen = key != NULL ? strnlen(key, LEDGER_KEY_MAX) : 0;
 	size_t ulen = uid != NULL ? strnlen(uid, LEDGER_UID_MAX) : 0;
+	size_t clen = claim != NULL ? strnlen(claim, LEDGER_UID_MAX) : 0;
 
 	/* The items borrowed the backend's strings: a record put may move them. */
 	free(r->items);
 	r->items = NULL;
-	if (r->put || (r->backend == RESV_LEDGER ? r->ln == NULL : r->rec == NULL))
+	if (r->put || (r->backend == RESV_LEDGER ? r->ln == NULL : r->rec == NULL) ||
+	    clen >= LEDGER_UID_MAX)
 		return RESV_EINVAL;
+	memcpy(r->claim, claim != NULL ? claim : "", clen + 1);
 	r->bytes = bytes;
 	r->unseen_ttl_ms = unseen_ttl_ms;
 	if (r->backend == RESV_RECORD) {
@@ -165,11 +171,8 @@ static int commit_ledger(struct resv *r)
 	/* Changed while the caller had let the node go: what was decided may not hold. */
 	if (ledger_version(r->ln) != r->version)
 		return RESV_CONFLICT;
-	if (r->unseen_ttl_ms)
-		rc = ledger_reserve_unseen(r->ln, r->key, r->uid, r->bytes, r->unseen_ttl_ms,
-		                           r->now_ms);
-	else
-		rc = ledger_reserve_uid(r->ln, r->key, r->uid, r->bytes, r->now_ms);
+	rc = ledger_reserve_claim(r->ln, r->key, r->uid, r->claim, r->bytes, r->unseen_ttl_ms,
+	                          r->now_ms);
 	if (rc == LEDGER_EFULL)
 		return RESV_EFULL;
 	if (rc == LEDGER_ENOMEM)

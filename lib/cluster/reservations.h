@@ -39,7 +39,9 @@
  *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
  *      does a reservation whose pod the API path looked up and found deleted, bound to another
  *      node, finished, or deleted before binding (webhook.c, drop_gone: ledger only).
- *   A put of a pod that already has an entry replaces it (a retried Binding counts once).
+ *   A put of a pod that already has an entry replaces it (a retried Binding counts once), its
+ *   claim (resv_put) included. The claim changes none of these rules: an entry carrying one
+ *   expires, settles and is forgotten as any other (issue 21).
  *
  * Units: bytes; now_ms is the decision's monotonic clock in ms (ledger_now_ms(), or held back
  * to the watch cache's progress by the caller); the record's own times are Unix ms on the
@@ -110,6 +112,7 @@ struct resv {
 	int put;
 	char key[LEDGER_KEY_MAX];
 	char uid[LEDGER_UID_MAX];
+	char claim[LEDGER_UID_MAX]; /* "" when none */
 	uint64_t bytes, unseen_ttl_ms;
 	/* resv_items' array */
 	struct placement_item *items;
@@ -147,23 +150,27 @@ int resv_fresh(const struct resv *r);
 
 /*
  * The reservations that still count at now_ms (rules 1 and 3; rule 2's same-pod counting is
- * the core's), oldest first, as placement items (key, uid, bytes; the record's with their
- * expiry on the now_ms clock). *items is the transaction's (valid until resv_put, resv_commit
- * or resv_end), NULL with *n 0 when there are none. 0 or RESV_ENOMEM.
+ * the core's), oldest first, as placement items (key, uid, bytes, dra_claim as resv_put gave it
+ * or NULL; the record's with their expiry on the now_ms clock). *items is the transaction's (valid
+ * until resv_put, resv_commit or resv_end), NULL with *n 0 when there are none. 0 or RESV_ENOMEM.
  */
 int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
     __attribute__((warn_unused_result));
 
 /*
  * Put the pod's reservation of bytes: key ("namespace/name", or webhook.c's unique key of a pod
- * named by generateName), uid (NULL or "" unknown). unseen_ttl_ms > 0: a pod CREATE's, whose pod
+ * named by generateName), uid (NULL or "" unknown), claim (NULL or "": none): the uid of the
+ * shared DRA claim the pod joined without being in its reservedFor (placement_result.
+ * reserve_claim), carried by the entry (ledger_reserve_claim; the record's "claim", record.h)
+ * and given back by resv_items as the item's dra_claim, so the core counts the pending pod
+ * among the claim's pods. unseen_ttl_ms > 0: a pod CREATE's, whose pod
  * the API server may never store: it counts for that long when shorter than the backend's TTL
  * (--unseen-reservation-ttl; ledger_reserve_unseen, record_put_unseen); 0: the TTL. The record
  * backend prunes the copy first (expired entries, and the visible pods' past the grace) and
  * counts the expired unseen ones (resv_unseen_dropped). One put per transaction. 0,
- * RESV_EINVAL, RESV_EFULL (the record full).
+ * RESV_EINVAL (also a claim not shorter than LEDGER_UID_MAX), RESV_EFULL (the record full).
  */
-int resv_put(struct resv *r, const char *key, const char *uid, uint64_t bytes,
+int resv_put(struct resv *r, const char *key, const char *uid, const char *claim, uint64_t bytes,
              uint64_t unseen_ttl_ms) __attribute__((warn_unused_result));
 
 /* Entries of pod CREATEs never seen that the record backend's put dropped at their expiry (for

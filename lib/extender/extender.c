@@ -189,10 +189,11 @@ struct ledger_visit_ctx {
 	void *add_ctx;
 };
 
-static void visit_one(void *ctx, const char *key, const char *uid, uint64_t bytes,
-                      uint64_t reserved_ms)
+static void visit_one(void *ctx, const char *key, const char *uid, const char *claim,
+                      uint64_t bytes, uint64_t reserved_ms)
 {
 	struct ledger_visit_ctx *v = ctx;
+	(void)claim; /* extender_add_fn takes no claim: its items carry none, as before */
 	(void)reserved_ms;
 	v->add(v->add_ctx, key, uid, bytes);
 }

@@ -78,18 +78,21 @@ static void test_reserve_pending_entries(void **state)
 
 struct visited {
 	char keys[4][LEDGER_KEY_MAX];
+	char claims[4][LEDGER_UID_MAX];
 	uint64_t bytes[4];
 	uint64_t reserved[4];
 	size_t n;
 };
 
-static void visit(void *ctx, const char *key, const char *uid, uint64_t bytes, uint64_t reserved_ms)
+static void visit(void *ctx, const char *key, const char *uid, const char *claim, uint64_t bytes,
+                  uint64_t reserved_ms)
 {
 	(void)uid;
 	struct visited *v = ctx;
 
 	if (v->n < 4) {
 		snprintf(v->keys[v->n], sizeof(v->keys[0]), "%s", key);
+		snprintf(v->claims[v->n], sizeof(v->claims[0]), "%s", claim);
 		v->bytes[v->n] = bytes;
 		v->reserved[v->n] = reserved_ms;
 	}
@@ -219,6 +222,53 @@ static void test_unseen_reservations(void **state)
 	assert_int_equal(ledger_unseen_dropped(l), 2);
 	assert_int_equal(ledger_reconcile(n, NULL, 0, 62000), 1);
 	assert_int_equal(ledger_unseen_dropped(l), 2);
+	ledger_unlock(n);
+	ledger_free(l);
+}
+
+/* ledger_reserve_claim (issue 21): the DRA claim a pod joined unreserved is given back by
+ * ledger_visit with its entry; entries reserved without one give ""; a refresh replaces it; a
+ * claim as long as LEDGER_UID_MAX is refused. The same-pod and expiry rules are unchanged: a
+ * CREATE's entry lives the unseen bound, settles when its pod shows, and counts once per key. */
+static void test_claim_carried(void **state)
+{
+	struct ledger *l = ledger_new(60000);
+	struct ledger_node *n = ledger_lock(l, "n1");
+	struct visited v = {0};
+	char longc[LEDGER_UID_MAX + 1];
+	const char *keys[] = {"ns/b"}, *uids[] = {"u2"};
+
+	(void)state;
+	memset(longc, 'c', LEDGER_UID_MAX);
+	longc[LEDGER_UID_MAX] = '\0';
+	assert_int_equal(ledger_reserve_claim(n, "ns/a", "u1", "claim-1", 0, 35000, 1000), 0);
+	assert_int_equal(ledger_reserve_claim(n, "ns/b", "u2", "claim-1", 0, 35000, 1000), 0);
+	assert_int_equal(ledger_reserve_uid(n, "ns/c", "u3", GI, 1000), 0);
+	assert_int_equal(ledger_reserve_claim(n, "ns/d", "u4", NULL, GI, 0, 1000), 0);
+	assert_int_equal(ledger_reserve_claim(n, "ns/x", "u9", longc, GI, 0, 1000), LEDGER_EINVAL);
+	assert_int_equal(ledger_visit(n, 2000, visit, &v), 4);
+	assert_string_equal(v.claims[0], "claim-1");
+	assert_string_equal(v.claims[1], "claim-1");
+	assert_string_equal(v.claims[2], "");
+	assert_string_equal(v.claims[3], "");
+	/* a refresh of ns/a (its Binding, the claim reserved for it by then): no claim, and an
+	 * ordinary entry (the TTL, not the unseen bound) */
+	assert_int_equal(ledger_reserve_uid(n, "ns/a", "u1", 0, 3000), 0);
+	/* ns/b's pod shows on the node: settled whatever its claim */
+	assert_int_equal(ledger_settle(n, keys, uids, 1, 3000), 1);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(ledger_visit(n, 3000, visit, &v), 3);
+	assert_string_equal(v.keys[0], "ns/a");
+	assert_string_equal(v.claims[0], "");
+	/* a claim given again on a refresh comes back; the unseen bound (35 s) applies again */
+	assert_int_equal(ledger_reserve_claim(n, "ns/c", "u3", "claim-2", GI, 35000, 4000), 0);
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(ledger_visit(n, 38999, visit, &v), 3);
+	assert_string_equal(v.keys[1], "ns/c");
+	assert_string_equal(v.claims[1], "claim-2");
+	memset(&v, 0, sizeof(v));
+	assert_int_equal(ledger_visit(n, 39000, visit, &v), 2); /* ns/c expired */
+	assert_string_equal(v.keys[1], "ns/d");
 	ledger_unlock(n);
 	ledger_free(l);
 }
@@ -731,6 +781,7 @@ int main(void)
 	    cmocka_unit_test(test_remove),
 	    cmocka_unit_test(test_ttl_expiry),
 	    cmocka_unit_test(test_unseen_reservations),
+	    cmocka_unit_test(test_claim_carried),
 	    cmocka_unit_test(test_pod_appears),
 	    cmocka_unit_test(test_invalid_keys_and_caps),
 	    cmocka_unit_test(test_empty_nodes_do_not_accumulate),

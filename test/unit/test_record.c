@@ -289,6 +289,70 @@ static void test_unseen_entries(void **state)
 	             RECORD_EPARSE, "\"unseen\" a boolean");
 }
 
+/* The claim a pod joined unreserved (issue 21) carries through the Lease as "claim", written
+ * only when set: an entry without it is the same JSON as before, and one written by a replica of
+ * the previous version (no "claim") reads with none; record_items gives it as dra_claim; a put
+ * of the same pod replaces it; a claim that is not a string, or too long, is refused. */
+static void test_claim_entries(void **state)
+{
+	struct record r, back;
+	struct placement_item items[3];
+	char err[256], longc[LEDGER_UID_MAX + 1];
+	(void)state;
+	record_init(&r);
+	record_init(&back);
+	memset(longc, 'c', LEDGER_UID_MAX);
+	longc[LEDGER_UID_MAX] = '\0';
+	snprintf(r.rv, sizeof(r.rv), "%s", "1");
+	assert_int_equal(record_put_claim(&r, "a/p1", "u1", "c-1", 0, WALL + 35000, 1), 0);
+	assert_int_equal(record_put_claim(&r, "a/p2", "u2", NULL, GI, WALL + 60000, 0), 0);
+	assert_int_equal(record_put_claim(&r, "a/p3", "u3", longc, GI, WALL + 60000, 0),
+	                 RECORD_EINVAL);
+	cJSON *lease = record_to_lease(&r, "ns", "gpu-1", WALL);
+	assert_string_equal(json_str(lease, "metadata", "annotations", RECORD_ANNOTATION, NULL),
+	                    "[{\"uid\":\"u1\",\"pod\":\"a/p1\",\"bytes\":0,"
+	                    "\"expires\":1800000035000,\"unseen\":true,\"claim\":\"c-1\"},"
+	                    "{\"uid\":\"u2\",\"pod\":\"a/p2\",\"bytes\":1073741824,"
+	                    "\"expires\":1800000060000}]");
+	assert_int_equal(record_from_lease(lease, &back, err, sizeof(err)), 0);
+	cJSON_Delete(lease);
+	assert_int_equal(back.n, 2);
+	assert_string_equal(back.entries[0].claim, "c-1");
+	assert_int_equal(back.entries[0].unseen, 1);
+	assert_string_equal(back.entries[1].claim, "");
+	assert_int_equal(record_items(&back, WALL, 500, items), 2);
+	assert_string_equal(items[0].dra_claim, "c-1");
+	assert_int_equal(items[0].expires_ms, 500 + 35000);
+	assert_null(items[1].dra_claim);
+	/* the same pod put again (its Binding, the claim reserved for it by then): no claim */
+	assert_int_equal(record_put(&back, "a/p1", "u1", 0, WALL + 60000), 0);
+	assert_int_equal(back.n, 2);
+	assert_string_equal(back.entries[0].claim, "");
+	record_free(&r);
+	record_free(&back);
+	/* an entry of the previous version: no claim, read as before */
+	lease = lease_with("7",
+	                   "[{\"uid\":\"u9\",\"pod\":\"a/old\",\"bytes\":0,\"expires\":"
+	                   "1800000035000,\"unseen\":true}]",
+	                   NULL);
+	assert_int_equal(record_from_lease(lease, &back, err, sizeof(err)), 0);
+	cJSON_Delete(lease);
+	assert_int_equal(back.n, 1);
+	assert_string_equal(back.entries[0].claim, "");
+	assert_int_equal(record_items(&back, WALL, 500, items), 1);
+	assert_null(items[0].dra_claim);
+	assert_string_equal(items[0].key, "a/old");
+	record_free(&back);
+	expect_parse("1", "[{\"pod\":\"a/b\",\"bytes\":1,\"expires\":2,\"claim\":\"\"}]", NULL, 0,
+	             NULL);
+	expect_parse("1", "[{\"pod\":\"a/b\",\"bytes\":1,\"expires\":2,\"claim\":7}]", NULL,
+	             RECORD_EPARSE, "\"claim\" strings");
+	char ann[256];
+	snprintf(ann, sizeof(ann), "[{\"pod\":\"a/b\",\"bytes\":1,\"expires\":2,\"claim\":\"%s\"}]",
+	         longc);
+	expect_parse("1", ann, NULL, RECORD_EPARSE, "too long key, uid or claim");
+}
+
 /* Entries are read as stored: puts of (k, A), (k, B), (k, no uid) keep two entries, and a read
  * must not merge them (the same-pod rule is not transitive; found by fuzz_record). */
 static void test_read_keeps_entries_apart(void **state)
@@ -349,6 +413,7 @@ int main(void)
 	    cmocka_unit_test(test_lease_round_trip),
 	    cmocka_unit_test(test_parse_errors),
 	    cmocka_unit_test(test_unseen_entries),
+	    cmocka_unit_test(test_claim_entries),
 	    cmocka_unit_test(test_read_keeps_entries_apart),
 	    cmocka_unit_test(test_copy),
 	};

@@ -61,7 +61,7 @@ static int ledger_place(struct ledger *l, const char *key, const char *uid, uint
 	struct ledger_node *ln = ledger_lock(l, "n1");
 	assert_non_null(ln);
 	assert_int_equal(resv_begin_ledger(&r, ln, ledger_generation(ln), NULL, now), 0);
-	assert_int_equal(resv_put(&r, key, uid, bytes, 0), 0);
+	assert_int_equal(resv_put(&r, key, uid, NULL, bytes, 0), 0);
 	int rc = resv_commit(&r, NULL, 0);
 	resv_end(&r);
 	ledger_unlock(ln);
@@ -81,8 +81,9 @@ static void test_ledger_begin_items_put_commit(void **state)
 	assert_true(resv_fresh(&r));
 	assert_int_equal(items_bytes(&r, "ns/a", &has), 10 * GI);
 	assert_true(has);
-	assert_int_equal(resv_put(&r, "ns/b", NULL, 5 * GI, 0), 0);
-	assert_int_equal(resv_put(&r, "ns/c", NULL, 5 * GI, 0), RESV_EINVAL); /* one per txn */
+	assert_int_equal(resv_put(&r, "ns/b", NULL, NULL, 5 * GI, 0), 0);
+	assert_int_equal(resv_put(&r, "ns/c", NULL, NULL, 5 * GI, 0),
+	                 RESV_EINVAL); /* one per txn */
 	assert_int_equal(resv_commit(&r, NULL, 0), RESV_COMMITTED);
 	assert_int_equal(resv_unseen_dropped(&r), 0);
 	resv_end(&r);
@@ -131,7 +132,7 @@ static void test_ledger_conflict_on_commit(void **state)
 	struct ledger_node *ln = ledger_lock(l, "n1");
 	assert_int_equal(resv_begin_ledger(&r, ln, ledger_generation(ln), NULL, 1000), 0);
 	assert_int_equal(items_bytes(&r, NULL, NULL), 0);
-	assert_int_equal(resv_put(&r, "ns/mine", "uid-m", 20 * GI, 0), 0);
+	assert_int_equal(resv_put(&r, "ns/mine", "uid-m", NULL, 20 * GI, 0), 0);
 	/* While this placement has let the node go, another one commits on it. */
 	ledger_release(ln);
 	assert_int_equal(ledger_place(l, "ns/other", "uid-o", 20 * GI, 1500), RESV_COMMITTED);
@@ -142,7 +143,7 @@ static void test_ledger_conflict_on_commit(void **state)
 	/* Begin again: the other's entry counts now, and the commit goes through. */
 	assert_int_equal(resv_begin_ledger(&r, ln, ledger_generation(ln), NULL, 2000), 0);
 	assert_int_equal(items_bytes(&r, NULL, NULL), 20 * GI);
-	assert_int_equal(resv_put(&r, "ns/mine", "uid-m", 20 * GI, 0), 0);
+	assert_int_equal(resv_put(&r, "ns/mine", "uid-m", NULL, 20 * GI, 0), 0);
 	assert_int_equal(resv_commit(&r, NULL, 0), RESV_COMMITTED);
 	resv_end(&r);
 	ledger_unlock(ln);
@@ -161,9 +162,9 @@ static void test_ledger_unseen_ttl_and_errors(void **state)
 	assert_int_equal(resv_commit(&r, NULL, 0), RESV_EINVAL); /* nothing put */
 	memset(long_key, 'k', sizeof(long_key) - 1);
 	long_key[sizeof(long_key) - 1] = '\0';
-	assert_int_equal(resv_put(&r, long_key, NULL, GI, 0), RESV_EINVAL);
-	assert_int_equal(resv_put(&r, "", NULL, GI, 0), RESV_EINVAL);
-	assert_int_equal(resv_put(&r, "ns/created", "uid-c", 3 * GI, 5000), 0);
+	assert_int_equal(resv_put(&r, long_key, NULL, NULL, GI, 0), RESV_EINVAL);
+	assert_int_equal(resv_put(&r, "", NULL, NULL, GI, 0), RESV_EINVAL);
+	assert_int_equal(resv_put(&r, "ns/created", "uid-c", NULL, 3 * GI, 5000), 0);
 	assert_int_equal(resv_commit(&r, NULL, 0), RESV_COMMITTED);
 	resv_end(&r);
 	assert_int_equal(ledger_pending_bytes(ln, NULL, 5999), 3 * GI);
@@ -190,7 +191,7 @@ static int record_place(struct shared *s, const char *key, const char *uid, uint
 	uint64_t b = items_bytes(&r, NULL, NULL);
 	if (seen_bytes != NULL)
 		*seen_bytes = b;
-	assert_int_equal(resv_put(&r, key, uid, bytes, 0), 0);
+	assert_int_equal(resv_put(&r, key, uid, NULL, bytes, 0), 0);
 	int rc = resv_commit(&r, err, sizeof(err));
 	resv_end(&r);
 	record_free(&rec);
@@ -256,7 +257,7 @@ static void test_record_conflict_on_commit(void **state)
 	assert_int_equal(shared_load(a, "n1", &rec), 0);
 	assert_int_equal(resv_begin_record(&r, a, "n1", &rec, 0, NULL, 0, 1000), 0);
 	assert_int_equal(items_bytes(&r, NULL, NULL), 1 * GI);
-	assert_int_equal(resv_put(&r, "ns/late", NULL, 10 * GI, 0), 0);
+	assert_int_equal(resv_put(&r, "ns/late", NULL, NULL, 10 * GI, 0), 0);
 	assert_int_equal(resv_commit(&r, err, sizeof(err)), RESV_CONFLICT);
 	assert_non_null(strstr(err, "409"));
 	resv_end(&r);
@@ -285,7 +286,7 @@ static void test_record_errors_and_prune(void **state)
 	record_init(&rec);
 	assert_int_equal(shared_load(s, "n1", &rec), 0);
 	assert_int_equal(resv_begin_record(&r, s, "n1", &rec, 0, NULL, 0, 1000), 0);
-	assert_int_equal(resv_put(&r, "ns/b", NULL, GI, 0), 0);
+	assert_int_equal(resv_put(&r, "ns/b", NULL, NULL, GI, 0), 0);
 	assert_int_equal(resv_commit(&r, err, sizeof(err)), RESV_EAPI);
 	assert_non_null(strstr(err, "injected"));
 	resv_end(&r);
@@ -300,7 +301,7 @@ static void test_record_errors_and_prune(void **state)
 	record_init(&rec);
 	assert_int_equal(shared_load(s, "n1", &rec), 0);
 	assert_int_equal(resv_begin_record(&r, s, "n1", &rec, 0, &visible, 1, 1000), 0);
-	assert_int_equal(resv_put(&r, "ns/c", "uid-c", 2 * GI, 5000), 0);
+	assert_int_equal(resv_put(&r, "ns/c", "uid-c", NULL, 2 * GI, 5000), 0);
 	assert_int_equal(rec.n, 1);
 	assert_string_equal(rec.entries[0].key, "ns/c");
 	assert_int_equal(rec.entries[0].unseen, 1);
@@ -314,6 +315,77 @@ static void test_record_errors_and_prune(void **state)
 	fake_lease_free(f);
 }
 
+/* The claim of resv_put (issue 21) comes back from resv_items as the item's dra_claim, over
+ * both backends: the ledger's entry, and the record's, read by another replica from the Lease.
+ * A put without one gives NULL; a claim as long as LEDGER_UID_MAX is refused. */
+static const char *item_claim(struct resv *r, const char *key)
+{
+	const struct placement_item *it;
+	size_t n;
+
+	assert_int_equal(resv_items(r, &it, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(it[i].key, key) == 0)
+			return it[i].dra_claim != NULL ? it[i].dra_claim : "(none)";
+	return "(absent)";
+}
+
+static void test_claim_carried(void **state)
+{
+	struct ledger *l = ledger_new(60000);
+	struct fake_lease *f = fake_lease_new();
+	struct shared *a = replica(f), *b = replica(f);
+	struct ledger_node *ln = ledger_lock(l, "n1");
+	struct record rec;
+	struct resv r;
+	char err[256] = "", longc[LEDGER_UID_MAX + 1];
+	(void)state;
+
+	memset(longc, 'c', LEDGER_UID_MAX);
+	longc[LEDGER_UID_MAX] = '\0';
+	/* the ledger */
+	assert_int_equal(resv_begin_ledger(&r, ln, ledger_generation(ln), NULL, 1000), 0);
+	assert_int_equal(resv_put(&r, "ns/a", "uid-a", longc, 0, 5000), RESV_EINVAL);
+	assert_int_equal(resv_put(&r, "ns/a", "uid-a", "claim-1", 0, 5000), 0);
+	assert_int_equal(resv_commit(&r, NULL, 0), RESV_COMMITTED);
+	resv_end(&r);
+	assert_int_equal(resv_begin_ledger(&r, ln, ledger_generation(ln), NULL, 2000), 0);
+	assert_string_equal(item_claim(&r, "ns/a"), "claim-1");
+	assert_int_equal(resv_put(&r, "ns/b", "uid-b", NULL, GI, 0), 0);
+	assert_int_equal(resv_commit(&r, NULL, 0), RESV_COMMITTED);
+	resv_end(&r);
+	assert_int_equal(resv_begin_ledger(&r, ln, ledger_generation(ln), NULL, 3000), 0);
+	assert_string_equal(item_claim(&r, "ns/a"), "claim-1");
+	assert_string_equal(item_claim(&r, "ns/b"), "(none)");
+	resv_end(&r);
+	/* the pod CREATE's bound still applies: gone at 1000 + 5000 */
+	assert_int_equal(resv_begin_ledger(&r, ln, ledger_generation(ln), NULL, 6000), 0);
+	assert_string_equal(item_claim(&r, "ns/a"), "(absent)");
+	resv_end(&r);
+	ledger_unlock(ln);
+	/* the record: a writes, b reads the Lease */
+	record_init(&rec);
+	assert_int_equal(shared_load(a, "n1", &rec), 0);
+	assert_int_equal(resv_begin_record(&r, a, "n1", &rec, 0, NULL, 0, 1000), 0);
+	assert_int_equal(resv_put(&r, "ns/a", "uid-a", "claim-1", 0, 5000), 0);
+	assert_int_equal(resv_commit(&r, err, sizeof(err)), RESV_COMMITTED);
+	resv_end(&r);
+	record_free(&rec);
+	assert_int_equal(record_place(a, "ns/b", "uid-b", GI, 0, NULL), RESV_COMMITTED);
+	record_init(&rec);
+	assert_int_equal(shared_read(b, "n1", 1e12, &rec, err, sizeof(err)), 0);
+	assert_int_equal(rec.n, 2);
+	assert_int_equal(resv_begin_record(&r, b, "n1", &rec, 1, NULL, 0, 1000), 0);
+	assert_string_equal(item_claim(&r, "ns/a"), "claim-1");
+	assert_string_equal(item_claim(&r, "ns/b"), "(none)");
+	resv_end(&r);
+	record_free(&rec);
+	shared_free(a);
+	shared_free(b);
+	fake_lease_free(f);
+	ledger_free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -324,6 +396,7 @@ int main(void)
 	    cmocka_unit_test(test_record_begin_items_put_commit),
 	    cmocka_unit_test(test_record_conflict_on_commit),
 	    cmocka_unit_test(test_record_errors_and_prune),
+	    cmocka_unit_test(test_claim_carried),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
