@@ -42,13 +42,15 @@
 #define NAME_MAX_DBL 253    /* bytes of a namespace or name */
 
 /* Leases have a store and a history too (the code is shared), but no list or watch route. */
-enum res { RES_PODS = 0, RES_NODES, RES_LEASES, RES_POLICIES, RES_N };
+enum res { RES_PODS = 0, RES_NODES, RES_LEASES, RES_POLICIES, RES_SLICES, RES_CLAIMS, RES_N };
 
-static const char *const RES_KIND[RES_N] = {"Pod", "Node", "Lease", "GPUMemoryPolicy"};
-static const char *const RES_LIST_KIND[RES_N] = {"PodList", "NodeList", "LeaseList",
-                                                 "GPUMemoryPolicyList"};
+static const char *const RES_KIND[RES_N] = {
+    "Pod", "Node", "Lease", "GPUMemoryPolicy", "ResourceSlice", "ResourceClaim"};
+static const char *const RES_LIST_KIND[RES_N] = {"PodList",           "NodeList",
+                                                 "LeaseList",         "GPUMemoryPolicyList",
+                                                 "ResourceSliceList", "ResourceClaimList"};
 /* Cluster-scoped kinds: no namespace. */
-#define CLUSTER_SCOPED(r) ((r) == RES_NODES || (r) == RES_POLICIES)
+#define CLUSTER_SCOPED(r) ((r) == RES_NODES || (r) == RES_POLICIES || (r) == RES_SLICES)
 
 /* One stored object. ns is "" for nodes. */
 struct obj {
@@ -99,6 +101,7 @@ struct apiserver_double {
 	int watch_gone;
 	int no_policy_crd; /* 1: the GPUMemoryPolicy collection answers 404 (CRD not installed) */
 	int dra_forbidden; /* 1: resource.k8s.io answers 403, as to a caller without RBAC for it */
+	int dra_served;    /* 1: resource.k8s.io/v1 resourceslices and resourceclaims are served */
 	int fail_code;
 	unsigned delay_ms;
 	int expire_continue;
@@ -1903,6 +1906,13 @@ static struct answer route_api(struct apiserver_double *d, struct MHD_Connection
 		         seg[3], seg[3]);
 		return status_answer(403, "Forbidden", msg);
 	}
+	/* DRA's cluster-wide collections, list and watch, as the informer reads them */
+	if (d->dra_served && get && n == 4 && !strcmp(seg[0], "apis") &&
+	    !strcmp(seg[1], "resource.k8s.io") && !strcmp(seg[2], "v1") &&
+	    (!strcmp(seg[3], "resourceslices") || !strcmp(seg[3], "resourceclaims"))) {
+		enum res r = !strcmp(seg[3], "resourceslices") ? RES_SLICES : RES_CLAIMS;
+		return is_watch(c) ? start_watch(d, c, r) : list_objects(d, c, r, NULL);
+	}
 	if (n < 2 || strcmp(seg[0], "api") || strcmp(seg[1], "v1"))
 		return status_answer(404, "NotFound",
 		                     "the server could not find the requested resource");
@@ -2720,6 +2730,31 @@ void apiserver_double_set_dra_forbidden(struct apiserver_double *d, int forbidde
 	pthread_mutex_lock(&d->mu);
 	d->dra_forbidden = forbidden;
 	pthread_mutex_unlock(&d->mu);
+}
+
+void apiserver_double_set_dra_served(struct apiserver_double *d, int served)
+{
+	pthread_mutex_lock(&d->mu);
+	d->dra_served = served;
+	pthread_mutex_unlock(&d->mu);
+}
+
+int apiserver_double_put_dra(struct apiserver_double *d, const char *json)
+{
+	cJSON *t = cJSON_Parse(json);
+	const char *kind = t ? str_at(t, "kind", NULL) : "";
+	enum res r = !strcmp(kind, "ResourceSlice")   ? RES_SLICES
+	             : !strcmp(kind, "ResourceClaim") ? RES_CLAIMS
+	                                              : RES_N;
+	int rc;
+	if (r == RES_N) {
+		cJSON_Delete(t);
+		return -1;
+	}
+	pthread_mutex_lock(&d->mu);
+	rc = put_locked(d, r, NULL, t);
+	pthread_mutex_unlock(&d->mu);
+	return rc;
 }
 
 void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed)

@@ -181,6 +181,14 @@ void apiserver_double_set_policy_crd(struct apiserver_double *d, int installed);
  * forbidden 1 its paths answer 403 Forbidden instead, as kube-apiserver answers a caller whose
  * RBAC lacks the resource (default 0). */
 void apiserver_double_set_dra_forbidden(struct apiserver_double *d, int forbidden);
+/* served 1: GET /apis/resource.k8s.io/v1/resourceslices and .../resourceclaims are served,
+ * list (pagination as pods') and watch, cluster-wide only (no fieldSelector, no namespaced
+ * path, no writes: the objects come from apiserver_double_put_dra). Default 0 (404). */
+void apiserver_double_set_dra_served(struct apiserver_double *d, int served);
+/* Add or replace a ResourceSlice or ResourceClaim (JSON text, by its kind; a claim keeps its
+ * metadata.namespace), stored as given with a new resourceVersion; a watch sees ADDED or
+ * MODIFIED. 0, or -1 (another kind, no name). */
+int apiserver_double_put_dra(struct apiserver_double *d, const char *json);
 
 /* Add or replace a lease (JSON text) in namespace ns (NULL: the object's, else "default"),
  * as the API server would have stored it: kind, apiVersion, metadata.uid and
