@@ -270,7 +270,9 @@ static void keep_audit(struct outcome *o, const struct policyset_result *ps)
 
 /* Decide with the core over the node's snapshot (core_decide(): the flags, the node's
  * annotation and the GPUMemoryPolicy objects selecting the node) and put its verdict into o.
- * Returns 1 when allowed with a reservation to record (res->reserve_bytes), 0 otherwise. */
+ * Returns 1 when allowed with a reservation to record (res->reserve_bytes, and
+ * res->reserve_claim: the DRA claim it joined unreserved, recorded with it, issue 21), 0
+ * otherwise. */
 static int decide_core(struct webhook *w, const struct placement *p,
                        const struct placement_node *pn, uint64_t now, struct outcome *o,
                        struct placement_result *out)
@@ -404,7 +406,7 @@ static void commit_decision(struct webhook *w, struct resv *rv, const struct pla
 
 	if (!decide_core(w, p, pn, now, o, &res))
 		return;
-	int rc = resv_put(rv, p->key, p->uid, NULL, res.reserve_bytes,
+	int rc = resv_put(rv, p->key, p->uid, res.reserve_claim, res.reserve_bytes,
 	                  p->pod_create ? w->unseen_ttl_ms : 0);
 	if (rc == 0)
 		rc = resv_commit(rv, NULL, 0);
@@ -494,7 +496,7 @@ static void decide_on_record(struct shared_decision *d, const struct placement_n
 			d->verdict = SHARED_REREAD;
 		goto out;
 	}
-	int rc = resv_put(&rv, p->key, p->uid, NULL, res.reserve_bytes,
+	int rc = resv_put(&rv, p->key, p->uid, res.reserve_claim, res.reserve_bytes,
 	                  p->pod_create ? w->unseen_ttl_ms : 0);
 	metrics_unseen_dropped(w->metrics, resv_unseen_dropped(&rv));
 	if (rc != 0) {
