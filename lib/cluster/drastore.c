@@ -30,6 +30,7 @@ struct sclaim {
 	char name[DRA_NAME_MAX];
 	char uid[DRA_UID_MAX];
 	char owner[DRA_UID_MAX];
+	char pod_claim[DRA_POD_CLAIM_MAX];
 	uint8_t extended, allocated;
 	size_t n_requests, n_results, n_reserved;
 	struct dra_request *requests;
@@ -256,6 +257,7 @@ static int put_claim(struct dra_store *s, const struct dra_claim *dec, struct go
 	memcpy(nc.name, dec->name, sizeof(nc.name));
 	memcpy(nc.uid, dec->uid, sizeof(nc.uid));
 	memcpy(nc.owner, dec->owner, sizeof(nc.owner));
+	memcpy(nc.pod_claim, dec->pod_claim, sizeof(nc.pod_claim));
 	nc.extended = dec->extended;
 	nc.allocated = dec->allocated;
 	nc.n_requests = dec->n_requests;
@@ -539,12 +541,30 @@ static void pending(const struct sclaim *c, const struct dra_gpus *g, struct dra
 	p->pending_whole_bytes = sat_mul(p->pending_whole_n, g->max_bytes);
 }
 
+/* 1 when c, a claim the pod owns, is the claim of a template of its not counted yet (tpl[0..*n),
+ * the templates counted): the resourceclaim controller takes as a template's claim only one
+ * the pod owns annotated with the template's name, the first (k8s.io/kubernetes v1.37
+ * pkg/controller/resourceclaim findPodResourceClaim). A claim without the annotation (another
+ * controller's, a user's) or a second one for the same template is not one, else it would
+ * stand for a template claim not generated yet, which then goes uncounted. */
+static int template_claim_new(const struct sclaim *c, const char **tpl, size_t *n)
+{
+	if (c->pod_claim[0] == '\0' || *n == DRA_POD_CLAIMS)
+		return 0; /* past DRA_POD_CLAIMS: the pod names no more (dra_pod_refs) */
+	for (size_t i = 0; i < *n; i++)
+		if (strcmp(tpl[i], c->pod_claim) == 0)
+			return 0;
+	tpl[(*n)++] = c->pod_claim;
+	return 1;
+}
+
 /* Fill v's claims (the node's) and pod part. Holds the read lock. */
 static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_local,
                      const char *ns, const char *uid, const struct dra_pod_refs *refs,
                      struct dra_view *v)
 {
-	size_t n_uids = 0, k = 0, u = 0, found = 0, named = 0, owned = 0;
+	size_t n_uids = 0, k = 0, u = 0, found = 0, named = 0, owned = 0, n_tpl = 0;
+	const char *tpl[DRA_POD_CLAIMS];
 	int on;
 
 	for (size_t i = 0; i < s->n_claims; i++) {
@@ -571,10 +591,12 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 		for (size_t r = 0; mine && refs != NULL && r < refs->n; r++)
 			by_name += strcmp(refs->names[r], c->name) == 0;
 		named += by_name;
-		/* Owned by the pod, not named by it and not its KEP-5004 claim: a template's claim
-		 * the pod's status does not name yet (the claim's watch ahead of the pod's). */
-		owned += mine && by_name == 0 && !c->extended && uid != NULL && uid[0] != '\0' &&
-		         strcmp(c->owner, uid) == 0;
+		/* Owned by the pod, not named by it, not its KEP-5004 claim, and generated for one
+		 * of its templates: a template's claim the pod's status does not name yet (the
+		 * claim's watch ahead of the pod's). */
+		if (mine && by_name == 0 && !c->extended && uid != NULL && uid[0] != '\0' &&
+		    strcmp(c->owner, uid) == 0)
+			owned += template_claim_new(c, tpl, &n_tpl);
 		if (mine && c->extended)
 			v->pod.extended = 1;
 		claim_on(c, local, n_local, &on, cu);

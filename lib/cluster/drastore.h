@@ -93,9 +93,10 @@ struct dra_view {
  * its claims (refs, may be NULL: those of namespace ns owned by or reserved for pod_uid) that
  * are not allocated, counted at the most they can take on node (dra_request_max_bytes); a
  * named claim the store does not hold, or a template claim not generated yet
- * (refs->n_templates, less the claims the store holds owned by pod_uid that refs does not name
- * and that are not its KEP-5004 claim: generated, the pod's status not updated yet), counts
- * every DRA GPU of the node. pod_uid and ns may be NULL (no pod:
+ * (refs->n_templates, less the claims the store holds owned by pod_uid that refs does not name,
+ * that are not its KEP-5004 claim and that the resourceclaim controller generated for one of
+ * its templates, once per template (annotation DRA_ANN_POD_CLAIM): generated, the pod's status
+ * not updated yet), counts every DRA GPU of the node. pod_uid and ns may be NULL (no pod:
  * the gauges). 0 and *out, or DRA_STORE_ENOMEM. s NULL gives an empty view.
  */
 int dra_store_view(struct dra_store *s, const char *node, const char *ns, const char *pod_uid,

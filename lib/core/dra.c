@@ -747,6 +747,9 @@ int dra_claim_decode(const cJSON *obj, const struct dra_drivers *d, struct dra_c
 		return DRA_EINVAL;
 	}
 	out->extended = json_at(obj, "metadata", "annotations", DRA_ANN_EXTENDED, NULL) != NULL;
+	if (copy_str(out->pod_claim, sizeof(out->pod_claim),
+	             json_str(obj, "metadata", "annotations", DRA_ANN_POD_CLAIM, NULL)) != 0)
+		out->pod_claim[0] = '\0'; /* not a pod claim's name: not a template's claim */
 	if (decode_requests(obj, name, out, err, errlen) != 0 ||
 	    decode_status(obj, name, d, out, err, errlen) != 0)
 		return DRA_EINVAL;

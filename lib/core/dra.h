@@ -82,15 +82,19 @@ struct cJSON;
 #define DRA_GROUP_VERSION  "resource.k8s.io/v1"
 #define DRA_DRIVER_DEFAULT "gpu.nvidia.com"
 #define DRA_ANN_EXTENDED   "resource.kubernetes.io/extended-resource-claim"
+#define DRA_ANN_POD_CLAIM  "resource.kubernetes.io/pod-claim-name"
 #define DRA_CAPACITY_KEY   "memory" /* the NVIDIA driver's capacity name */
 #define DRA_MAX_DRIVERS    8        /* --dra-driver names */
 #define DRA_DRIVER_MAX     64       /* a DNS subdomain, at most 63 bytes (API validation) */
 #define DRA_POOL_MAX       254      /* pool and node names: 253 */
 #define DRA_DEVICE_MAX     64       /* a DNS label, 63 */
 #define DRA_UID_MAX        64       /* metadata.uid (a UUID is 36) */
-#define DRA_NS_MAX         64       /* a namespace, 63 */
-#define DRA_NAME_MAX       254      /* an object name, 253 */
-#define DRA_SHARE_ID_MAX   40       /* shareID: a UUID, 36 */
+#define DRA_POD_CLAIM_MAX                                                                          \
+	64                   /* a pod's claim name (spec.resourceClaims[].name): a DNS             \
+	                        label, 63 */
+#define DRA_NS_MAX       64  /* a namespace, 63 */
+#define DRA_NAME_MAX     254 /* an object name, 253 */
+#define DRA_SHARE_ID_MAX 40  /* shareID: a UUID, 36 */
 /* The v1 API's own caps (resource/v1 types.go): ResourceSliceMaxDevices 128,
  * AllocationResultsMaxSize 32, ResourceClaimReservedForMaxSize 256, DeviceRequestsMaxSize 32.
  * More is refused (DRA_EINVAL), never cut. */
@@ -220,6 +224,9 @@ struct dra_claim {
 	char owner[DRA_UID_MAX]; /* the controller ownerReference's uid ("" when none) */
 	uint8_t extended;        /* annotation DRA_ANN_EXTENDED (KEP-5004) */
 	uint8_t allocated;       /* status.allocation present */
+	/* annotation DRA_ANN_POD_CLAIM: the pod claim the resourceclaim controller generated it
+	 * for (from a template), "" when none (or longer than a pod claim's name: none) */
+	char pod_claim[DRA_POD_CLAIM_MAX];
 	size_t n_requests;
 	struct dra_request requests[DRA_CLAIM_REQUESTS];
 	size_t n_results; /* of our drivers only */

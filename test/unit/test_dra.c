@@ -417,7 +417,9 @@ static void store_view_template_found_by_owner(void **state)
 	cJSON *j = fixture_quoted_json(
 	    "{'apiVersion':'resource.k8s.io/v1','kind':'ResourceClaim','metadata':{"
 	    "'name':'tpl-pod-gpu-x7k2q','namespace':'dra',"
-	    "'uid':'c1a2b3c4-0040-4d5e-8f90-a1b2c3d4e5f6','ownerReferences':[{'apiVersion':'v1',"
+	    "'uid':'c1a2b3c4-0040-4d5e-8f90-a1b2c3d4e5f6',"
+	    "'annotations':{'resource.kubernetes.io/pod-claim-name':'gpu'},"
+	    "'ownerReferences':[{'apiVersion':'v1',"
 	    "'kind':'Pod','name':'tpl-pod','uid':'d0000000-0000-4000-8000-000000000001',"
 	    "'controller':true}]},'spec':{'devices':{'requests':[{'name':'gpu','exactly':{"
 	    "'deviceClassName':'gpu.nvidia.com','allocationMode':'ExactCount','count':1}}]}},"
@@ -449,6 +451,62 @@ static void store_view_template_found_by_owner(void **state)
 	                 0);
 	assert_int_equal(v->pod.n_here, 0);
 	assert_int_equal(v->pod.n_unknown, 1);
+	dra_view_free(v);
+	dra_store_free(s);
+}
+
+/* A claim the pod owns that the resourceclaim controller did not generate for one of its
+ * templates does not stand for a template claim not generated yet: the controller takes as a
+ * template's claim only one owned by the pod that carries the annotation
+ * resource.kubernetes.io/pod-claim-name naming that template, the first of them (k8s.io/kubernetes
+ * v1.37 pkg/controller/resourceclaim findPodResourceClaim). A claim another controller (or
+ * user) made with the pod as its controller owner, or a second claim annotated for the same
+ * template, is not the pending template's claim: that one, once generated and allocated, would
+ * go uncounted on the node (n_unknown 0, no pending whole GPUs). */
+static void store_view_owned_not_template(void **state)
+{
+	(void)state;
+	static const char *const files[] = {"dra/slice-gpu-dra-0.json"};
+	static const char *const anns[] = {
+	    "", /* no annotation: not generated for a template */
+	    "'annotations':{'resource.kubernetes.io/pod-claim-name':'gpu'},",
+	    "'annotations':{'resource.kubernetes.io/pod-claim-name':'gpu'},", /* the same one */
+	};
+	struct dra_store *s = dra_fixture_store(files, 1);
+	struct dra_view *v;
+	struct dra_pod_refs refs = {.any = 1, .n = 0, .n_templates = 1};
+	char err[256], text[2048];
+
+	for (size_t i = 0; i < sizeof(anns) / sizeof(anns[0]); i++) {
+		snprintf(text, sizeof(text),
+		         "{'apiVersion':'resource.k8s.io/v1','kind':'ResourceClaim','metadata':{"
+		         "'name':'owned-%zu','namespace':'dra','uid':'c1a2b3c4-0050-4d5e-8f90-"
+		         "a1b2c3d4e5f%zu',%s'ownerReferences':[{'apiVersion':'v1','kind':'Pod',"
+		         "'name':'tpl-pod','uid':'d0000000-0000-4000-8000-000000000001',"
+		         "'controller':true}]},'spec':{'devices':{'requests':[{'name':'gpu',"
+		         "'exactly':{'deviceClassName':'gpu.nvidia.com','allocationMode':"
+		         "'ExactCount','count':1}}]}}}",
+		         i, i, anns[i]);
+		cJSON *j = fixture_quoted_json(text);
+		assert_int_equal(dra_store_apply_claim(s, WATCH_ADDED, j, err, sizeof(err)), 0);
+		cJSON_Delete(j);
+		if (i == 0) { /* only the foreign claim: the template's claim is still unknown */
+			assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra",
+			                                "d0000000-0000-4000-8000-000000000001",
+			                                &refs, &v),
+			                 0);
+			assert_int_equal(v->pod.n_unknown, 1);
+			assert_int_equal(v->pod.pending_whole_n, 2);
+			dra_view_free(v);
+		}
+	}
+	/* two templates, one claim generated (and a duplicate of it), one foreign: one unknown */
+	refs.n_templates = 2;
+	assert_int_equal(dra_store_view(s, "gpu-dra-0", "dra",
+	                                "d0000000-0000-4000-8000-000000000001", &refs, &v),
+	                 0);
+	assert_int_equal(v->pod.n_unknown, 1);
+	assert_int_equal(v->pod.pending_whole_n, 2);
 	dra_view_free(v);
 	dra_store_free(s);
 }
@@ -1200,6 +1258,7 @@ int main(void)
 	    cmocka_unit_test(store_view),
 	    cmocka_unit_test(store_view_unknown_beside_owned),
 	    cmocka_unit_test(store_view_template_found_by_owner),
+	    cmocka_unit_test(store_view_owned_not_template),
 	    cmocka_unit_test(store_view_device_twice),
 	    cmocka_unit_test(store_gone),
 	    cmocka_unit_test(placement_rules),
