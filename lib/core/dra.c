@@ -369,8 +369,13 @@ static size_t go_space_len(const unsigned char *s, size_t n)
  * reads them with resource.Quantity's UnmarshalJSON, which parses the raw text, unquoted, after
  * strings.TrimSpace: a JSON number is a quantity (10737418240 is read as "10737418240"), and
  * white space around a string's quantity is dropped (go_space_len says which). cJSON has
- * decoded the escapes already, so an escaped non-ASCII space ("\u00a0") is dropped here too
- * while the driver refuses it: that claim is counted with its limit, and its pods do not start.
+ * decoded the escapes already, and the driver decodes none (it parses the text between the
+ * quotes as written), so any escape the driver refuses is taken here as the character it
+ * stands for: an escaped space ("\u0020", "\u00a0") is dropped, "10\u0047i" is 10Gi, and
+ * "10Gi\u0000..." is 10Gi (cJSON's string ends at the NUL). That claim is counted with its
+ * limit, and its pods do not start (compared with apimachinery v0.37.2's UnmarshalJSON on
+ * 2026-12-06: raw UTF-8 spaces, invalid or truncated UTF-8 at either end, strings of spaces
+ * alone agree).
  * Every reader of a pinned limit goes through it (decode_mps validates, result_pins matches to
  * the device). */
 static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, char *err,
