@@ -385,6 +385,44 @@ int world_review(const struct world *w, const char *body, struct http_resp *resp
 	return 0;
 }
 
+void review_client_open(struct review_client *c, const struct world *w, long timeout_ms)
+{
+	static const char warm[] = "{\"request\":{\"uid\":\"warm\"}}";
+	struct http_resp rs;
+
+	memset(c, 0, sizeof *c);
+	c->h = http_handle_new();
+	c->rq.url = w->url;
+	c->rq.ca_file = w->ca_file;
+	c->rq.content_type = "application/json";
+	c->rq.timeout_ms = timeout_ms;
+	c->rq.body = warm;
+	c->rq.body_len = strlen(warm);
+	http_do(c->h, &c->rq, &rs);
+	http_resp_free(&rs);
+}
+
+void review_client_send(struct review_client *c, const char *body, long *code, char *err,
+                        size_t errlen, struct review_answer *a)
+{
+	struct http_resp rs;
+
+	c->rq.body = body;
+	c->rq.body_len = strlen(body);
+	http_do(c->h, &c->rq, &rs);
+	*code = rs.code;
+	snprintf(err, errlen, "%s", rs.error);
+	if (rs.code == 200)
+		harness_parse_review(rs.body, a);
+	http_resp_free(&rs);
+}
+
+void review_client_close(struct review_client *c)
+{
+	http_handle_free(c->h);
+	c->h = NULL;
+}
+
 /* Set GPU_MEMORY_LIMIT of every container of pod that declares it. */
 static void set_limit(cJSON *pod, const char *limit)
 {

@@ -199,6 +199,24 @@ int harness_parse_review(const char *body, struct review_answer *a);
 int world_review(const struct world *w, const char *body, struct http_resp *resp,
                  struct review_answer *a);
 
+/* A keep-alive connection to a world's webhook for the concurrency tests: opened by
+ * review_client_open(), which sends a warm-up review so that the TLS handshake is done before
+ * the caller waits at its barrier (the barrier then releases the placements themselves). */
+struct review_client {
+	CURL_HANDLE *h;
+	struct http_req rq;
+};
+
+/* Open c to w's webhook with requests of timeout_ms each, and send the warm-up review. */
+void review_client_open(struct review_client *c, const struct world *w, long timeout_ms);
+
+/* POST body on c: *code the HTTP status (0 when no answer), err the transport's error ("" when
+ * none; errlen bytes), *a the parsed answer when 200 (else untouched). */
+void review_client_send(struct review_client *c, const char *body, long *code, char *err,
+                        size_t errlen, struct review_answer *a);
+
+void review_client_close(struct review_client *c);
+
 /* ---- raw TLS (OpenSSL) ---- */
 
 /* Handshake with 127.0.0.1:port allowing only [min_version, max_version] (TLS1_VERSION ...

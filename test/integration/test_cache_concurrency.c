@@ -97,34 +97,16 @@ static void *worker_main(void *arg)
 {
 	struct worker *wk = arg;
 	struct run *r = wk->run;
-	CURL_HANDLE *h = http_handle_new();
-	struct http_req rq = {0};
-	struct http_resp rs;
-	const char *warm = "{\"request\":{\"uid\":\"warm\"}}";
+	struct review_client c;
 
-	rq.url = W.url;
-	rq.ca_file = W.ca_file;
-	rq.content_type = "application/json";
-	rq.timeout_ms = 30000;
-	/* Connect and handshake first, so that the barrier releases the placements themselves. */
-	rq.body = warm;
-	rq.body_len = strlen(warm);
-	http_do(h, &rq, &rs);
-	http_resp_free(&rs);
+	review_client_open(&c, &W, 30000);
 	pthread_barrier_wait(&r->start);
 	for (;;) {
 		int i = atomic_fetch_add(&r->next, 1);
 		if (i >= r->n_jobs)
 			break;
 		struct job *j = &r->jobs[i];
-		rq.body = j->body;
-		rq.body_len = strlen(j->body);
-		http_do(h, &rq, &rs);
-		j->code = rs.code;
-		snprintf(j->error, sizeof j->error, "%s", rs.error);
-		if (rs.code == 200)
-			harness_parse_review(rs.body, &j->a);
-		http_resp_free(&rs);
+		review_client_send(&c, j->body, &j->code, j->error, sizeof j->error, &j->a);
 		if (r->persist && j->code == 200 && j->a.allowed) {
 			/* What the API server does after the admission: the pod is persisted. */
 			int rc =
@@ -137,7 +119,7 @@ static void *worker_main(void *arg)
 		if (r->jitter_ms)
 			usleep((rand_r(&wk->seed) % (unsigned)r->jitter_ms) * 1000);
 	}
-	http_handle_free(h);
+	review_client_close(&c);
 	return NULL;
 }
 

@@ -64,29 +64,12 @@ static int group_teardown(void **state)
 static void *run_job(void *arg)
 {
 	struct job *j = arg;
-	CURL_HANDLE *h = http_handle_new();
-	struct http_req rq = {0};
-	struct http_resp rs;
-	const char *warm = "{\"request\":{\"uid\":\"warm\"}}";
-	rq.url = W.url;
-	rq.ca_file = W.ca_file;
-	rq.content_type = "application/json";
-	rq.timeout_ms = 60000;
-	/* Connect and handshake first, so the barrier releases the placements themselves. */
-	rq.body = warm;
-	rq.body_len = strlen(warm);
-	http_do(h, &rq, &rs);
-	http_resp_free(&rs);
+	struct review_client c;
+
+	review_client_open(&c, &W, 60000);
 	pthread_barrier_wait(j->start);
-	rq.body = j->body;
-	rq.body_len = strlen(j->body);
-	http_do(h, &rq, &rs);
-	j->code = rs.code;
-	snprintf(j->error, sizeof j->error, "%s", rs.error);
-	if (rs.code == 200)
-		harness_parse_review(rs.body, &j->a);
-	http_resp_free(&rs);
-	http_handle_free(h);
+	review_client_send(&c, j->body, &j->code, j->error, sizeof j->error, &j->a);
+	review_client_close(&c);
 	return NULL;
 }
 
