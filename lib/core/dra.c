@@ -5,6 +5,7 @@
 #include "dra.h"
 
 #include <cjson/cJSON.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -378,6 +379,10 @@ static size_t go_space_len(const unsigned char *s, size_t n)
  * alone agree).
  * Every reader of a pinned limit goes through it (decode_mps validates, result_pins matches to
  * the device). */
+#define PIN_BEYOND                                                                                 \
+	1 /* pinned_quantity_of: a limit past what is read (over 64 characters, or 16Ei            \
+	     or more), which the driver may take: read as no limit (the whole device               \
+	     counts), else the claim would be unreadable and go uncounted */
 static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, char *err,
                               size_t errlen)
 {
@@ -385,6 +390,8 @@ static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, c
 	cJSON text = {.type = cJSON_String, .valuestring = num};
 
 	if (cJSON_IsNumber(v)) {
+		if (!isfinite(v->valuedouble) || v->valuedouble >= 18446744073709551616.0)
+			return PIN_BEYOND; /* Go reads 1e20 and 1e400; cJSON: no uint64_t (inf) */
 		snprintf(num, sizeof(num), "%.17g", v->valuedouble);
 		v = &text;
 	} else if (cJSON_IsString(v) && v->valuestring != NULL) {
@@ -404,7 +411,11 @@ static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, c
 				break;
 			n -= k;
 		}
-		if (quantity_parse(s, n, out, why, sizeof(why)) != 0) {
+		int rc = quantity_parse(s, n, out, why, sizeof(why));
+
+		if (rc == QUANTITY_ETOOLONG || rc == QUANTITY_ERANGE)
+			return PIN_BEYOND;
+		if (rc != 0) {
 			errbuf_set(err, errlen, "%s is not a quantity: %s", what, why);
 			return -1;
 		}
@@ -413,10 +424,17 @@ static int pinned_quantity_of(const cJSON *v, const char *what, uint64_t *out, c
 	return quantity_of(v, what, out, err, errlen);
 }
 
-/* A pinned memory limit as the driver takes it: pinned_quantity_of, at least DRA_MIN_PINNED. */
+/* A pinned memory limit as the driver takes it: pinned_quantity_of, at least DRA_MIN_PINNED;
+ * PIN_BEYOND gives 0, no limit. */
 static int pinned_of(const cJSON *v, const char *what, uint64_t *out, char *err, size_t errlen)
 {
-	if (pinned_quantity_of(v, what, out, err, errlen) != 0)
+	int rc = pinned_quantity_of(v, what, out, err, errlen);
+
+	if (rc == PIN_BEYOND) {
+		*out = 0;
+		return 0;
+	}
+	if (rc != 0)
 		return -1;
 	if (*out < DRA_MIN_PINNED) {
 		errbuf_set(err, errlen, "%s is under 1Mi (the driver refuses it)", what);
@@ -460,6 +478,8 @@ static int decode_mps(const cJSON *mps, const char *where, uint64_t *pinned, cha
 		         e->string ? e->string : "");
 		if (pinned_of(e, what, &b, err, errlen) != 0)
 			return -1;
+		if (b == 0) /* beyond what is read: the largest is no limit */
+			*pinned = 0;
 		if (*pinned > 0 && b > *pinned)
 			*pinned = b;
 	}

@@ -35,7 +35,8 @@
  *     timeSlicingConfig beside MPS (the driver refuses both), a pinned limit that is not a
  *     quantity of at least 1Mi (the driver refuses less; a JSON number is one, of bytes, as
  *     resource.Quantity reads it, and white space around a string's quantity is dropped, as
- *     its UnmarshalJSON drops it) is DRA_EINVAL. Which config applies
+ *     its UnmarshalJSON drops it) is DRA_EINVAL; a limit past what is read (over 64 characters,
+ *     or 16Ei or more), which the driver may take, is no limit. Which config applies
  *     to a result is the driver's rule (gpu-kubelet-plugin's device_state.go): the claim's
  *     configs over the class's, a later one over an earlier; one naming the result's request
  *     (or, per the API's doc, its parent request of a "req/sub" result) applies whatever its

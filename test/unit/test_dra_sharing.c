@@ -335,6 +335,24 @@ static void pinned_per_device(void **state)
 	                            MPS_PER("'defaultPinnedDeviceMemoryLimit':'  10Gi ',",
 	                                    "'" UUID_B "':'20Gi'"))),
 	     UUID_A, DRA_CFG_GPU, 10 * GI},
+	    /* past what the guard reads, taken by the driver: no limit (the whole device), not an
+	     * unreadable claim that goes uncounted */
+	    {"a default of 70 characters: no limit",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            MPS_PER("'defaultPinnedDeviceMemoryLimit':'"
+	                                    "000000000000000000000000000000000000000000000000000000"
+	                                    "000000000000010Gi',",
+	                                    "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 0},
+	    {"a default of 1e20 bytes (a JSON number): no limit",
+	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
+	                            MPS_PER("'defaultPinnedDeviceMemoryLimit':1e20,",
+	                                    "'" UUID_B "':'20Gi'"))),
+	     UUID_A, DRA_CFG_GPU, 0},
+	    {"the device's own limit of 20Ei: no limit",
+	     CLAIM_ALLOC("gpu",
+	                 CFG("FromClaim", "", "GpuConfig", MPS_PER(DEF10, "'" UUID_A "':'20Ei'"))),
+	     UUID_A, DRA_CFG_GPU, 0},
 	    {"Unicode spaces around the device's own limit",
 	     CLAIM_ALLOC("gpu", CFG("FromClaim", "", "GpuConfig",
 	                            MPS_PER(DEF10, "'" UUID_A "':'\xc2\xa0"
