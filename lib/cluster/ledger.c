@@ -26,8 +26,7 @@
 struct entry {
 	char key[LEDGER_KEY_MAX];
 	char uid[LEDGER_UID_MAX];   /* "" when unknown */
-	char claim[LEDGER_UID_MAX]; /* the DRA claim it joined unreserved (ledger_reserve_claim); ""
-	                             */
+	char claim[LEDGER_UID_MAX]; /* ledger_reserve_claim's DRA claim uid, "" when none */
 	uint64_t bytes;
 	uint64_t reserved_ms;
 	uint64_t expires_ms;

@@ -64,6 +64,13 @@ static int same_pod(const struct placement_item *it, const char *key, const char
 	return pod_same(it->key, it->uid, key, uid);
 }
 
+/* Whether reservation r no longer counts at now_ms: past its expiry (0: none, the caller's
+ * backend expires it). */
+static int reservation_expired(const struct placement_item *r, uint64_t now_ms)
+{
+	return r->expires_ms != 0 && r->expires_ms <= now_ms;
+}
+
 /* Whether claim c is reserved for (or owned by) the pod of uid. */
 static int claim_has(const struct dra_claim_use *c, const char *uid)
 {
@@ -350,7 +357,7 @@ static void tally(const struct placement_node *node, const struct placement_pod 
 		uint64_t b = placement_item_bytes(r, cap);
 
 		if (same_pod(r, pod->key, pod->uid) || !capacity_pools_share(cap, r->pool, pool) ||
-		    (r->expires_ms != 0 && r->expires_ms <= now_ms))
+		    reservation_expired(r, now_ms))
 			continue;
 		if (visible(node, r)) {
 			t->n_settled++;
@@ -753,6 +760,23 @@ static struct policy_input judged_input(const struct placement_pod *pod,
 	};
 }
 
+/* Another pod of a claim's shared device (uid, NULL when unknown) into t: its figures when the
+ * view shows it with some, else (*n_bare counted) the whole device or its pinned limit, piece. */
+static void tally_claim_pod(const struct placement_node *node, const char *uid, uint64_t piece,
+                            struct tally *t, size_t *n_bare)
+{
+	const struct placement_item *it = uid != NULL ? figs_item(node, uid) : NULL;
+
+	if (it != NULL) {
+		uint64_t b = figs_on(it->dra_figs, it->n_dra_figs, piece);
+		t->used = sat_add(t->used, b);
+		top_insert(t, it->key, "", b);
+	} else {
+		(*n_bare)++;
+		t->used = sat_add(t->used, piece);
+	}
+}
+
 /*
  * One claim's shared device (placement.h, "DRA devices shared by a config"): the pod's figures
  * beside those of the claim's other pods, on the device (the pinned limit under MPS). Returns
@@ -799,37 +823,21 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 	}
 	memset(&t, 0, sizeof(t));
 	for (size_t k = 0; k < c->n_pods; k++) {
-		const struct placement_item *it;
-
 		if (pod->uid != NULL && strcmp(c->pods[k], pod->uid) == 0)
 			continue;
 		n_others++;
-		if ((it = figs_item(node, c->pods[k])) != NULL) {
-			uint64_t b = figs_on(it->dra_figs, it->n_dra_figs, piece);
-			t.used = sat_add(t.used, b);
-			top_insert(&t, it->key, "", b);
-		} else { /* no figure seen: the whole device, or its pinned limit */
-			n_bare++;
-			t.used = sat_add(t.used, piece);
-		}
+		tally_claim_pod(node, c->pods[k], piece, &t, &n_bare);
 	}
 	/* Pods admitted naming the claim before it is reserved for them (item.dra_claim) */
 	for (size_t k = 0; k < node->n_reserved; k++) {
-		const struct placement_item *r = &node->reserved[k], *it;
+		const struct placement_item *r = &node->reserved[k];
 
 		if (r->dra_claim == NULL || strcmp(r->dra_claim, c->uid) != 0 ||
-		    same_pod(r, pod->key, pod->uid) ||
-		    (r->expires_ms != 0 && r->expires_ms <= now_ms) || claim_has(c, r->uid))
+		    same_pod(r, pod->key, pod->uid) || reservation_expired(r, now_ms) ||
+		    claim_has(c, r->uid))
 			continue; /* not of the claim, the pod itself, expired, or counted above */
 		n_others++;
-		if (r->uid != NULL && (it = figs_item(node, r->uid)) != NULL) {
-			uint64_t b = figs_on(it->dra_figs, it->n_dra_figs, piece);
-			t.used = sat_add(t.used, b);
-			top_insert(&t, it->key, "", b);
-		} else {
-			n_bare++;
-			t.used = sat_add(t.used, piece);
-		}
+		tally_claim_pod(node, r->uid, piece, &t, &n_bare);
 	}
 	if (n_others == 0) {
 		*sole |= d->n_dra_figs == 0 && c->sharing != DRA_SHARING_NONE;
@@ -1078,7 +1086,7 @@ int placement_tier_bytes(const struct placement_node *node, const struct placeme
 	for (size_t i = 0; i < node->n_reserved; i++) {
 		const struct placement_item *r = &node->reserved[i];
 		if (same_pod(r, pod->key, pod->uid) || !capacity_pools_share(cap, r->pool, pool) ||
-		    (r->expires_ms != 0 && r->expires_ms <= now_ms) || visible(node, r))
+		    reservation_expired(r, now_ms) || visible(node, r))
 			continue;
 		tier_add(p, r, placement_item_bytes(r, cap), tier_bytes);
 	}
