@@ -661,6 +661,12 @@ static unsigned worker_count(unsigned workers, unsigned cpus)
 	return cpus * 4 > 8 ? cpus * 4 : 8u;
 }
 
+/* The idle timeout of the admission and scheduler listeners (server_options). */
+static unsigned conn_timeout_s(const struct server_options *o)
+{
+	return o->connection_timeout_s ? o->connection_timeout_s : SERVER_CONNECTION_TIMEOUT_S;
+}
+
 static struct MHD_Daemon *start_admission(struct server *s, const struct server_options *o,
                                           const struct sockaddr *sa, unsigned extra_flags)
 {
@@ -672,12 +678,11 @@ static struct MHD_Daemon *start_admission(struct server *s, const struct server_
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, "admission", MHD_OPTION_HTTPS_PRIORITIES,
 	    SERVER_TLS_PRIORITIES, MHD_OPTION_HTTPS_CERT_CALLBACK, tls_cert_callback,
 	    MHD_OPTION_THREAD_POOL_SIZE, pool_size(o->threads, s->cpus),
-	    MHD_OPTION_CONNECTION_TIMEOUT, o->connection_timeout_s ? o->connection_timeout_s : 120u,
-	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
-	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVER_PER_IP_LIMIT,
-	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s->admission_l,
-	    MHD_OPTION_NOTIFY_CONNECTION, connection_notify, &s->admission_l, MHD_OPTION_SOCK_ADDR,
-	    sa, MHD_OPTION_END);
+	    MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout_s(o), MHD_OPTION_CONNECTION_LIMIT,
+	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed,
+	    &s->admission_l, MHD_OPTION_NOTIFY_CONNECTION, connection_notify, &s->admission_l,
+	    MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
 }
 
 /* The admission listener's handling without TLS, for the plain routes. */
@@ -689,12 +694,12 @@ static struct MHD_Daemon *start_scheduler(struct server *s, const struct server_
 	return MHD_start_daemon(
 	    flags, o->scheduler_port, NULL, NULL, admission_handler, &s->scheduler_l,
 	    MHD_OPTION_EXTERNAL_LOGGER, mhd_logger, "scheduler", MHD_OPTION_THREAD_POOL_SIZE,
-	    pool_size(o->threads, s->cpus), MHD_OPTION_CONNECTION_TIMEOUT,
-	    o->connection_timeout_s ? o->connection_timeout_s : 120u, MHD_OPTION_CONNECTION_LIMIT,
-	    (unsigned)SERVER_CONNECTION_LIMIT, MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-	    (unsigned)SERVER_PER_IP_LIMIT, MHD_OPTION_NOTIFY_COMPLETED, request_completed,
-	    &s->scheduler_l, MHD_OPTION_NOTIFY_CONNECTION, connection_notify, &s->scheduler_l,
-	    MHD_OPTION_SOCK_ADDR, sa, MHD_OPTION_END);
+	    pool_size(o->threads, s->cpus), MHD_OPTION_CONNECTION_TIMEOUT, conn_timeout_s(o),
+	    MHD_OPTION_CONNECTION_LIMIT, (unsigned)SERVER_CONNECTION_LIMIT,
+	    MHD_OPTION_PER_IP_CONNECTION_LIMIT, (unsigned)SERVER_PER_IP_LIMIT,
+	    MHD_OPTION_NOTIFY_COMPLETED, request_completed, &s->scheduler_l,
+	    MHD_OPTION_NOTIFY_CONNECTION, connection_notify, &s->scheduler_l, MHD_OPTION_SOCK_ADDR,
+	    sa, MHD_OPTION_END);
 }
 
 static struct MHD_Daemon *start_health(struct server *s, const struct server_options *o,

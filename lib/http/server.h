@@ -87,10 +87,13 @@ struct server_route {
 };
 #define SERVER_TLS_PRIORITIES   "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
 #define SERVER_CONNECTION_LIMIT 4096 /* concurrent admission connections */
-#define SERVER_PER_IP_LIMIT     0    /* unlimited: the API server is one client with many */
-#define SERVER_ERR_MAX          512
-#define SERVER_QUEUE_MAX        4096 /* placements waiting for a worker; past it, denied at once */
-#define SERVER_MAX_WORKERS      1024
+/* The default idle timeout, seconds: over the clients' 90 s keep-alive (config.h,
+ * CONFIG_CLIENT_IDLE_S, says why; its CONFIG_CONNECTION_TIMEOUT_S is the flag's default). */
+#define SERVER_CONNECTION_TIMEOUT_S 120u
+#define SERVER_PER_IP_LIMIT         0 /* unlimited: the API server is one client with many */
+#define SERVER_ERR_MAX              512
+#define SERVER_QUEUE_MAX            4096 /* placements waiting for a worker; past it, denied at once */
+#define SERVER_MAX_WORKERS          1024
 /*
  * A body over its route's body_max is answered 413. Sent with Expect: 100-continue, or declaring
  * a Content-Length over SERVER_DISCARD_MAX bytes, it is answered before it is read; otherwise it
@@ -111,8 +114,8 @@ struct server_options {
 	 * "serving" log line says how many ("cpus"). */
 	unsigned threads;              /* admission thread pool size; 0 = CPUs (min 2) */
 	unsigned workers;              /* review worker threads; 0 = 4 x CPUs (min 8) */
-	unsigned connection_timeout_s; /* idle connection timeout, seconds (0: 120; config.h,
-	                                  CONFIG_CLIENT_IDLE_S, says why over 90) */
+	unsigned connection_timeout_s; /* idle connection timeout, seconds (0:
+	                                  SERVER_CONNECTION_TIMEOUT_S) */
 	uint64_t cert_warn_s; /* /readyz warns when the certificate expires within this, seconds;
 	                         0: never */
 	/* Optional: one more line of /readyz (e.g. the watch cache's state), written into buf
