@@ -541,21 +541,20 @@ static void pending(const struct sclaim *c, const struct dra_gpus *g, struct dra
 	p->pending_whole_bytes = sat_mul(p->pending_whole_n, g->max_bytes);
 }
 
-/* 1 when c, a claim the pod owns, is the claim of a template of its not counted yet (tpl[0..*n),
- * the templates counted): the resourceclaim controller takes as a template's claim only one
- * the pod owns annotated with the template's name, the first (k8s.io/kubernetes v1.37
- * pkg/controller/resourceclaim findPodResourceClaim). A claim without the annotation (another
+/* Count c, a claim the pod owns, into tpl[0..*n) (the templates whose claims were found) when it
+ * is the claim of a template not counted yet: the resourceclaim controller takes as a template's
+ * claim only one the pod owns annotated with the template's name, the first (k8s.io/kubernetes
+ * v1.37 pkg/controller/resourceclaim findPodResourceClaim). A claim without the annotation (another
  * controller's, a user's) or a second one for the same template is not one, else it would
  * stand for a template claim not generated yet, which then goes uncounted. */
-static int template_claim_new(const struct sclaim *c, const char **tpl, size_t *n)
+static void template_claim_add(const struct sclaim *c, const char **tpl, size_t *n)
 {
 	if (c->pod_claim[0] == '\0' || *n == DRA_POD_CLAIMS)
-		return 0; /* past DRA_POD_CLAIMS: the pod names no more (dra_pod_refs) */
+		return; /* past DRA_POD_CLAIMS: the pod names no more (dra_pod_refs) */
 	for (size_t i = 0; i < *n; i++)
 		if (strcmp(tpl[i], c->pod_claim) == 0)
-			return 0;
+			return;
 	tpl[(*n)++] = c->pod_claim;
-	return 1;
 }
 
 /* Fill v's claims (the node's) and pod part. Holds the read lock. */
@@ -563,7 +562,7 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
                      const char *ns, const char *uid, const struct dra_pod_refs *refs,
                      struct dra_view *v)
 {
-	size_t n_uids = 0, k = 0, u = 0, found = 0, named = 0, owned = 0, n_tpl = 0;
+	size_t n_uids = 0, k = 0, u = 0, found = 0, named = 0, n_tpl = 0;
 	const char *tpl[DRA_POD_CLAIMS];
 	int on;
 
@@ -600,7 +599,7 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 		 * claim's watch ahead of the pod's). */
 		if (mine && by_name == 0 && !c->extended && uid != NULL && uid[0] != '\0' &&
 		    strcmp(c->owner, uid) == 0)
-			owned += template_claim_new(c, tpl, &n_tpl);
+			template_claim_add(c, tpl, &n_tpl);
 		if (mine && c->extended)
 			v->pod.extended = 1;
 		claim_on(c, local, n_local, &on, cu);
@@ -634,7 +633,7 @@ static int fill_view(struct dra_store *s, struct sslice *const *local, size_t n_
 		 * holds, found by its owner, is read: counted above, not again here. */
 		size_t missing = refs->n > named ? refs->n - named : 0; /* not: by uid */
 		v->pod.n_unknown =
-		    missing + (refs->n_templates > owned ? refs->n_templates - owned : 0);
+		    missing + (refs->n_templates > n_tpl ? refs->n_templates - n_tpl : 0);
 		if (v->pod.n_unknown > 0) {
 			v->pod.pending_whole_n = v->node.gpus.n;
 			v->pod.pending_whole_bytes = v->node.gpus.bytes;
