@@ -276,7 +276,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 				goto out;
 		}
 	}
-	struct webhook_source src = webhook_source_kube(kube);
+	struct placer_source src = placer_source_kube(kube);
 	struct webhook_config wcfg = {
 	    .threshold = cfg->threshold,
 	    .warn_threshold = cfg->warn_threshold,

@@ -1,14 +1,11 @@
 /*
- * webhook: the review pipeline, from AdmissionReview bytes to AdmissionReview bytes. No HTTP.
- * ARCHITECTURE.md: the admission adapter box, and for now also the engine loop (view,
- * reservations, decide, commit, retry, budget) that issue 23 moves out: it takes the node's
- * snapshot (view.h: the watch cache's view_from_cache, or the live view_from_lists over the API
- * server's answers, no lock held while reading), takes the reservations (reservations.h:
- * begin / items / put / commit over the local ledger, under the node's lock, or over the shared
- * record inside shared_place, whose batch commits it; no lock of its own) and decides with
- * core_decide() (core.h: the one verdict), the GPUMemoryPolicy store read-locked during the
- * decision.
- * It borrows the kube client, cache, ledger, shared record and policy store it is given.
+ * webhook: the admission adapter (ARCHITECTURE.md), from AdmissionReview bytes to
+ * AdmissionReview bytes. No HTTP, and no placement logic of its own: it decodes the review,
+ * resolves the pod being placed (its demand, GPUMemoryPolicy tier attributes and DRA claims:
+ * from the review's object for a pod CREATE, for a Binding from the watch cache's copy of the
+ * pod, or a GET), asks the engine loop (placer.h: view, reservations, core_decide, commit) for
+ * the verdict, applies --mode, and encodes. It borrows the kube client, cache, ledger, shared
+ * record and policy store it is given, and hands them to the placer.
  *
  *   decode -> classify ->
  *     pod CREATE without spec.nodeName: check the GPU declarations (deny if invalid, warnings)
@@ -16,34 +13,16 @@
  *     anything else (UPDATE, DELETE, CONNECT, other kinds and subresources): allowed
  *   -> encode, echoing request.uid on every path.
  *
- * Placement check on node N for pod P:
- *   mirror pods (annotation kubernetes.io/config.mirror), exempt namespaces and non-GPU pods
- *   are allowed; so is a Binding of a pod already bound or being deleted (the API server's
- *   storage refuses it after admission, 409 Conflict: reserving for it would be a phantom on
- *   the Binding's node), reserving nothing (reasons AlreadyBound, BeingDeleted; the cache's
- *   copy of the pod answers when it has the Binding's uid); otherwise GET node -> capacity
- * (threshold annotation overrides the flag) -> note N's ledger generation (ledger.h) -> list pods
- * on N with no lock held -> the node's live view (view_from_lists: used = sum of their demands by
- * the cache's rule, P itself and Succeeded/Failed pods skipped, terminating and mirror pods count,
- * a GPU pod without a valid declaration counts its GPUs x memory per GPU) -> lock N -> look up
- * reservations of deleted pods (below, the lock let go for the GETs) -> if a reservation was
- * settled on N since the generation was noted, list again (3 lists at most, then denied:
- * NodeBusy) -> drop the reservations of deleted pods, and with the watch cache off those the
- * list shows (the same pod: uid where both are known, else key; with the cache on a listed pod
- * and its reservation are counted once, and the reservation settles when the cache shows the
- * pod) -> add the other pending reservations -> core_decide -> if allowed and not dry-run,
- * reserve (put and commit) -> unlock. No lock is held across an API call.
- *
- * Deleted pods: a reservation is dropped when the list shows its pod, but a pod admitted and
- * deleted before any later list of its node would otherwise count until the TTL. So for up to
- * WEBHOOK_MAX_STALE_CHECKS reservations (oldest first) older than the grace period
- * (webhook_config.grace_ms) that the list does not show, the pipeline GETs the pod, within the
- * review's budget: not found, bound to another node, Succeeded/Failed, or being deleted while
- * unbound -> dropped; unbound (binding not landed or failed) or any error -> kept until the TTL
- * (counting too much never overfills a node). Reservations of pods known only by generateName
- * cannot be looked up and are kept.
- * Fail closed: when the API server cannot be asked (error, timeout, unexpected answer) the
- * placement is denied with a message naming the call that failed.
+ * Placement check on node N for pod P (decided here from the pod alone): mirror pods
+ * (annotation kubernetes.io/config.mirror), exempt namespaces and non-GPU pods are allowed; so
+ * is a Binding of a pod already bound or being deleted (the API server's storage refuses it
+ * after admission, 409 Conflict: reserving for it would be a phantom on the Binding's node),
+ * reserving nothing (reasons AlreadyBound, BeingDeleted; the cache's copy of the pod answers
+ * when it has the Binding's uid). Every other placement is the placer's: from the watch cache
+ * (placer_cached) when it is fresh and healthy, else through the API server (placer_live), and
+ * when the API server cannot be asked while the cache's watch broke only moments ago (fresh
+ * but not connected), from the cache after all. placer.h says how each path decides, which
+ * reservations count and what fails closed.
  *
  * No message or warning contains '%': kube-scheduler passes a refused binding's message to
  * Eventf as the format string (pkg/scheduler/schedule_one.go), which would garble it in the
@@ -51,29 +30,14 @@
  * declared value, an annotation, an API server error) is replaced by U+FF05 FULLWIDTH PERCENT
  * SIGN, which reads the same.
  *
- * Watch cache: with webhook_config.cache set and fresh, a placement reads the node and its pods
- * from the cache (cache.h: demands computed when the events arrived) as a copy (view.h:
- * view_from_cache; no cache lock is held while deciding, and the decision's clock is read
- * before the copy) and the node's reservations (reservations.h), and is decided by core_decide()
- * (core.h) with no API call; a Binding's pod comes from the cache too. A node the cache has not
- * seen, a Binding of a pod it has not seen (created milliseconds ago), or a cache that is not
- * synced or whose watch has been broken too long take the API path above. A reservation counts
- * until the cache shows its pod on the node (the local ledger drops it then, matching the key
- * and, where both are known, the uid; the shared record after RECORD_SETTLE_GRACE_MS), its pod is
- * gone (the cache's gone callback, main.c, calls ledger_forget and shared_forget), or its TTL
- * passes (reservations.h lists these rules once). Each decision's log line says which path decided
- * it ("source": "cache" or "api").
+ * The adapter and the placer read the cluster only through struct placer_source (placer.h),
+ * which the real API client satisfies (placer_source_kube) and tests fake. It logs one JSON
+ * line per decision (placements and declaration checks at info; always-allowed reviews at
+ * debug, they are the bulk of the traffic: every kubelet status update; "source" says which
+ * view decided a placement: "cache" or "api") and records metrics.
  *
- * The pipeline reads the cluster only through struct webhook_source, which the real API client
- * satisfies (webhook_source_kube) and tests fake. It logs one JSON line per decision (placements
- * and declaration checks at info; always-allowed reviews at debug, they are the bulk of the
- * traffic: every kubelet status update) and records metrics.
- *
- * Thread-safe: reviews may run on many threads at once; the per-node serialization is the
- * ledger's with --reservations local (its lock for settling, deciding and reserving; its
- * generation for a view taken before the lock, webhook.c check_node()), and shared_place's
- * with --reservations shared (one leader per node decides and writes for the placements
- * queued behind it, shared.h).
+ * Thread-safe: reviews may run on many threads at once (placer.h says how placements on one
+ * node are serialized).
  */
 #ifndef GMG_WEBHOOK_H
 #define GMG_WEBHOOK_H
@@ -81,6 +45,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "placer.h"
 #include "server.h"
 
 struct cJSON;
@@ -96,36 +61,6 @@ struct policies;
 #define WEBHOOK_ENOMEM      (-2) /* could not build the answer: answer 500 */
 #define WEBHOOK_ERR_MAX     512
 #define WEBHOOK_MAX_EXEMPT  64
-/* The time within which an admitted placement is persisted and shown by a list of its node: a
- * reservation younger than this is not looked up. The API server stores a request once every
- * validating webhook answered; they are called in parallel, so persistence follows our answer
- * by milliseconds unless another validating webhook on pods is slower than 5 s. Then a pod
- * CREATE still in flight could read as deleted (404) and lose its reservation early: raise
- * grace_ms (--reservation-grace) above the slowest such webhook's timeout. */
-#define WEBHOOK_GRACE_MS_DEFAULT 5000
-#define WEBHOOK_MAX_STALE_CHECKS 4 /* pods looked up per review for stale reservations */
-
-/*
- * Where the pipeline reads pods and nodes. Each callback returns 0 and an owned cJSON tree
- * (the caller cJSON_Delete()s it), or a negative KUBE_E* code (kube.h) with a one-line reason
- * in err; *http_code is the HTTP status (0 when no answer). KUBE_ENOTFOUND means 404. The
- * callbacks must be thread-safe. ctx is passed through.
- */
-struct webhook_source {
-	void *ctx;
-	int (*get_pod)(void *ctx, const char *ns, const char *name, struct cJSON **pod,
-	               long *http_code, char *err, size_t errlen);
-	int (*get_node)(void *ctx, const char *name, struct cJSON **node, long *http_code,
-	                char *err, size_t errlen);
-	/* A JSON array of the pods whose spec.nodeName is node (phases Succeeded/Failed may be
-	 * omitted by the source; the pipeline skips them either way). */
-	int (*list_pods_on_node)(void *ctx, const char *node, struct cJSON **items, long *http_code,
-	                         char *err, size_t errlen);
-};
-
-/* The real API client as a source (c borrowed; must outlive the webhook). */
-struct webhook_source webhook_source_kube(struct kube_client *c);
-
 /* The auditAnnotations key of audit-mode breaches; the API server writes it to the audit log
  * as "<webhook name>/audit-violations" (the shape of Pod Security Admission's). */
 #define WEBHOOK_AUDIT_KEY "audit-violations"
@@ -164,7 +99,7 @@ struct webhook_config {
 	 * server's default webhook timeout of 10 s). */
 	uint64_t budget_ms;
 	/* A reservation the list does not show is looked up once older than this, ms
-	 * (0: WEBHOOK_GRACE_MS_DEFAULT). */
+	 * (0: PLACER_GRACE_MS_DEFAULT). */
 	uint64_t grace_ms;
 	/* A pod CREATE with spec.nodeName: its reservation counts at most this long (ms; 0: as
 	 * long as any other, the ledger's TTL) unless its pod shows before. The API server
@@ -224,7 +159,7 @@ struct webhook; /* opaque */
  * New pipeline. cfg and src are copied; ledger (required) and metrics (may be NULL) are
  * borrowed and must outlive it. NULL on a bad config or allocation failure.
  */
-struct webhook *webhook_new(const struct webhook_config *cfg, const struct webhook_source *src,
+struct webhook *webhook_new(const struct webhook_config *cfg, const struct placer_source *src,
                             struct ledger *ledger, struct metrics *metrics);
 void webhook_free(struct webhook *w); /* NULL is a no-op; no review may be running */
 

@@ -78,7 +78,7 @@ void ledger_end(struct ledger_node *n);
  * those that expired, nor ledger_remove's or ledger_forget's: those pods are gone whatever a
  * view shows). A decision over a view taken while the node was held (locked or released)
  * counts every reservation that view could miss as long as the generation has not changed
- * since (webhook.c, check_node). 0 for NULL. */
+ * since (placer.c, check_node). 0 for NULL. */
 uint64_t ledger_generation(const struct ledger_node *n);
 
 /* With the node locked (or released, by its holder): how many times its entries changed (an

@@ -38,7 +38,7 @@
  *   3. the pod gone: a pod reported deleted or finished before it was seen stops counting at
  *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
  *      does a reservation whose pod the API path looked up and found deleted, bound to another
- *      node, finished, or deleted before binding (webhook.c, drop_gone: ledger only).
+ *      node, finished, or deleted before binding (placer.c, drop_gone: ledger only).
  *   A put of a pod that already has an entry replaces it (a retried Binding counts once), its
  *   claim (resv_put) included. The claim changes none of these rules: an entry carrying one
  *   expires, settles and is forgotten as any other (issue 21).

@@ -106,7 +106,7 @@ void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx)
 /* Source of the local ledger's part of reservations_unseen_dropped_total (a counter read at
  * render time, e.g. ledger_unseen_dropped); call before threads start. */
 void metrics_set_unseen_counter(struct metrics *m, metrics_gauge_fn fn, void *ctx);
-/* n shared-record entries dropped as unseen (webhook.c). m may be NULL. */
+/* n shared-record entries dropped as unseen (placer.c). m may be NULL. */
 void metrics_unseen_dropped(struct metrics *m, size_t n);
 
 /* One review answered. seconds: from the request's arrival to the answer; self_seconds: the

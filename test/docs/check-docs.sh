@@ -14,7 +14,8 @@
 #    aside); every row is a family the binary exports. A family without a sample is checked by
 #    name and type only.
 # 3. Reasons: the `reason` list of docs/server.md's Logs section is the set of reason codes the
-#    webhook writes: the literal reasons of allow()/deny() in lib/admission/webhook.c, and the
+#    webhook writes: the literal reasons of outcome_allow()/outcome_deny() in
+#    lib/admission/webhook.c and lib/engine/{outcome,placer}.c, and the
 #    core's decision reasons (`reason = "..."` in lib/core/policy.c, gpupolicy.c and placement.c,
 #    and policyset.c's refuse()/add_audit() reasons)
 #    that reach it; InvalidInput is left out (the core returns it only with an error, which
@@ -181,9 +182,9 @@ done <"$T/rows.doc"
 
 # ---- 3. reasons ----------------------------------------------------------------------------
 {
-	perl -0777 -ne 'while (/\ballow\((?:&x->)?o,\s*([^;]*?)\);/sg) { my $a = $1; print "$1\n" while $a =~ /"([A-Za-z]+)"/g }
-	                while (/\bdeny\((?:&x->)?o,\s*\w+,\s*\d+,\s*"([A-Za-z]+)"/sg) { print "$1\n" }' \
-		"$SRC/lib/admission/webhook.c"
+	perl -0777 -ne 'while (/\boutcome_allow\(\s*(?:&x->|\w+->)?o,\s*([^;]*?)\);/sg) { my $a = $1; print "$1\n" while $a =~ /"([A-Za-z]+)"/g }
+	                while (/\boutcome_deny\(\s*(?:&x->|\w+->)?o,\s*\w+,\s*\d+,\s*"([A-Za-z]+)"/sg) { print "$1\n" }' \
+		"$SRC/lib/admission/webhook.c" "$SRC/lib/engine/outcome.c" "$SRC/lib/engine/placer.c"
 	grep -ohE 'reason = "[A-Za-z]+"' "$SRC/lib/core/policy.c" "$SRC/lib/core/gpupolicy.c" \
 		"$SRC/lib/core/placement.c" | sed 's/reason = "\(.*\)"/\1/'
 	grep -ohE '(refuse|add_audit)\(out, [a-z>-]+, "[A-Za-z]+"' "$SRC/lib/core/policyset.c" |

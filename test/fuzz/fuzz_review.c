@@ -151,7 +151,7 @@ static void check_answer(const char *out, size_t out_len, const char *uid)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct webhook_source src = {NULL, fake_get_pod, fake_get_node, fake_list};
+	struct placer_source src = {NULL, fake_get_pod, fake_get_node, fake_list};
 	struct webhook_config cfg = {.threshold = 0.9, .warn_threshold = 0.8};
 	static const char *const exempt[] = {"kube-system"};
 	char *out = NULL, err[WEBHOOK_ERR_MAX] = "";

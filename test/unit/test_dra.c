@@ -1184,7 +1184,7 @@ static void webhook_mixed_reservation(void **state)
 	cJSON *spec = cJSON_GetObjectItemCaseSensitive(obj, "spec");
 	cJSON *ctr = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(spec, "containers"), 0);
 	cJSON *env = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ctr, "env"), 0);
-	struct webhook_source src = {NULL, no_get_pod, no_call, no_list};
+	struct placer_source src = {NULL, no_get_pod, no_call, no_list};
 	char err[256], *body, *out = NULL;
 	size_t len = 0;
 

@@ -106,7 +106,7 @@ static int group_setup(void **state)
 	free(node);
 	F.metrics = metrics_new();
 	F.ledger = ledger_new(60000);
-	struct webhook_source src = {NULL, get_pod, get_node, list_pods};
+	struct placer_source src = {NULL, get_pod, get_node, list_pods};
 	struct webhook_config wc = {.threshold = 0.9, .warn_threshold = 0.8};
 	F.webhook = webhook_new(&wc, &src, F.ledger, F.metrics);
 	F.tls = tls_store_new(cert, key, F.metrics, err, sizeof(err));

@@ -163,7 +163,7 @@ static int teardown(void **state)
 static void webhook_on_cache(struct env *e, int shared)
 {
 	struct webhook_config cfg = {.threshold = 0.9, .warn_threshold = 0.8, .cache = e->cache};
-	struct webhook_source src = {NULL, no_get_pod, no_get_node, no_list};
+	struct placer_source src = {NULL, no_get_pod, no_get_node, no_list};
 
 	if (shared) {
 		struct shared_api api;
@@ -278,7 +278,7 @@ static void test_webhook_api_path(void **state)
 {
 	struct env *e = *state;
 	struct webhook_config cfg = {.threshold = 0.9, .warn_threshold = 0.8};
-	struct webhook_source src = {NULL, no_get_pod, api_get_node, api_list};
+	struct placer_source src = {NULL, no_get_pod, api_get_node, api_list};
 	char message[512];
 	int allowed, code;
 

@@ -1,6 +1,6 @@
 /*
  * Unit tests for lib/webhook: the review pipeline end to end, with the fixtures in test/data and
- * a fake cluster behind struct webhook_source (no network).
+ * a fake cluster behind struct placer_source (no network).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -168,7 +168,7 @@ static void fake_fixture_state(struct fake *f)
 static void env_build(struct env *e)
 {
 	webhook_free(e->w);
-	struct webhook_source src = {&e->fake, fake_get_pod, fake_get_node, fake_list};
+	struct placer_source src = {&e->fake, fake_get_pod, fake_get_node, fake_list};
 	e->w = webhook_new(&e->cfg, &src, e->ledger, e->metrics);
 	assert_non_null(e->w);
 }
@@ -1058,7 +1058,7 @@ static void test_gone_reservations_dropped_oldest_first(void **state)
 	reserve_aged(e, "inference/old-gone", 10 * GI, 20000);
 	struct answer a = review_fixture(e, "review-binding-create.json");
 	assert_true(a.allowed);
-	assert_int_equal(e->fake.n_get_pod, 1 + WEBHOOK_MAX_STALE_CHECKS);
+	assert_int_equal(e->fake.n_get_pod, 1 + PLACER_MAX_STALE_CHECKS);
 	assert_string_equal(e->fake.last_pod, "inference/deleting"); /* the 4th oldest */
 	/* young-gone and the new placement remain. */
 	assert_int_equal(ledger_size(e->ledger), 2);
@@ -1066,14 +1066,14 @@ static void test_gone_reservations_dropped_oldest_first(void **state)
 	cJSON_Delete(a.root);
 	/* The next placement asks about young-gone. */
 	a = review_fixture(e, "review-pod-create-nodename.json");
-	assert_int_equal(e->fake.n_get_pod, 2 + WEBHOOK_MAX_STALE_CHECKS);
+	assert_int_equal(e->fake.n_get_pod, 2 + PLACER_MAX_STALE_CHECKS);
 	assert_string_equal(e->fake.last_pod, "inference/young-gone");
 	assert_int_equal(ledger_size(e->ledger), 2);
 	cJSON_Delete(a.root);
 }
 
 /*
- * Rule (webhook.h, "Deleted pods"): a reservation is dropped for a pod deleted before binding,
+ * Rule (placer.h, "Deleted pods"): a reservation is dropped for a pod deleted before binding,
  * not for one bound to this node and terminating: it holds its GPU memory until it stops, and
  * the node's list may not show it yet. Counted, so the binding (24Gi + 60Gi) is refused.
  */
@@ -1719,7 +1719,7 @@ struct pair {
 static void pair_start(struct env *e, struct pair *pr)
 {
 	struct shared_api api;
-	struct webhook_source src = {&e->fake, fake_get_pod, fake_get_node, fake_list};
+	struct placer_source src = {&e->fake, fake_get_pod, fake_get_node, fake_list};
 	pr->leases = fake_lease_new();
 	api = fake_lease_api(pr->leases);
 	for (int i = 0; i < 2; i++) {

@@ -1,0 +1,186 @@
+/*
+ * placer: the engine loop (ARCHITECTURE.md, "engine loop"): one GPU placement of a pod on a
+ * node, from the node's view to the verdict and its reservation. It is the only code that
+ * knows the order
+ *
+ *   view (view.h: the watch cache's view_from_cache, or the live view_from_lists over the API
+ *         server's answers; a copy, no lock held while reading)
+ *   -> reservations begin / items (reservations.h: the local ledger under the node's lock, or
+ *         the shared record inside shared_place(), whose batch commits it)
+ *   -> core_decide() (core.h: the one verdict; the GPUMemoryPolicy store read-locked during it)
+ *   -> reservations put / commit, retry on conflict, within the review's time budget.
+ *
+ * The adapters only decode and encode: the admission adapter (webhook.h) resolves the pod (its
+ * demand, tier attributes and DRA claims, from the review, the cache or a GET) and asks here;
+ * the answer is a struct outcome (outcome.h). It borrows the cache, DRA store, ledger, shared
+ * record, policy store and metrics it is given.
+ *
+ * Which view decides (placer_cached, placer_live):
+ *   the watch cache, when it is fresh and its watches healthy (placer_cache_may_decide): the
+ *   node and its pods as a copy (view_from_cache; cache.h: demands computed when the events
+ *   arrived), the decision's clock read before the copy, no API call. A node the cache has not
+ *   seen, or a cache that is not synced or whose watch has been broken too long, take the
+ *   live path. A reservation counts until the cache shows its pod on the node (the local ledger
+ *   drops it then, matching the key and, where both are known, the uid; the shared record
+ *   after RECORD_SETTLE_GRACE_MS), its pod is gone (the cache's gone callback, main.c, calls
+ *   ledger_forget and shared_forget), or its TTL passes (reservations.h lists these rules
+ *   once). o->source says which view decided ("cache" or "api").
+ *
+ *   the live path: GET node -> capacity (threshold annotation overrides the flag) -> note the
+ *   node's ledger generation (ledger.h) -> list pods on the node with no lock held -> the
+ *   node's live view (view_from_lists: used = sum of their demands by the cache's rule, the pod
+ *   itself and Succeeded/Failed pods skipped, terminating and mirror pods count, a GPU pod
+ *   without a valid declaration counts its GPUs x memory per GPU) -> lock the node -> look up
+ *   reservations of deleted pods (below, the lock let go for the GETs) -> if a reservation was
+ *   settled on the node since the generation was noted, list again (3 lists at most, then
+ *   denied: NodeBusy) -> drop the reservations of deleted pods, and with the watch cache off
+ *   those the list shows (the same pod: uid where both are known, else key; with the cache on
+ *   a listed pod and its reservation are counted once, and the reservation settles when the
+ *   cache shows the pod) -> add the other pending reservations -> core_decide -> if allowed
+ *   and not dry-run, reserve (put and commit) -> unlock. No lock is held across an API call.
+ *
+ * Deleted pods (live path): a reservation is dropped when the list shows its pod, but a pod
+ * admitted and deleted before any later list of its node would otherwise count until the TTL.
+ * So for up to PLACER_MAX_STALE_CHECKS reservations (oldest first) older than the grace period
+ * (placer_config.grace_ms) that the list does not show, the loop GETs the pod, within the
+ * review's budget: not found, bound to another node, Succeeded/Failed, or being deleted while
+ * unbound -> dropped; unbound (binding not landed or failed) or any error -> kept until the TTL
+ * (counting too much never overfills a node). Reservations of pods known only by generateName
+ * cannot be looked up and are kept.
+ *
+ * Fail closed: when the API server cannot be asked (error, timeout, unexpected answer) the
+ * placement is denied with a message naming the call that failed; when the review's budget is
+ * spent before a call, too.
+ *
+ * Thread-safe: placements may run on many threads at once; the per-node serialization is the
+ * ledger's with --reservations local (its lock for settling, deciding and reserving; its
+ * generation for a view taken before the lock, placer.c check_node()), and shared_place's with
+ * --reservations shared (one leader per node decides and writes for the placements queued
+ * behind it, shared.h).
+ */
+#ifndef GMG_PLACER_H
+#define GMG_PLACER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct cJSON;
+struct cache;
+struct demand;
+struct demand_config;
+struct dra_pod_refs;
+struct dra_store;
+struct gpupolicy_labels;
+struct kube_client;
+struct ledger;
+struct metrics;
+struct outcome;
+struct policies;
+struct shared;
+
+/* The time within which an admitted placement is persisted and shown by a list of its node: a
+ * reservation younger than this is not looked up. The API server stores a request once every
+ * validating webhook answered; they are called in parallel, so persistence follows our answer
+ * by milliseconds unless another validating webhook on pods is slower than 5 s. Then a pod
+ * CREATE still in flight could read as deleted (404) and lose its reservation early: raise
+ * grace_ms (--reservation-grace) above the slowest such webhook's timeout. */
+#define PLACER_GRACE_MS_DEFAULT 5000
+#define PLACER_MAX_STALE_CHECKS 4 /* pods looked up per review for stale reservations */
+
+/*
+ * Where the loop reads pods and nodes live. Each callback returns 0 and an owned cJSON tree
+ * (the caller cJSON_Delete()s it), or a negative KUBE_E* code (kube.h) with a one-line reason
+ * in err; *http_code is the HTTP status (0 when no answer). KUBE_ENOTFOUND means 404. The
+ * callbacks must be thread-safe. ctx is passed through.
+ */
+struct placer_source {
+	void *ctx;
+	int (*get_pod)(void *ctx, const char *ns, const char *name, struct cJSON **pod,
+	               long *http_code, char *err, size_t errlen);
+	int (*get_node)(void *ctx, const char *name, struct cJSON **node, long *http_code,
+	                char *err, size_t errlen);
+	/* A JSON array of the pods whose spec.nodeName is node (phases Succeeded/Failed may be
+	 * omitted by the source; the loop skips them either way). */
+	int (*list_pods_on_node)(void *ctx, const char *node, struct cJSON **items, long *http_code,
+	                         char *err, size_t errlen);
+};
+
+/* The real API client as a source (c borrowed; must outlive the placer). */
+struct placer_source placer_source_kube(struct kube_client *c);
+
+/* What the loop decides with; the meaning of each field is webhook_config's (webhook.h), which
+ * the admission adapter copies here. Everything is borrowed and must outlive the placer. */
+struct placer_config {
+	double threshold, warn_threshold; /* ratios (0,1] */
+	int mode_warn, mode_audit;        /* --mode (audit only when not warn) */
+	const struct demand_config *dcfg; /* the live view's demand rules */
+	uint64_t budget_ms;               /* ms from the review's arrival; 0: none */
+	uint64_t grace_ms;                /* 0: PLACER_GRACE_MS_DEFAULT */
+	uint64_t unseen_ttl_ms;
+	struct placer_source src;
+	struct cache *cache; /* NULL: --cache off */
+	int (*cache_fresh)(void *ctx, double now_s);
+	int (*dra_fresh)(void *ctx, double now_s);
+	int (*cache_connected)(void *ctx, double now_s);
+	uint64_t (*cache_progress_ms)(void *ctx);
+	void *cache_ctx;
+	struct dra_store *dra;     /* NULL: DRA not read */
+	struct ledger *ledger;     /* required */
+	struct shared *shared;     /* --reservations shared; NULL: the ledger reserves */
+	struct policies *policies; /* NULL: flags and annotations only */
+	struct metrics *metrics;   /* may be NULL */
+};
+
+/* The pod's GPUMemoryPolicy tier attributes (borrowed). */
+struct pod_attrs {
+	const char *ns;
+	const char *priority_class;            /* NULL or "": none */
+	const struct gpupolicy_labels *labels; /* NULL: none */
+};
+
+/* One placement, as the adapter resolved it; everything borrowed for the call. */
+struct placer_pod {
+	const char *pod_name; /* "ns/name" for messages */
+	const char *ns;
+	const char *key; /* the reservation key (webhook.c ledger_key); NULL: too long (refused,
+	                    403 NameTooLong, where the node is known to be decided here) */
+	const char *uid; /* the pod's metadata.uid, or NULL */
+	const char *node;
+	const struct demand *demand;
+	const struct pod_attrs *attrs;
+	const struct dra_pod_refs *refs; /* the DRA claims it names, or NULL */
+	int dry_run;
+	int pod_create; /* a pod CREATE (spec.nodeName): its pod may never be stored */
+};
+
+struct placer; /* opaque */
+
+/* New loop; cfg is copied (what it points to is borrowed). NULL on a bad config or no memory. */
+struct placer *placer_new(const struct placer_config *cfg);
+void placer_free(struct placer *pl); /* NULL is a no-op; no placement may be running */
+
+/* 1 when the watch cache may decide now: healthy (fresh and its watches open), or, after the
+ * API server could not be asked (api_failed), merely fresh (webhook.h). */
+int placer_cache_may_decide(const struct placer *pl, int api_failed);
+
+/*
+ * Decide pp from the watch cache, with no API call (o->api_failed: as the fallback). Returns 1
+ * when decided (o set), 0 when the cache cannot decide it (off, not fresh, node unknown, or,
+ * when !may_block, its node busy or shared reservations to write): take the live path.
+ * may_block 0: on a server thread, never waits for a lock another placement holds.
+ */
+int placer_cached(struct placer *pl, const struct placer_pod *pp, int may_block, struct outcome *o);
+
+/* Decide pp through the API server (the live path above); always decides (o set). May block
+ * up to the budget plus one API call timeout. */
+void placer_live(struct placer *pl, const struct placer_pod *pp, struct outcome *o);
+
+/*
+ * Whether the DRA store shows pp's claims holding or able to get GPUs on pp->node (*any 1),
+ * for a pod that asks no GPU resource. 0, or -1 when out of memory (o refused). *any 0 without
+ * a DRA store.
+ */
+int placer_dra_any(struct placer *pl, const struct placer_pod *pp, struct outcome *o, int *any)
+    __attribute__((warn_unused_result));
+
+#endif
