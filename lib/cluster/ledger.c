@@ -445,12 +445,12 @@ int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint6
 }
 
 static int reserve(struct ledger_node *n, const char *key, const char *uid, const char *claim,
-                   uint64_t bytes, uint64_t ttl_ms, int unseen, uint64_t now_ms);
+                   uint64_t bytes, uint64_t ttl_ms, int unseen, uint64_t now_ms, uint64_t stamp_ms);
 
 int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
                        uint64_t now_ms)
 {
-	return reserve(n, key, uid, NULL, bytes, 0, 0, now_ms);
+	return reserve(n, key, uid, NULL, bytes, 0, 0, now_ms, now_ms);
 }
 
 int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
@@ -458,13 +458,14 @@ int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *ui
 {
 	if (ttl_ms == 0)
 		return LEDGER_EINVAL;
-	return reserve(n, key, uid, NULL, bytes, ttl_ms, 1, now_ms);
+	return reserve(n, key, uid, NULL, bytes, ttl_ms, 1, now_ms, now_ms);
 }
 
 int ledger_reserve_claim(struct ledger_node *n, const char *key, const char *uid, const char *claim,
-                         uint64_t bytes, uint64_t unseen_ttl_ms, uint64_t now_ms)
+                         uint64_t bytes, uint64_t unseen_ttl_ms, uint64_t now_ms, uint64_t stamp_ms)
 {
-	return reserve(n, key, uid, claim, bytes, unseen_ttl_ms, unseen_ttl_ms != 0, now_ms);
+	return reserve(n, key, uid, claim, bytes, unseen_ttl_ms, unseen_ttl_ms != 0, now_ms,
+	               stamp_ms);
 }
 
 uint64_t ledger_unseen_dropped(struct ledger *l)
@@ -472,16 +473,40 @@ uint64_t ledger_unseen_dropped(struct ledger *l)
 	return atomic_load(&l->unseen_dropped);
 }
 
-/* ttl_ms 0: the ledger's; else the shorter of the two. */
+/*
+ * Refresh entry e with a later put of the same pod (reservations.h, "A put of a pod that already
+ * has an entry"): it never lowers what counts. The larger bytes and the later expiry stay; the
+ * entry stays unseen only if both puts were a pod CREATE's; a uid is taken only when the entry had
+ * none, and a claim too (an entry's claim only adds to what counts: placement.h, item.dra_claim).
+ * So a review replayed or forged under a pod's name (the same uid, none, or a fresh one:
+ * then it is another entry) can add a reservation but never shrink, shorten or take over one.
+ */
+static void refresh(struct entry *e, const char *uid, size_t ulen, const char *claim, size_t clen,
+                    uint64_t bytes, uint64_t expires, int unseen, uint64_t now_ms)
+{
+	if (bytes > e->bytes)
+		e->bytes = bytes;
+	if (expires > e->expires_ms)
+		e->expires_ms = expires;
+	e->unseen = e->unseen && unseen;
+	e->reserved_ms = now_ms;
+	if (e->uid[0] == '\0' && ulen > 0)
+		memcpy(e->uid, uid, ulen + 1);
+	if (e->claim[0] == '\0' && clen > 0)
+		memcpy(e->claim, claim, clen + 1);
+}
+
+/* ttl_ms 0: the ledger's; else the shorter of the two. The expiry runs from stamp_ms. */
 static int reserve(struct ledger_node *n, const char *key, const char *uid, const char *claim,
-                   uint64_t bytes, uint64_t ttl_ms, int unseen, uint64_t now_ms)
+                   uint64_t bytes, uint64_t ttl_ms, int unseen, uint64_t now_ms, uint64_t stamp_ms)
 {
 	uint64_t ttl, expires;
 	size_t len, ulen = uid ? strnlen(uid, LEDGER_UID_MAX) : 0;
 	size_t clen = claim ? strnlen(claim, LEDGER_UID_MAX) : 0;
 	int rc;
 
-	if (n == NULL || key == NULL || ulen >= LEDGER_UID_MAX || clen >= LEDGER_UID_MAX)
+	if (n == NULL || key == NULL || ulen >= LEDGER_UID_MAX || clen >= LEDGER_UID_MAX ||
+	    stamp_ms < now_ms)
 		return LEDGER_EINVAL;
 	len = strnlen(key, LEDGER_KEY_MAX);
 	if (len == 0 || len >= LEDGER_KEY_MAX)
@@ -490,17 +515,12 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, cons
 	ttl = n->owner->ttl_ms;
 	if (ttl_ms != 0 && ttl_ms < ttl)
 		ttl = ttl_ms;
-	expires = sat_add(now_ms, ttl);
+	expires = sat_add(stamp_ms, ttl);
 	for (size_t i = 0; i < n->n; i++) {
-		if (strcmp(n->entries[i].key, key) != 0)
+		if (!same_pod(&n->entries[i], key, uid))
 			continue;
 		/* A retried placement refreshes its reservation instead of adding a second. */
-		n->entries[i].bytes = bytes;
-		n->entries[i].reserved_ms = now_ms;
-		n->entries[i].expires_ms = expires;
-		n->entries[i].unseen = unseen;
-		memcpy(n->entries[i].uid, uid ? uid : "", ulen + 1);
-		memcpy(n->entries[i].claim, claim ? claim : "", clen + 1);
+		refresh(&n->entries[i], uid, ulen, claim, clen, bytes, expires, unseen, now_ms);
 		n->changes++;
 		return 0;
 	}
@@ -520,14 +540,30 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, cons
 	return 0;
 }
 
-size_t ledger_remove(struct ledger_node *n, const char *key)
+size_t ledger_remove(struct ledger_node *n, const char *key, const char *uid)
 {
-	const char *keys[1] = {key};
+	size_t kept = 0, dropped;
 
 	if (n == NULL || key == NULL)
 		return 0;
-	/* At time 0 nothing has expired: only the key decides. Keys are unique per node. */
-	return node_filter(n, keys, NULL, 1, 0, 0);
+	if (uid == NULL)
+		uid = "";
+	/* Only the exact entry, live or expired: another pod of the name (another uid, or an
+	 * entry without one while uid is known) is kept. */
+	for (size_t i = 0; i < n->n; i++) {
+		const struct entry *e = &n->entries[i];
+
+		if (strcmp(e->key, key) == 0 && strcmp(e->uid, uid) == 0)
+			continue;
+		if (kept != i)
+			n->entries[kept] = n->entries[i];
+		kept++;
+	}
+	dropped = n->n - kept;
+	n->n = kept;
+	n->changes += dropped;
+	atomic_fetch_sub(&n->owner->n_entries, dropped);
+	return dropped;
 }
 
 /* Drop the entries of key on one locked node; with a uid on both sides, only the same pod. */

@@ -13,7 +13,11 @@
  *
  * Reservations are keyed by "namespace/name" (a Binding names its pod; a pod CREATE with
  * nodeName has a name, or only generateName: then the caller passes a key that will never
- * match and the entry lives until the TTL).
+ * match and the entry lives until the TTL), one entry per pod: a reserve of the same pod (the
+ * keys equal and, where both are known, the uids: pod.h's strict rule) refreshes its entry and
+ * never lowers it (the larger bytes, the later expiry; see ledger_reserve), one of another uid
+ * under the same key is an entry of its own. So no review, replayed or forged under a pod's
+ * name, can shrink, shorten or take over another pod's reservation.
  *
  * reservations.h puts begin / items / put / commit over a locked node (the local backend), its
  * compare-and-swap on ledger_version().
@@ -124,13 +128,16 @@ typedef void (*ledger_visit_fn)(void *ctx, const char *key, const char *uid, con
  * Returns how many live entries there are (visited); 0 when n is NULL. */
 size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, void *ctx);
 
-/* With the node locked: record (or refresh) a reservation of bytes for key. 0 or LEDGER_E*. */
+/* With the node locked: record (or refresh) a reservation of bytes for key, counting until
+ * now_ms + the TTL. A refresh (the same pod, above) keeps the larger bytes and the later expiry,
+ * restarts reserved_ms, and takes the uid and claim it brings only where the entry had none.
+ * 0 or LEDGER_E*. */
 int ledger_reserve(struct ledger_node *n, const char *key, uint64_t bytes, uint64_t now_ms)
     __attribute__((warn_unused_result));
 
 /* The same with the pod's metadata.uid (NULL or "" when unknown), so that ledger_forget can
  * tell this pod from an earlier pod of the same name. LEDGER_EINVAL for a uid not shorter than
- * LEDGER_UID_MAX. A refresh replaces the uid. */
+ * LEDGER_UID_MAX. An entry with a uid is refreshed only by a reserve with the same uid or none. */
 int ledger_reserve_uid(struct ledger_node *n, const char *key, const char *uid, uint64_t bytes,
                        uint64_t now_ms) __attribute__((warn_unused_result));
 
@@ -145,11 +152,14 @@ int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *ui
 /* The same with the uid of a shared DRA claim the pod joined without being in its reservedFor
  * (placement_result.reserve_claim; NULL or "": none), which ledger_visit gives back: the core
  * counts the entry among that claim's pods (placement.h, item.dra_claim). unseen_ttl_ms > 0: a
- * pod CREATE's, as ledger_reserve_unseen; 0: as ledger_reserve_uid. A refresh replaces the claim
- * (the latest decision's). LEDGER_EINVAL for a claim not shorter than LEDGER_UID_MAX. The claim
- * changes no other rule: the entry expires, settles and is forgotten as any other. */
+ * pod CREATE's, as ledger_reserve_unseen; 0: as ledger_reserve_uid. A refresh keeps the entry's
+ * claim, or takes this one where it had none. LEDGER_EINVAL for a claim not shorter than
+ * LEDGER_UID_MAX. The claim changes no other rule: the entry expires, settles and is forgotten as
+ * any other. stamp_ms (>= now_ms, else LEDGER_EINVAL): the monotonic time the TTL runs from, the
+ * real clock when now_ms is held back (the webhook's cache path decides on the watch cache's
+ * progress: reservations.h, rule 1), so the entry's TTL is not shortened by the watch's lag. */
 int ledger_reserve_claim(struct ledger_node *n, const char *key, const char *uid, const char *claim,
-                         uint64_t bytes, uint64_t unseen_ttl_ms, uint64_t now_ms)
+                         uint64_t bytes, uint64_t unseen_ttl_ms, uint64_t now_ms, uint64_t stamp_ms)
     __attribute__((warn_unused_result));
 
 /* Entries of ledger_reserve_unseen dropped at their expiry (never seen), since ledger_new; an
@@ -169,10 +179,11 @@ size_t ledger_forget(struct ledger *l, const char *key, const char *uid);
 typedef void (*ledger_each_fn)(void *ctx, const char *node, uint64_t bytes);
 size_t ledger_each(struct ledger *l, uint64_t now_ms, ledger_each_fn fn, void *ctx);
 
-/* With the node locked: drop the reservation of key (live or expired), e.g. when its pod is
- * known to be deleted. Returns 1 when one was dropped, 0 when there was none (or n or key is
- * NULL). */
-size_t ledger_remove(struct ledger_node *n, const char *key);
+/* With the node locked: drop the reservation of exactly the pod key with uid (NULL or "": the
+ * entry without a uid), live or expired, e.g. when its pod is known to be deleted; another pod's
+ * entry under the same key is kept. Returns 1 when one was dropped, 0 when there was none (or n
+ * or key is NULL). */
+size_t ledger_remove(struct ledger_node *n, const char *key, const char *uid);
 
 /* Reservations held over all nodes (for the ledger-size metric). Thread-safe, never blocks.
  * An expired reservation is counted until a reconcile, reserve or sweep on its node drops it;

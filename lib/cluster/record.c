@@ -71,7 +71,24 @@ static int entry_valid(const char *key, const char *uid, const char *claim, uint
 	       bytes <= RECORD_MAX_NUMBER && expires_ms <= RECORD_MAX_NUMBER;
 }
 
-/* Put (key, uid) into r: replace the entry of the same pod when merge is set and there is
+/* Refresh e with a later put of the same pod, never lowering what counts (record.h,
+ * record_put): the larger bytes, the later expiry, unseen only if both were, the uid and claim
+ * taken only where e had none. */
+static void refresh(struct record_entry *e, const char *uid, const char *claim, uint64_t bytes,
+                    uint64_t expires_ms, int unseen)
+{
+	if (bytes > e->bytes)
+		e->bytes = bytes;
+	if (expires_ms > e->expires_ms)
+		e->expires_ms = expires_ms;
+	e->unseen = e->unseen && unseen;
+	if (e->uid[0] == '\0')
+		snprintf(e->uid, sizeof(e->uid), "%s", uid);
+	if (e->claim[0] == '\0')
+		snprintf(e->claim, sizeof(e->claim), "%s", claim);
+}
+
+/* Put (key, uid) into r: refresh the entry of the same pod when merge is set and there is
  * one, else append. */
 static int put(struct record *r, const char *key, const char *uid, const char *claim,
                uint64_t bytes, uint64_t expires_ms, int unseen, int merge)
@@ -86,12 +103,14 @@ static int put(struct record *r, const char *key, const char *uid, const char *c
 	for (size_t i = 0; merge && i < r->n && e == NULL; i++)
 		if (pod_same(r->entries[i].key, r->entries[i].uid, key, uid))
 			e = &r->entries[i];
-	if (e == NULL) {
-		int rc = grow(r);
-		if (rc != 0)
-			return rc;
-		e = &r->entries[r->n++];
+	if (e != NULL) {
+		refresh(e, uid, claim, bytes, expires_ms, unseen);
+		return 0;
 	}
+	int rc = grow(r);
+	if (rc != 0)
+		return rc;
+	e = &r->entries[r->n++];
 	snprintf(e->key, sizeof(e->key), "%s", key);
 	snprintf(e->uid, sizeof(e->uid), "%s", uid);
 	snprintf(e->claim, sizeof(e->claim), "%s", claim);

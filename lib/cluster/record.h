@@ -136,7 +136,11 @@ struct cJSON *record_to_lease(const struct record *r, const char *ns, const char
 
 /*
  * Record a reservation of bytes for the pod (key, uid: NULL or "" unknown) until expires_ms:
- * an entry of the same pod is replaced in place (a retried Binding), else one is appended.
+ * an entry of the same pod (pod.h's pod_same: the uids equal where both are known, else the
+ * keys) is refreshed in place (a retried Binding), never lowered: it keeps the larger bytes and
+ * the later expiry, stays "unseen" only if both puts were, and takes the uid and claim of the put
+ * only where it had none; else an entry is appended. So a put forged or replayed under a pod's
+ * name (no uid, or another) can add an entry but never shrink, shorten or take over one.
  * 0, RECORD_EFULL, RECORD_EINVAL (also for bytes or expires_ms over RECORD_MAX_NUMBER).
  */
 int record_put(struct record *r, const char *key, const char *uid, uint64_t bytes,
@@ -147,9 +151,9 @@ int record_put_unseen(struct record *r, const char *key, const char *uid, uint64
                       uint64_t expires_ms) __attribute__((warn_unused_result));
 
 /* record_put (unseen 0) or record_put_unseen (unseen 1) with the uid of a shared DRA claim the
- * pod joined without being in its reservedFor (NULL or "": none; "claim" above). A replaced
- * entry takes the new claim. Same errors, RECORD_EINVAL also for a claim not shorter than
- * LEDGER_UID_MAX. */
+ * pod joined without being in its reservedFor (NULL or "": none; "claim" above). A refreshed
+ * entry keeps its claim, or takes this one where it had none. Same errors, RECORD_EINVAL also for a
+ * claim not shorter than LEDGER_UID_MAX. */
 int record_put_claim(struct record *r, const char *key, const char *uid, const char *claim,
                      uint64_t bytes, uint64_t expires_ms, int unseen)
     __attribute__((warn_unused_result));

@@ -15,6 +15,7 @@ static void reset(struct resv *r, enum resv_backend backend, uint64_t now_ms)
 	memset(r, 0, sizeof(*r));
 	r->backend = backend;
 	r->now_ms = now_ms;
+	r->stamp_ms = now_ms;
 }
 
 int resv_begin_ledger(struct resv *r, struct ledger_node *ln, uint64_t gen,
@@ -49,6 +50,12 @@ int resv_begin_record(struct resv *r, struct shared *s, const char *node, struct
 	r->visible = visible;
 	r->n_visible = n_visible;
 	return 0;
+}
+
+void resv_stamp_at(struct resv *r, uint64_t stamp_ms)
+{
+	if (stamp_ms > r->now_ms)
+		r->stamp_ms = stamp_ms;
 }
 
 int resv_fresh(const struct resv *r)
@@ -172,7 +179,7 @@ static int commit_ledger(struct resv *r)
 	if (ledger_version(r->ln) != r->version)
 		return RESV_CONFLICT;
 	rc = ledger_reserve_claim(r->ln, r->key, r->uid, r->claim, r->bytes, r->unseen_ttl_ms,
-	                          r->now_ms);
+	                          r->now_ms, r->stamp_ms);
 	if (rc == LEDGER_EFULL)
 		return RESV_EFULL;
 	if (rc == LEDGER_ENOMEM)

@@ -23,8 +23,9 @@
  * When a reservation stops counting (one list for both backends; where each rule lives):
  *   1. expiry: an entry counts until its expiry, judged on the reader's clock: the ledger's on
  *      the decision's monotonic clock (now_ms: ledger.h, the --reservation-ttl, or
- *      --unseen-reservation-ttl for a pod CREATE's); the record's on the shared clock's earliest
- *      bound (record.h, "The argument"), so no reader drops it before the API server's clock
+ *      --unseen-reservation-ttl for a pod CREATE's, running from the put's real time even when
+ *      the decision's clock is held back: resv_stamp_at); the record's on the shared clock's
+ * earliest bound (record.h, "The argument"), so no reader drops it before the API server's clock
  *      reaches it;
  *   2. the same pod visible: a visible pod and a reservation of the same pod (the uids equal
  *      where both are known, else the keys: placement.h) are counted once, as the pod, by the
@@ -39,9 +40,13 @@
  *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
  *      does a reservation whose pod the API path looked up and found deleted, bound to another
  *      node, finished, or deleted before binding (placer.c, drop_gone: ledger only).
- *   A put of a pod that already has an entry replaces it (a retried Binding counts once), its
- *   claim (resv_put) included. The claim changes none of these rules: an entry carrying one
- *   expires, settles and is forgotten as any other (issue 21).
+ *   A put of a pod that already has an entry (the same pod: the keys equal and, where both are
+ *   known, the uids) refreshes it (a retried Binding counts once) and never lowers what counts:
+ *   the larger bytes, the later expiry, the uid and claim (resv_put) taken only where it had none
+ *   (ledger.h, record.h). A put under a pod's name with another uid is another entry. So a review
+ *   replayed or forged for a placed pod cannot shrink, shorten or take over its reservation. The
+ * claim changes none of these rules: an entry carrying one expires, settles and is forgotten as any
+ * other (issue 21).
  *
  * Units: bytes; now_ms is the decision's monotonic clock in ms (ledger_now_ms(), or held back
  * to the watch cache's progress by the caller); the record's own times are Unix ms on the
@@ -95,6 +100,7 @@ struct resv_seen {
 struct resv {
 	enum resv_backend backend;
 	uint64_t now_ms;
+	uint64_t stamp_ms; /* the ledger put's expiry runs from it (resv_stamp_at) */
 	/* ledger */
 	struct ledger_node *ln;
 	uint64_t version; /* ledger_version at begin */
@@ -142,6 +148,13 @@ int resv_begin_ledger(struct resv *r, struct ledger_node *ln, uint64_t gen,
 int resv_begin_record(struct resv *r, struct shared *s, const char *node, struct record *rec,
                       int fresh, const struct placement_item *visible, size_t n_visible,
                       uint64_t now_ms) __attribute__((warn_unused_result));
+
+/* Stamp the ledger put at stamp_ms instead of begin's now_ms: its TTL runs from there. For a
+ * decision whose clock is held back (the watch cache's progress, behind the monotonic clock when
+ * the watch went quiet; placer.c): the put is stamped on the real clock, so the lag does not come
+ * off its TTL (rule 1). A stamp_ms not after now_ms changes nothing. The record's put is always
+ * stamped on the shared clock (shared_stamp_wall_ms). */
+void resv_stamp_at(struct resv *r, uint64_t stamp_ms);
 
 /* Whether the reservations begin took are the backend's latest: always for the ledger; for the
  * record, whether it was read for this placement (a denial that counted a stale copy's entries

@@ -600,7 +600,7 @@ static void drop_gone(struct ledger_node *ln, const struct placement *p,
 		ledger_visit(ln, now, find_same, &f);
 		if (!f.found)
 			continue;
-		ledger_remove(ln, sc->s[i].key);
+		ledger_remove(ln, sc->s[i].key, sc->s[i].uid);
 		log_fields(LOG_INFO, "reservation dropped",
 		           (struct log_field[]){LOG_STR("node", p->node),
 		                                LOG_STR("pod", sc->s[i].key),
@@ -945,6 +945,9 @@ static void decide_cached(struct cached *c, const struct view_node *v)
 	if (resv_begin_ledger(&rv, c->ln, c->gen, &seen, now) != 0 ||
 	    resv_items(&rv, &items, &n_items) != 0)
 		goto nomem;
+	/* now may be held back to the cache's progress (decision_now): the put's TTL still runs
+	 * from the real clock, so a watch that went quiet does not shorten it. */
+	resv_stamp_at(&rv, ledger_now_ms());
 	struct placement_node pn;
 	view_placement_node(v, &cap, items, n_items, dv ? &dv->node : NULL, &pn);
 	struct placement q = *c->p;

@@ -78,6 +78,7 @@ static void test_reserve_pending_entries(void **state)
 
 struct visited {
 	char keys[4][LEDGER_KEY_MAX];
+	char uids[4][LEDGER_UID_MAX];
 	char claims[4][LEDGER_UID_MAX];
 	uint64_t bytes[4];
 	uint64_t reserved[4];
@@ -87,11 +88,11 @@ struct visited {
 static void visit(void *ctx, const char *key, const char *uid, const char *claim, uint64_t bytes,
                   uint64_t reserved_ms)
 {
-	(void)uid;
 	struct visited *v = ctx;
 
 	if (v->n < 4) {
 		snprintf(v->keys[v->n], sizeof(v->keys[0]), "%s", key);
+		snprintf(v->uids[v->n], sizeof(v->uids[0]), "%s", uid);
 		snprintf(v->claims[v->n], sizeof(v->claims[0]), "%s", claim);
 		v->bytes[v->n] = bytes;
 		v->reserved[v->n] = reserved_ms;
@@ -149,11 +150,11 @@ static void test_remove(void **state)
 	assert_int_equal(ledger_reserve(n, "ns/a", 10 * GI, 100), 0);
 	assert_int_equal(ledger_reserve(n, "ns/b", 20 * GI, 200), 0);
 	assert_int_equal(ledger_reserve(n, "ns/c", 30 * GI, 300), 0);
-	assert_int_equal(ledger_remove(n, "ns/b"), 1);
-	assert_int_equal(ledger_remove(n, "ns/b"), 0);
-	assert_int_equal(ledger_remove(n, "ns/x"), 0);
-	assert_int_equal(ledger_remove(n, NULL), 0);
-	assert_int_equal(ledger_remove(NULL, "ns/a"), 0);
+	assert_int_equal(ledger_remove(n, "ns/b", NULL), 1);
+	assert_int_equal(ledger_remove(n, "ns/b", NULL), 0);
+	assert_int_equal(ledger_remove(n, "ns/x", NULL), 0);
+	assert_int_equal(ledger_remove(n, NULL, NULL), 0);
+	assert_int_equal(ledger_remove(NULL, "ns/a", NULL), 0);
 	assert_int_equal(ledger_size(l), 2);
 	assert_int_equal(ledger_pending_bytes(n, NULL, 400), 40 * GI);
 	assert_int_equal(ledger_visit(n, 400, visit, &v), 2);
@@ -162,8 +163,8 @@ static void test_remove(void **state)
 	assert_int_equal(ledger_entries(n, e, 4, 400), 2);
 	assert_int_equal(e[1].reserved_ms, 300);
 	/* Removing every entry empties the node. */
-	assert_int_equal(ledger_remove(n, "ns/a"), 1);
-	assert_int_equal(ledger_remove(n, "ns/c"), 1);
+	assert_int_equal(ledger_remove(n, "ns/a", NULL), 1);
+	assert_int_equal(ledger_remove(n, "ns/c", NULL), 1);
 	assert_int_equal(ledger_size(l), 0);
 	ledger_unlock(n); /* the last user of an empty node frees it */
 	assert_int_equal(ledger_size(l), 0);
@@ -227,9 +228,10 @@ static void test_unseen_reservations(void **state)
 }
 
 /* ledger_reserve_claim (issue 21): the DRA claim a pod joined unreserved is given back by
- * ledger_visit with its entry; entries reserved without one give ""; a refresh replaces it; a
- * claim as long as LEDGER_UID_MAX is refused. The same-pod and expiry rules are unchanged: a
- * CREATE's entry lives the unseen bound, settles when its pod shows, and counts once per key. */
+ * ledger_visit with its entry; entries reserved without one give ""; a refresh keeps it, and
+ * gives one to an entry without; a claim as long as LEDGER_UID_MAX is refused. The same-pod and
+ * expiry rules are unchanged: a CREATE's entry lives the unseen bound, settles when its pod shows,
+ * and counts once per key. */
 static void test_claim_carried(void **state)
 {
 	struct ledger *l = ledger_new(60000);
@@ -241,34 +243,85 @@ static void test_claim_carried(void **state)
 	(void)state;
 	memset(longc, 'c', LEDGER_UID_MAX);
 	longc[LEDGER_UID_MAX] = '\0';
-	assert_int_equal(ledger_reserve_claim(n, "ns/a", "u1", "claim-1", 0, 35000, 1000), 0);
-	assert_int_equal(ledger_reserve_claim(n, "ns/b", "u2", "claim-1", 0, 35000, 1000), 0);
+	assert_int_equal(ledger_reserve_claim(n, "ns/a", "u1", "claim-1", 0, 35000, 1000, 1000), 0);
+	assert_int_equal(ledger_reserve_claim(n, "ns/b", "u2", "claim-1", 0, 35000, 1000, 1000), 0);
 	assert_int_equal(ledger_reserve_uid(n, "ns/c", "u3", GI, 1000), 0);
-	assert_int_equal(ledger_reserve_claim(n, "ns/d", "u4", NULL, GI, 0, 1000), 0);
-	assert_int_equal(ledger_reserve_claim(n, "ns/x", "u9", longc, GI, 0, 1000), LEDGER_EINVAL);
+	assert_int_equal(ledger_reserve_claim(n, "ns/d", "u4", NULL, GI, 0, 1000, 1000), 0);
+	assert_int_equal(ledger_reserve_claim(n, "ns/x", "u9", longc, GI, 0, 1000, 1000),
+	                 LEDGER_EINVAL);
 	assert_int_equal(ledger_visit(n, 2000, visit, &v), 4);
 	assert_string_equal(v.claims[0], "claim-1");
 	assert_string_equal(v.claims[1], "claim-1");
 	assert_string_equal(v.claims[2], "");
 	assert_string_equal(v.claims[3], "");
-	/* a refresh of ns/a (its Binding, the claim reserved for it by then): no claim, and an
-	 * ordinary entry (the TTL, not the unseen bound) */
+	/* a refresh of ns/a (its Binding, the claim reserved for it by then): an ordinary entry
+	 * now (the TTL, 63000, not the unseen bound), the claim kept (it only adds to what counts)
+	 */
 	assert_int_equal(ledger_reserve_uid(n, "ns/a", "u1", 0, 3000), 0);
 	/* ns/b's pod shows on the node: settled whatever its claim */
 	assert_int_equal(ledger_settle(n, keys, uids, 1, 3000), 1);
 	memset(&v, 0, sizeof(v));
 	assert_int_equal(ledger_visit(n, 3000, visit, &v), 3);
 	assert_string_equal(v.keys[0], "ns/a");
-	assert_string_equal(v.claims[0], "");
-	/* a claim given again on a refresh comes back; the unseen bound (35 s) applies again */
-	assert_int_equal(ledger_reserve_claim(n, "ns/c", "u3", "claim-2", GI, 35000, 4000), 0);
+	assert_string_equal(v.claims[0], "claim-1");
+	/* a claim given on a refresh of an entry without one is taken; the unseen bound it brings
+	 * (4000 + 35000) does not shorten the entry's TTL (1000 + 60000) */
+	assert_int_equal(ledger_reserve_claim(n, "ns/c", "u3", "claim-2", GI, 35000, 4000, 4000),
+	                 0);
 	memset(&v, 0, sizeof(v));
-	assert_int_equal(ledger_visit(n, 38999, visit, &v), 3);
+	assert_int_equal(ledger_visit(n, 60999, visit, &v), 3);
 	assert_string_equal(v.keys[1], "ns/c");
 	assert_string_equal(v.claims[1], "claim-2");
 	memset(&v, 0, sizeof(v));
-	assert_int_equal(ledger_visit(n, 39000, visit, &v), 2); /* ns/c expired */
-	assert_string_equal(v.keys[1], "ns/d");
+	assert_int_equal(ledger_visit(n, 61000, visit, &v), 1); /* ns/c and ns/d expired */
+	assert_string_equal(v.keys[0], "ns/a");
+	ledger_unlock(n);
+	ledger_free(l);
+}
+
+/*
+ * The refresh rule (ledger.h): a reserve under a placed pod's name never lowers its entry. A
+ * fresh uid is another entry (both count); the same uid or none refreshes it, keeping the larger
+ * bytes, the later expiry, the ordinary TTL and its uid; ledger_remove drops only the exact pod.
+ * A stamp after now starts the TTL there; one before it is refused. (A forged or replayed review
+ * used to take over or shrink the entry: the attack of issue 23's review.)
+ */
+static void test_refresh_never_lowers(void **state)
+{
+	struct ledger *l = ledger_new(60000);
+	struct ledger_node *n = ledger_lock(l, "n1");
+	struct visited v = {0};
+
+	(void)state;
+	assert_int_equal(ledger_reserve_uid(n, "ns/p", "U", 40 * GI, 1000), 0); /* until 61000 */
+	/* the same name with a fresh uid: another entry, both count */
+	assert_int_equal(ledger_reserve_uid(n, "ns/p", "V", GI, 2000), 0); /* until 62000 */
+	assert_int_equal(ledger_pending_bytes(n, NULL, 2000), 41 * GI);
+	/* no uid, smaller, a CREATE's shorter bound: refreshes U's entry, lowering nothing */
+	assert_int_equal(ledger_reserve_unseen(n, "ns/p", NULL, GI, 1000, 3000), 0);
+	assert_int_equal(ledger_visit(n, 4000, visit, &v), 2); /* past the CREATE's bound */
+	assert_string_equal(v.uids[0], "U");
+	assert_int_equal(v.bytes[0], 40 * GI);
+	assert_int_equal(v.reserved[0], 3000);
+	assert_string_equal(v.uids[1], "V");
+	assert_int_equal(ledger_pending_bytes(n, NULL, 60999), 41 * GI); /* U's TTL */
+	/* the same uid, smaller, later: the bytes stay, the TTL runs again from 5000 */
+	assert_int_equal(ledger_reserve_uid(n, "ns/p", "U", GI, 5000), 0);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 64999), 40 * GI); /* V's gone at 62000 */
+	assert_int_equal(ledger_pending_bytes(n, NULL, 65000), 0);
+	/* ledger_remove: the exact pod only */
+	assert_int_equal(ledger_remove(n, "ns/p", NULL), 0); /* no entry without a uid */
+	assert_int_equal(ledger_remove(n, "ns/p", "V"), 1);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 5000), 40 * GI);
+	assert_int_equal(ledger_remove(n, "ns/p", "U"), 1);
+	assert_int_equal(ledger_size(l), 0);
+	assert_int_equal(ledger_unseen_dropped(l), 0);
+	/* the stamp: the TTL runs from 5000, not 1000; a stamp before now is refused */
+	assert_int_equal(ledger_reserve_claim(n, "ns/q", "W", NULL, GI, 0, 1000, 5000), 0);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 64999), GI);
+	assert_int_equal(ledger_pending_bytes(n, NULL, 65000), 0);
+	assert_int_equal(ledger_reserve_claim(n, "ns/q", "W", NULL, GI, 0, 1000, 999),
+	                 LEDGER_EINVAL);
 	ledger_unlock(n);
 	ledger_free(l);
 }
@@ -743,7 +796,7 @@ static void test_release_and_generation(void **state)
 	assert_int_equal(ledger_reserve_uid(m, key, uid, GI, 100), 0);
 	assert_int_equal(ledger_reserve(m, "ns/q", GI, 100), 0);
 	assert_int_equal(ledger_reserve(m, "ns/r", GI, 100), 0);
-	assert_int_equal(ledger_remove(m, "ns/r"), 1);
+	assert_int_equal(ledger_remove(m, "ns/r", NULL), 1);
 	assert_int_equal(ledger_generation(m), g);
 	ledger_unlock(m);
 	assert_int_equal(ledger_forget(l, "ns/q", NULL), 1); /* takes the lock itself */
@@ -782,6 +835,7 @@ int main(void)
 	    cmocka_unit_test(test_ttl_expiry),
 	    cmocka_unit_test(test_unseen_reservations),
 	    cmocka_unit_test(test_claim_carried),
+	    cmocka_unit_test(test_refresh_never_lowers),
 	    cmocka_unit_test(test_pod_appears),
 	    cmocka_unit_test(test_invalid_keys_and_caps),
 	    cmocka_unit_test(test_empty_nodes_do_not_accumulate),

@@ -23,23 +23,35 @@ static void test_put_dedupes_by_uid_then_key(void **state)
 	(void)state;
 	record_init(&r);
 	assert_int_equal(record_put(&r, "a/p", "uid-1", GI, WALL + 1000), 0);
-	/* The same pod again (a retried Binding): replaced in place. */
+	/* The same pod again (a retried Binding): refreshed in place. */
 	assert_int_equal(record_put(&r, "a/p", "uid-1", 2 * GI, WALL + 2000), 0);
+	assert_int_equal(r.n, 1);
+	assert_int_equal(r.entries[0].bytes, 2 * GI);
+	assert_int_equal(r.entries[0].expires_ms, WALL + 2000);
+	/* ... never lowered: a smaller or shorter put of it leaves the entry as it was. */
+	assert_int_equal(record_put(&r, "a/p", "uid-1", GI / 2, WALL + 500), 0);
 	assert_int_equal(r.n, 1);
 	assert_int_equal(r.entries[0].bytes, 2 * GI);
 	assert_int_equal(r.entries[0].expires_ms, WALL + 2000);
 	/* A newer pod of the same name (another uid) is another pod. */
 	assert_int_equal(record_put(&r, "a/p", "uid-2", 3 * GI, WALL + 1000), 0);
 	assert_int_equal(r.n, 2);
-	/* Uid unknown on one side: the key decides (replaces the first of that key). */
+	/* Uid unknown on one side: the key decides (refreshes the first of that key, keeping its
+	 * uid: a put without one never takes over an entry). */
 	assert_int_equal(record_put(&r, "a/p", NULL, 4 * GI, WALL + 1000), 0);
 	assert_int_equal(r.n, 2);
 	assert_int_equal(r.entries[0].bytes, 4 * GI);
-	assert_string_equal(r.entries[0].uid, "");
+	assert_int_equal(r.entries[0].expires_ms, WALL + 2000);
+	assert_string_equal(r.entries[0].uid, "uid-1");
+	/* An entry without a uid takes the one a later put of its key brings. */
+	assert_int_equal(record_put(&r, "c/s", NULL, GI, WALL + 1000), 0);
+	assert_int_equal(record_put(&r, "c/s", "uid-4", GI, WALL + 1000), 0);
+	assert_int_equal(r.n, 3);
+	assert_string_equal(r.entries[2].uid, "uid-4");
 	/* Another pod appends, order kept. */
 	assert_int_equal(record_put(&r, "b/q", "uid-3", GI, WALL + 1000), 0);
-	assert_int_equal(r.n, 3);
-	assert_string_equal(r.entries[2].key, "b/q");
+	assert_int_equal(r.n, 4);
+	assert_string_equal(r.entries[3].key, "b/q");
 	record_free(&r);
 	assert_int_equal(r.n, 0);
 	assert_null(r.entries);
@@ -292,7 +304,7 @@ static void test_unseen_entries(void **state)
 /* The claim a pod joined unreserved (issue 21) carries through the Lease as "claim", written
  * only when set: an entry without it is the same JSON as before, and one written by a replica of
  * the previous version (no "claim") reads with none; record_items gives it as dra_claim; a put
- * of the same pod replaces it; a claim that is not a string, or too long, is refused. */
+ * of the same pod keeps it; a claim that is not a string, or too long, is refused. */
 static void test_claim_entries(void **state)
 {
 	struct record r, back;
@@ -324,10 +336,15 @@ static void test_claim_entries(void **state)
 	assert_string_equal(items[0].dra_claim, "c-1");
 	assert_int_equal(items[0].expires_ms, 500 + 35000);
 	assert_null(items[1].dra_claim);
-	/* the same pod put again (its Binding, the claim reserved for it by then): no claim */
+	/* the same pod put again (its Binding, the claim reserved for it by then): the claim is
+	 * kept (it only adds to what counts), the entry an ordinary one now; an entry without a
+	 * claim takes the one a later put brings */
 	assert_int_equal(record_put(&back, "a/p1", "u1", 0, WALL + 60000), 0);
 	assert_int_equal(back.n, 2);
-	assert_string_equal(back.entries[0].claim, "");
+	assert_string_equal(back.entries[0].claim, "c-1");
+	assert_int_equal(back.entries[0].unseen, 0);
+	assert_int_equal(record_put_claim(&back, "a/p2", "u2", "c-2", GI, WALL + 60000, 0), 0);
+	assert_string_equal(back.entries[1].claim, "c-2");
 	record_free(&r);
 	record_free(&back);
 	/* an entry of the previous version: no claim, read as before */

@@ -15,6 +15,7 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "cache.h"
 #include "kube.h"
 #include "ledger.h"
 #include "log.h"
@@ -1873,6 +1874,91 @@ static void test_shared_write_failure_denies(void **state)
 	pair_stop(&pr);
 }
 
+/* The cache's progress for test_cache_clock_lag: the monotonic clock minus lag_ms. */
+static uint64_t lag_ms;
+
+static uint64_t lagging_progress(void *ctx)
+{
+	(void)ctx;
+	return ledger_now_ms() - lag_ms;
+}
+
+static int always_fresh(void *ctx, double now_s)
+{
+	(void)ctx, (void)now_s;
+	return 1;
+}
+
+/* A pod CREATE on gpu-node-a (nodeName set) named name, uid uid, declaring mem. */
+static struct answer create_on_node(struct env *e, const char *name, const char *uid,
+                                    const char *mem)
+{
+	cJSON *r = fixture_json("review-pod-create-nodename.json");
+	cJSON *req = cJSON_GetObjectItemCaseSensitive(r, "request");
+	cJSON *obj = cJSON_GetObjectItemCaseSensitive(req, "object");
+	cJSON *meta = cJSON_GetObjectItemCaseSensitive(obj, "metadata");
+	cJSON *ctr =
+	    cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(
+	                           cJSON_GetObjectItemCaseSensitive(obj, "spec"), "containers"),
+	                       0);
+	cJSON *env = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(ctr, "env"), 0);
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(req, "uid"), uid);
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(req, "name"), name);
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(meta, "name"), name);
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(meta, "uid"), uid);
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(env, "value"), mem);
+	char *body = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	struct answer a = review_text(e, body);
+	cJSON_free(body);
+	return a;
+}
+
+/*
+ * The cache path decides on the cache's clock, held back to its progress (a watch that went
+ * quiet), but a reservation's TTL runs from the real clock. The watch is 70 s behind and the
+ * unseen bound 35 s: a 60Gi CREATE is admitted on the empty 80GB card (71.7Gi limit). Once the
+ * cache catches up, a second 60Gi is still refused: its pod was never seen, but 35 s have not
+ * passed. (When the put was stamped on the held-back clock, it had already expired by then and
+ * the second pod was admitted: the node overfilled.)
+ */
+static void test_cache_clock_lag(void **state)
+{
+	struct env *e = *state;
+	struct cache *cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
+
+	assert_non_null(cache);
+	assert_int_equal(cache_apply_node(cache, WATCH_ADDED, e->fake.node), 0);
+	e->cfg.cache = cache;
+	e->cfg.cache_fresh = always_fresh;
+	e->cfg.cache_progress_ms = lagging_progress;
+	e->cfg.unseen_ttl_ms = 35000;
+	env_build(e);
+	lag_ms = 70000;
+	e->fake.node_rc = KUBE_ETRANSPORT; /* the API server is not asked: the cache decides */
+	e->fake.list_rc = KUBE_ETRANSPORT;
+
+	struct answer a = create_on_node(e, "first", "uid-first", "60Gi");
+	if (!a.allowed)
+		fail_msg("60Gi on an empty 80GB card refused: %s", a.message);
+	cJSON_Delete(a.root);
+	a = create_on_node(e, "probe", "uid-probe", "60Gi");
+	assert_false(a.allowed);
+	assert_non_null(strstr(a.message, "first"));
+	cJSON_Delete(a.root);
+	lag_ms = 0; /* the watch caught up */
+	a = create_on_node(e, "second", "uid-second", "60Gi");
+	if (a.allowed)
+		fail_msg("admitted 60Gi beside the first pod's 60Gi reservation once the cache "
+		         "caught up: its TTL was shortened by the watch's lag");
+	assert_non_null(strstr(a.message, "first"));
+	cJSON_Delete(a.root);
+	assert_int_equal(e->fake.n_list + e->fake.n_get_node, 0);
+	webhook_free(e->w);
+	e->w = NULL;
+	cache_free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1936,6 +2022,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_shared_dry_run_and_denial_write_nothing, setup,
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_shared_write_failure_denies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_cache_clock_lag, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
