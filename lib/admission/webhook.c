@@ -350,36 +350,30 @@ struct webhook_review_ctx {
 	char pod_name[2 * ADMISSION_NAME_MAX + 2];
 };
 
-/*
- * A placement the server handed to a worker: from the cache when its watches are healthy, else
- * through the API server; and when the API server cannot be asked while the cache's watch broke
- * only moments ago (fresh but not connected), from the cache after all (webhook.h).
- */
+/* A Binding's pod on each path, for placer_decide (placer_target): read from the cache, or
+ * GET. */
+static int binding_from_cache(void *ctx, struct outcome *o)
+{
+	struct webhook_review_ctx *x = ctx;
+	return binding_cached(x->w, &x->req, x->pod_name, 1, o);
+}
+
+static void binding_from_api(void *ctx, struct outcome *o)
+{
+	struct webhook_review_ctx *x = ctx;
+	check_binding(x->w, &x->req, x->pod_name, o);
+}
+
+/* A placement the server handed to a worker, decided in the engine's order (placer_decide:
+ * the cache, else the API server, and the cache after all when the API server cannot be asked
+ * while the cache is still fresh; webhook.h). */
 static void decide_placement(struct webhook_review_ctx *x)
 {
-	struct webhook *w = x->w;
-	const struct admission_request *req = &x->req;
-	struct outcome *o = &x->o;
+	struct placer_target t = {NULL, binding_from_cache, binding_from_api, x};
 
-	if (req->target == ADMISSION_BINDING) {
-		if (!binding_cached(w, req, x->pod_name, 1, o))
-			check_binding(w, req, x->pod_name, o);
-	} else if (!placer_cached(w->placer, &x->pp, 1, o)) {
-		placer_live(w->placer, &x->pp, o);
-	}
-	if (o->allowed || o->reason == NULL || strcmp(o->reason, "APIServerUnavailable") != 0 ||
-	    !placer_cache_may_decide(w->placer, 1))
-		return;
-	struct outcome api = *o; /* the refusal, if the cache cannot decide either */
-	o->api_failed = 1;
-	o->n_warnings = 0;
-	int decided = req->target == ADMISSION_BINDING ? binding_cached(w, req, x->pod_name, 1, o)
-	                                               : placer_cached(w->placer, &x->pp, 1, o);
-	if (!decided) {
-		double waited = o->waited;
-		*o = api;
-		o->waited = waited;
-	}
+	if (x->req.target != ADMISSION_BINDING)
+		t.pod = &x->pp;
+	placer_decide(x->w->placer, &t, &x->o);
 }
 
 /* Decide what the request alone decides. Returns 1 when decided, 0 when a placement must be

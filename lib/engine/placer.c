@@ -961,6 +961,32 @@ out:
 	free(keys);
 }
 
+static int target_cached(struct placer *pl, const struct placer_target *t, struct outcome *o)
+{
+	return t->pod != NULL ? placer_cached(pl, t->pod, 1, o) : t->cached(t->ctx, o);
+}
+
+void placer_decide(struct placer *pl, const struct placer_target *t, struct outcome *o)
+{
+	if (!target_cached(pl, t, o)) {
+		if (t->pod != NULL)
+			placer_live(pl, t->pod, o);
+		else
+			t->live(t->ctx, o);
+	}
+	if (o->allowed || o->reason == NULL || strcmp(o->reason, "APIServerUnavailable") != 0 ||
+	    !placer_cache_may_decide(pl, 1))
+		return;
+	struct outcome api = *o; /* the refusal, if the cache cannot decide either */
+	o->api_failed = 1;
+	o->n_warnings = 0;
+	if (!target_cached(pl, t, o)) {
+		double waited = o->waited;
+		*o = api;
+		o->waited = waited;
+	}
+}
+
 int placer_cached(struct placer *pl, const struct placer_pod *pp, int may_block, struct outcome *o)
 {
 	int busy = 0, decided;

@@ -176,6 +176,31 @@ int placer_cached(struct placer *pl, const struct placer_pod *pp, int may_block,
 void placer_live(struct placer *pl, const struct placer_pod *pp, struct outcome *o);
 
 /*
+ * How an adapter gives a placement to placer_decide(): the placement itself (a pod CREATE with
+ * nodeName: its placer_pod), or how to find its pod on each path (a Binding names its pod,
+ * which the adapter reads from the cache, or GETs, and then hands to placer_cached or
+ * placer_live). cached: as placer_cached with may_block 1 (1 decided, 0 take the live path;
+ * o->api_failed set on the fallback below); live: as placer_live (always decides). With pod
+ * set, cached and live are not used.
+ */
+struct placer_target {
+	const struct placer_pod *pod;
+	int (*cached)(void *ctx, struct outcome *o);
+	void (*live)(void *ctx, struct outcome *o);
+	void *ctx;
+};
+
+/*
+ * A placement on a worker (may block), in the engine's one order: from the cache when it may
+ * decide, else through the API server; and when the API server cannot be asked (the live
+ * path's refusal APIServerUnavailable) while the cache's watch broke only moments ago
+ * (placer_cache_may_decide(pl, 1): fresh but not connected), from the cache after all, with
+ * o->api_failed set; if the cache cannot decide it either, the live path's refusal stands
+ * (o->waited keeps counting both). o is set on return.
+ */
+void placer_decide(struct placer *pl, const struct placer_target *t, struct outcome *o);
+
+/*
  * Whether the DRA store shows pp's claims holding or able to get GPUs on pp->node (*any 1),
  * for a pod that asks no GPU resource. 0, or -1 when out of memory (o refused). *any 0 without
  * a DRA store.

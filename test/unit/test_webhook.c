@@ -1959,6 +1959,72 @@ static void test_cache_clock_lag(void **state)
 	cache_free(cache);
 }
 
+static int never_connected(void *ctx, double now_s)
+{
+	(void)ctx, (void)now_s;
+	return 0;
+}
+
+/*
+ * The engine's order (placer_decide): while the cache is fresh but its watch broke moments ago
+ * (not connected), a placement asks the API server first; when the API server cannot be asked
+ * either, the cache decides after all, for a pod CREATE and for a Binding whose pod it shows. A
+ * node the cache does not know: the API path's refusal (500, APIServerUnavailable) stands.
+ */
+static void test_api_down_cache_decides(void **state)
+{
+	struct env *e = *state;
+	struct cache *cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
+
+	assert_non_null(cache);
+	assert_int_equal(cache_apply_node(cache, WATCH_ADDED, e->fake.node), 0);
+	e->cfg.cache = cache;
+	e->cfg.cache_fresh = always_fresh;
+	e->cfg.cache_connected = never_connected;
+	env_build(e);
+	e->fake.node_rc = KUBE_ETRANSPORT;
+	e->fake.list_rc = KUBE_ETRANSPORT;
+	e->fake.pod_rc = KUBE_ETRANSPORT;
+
+	struct answer a = create_on_node(e, "during-break", "uid-during-break", "10Gi");
+	if (!a.allowed)
+		fail_msg("10Gi on an empty card refused with the cache fresh: %s", a.message);
+	cJSON_Delete(a.root);
+	assert_int_equal(e->fake.n_get_node, 1); /* the API server was asked first */
+	assert_int_equal(pending_on(e, "gpu-node-a"), 10 * GI);
+
+	/* a Binding of a pod the cache shows (pending, 24Gi): GET fails, the cache decides */
+	char *body = binding_for(e, "uid-b", "cached-pod", "gpu-node-a");
+	cJSON *pod = cJSON_GetArrayItem(e->fake.pods, cJSON_GetArraySize(e->fake.pods) - 1);
+	assert_int_equal(cache_apply_pod(cache, WATCH_ADDED, pod), 0);
+	a = review_text(e, body);
+	free(body);
+	if (!a.allowed)
+		fail_msg("a Binding of a cached pod refused with the cache fresh: %s", a.message);
+	cJSON_Delete(a.root);
+	assert_int_equal(e->fake.n_get_pod, 1);
+	assert_int_equal(pending_on(e, "gpu-node-a"), 34 * GI);
+
+	/* the node unknown to the cache: the API path's refusal stands */
+	cJSON *r = fixture_json("review-pod-create-nodename.json");
+	cJSON *spec = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "request"),
+	                                     "object"),
+	    "spec");
+	cJSON_SetValuestring(cJSON_GetObjectItemCaseSensitive(spec, "nodeName"), "gpu-node-x");
+	body = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	a = review_text(e, body);
+	cJSON_free(body);
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 500);
+	assert_non_null(strstr(a.message, "could not be asked"));
+	cJSON_Delete(a.root);
+	webhook_free(e->w);
+	e->w = NULL;
+	cache_free(cache);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2023,6 +2089,7 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_shared_write_failure_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_clock_lag, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_api_down_cache_decides, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
