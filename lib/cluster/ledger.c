@@ -91,13 +91,25 @@ static int same_pod(const struct entry *e, const char *key, const char *uid)
 	return pod_same_strict(e->key, e->uid, key, uid);
 }
 
-/* Drop expired entries (expires_ms <= now_ms; now_ms 0 expires none) and those of the pods
- * keys[i] / uids[i] (uids may be NULL), keeping the order of the rest. by_view: the pods are
- * visible in a view (settle, reconcile): such drops count in the node's generation. Returns
- * how many were dropped. */
-static size_t node_filter(struct ledger_node *n, const char *const *keys, const char *const *uids,
-                          size_t n_keys, uint64_t now_ms, int by_view)
+#define BY_VIEW 1 /* node_filter: the pods are visible in a view (settle, reconcile) */
+#define EXACT   2 /* node_filter: the entry of exactly that key and uid ("" none) */
+
+/* Whether e is the entry of pod key / uid: same_pod, or with EXACT the same key and uid. */
+static int filter_matches(const struct entry *e, const char *key, const char *uid, int how)
 {
+	if (how & EXACT)
+		return strcmp(e->key, key) == 0 && strcmp(e->uid, uid ? uid : "") == 0;
+	return same_pod(e, key, uid);
+}
+
+/* Drop expired entries (expires_ms <= now_ms; now_ms 0 expires none) and those of the pods
+ * keys[i] / uids[i] (uids may be NULL) by filter_matches, keeping the order of the rest. how
+ * BY_VIEW: such drops count in the node's generation. Returns how many were dropped. */
+static size_t node_filter(struct ledger_node *n, const char *const *keys, const char *const *uids,
+                          size_t n_keys, uint64_t now_ms, int how)
+{
+	int by_view = how & BY_VIEW;
+
 	size_t kept = 0, dropped;
 
 	for (size_t i = 0; i < n->n; i++) {
@@ -107,7 +119,7 @@ static size_t node_filter(struct ledger_node *n, const char *const *keys, const 
 		if (drop && e->unseen)
 			atomic_fetch_add(&n->owner->unseen_dropped, 1);
 		for (size_t k = 0; !drop && keys != NULL && k < n_keys; k++)
-			drop = same_pod(e, keys[k], uids ? uids[k] : NULL);
+			drop = filter_matches(e, keys[k], uids ? uids[k] : NULL, how);
 		if (drop && by_view && e->expires_ms > now_ms)
 			n->settled++; /* settled by a view (ledger_generation) */
 		if (drop)
@@ -325,7 +337,7 @@ size_t ledger_settle(struct ledger_node *n, const char *const *keys, const char 
 	if (n == NULL)
 		return 0;
 	observe_now(n->owner, now_ms);
-	return node_filter(n, keys, uids, n_keys, now_ms, 1);
+	return node_filter(n, keys, uids, n_keys, now_ms, BY_VIEW);
 }
 
 struct ledger_node *ledger_trylock(struct ledger *l, const char *node, int *busy)
@@ -354,7 +366,7 @@ size_t ledger_reconcile(struct ledger_node *n, const char *const *visible_keys, 
 	if (n == NULL)
 		return 0;
 	observe_now(n->owner, now_ms);
-	return node_filter(n, visible_keys, NULL, visible_keys ? n_keys : 0, now_ms, 1);
+	return node_filter(n, visible_keys, NULL, visible_keys ? n_keys : 0, now_ms, BY_VIEW);
 }
 
 uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, uint64_t now_ms)
@@ -542,28 +554,11 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, cons
 
 size_t ledger_remove(struct ledger_node *n, const char *key, const char *uid)
 {
-	size_t kept = 0, dropped;
-
 	if (n == NULL || key == NULL)
 		return 0;
-	if (uid == NULL)
-		uid = "";
-	/* Only the exact entry, live or expired: another pod of the name (another uid, or an
-	 * entry without one while uid is known) is kept. */
-	for (size_t i = 0; i < n->n; i++) {
-		const struct entry *e = &n->entries[i];
-
-		if (strcmp(e->key, key) == 0 && strcmp(e->uid, uid) == 0)
-			continue;
-		if (kept != i)
-			n->entries[kept] = n->entries[i];
-		kept++;
-	}
-	dropped = n->n - kept;
-	n->n = kept;
-	n->changes += dropped;
-	atomic_fetch_sub(&n->owner->n_entries, dropped);
-	return dropped;
+	/* Only the exact entry, live or expired (at time 0 nothing has expired): another pod of
+	 * the name (another uid, or an entry without one while uid is known) is kept. */
+	return node_filter(n, &key, &uid, 1, 0, EXACT);
 }
 
 /* Drop the entries of key on one locked node; with a uid on both sides, only the same pod. */

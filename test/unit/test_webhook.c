@@ -1889,6 +1889,23 @@ static int always_fresh(void *ctx, double now_s)
 	return 1;
 }
 
+/* A watch cache holding gpu-node-a (no pods), always fresh, for e's webhook (rebuilt with
+ * connected as cache_connected, progress as cache_progress_ms; each may be NULL). Caller frees
+ * it after webhook_free. */
+static struct cache *cache_env(struct env *e, int (*connected)(void *, double),
+                               uint64_t (*progress)(void *))
+{
+	struct cache *cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
+
+	assert_non_null(cache);
+	assert_int_equal(cache_apply_node(cache, WATCH_ADDED, e->fake.node), 0);
+	e->cfg.cache = cache;
+	e->cfg.cache_fresh = always_fresh;
+	e->cfg.cache_connected = connected;
+	e->cfg.cache_progress_ms = progress;
+	return cache;
+}
+
 /* A pod CREATE on gpu-node-a (nodeName set) named name, uid uid, declaring mem. */
 static struct answer create_on_node(struct env *e, const char *name, const char *uid,
                                     const char *mem)
@@ -1925,13 +1942,8 @@ static struct answer create_on_node(struct env *e, const char *name, const char 
 static void test_cache_clock_lag(void **state)
 {
 	struct env *e = *state;
-	struct cache *cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
+	struct cache *cache = cache_env(e, NULL, lagging_progress);
 
-	assert_non_null(cache);
-	assert_int_equal(cache_apply_node(cache, WATCH_ADDED, e->fake.node), 0);
-	e->cfg.cache = cache;
-	e->cfg.cache_fresh = always_fresh;
-	e->cfg.cache_progress_ms = lagging_progress;
 	e->cfg.unseen_ttl_ms = 35000;
 	env_build(e);
 	lag_ms = 70000;
@@ -1974,13 +1986,8 @@ static int never_connected(void *ctx, double now_s)
 static void test_api_down_cache_decides(void **state)
 {
 	struct env *e = *state;
-	struct cache *cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
+	struct cache *cache = cache_env(e, never_connected, NULL);
 
-	assert_non_null(cache);
-	assert_int_equal(cache_apply_node(cache, WATCH_ADDED, e->fake.node), 0);
-	e->cfg.cache = cache;
-	e->cfg.cache_fresh = always_fresh;
-	e->cfg.cache_connected = never_connected;
 	env_build(e);
 	e->fake.node_rc = KUBE_ETRANSPORT;
 	e->fake.list_rc = KUBE_ETRANSPORT;
