@@ -90,6 +90,14 @@ static void pod_gone(void *ctx, const char *key, const char *uid)
 	extender_forget(atomic_load(&g->extender), uid);
 }
 
+/* A Binding admitted with its reservation (webhook.h, binding_admitted; ctx the gone_sink): the
+ * reservation counts the pod on its node now, so its extender holds elsewhere end. */
+static void binding_admitted(void *ctx, const char *uid)
+{
+	struct gone_sink *g = ctx;
+	extender_binding_admitted(atomic_load(&g->extender), uid);
+}
+
 /* shared_clock_fn over the API server's clock (serverclock.h), ctx the serverclock. */
 static int api_server_clock(void *ctx, int latest, uint64_t *out)
 {
@@ -302,6 +310,8 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .cache_ctx = informer,
 	    .shared = shared,
 	    .policies = policies,
+	    .binding_admitted = binding_admitted,
+	    .binding_admitted_ctx = &sink,
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;

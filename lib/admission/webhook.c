@@ -46,6 +46,8 @@ struct webhook {
 	struct policies *policies; /* GPUMemoryPolicy objects; NULL: flags and annotations only */
 	struct metrics *metrics;
 	struct placer *placer; /* the engine loop: every placement's view, reservations, verdict */
+	void (*binding_admitted)(void *ctx, const char *uid); /* webhook.h */
+	void *binding_admitted_ctx;
 };
 
 double webhook_now(void)
@@ -597,6 +599,9 @@ int webhook_finish(struct webhook_review_ctx *x, char **out, size_t *out_len, ch
 	*out_len = 0;
 	if (!x->decided)
 		decide_placement(x);
+	if (req->target == ADMISSION_BINDING && o->allowed && o->reserved_uid[0] != '\0' &&
+	    w->binding_admitted != NULL)
+		w->binding_admitted(w->binding_admitted_ctx, o->reserved_uid);
 	apply_mode(w, o);
 	text_no_percent(o->message, sizeof(o->message));
 	text_no_percent(o->audit, sizeof(o->audit));
@@ -658,6 +663,8 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct place
 	w->dra = cfg->dra;
 	w->policies = cfg->policies;
 	w->metrics = metrics;
+	w->binding_admitted = cfg->binding_admitted;
+	w->binding_admitted_ctx = cfg->binding_admitted_ctx;
 	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {
 		if ((w->gpu_resources[i] = strdup(cfg->gpu_resources[i])) == NULL)
 			goto err;

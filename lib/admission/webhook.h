@@ -152,6 +152,14 @@ struct webhook_config {
 	 * the auditAnnotations entry WEBHOOK_AUDIT_KEY and counted
 	 * (gpu_memory_guard_policy_audit_violations_total). */
 	struct policies *policies;
+	/* Called (on the review's thread, after the decision, before the answer is sent) with the
+	 * pod's uid when a Binding was admitted with its reservation recorded (outcome.h,
+	 * reserved_uid; not a dry run): from then on the reservation counts the pod on its node,
+	 * for the scheduler extender too (extender.h, "reservations"), so main.c ends the pod's
+	 * holds on the nodes its filter passed instead of waiting for the watch
+	 * cache to show it bound (extender_binding_admitted). NULL: nothing is called. */
+	void (*binding_admitted)(void *ctx, const char *uid);
+	void *binding_admitted_ctx;
 };
 
 struct webhook; /* opaque */

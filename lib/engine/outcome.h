@@ -22,7 +22,8 @@
 #include "policy.h"
 #include "policyset.h"
 
-#define OUTCOME_WARNINGS 2 /* warnings kept; the API server shows each to the user */
+#define OUTCOME_WARNINGS 2  /* warnings kept; the API server shows each to the user */
+#define OUTCOME_UID_MAX  64 /* metadata.uid (a UUID is 36), as LEDGER_UID_MAX */
 
 struct outcome {
 	int allowed;
@@ -50,6 +51,10 @@ struct outcome {
 	char policy[GPUPOLICY_NAME_MAX]; /* the policy that refused, "" when none */
 	const char *by_mode; /* "warn" or "audit": admitted only because of --mode; NULL: not */
 	char demand[DEMAND_MSG_MAX]; /* the pod's demand source on the node, "" when strict */
+	/* The uid of the pod whose reservation on node this placement recorded (committed to
+	 * the ledger, or written to the node's Lease), "" when none was (refused, dry run,
+	 * allowed without one, or a pod without a uid). */
+	char reserved_uid[OUTCOME_UID_MAX];
 };
 
 /* Allowed, for reason (static). quiet: logged at debug. */

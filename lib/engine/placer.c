@@ -243,6 +243,8 @@ static void commit_decision(struct placer *pl, struct resv *rv, const struct pla
 		                rc == RESV_EFULL      ? "ledger full"
 		                : rc == RESV_CONFLICT ? "the node's reservations changed meanwhile"
 		                                      : "no memory");
+	else
+		snprintf(o->reserved_uid, sizeof(o->reserved_uid), "%s", p->uid ? p->uid : "");
 }
 
 /*
@@ -428,6 +430,8 @@ static int place_shared(struct placer *pl, const struct placement *p,
 	o->waited += monotime_s() - t - d.deciding_s;
 	if (!d.decided)
 		return 0;
+	if (rc == 0 && d.verdict == SHARED_WRITE && o->allowed) /* written to the Lease */
+		snprintf(o->reserved_uid, sizeof(o->reserved_uid), "%s", p->uid ? p->uid : "");
 	if (rc != 0) {
 		o->n_warnings = 0;
 		if (rc == SHARED_ECORRUPT)

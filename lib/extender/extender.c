@@ -931,6 +931,12 @@ void extender_forget(struct extender *x, const char *uid)
 		holds_forget(x->holds, uid);
 }
 
+void extender_binding_admitted(struct extender *x, const char *uid)
+{
+	if (x != NULL && uid != NULL && uid[0] != '\0')
+		holds_drop(x->holds, uid);
+}
+
 /* Judge the undecided nodes: reservations first, then the cache's view (extender.h). Nodes
  * whose reservations cannot be read without waiting stay undecided when may_block is 0.
  * 0 or EXTENDER_ENOMEM. */

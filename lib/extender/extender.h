@@ -236,6 +236,13 @@ int extender_handle(struct extender *x, enum extender_verb verb, const char *bod
  * NULL x or uid: no-op. Thread-safe; callable from the informer's threads. */
 void extender_forget(struct extender *x, const char *uid);
 
+/* This process's webhook admitted pod uid's Binding with its reservation recorded (webhook.h,
+ * binding_admitted): the reservation counts the pod on the node picked from now on, so its hold
+ * ends on every node (holds_drop) instead of when the watch cache shows it bound. Unlike
+ * extender_forget, a later filter call of the pod (its Binding failed after all, and the
+ * scheduler tries it again) holds it again. NULL x or uid: no-op. Thread-safe. */
+void extender_binding_admitted(struct extender *x, const char *uid);
+
 /* The server's routes (server.h), marked plain (served on the scheduler listener too):
  * POST EXTENDER_PATH_FILTER / EXTENDER_PATH_PRIORITIZE, bodies up to EXTENDER_BODY_MAX. A call
  * is judged on the listener's thread when no node it reads is held by a placement, else on a

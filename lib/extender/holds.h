@@ -13,7 +13,8 @@
  * P's Binding lands (a pod event), with its own backoff.
  *
  * A hold ends when its pod settles (the caller's settled(): bound, finished, deleted or
- * replaced, as the watch cache shows), when the pod is reported gone (holds_forget), when the
+ * replaced, as the watch cache shows), when the webhook admits its Binding (holds_drop, by
+ * extender_binding_admitted), when the pod is reported gone (holds_forget), when the
  * same pod is filtered again (holds_put replaces it), or after its TTL (HOLDS_TTL_MS: past it a
  * Binding still in flight is counted by the webhook, the safety net). A pod reported gone
  * before its filter call ended (deleted while the scheduler judged it) is remembered, among the

@@ -10,6 +10,7 @@
  *   ext-room  nothing (a webhook placement of 65Gi is added by one test)
  *   ext-hold  nothing: the forged filter calls' test
  *   ext-unseen  nothing: a forged pod CREATE review's reservation (--unseen-reservation-ttl 2s)
+ *   ext-bind-a, ext-bind-b  nothing: a pod's holds end when its Binding is admitted
  *   ext-nowhere  not a Node anywhere
  */
 #include <setjmp.h>
@@ -56,6 +57,8 @@ static int group_setup(void **state)
 	if (world_add_node(&W, "ext-full", 81559, 1) || world_add_node(&W, "ext-room", 81559, 1) ||
 	    world_add_node(&W, "ext-hold", 81559, 1) ||
 	    world_add_node(&W, "ext-unseen", 81559, 1) ||
+	    world_add_node(&W, "ext-bind-a", 81559, 1) ||
+	    world_add_node(&W, "ext-bind-b", 81559, 1) ||
 	    world_add_pod(&W, "team-x", "resident", "70Gi", "ext-full"))
 		return -1;
 	if (world_start_gmg(&W, extra, 30000))
@@ -309,6 +312,63 @@ static void test_forged_create_reservation_goes_after_the_bound(void **state)
 	free(m);
 }
 
+/* A filter call for pod name (uid, 40Gi) onto ext-bind-a and ext-bind-b: the nodes it passed,
+ * as "a", "b", "ab" or "". */
+static void filter_bind(const char *name, const char *uid, char *got, size_t cap)
+{
+	char *pod = itest_pod_json(name, uid, "40Gi", NULL, "Pending");
+	size_t len = strlen(pod ? pod : "") + 128;
+	char *body = malloc(len);
+	ITEST_CHECK(pod && body, "out of memory");
+	snprintf(body, len,
+	         "{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":[\"ext-bind-a\",\"ext-bind-b\"]}", pod);
+	cJSON *a = post_json(http_base, "/scheduler/filter", body);
+	const cJSON *n;
+	size_t k = 0;
+	cJSON_ArrayForEach(n, cJSON_GetObjectItemCaseSensitive(a, "NodeNames"))
+	{
+		if (cJSON_IsString(n) && k + 1 < cap)
+			got[k++] = strcmp(n->valuestring, "ext-bind-a") == 0 ? 'a' : 'b';
+	}
+	got[k] = '\0';
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+}
+
+/* A pod's holds end when the webhook admits its Binding (issue 23): its reservation counts it on
+ * its node from then on, so the other nodes its filter passed are free again at once, not when
+ * the watch cache shows it bound (here never: the double does not bind it). 40Gi pods on two
+ * empty cards (limit 71.68Gi): the pending pod's filter holds both, a probe then passes none;
+ * its Binding to ext-bind-a admitted, the probe passes ext-bind-b and still not ext-bind-a. */
+static void test_binding_ends_holds(void **state)
+{
+	char got[8], uid[HARNESS_UID_MAX];
+	struct review_answer ra;
+
+	harness_pod_uid("inference", "inflight", uid, sizeof(uid));
+	double before = pods_cached();
+	ITEST_CHECK(itest_put_pod(&W, "inflight", uid, "40Gi", NULL, "Pending") == 0,
+	            "put pod inference/inflight");
+	double end = harness_now() + 10;
+	while (pods_cached() < before + 1) {
+		ITEST_CHECK(harness_now() < end, "the cache never showed inference/inflight");
+		usleep(20 * 1000);
+	}
+	filter_bind("inflight", uid, got, sizeof(got));
+	ITEST_CHECK(strcmp(got, "ab") == 0, "the pending pod passed [%s], want both", got);
+	filter_bind("probe-bind", "uid-probe-bind", got, sizeof(got));
+	ITEST_CHECK(strcmp(got, "") == 0, "with the pod in flight a probe passed [%s]", got);
+	char *review = harness_binding_review("bind-inflight", "inflight", "ext-bind-a");
+	itest_review(&W, review, "bind-inflight", 1, &ra);
+	free(review);
+	filter_bind("probe-bind", "uid-probe-bind", got, sizeof(got));
+	ITEST_CHECK(strcmp(got, "b") == 0,
+	            "after the Binding to ext-bind-a was admitted a probe passed [%s], want b: the "
+	            "hold on ext-bind-b must end, the reservation on ext-bind-a count",
+	            got);
+}
+
 /* A placement the webhook admitted (not yet a pod on the node) counts in the next filter. */
 static void test_webhook_reservation_counts(void **state)
 {
@@ -388,6 +448,7 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_forged_filter_holds),
 	    cmocka_unit_test(test_webhook_reservation_counts),
 	    cmocka_unit_test(test_forged_create_reservation_goes_after_the_bound),
+	    cmocka_unit_test(test_binding_ends_holds),
 	    cmocka_unit_test(test_bad_bodies),
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_sigterm_exits_cleanly),

@@ -1089,6 +1089,53 @@ static void test_pods_in_flight(void **state)
 	free(big_args);
 }
 
+/* The webhook of this process admitted a pod's Binding (extender_binding_admitted): its hold
+ * ends on every node at once, before the cache shows it bound; filtered again (its Binding failed
+ * after all), it is held again, unlike a pod reported gone (extender_forget). */
+static void test_binding_admitted_ends_hold(void **state)
+{
+	const char *room[] = {"n-room"};
+	char *solo = pod_text("ml", "solo", "10Gi", NULL, "", "nvidia.com/gpu");
+	char *solo_args = args_names(solo, room, 1);
+	char *big = pod_text("ml", "big", "25Gi", NULL, "", "nvidia.com/gpu");
+	char *big_args = args_names(big, room, 1), names[256];
+	cJSON *a;
+
+	(void)state;
+	put_pod(E.cache, "ml", "solo", "10Gi", NULL);
+	put_pod(E.cache, "ml", "big", "25Gi", NULL);
+	a = call(EXTENDER_FILTER, solo_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, big_args); /* 40 + 10 in flight + 25 > 72 */
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	cJSON_Delete(a);
+	extender_binding_admitted(E.x, "uid-ml-solo");
+	extender_binding_admitted(E.x, NULL);
+	extender_binding_admitted(NULL, "uid-ml-solo");
+	a = call(EXTENDER_FILTER, big_args); /* 40 + 25 */
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+	extender_binding_admitted(E.x, "uid-ml-big");
+	a = call(EXTENDER_FILTER, solo_args); /* filtered again: held again */
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, big_args);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	expect_contains(reason(a, "FailedNodes", "n-room"),
+	                "counting 10Gi of 1 pod whose Binding is in flight");
+	cJSON_Delete(a);
+	free(solo);
+	free(solo_args);
+	free(big);
+	free(big_args);
+}
+
 /* DRA (issue 21): nodes known only by their ResourceSlices (no label, no allocatable) are
  * judged by their slices; a pod whose GPU is a 19Gi consumable-capacity claim (a template, not
  * generated yet at a filter: every DRA GPU of the node, whole) passes a node with a free device
@@ -1504,6 +1551,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_metrics, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_admitted_ends_hold, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_nodes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_hold, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_holds_need_the_cached_pod, setup, teardown),

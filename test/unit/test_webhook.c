@@ -2032,6 +2032,79 @@ static void test_api_down_cache_decides(void **state)
 	cache_free(cache);
 }
 
+/* webhook_config.binding_admitted: the uids it was called with. */
+static char admitted_uids[4][64];
+static int n_admitted;
+
+static void record_admitted(void *ctx, const char *uid)
+{
+	(void)ctx;
+	if (n_admitted < 4)
+		snprintf(admitted_uids[n_admitted], sizeof(admitted_uids[0]), "%s", uid);
+	n_admitted++;
+}
+
+static char *as_dry_run(char *body)
+{
+	cJSON *r = cJSON_Parse(body);
+	cJSON *req = cJSON_GetObjectItemCaseSensitive(r, "request");
+	cJSON_DeleteItemFromObjectCaseSensitive(req, "dryRun");
+	cJSON_AddBoolToObject(req, "dryRun", 1);
+	cJSON_free(body);
+	body = cJSON_PrintUnformatted(r);
+	cJSON_Delete(r);
+	return body;
+}
+
+/*
+ * binding_admitted (main.c ends the pod's extender holds with it) is called with the pod's uid
+ * for a Binding admitted with its reservation recorded, in the ledger or the shared Lease; not
+ * for a dry run, a refused Binding or a pod CREATE.
+ */
+static void test_binding_admitted_called(void **state)
+{
+	struct env *e = *state;
+	struct pair pr;
+
+	n_admitted = 0;
+	empty_node(e);
+	e->cfg.binding_admitted = record_admitted;
+	env_build(e);
+	struct answer a = create_on_node(e, "created", "uid-created", "10Gi");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	char *body = as_dry_run(binding_for(e, "uid-d", "p-d", "gpu-node-a"));
+	a = review_text(e, body);
+	cJSON_free(body);
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	assert_int_equal(n_admitted, 0);
+	/* 10 + 24 + 24 of 71.7Gi: p-0 and p-1 admitted, p-2 refused */
+	for (int i = 0; i < 3; i++) {
+		char uid[32], name[32];
+		snprintf(uid, sizeof(uid), "uid-%d", i);
+		snprintf(name, sizeof(name), "p-%d", i);
+		body = binding_for(e, uid, name, "gpu-node-a");
+		a = review_text(e, body);
+		cJSON_free(body);
+		assert_int_equal(a.allowed, i < 2);
+		cJSON_Delete(a.root);
+	}
+	assert_int_equal(n_admitted, 2);
+	assert_string_equal(admitted_uids[0], "uid-of-p-0");
+	assert_string_equal(admitted_uids[1], "uid-of-p-1");
+	/* shared reservations: the same, once the Lease is written */
+	pair_start(e, &pr);
+	body = binding_for(e, "uid-s", "p-s", "gpu-node-a");
+	a = review_on(e, pr.w[1], body);
+	cJSON_free(body);
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	assert_int_equal(n_admitted, 3);
+	assert_string_equal(admitted_uids[2], "uid-of-p-s");
+	pair_stop(&pr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2097,6 +2170,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_shared_write_failure_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_clock_lag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_down_cache_decides, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_admitted_called, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
