@@ -883,15 +883,12 @@ static unsigned long long limit_of(const struct gauge_ctx *g, const struct view_
 
 	if (cv == NULL)
 		return 0; /* a gauge: 0 for a scrape out of memory */
-	if (g->policies != NULL) {
-		policies_rdlock(g->policies);
-		n = policies_selecting(g->policies, v->labels, sel, GPUPOLICY_SELECT_MAX);
-	}
+	const struct policies_gen *gen = g->policies ? policies_acquire(g->policies) : NULL;
+	n = policies_gen_selecting(gen, v->labels, sel, GPUPOLICY_SELECT_MAX);
 	struct core_input in = {.node = &pn, .policies = sel, .n_policies = n, .flags = g->flags};
 	if (core_decide(&in, cv) == 0)
 		limit = cv->limit_bytes;
-	if (g->policies != NULL)
-		policies_unlock(g->policies);
+	policies_release(gen);
 	free(cv);
 	return limit;
 }

@@ -4,6 +4,7 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,11 +13,31 @@
 #include "log.h"
 #include "metrics.h"
 
+/* A parsed policy shared by the entry that holds it and the generations that list it: freed with
+ * its last reference. */
+struct polref {
+	atomic_uint refs;
+	struct gpupolicy *p;
+};
+
+/* An immutable generation (policies.h): the usable policies in name order, referenced. */
+struct policies_gen {
+	atomic_uint refs;
+	int synced;
+	size_t n;
+	struct polref **v;
+};
+
+/* What policies_acquire gives when no generation could be made (out of memory): no policy and
+ * not synced, so placements are refused until the next change is published. Never freed. */
+static struct policies_gen unpublished = {.refs = 1, .synced = 0, .n = 0, .v = NULL};
+
 struct entry {
 	char *name;
 	char *uid; /* metadata.uid, "" when absent: a new object of the same name is another */
 	long long generation;
-	struct gpupolicy *p; /* NULL: invalid */
+	struct polref *ref;  /* NULL: invalid */
+	struct gpupolicy *p; /* ref->p, or NULL */
 	char *error;         /* NULL when usable */
 	char ready[8];       /* status.conditions[type=Ready].status as read ("" if none) */
 	char transition[40]; /* ... and its lastTransitionTime ("" if none or too long) */
@@ -28,7 +49,57 @@ struct policies {
 	struct entry *v; /* sorted by name */
 	size_t n, cap;
 	int synced, crd_missing;
+	pthread_mutex_t pub;      /* cur: its swap and a reader's reference, nothing more */
+	struct policies_gen *cur; /* the generation published last */
 };
+
+static void polref_put(struct polref *r)
+{
+	if (r != NULL && atomic_fetch_sub(&r->refs, 1) == 1) {
+		gpupolicy_free(r->p);
+		free(r);
+	}
+}
+
+static void gen_put(struct policies_gen *g)
+{
+	if (g == NULL || g == &unpublished || atomic_fetch_sub(&g->refs, 1) != 1)
+		return;
+	for (size_t i = 0; i < g->n; i++)
+		polref_put(g->v[i]);
+	free(g->v);
+	free(g);
+}
+
+/* With the write lock held (or no reader yet): publish the store as it now is, a new generation
+ * replacing the current one (readers holding the old keep it until they release it). Out of
+ * memory: the unpublished generation (refuses placements) until a later change publishes. */
+static void publish(struct policies *s)
+{
+	struct policies_gen *g = calloc(1, sizeof(*g)), *old;
+	size_t usable = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		usable += s->v[i].ref != NULL;
+	if (g != NULL && usable > 0 && (g->v = calloc(usable, sizeof(*g->v))) == NULL) {
+		free(g);
+		g = NULL;
+	}
+	if (g != NULL) {
+		atomic_init(&g->refs, 1);
+		g->synced = s->synced;
+		for (size_t i = 0; i < s->n; i++)
+			if (s->v[i].ref != NULL) {
+				atomic_fetch_add(&s->v[i].ref->refs, 1);
+				g->v[g->n++] = s->v[i].ref;
+			}
+	}
+	pthread_mutex_lock(&s->pub);
+	old = s->cur;
+	s->cur = g != NULL ? g : &unpublished;
+	pthread_mutex_unlock(&s->pub);
+	gen_put(old);
+}
 
 struct policies *policies_new(void)
 {
@@ -40,6 +111,12 @@ struct policies *policies_new(void)
 		free(s);
 		return NULL;
 	}
+	if (pthread_mutex_init(&s->pub, NULL) != 0) {
+		pthread_rwlock_destroy(&s->lock);
+		free(s);
+		return NULL;
+	}
+	publish(s);
 	return s;
 }
 
@@ -47,7 +124,7 @@ static void entry_clear(struct entry *e)
 {
 	free(e->name);
 	free(e->uid);
-	gpupolicy_free(e->p);
+	polref_put(e->ref);
 	free(e->error);
 	memset(e, 0, sizeof(*e));
 }
@@ -59,6 +136,8 @@ void policies_free(struct policies *s)
 	for (size_t i = 0; i < s->n; i++)
 		entry_clear(&s->v[i]);
 	free(s->v);
+	gen_put(s->cur);
+	pthread_mutex_destroy(&s->pub);
 	pthread_rwlock_destroy(&s->lock);
 	free(s);
 }
@@ -128,8 +207,10 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	if (type == WATCH_DELETED) {
 		pthread_rwlock_wrlock(&s->lock);
 		i = find(s, name, &found);
-		if (found)
+		if (found) {
 			remove_at(s, i);
+			publish(s);
+		}
 		pthread_rwlock_unlock(&s->lock);
 		log_fields(LOG_INFO, "policy deleted",
 		           (struct log_field[]){LOG_STR("policy", name), LOG_END});
@@ -145,6 +226,14 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	rc = gpupolicy_parse(obj, &e.p, err, sizeof(err));
 	if (rc == GPUPOLICY_ENOMEM)
 		return POLICIES_ENOMEM;
+	if (e.p != NULL && (e.ref = malloc(sizeof(*e.ref))) == NULL) {
+		gpupolicy_free(e.p);
+		return POLICIES_ENOMEM;
+	}
+	if (e.ref != NULL) {
+		atomic_init(&e.ref->refs, 1);
+		e.ref->p = e.p;
+	}
 	if ((e.name = strdup(name)) == NULL || (e.uid = strdup(uid ? uid : "")) == NULL ||
 	    (rc != 0 && (e.error = strdup(err)) == NULL)) {
 		entry_clear(&e);
@@ -159,6 +248,7 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	if (found) {
 		entry_clear(&s->v[i]);
 		s->v[i] = e;
+		publish(s);
 		pthread_rwlock_unlock(&s->lock);
 		return 0;
 	}
@@ -181,6 +271,7 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	memmove(&s->v[i + 1], &s->v[i], (s->n - i) * sizeof(s->v[0]));
 	s->v[i] = e;
 	s->n++;
+	publish(s);
 	pthread_rwlock_unlock(&s->lock);
 	return 0;
 }
@@ -201,6 +292,7 @@ void policies_resync_end(struct policies *s, int complete)
 			remove_at(s, i);
 	s->synced = complete != 0;
 	s->crd_missing = 0;
+	publish(s);
 	pthread_rwlock_unlock(&s->lock);
 }
 
@@ -211,6 +303,7 @@ void policies_crd_missing(struct policies *s)
 		remove_at(s, s->n - 1);
 	s->synced = 1;
 	s->crd_missing = 1;
+	publish(s);
 	pthread_rwlock_unlock(&s->lock);
 }
 
@@ -283,12 +376,6 @@ void policies_rdlock(struct policies *s)
 	pthread_rwlock_rdlock(&s->lock);
 }
 
-int policies_rdlock_synced(struct policies *s)
-{
-	pthread_rwlock_rdlock(&s->lock);
-	return s->synced;
-}
-
 void policies_unlock(struct policies *s)
 {
 	pthread_rwlock_unlock(&s->lock);
@@ -302,6 +389,40 @@ size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *nod
 	for (size_t i = 0; i < s->n && k < max; i++)
 		if (gpupolicy_applies(s->v[i].p, node_labels))
 			out[k++] = s->v[i].p;
+	return k;
+}
+
+const struct policies_gen *policies_acquire(struct policies *s)
+{
+	struct policies_gen *g;
+
+	pthread_mutex_lock(&s->pub);
+	g = s->cur;
+	if (g != &unpublished)
+		atomic_fetch_add(&g->refs, 1);
+	pthread_mutex_unlock(&s->pub);
+	return g;
+}
+
+void policies_release(const struct policies_gen *g)
+{
+	gen_put((struct policies_gen *)g);
+}
+
+int policies_gen_synced(const struct policies_gen *g)
+{
+	return g != NULL && g->synced;
+}
+
+size_t policies_gen_selecting(const struct policies_gen *g,
+                              const struct gpupolicy_labels *node_labels,
+                              const struct gpupolicy **out, size_t max)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; g != NULL && i < g->n && k < max; i++)
+		if (gpupolicy_applies(g->v[i]->p, node_labels))
+			out[k++] = g->v[i]->p;
 	return k;
 }
 

@@ -13,11 +13,15 @@
  * later is picked up). Before that, placements are refused (fail closed: a policy not yet read
  * may be stricter than the flags).
  *
- * Thread-safe: one writer (the informer's thread), any number of readers; readers hold the
- * read lock while they use the policies they were given (policies_rdlock ... _unlock). Lock
- * order: the watch cache's store, then this one, never the other way; today no caller nests
- * them: placements, the extender and the per-node gauges read copies of the cache's views
- * (view.h), the status writer copies the nodes' labels, and each takes this lock alone.
+ * Thread-safe: one writer (the informer's thread), any number of readers. Decisions (the
+ * webhook's placements, the extender's filter, the per-node gauges) read a published generation
+ * (policies_acquire): every change the writer makes publishes a new immutable one (the usable
+ * policies in name order, and whether the store is synced); a reader holds its generation's
+ * reference, not a lock, for as long as it uses the policies in it, so no decision holds a lock
+ * of this store while it decides (the publication mutex is held only to swap the generation or
+ * take a reference). The status writer still reads under the read lock (policies_rdlock ...
+ * _unlock, policies_each). Lock order: the watch cache's store, then this one, never the other
+ * way; no caller nests them.
  */
 #ifndef GMG_POLICIES_H
 #define GMG_POLICIES_H
@@ -65,12 +69,22 @@ int policies_synced(struct policies *s);
  * valid until unlock. Returns how many were written to out. */
 void policies_rdlock(struct policies *s);
 void policies_unlock(struct policies *s);
-/* policies_rdlock, and whether the store is synced (policies_synced) under that same lock, so
- * a reader never decides on a list a failed relist left incomplete after it looked. The caller
- * unlocks in either case. */
-int policies_rdlock_synced(struct policies *s);
 size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
                           const struct gpupolicy **out, size_t max);
+
+/* A published generation (see above): policies_acquire returns the latest, referenced (never
+ * NULL; out of memory at a publication, an empty unsynced one, so placements are refused until
+ * the next change publishes); policies_release drops the reference (NULL is a no-op). The
+ * gpupolicy pointers policies_gen_selecting gives stay valid until the release, whatever the
+ * writer does meanwhile. policies_gen_synced: policies_synced as of that generation.
+ * Thread-safe; policies_acquire takes a mutex for a pointer copy and an increment only. */
+struct policies_gen;
+const struct policies_gen *policies_acquire(struct policies *s);
+void policies_release(const struct policies_gen *g);
+int policies_gen_synced(const struct policies_gen *g);
+size_t policies_gen_selecting(const struct policies_gen *g,
+                              const struct gpupolicy_labels *node_labels,
+                              const struct gpupolicy **out, size_t max);
 
 /* Which pod attributes the tiers of the usable policies held select by: a bitwise or of
  * POLICIES_NEED_LABELS (a tier with a podSelector) and POLICIES_NEED_PRIORITY (a tier with

@@ -126,8 +126,11 @@ static int decide_core(struct placer *pl, const struct placement *p,
 		deny_nomem(o, p->pod_name);
 		return 0;
 	}
-	if (pl->policies != NULL && !policies_rdlock_synced(pl->policies)) {
-		policies_unlock(pl->policies);
+	/* The policies' generation is held (a reference, no lock) until the outcome is written:
+	 * it borrows the refusing policy's name. */
+	const struct policies_gen *gen = pl->policies ? policies_acquire(pl->policies) : NULL;
+	if (pl->policies != NULL && !policies_gen_synced(gen)) {
+		policies_release(gen);
 		free(v);
 		outcome_deny(
 		    o, METRICS_ERROR, 500, "PoliciesNotRead",
@@ -144,8 +147,7 @@ static int decide_core(struct placer *pl, const struct placement *p,
 	if (dra_fresh < 0 ||
 	    (dra_fresh == 0 && p->dra != NULL &&
 	     (p->dra->pod.any || p->dra->node.gpus.n > 0 || p->dra->node.n_claims > 0))) {
-		if (pl->policies != NULL)
-			policies_unlock(pl->policies);
+		policies_release(gen);
 		free(v);
 		outcome_deny(
 		    o, METRICS_ERROR, 500, "DRANotRead",
@@ -156,8 +158,7 @@ static int decide_core(struct placer *pl, const struct placement *p,
 		    p->pod_name);
 		return 0;
 	}
-	if (pl->policies != NULL)
-		n = policies_selecting(pl->policies, p->node_labels, sel, GPUPOLICY_SELECT_MAX);
+	n = policies_gen_selecting(gen, p->node_labels, sel, GPUPOLICY_SELECT_MAX);
 	struct core_input in = {
 	    .node = pn,
 	    .pod = &pod,
@@ -206,8 +207,7 @@ static int decide_core(struct placer *pl, const struct placement *p,
 		}
 		reserve = ps->reserve;
 	}
-	if (pl->policies != NULL)
-		policies_unlock(pl->policies);
+	policies_release(gen);
 	out->reserve = reserve;
 	free(v);
 	return reserve;

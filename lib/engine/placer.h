@@ -7,7 +7,8 @@
  *         server's answers; a copy, no lock held while reading)
  *   -> reservations begin / items (reservations.h: the local ledger under the node's lock, or
  *         the shared record inside shared_place(), whose batch commits it)
- *   -> core_decide() (core.h: the one verdict; the GPUMemoryPolicy store read-locked during it)
+ *   -> core_decide() (core.h: the one verdict; over a published GPUMemoryPolicy generation, a
+ * reference and no lock: policies.h)
  *   -> reservations put / commit, retry on conflict, within the review's time budget.
  *
  * The adapters only decode and encode: the admission adapter (webhook.h) resolves the pod (its

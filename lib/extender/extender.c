@@ -648,9 +648,9 @@ static void reason_append(struct verdict *v, const char *fmt, ...)
  * the flags, the node's annotation and the GPUMemoryPolicy objects that select it (none is the
  * flags' and the annotation's judgement), without words (CORE_NO_WORDS). The reason is written
  * from the verdict's figures at its threshold in force (verdict_from); a refusal by a policy's
- * tier or declarations rule carries the core's own words. The policies are read-locked (the
- * view is a copy: no cache lock is held) until the reason is written (it borrows the policy's
- * name), and only while one selects the node.
+ * tier or declarations rule carries the core's own words. The policies are a published
+ * generation (policies.h: a reference, no lock; the view is a copy: no cache lock is held
+ * either), kept until the reason is written (it borrows the policy's name).
  */
 static void judge_node(struct job *j, struct verdict *v, const struct view_node *view,
                        const struct placement_node *pn, const struct placement_pod *pod,
@@ -661,19 +661,14 @@ static void judge_node(struct job *j, struct verdict *v, const struct view_node 
 	struct core_verdict *cv = NULL;
 	const struct policyset_result *ps;
 	size_t n = 0;
-	int locked = x->policies != NULL;
+	const struct policies_gen *gen = x->policies ? policies_acquire(x->policies) : NULL;
 
-	if (locked && !policies_rdlock_synced(x->policies)) { /* a relist failed since judge() */
+	if (x->policies != NULL && !policies_gen_synced(gen)) { /* a relist failed since judge() */
 		set_verdict(v, ST_FAIL,
 		            "gpu-memory-guard has not read the GPUMemoryPolicy objects");
 		goto out;
 	}
-	if (locked)
-		n = policies_selecting(x->policies, view->labels, sel, GPUPOLICY_SELECT_MAX);
-	if (locked && n == 0) { /* nothing borrowed from the store: decide without its lock */
-		policies_unlock(x->policies);
-		locked = 0;
-	}
+	n = policies_gen_selecting(gen, view->labels, sel, GPUPOLICY_SELECT_MAX);
 	if ((cv = malloc(sizeof(*cv))) == NULL) {
 		set_verdict(v, ST_FAIL, "out of memory");
 		goto out;
@@ -718,8 +713,7 @@ static void judge_node(struct job *j, struct verdict *v, const struct view_node 
 	if (!ps->allowed && ps->policy != NULL)
 		reason_append(v, "; GPUMemoryPolicy \"%.253s\"", ps->policy);
 out:
-	if (locked)
-		policies_unlock(x->policies);
+	policies_release(gen);
 	free(cv);
 }
 

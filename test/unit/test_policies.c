@@ -57,27 +57,36 @@ static void test_generation_out_of_range(void **state)
 	(void)state;
 }
 
-/* policies_rdlock_synced: what a reader decides on is the synced state under the lock it reads
- * with: not synced before the first list, synced after a complete relist, not synced after an
- * incomplete one (and the read lock is held in every case: a writer would wait). */
-static void test_rdlock_synced(void **state)
+/* Each generation says whether the store was synced when it was published: not before the
+ * first list, synced after a complete relist, not after an incomplete one, synced when the CRD
+ * is missing; one acquired before a change keeps its state. */
+static void test_generation_synced(void **state)
 {
 	struct policies *s = policies_new();
 
 	assert_non_null(s);
-	assert_int_equal(policies_rdlock_synced(s), 0);
-	policies_unlock(s);
+	const struct policies_gen *g0 = policies_acquire(s);
+	assert_non_null(g0);
+	assert_int_equal(policies_gen_synced(g0), 0);
 	policies_resync_begin(s);
 	policies_resync_end(s, 1);
-	assert_int_equal(policies_rdlock_synced(s), 1);
-	policies_unlock(s);
+	const struct policies_gen *g1 = policies_acquire(s);
+	assert_int_equal(policies_gen_synced(g1), 1);
+	assert_int_equal(policies_gen_synced(g0), 0); /* as published */
 	policies_resync_begin(s);
 	policies_resync_end(s, 0);
-	assert_int_equal(policies_rdlock_synced(s), 0);
-	policies_unlock(s);
+	const struct policies_gen *g2 = policies_acquire(s);
+	assert_int_equal(policies_gen_synced(g2), 0);
+	assert_int_equal(policies_gen_synced(g1), 1);
 	policies_crd_missing(s);
-	assert_int_equal(policies_rdlock_synced(s), 1);
-	policies_unlock(s);
+	const struct policies_gen *g3 = policies_acquire(s);
+	assert_int_equal(policies_gen_synced(g3), 1);
+	assert_int_equal(policies_gen_synced(NULL), 0);
+	policies_release(g0);
+	policies_release(g1);
+	policies_release(g2);
+	policies_release(g3);
+	policies_release(NULL);
 	policies_free(s);
 	(void)state;
 }
@@ -136,11 +145,46 @@ static void test_pod_attrs(void **state)
 	policies_free(s);
 }
 
+/* A generation keeps the policies it lists, in name order, while the writer replaces and deletes
+ * them and frees the store's copies (under ASan a use after free would show): a reader holds a
+ * reference, no lock; the next acquire sees the change. An invalid policy is in no generation. */
+static void test_generation_outlives_changes(void **state)
+{
+	struct policies *s = policies_new();
+	const struct gpupolicy *sel[4];
+	(void)state;
+
+	assert_non_null(s);
+	put(s, WATCH_ADDED, P("b", BY_NS));
+	put(s, WATCH_ADDED, P("a", BY_PC));
+	put(s, WATCH_ADDED, P("bad", BY_LABELS ",{\"name\":\"d\"}"));
+	const struct policies_gen *g = policies_acquire(s);
+	assert_int_equal(policies_gen_selecting(g, NULL, sel, 4), 2);
+	assert_string_equal(sel[0]->name, "a");
+	assert_string_equal(sel[1]->name, "b");
+	assert_int_equal(policies_gen_selecting(g, NULL, sel, 1), 1); /* the cap */
+	put(s, WATCH_MODIFIED, P("a", BY_LABELS));
+	put(s, WATCH_DELETED, P("b", BY_NS));
+	/* the old generation still lists both, as they were */
+	assert_int_equal(policies_gen_selecting(g, NULL, sel, 4), 2);
+	assert_string_equal(sel[1]->name, "b");
+	assert_int_equal(sel[0]->tiers[0].n_priority_classes, 1);
+	const struct policies_gen *h = policies_acquire(s);
+	assert_int_equal(policies_gen_selecting(h, NULL, sel, 4), 1);
+	assert_string_equal(sel[0]->name, "a");
+	assert_int_equal(sel[0]->tiers[0].n_priority_classes, 0);
+	policies_release(g);
+	policies_free(s); /* h outlives the store */
+	assert_string_equal(sel[0]->name, "a");
+	policies_release(h);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_generation_out_of_range),
-	    cmocka_unit_test(test_rdlock_synced),
+	    cmocka_unit_test(test_generation_synced),
+	    cmocka_unit_test(test_generation_outlives_changes),
 	    cmocka_unit_test(test_pod_attrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
