@@ -425,9 +425,16 @@ static int classify(struct webhook_review_ctx *x)
 	x->attrs.ns = req->namespace_;
 	x->attrs.priority_class = json_str(req->object, "spec", "priorityClassName", NULL);
 	x->attrs.labels = x->labels.l.n ? &x->labels.l : NULL;
-	x->pp = pod_to_place(req, x->pod_name, node, &x->d,
-	                     json_str(req->object, "metadata", "uid", NULL), &x->attrs, &x->refs,
-	                     x->key);
+	const char *uid = json_str(req->object, "metadata", "uid", NULL);
+	if (uid != NULL && strlen(uid) >= LEDGER_UID_MAX) { /* the API server's are UUIDs, 36 */
+		outcome_deny(
+		    o, METRICS_ERROR, 400, "InvalidReview",
+		    "invalid AdmissionReview: request.object.metadata.uid of %s is %zu bytes "
+		    "long, at most %d are accepted",
+		    x->pod_name, strlen(uid), LEDGER_UID_MAX - 1);
+		return 1;
+	}
+	x->pp = pod_to_place(req, x->pod_name, node, &x->d, uid, &x->attrs, &x->refs, x->key);
 	/* With a fresh watch cache the placement is decided here, on the server's thread. */
 	return placer_cached(w->placer, &x->pp, 0, o);
 }

@@ -494,21 +494,22 @@ uint64_t ledger_unseen_dropped(struct ledger *l)
  * then it is another entry) can add a reservation but never shrink, shorten or take over one.
  */
 static void refresh(struct entry *e, const char *uid, size_t ulen, const char *claim, size_t clen,
-                    uint64_t bytes, uint64_t expires, int unseen, uint64_t now_ms)
+                    uint64_t bytes, uint64_t expires, int unseen, uint64_t stamp_ms)
 {
 	if (bytes > e->bytes)
 		e->bytes = bytes;
 	if (expires > e->expires_ms)
 		e->expires_ms = expires;
 	e->unseen = e->unseen && unseen;
-	e->reserved_ms = now_ms;
+	e->reserved_ms = stamp_ms;
 	if (e->uid[0] == '\0' && ulen > 0)
 		memcpy(e->uid, uid, ulen + 1);
 	if (e->claim[0] == '\0' && clen > 0)
 		memcpy(e->claim, claim, clen + 1);
 }
 
-/* ttl_ms 0: the ledger's; else the shorter of the two. The expiry runs from stamp_ms. */
+/* ttl_ms 0: the ledger's; else the shorter of the two. The expiry runs from stamp_ms, and
+ * reserved_ms is stamp_ms: both on the real clock, whatever now_ms was held back to. */
 static int reserve(struct ledger_node *n, const char *key, const char *uid, const char *claim,
                    uint64_t bytes, uint64_t ttl_ms, int unseen, uint64_t now_ms, uint64_t stamp_ms)
 {
@@ -532,7 +533,7 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, cons
 		if (!same_pod(&n->entries[i], key, uid))
 			continue;
 		/* A retried placement refreshes its reservation instead of adding a second. */
-		refresh(&n->entries[i], uid, ulen, claim, clen, bytes, expires, unseen, now_ms);
+		refresh(&n->entries[i], uid, ulen, claim, clen, bytes, expires, unseen, stamp_ms);
 		n->changes++;
 		return 0;
 	}
@@ -543,7 +544,7 @@ static int reserve(struct ledger_node *n, const char *key, const char *uid, cons
 	memcpy(n->entries[n->n].uid, uid ? uid : "", ulen + 1);
 	memcpy(n->entries[n->n].claim, claim ? claim : "", clen + 1);
 	n->entries[n->n].bytes = bytes;
-	n->entries[n->n].reserved_ms = now_ms;
+	n->entries[n->n].reserved_ms = stamp_ms;
 	n->entries[n->n].expires_ms = expires;
 	n->entries[n->n].unseen = unseen;
 	n->n++;

@@ -47,7 +47,8 @@ struct ledger_node; /* a locked node, between ledger_lock() and ledger_unlock() 
 struct ledger_entry_view {
 	char key[LEDGER_KEY_MAX];
 	uint64_t bytes;
-	uint64_t reserved_ms; /* now_ms of the latest ledger_reserve of this key */
+	uint64_t
+	    reserved_ms; /* when this key was last reserved (its stamp_ms: ledger_reserve_claim) */
 	uint64_t expires_ms;
 };
 
@@ -117,8 +118,9 @@ size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size
 
 /* One live reservation, for ledger_visit(); key, uid ("" when unknown) and claim (the DRA claim
  * uid ledger_reserve_claim gave, "" when none) stay valid until the node is modified
- * (ledger_reconcile, ledger_reserve, ledger_remove) or unlocked. reserved_ms is the now_ms of its
- * latest ledger_reserve (a refresh restarts it). */
+ * (ledger_reconcile, ledger_reserve, ledger_remove) or unlocked. reserved_ms is when it was last
+ * reserved: the stamp_ms of its latest reserve (now_ms where no stamp is given; a refresh
+ * restarts it), so the live path's grace check (placer.c) ages it on the real clock. */
 typedef void (*ledger_visit_fn)(void *ctx, const char *key, const char *uid, const char *claim,
                                 uint64_t bytes, uint64_t reserved_ms);
 
@@ -157,7 +159,8 @@ int ledger_reserve_unseen(struct ledger_node *n, const char *key, const char *ui
  * LEDGER_UID_MAX. The claim changes no other rule: the entry expires, settles and is forgotten as
  * any other. stamp_ms (>= now_ms, else LEDGER_EINVAL): the monotonic time the TTL runs from, the
  * real clock when now_ms is held back (the webhook's cache path decides on the watch cache's
- * progress: reservations.h, rule 1), so the entry's TTL is not shortened by the watch's lag. */
+ * progress: reservations.h, rule 1), so the entry's TTL is not shortened by the watch's lag, nor
+ * does it look older than it is to the live path's grace check (reserved_ms is stamp_ms too). */
 int ledger_reserve_claim(struct ledger_node *n, const char *key, const char *uid, const char *claim,
                          uint64_t bytes, uint64_t unseen_ttl_ms, uint64_t now_ms, uint64_t stamp_ms)
     __attribute__((warn_unused_result));

@@ -2105,6 +2105,85 @@ static void test_binding_admitted_called(void **state)
 	pair_stop(&pr);
 }
 
+/* A cache_connected the test turns on and off. */
+static int conn_flag;
+
+static int toggled_connected(void *ctx, double now_s)
+{
+	(void)ctx, (void)now_s;
+	return conn_flag;
+}
+
+/*
+ * A reservation made on the cache path while the watch is quiet (its progress lag behind the
+ * monotonic clock) is as young as it is for the live path's grace check (--reservation-grace,
+ * 5 s): a 60Gi CREATE admitted from the cache, then the watch breaks (not connected: the API
+ * server is asked first) while the CREATE is still in the API server's admission chain (a GET
+ * of its pod answers 404); a 24Gi Binding on the same 80GB card (limit 71.7Gi) must be refused.
+ * When reserved_ms was the held-back clock, the entry looked lag old, was looked up at once,
+ * read as deleted and dropped, and the Binding admitted (84Gi once the pod is stored; found by
+ * an attack review). With no lag the grace always protected it.
+ */
+static void run_grace_lag(void **state, uint64_t lag)
+{
+	struct env *e = *state;
+	struct cache *cache = cache_env(e, toggled_connected, lagging_progress);
+
+	e->cfg.unseen_ttl_ms = 35000;
+	env_build(e);
+	empty_node(e);
+	lag_ms = lag;
+	conn_flag = 1;
+	struct answer a = create_on_node(e, "first", "uid-first", "60Gi");
+	if (!a.allowed)
+		fail_msg("60Gi on an empty card refused: %s", a.message);
+	cJSON_Delete(a.root);
+	assert_int_equal(e->fake.n_list + e->fake.n_get_node, 0); /* the cache decided */
+	conn_flag = 0;
+	char *body = binding_for(e, "uid-x", "x", "gpu-node-a");
+	a = review_text(e, body);
+	cJSON_free(body);
+	if (a.allowed)
+		fail_msg("24Gi Binding admitted beside the 60Gi CREATE made 0 s ago (lag %llu ms): "
+		         "get_pod calls %d, last %s; pending now %llu bytes",
+		         (unsigned long long)lag, e->fake.n_get_pod, e->fake.last_pod,
+		         (unsigned long long)pending_on(e, "gpu-node-a"));
+	assert_non_null(strstr(a.message, "inference/first"));
+	cJSON_Delete(a.root);
+	webhook_free(e->w);
+	e->w = NULL;
+	cache_free(cache);
+	lag_ms = 0;
+}
+
+static void test_grace_without_lag(void **state)
+{
+	run_grace_lag(state, 0);
+}
+
+static void test_grace_with_lag(void **state)
+{
+	run_grace_lag(state, 30000);
+}
+
+/* A pod CREATE whose metadata.uid is longer than any the API server gives (a UUID is 36; the
+ * ledger keeps 63): refused as an invalid review (400), not as a full ledger. */
+static void test_long_uid_invalid(void **state)
+{
+	struct env *e = *state;
+	char uid[100];
+
+	memset(uid, 'u', sizeof(uid) - 1);
+	uid[sizeof(uid) - 1] = '\0';
+	empty_node(e);
+	struct answer a = create_on_node(e, "longuid", uid, "10Gi");
+	assert_false(a.allowed);
+	assert_int_equal(a.code, 400);
+	assert_non_null(strstr(a.message, "metadata.uid of inference/longuid is 99 bytes long"));
+	cJSON_Delete(a.root);
+	assert_int_equal(pending_on(e, "gpu-node-a"), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -2171,6 +2250,9 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cache_clock_lag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_down_cache_decides, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_admitted_called, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_grace_without_lag, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_grace_with_lag, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_long_uid_invalid, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
