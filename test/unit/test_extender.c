@@ -1089,6 +1089,18 @@ static void test_pods_in_flight(void **state)
 	free(big_args);
 }
 
+/* A filter call of args passes exactly the nodes want (names_of's form); the answer, for the
+ * caller to read further and free. */
+static cJSON *filter_expect(const char *args, const char *want)
+{
+	char names[256];
+	cJSON *a = call(EXTENDER_FILTER, args);
+
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, want);
+	return a;
+}
+
 /* The webhook of this process admitted a pod's Binding (extender_binding_admitted): its hold
  * ends on every node at once, before the cache shows it bound; filtered again (its Binding failed
  * after all), it is held again, unlike a pod reported gone (extender_forget). */
@@ -1098,35 +1110,20 @@ static void test_binding_admitted_ends_hold(void **state)
 	char *solo = pod_text("ml", "solo", "10Gi", NULL, "", "nvidia.com/gpu");
 	char *solo_args = args_names(solo, room, 1);
 	char *big = pod_text("ml", "big", "25Gi", NULL, "", "nvidia.com/gpu");
-	char *big_args = args_names(big, room, 1), names[256];
-	cJSON *a;
+	char *big_args = args_names(big, room, 1);
 
 	(void)state;
 	put_pod(E.cache, "ml", "solo", "10Gi", NULL);
 	put_pod(E.cache, "ml", "big", "25Gi", NULL);
-	a = call(EXTENDER_FILTER, solo_args);
-	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "n-room");
-	cJSON_Delete(a);
-	a = call(EXTENDER_FILTER, big_args); /* 40 + 10 in flight + 25 > 72 */
-	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "");
-	cJSON_Delete(a);
+	cJSON_Delete(filter_expect(solo_args, "n-room"));
+	cJSON_Delete(filter_expect(big_args, "")); /* 40 + 10 in flight + 25 > 72 */
 	extender_binding_admitted(E.x, "uid-ml-solo");
 	extender_binding_admitted(E.x, NULL);
 	extender_binding_admitted(NULL, "uid-ml-solo");
-	a = call(EXTENDER_FILTER, big_args); /* 40 + 25 */
-	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "n-room");
-	cJSON_Delete(a);
+	cJSON_Delete(filter_expect(big_args, "n-room")); /* 40 + 25 */
 	extender_binding_admitted(E.x, "uid-ml-big");
-	a = call(EXTENDER_FILTER, solo_args); /* filtered again: held again */
-	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "n-room");
-	cJSON_Delete(a);
-	a = call(EXTENDER_FILTER, big_args);
-	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "");
+	cJSON_Delete(filter_expect(solo_args, "n-room")); /* filtered again: held again */
+	cJSON *a = filter_expect(big_args, "");
 	expect_contains(reason(a, "FailedNodes", "n-room"),
 	                "counting 10Gi of 1 pod whose Binding is in flight");
 	cJSON_Delete(a);
