@@ -21,7 +21,36 @@ if [ -n "$missing" ]; then
 	apt-get update -q >/dev/null
 	apt-get install -y -q $missing >/dev/null
 fi
-if ! command -v go >/dev/null 2>&1 && [ ! -x /usr/local/go/bin/go ]; then
-	echo "install-deps: Go is needed to build the local control plane; installing golang-go" >&2
-	apt-get install -y -q golang-go >/dev/null
+# Go >= 1.21 builds the local control plane (test/e2e/build-tools.sh; it fetches the newer Go
+# Kubernetes asks for itself). Debian 12's golang-go is 1.19, too old: without a Go >= 1.21 on
+# PATH or in /usr/local/go, the official toolchain is fetched from the Go module proxy (the
+# module golang.org/toolchain, what GOTOOLCHAIN downloads) into GMG_GO_ROOT (/usr/local/go).
+# A module zip keeps no file modes: the go command sets bin/ and pkg/tool/ executable, so do we.
+GMG_GO_TOOLCHAIN=${GMG_GO_TOOLCHAIN:-go1.26.8}
+GMG_GO_ROOT=${GMG_GO_ROOT:-/usr/local/go}
+go_new_enough() {
+	local v minor
+	v=$("$1" env GOVERSION 2>/dev/null) || return 1
+	minor=$(echo "${v#go}" | awk -F. '{ print ($1 > 1) ? 99 : $2 + 0 }')
+	[ "${minor:-0}" -ge 21 ]
+}
+if ! { command -v go >/dev/null 2>&1 && go_new_enough go; } &&
+	! go_new_enough "$GMG_GO_ROOT/bin/go"; then
+	proxy=${GOPROXY:-https://proxy.golang.org}
+	proxy=${proxy%%[,|]*}
+	case $proxy in direct | off | "") proxy=https://proxy.golang.org ;; esac
+	zip="v0.0.1-$GMG_GO_TOOLCHAIN.linux-$(dpkg --print-architecture)"
+	echo "install-deps: no Go >= 1.21; fetching $GMG_GO_TOOLCHAIN from $proxy (golang.org/toolchain) into $GMG_GO_ROOT" >&2
+	command -v unzip >/dev/null 2>&1 || apt-get install -y -q unzip >/dev/null
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	curl -fsSL --retry 3 "$proxy/golang.org/toolchain/@v/$zip.zip" -o "$tmp/go.zip"
+	unzip -q "$tmp/go.zip" -d "$tmp/x"
+	src="$tmp/x/golang.org/toolchain@$zip"
+	chmod -R u+rwX,go+rX "$src"
+	chmod +x "$src"/bin/* "$src"/pkg/tool/*/*
+	rm -rf "$GMG_GO_ROOT"
+	mkdir -p "$(dirname "$GMG_GO_ROOT")"
+	mv "$src" "$GMG_GO_ROOT"
+	"$GMG_GO_ROOT/bin/go" version >&2
 fi

@@ -136,7 +136,7 @@ section "6/6 The same scale-up, steered: kube-scheduler asks the webhook's exten
 say "back to 4 replicas (the Pending ones go), then kube-scheduler restarted with the KubeSchedulerConfiguration"
 say "of docs/scheduler.md for self-managed control planes (the extender at the webhook's TLS port):"
 run kubectl -n inference scale deployment llama-3-8b --replicas=4
-wait_for 60 "4 replicas left" bash -c '[ $(kubectl -n inference get pods -o name | wc -l) -eq 4 ]' || true
+wait_for 60 "4 replicas left" bash -c '[ $(kubectl -n inference get pods -l app.kubernetes.io/name=llama-3-8b -o name | wc -l) -eq 4 ]' || true
 run bash "$E2E_DIR/cluster.sh" scheduler-extender
 sed -n '/^extenders:/,$p' "$STATE/scheduler-extender.yaml" | grep -vE '^ *#|caData' | sed 's/^/     /'
 ROW_WITH=$(scale_up 'free of the')
