@@ -37,7 +37,6 @@ struct entry {
 	char *uid; /* metadata.uid, "" when absent: a new object of the same name is another */
 	long long generation;
 	struct polref *ref;  /* NULL: invalid */
-	struct gpupolicy *p; /* ref->p, or NULL */
 	char *error;         /* NULL when usable */
 	char ready[8];       /* status.conditions[type=Ready].status as read ("" if none) */
 	char transition[40]; /* ... and its lastTransitionTime ("" if none or too long) */
@@ -223,16 +222,17 @@ int policies_apply(struct policies *s, enum watch_event_type type, const cJSON *
 	 * cast out of range, nor a negative observedGeneration (gpupolicy_parse says why). */
 	e.generation = g >= 0.0 && g < 9223372036854775808.0 && floor(g) == g ? (long long)g : 0;
 	read_ready(obj, &e);
-	rc = gpupolicy_parse(obj, &e.p, err, sizeof(err));
+	struct gpupolicy *p = NULL;
+	rc = gpupolicy_parse(obj, &p, err, sizeof(err));
 	if (rc == GPUPOLICY_ENOMEM)
 		return POLICIES_ENOMEM;
-	if (e.p != NULL && (e.ref = malloc(sizeof(*e.ref))) == NULL) {
-		gpupolicy_free(e.p);
+	if (p != NULL && (e.ref = malloc(sizeof(*e.ref))) == NULL) {
+		gpupolicy_free(p);
 		return POLICIES_ENOMEM;
 	}
 	if (e.ref != NULL) {
 		atomic_init(&e.ref->refs, 1);
-		e.ref->p = e.p;
+		e.ref->p = p;
 	}
 	if ((e.name = strdup(name)) == NULL || (e.uid = strdup(uid ? uid : "")) == NULL ||
 	    (rc != 0 && (e.error = strdup(err)) == NULL)) {
@@ -337,7 +337,7 @@ unsigned policies_pod_attrs(struct policies *s)
 
 	pthread_rwlock_rdlock(&s->lock);
 	for (size_t i = 0; i < s->n; i++)
-		need |= tiers_need(s->v[i].p);
+		need |= tiers_need(s->v[i].ref ? s->v[i].ref->p : NULL);
 	pthread_rwlock_unlock(&s->lock);
 	return need;
 }
@@ -369,27 +369,6 @@ unsigned policies_pod_attrs_of(const cJSON *obj)
 			need |= POLICIES_NEED_PRIORITY;
 	}
 	return need;
-}
-
-void policies_rdlock(struct policies *s)
-{
-	pthread_rwlock_rdlock(&s->lock);
-}
-
-void policies_unlock(struct policies *s)
-{
-	pthread_rwlock_unlock(&s->lock);
-}
-
-size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
-                          const struct gpupolicy **out, size_t max)
-{
-	size_t k = 0;
-
-	for (size_t i = 0; i < s->n && k < max; i++)
-		if (gpupolicy_applies(s->v[i].p, node_labels))
-			out[k++] = s->v[i].p;
-	return k;
 }
 
 const struct policies_gen *policies_acquire(struct policies *s)
@@ -431,7 +410,7 @@ void policies_stats(struct policies *s, struct policies_stats *out)
 	memset(out, 0, sizeof(*out));
 	pthread_rwlock_rdlock(&s->lock);
 	for (size_t i = 0; i < s->n; i++) {
-		if (s->v[i].p != NULL)
+		if (s->v[i].ref != NULL)
 			out->usable++;
 		else
 			out->invalid++;
@@ -450,7 +429,7 @@ void policies_each(struct policies *s, policies_each_fn fn, void *ctx)
 		    .name = e->name,
 		    .uid = e->uid,
 		    .generation = e->generation,
-		    .p = e->p,
+		    .p = e->ref ? e->ref->p : NULL,
 		    .error = e->error ? e->error : "",
 		    .ready = e->ready,
 		    .transition = e->transition,

@@ -19,9 +19,9 @@
  * policies in name order, and whether the store is synced); a reader holds its generation's
  * reference, not a lock, for as long as it uses the policies in it, so no decision holds a lock
  * of this store while it decides (the publication mutex is held only to swap the generation or
- * take a reference). The status writer still reads under the read lock (policies_rdlock ...
- * _unlock, policies_each). Lock order: the watch cache's store, then this one, never the other
- * way; no caller nests them.
+ * take a reference); the status writer matches nodes against one too. policies_each and the
+ * counters read under the store's read lock. Lock order: the watch cache's store, then this one,
+ * never the other way; no caller nests them.
  */
 #ifndef GMG_POLICIES_H
 #define GMG_POLICIES_H
@@ -63,21 +63,15 @@ void policies_crd_missing(struct policies *s);
 /* 1 once listed (or the CRD found missing). */
 int policies_synced(struct policies *s);
 
-/* Readers: between rdlock and unlock, policies_selecting gives the policies that apply to a
- * node of these labels (gpupolicy_applies(): NULL labels for a node whose labels are unknown),
- * at most max (GPUPOLICY_SELECT_MAX where they are applied), in name order; the pointers stay
- * valid until unlock. Returns how many were written to out. */
-void policies_rdlock(struct policies *s);
-void policies_unlock(struct policies *s);
-size_t policies_selecting(struct policies *s, const struct gpupolicy_labels *node_labels,
-                          const struct gpupolicy **out, size_t max);
-
 /* A published generation (see above): policies_acquire returns the latest, referenced (never
  * NULL; out of memory at a publication, an empty unsynced one, so placements are refused until
  * the next change publishes); policies_release drops the reference (NULL is a no-op). The
  * gpupolicy pointers policies_gen_selecting gives stay valid until the release, whatever the
- * writer does meanwhile. policies_gen_synced: policies_synced as of that generation.
- * Thread-safe; policies_acquire takes a mutex for a pointer copy and an increment only. */
+ * writer does meanwhile: the policies that apply to a node of these labels (gpupolicy_applies():
+ * NULL labels for a node whose labels are unknown), at most max (GPUPOLICY_SELECT_MAX where they
+ * are applied), in name order; it returns how many were written to out. policies_gen_synced:
+ * policies_synced as of that generation. Thread-safe; policies_acquire takes a mutex for a pointer
+ * copy and an increment only. */
 struct policies_gen;
 const struct policies_gen *policies_acquire(struct policies *s);
 void policies_release(const struct policies_gen *g);

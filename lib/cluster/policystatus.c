@@ -218,8 +218,9 @@ static void copy_labels(void *ctx, const struct cache_node_view *v)
 }
 
 /* Count the nodes each valid policy of the snapshot selects: the nodes' labels are copied out
- * of the cache first, then matched under the policies' read lock alone (no lock nested in the
- * cache's). Out of memory: no node counted this round (status.nodes 0 until the next). */
+ * of the cache first, then matched against the policies' published generation (policies.h: a
+ * reference, no lock). Out of memory: no node counted this round (status.nodes 0 until the next).
+ */
 static void count_nodes(struct policystatus *s)
 {
 	struct node_labels nl = {0};
@@ -227,10 +228,10 @@ static void count_nodes(struct policystatus *s)
 
 	cache_each_gpu_node(s->cache, copy_labels, &nl);
 	if (!nl.failed) {
-		policies_rdlock(s->policies);
+		const struct policies_gen *gen = policies_acquire(s->policies);
 		for (size_t k = 0; k < nl.n; k++) {
 			size_t n =
-			    policies_selecting(s->policies, &nl.v[k].l, s->selecting, POLICIES_MAX);
+			    policies_gen_selecting(gen, &nl.v[k].l, s->selecting, POLICIES_MAX);
 			for (size_t i = 0; i < n; i++) {
 				snprintf(key.name, sizeof(key.name), "%s", s->selecting[i]->name);
 				e = bsearch(&key, s->snap, s->n_snap, sizeof(*s->snap), by_name);
@@ -238,7 +239,7 @@ static void count_nodes(struct policystatus *s)
 					e->nodes++;
 			}
 		}
-		policies_unlock(s->policies);
+		policies_release(gen);
 	}
 	for (size_t k = 0; k < nl.n; k++)
 		labelset_clear(&nl.v[k]);

@@ -7,7 +7,7 @@
  * Input: the node's snapshot (placement.h: its capacity, visible pods, reservations, DRA
  * claims), the pod being placed (or none), the pod's tier attributes, the GPUMemoryPolicy
  * objects that select the node (the caller selects them: gpupolicy_applies() in name order, at
- * most GPUPOLICY_SELECT_MAX; policies.h's policies_selecting()), the flags and now_ms.
+ * most GPUPOLICY_SELECT_MAX; policies.h's policies_gen_selecting()), the flags and now_ms.
  * Verdict:
  *   - allowed or not, the reason code and the message, the refusing policy, the warnings and
  *     the audit entries: policyset_decide()'s (policyset.h), in v->ps;

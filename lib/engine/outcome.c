@@ -110,3 +110,8 @@ void outcome_keep_audit(struct outcome *o, const struct policyset_result *ps)
 		o->audit_reasons[o->n_audit++] = ps->audit[i].reason;
 	}
 }
+
+void outcome_reserved(struct outcome *o, const char *uid)
+{
+	snprintf(o->reserved_uid, sizeof(o->reserved_uid), "%s", uid ? uid : "");
+}

@@ -57,6 +57,10 @@ struct outcome {
 	char reserved_uid[OUTCOME_UID_MAX];
 };
 
+/* The placement recorded a reservation of the pod uid (NULL: none known) on o->node: reserved_uid
+ * (what ends the pod's extender holds, webhook.h binding_admitted). */
+void outcome_reserved(struct outcome *o, const char *uid);
+
 /* Allowed, for reason (static). quiet: logged at debug. */
 void outcome_allow(struct outcome *o, const char *reason, int quiet);
 

@@ -244,7 +244,7 @@ static void commit_decision(struct placer *pl, struct resv *rv, const struct pla
 		                : rc == RESV_CONFLICT ? "the node's reservations changed meanwhile"
 		                                      : "no memory");
 	else
-		snprintf(o->reserved_uid, sizeof(o->reserved_uid), "%s", p->uid ? p->uid : "");
+		outcome_reserved(o, p->uid);
 }
 
 /*
@@ -431,7 +431,7 @@ static int place_shared(struct placer *pl, const struct placement *p,
 	if (!d.decided)
 		return 0;
 	if (rc == 0 && d.verdict == SHARED_WRITE && o->allowed) /* written to the Lease */
-		snprintf(o->reserved_uid, sizeof(o->reserved_uid), "%s", p->uid ? p->uid : "");
+		outcome_reserved(o, p->uid);
 	if (rc != 0) {
 		o->n_warnings = 0;
 		if (rc == SHARED_ECORRUPT)

@@ -782,7 +782,7 @@ int report_build(struct report *r, char *err, size_t errlen)
 		if (strcmp(r->nodes[i - 1].name, r->nodes[i].name) == 0)
 			return fail(err, errlen, REPORT_EINVAL, "node %s listed twice",
 			            r->nodes[i].name);
-	if (r->n_pols > 1) /* name order: the webhook's (policies_selecting) */
+	if (r->n_pols > 1) /* name order: the webhook's (policies_gen_selecting) */
 		qsort(r->pols, r->n_pols, sizeof(*r->pols), pol_cmp);
 	for (size_t i = 1; i < r->n_pols; i++)
 		if (strcmp(r->pols[i - 1].name, r->pols[i].name) == 0)
