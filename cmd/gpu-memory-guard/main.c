@@ -315,31 +315,15 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	};
 	if ((webhook = webhook_new(&wcfg, &src, ledger, metrics)) == NULL)
 		goto out;
-	/* The scheduler extender: the webhook's policy, the same cache, and the reservations the
-	 * webhook keeps (read, never written): the ledger's, or with --reservations shared the
-	 * records as this replica last saw them (the webhook decides each Binding on fresh ones).
+	/* The scheduler extender: on the webhook's engine (its flags, cache, DRA store, policies
+	 * and reservations, read and never written: the ledger's, or with --reservations shared the
+	 * records as this replica last saw them; the webhook decides each Binding on fresh ones).
 	 */
-	struct extender_ledger eledger = {ledger, informer ? informer_progress_ms : NULL, informer};
 	struct extender_config ecfg = {
-	    .threshold = cfg->threshold,
-	    .warn_threshold = cfg->warn_threshold,
-	    /* audit and warn admit over-threshold placements: they pass the filter */
-	    .mode_warn = cfg->mode_warn || cfg->mode_audit,
-	    .gpu_resources = cfg->gpu_resources,
-	    .n_gpu_resources = cfg->n_gpu_resources,
-	    .infer = cfg->undeclared_infer,
-	    .engines = &cfg->engine_defaults,
+	    .placer = webhook_placer(webhook),
 	    .exempt_namespaces = cfg->exempt_namespaces,
 	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
 	    .score = cfg->scheduler_spread ? EXTENDER_SPREAD : EXTENDER_BINPACK,
-	    .cache = cache,
-	    .dra = dra,
-	    .cache_fresh = informer_fresh_fn,
-	    .dra_fresh = dra ? informer_dra_fresh_fn : NULL,
-	    .cache_ctx = informer,
-	    .reservations = shared ? extender_reservations_shared(shared)
-	                           : extender_reservations_ledger(&eledger),
-	    .policies = policies,
 	};
 	if ((extender = extender_new(&ecfg, metrics)) == NULL)
 		goto out;

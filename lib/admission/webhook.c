@@ -723,6 +723,11 @@ err:
 	return NULL;
 }
 
+struct placer *webhook_placer(struct webhook *w)
+{
+	return w->placer;
+}
+
 void webhook_free(struct webhook *w)
 {
 	if (w == NULL)

@@ -172,6 +172,11 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct place
                             struct ledger *ledger, struct metrics *metrics);
 void webhook_free(struct webhook *w); /* NULL is a no-op; no review may be running */
 
+/* The engine the webhook places with (placer.h), owned by w: the scheduler extender asks it
+ * too (extender_config.placer), so both judge with one set of flags, views and reservations. */
+struct placer;
+struct placer *webhook_placer(struct webhook *w);
+
 /*
  * Review body[0..len) (an AdmissionReview request, untrusted) in one call: webhook_prepare()
  * with arrived = now, then webhook_finish(). Returns 0 with *out (caller owns, free()) holding

@@ -230,3 +230,98 @@ void resv_end(struct resv *r)
 	free(r->items);
 	r->items = NULL;
 }
+
+/* ---- read-only copies (resv_peek_*) ---- */
+
+struct peek {
+	struct placement_item *items;
+	size_t n, cap;
+	int nomem;
+};
+
+static void peek_add(struct peek *pk, const char *key, const char *uid, uint64_t bytes)
+{
+	struct placement_item it = {.bytes = bytes};
+
+	if (pk->nomem || key == NULL)
+		return;
+	if (pk->n == pk->cap) {
+		size_t ncap = pk->cap ? 2 * pk->cap : 8;
+		struct placement_item *p = realloc(pk->items, ncap * sizeof(*p));
+		if (p == NULL) {
+			pk->nomem = 1;
+			return;
+		}
+		pk->items = p;
+		pk->cap = ncap;
+	}
+	it.key = strdup(key);
+	it.uid = uid != NULL && uid[0] != '\0' ? strdup(uid) : NULL;
+	if (it.key == NULL || (uid != NULL && uid[0] != '\0' && it.uid == NULL)) {
+		free((char *)it.key);
+		free((char *)it.uid);
+		pk->nomem = 1;
+		return;
+	}
+	pk->items[pk->n++] = it;
+}
+
+static void peek_ledger_one(void *ctx, const char *key, const char *uid, const char *claim,
+                            uint64_t bytes, uint64_t reserved_ms)
+{
+	(void)claim; /* the filter has counted no claim: unchanged (placer_fit) */
+	(void)reserved_ms;
+	peek_add(ctx, key, uid, bytes);
+}
+
+static void peek_record_one(void *ctx, const char *key, const char *uid, uint64_t bytes)
+{
+	peek_add(ctx, key, uid, bytes);
+}
+
+static int peek_done(struct peek *pk, struct placement_item **items, size_t *n)
+{
+	if (pk->nomem) {
+		resv_peek_free(pk->items, pk->n);
+		return RESV_ENOMEM;
+	}
+	*items = pk->items;
+	*n = pk->n;
+	return 0;
+}
+
+int resv_peek_ledger(struct ledger *l, const char *node, uint64_t now_ms, int may_block,
+                     struct placement_item **items, size_t *n)
+{
+	struct peek pk = {0};
+	struct ledger_node *ln;
+	int busy = 0;
+
+	*items = NULL;
+	*n = 0;
+	ln = may_block ? ledger_lock(l, node) : ledger_trylock(l, node, &busy);
+	if (ln == NULL)
+		return busy ? RESV_EBUSY : RESV_EUNTRACKED;
+	ledger_visit(ln, now_ms, peek_ledger_one, &pk);
+	ledger_unlock(ln);
+	return peek_done(&pk, items, n);
+}
+
+int resv_peek_record(struct shared *s, const char *node, struct placement_item **items, size_t *n)
+{
+	struct peek pk = {0};
+
+	*items = NULL;
+	*n = 0;
+	shared_each_entry(s, node, peek_record_one, &pk);
+	return peek_done(&pk, items, n);
+}
+
+void resv_peek_free(struct placement_item *items, size_t n)
+{
+	for (size_t i = 0; items != NULL && i < n; i++) {
+		free((char *)items[i].key);
+		free((char *)items[i].uid);
+	}
+	free(items);
+}

@@ -75,13 +75,15 @@
 
 struct shared;
 
-#define RESV_COMMITTED 0
-#define RESV_CONFLICT  1    /* the node's reservations changed since begin: decide again */
-#define RESV_ENOMEM    (-1) /* out of memory */
-#define RESV_EFULL     (-2) /* the backend's cap per node (LEDGER_MAX_PER_NODE, RECORD_MAX_ENTRIES) */
-#define RESV_EINVAL    (-3) /* a bad argument (an empty or too long key or uid, no put) */
-#define RESV_EAPI      (-4) /* the record's write failed (not a conflict): err says why */
-#define RESV_EBUDGET   (-5) /* the record's write timed out */
+#define RESV_COMMITTED  0
+#define RESV_CONFLICT   1    /* the node's reservations changed since begin: decide again */
+#define RESV_ENOMEM     (-1) /* out of memory */
+#define RESV_EFULL      (-2) /* the backend's cap per node (LEDGER_MAX_PER_NODE, RECORD_MAX_ENTRIES) */
+#define RESV_EINVAL     (-3) /* a bad argument (an empty or too long key or uid, no put) */
+#define RESV_EAPI       (-4) /* the record's write failed (not a conflict): err says why */
+#define RESV_EBUDGET    (-5) /* the record's write timed out */
+#define RESV_EBUSY      (-6) /* resv_peek_ledger, !may_block: the node is held */
+#define RESV_EUNTRACKED (-7) /* resv_peek_ledger: the ledger cannot track the node */
 
 enum resv_backend {
 	RESV_LEDGER = 1,
@@ -204,6 +206,29 @@ size_t resv_unseen_dropped(const struct resv *r);
  * Without a put: RESV_EINVAL.
  */
 int resv_commit(struct resv *r, char *err, size_t errlen) __attribute__((warn_unused_result));
+
+/*
+ * Read-only: a copy of the reservations that count on node now, for a question that reserves
+ * nothing (the scheduler extender's filter, placer_fit). Nothing is settled, forgotten or
+ * written, and no lock is held on return.
+ *   ledger (resv_peek_ledger): the node's live entries at now_ms (rule 1), read under its lock
+ *   (ledger_trylock when !may_block: RESV_EBUSY when another placement holds it), the entries
+ *   of pods reported gone already forgotten (rule 3); RESV_EUNTRACKED when the ledger cannot
+ *   track the node (LEDGER_MAX_NODES, ledger_lock's NULL);
+ *   record (resv_peek_record): the node's record as this replica last wrote or read it
+ *   (shared_each_entry: no API call, never waits), expired and gone entries left out. Entries
+ *   other replicas wrote since are not seen: a question answered on it may pass a node a
+ *   placement then refuses (the placement reads the record afresh).
+ * Rule 2 is the core's, as for resv_items: a visible pod and its entry count once.
+ * *items (caller owns: resv_peek_free) as placement items (key, uid or NULL, bytes; no DRA
+ * claim, no expiry: they count now), NULL with *n 0 when there are none. 0, RESV_EBUSY,
+ * RESV_EUNTRACKED or RESV_ENOMEM (nothing returned).
+ */
+int resv_peek_ledger(struct ledger *l, const char *node, uint64_t now_ms, int may_block,
+                     struct placement_item **items, size_t *n) __attribute__((warn_unused_result));
+int resv_peek_record(struct shared *s, const char *node, struct placement_item **items, size_t *n)
+    __attribute__((warn_unused_result));
+void resv_peek_free(struct placement_item *items, size_t n); /* NULL: no-op */
 
 /* Release the transaction's items. The backend is not touched (the ledger node stays locked,
  * the record copy stays the caller's). A zeroed or ended struct resv is a no-op. */

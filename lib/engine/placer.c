@@ -93,6 +93,36 @@ static void deny_nomem(struct outcome *o, const char *pod_name)
 	             pod_name);
 }
 
+/* The core's verdict on p over the node's snapshot pn (core_decide(): the flags, the node's
+ * annotation, the pod's tier attributes and the GPUMemoryPolicy objects of gen that select the
+ * node; --mode audit as warn, so that an over-threshold placement it admits is reserved), with
+ * opts (CORE_*). core_decide's return. */
+static int core_over(const struct placer *pl, const struct placement *p,
+                     const struct placement_node *pn, const struct placement_pod *pod,
+                     const struct policies_gen *gen, uint64_t now, unsigned opts,
+                     struct core_verdict *v)
+{
+	static const struct pod_attrs no_attrs = {NULL, NULL, NULL};
+	const struct pod_attrs *a = p->attrs ? p->attrs : &no_attrs;
+	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
+	size_t n = policies_gen_selecting(gen, p->node_labels, sel, GPUPOLICY_SELECT_MAX);
+	struct core_input in = {
+	    .node = pn,
+	    .pod = pod,
+	    .pod_namespace = a->ns,
+	    .pod_priority_class = a->priority_class,
+	    .pod_labels = a->labels,
+	    .policies = sel,
+	    .n_policies = n,
+	    .flags = {pl->threshold, pl->warn_threshold,
+	              pl->mode_warn || pl->mode_audit ? POLICY_WARN : POLICY_ENFORCE},
+	    .infer = pl->dcfg->infer,
+	    .opts = opts,
+	    .now_ms = now,
+	};
+	return core_decide(&in, v);
+}
+
 /* Decide with the core over the node's snapshot (core_decide(): the flags, the node's
  * annotation and the GPUMemoryPolicy objects selecting the node) and put its verdict into o.
  * Returns 1 when allowed with a reservation to record (res->reserve_bytes, and
@@ -102,9 +132,6 @@ static int decide_core(struct placer *pl, const struct placement *p,
                        const struct placement_node *pn, uint64_t now, struct outcome *o,
                        struct placement_result *out)
 {
-	static const struct pod_attrs no_attrs = {NULL, NULL, NULL};
-	const struct pod_attrs *a = p->attrs ? p->attrs : &no_attrs;
-	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
 	struct core_verdict *v = malloc(sizeof(*v));
 	const struct policyset_result *ps = v != NULL ? &v->ps : NULL;
 	struct placement_pod pod = {
@@ -115,7 +142,6 @@ static int decide_core(struct placer *pl, const struct placement *p,
 	    .dry_run = p->dry_run,
 	    .dra = p->dra ? &p->dra->pod : NULL,
 	};
-	size_t n = 0;
 	int rc, reserve = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -158,22 +184,7 @@ static int decide_core(struct placer *pl, const struct placement *p,
 		    p->pod_name);
 		return 0;
 	}
-	n = policies_gen_selecting(gen, p->node_labels, sel, GPUPOLICY_SELECT_MAX);
-	struct core_input in = {
-	    .node = pn,
-	    .pod = &pod,
-	    .pod_namespace = a->ns,
-	    .pod_priority_class = a->priority_class,
-	    .pod_labels = a->labels,
-	    .policies = sel,
-	    .n_policies = n,
-	    /* audit as warn here, so that an over-threshold placement it admits is reserved */
-	    .flags = {pl->threshold, pl->warn_threshold,
-	              pl->mode_warn || pl->mode_audit ? POLICY_WARN : POLICY_ENFORCE},
-	    .infer = pl->dcfg->infer,
-	    .now_ms = now,
-	};
-	rc = core_decide(&in, v);
+	rc = core_over(pl, p, pn, &pod, gen, now, 0, v);
 	*out = ps->main;
 	snprintf(o->demand, sizeof(o->demand), "%s", ps->main.source);
 	if (rc != 0) {
@@ -338,6 +349,19 @@ out:
 	resv_end(&rv);
 }
 
+/* The capacity of a node the cache knows (v), with its DRA GPUs (dra_view_capacity): 0, or
+ * -1 with err (what to set). */
+static int view_capacity(const struct view_node *v, const struct dra_view *dv, const char *node,
+                         struct capacity *cap, char *err, size_t errlen)
+{
+	if (v->capacity_rc == 0)
+		*cap = *v->cap;
+	else
+		memset(cap, 0, sizeof(*cap));
+	snprintf(err, errlen, "%s", v->capacity_error);
+	return dra_view_capacity(dv, cap, v->capacity_rc, node, err, errlen) != 0 ? -1 : 0;
+}
+
 /* The cache's view of p's node decides (sets *decided) unless the cache does not know the
  * node. Returns 1 when the placement is to be decided over the view, 0 when not (unknown node:
  * the API path; unknown capacity: denied). */
@@ -350,13 +374,7 @@ static int cached_view_usable(const struct view_node *v, const struct placement 
 		return 0;
 	*decided = 1;
 	o->source = "cache";
-	/* The node's capacity with its DRA GPUs (capacity_add_dra) */
-	if (v->capacity_rc == 0)
-		*cap = *v->cap;
-	else
-		memset(cap, 0, sizeof(*cap));
-	snprintf(err, sizeof(err), "%s", v->capacity_error);
-	if (dra_view_capacity(p->dra, cap, v->capacity_rc, p->node, err, sizeof(err)) != 0) {
+	if (view_capacity(v, p->dra, p->node, cap, err, sizeof(err)) != 0) {
 		outcome_deny(o, METRICS_DENIED, 403, "UnknownCapacity", "cannot place %s on %s: %s",
 		             p->pod_name, p->node, err);
 		return 0;
@@ -1078,6 +1096,181 @@ int placer_dra_any(struct placer *pl, const struct placer_pod *pp, struct outcom
 	*any = dv != NULL && dv->pod.any;
 	dra_view_free(dv);
 	return 0;
+}
+
+/* ---- the scheduler extender's question ---- */
+
+const char *placer_fit_ready(const struct placer *pl)
+{
+	if (pl->policies != NULL && !policies_synced(pl->policies))
+		return "PoliciesNotRead";
+	if (pl->cache == NULL)
+		return "CacheOff";
+	if (pl->cache_fresh != NULL && !pl->cache_fresh(pl->cache_ctx, monotime_s()))
+		return "CacheNotReady";
+	if (pl->dra_fresh != NULL && pl->dra_fresh(pl->cache_ctx, monotime_s()) < 0)
+		return "DRANotRead";
+	return NULL;
+}
+
+/* resv[0, n_resv) then the in_flight items whose uid no reservation has (placer_fit), into
+ * *out (owned; the items borrowed). 0 or -1 (no memory). */
+static int merge_in_flight(const struct placement_item *resv, size_t n_resv,
+                           const struct placement_item *in_flight, size_t n_in_flight,
+                           struct placement_item **out, size_t *n, struct placer_fit *f)
+{
+	struct placement_item *m = NULL;
+
+	*out = NULL;
+	*n = 0;
+	if (n_resv + n_in_flight == 0)
+		return 0;
+	if ((m = malloc((n_resv + n_in_flight) * sizeof(*m))) == NULL)
+		return -1;
+	if (n_resv > 0)
+		memcpy(m, resv, n_resv * sizeof(*m));
+	*n = n_resv;
+	for (size_t i = 0; i < n_in_flight; i++) {
+		const struct placement_item *it = &in_flight[i];
+		int reserved = 0;
+
+		for (size_t k = 0; it->uid != NULL && !reserved && k < n_resv; k++)
+			reserved = resv[k].uid != NULL && strcmp(resv[k].uid, it->uid) == 0;
+		if (reserved)
+			continue;
+		m[(*n)++] = *it;
+		f->n_in_flight++;
+		f->in_flight_bytes = f->in_flight_bytes + it->bytes < f->in_flight_bytes
+		                         ? UINT64_MAX
+		                         : f->in_flight_bytes + it->bytes;
+	}
+	*out = m;
+	return 0;
+}
+
+/* The node judged over its view v (copied), the DRA view dv (or NULL) and the items counted. */
+static void fit_view(struct placer *pl, const struct placer_pod *pp, const struct view_node *v,
+                     const struct dra_view *dv, const struct placement_item *items, size_t n,
+                     uint64_t now, struct placer_fit *f)
+{
+	struct capacity cap;
+
+	if (!v->known) {
+		f->state = PLACER_FIT_UNKNOWN_NODE;
+		return;
+	}
+	if (pp->demand->gpus == 0 &&
+	    (dv == NULL || (dv->node.gpus.n == 0 && dv->pod.n_here == 0))) {
+		f->state = PLACER_FIT_NO_GPU_HERE;
+		return;
+	}
+	if (view_capacity(v, dv, pp->node, &cap, f->error, sizeof(f->error)) != 0) {
+		f->state = PLACER_FIT_NO_CAPACITY;
+		return;
+	}
+	f->gen = pl->policies ? policies_acquire(pl->policies) : NULL;
+	if (pl->policies != NULL && !policies_gen_synced(f->gen)) {
+		f->state = PLACER_FIT_POLICIES_NOT_READ;
+		return;
+	}
+	if ((f->verdict = malloc(sizeof(*f->verdict))) == NULL) {
+		f->state = PLACER_FIT_ENOMEM;
+		return;
+	}
+	struct placement_node pn;
+	view_placement_node(v, &cap, items, n, dv ? &dv->node : NULL, &pn);
+	struct placement p = {
+	    .pod_name = pp->pod_name,
+	    .attrs = pp->attrs,
+	    .node_labels = v->labels,
+	    .key = pp->key,
+	    .uid = pp->uid,
+	    .node = pp->node,
+	    .demand = pp->demand,
+	    .dry_run = 1,
+	    .dra = dv,
+	};
+	struct placement_pod pod = {
+	    .name = pp->pod_name,
+	    .key = pp->key,
+	    .uid = pp->uid,
+	    .demand = pp->demand,
+	    .dry_run = 1,
+	    .dra = dv ? &dv->pod : NULL,
+	};
+	if (core_over(pl, &p, &pn, &pod, f->gen, now, CORE_NO_WORDS, f->verdict) != 0) {
+		f->state = PLACER_FIT_INVALID;
+		snprintf(f->error, sizeof(f->error), "%s", f->verdict->ps.main.decision.message);
+		return;
+	}
+	f->state = PLACER_FIT_JUDGED;
+}
+
+enum placer_fit_state placer_fit(struct placer *pl, const struct placer_pod *pp,
+                                 const struct placement_item *in_flight, size_t n_in_flight,
+                                 int may_block, struct placer_fit *out)
+{
+	struct placement_item *resv = NULL, *items = NULL;
+	size_t n_resv = 0, n_items = 0;
+	struct dra_view *dv = NULL;
+	struct view_node vn;
+	/* The reservations' clock: held back to the cache's progress (decision_now). */
+	uint64_t now = decision_now(pl, 1);
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = pl->shared != NULL
+	         ? resv_peek_record(pl->shared, pp->node, &resv, &n_resv)
+	         : resv_peek_ledger(pl->ledger, pp->node, now, may_block, &resv, &n_resv);
+	if (rc != 0) {
+		out->state = rc == RESV_EBUSY        ? PLACER_FIT_BUSY
+		             : rc == RESV_EUNTRACKED ? PLACER_FIT_UNTRACKED
+		                                     : PLACER_FIT_ENOMEM;
+		return out->state;
+	}
+	/* Copied before the cache is read (the store never waits on it). */
+	if ((pl->dra != NULL &&
+	     dra_store_view(pl->dra, pp->node, pp->ns, pp->uid, pp->refs, &dv) != 0) ||
+	    merge_in_flight(resv, n_resv, in_flight, n_in_flight, &items, &n_items, out) != 0 ||
+	    view_from_cache(pl->cache, pp->node, &vn) != 0) {
+		out->state = PLACER_FIT_ENOMEM;
+		goto out;
+	}
+	fit_view(pl, pp, &vn, dv, items, n_items, now, out);
+	view_node_clear(&vn);
+out:
+	dra_view_free(dv);
+	free(items);
+	resv_peek_free(resv, n_resv);
+	return out->state;
+}
+
+void placer_fit_clear(struct placer_fit *f)
+{
+	free(f->verdict);
+	policies_release(f->gen);
+	f->verdict = NULL;
+	f->gen = NULL;
+}
+
+const struct demand_config *placer_demand_config(const struct placer *pl)
+{
+	return pl->dcfg;
+}
+
+struct cache *placer_cache(const struct placer *pl)
+{
+	return pl->cache;
+}
+
+int placer_warns_only(const struct placer *pl)
+{
+	return pl->mode_warn || pl->mode_audit;
+}
+
+int placer_reads_dra(const struct placer *pl)
+{
+	return pl->dra != NULL;
 }
 
 static int src_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code,

@@ -13,7 +13,9 @@
  *
  * The adapters only decode and encode: the admission adapter (webhook.h) resolves the pod (its
  * demand, tier attributes and DRA claims, from the review, the cache or a GET) and asks here;
- * the answer is a struct outcome (outcome.h). It borrows the cache, DRA store, ledger, shared
+ * the answer is a struct outcome (outcome.h). The scheduler extender adapter (extender.h) asks
+ * the same engine, node by node, the question that reserves nothing (placer_fit, below): the
+ * same flags, views, reservations, policies and core, one verdict. It borrows the cache, DRA store, ledger, shared
  * record, policy store and metrics it is given.
  *
  * Which view decides (placer_cached, placer_live):
@@ -200,6 +202,75 @@ struct placer_target {
  * (o->waited keeps counting both). o is set on return.
  */
 void placer_decide(struct placer *pl, const struct placer_target *t, struct outcome *o);
+
+/* ---- the scheduler extender's question (extender.h): reserving nothing ---- */
+
+/*
+ * Whether the engine can answer placer_fit now: NULL, or why not, as a reason code:
+ * "PoliciesNotRead" (the GPUMemoryPolicy objects not listed yet), "CacheOff" (no watch cache:
+ * the extender never reads the API server), "CacheNotReady" (not synced, or its watch broken
+ * longer than the staleness bound), "DRANotRead" (the DRA store never listed). Checked in that
+ * order.
+ */
+const char *placer_fit_ready(const struct placer *pl);
+
+/* What placer_fit came to on one node. */
+enum placer_fit_state {
+	PLACER_FIT_JUDGED = 0,        /* verdict set: allowed or not, with the figures */
+	PLACER_FIT_BUSY,              /* !may_block and a placement holds the node's ledger */
+	PLACER_FIT_UNTRACKED,         /* the ledger cannot track the node (LEDGER_MAX_NODES) */
+	PLACER_FIT_UNKNOWN_NODE,      /* the watch cache has not seen the node */
+	PLACER_FIT_NO_GPU_HERE,       /* GPUs by DRA claims only: no DRA GPU on the node and none
+	                                 of its claims there (the scheduler's DRA plugin filters it) */
+	PLACER_FIT_NO_CAPACITY,       /* the node's GPU memory unknown or invalid: error */
+	PLACER_FIT_INVALID,           /* the core cannot judge the placement: error */
+	PLACER_FIT_POLICIES_NOT_READ, /* the GPUMemoryPolicy objects' relist failed meanwhile */
+	PLACER_FIT_ENOMEM,
+};
+
+#define PLACER_ERR_MAX 1024 /* >= CAPACITY_MSG_MAX and a core message */
+
+struct core_verdict;
+struct placement_item;
+struct policies_gen;
+
+/* placer_fit's answer (caller's; placer_fit_clear releases it). */
+struct placer_fit {
+	enum placer_fit_state state;
+	/* JUDGED: the core's verdict (core.h, decided without words: CORE_NO_WORDS), owned; it
+	 * borrows the refusing policy's name from gen, held until placer_fit_clear */
+	struct core_verdict *verdict;
+	const struct policies_gen *gen;
+	size_t n_in_flight;         /* the in_flight items counted (those not reserved already) */
+	uint64_t in_flight_bytes;   /* their bytes */
+	char error[PLACER_ERR_MAX]; /* NO_CAPACITY, INVALID: one line, what to fix */
+};
+
+/*
+ * Would pp fit on pp->node now? The engine's order on the watch cache, reserving nothing
+ * (pp->dry_run is taken as 1, pp->key as the name reservations match): the node's reservations
+ * copied (resv_peek_ledger at the decision's clock, or this replica's copy of the shared
+ * record: reservations.h), the node's and the pod's DRA claims (drastore.h), the node's view
+ * copied out of the cache (view.h), and core_decide() once without words under the flags, the
+ * node's annotation and the GPUMemoryPolicy objects selecting the node (a published generation).
+ * No lock is held on return, and none across anything but a copy; no API call.
+ * in_flight (borrowed, may be NULL with n 0): more pods to count on the node, read by the
+ * caller before this call (the extender's pods in flight, holds.h: a hold ends only once its
+ * pod is reserved or shown, so reading it first, then the reservations, then the view, counts
+ * such a pod at least once); one whose uid a reservation has is counted once.
+ * Call placer_fit_ready first: this does not check the cache's freshness. Returns out->state
+ * (out set on every path; placer_fit_clear it).
+ */
+enum placer_fit_state placer_fit(struct placer *pl, const struct placer_pod *pp,
+                                 const struct placement_item *in_flight, size_t n_in_flight,
+                                 int may_block, struct placer_fit *out);
+void placer_fit_clear(struct placer_fit *f); /* a zeroed or cleared one: no-op */
+
+/* What the adapters share with the engine (borrowed from its config, for its life). */
+const struct demand_config *placer_demand_config(const struct placer *pl);
+struct cache *placer_cache(const struct placer *pl); /* NULL: --cache off */
+int placer_warns_only(const struct placer *pl); /* --mode warn or audit: over-threshold admitted */
+int placer_reads_dra(const struct placer *pl);  /* a DRA store is read (placer_config.dra) */
 
 /*
  * Whether the DRA store shows pp's claims holding or able to get GPUs on pp->node (*any 1),

@@ -8,24 +8,20 @@
 #include "core.h"
 #include "demand.h"
 #include "dra.h"
-#include "drastore.h"
-#include "engine.h"
 #include "holds.h"
 #include "labelset.h"
-#include "policies.h"
 #include "jsonpath.h"
 #include "ledger.h"
 #include "log.h"
 #include "metrics.h"
 #include "monotime.h"
 #include "placement.h"
+#include "placer.h"
 #include "pod.h"
 #include "policy.h"
 #include "quantity.h"
 #include "satmath.h"
-#include "shared.h"
 #include "text.h"
-#include "view.h"
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
@@ -39,22 +35,15 @@
 #define REASON_MAX    512 /* one node's reason, before it is copied */
 
 struct extender {
-	struct dra_store *dra; /* DRA slices and claims; NULL: not read */
-	double threshold, warn_threshold;
-	int mode_warn;
-	char *gpu_resources[DEMAND_MAX_RESOURCES];
-	struct demand_config dcfg;
-	struct engine_defaults engines; /* dcfg.engines */
+	struct placer *placer; /* the engine (placer.h): every node judged through placer_fit */
+	struct cache *cache;   /* placer_cache(): the pods the holds wait for */
+	const struct demand_config *dcfg; /* placer_demand_config(): the webhook's demand rules */
+	int warns_only;                   /* placer_warns_only(): --mode warn or audit */
+	int reads_dra;                    /* placer_reads_dra() */
 	char *exempt[EXTENDER_MAX_EXEMPT];
 	size_t n_exempt;
 	enum extender_score score;
-	struct cache *cache;
-	int (*cache_fresh)(void *ctx, double now_s);
-	int (*dra_fresh)(void *ctx, double now_s);
-	void *cache_ctx;
-	struct extender_reservations res;
-	struct holds *holds;       /* the pods this extender's filter passed, in flight (holds.h) */
-	struct policies *policies; /* GPUMemoryPolicy objects, or NULL (extender.h) */
+	struct holds *holds; /* the pods this extender's filter passed, in flight (holds.h) */
 	struct metrics *metrics;
 };
 
@@ -107,150 +96,51 @@ struct job {
 	struct dra_pod_refs refs; /* the DRA claims the pod names */
 };
 
-/* ---- reservations ---- */
+/* ---- pods in flight ---- */
 
-/* A node's reservations, copied out of the source (items[0, n_owned): owned), then the pods in
- * flight borrowed from the holds while they are read-locked (items[n_owned, n)). */
-struct resv {
+/* A node's pods in flight (holds.h), copied out of the holds for placer_fit. */
+struct flight {
 	struct placement_item *items;
-	size_t n, n_owned, cap;
+	size_t n, cap;
 	int nomem;
-	size_t n_held;       /* pods in flight added */
-	uint64_t held_bytes; /* their declared bytes */
 };
 
-static void resv_clear(struct resv *r)
+static void flight_clear(struct flight *f)
 {
-	for (size_t i = 0; i < r->n_owned; i++) {
-		free((char *)r->items[i].key);
-		free((char *)r->items[i].uid);
+	for (size_t i = 0; i < f->n; i++) {
+		free((char *)f->items[i].key);
+		free((char *)f->items[i].uid);
 	}
-	r->n = r->n_owned = r->n_held = 0;
-	r->held_bytes = 0;
-	r->nomem = 0;
+	f->n = 0;
+	f->nomem = 0;
 }
 
-static int resv_grow(struct resv *r)
+static void flight_add(void *ctx, const char *key, const char *uid, uint64_t bytes)
 {
-	if (r->n == r->cap) {
-		size_t ncap = r->cap ? 2 * r->cap : 16;
-		struct placement_item *p = realloc(r->items, ncap * sizeof(*p));
-		if (p == NULL) {
-			r->nomem = 1;
-			return -1;
-		}
-		r->items = p;
-		r->cap = ncap;
-	}
-	return 0;
-}
-
-/* A pod in flight (holds_each_locked), borrowed: not copied. One the reservations already
- * count (its Binding admitted, the cache not showing it yet) is not counted twice. */
-static void resv_add_held(void *ctx, const char *key, const char *uid, uint64_t bytes)
-{
-	struct resv *r = ctx;
-
-	if (r->nomem)
-		return;
-	for (size_t i = 0; i < r->n_owned; i++)
-		if (r->items[i].uid != NULL && strcmp(r->items[i].uid, uid) == 0)
-			return;
-	if (resv_grow(r) != 0)
-		return;
-	r->items[r->n++] = (struct placement_item){.key = key, .uid = uid, .bytes = bytes};
-	r->n_held++;
-	r->held_bytes = sat_add(r->held_bytes, bytes);
-}
-
-static void resv_add(void *ctx, const char *key, const char *uid, uint64_t bytes)
-{
-	struct resv *r = ctx;
+	struct flight *f = ctx;
 	struct placement_item it = {.bytes = bytes};
 
-	if (r->nomem || key == NULL)
+	if (f->nomem)
 		return;
-	if (resv_grow(r) != 0)
-		return;
+	if (f->n == f->cap) {
+		size_t ncap = f->cap ? 2 * f->cap : 16;
+		struct placement_item *p = realloc(f->items, ncap * sizeof(*p));
+		if (p == NULL) {
+			f->nomem = 1;
+			return;
+		}
+		f->items = p;
+		f->cap = ncap;
+	}
 	it.key = strdup(key);
-	it.uid = uid && uid[0] ? strdup(uid) : NULL;
-	if (it.key == NULL || (uid && uid[0] && it.uid == NULL)) {
+	it.uid = strdup(uid);
+	if (it.key == NULL || it.uid == NULL) {
 		free((char *)it.key);
 		free((char *)it.uid);
-		r->nomem = 1;
+		f->nomem = 1;
 		return;
 	}
-	r->items[r->n++] = it;
-	r->n_owned++;
-}
-
-struct ledger_visit_ctx {
-	extender_add_fn add;
-	void *add_ctx;
-};
-
-static void visit_one(void *ctx, const char *key, const char *uid, const char *claim,
-                      uint64_t bytes, uint64_t reserved_ms)
-{
-	struct ledger_visit_ctx *v = ctx;
-	(void)claim; /* extender_add_fn takes no claim: its items carry none, as before */
-	(void)reserved_ms;
-	v->add(v->add_ctx, key, uid, bytes);
-}
-
-/* The ledger's live reservations of node, read under its lock; nothing is changed. */
-static int ledger_each_resv(void *ctx, const char *node, int may_block, extender_add_fn add,
-                            void *add_ctx)
-{
-	struct extender_ledger *el = ctx;
-	struct ledger_visit_ctx v = {add, add_ctx};
-	struct ledger_node *ln;
-	int busy = 0;
-	uint64_t now = ledger_now_ms();
-
-	ln = may_block ? ledger_lock(el->ledger, node) : ledger_trylock(el->ledger, node, &busy);
-	if (ln == NULL)
-		return busy ? EXTENDER_EBUSY : EXTENDER_EUNTRACKED;
-	if (el->progress_ms != NULL) {
-		uint64_t seen = el->progress_ms(el->progress_ctx);
-		if (seen < now)
-			now = seen;
-	}
-	ledger_visit(ln, now, visit_one, &v);
-	ledger_unlock(ln);
-	return 0;
-}
-
-struct extender_reservations extender_reservations_ledger(struct extender_ledger *el)
-{
-	struct extender_reservations r = {el, ledger_each_resv};
-	return r;
-}
-
-struct shared_visit_ctx {
-	extender_add_fn add;
-	void *add_ctx;
-};
-
-static void shared_visit_one(void *ctx, const char *key, const char *uid, uint64_t bytes)
-{
-	struct shared_visit_ctx *v = ctx;
-	v->add(v->add_ctx, key, uid, bytes);
-}
-
-static int shared_each_resv(void *ctx, const char *node, int may_block, extender_add_fn add,
-                            void *add_ctx)
-{
-	struct shared_visit_ctx v = {add, add_ctx};
-	(void)may_block;
-	shared_each_entry(ctx, node, shared_visit_one, &v);
-	return 0;
-}
-
-struct extender_reservations extender_reservations_shared(struct shared *s)
-{
-	struct extender_reservations r = {s, shared_each_resv};
-	return r;
+	f->items[f->n++] = it;
 }
 
 /* ---- decoding ExtenderArgs ---- */
@@ -476,14 +366,14 @@ static void classify(struct job *j)
 		j->why = "ExemptNamespace";
 		return;
 	}
-	if (demand_from_pod(pod, &x->dcfg, &j->d) != 0 || j->d.status == DEMAND_INVALID) {
+	if (demand_from_pod(pod, x->dcfg, &j->d) != 0 || j->d.status == DEMAND_INVALID) {
 		/* --mode warn or audit: the webhook admits it anywhere, so every node passes */
-		j->kind = x->mode_warn ? K_PASS : K_INVALID;
+		j->kind = x->warns_only ? K_PASS : K_INVALID;
 		j->why = "InvalidDeclaration";
 		return;
 	}
-	if (x->dra != NULL && dra_pod_refs(pod, &j->refs, j->error, sizeof(j->error)) != 0) {
-		j->kind = x->mode_warn ? K_PASS : K_INVALID;
+	if (x->reads_dra && dra_pod_refs(pod, &j->refs, j->error, sizeof(j->error)) != 0) {
+		j->kind = x->warns_only ? K_PASS : K_INVALID;
 		j->why = "InvalidDeclaration";
 		return;
 	}
@@ -494,21 +384,15 @@ static void classify(struct job *j)
 		return;
 	}
 	j->why = "Judged";
-	if (x->policies != NULL &&
-	    (!policies_synced(x->policies) ||
-	     labelset_copy(&j->labels, json_at(pod, "metadata", "labels", NULL)) != 0)) {
+	const char *not_ready = placer_fit_ready(x->placer);
+	if (not_ready != NULL) {
 		j->kind = K_NOCACHE; /* answered with an Error: the scheduler retries */
-		j->why = "PoliciesNotRead";
+		j->why = strcmp(not_ready, "CacheOff") == 0 ? "CacheNotReady" : not_ready;
 		return;
 	}
-	if (x->cache == NULL || (x->cache_fresh && !x->cache_fresh(x->cache_ctx, monotime_s()))) {
+	if (labelset_copy(&j->labels, json_at(pod, "metadata", "labels", NULL)) != 0) {
 		j->kind = K_NOCACHE;
-		j->why = "CacheNotReady";
-		return;
-	}
-	if (x->dra_fresh != NULL && x->dra_fresh(x->cache_ctx, monotime_s()) < 0) {
-		j->kind = K_NOCACHE;
-		j->why = "DRANotRead";
+		j->why = "OutOfMemory";
 		return;
 	}
 	j->kind = K_GPU;
@@ -614,14 +498,6 @@ static void verdict_from(struct job *j, struct verdict *v, const struct core_ver
 	}
 }
 
-/* One node judged over its view copied out of the watch cache (view.h: no store lock held). */
-struct judging {
-	struct job *j;
-	struct verdict *v;
-	const struct resv *r;
-	const struct dra_view *dra; /* the node's DRA claims and the pod's, or NULL */
-};
-
 /* v's reason with what follows it (the pods in flight counted, the policy that refused). */
 static void reason_append(struct verdict *v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
@@ -644,53 +520,50 @@ static void reason_append(struct verdict *v, const char *fmt, ...)
 }
 
 /*
- * The node judged by the core once, as the webhook judges a Binding there: core_decide() under
- * the flags, the node's annotation and the GPUMemoryPolicy objects that select it (none is the
- * flags' and the annotation's judgement), without words (CORE_NO_WORDS). The reason is written
- * from the verdict's figures at its threshold in force (verdict_from); a refusal by a policy's
- * tier or declarations rule carries the core's own words. The policies are a published
- * generation (policies.h: a reference, no lock; the view is a copy: no cache lock is held
- * either), kept until the reason is written (it borrows the policy's name).
+ * One node's verdict from the engine's answer (placer_fit: the core's verdict, decided once
+ * without words). The reason is written from the verdict's figures at its threshold in force
+ * (verdict_from); a refusal by a policy's tier or declarations rule carries the core's own
+ * words. The policy's name is borrowed from the answer's generation (kept until it is cleared).
  */
-static void judge_node(struct job *j, struct verdict *v, const struct view_node *view,
-                       const struct placement_node *pn, const struct placement_pod *pod,
-                       const struct resv *r)
+static void judge_fit(struct job *j, struct verdict *v, const struct placer_fit *f)
 {
-	struct extender *x = j->x;
-	const struct gpupolicy *sel[GPUPOLICY_SELECT_MAX];
-	struct core_verdict *cv = NULL;
-	const struct policyset_result *ps;
-	size_t n = 0;
-	const struct policies_gen *gen = x->policies ? policies_acquire(x->policies) : NULL;
-
-	if (x->policies != NULL && !policies_gen_synced(gen)) { /* a relist failed since judge() */
+	switch (f->state) {
+	case PLACER_FIT_JUDGED:
+		break;
+	case PLACER_FIT_UNTRACKED:
+		set_verdict(v, ST_FAIL,
+		            "gpu-memory-guard tracks too many nodes to read this one's "
+		            "reservations");
+		return;
+	case PLACER_FIT_UNKNOWN_NODE:
+		set_verdict(v, ST_UNRESOLVABLE, "node unknown to gpu-memory-guard's watch cache");
+		return;
+	case PLACER_FIT_NO_GPU_HERE:
+		v->state = ST_PASS; /* no GPU of the pod here: nothing to judge */
+		v->score = 0;
+		return;
+	case PLACER_FIT_NO_CAPACITY:
+		if (j->x->warns_only) { /* the webhook admits it in warn and audit: cannot rank it
+			                 */
+			v->state = ST_PASS;
+			v->score = 0;
+		} else {
+			set_verdict(v, ST_UNRESOLVABLE, "%s", f->error);
+		}
+		return;
+	case PLACER_FIT_INVALID:
+		set_verdict(v, ST_UNRESOLVABLE, "%s", f->error);
+		return;
+	case PLACER_FIT_POLICIES_NOT_READ: /* a relist failed since classify() */
 		set_verdict(v, ST_FAIL,
 		            "gpu-memory-guard has not read the GPUMemoryPolicy objects");
-		goto out;
-	}
-	n = policies_gen_selecting(gen, view->labels, sel, GPUPOLICY_SELECT_MAX);
-	if ((cv = malloc(sizeof(*cv))) == NULL) {
+		return;
+	default: /* BUSY and ENOMEM are the caller's */
 		set_verdict(v, ST_FAIL, "out of memory");
-		goto out;
+		return;
 	}
-	struct core_input in = {
-	    .node = pn,
-	    .pod = pod,
-	    .pod_namespace = j->ns,
-	    .pod_priority_class = j->priority_class,
-	    .pod_labels = j->labels.l.n ? &j->labels.l : NULL,
-	    .policies = sel,
-	    .n_policies = n,
-	    .flags = {x->threshold, x->warn_threshold, x->mode_warn ? POLICY_WARN : POLICY_ENFORCE},
-	    .infer = x->dcfg.infer,
-	    .opts = CORE_NO_WORDS, /* the reasons are written below, from the figures */
-	    .now_ms = 0,           /* the source gave live reservations only, none with an expiry */
-	};
-	ps = &cv->ps;
-	if (core_decide(&in, cv) != 0) {
-		set_verdict(v, ST_UNRESOLVABLE, "%s", ps->main.decision.message);
-		goto out;
-	}
+	const struct core_verdict *cv = f->verdict;
+	const struct policyset_result *ps = &cv->ps;
 	/* held beside its demand: the whole DRA devices its claims take (counted as bytes in
 	 * flight: the safe side) */
 	uint64_t in_flight = sat_add(ps->main.demand_bytes, ps->main.dra_whole_bytes);
@@ -698,74 +571,20 @@ static void judge_node(struct job *j, struct verdict *v, const struct view_node 
 		j->hold_bytes = in_flight;
 	if (!ps->allowed && ps->policy != NULL && ps->message[0] != '\0') {
 		set_verdict(v, ST_FAIL, "%s", ps->message); /* a tier or declarations rule */
-		goto out;
+		return;
 	}
 	verdict_from(j, v, cv);
 	if (!ps->allowed && v->state == ST_PASS) /* a check past the first refused */
 		set_verdict(v, ST_FAIL, "refused by the node threshold");
-	if (v->state == ST_FAIL && r->n_held > 0) {
+	if (v->state == ST_FAIL && f->n_in_flight > 0) {
 		char held[QUANTITY_FMT_MAX];
 
-		quantity_format(r->held_bytes, held, sizeof(held));
+		quantity_format(f->in_flight_bytes, held, sizeof(held));
 		reason_append(v, ", counting %s of %zu pod%s whose Binding is in flight", held,
-		              r->n_held, r->n_held == 1 ? "" : "s");
+		              f->n_in_flight, f->n_in_flight == 1 ? "" : "s");
 	}
 	if (!ps->allowed && ps->policy != NULL)
 		reason_append(v, "; GPUMemoryPolicy \"%.253s\"", ps->policy);
-out:
-	policies_release(gen);
-	free(cv);
-}
-
-static void judge_view(struct judging *jg, const struct view_node *view)
-{
-	struct job *j = jg->j;
-	struct extender *x = j->x;
-
-	if (!view->known) {
-		set_verdict(jg->v, ST_UNRESOLVABLE,
-		            "node unknown to gpu-memory-guard's watch cache");
-		return;
-	}
-	const struct dra_view *dv = jg->dra;
-	struct capacity cap;
-	char err[CAPACITY_MSG_MAX];
-	int crc;
-
-	/* A pod whose GPUs come from DRA claims only, on a node without DRA GPUs and none of its
-	 * claims there: no GPU of it here (the scheduler's DRA plugin filters such nodes). */
-	if (j->d.gpus == 0 && (dv == NULL || (dv->node.gpus.n == 0 && dv->pod.n_here == 0))) {
-		jg->v->state = ST_PASS;
-		jg->v->score = 0;
-		return;
-	}
-	if (view->capacity_rc == 0)
-		cap = *view->cap;
-	else
-		memset(&cap, 0, sizeof(cap));
-	snprintf(err, sizeof(err), "%s", view->capacity_error);
-	crc = dra_view_capacity(dv, &cap, view->capacity_rc, view->name, err, sizeof(err));
-	if (crc != 0 && x->mode_warn) {
-		jg->v->state =
-		    ST_PASS; /* the webhook admits it in warn and audit: cannot rank it */
-		jg->v->score = 0;
-		return;
-	}
-	if (crc != 0) {
-		set_verdict(jg->v, ST_UNRESOLVABLE, "%s", err);
-		return;
-	}
-	struct placement_node pn;
-	view_placement_node(view, &cap, jg->r->items, jg->r->n, dv ? &dv->node : NULL, &pn);
-	struct placement_pod pod = {
-	    .name = j->pod_name,
-	    .key = j->pod_name,
-	    .uid = j->uid,
-	    .demand = &j->d,
-	    .dry_run = 1, /* the filter reserves nothing */
-	    .dra = dv ? &dv->pod : NULL,
-	};
-	judge_node(j, jg->v, view, &pn, &pod, jg->r);
 }
 
 /* ---- pods in flight (holds.h) ---- */
@@ -931,69 +750,57 @@ void extender_binding_admitted(struct extender *x, const char *uid)
 		holds_drop(x->holds, uid);
 }
 
-/* Judge the undecided nodes: reservations first, then the cache's view (extender.h). Nodes
- * whose reservations cannot be read without waiting stay undecided when may_block is 0.
- * 0 or EXTENDER_ENOMEM. */
+/*
+ * Judge the undecided nodes through the engine (placer_fit), each over its pods in flight
+ * copied first (holds.h; then the engine reads the reservations and the view: a hold ends only
+ * once its pod is reserved or shown, so such a pod is counted at least once). Nodes whose
+ * reservations cannot be read without waiting stay undecided when may_block is 0.
+ * 0 or EXTENDER_ENOMEM.
+ */
 static int judge(struct job *j, int may_block)
 {
 	struct extender *x = j->x;
-	struct resv r = {0};
+	struct flight fl = {0};
+	struct pod_attrs attrs = {j->ns, j->priority_class, j->labels.l.n ? &j->labels.l : NULL};
 	int rc = 0;
 
 	for (size_t i = 0; i < j->n && j->undecided > 0; i++) {
 		struct verdict *v = &j->v[i];
-		int src = 0;
+		struct placer_fit f;
 
 		if (v->state != ST_UNDECIDED)
 			continue;
-		resv_clear(&r);
-		if (x->res.each != NULL)
-			src = x->res.each(x->res.ctx, j->names[i], may_block, resv_add, &r);
-		if (src == EXTENDER_EBUSY)
-			continue;
-		j->undecided--;
-		if (src == EXTENDER_ENOMEM || r.nomem) {
+		flight_clear(&fl);
+		holds_each(x->holds, j->names[i], j->uid, j->now_ms, flight_add, &fl, NULL);
+		if (fl.nomem) {
 			rc = EXTENDER_ENOMEM;
 			break;
 		}
-		if (src != 0) {
-			set_verdict(v, ST_FAIL,
-			            "gpu-memory-guard tracks too many nodes to read this one's "
-			            "reservations");
-			continue;
+		struct placer_pod pp = {
+		    .pod_name = j->pod_name,
+		    .ns = j->ns,
+		    .key = j->pod_name,
+		    .uid = j->uid,
+		    .node = j->names[i],
+		    .demand = &j->d,
+		    .attrs = &attrs,
+		    .refs = &j->refs,
+		    .dry_run = 1, /* the filter reserves nothing */
+		};
+		enum placer_fit_state st =
+		    placer_fit(x->placer, &pp, fl.items, fl.n, may_block, &f);
+		if (st != PLACER_FIT_BUSY && st != PLACER_FIT_ENOMEM) {
+			j->undecided--;
+			judge_fit(j, v, &f);
 		}
-		struct dra_view *dv = NULL;
-		/* Copied before the holds and the cache are locked (the store never waits on
-		 * them). */
-		if (x->dra != NULL &&
-		    dra_store_view(x->dra, j->names[i], j->ns, j->uid, &j->refs, &dv) != 0) {
-			rc = EXTENDER_ENOMEM;
-			break;
-		}
-		struct judging jg = {j, v, &r, dv};
-		struct view_node vn = {0};
-		int copied = VIEW_ENOMEM;
-		/* The pods in flight are read first, then the node's view is copied out of the
-		 * cache (under its read lock, nothing else there): a hold ends only once the cache
-		 * shows its pod bound (hold_settled), so a pod whose Binding lands meanwhile is
-		 * counted by one of the two (read the other way round, by neither). The holds are
-		 * borrowed: they stay read-locked while the node is judged (briefly: the judging
-		 * never waits; holds.h's lock order, holds before the cache). */
-		holds_rdlock(x->holds);
-		holds_each_locked(x->holds, j->names[i], j->uid, j->now_ms, resv_add_held, &r,
-		                  NULL);
-		if (!r.nomem && (copied = view_from_cache(x->cache, j->names[i], &vn)) == 0)
-			judge_view(&jg, &vn);
-		holds_unlock(x->holds);
-		view_node_clear(&vn);
-		dra_view_free(dv);
-		if (copied != 0) { /* out of memory: the holds, or the copy */
+		placer_fit_clear(&f);
+		if (st == PLACER_FIT_ENOMEM) {
 			rc = EXTENDER_ENOMEM;
 			break;
 		}
 	}
-	resv_clear(&r);
-	free(r.items);
+	flight_clear(&fl);
+	free(fl.items);
 	return rc;
 }
 
@@ -1147,6 +954,10 @@ static int job_prepare(struct extender *x, enum extender_verb verb, const char *
 		          "gpu-memory-guard cannot judge GPU pod %s: it has not read the DRA "
 		          "ResourceSlices and ResourceClaims (not listed yet, or their watch is "
 		          "stale); retry",
+		          j->pod_name);
+	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER &&
+	         strcmp(j->why, "OutOfMemory") == 0)
+		set_error(j, "gpu-memory-guard cannot judge GPU pod %s: out of memory; retry",
 		          j->pod_name);
 	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER)
 		set_error(j,
@@ -1344,41 +1155,20 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 {
 	struct extender *x;
 
-	if (cfg == NULL || cfg->n_gpu_resources > DEMAND_MAX_RESOURCES ||
-	    cfg->n_exempt_namespaces > EXTENDER_MAX_EXEMPT ||
-	    !(cfg->threshold > 0 && cfg->threshold <= 1) ||
-	    !(cfg->warn_threshold > 0 && cfg->warn_threshold <= 1) ||
+	if (cfg == NULL || cfg->placer == NULL || cfg->n_exempt_namespaces > EXTENDER_MAX_EXEMPT ||
 	    (cfg->score != EXTENDER_BINPACK && cfg->score != EXTENDER_SPREAD))
 		return NULL;
 	if ((x = calloc(1, sizeof(*x))) == NULL)
 		return NULL;
-	x->threshold = cfg->threshold;
-	x->warn_threshold = cfg->warn_threshold;
-	x->mode_warn = cfg->mode_warn;
+	x->placer = cfg->placer;
+	x->cache = placer_cache(cfg->placer);
+	x->dcfg = placer_demand_config(cfg->placer);
+	x->warns_only = placer_warns_only(cfg->placer);
+	x->reads_dra = placer_reads_dra(cfg->placer);
 	x->score = cfg->score;
-	x->cache = cfg->cache;
-	x->dra = cfg->dra;
-	x->cache_fresh = cfg->cache_fresh;
-	x->dra_fresh = cfg->dra_fresh;
-	x->cache_ctx = cfg->cache_ctx;
-	x->res = cfg->reservations;
-	x->policies = cfg->policies;
 	x->metrics = metrics;
 	if ((x->holds = holds_new()) == NULL)
 		goto err;
-	for (size_t i = 0; cfg->gpu_resources && i < cfg->n_gpu_resources; i++) {
-		if ((x->gpu_resources[i] = strdup(cfg->gpu_resources[i])) == NULL)
-			goto err;
-		x->dcfg.n_gpu_resources++;
-	}
-	x->dcfg.gpu_resources =
-	    x->dcfg.n_gpu_resources ? (const char *const *)x->gpu_resources : NULL;
-	x->dcfg.infer = cfg->infer;
-	if (cfg->engines != NULL)
-		x->engines = *cfg->engines;
-	else
-		engine_defaults_init(&x->engines);
-	x->dcfg.engines = &x->engines;
 	for (size_t i = 0; i < cfg->n_exempt_namespaces; i++) {
 		if ((x->exempt[i] = strdup(cfg->exempt_namespaces[i])) == NULL)
 			goto err;
@@ -1394,8 +1184,6 @@ void extender_free(struct extender *x)
 {
 	if (x == NULL)
 		return;
-	for (size_t i = 0; i < DEMAND_MAX_RESOURCES; i++)
-		free(x->gpu_resources[i]);
 	for (size_t i = 0; i < x->n_exempt; i++)
 		free(x->exempt[i]);
 	holds_free(x->holds);

@@ -1,12 +1,10 @@
 /*
  * extender: the kube-scheduler extender adapter (HTTP API of k8s.io/kube-scheduler's
- * extender/v1 types; ARCHITECTURE.md: the extender adapter box), on the webhook's engine: the
- * pod's demand (demand.h), the node's view copied out of the watch cache (view.h), the
- * pending reservations from the caller (below), and the pure core with the webhook's flags:
- * core_decide() (core.h) once per node, without words (CORE_NO_WORDS), under the
- * GPUMemoryPolicy objects that select it, if any. Each node is judged over its copy, no store's
- * lock held (the pods in flight read-locked, and read before the copy: a hold ends once the
- * cache shows its pod bound; the policy store while one selects the node);
+ * extender/v1 types; ARCHITECTURE.md: the extender adapter box): it decodes ExtenderArgs, asks
+ * the webhook's engine about each node (placer_fit, placer.h: the node's reservations and view
+ * copied, core_decide() once without words under the flags, the node's annotation and the
+ * GPUMemoryPolicy objects that select it) and encodes the answer. No lock is held while a node
+ * is judged (the engine's copies; the policies a published generation);
  * nothing waits there. The filter steers; it reserves nothing in the cluster: the Binding through
  * the webhook stays the commit point and the safety net. It only remembers, in this process, the
  * pods it passed whose Binding the watch cache does not show yet (holds.h): each counts on every
@@ -95,9 +93,12 @@
  *
  * prioritize counts the pods in flight too (the pod's own hold never counts against it).
  *
- * Order of reading: a node's reservations are copied first, then its view is read from the
- * cache: a pod whose reservation settles in between is then seen at least once (placement.h
- * counts a pod both visible and reserved once), never missed.
+ * Order of reading, per node: its pods in flight are copied from the holds first, then the
+ * engine copies its reservations, then its view from the cache. A hold ends once its pod's
+ * Binding is admitted with a reservation (extender_binding_admitted) or the cache shows it
+ * bound, and a reservation once the cache shows its pod: each later source catches what leaves
+ * the one before, so such a pod is counted at least once (placement.h counts a pod both visible
+ * and reserved once; placer_fit a pod both held and reserved once), never missed.
  *
  * Thread-safe: calls may run on many threads at once. No API server call, ever.
  */
@@ -109,9 +110,6 @@
 
 #include "server.h"
 
-struct cache;
-struct dra_store;
-struct ledger;
 struct metrics;
 
 #define EXTENDER_PATH_FILTER     "/scheduler/filter"
@@ -133,90 +131,30 @@ struct metrics;
 
 #define EXTENDER_EBADREQUEST (-1) /* prioritize: the body is not ExtenderArgs: answer 400 */
 #define EXTENDER_ENOMEM      (-2) /* answer 500 */
-#define EXTENDER_EBUSY       (-3) /* reservations: the node is held and may_block is 0 */
-#define EXTENDER_EUNTRACKED  (-4) /* reservations: the node cannot be tracked (table full) */
 
 enum extender_verb { EXTENDER_FILTER = 0, EXTENDER_PRIORITIZE = 1 };
 enum extender_score { EXTENDER_BINPACK = 0, EXTENDER_SPREAD = 1 };
 
-/* One pending reservation on a node: key "namespace/name" (or a key no pod matches), uid ("" or
- * NULL when unknown), bytes declared. Strings are borrowed for the call (copied). */
-typedef void (*extender_add_fn)(void *add_ctx, const char *key, const char *uid, uint64_t bytes);
-
-/*
- * Where the pending reservations (admitted placements the cache may not show yet) come from:
- * the webhook's local ledger (extender_reservations_ledger) or the shared records
- * (extender_reservations_shared).
- * each(ctx, node, may_block, add, add_ctx) calls add for every live reservation on node and
- * returns 0, EXTENDER_EBUSY (may_block 0 and it would have to wait), EXTENDER_EUNTRACKED, or
- * EXTENDER_ENOMEM. It must be thread-safe and must not call back into the extender. each NULL:
- * no reservations are counted.
- */
-struct extender_reservations {
-	void *ctx;
-	int (*each)(void *ctx, const char *node, int may_block, extender_add_fn add, void *add_ctx);
-};
-
-/* The ledger as a reservation source. Reservations expire by progress_ms(progress_ctx) when it
- * is set and earlier than the ledger's clock (the webhook's rule on its cache path: a quiet
- * watch never lets one lapse before the cache could show its pod). Caller owns the struct and
- * keeps it (and the ledger) alive while the extender runs. */
-struct extender_ledger {
-	struct ledger *ledger;
-	uint64_t (*progress_ms)(void *ctx); /* may be NULL */
-	void *progress_ctx;
-};
-struct extender_reservations extender_reservations_ledger(struct extender_ledger *el);
-
-/* The shared records (--reservations shared, shared.h) as a reservation source: each node's
- * record as this replica last wrote or read it (no API call, never waits). Entries other
- * replicas wrote since are not seen, so the filter may pass a node the webhook then refuses:
- * the webhook stays the commit point. s is borrowed. */
-struct shared;
-struct extender_reservations extender_reservations_shared(struct shared *s);
-
-struct policies;
+struct placer;
 
 struct extender_config {
-	double threshold;      /* ratio (0,1]; a node annotation overrides it */
-	double warn_threshold; /* ratio (0,1] */
-	int mode_warn; /* 1 (the webhook's --mode warn or audit): what the webhook admits there
-	                  passes the filter with score 0: over-threshold placements, nodes of
-	                  unknown capacity, pods without a valid declaration (every node) */
-	const char *const *gpu_resources;      /* NULL -> nvidia.com/gpu; strings copied */
-	size_t n_gpu_resources;                /* <= DEMAND_MAX_RESOURCES */
-	int infer;                             /* --undeclared infer (webhook.h) */
-	const struct engine_defaults *engines; /* copied; NULL: the engine.h table */
-	const char *const *exempt_namespaces;  /* strings copied */
-	size_t n_exempt_namespaces;            /* <= EXTENDER_MAX_EXEMPT */
+	/* The engine (placer.h), borrowed, shared with the webhook: every node is judged through
+	 * placer_fit (its flags, demand rules, watch cache, DRA store, reservations and
+	 * GPUMemoryPolicy objects; --mode warn or audit: what the webhook admits there passes the
+	 * filter with score 0: over-threshold placements, nodes of unknown capacity, pods without
+	 * a valid declaration, every node). While placer_fit_ready says no (no cache, not synced
+	 * or stale, policies or DRA not listed) GPU pods are answered with an Error. */
+	struct placer *placer;
+	const char *const *exempt_namespaces; /* strings copied */
+	size_t n_exempt_namespaces;           /* <= EXTENDER_MAX_EXEMPT */
 	enum extender_score score;
-	/* The watch cache (borrowed), or NULL: then GPU pods are answered with an Error. While
-	 * cache_fresh(cache_ctx, now_s) is 0 (not synced, or its watch broken longer than the
-	 * staleness bound) the same. cache_fresh NULL: always fresh. */
-	struct cache *cache;
-	int (*cache_fresh)(void *ctx, double now_s);
-	void *cache_ctx;
-	/* The DRA store (drastore.h), borrowed, or NULL: each node judged counts its DRA GPUs and
-	 * claims, and the pod's claims (not allocated yet at a filter) at the most they can take
-	 * there, by the placement core's rules (placement.h, "DRA"), as the webhook does. */
-	struct dra_store *dra;
-	/* Whether the DRA store may be counted (informer_dra_fresh_fn, ctx cache_ctx): while it
-	 * was never listed (-1) a GPU pod's filter is answered with an Error (DRANotRead: the
-	 * scheduler retries); stale (0) pods are judged on it (the webhook guards the Binding).
-	 * NULL: always listed. */
-	int (*dra_fresh)(void *ctx, double now_s);
-	struct extender_reservations reservations; /* copied; what it points to is borrowed */
-	/* GPUMemoryPolicy objects (policies.h), borrowed, or NULL: a node that policies select is
-	 * judged under them as the webhook judges a Binding there (policyset.h); a refusal by a
-	 * policy carries its message. Until they are read, GPU pods are answered with an Error. */
-	struct policies *policies;
 };
 #define EXTENDER_MAX_EXEMPT 64
 
 struct extender; /* opaque */
 
 /* New adapter. cfg is copied (strings too); metrics may be NULL (borrowed). NULL on a bad
- * config (thresholds outside (0,1], too many names, unknown score) or allocation failure. */
+ * config (no placer, too many names, unknown score) or allocation failure. */
 struct extender *extender_new(const struct extender_config *cfg, struct metrics *metrics);
 void extender_free(struct extender *x); /* NULL is a no-op; no call may be running */
 

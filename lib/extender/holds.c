@@ -210,18 +210,19 @@ size_t holds_prune(struct holds *h, uint64_t now_ms, holds_settled_fn settled, v
 	return left;
 }
 
-void holds_rdlock(struct holds *h)
+static void holds_rdlock(struct holds *h)
 {
 	pthread_rwlock_rdlock(&h->lock);
 }
 
-void holds_unlock(struct holds *h)
+static void holds_unlock(struct holds *h)
 {
 	pthread_rwlock_unlock(&h->lock);
 }
 
-size_t holds_each_locked(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
-                         holds_add_fn add, void *add_ctx, uint64_t *bytes_out)
+static size_t holds_each_locked(struct holds *h, const char *node, const char *except_uid,
+                                uint64_t now_ms, holds_add_fn add, void *add_ctx,
+                                uint64_t *bytes_out)
 {
 	uint64_t hash = name_hash(node), sum = 0;
 	size_t given = 0;

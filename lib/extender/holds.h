@@ -79,15 +79,6 @@ typedef void (*holds_add_fn)(void *add_ctx, const char *key, const char *uid, ui
 size_t holds_each(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
                   holds_add_fn add, void *add_ctx, uint64_t *bytes_out);
 
-/* The same with the table read-locked by the caller (holds_rdlock): the key and uid strings
- * given to add stay valid until holds_unlock, so they may be kept without a copy. Between the
- * two, the calling thread must not call holds_put, holds_drop or holds_prune (they wait for the
- * lock). Lock order: holds before the watch cache's store. */
-void holds_rdlock(struct holds *h);
-void holds_unlock(struct holds *h);
-size_t holds_each_locked(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
-                         holds_add_fn add, void *add_ctx, uint64_t *bytes_out);
-
 /* Live and expired-but-not-pruned holds. */
 size_t holds_count(struct holds *h);
 

@@ -24,6 +24,7 @@
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,6 +36,7 @@
 #include "fixture.h"
 #include "ledger.h"
 #include "metrics.h"
+#include "placer_fixture.h"
 #include "policies.h"
 #include "watch.h"
 
@@ -112,42 +114,59 @@ static void put_pod(struct cache *c, const char *ns, const char *name, const cha
 	free(text);
 }
 
-/* ---- a reservation source under the test's control ---- */
+/* ---- reservations: the real ledger the engine reads ---- */
 
-#define RES_MAX 8
-struct fake_res {
-	const char *node[RES_MAX], *key[RES_MAX], *uid[RES_MAX];
-	uint64_t bytes[RES_MAX];
-	size_t n;
-	const char *busy_node;      /* EXTENDER_EBUSY for it unless may_block */
-	const char *untracked_node; /* EXTENDER_EUNTRACKED */
-	int blocking_calls;         /* calls with may_block 1 */
-	int calls;
-};
-
-static int fake_each(void *ctx, const char *node, int may_block, extender_add_fn add, void *add_ctx)
+/* A live reservation of bytes for pod key (uid NULL: unknown) on node. */
+static void reserve(struct ledger *l, const char *node, const char *key, const char *uid,
+                    uint64_t bytes)
 {
-	struct fake_res *f = ctx;
-	f->calls++;
-	if (may_block)
-		f->blocking_calls++;
-	if (f->busy_node && strcmp(node, f->busy_node) == 0 && !may_block)
-		return EXTENDER_EBUSY;
-	if (f->untracked_node && strcmp(node, f->untracked_node) == 0)
-		return EXTENDER_EUNTRACKED;
-	for (size_t i = 0; i < f->n; i++)
-		if (strcmp(f->node[i], node) == 0)
-			add(add_ctx, f->key[i], f->uid[i], f->bytes[i]);
-	return 0;
+	struct ledger_node *ln = ledger_lock(l, node);
+	assert_non_null(ln);
+	assert_int_equal(uid ? ledger_reserve_uid(ln, key, uid, bytes, ledger_now_ms())
+	                     : ledger_reserve(ln, key, bytes, ledger_now_ms()),
+	                 0);
+	ledger_unlock(ln);
 }
 
-static void fake_add(struct fake_res *f, const char *node, const char *key, const char *uid,
-                     uint64_t bytes)
+static void unreserve(struct ledger *l, const char *node, const char *key, const char *uid)
 {
-	f->node[f->n] = node;
-	f->key[f->n] = key;
-	f->uid[f->n] = uid;
-	f->bytes[f->n++] = bytes;
+	struct ledger_node *ln = ledger_lock(l, node);
+	assert_non_null(ln);
+	assert_int_equal(ledger_remove(ln, key, uid), 1);
+	ledger_unlock(ln);
+}
+
+/* Another placement holding a node's ledger lock, on a thread of its own, until released. */
+struct holder {
+	struct ledger *l;
+	const char *node;
+	pthread_t t;
+	_Atomic int held, release;
+};
+
+static void *hold_node(void *arg)
+{
+	struct holder *h = arg;
+	const struct timespec ms = {0, 1000 * 1000};
+	struct ledger_node *ln = ledger_lock(h->l, h->node);
+
+	h->held = 1;
+	while (!h->release)
+		nanosleep(&ms, NULL);
+	ledger_unlock(ln);
+	return NULL;
+}
+
+static void holder_start(struct holder *h, struct ledger *l, const char *node)
+{
+	const struct timespec ms = {0, 1000 * 1000};
+
+	h->l = l;
+	h->node = node;
+	h->held = h->release = 0;
+	assert_int_equal(pthread_create(&h->t, NULL, hold_node, h), 0);
+	while (!h->held)
+		nanosleep(&ms, NULL);
 }
 
 /* ---- fixture world ---- */
@@ -163,21 +182,40 @@ static int fresh(void *ctx, double now)
 struct env {
 	struct cache *cache;
 	struct metrics *metrics;
-	struct fake_res res;
+	struct ledger *ledger;
+	struct demand_config dcfg;
+	struct placer_config pc; /* the engine's: thresholds, mode, cache, DRA, policies */
+	struct placer *pl;
 	struct extender_config cfg;
 	struct extender *x;
 };
 
 static struct env E;
 
+/* Remake the engine and the extender after changing E.pc, E.dcfg or E.cfg. */
+static void reconfigure(void)
+{
+	extender_free(E.x);
+	placer_free(E.pl);
+	E.pc.dcfg = &E.dcfg;
+	E.pl = placer_new(&E.pc);
+	assert_non_null(E.pl);
+	E.cfg.placer = E.pl;
+	E.x = extender_new(&E.cfg, E.metrics);
+	assert_non_null(E.x);
+}
+
 static int setup(void **state)
 {
 	static const char *const exempt[] = {"kube-system"};
 	memset(&E, 0, sizeof(E));
 	fresh_answer = 1;
+	placer_fixture_api_calls = 0;
 	E.cache = cache_new(&(struct demand_config){.gpu_resources = NULL}, NULL, NULL);
 	E.metrics = metrics_new();
+	E.ledger = ledger_new(60000);
 	assert_non_null(E.cache);
+	assert_non_null(E.ledger);
 	put_node(E.cache, "n-full", "80Gi", NULL);
 	put_node(E.cache, "n-room", "80Gi", NULL);
 	put_node(E.cache, "n-empty", "80Gi", NULL);
@@ -187,34 +225,26 @@ static int setup(void **state)
 	put_pod(E.cache, "team", "resident-full", "70.3Gi", "n-full");
 	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
 	put_pod(E.cache, "team", "resident-annot", "50Gi", "n-annot");
+	E.pc = placer_fixture_config(E.cache, E.ledger, &E.dcfg);
+	E.pc.cache_fresh = fresh;
 	E.cfg = (struct extender_config){
-	    .threshold = 0.9,
-	    .warn_threshold = 0.8,
 	    .exempt_namespaces = exempt,
 	    .n_exempt_namespaces = 1,
-	    .cache = E.cache,
-	    .cache_fresh = fresh,
-	    .reservations = {&E.res, fake_each},
 	};
-	E.x = extender_new(&E.cfg, E.metrics);
-	assert_non_null(E.x);
+	reconfigure();
 	return 0;
 }
 
 static int teardown(void **state)
 {
 	extender_free(E.x);
+	placer_free(E.pl);
 	cache_free(E.cache);
+	ledger_free(E.ledger);
 	metrics_free(E.metrics);
+	/* the extender never asks the API server (extender.h) */
+	assert_int_equal(placer_fixture_api_calls, 0);
 	return 0;
-}
-
-/* Remake the extender after changing E.cfg. */
-static void reconfigure(void)
-{
-	extender_free(E.x);
-	E.x = extender_new(&E.cfg, E.metrics);
-	assert_non_null(E.x);
 }
 
 /* ---- calls ---- */
@@ -437,11 +467,11 @@ static void test_reservations_counted(void **state)
 {
 	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL);
 
-	fake_add(&E.res, "n-room", "other/admitting", "uid-x", 5 * GIB);
-	fake_add(&E.res, "n-full", "ml/llama-0", "uid-ml-llama-0", 10 * GIB); /* itself */
-	fake_add(&E.res, "n-annot", "other/late", NULL, 1 * GIB);
-	fake_add(&E.res, "n-empty", "team/resident-room", "uid-team-resident-room", 40 * GIB);
-	fake_add(&E.res, "n-room", "team/resident-room", "uid-team-resident-room", 40 * GIB);
+	reserve(E.ledger, "n-room", "other/admitting", "uid-x", 5 * GIB);
+	reserve(E.ledger, "n-full", "ml/llama-0", "uid-ml-llama-0", 10 * GIB); /* itself */
+	reserve(E.ledger, "n-annot", "other/late", NULL, 1 * GIB);
+	reserve(E.ledger, "n-empty", "team/resident-room", "uid-team-resident-room", 40 * GIB);
+	reserve(E.ledger, "n-room", "team/resident-room", "uid-team-resident-room", 40 * GIB);
 	cJSON *a = call(EXTENDER_FILTER, body);
 	char names[256];
 	names_of(a, names, sizeof(names));
@@ -466,18 +496,14 @@ static void test_reservations_counted(void **state)
 static void test_held_node(void **state)
 {
 	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL), names[256];
-	E.res.busy_node = "n-room";
-
-	cJSON *a = call(EXTENDER_FILTER, body);
-	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "n-room,n-empty,n-annot");
-	assert_int_equal(E.res.blocking_calls, 1);
-	cJSON_Delete(a);
-
 	struct server_route r = extender_filter_route(E.x);
+	struct holder h;
 	char *out = NULL, err[256];
 	size_t len;
 	void *job = NULL;
+	cJSON *a;
+
+	holder_start(&h, E.ledger, "n-room");
 	assert_string_equal(r.path, "/scheduler/filter");
 	assert_int_equal(r.plain, 1);
 	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
@@ -491,9 +517,20 @@ static void test_held_node(void **state)
 	cJSON_Delete(a);
 	free(out);
 
+	/* On a worker: waits for the node, then judges it. */
+	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_int_equal(r.needs_worker(job), 1);
+	h.release = 1;
+	assert_int_equal(r.finish(job, &out, &len, err, sizeof(err)), 0);
+	pthread_join(h.t, NULL);
+	a = cJSON_Parse(out);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room,n-empty,n-annot");
+	cJSON_Delete(a);
+	free(out);
+
 	/* Not held, but the watch cache does not show the pod yet: on a worker, which waits for
 	 * the cache (EXTENDER_CACHE_WAIT_MS) before deciding the hold. */
-	E.res.busy_node = NULL;
 	assert_int_equal(r.prepare(r.ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
 	assert_int_equal(r.needs_worker(job), 1);
 	r.discard(job);
@@ -550,22 +587,33 @@ static void test_waits_for_the_cache(void **state)
 	free(pod);
 }
 
-/* A node whose reservations cannot be read (the ledger's table full) fails, with why. */
+/* A node whose reservations cannot be read (the ledger's table full: LEDGER_MAX_NODES nodes,
+ * each with a live reservation) fails, with why. */
 static void test_untracked_node(void **state)
 {
-	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL);
-	E.res.untracked_node = "n-empty";
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL), name[32];
+
+	for (size_t i = 0; i < N_ALL; i++)
+		if (strcmp(ALL[i], "n-empty") != 0)
+			reserve(E.ledger, ALL[i], "other/tiny", "uid-tiny", 1);
+	for (size_t i = 0; i + (N_ALL - 1) < LEDGER_MAX_NODES; i++) {
+		snprintf(name, sizeof(name), "filler-%zu", i);
+		reserve(E.ledger, name, "other/tiny", "uid-tiny", 1);
+	}
 	cJSON *a = call(EXTENDER_FILTER, body);
 	expect_contains(reason(a, "FailedNodes", "n-empty"), "tracks too many nodes");
+	assert_null(reason(a, "FailedNodes", "n-room")); /* tracked: judged */
 	cJSON_Delete(a);
 	free(body);
 	free(pod);
 }
 
 /* Not ours to judge: a pod without GPUs, a mirror pod, an exempt namespace: every node passes
- * (FailedNodes empty), scores 0; the reservation source is never read. */
+ * (FailedNodes empty), scores 0; the engine is never asked (a cache that could not judge
+ * would answer an Error). */
 static void test_passthrough(void **state)
 {
+	fresh_answer = 0;
 	char *pods[] = {
 	    pod_text("ml", "cpu-only", "10Gi", NULL, "", "cpu"),
 	    pod_text("ml", "mirror", "500Gi", NULL,
@@ -589,7 +637,6 @@ static void test_passthrough(void **state)
 		free(body);
 		free(pods[p]);
 	}
-	assert_int_equal(E.res.calls, 0);
 }
 
 /* A GPU pod without a valid declaration: no node takes it (the webhook would refuse its
@@ -628,7 +675,7 @@ static void test_never_fits_and_warn_mode(void **state)
 	free(body);
 	free(pod);
 
-	E.cfg.mode_warn = 1;
+	E.pc.mode_warn = 1;
 	reconfigure();
 	pod = llama("10Gi");
 	body = args_names(pod, ALL, N_ALL);
@@ -736,7 +783,7 @@ static void test_cache_not_ready(void **state)
 	free(body);
 	free(pod);
 
-	E.cfg.cache = NULL;
+	E.pc.cache = NULL;
 	reconfigure();
 	pod = llama("10Gi");
 	body = args_names(pod, ALL, 2);
@@ -768,7 +815,7 @@ static void test_dra_not_read(void **state)
 {
 	(void)state;
 	dra_answer = -1;
-	E.cfg.dra_fresh = dra_fresh_stub;
+	E.pc.dra_fresh = dra_fresh_stub;
 	reconfigure();
 	char *pod = llama("10Gi"), *body = args_names(pod, ALL, 2);
 	cJSON *a = call(EXTENDER_FILTER, body);
@@ -875,9 +922,7 @@ static void test_bad_inputs(void **state)
 	for (int i = 0; i <= EXTENDER_MAX_NODES; i++)
 		off += (size_t)snprintf(big + off, cap - off, "%s\"n%d\"", i ? "," : "", i);
 	off += (size_t)snprintf(big + off, cap - off, "]}");
-	E.res.calls = 0;
 	expect_bad(big, off, "15001 nodes, more than the 15000 one call may judge");
-	assert_int_equal(E.res.calls, 0);
 	free(big);
 	free(pod);
 }
@@ -949,28 +994,18 @@ static void test_metrics(void **state)
 	free(cpu);
 }
 
-/* The ledger as the source: live reservations counted, nothing written. */
+/* The ledger's live reservations counted, nothing written. */
 static void test_ledger_source(void **state)
 {
-	struct ledger *l = ledger_new(60000);
-	struct extender_ledger el = {l, NULL, NULL};
-	struct ledger_node *ln = ledger_lock(l, "n-room");
-	assert_non_null(ln);
-	assert_int_equal(ledger_reserve_uid(ln, "other/p", "uid-p", 5 * GIB, ledger_now_ms()), 0);
-	ledger_unlock(ln);
-	E.cfg.reservations = extender_reservations_ledger(&el);
-	reconfigure();
+	reserve(E.ledger, "n-room", "other/p", "uid-p", 5 * GIB);
 	const char *one[] = {"n-room"};
 	char *pod = llama("10Gi"), *body = args_names(pod, one, 1);
 	cJSON *a = call(EXTENDER_PRIORITIZE, body);
 	assert_int_equal(score_of(a, "n-room"), 8); /* 40 + 5 + 10 of 72 */
 	cJSON_Delete(a);
-	assert_int_equal(ledger_size(l), 1);
+	assert_int_equal(ledger_size(E.ledger), 1);
 	free(body);
 	free(pod);
-	extender_free(E.x);
-	E.x = NULL;
-	ledger_free(l);
 }
 
 /* Pods in flight (holds.h): a pod the filter passed counts on every node it passed until the
@@ -1011,7 +1046,7 @@ static void test_pods_in_flight(void **state)
 
 	/* The webhook admits llama-0's Binding (a reservation on n-room) before the cache shows it:
 	 * counted once, not as a reservation and a pod in flight: 15Gi more fits (40 + 10 + 15). */
-	fake_add(&E.res, "n-room", "ml/llama-0", "uid-ml-llama-0", 10 * GIB);
+	reserve(E.ledger, "n-room", "ml/llama-0", "uid-ml-llama-0", 10 * GIB);
 	char *mid = pod_text("ml", "mid", "15Gi", NULL, "", "nvidia.com/gpu");
 	char *mid_args = args_names(mid, room, 1);
 	a = call(EXTENDER_FILTER, mid_args);
@@ -1019,7 +1054,7 @@ static void test_pods_in_flight(void **state)
 	assert_string_equal(names, "n-room");
 	cJSON_Delete(a);
 	extender_forget(E.x, "uid-ml-mid");
-	E.res.n = 0;
+	unreserve(E.ledger, "n-room", "ml/llama-0", "uid-ml-llama-0");
 	free(mid);
 	free(mid_args);
 
@@ -1173,7 +1208,7 @@ static void test_dra_nodes(void **state)
 	    "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"p\",\"uid\":\"p1\"}]}}");
 	assert_int_equal(dra_store_apply_claim(d, WATCH_ADDED, claim, err, sizeof(err)), 0);
 	cJSON_Delete(claim);
-	E.cfg.dra = d;
+	E.pc.dra = d;
 	reconfigure();
 	char *args = args_names(
 	    "{\"metadata\":{\"name\":\"dra-0\",\"namespace\":\"ml\",\"uid\":\"u-dra\"},\"spec\":{"
@@ -1187,7 +1222,7 @@ static void test_dra_nodes(void **state)
 	assert_non_null(reason(a, "FailedNodes", "dra-held"));
 	cJSON_Delete(a);
 	free(args);
-	E.cfg.dra = NULL;
+	E.pc.dra = NULL;
 	reconfigure();
 	dra_store_free(d);
 }
@@ -1236,7 +1271,7 @@ static void test_dra_hold(void **state)
 		assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, j), 0);
 		cJSON_Delete(j);
 	}
-	E.cfg.dra = d;
+	E.pc.dra = d;
 	reconfigure();
 	char *a_args = args_names(pods[0], names, 1), *b_args = args_names(pods[1], names, 1);
 	cJSON *a = call(EXTENDER_FILTER, a_args);
@@ -1257,7 +1292,7 @@ static void test_dra_hold(void **state)
 	cJSON_Delete(a);
 	free(a_args);
 	free(b_args);
-	E.cfg.dra = NULL;
+	E.pc.dra = NULL;
 	reconfigure();
 	dra_store_free(d);
 }
@@ -1376,11 +1411,11 @@ static void infer_world(const char *cached, struct policies *policies)
 	assert_non_null(E.cache);
 	put_node(E.cache, "n-room", "80Gi", NULL);
 	put_pod(E.cache, "team", "resident-room", "40Gi", "n-room");
-	E.cfg.cache = E.cache;
-	E.cfg.infer = 1;
-	E.cfg.policies = policies;
-	E.x = extender_new(&E.cfg, E.metrics);
-	assert_non_null(E.x);
+	E.pc.cache = E.cache;
+	E.dcfg.infer = 1;
+	E.pc.policies = policies;
+	E.x = NULL;
+	reconfigure();
 	o = cJSON_Parse(cached);
 	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, o), 0);
 	cJSON_Delete(o);
@@ -1443,7 +1478,7 @@ static void test_inferred_hold_needs_the_cached_share(void **state)
 
 /* ---- GPUMemoryPolicy objects: the node judged once, by policyset_decide ---- */
 
-/* A synced policy store holding one policy (JSON), for E.cfg.policies. */
+/* A synced policy store holding one policy (JSON), for E.pc.policies. */
 static struct policies *store_with(const char *json)
 {
 	struct policies *s = policies_new();
@@ -1462,8 +1497,10 @@ static struct policies *store_with(const char *json)
 static void drop_policies(struct policies *pols)
 {
 	extender_free(E.x);
+	placer_free(E.pl);
 	E.x = NULL;
-	E.cfg.policies = NULL;
+	E.pl = NULL;
+	E.pc.policies = NULL;
 	policies_free(pols);
 }
 
@@ -1478,7 +1515,7 @@ static void test_policy_threshold_reasons(void **state)
 	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL), names[256];
 	cJSON *a;
 
-	E.cfg.policies = pols;
+	E.pc.policies = pols;
 	reconfigure();
 	a = call(EXTENDER_FILTER, body);
 	names_of(a, names, sizeof(names));
@@ -1492,13 +1529,13 @@ static void test_policy_threshold_reasons(void **state)
 	                    "GPUMemoryPolicy \"half\"");
 	cJSON_Delete(a);
 	/* in flight: counted, and said before the policy's name */
-	fake_add(&E.res, "n-empty", "ml/other", "uid-ml-other", 35 * GIB);
+	reserve(E.ledger, "n-empty", "ml/other", "uid-ml-other", 35 * GIB);
 	a = call(EXTENDER_FILTER, body);
 	assert_string_equal(
 	    reason(a, "FailedNodes", "n-empty"),
 	    "needs 10Gi, 5Gi free of the 50 percent limit; GPUMemoryPolicy \"half\"");
 	cJSON_Delete(a);
-	E.res.n = 0;
+	unreserve(E.ledger, "n-empty", "ml/other", "uid-ml-other");
 	drop_policies(pols);
 	free(body);
 	free(pod);

@@ -4,12 +4,13 @@
  * run at the start of every filter call. A node judged by reading the cache before the holds
  * can miss such a pod twice: the copy was taken before the Binding reached the cache, and the
  * hold was pruned (by another filter call) before the holds were read. Read in the documented
- * order (holds.h: holds before the watch cache's store), one of the two counts it.
+ * order (extender.h: the holds, then the reservations and the view), one of the two counts it.
  *
  * The interleaving is made deterministic with the linker: this binary is linked with
- * -Wl,--wrap=holds_rdlock (CMakeLists.txt), so when armed, the extender's holds_rdlock() first
+ * -Wl,--wrap=holds_each (CMakeLists.txt), so when armed, the extender's holds_each() first
  * runs what another thread would: the informer applies the pod's Binding to the cache, and
- * another filter call (which prunes the holds the cache shows settled) runs.
+ * another filter call (which prunes the holds the cache shows settled) runs. The engine
+ * (placer_fit) then reads the reservations and the cache's view after the holds.
  *
  * The cluster: n-room, 80Gi, one GPU, 40Gi used, limit 90 percent (72Gi).
  */
@@ -27,22 +28,29 @@
 #include "cache.h"
 #include "extender.h"
 #include "holds.h"
+#include "ledger.h"
 #include "metrics.h"
+#include "placer_fixture.h"
 #include "watch.h"
 
 static struct cache *cache;
+static struct ledger *ledger;
+static struct placer *pl;
 static struct extender *x;
 static struct metrics *metrics;
 
-/* ---- the interposed holds_rdlock ---- */
+/* ---- the interposed holds_each ---- */
 
-void __real_holds_rdlock(struct holds *h);
-void __wrap_holds_rdlock(struct holds *h);
+size_t __real_holds_each(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
+                         holds_add_fn add, void *add_ctx, uint64_t *bytes_out);
+size_t __wrap_holds_each(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
+                         holds_add_fn add, void *add_ctx, uint64_t *bytes_out);
 
-static void (*armed)(void); /* run once, at the next holds_rdlock, before it locks */
+static void (*armed)(void); /* run once, at the next holds_each, before it reads */
 static int wrapped_calls;
 
-void __wrap_holds_rdlock(struct holds *h)
+size_t __wrap_holds_each(struct holds *h, const char *node, const char *except_uid, uint64_t now_ms,
+                         holds_add_fn add, void *add_ctx, uint64_t *bytes_out)
 {
 	void (*fn)(void) = armed;
 
@@ -50,7 +58,7 @@ void __wrap_holds_rdlock(struct holds *h)
 	armed = NULL;
 	if (fn != NULL)
 		fn();
-	__real_holds_rdlock(h);
+	return __real_holds_each(h, node, except_uid, now_ms, add, add_ctx, bytes_out);
 }
 
 /* ---- the cluster ---- */
@@ -94,13 +102,6 @@ static void put_pod(const char *name, const char *limit, const char *node)
 	free(text);
 }
 
-static int no_reservations(void *ctx, const char *node, int may_block, extender_add_fn add,
-                           void *add_ctx)
-{
-	(void)ctx, (void)node, (void)may_block, (void)add, (void)add_ctx;
-	return 0;
-}
-
 static int always_fresh(void *ctx, double now)
 {
 	(void)ctx, (void)now;
@@ -117,13 +118,12 @@ static int setup(void **state)
 	put_node("n-room");
 	put_node("n-other");
 	put_pod("resident", "40Gi", "n-room");
-	struct extender_config cfg = {
-	    .threshold = 0.9,
-	    .warn_threshold = 0.8,
-	    .cache = cache,
-	    .cache_fresh = always_fresh,
-	    .reservations = {NULL, no_reservations},
-	};
+	static const struct demand_config dcfg = {.gpu_resources = NULL};
+	assert_non_null(ledger = ledger_new(60000));
+	struct placer_config pc = placer_fixture_config(cache, ledger, &dcfg);
+	pc.cache_fresh = always_fresh;
+	assert_non_null(pl = placer_new(&pc));
+	struct extender_config cfg = {.placer = pl};
 	x = extender_new(&cfg, metrics);
 	assert_non_null(x);
 	armed = NULL;
@@ -135,8 +135,11 @@ static int teardown(void **state)
 {
 	(void)state;
 	extender_free(x);
+	placer_free(pl);
+	ledger_free(ledger);
 	cache_free(cache);
 	metrics_free(metrics);
+	assert_int_equal(placer_fixture_api_calls, 0);
 	return 0;
 }
 

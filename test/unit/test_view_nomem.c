@@ -35,6 +35,7 @@
 #include "webhook.h"
 #include "fixture.h"
 #include "fake_lease.h"
+#include "placer_fixture.h"
 
 /* ---- the interposed view_from_cache ---- */
 
@@ -301,24 +302,15 @@ static void test_webhook_api_path(void **state)
 	cJSON_Delete(a);
 }
 
-static int no_reservations(void *ctx, const char *node, int may_block, extender_add_fn add,
-                           void *add_ctx)
-{
-	(void)ctx, (void)node, (void)may_block, (void)add, (void)add_ctx;
-	return 0;
-}
-
 /* The extender: a filter whose node's view cannot be copied fails with EXTENDER_ENOMEM (the
  * server answers 500), holds nothing, and the next filter judges the node. */
 static void test_extender_filter(void **state)
 {
 	struct env *e = *state;
-	struct extender_config cfg = {
-	    .threshold = 0.9,
-	    .warn_threshold = 0.8,
-	    .cache = e->cache,
-	    .reservations = {NULL, no_reservations},
-	};
+	static const struct demand_config dcfg = {.gpu_resources = NULL};
+	struct placer_config pc = placer_fixture_config(e->cache, e->ledger, &dcfg);
+	struct placer *pl = placer_new(&pc);
+	struct extender_config cfg = {.placer = pl};
 	struct extender *x = extender_new(&cfg, e->metrics);
 	const char *body =
 	    "{\"Pod\":{\"metadata\":{\"name\":\"p\",\"namespace\":\"ml\",\"uid\":\"u-p\"},"
@@ -343,6 +335,8 @@ static void test_extender_filter(void **state)
 		fail_msg("%s", out);
 	free(out);
 	extender_free(x);
+	placer_free(pl);
+	assert_int_equal(placer_fixture_api_calls, 0);
 }
 
 int main(void)
