@@ -198,6 +198,23 @@ uint64_t record_live_bytes(const struct record *r, uint64_t now_wall_ms)
 	return sum;
 }
 
+uint64_t record_max_expiry(uint64_t earliest_ms, uint64_t latest_ms, uint64_t ttl_ms)
+{
+	uint64_t width = latest_ms > earliest_ms ? latest_ms - earliest_ms : 0;
+	return sat_add(sat_add(latest_ms, width), ttl_ms);
+}
+
+size_t record_cap_expiry(struct record *r, uint64_t max_expires_ms)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < r->n; i++)
+		if (r->entries[i].expires_ms > max_expires_ms) {
+			r->entries[i].expires_ms = max_expires_ms;
+			n++;
+		}
+	return n;
+}
+
 /* A JSON number that is a whole number of at most 2^53 (exact in a double). */
 static int json_u64(const cJSON *v, uint64_t *out)
 {

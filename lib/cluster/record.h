@@ -55,6 +55,24 @@
  * different time; on S they all agree. The cost: several API server instances must agree among
  * themselves (NTP); a difference between two of them lengthens or shortens entries by as much.
  *
+ * The cap (issue 23). The argument holds for writers that stamp as above; "expires" is not
+ * otherwise checked, and an entry written with an expiry far ahead (by a replica judging on its
+ * own wrong clock before it heard from the API server, or by anyone who can write the Lease)
+ * would count until its pod shows up or is deleted, forever for a key no pod matches. So a
+ * reader caps it: read from the Lease at shared-clock bounds [E, L] (width W = L - E), an
+ * entry's expiry counts as at most record_max_expiry(E, L, ttl) = L + W + ttl (Unix ms; ttl
+ * the longest a replica writes, --reservation-ttl: the unseen TTL is never longer). An honest
+ * writer stamping at that instant writes at most S + W' + ttl (S <= L its clock, W' its bound's
+ * width, about W), so honest entries are not touched; and a capped entry still counts until
+ * the API server's clock passes S + ttl from its reading, so one written honestly never counts
+ * less than its TTL (the cap is safe whatever the writer meant). The cap is taken when a
+ * version of the Lease (its resourceVersion) is first read by the replica (shared.c) and set
+ * into the entry (record_cap_expiry): reading the same version again keeps the first cap, not a
+ * later one, and the replica's next write stores the capped expiry, so every replica agrees
+ * from then. An entry rewritten uncapped (a writer of an earlier version, or the forger again)
+ * is capped anew from its next read. Replicas should share one --reservation-ttl: a reader with
+ * a shorter one caps a longer one's entries at its own.
+ *
  * Same-pod rule (as placement.h): two entries, or an entry and a visible pod, are the same pod
  * when their uids are equal where both are known, otherwise when their keys are equal.
  */
@@ -118,7 +136,8 @@ int record_copy(struct record *dst, const struct record *src) __attribute__((war
 /*
  * Read a Lease object (borrowed) into *out (initialized; replaced). A Lease without the
  * annotation is an empty record. Entries are kept as stored, in order, none merged (the writer
- * decided which are the same pod; a duplicate counts twice, the safe side). 0, RECORD_EPARSE with
+ * decided which are the same pod; a duplicate counts twice, the safe side), their expiry too
+ * (the reader caps it: record_cap_expiry). 0, RECORD_EPARSE with
  * err naming what is wrong (not a Lease, no resourceVersion, an annotation that is not a list of
  * entries, an entry without "pod" or with a bad number, over RECORD_MAX_ENTRIES), RECORD_ENOMEM. On
  * error *out keeps rv and renew_ms when they could be read, and no entries.
@@ -183,5 +202,14 @@ size_t record_items(const struct record *r, uint64_t now_wall_ms, uint64_t now_m
 
 /* Bytes of the entries not expired at now_wall_ms (saturating). */
 uint64_t record_live_bytes(const struct record *r, uint64_t now_wall_ms);
+
+/* The latest expiry an entry read now may count until (the cap above): latest_ms + (latest_ms -
+ * earliest_ms) + ttl_ms, saturating, from the shared clock's bounds now (Unix ms; a latest_ms
+ * below earliest_ms counts as width 0) and the longest TTL a replica writes (ms). Pure. */
+uint64_t record_max_expiry(uint64_t earliest_ms, uint64_t latest_ms, uint64_t ttl_ms);
+
+/* Lower every entry's expires_ms past max_expires_ms to it (the cap above; call it on a record
+ * just read with record_from_lease). Returns how many were lowered. */
+size_t record_cap_expiry(struct record *r, uint64_t max_expires_ms);
 
 #endif

@@ -400,6 +400,60 @@ static void test_read_keeps_entries_apart(void **state)
 	record_free(&back);
 }
 
+/* The cap (record.h, "The cap"): read at the shared clock's bounds [WALL - 500, WALL + 500]
+ * with a 60 s TTL, an expiry counts at most until WALL + 500 + 1000 + 60000. An entry written
+ * far ahead (a wrong clock, a forged Lease) is lowered to that and stops counting there; what a
+ * replica at those bounds stamps (WALL + 500 + 60000) is untouched; the capped expiry is what
+ * the next write stores. */
+static void test_expiry_cap(void **state)
+{
+	struct record r, back;
+	struct placement_item items[4];
+	char err[256];
+	(void)state;
+	assert_int_equal(record_max_expiry(WALL - 500, WALL + 500, 60000), WALL + 61500);
+	/* one clock (width 0), and bounds out of order: width 0 too */
+	assert_int_equal(record_max_expiry(WALL, WALL, 60000), WALL + 60000);
+	assert_int_equal(record_max_expiry(WALL + 9, WALL, 60000), WALL + 60000);
+	assert_true(record_max_expiry(UINT64_MAX - 9, UINT64_MAX - 5, 60000) == UINT64_MAX);
+
+	record_init(&r);
+	record_init(&back);
+	snprintf(r.rv, sizeof(r.rv), "%s", "7");
+	assert_int_equal(record_put(&r, "a/honest", "u1", GI, WALL + 60500), 0);
+	assert_int_equal(record_put_unseen(&r, "a/at-cap", "u2", 2 * GI, WALL + 61500), 0);
+	assert_int_equal(record_put(&r, "a/ghost", NULL, 30 * GI, RECORD_MAX_NUMBER), 0);
+	cJSON *lease = record_to_lease(&r, "gmg-system", "gpu-1", WALL);
+	assert_int_equal(record_from_lease(lease, &back, err, sizeof(err)), 0);
+	cJSON_Delete(lease);
+	assert_int_equal(back.entries[2].expires_ms, RECORD_MAX_NUMBER); /* read as stored */
+
+	uint64_t cap = record_max_expiry(WALL - 500, WALL + 500, 60000);
+	assert_int_equal(record_cap_expiry(&back, cap), 1);
+	assert_int_equal(back.entries[0].expires_ms, WALL + 60500);
+	assert_int_equal(back.entries[1].expires_ms, WALL + 61500);
+	assert_int_equal(back.entries[2].expires_ms, cap);
+	assert_string_equal(back.entries[2].key, "a/ghost"); /* nothing else changed */
+	assert_int_equal(back.entries[2].bytes, 30 * GI);
+	assert_int_equal(record_live_bytes(&back, WALL + 60499), 33 * GI);
+	assert_int_equal(record_live_bytes(&back, cap - 1), 32 * GI);
+	assert_int_equal(record_live_bytes(&back, cap), 0); /* it stops counting */
+	assert_int_equal(record_items(&back, cap, 700, items), 0);
+	assert_int_equal(record_items(&back, WALL, 700, items), 3);
+	assert_int_equal(items[2].expires_ms, 700 + 61500); /* on the decision's clock too */
+	assert_int_equal(record_prune(&back, cap, NULL, 0, 0, 0), 3);
+	assert_int_equal(record_cap_expiry(&back, cap), 0);
+
+	/* Written back capped: every reader of that version agrees. */
+	assert_int_equal(record_cap_expiry(&r, cap), 1);
+	lease = record_to_lease(&r, "gmg-system", "gpu-1", WALL);
+	assert_int_equal(record_from_lease(lease, &back, err, sizeof(err)), 0);
+	cJSON_Delete(lease);
+	assert_int_equal(back.entries[2].expires_ms, WALL + 61500);
+	record_free(&r);
+	record_free(&back);
+}
+
 static void test_copy(void **state)
 {
 	struct record a, b;
@@ -432,6 +486,7 @@ int main(void)
 	    cmocka_unit_test(test_unseen_entries),
 	    cmocka_unit_test(test_claim_entries),
 	    cmocka_unit_test(test_read_keeps_entries_apart),
+	    cmocka_unit_test(test_expiry_cap),
 	    cmocka_unit_test(test_copy),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
