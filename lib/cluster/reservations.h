@@ -26,7 +26,11 @@
  *      --unseen-reservation-ttl for a pod CREATE's, running from the put's real time even when
  *      the decision's clock is held back: resv_stamp_at); the record's on the shared clock's
  * earliest bound (record.h, "The argument"), so no reader drops it before the API server's clock
- *      reaches it;
+ *      reaches it. A record entry's expiry counts as at most what a replica could stamp when
+ *      this replica first read that version of the Lease (the shared clock's latest bound plus
+ *      its width plus --reservation-ttl: record.h, "The cap"), so an entry written with an
+ *      expiry far ahead (a wrong clock, a forged Lease) stops counting too, never before a whole
+ *      TTL on the API server's clock after it was read;
  *   2. the same pod visible: a visible pod and a reservation of the same pod (the uids equal
  *      where both are known, else the keys: placement.h) are counted once, as the pod, by the
  *      core. The entry itself goes: from the ledger at begin when the caller passes the pods

@@ -73,10 +73,11 @@ struct shared {
 	struct known *table[BUCKETS];
 	size_t n_known;
 	atomic_ulong writes_ok, writes_conflict, writes_error, reads_ok, reads_error, retries;
-	atomic_ulong wb[N_WB + 1]; /* write latency histogram, the last is +Inf */
-	atomic_ullong wsum_us;     /* sum of write latencies, microseconds */
-	pthread_mutex_t gone_mu;   /* the gone uids */
-	struct gone *gone_ring;    /* SHARED_GONE_MAX slots */
+	atomic_ulong expiry_capped; /* entries whose expiry a read capped (record.h) */
+	atomic_ulong wb[N_WB + 1];  /* write latency histogram, the last is +Inf */
+	atomic_ullong wsum_us;      /* sum of write latencies, microseconds */
+	pthread_mutex_t gone_mu;    /* the gone uids */
+	struct gone *gone_ring;     /* SHARED_GONE_MAX slots */
 	size_t gone_next;
 	struct gone *gone_buckets[GONE_BUCKETS];
 };
@@ -312,6 +313,37 @@ static void store(struct shared *s, const char *node, struct record *rec)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* Cap the expiry of rec's entries, just read from a Lease, at what a replica could write now
+ * (record.h, "The cap"), counting those lowered. */
+static void cap_read(struct shared *s, struct record *rec)
+{
+	uint64_t earliest = clock_now(s, 0), latest = clock_now(s, 1);
+	size_t n = record_cap_expiry(rec, record_max_expiry(earliest, latest, s->ttl_ms));
+	if (n > 0)
+		atomic_fetch_add_explicit(&s->expiry_capped, n, memory_order_relaxed);
+}
+
+/* Whether the node's known record is the version rec was just read at (its resourceVersion):
+ * then *rec is replaced by a copy of it, whose caps were set when that version was first read,
+ * so reading it again does not move a cap later (record.h, "The cap"). */
+static int known_version(struct shared *s, const char *node, struct record *rec)
+{
+	struct record copy;
+	int same = 0;
+
+	pthread_mutex_lock(&s->mu);
+	struct known *k = find(s, node);
+	if (k != NULL && rec->rv[0] != '\0' && strcmp(k->rec.rv, rec->rv) == 0 &&
+	    record_copy(&copy, &k->rec) == 0)
+		same = 1;
+	pthread_mutex_unlock(&s->mu);
+	if (same) {
+		record_free(rec);
+		*rec = copy;
+	}
+	return same;
+}
+
 /* GET the node's record into *rec (replaced) and remember it. 0 or SHARED_E*. */
 static int reread(struct shared *s, const char *node, double deadline_s, struct record *rec,
                   char *err, size_t errlen)
@@ -357,7 +389,10 @@ static int reread(struct shared *s, const char *node, double deadline_s, struct 
 			return SHARED_ECORRUPT;
 		}
 		/* Older than the TTL: whatever it held has expired. Overwrite it as empty. */
+	} else if (known_version(s, node, rec)) {
+		return 0;
 	}
+	cap_read(s, rec);
 	struct record keep;
 	if (record_copy(&keep, rec) == 0)
 		store(s, node, &keep);
@@ -408,7 +443,9 @@ static int write_record(struct shared *s, const char *node, struct record *rec, 
 	}
 	atomic_fetch_add_explicit(&s->writes_ok, 1, memory_order_relaxed);
 	/* Remember what the server stored (its new resourceVersion). An answer we cannot read
-	 * leaves the node unknown: the next placement's write conflicts and reads it. */
+	 * leaves the node unknown: the next placement's write conflicts and reads it. Not
+	 * capped (record.h, "The cap"): it holds what this replica sent, entries capped when
+	 * read and its own puts, whose stamps a bound narrowed by this answer could trim. */
 	struct record stored;
 	record_init(&stored);
 	if (record_from_lease(out, &stored, why, sizeof(why)) == 0)
@@ -696,6 +733,14 @@ void shared_collect(void *ctx, struct metrics_writer *w)
 	               "gpu_memory_guard_reservation_reads_total{result=\"ok\"} %lu\n"
 	               "gpu_memory_guard_reservation_reads_total{result=\"error\"} %lu\n",
 	               atomic_load(&s->reads_ok), atomic_load(&s->reads_error));
+	metrics_printf(w,
+	               "# HELP gpu_memory_guard_reservation_expiry_capped_total Record entries "
+	               "read with an expiry later than a replica could write then (the shared "
+	               "clock's latest bound plus its width plus --reservation-ttl), counted "
+	               "until that cap instead.\n"
+	               "# TYPE gpu_memory_guard_reservation_expiry_capped_total counter\n"
+	               "gpu_memory_guard_reservation_expiry_capped_total %lu\n",
+	               atomic_load(&s->expiry_capped));
 	metrics_printf(w, "# HELP gpu_memory_guard_reservation_write_seconds Latency of record "
 	                  "writes.\n# TYPE gpu_memory_guard_reservation_write_seconds histogram\n");
 	for (size_t i = 0; i <= N_WB; i++) {

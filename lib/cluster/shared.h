@@ -47,6 +47,8 @@
  *   gpu_memory_guard_reservation_write_seconds         histogram, latency of the writes
  *   gpu_memory_guard_reservation_record_entries{node}  gauge, entries of each record this
  *                                                       replica last wrote or read
+ *   gpu_memory_guard_reservation_expiry_capped_total   counter, entries read with an expiry
+ *                                                       past the cap (record.h, "The cap")
  */
 #ifndef GMG_SHARED_H
 #define GMG_SHARED_H
@@ -142,8 +144,12 @@ int shared_place(struct shared *s, const char *node, double deadline_s, shared_d
  * 0, SHARED_ENOMEM, SHARED_EINVAL.
  *
  * shared_read: GET the node's Lease into rec (404: empty, rv ""), remember it, and drop the
- * entries of pods reported gone. 0, SHARED_EBUDGET (deadline_s, CLOCK_MONOTONIC seconds, passed,
- * or the GET timed out), SHARED_EAPI, SHARED_ECORRUPT, SHARED_ENOMEM (err says which).
+ * entries of pods reported gone. An entry's expiry past what a replica could write now is
+ * lowered to that (record.h, "The cap": record_max_expiry over the shared clock's bounds and
+ * ttl_ms) when this replica first reads that resourceVersion; the same version read again is
+ * the copy it remembers, its caps unchanged. 0, SHARED_EBUDGET (deadline_s, CLOCK_MONOTONIC
+ * seconds, passed, or the GET timed out), SHARED_EAPI, SHARED_ECORRUPT, SHARED_ENOMEM (err says
+ * which).
  *
  * shared_write: compare-and-swap: PUT rec with its resourceVersion (rv "": POST). 0 (written:
  * this process's copy is now the stored record, with its new resourceVersion; rec is left as

@@ -630,6 +630,103 @@ static void test_skewed_replicas_agree(void **state)
 	fake_lease_free(f);
 }
 
+/* ---- the cap (record.h, "The cap"): an expiry written far ahead counts at most a TTL ---- */
+
+/* The shared clock's bounds: 500 ms either side of fake_wall (a width of 1 s). */
+static int wide_clock(void *ctx, int latest, uint64_t *out)
+{
+	(void)ctx;
+	*out = latest ? fake_wall() + 500 : fake_wall() - 500;
+	return 0;
+}
+
+struct clocked {
+	struct shared *s;
+	const char *key;
+	uint64_t bytes, limit;
+	int allowed;
+};
+
+/* decide_fits on the shared clock (as decide_skewed): a denial on a copy not read for it asks
+ * for a read. */
+static enum shared_verdict decide_clocked(void *ctx, struct record *rec, int fresh)
+{
+	struct clocked *c = ctx;
+	uint64_t now = shared_now_wall_ms(c->s);
+	c->allowed = record_live_bytes(rec, now) + c->bytes <= c->limit;
+	if (!c->allowed)
+		return fresh ? SHARED_NO_WRITE : SHARED_REREAD;
+	record_prune(rec, now, NULL, 0, 0, 0);
+	if (record_put(rec, c->key, NULL, c->bytes, shared_stamp_wall_ms(c->s) + 60000) != 0)
+		return SHARED_NO_WRITE;
+	return SHARED_WRITE;
+}
+
+/* The Lease holds, besides an honest entry (stamped by a replica at the same bounds), one of
+ * 30Gi written to expire in 10 years. Read at WALL (bounds WALL -/+ 500, TTL 60 s) it counts
+ * until WALL + 500 + 1000 + 60000 on the earliest bound, i.e. until fake_wall reaches
+ * WALL + 62000, however often the same version is read again meanwhile; then a 30Gi placement
+ * on the 36Gi node is admitted and its write drops the entry. Without the cap it refuses forever;
+ * with a cap taken anew at every read of the same version it refuses as long as placements keep
+ * coming (each denial on a copy reads it again). */
+static void test_far_expiry_capped(void **state)
+{
+	struct fake_lease *f = fake_lease_new();
+	struct shared *a = replica(f);
+	struct metrics *m = metrics_new();
+	struct clocked p = {a, "ns/p", 30 * GI, 36 * GI, 0};
+	struct record r;
+	char err[512], *text = NULL;
+	size_t len;
+	(void)state;
+	shared_set_clock(a, wide_clock, NULL);
+	assert_int_equal(metrics_add_collector(m, shared_collect, a), 0);
+	record_init(&r);
+	assert_int_equal(record_put(&r, "ns/honest", NULL, 2 * GI, WALL + 500 + 60000), 0);
+	assert_int_equal(record_put(&r, "ns/ghost", NULL, 30 * GI, WALL + 315360000000ull), 0);
+	f->lease = record_to_lease(&r, "gmg-system", "gpu-1", WALL);
+	record_free(&r);
+
+	/* a has no copy: decides on none, its create conflicts, it reads and refuses. */
+	assert_int_equal(shared_place(a, "gpu-1", 1e18, decide_clocked, &p, NULL, err, sizeof(err)),
+	                 0);
+	assert_false(p.allowed);
+	assert_int_equal(f->gets, 1);
+	assert_int_equal(shared_load(a, "gpu-1", &r), 0);
+	assert_int_equal(r.n, 2);
+	assert_int_equal(r.entries[0].expires_ms, WALL + 60500); /* honest: untouched */
+	assert_int_equal(r.entries[1].expires_ms, WALL + 61500); /* capped */
+	record_free(&r);
+
+	/* Denied on its copy, it reads the same version again: the cap stays where it was. */
+	wall_now = WALL + 30000;
+	assert_int_equal(shared_place(a, "gpu-1", 1e18, decide_clocked, &p, NULL, err, sizeof(err)),
+	                 0);
+	assert_false(p.allowed);
+	assert_int_equal(f->gets, 2);
+	wall_now = WALL + 61999;
+	assert_int_equal(shared_place(a, "gpu-1", 1e18, decide_clocked, &p, NULL, err, sizeof(err)),
+	                 0);
+	assert_false(p.allowed);
+	struct visited v = {0};
+	assert_int_equal(shared_each_entry(a, "gpu-1", visit_entry, &v), 1); /* the extender too */
+	wall_now = WALL + 62000;
+	assert_int_equal(shared_each_entry(a, "gpu-1", visit_entry, &v), 0);
+	assert_int_equal(shared_place(a, "gpu-1", 1e18, decide_clocked, &p, NULL, err, sizeof(err)),
+	                 0);
+	assert_true(p.allowed);
+	uint64_t bytes;
+	assert_int_equal(stored_entries(f, &bytes), 1); /* the write dropped both */
+	assert_int_equal(bytes, 30 * GI);
+	assert_int_equal(metrics_render(m, &text, &len), 0);
+	assert_non_null(strstr(text, "gpu_memory_guard_reservation_expiry_capped_total 1\n"));
+	free(text);
+	wall_now = WALL;
+	metrics_free(m);
+	shared_free(a);
+	fake_lease_free(f);
+}
+
 /* decide_fits, with the entry uid given to record_put (the gone rule matches by uid). */
 static enum shared_verdict decide_with_uid(void *ctx, struct record *rec, int fresh)
 {
@@ -699,6 +796,7 @@ int main(void)
 	    cmocka_unit_test(test_metrics),
 	    cmocka_unit_test(test_each_entry_reads_the_known_record),
 	    cmocka_unit_test(test_skewed_replicas_agree),
+	    cmocka_unit_test(test_far_expiry_capped),
 	    cmocka_unit_test(test_forget_drops_gone_pods),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
