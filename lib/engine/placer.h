@@ -15,8 +15,8 @@
  * demand, tier attributes and DRA claims, from the review, the cache or a GET) and asks here;
  * the answer is a struct outcome (outcome.h). The scheduler extender adapter (extender.h) asks
  * the same engine, node by node, the question that reserves nothing (placer_fit, below): the
- * same flags, views, reservations, policies and core, one verdict. It borrows the cache, DRA store, ledger, shared
- * record, policy store and metrics it is given.
+ * same flags, views, reservations, policies and core, one verdict. It borrows the cache, DRA store,
+ * ledger, shared record, policy store and metrics it is given.
  *
  * Which view decides (placer_cached, placer_live):
  *   the watch cache, when it is fresh and its watches healthy (placer_cache_may_decide): the

@@ -216,10 +216,50 @@ static void test_binding_landing_while_judged_is_counted(void **state)
 	free(big);
 }
 
+/* What the webhook does on another thread while the node is being judged: it admits
+ * ml/first's Binding with a reservation on n-room, then ends its holds (extender_binding_admitted,
+ * main.c); the cache does not show the Binding yet. */
+static void first_binding_admitted(void)
+{
+	struct ledger_node *ln = ledger_lock(ledger, "n-room");
+
+	assert_non_null(ln);
+	assert_int_equal(
+	    ledger_reserve_uid(ln, "ml/first", "uid-first", 10ull << 30, ledger_now_ms()), 0);
+	ledger_unlock(ln);
+	extender_binding_admitted(x, "uid-first");
+}
+
+/* ml/first (10Gi) passes n-room and is held there; ml/big (25Gi) is filtered while the webhook
+ * admits ml/first's Binding: its hold ends and its reservation begins, and the cache does not
+ * show it bound. Read holds first, then reservations (extender.h), one of them counts it and
+ * n-room fails (40 + 10 + 25 > 72); reading the reservations before the holds misses it in both
+ * and passes n-room, a node the webhook then refuses. */
+static void test_binding_admitted_while_judged_is_counted(void **state)
+{
+	(void)state;
+	char names[64];
+	char *first = pod_text("first", "10Gi", NULL), *big = pod_text("big", "25Gi", NULL);
+
+	put_pod("first", "10Gi", NULL);
+	put_pod("big", "25Gi", NULL);
+	filter(first, "n-room", names, sizeof(names));
+	assert_string_equal(names, "n-room"); /* held on n-room */
+
+	armed = first_binding_admitted;
+	filter(big, "n-room", names, sizeof(names));
+	assert_null(armed); /* the interleaving ran */
+	assert_string_equal(names, "");
+	free(first);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test_setup_teardown(test_binding_landing_while_judged_is_counted, setup,
+	                                    teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_admitted_while_judged_is_counted, setup,
 	                                    teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
