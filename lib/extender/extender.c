@@ -29,10 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <strings.h>
 
-#define NODE_NAME_MAX 253 /* a DNS-1123 subdomain */
-#define REASON_MAX    512 /* one node's reason, before it is copied */
+#define REASON_MAX 512 /* one node's reason, before it is copied */
 
 struct extender {
 	struct placer *placer; /* the engine (placer.h): every node judged through placer_fit */
@@ -45,15 +43,6 @@ struct extender {
 	enum extender_score score;
 	struct holds *holds; /* the pods this extender's filter passed, in flight (holds.h) */
 	struct metrics *metrics;
-};
-
-/* What a node came to. UNDECIDED: its reservations could not be read without waiting. */
-enum state { ST_UNDECIDED = 0, ST_PASS, ST_FAIL, ST_UNRESOLVABLE };
-
-struct verdict {
-	enum state state;
-	int score;    /* prioritize: 0..EXTENDER_MAX_PRIORITY */
-	char *reason; /* ST_FAIL, ST_UNRESOLVABLE: owned */
 };
 
 /* What the pod alone decides. */
@@ -69,22 +58,17 @@ enum kind {
 struct job {
 	struct extender *x;
 	enum extender_verb verb;
-	double arrived;   /* monotime_s() at arrival */
-	double own;       /* seconds of our own work (not queued, not waiting for a node) */
-	cJSON *args;      /* the parsed body: names and node objects point into it */
-	const cJSON *pod; /* args' Pod */
-	cJSON *items;     /* Nodes form: args' NodeList items; NULL in the NodeNames form */
-	cJSON **objs;     /* Nodes form: the n node objects */
-	const char **names;
-	size_t n;
+	double arrived;        /* monotime_s() at arrival */
+	double own;            /* seconds of our own work (not queued, not waiting for a node) */
+	struct extwire_args a; /* the decoded body (extwire.h) */
 	enum kind kind;
 	const char *why; /* K_PASS, K_GPU: a short reason for the log */
 	char error[EXTENDER_ERR_MAX];
 	char pod_name[CACHE_KEY_MAX]; /* "namespace/name" */
 	const char *uid;              /* the pod's metadata.uid (in args), or NULL */
 	struct demand d;
-	uint64_t hold_bytes; /* the most d comes to on a node judged (shares resolved) */
-	struct verdict *v;   /* n */
+	uint64_t hold_bytes;    /* the most d comes to on a node judged (shares resolved) */
+	struct extwire_node *v; /* a.n: each node's verdict */
 	size_t undecided;
 	uint64_t now_ms; /* ledger_now_ms() when the holds were pruned */
 	int refused;     /* refuse_busy: nothing more may wait */
@@ -143,7 +127,7 @@ static void flight_add(void *ctx, const char *key, const char *uid, uint64_t byt
 	f->items[f->n++] = it;
 }
 
-/* ---- decoding ExtenderArgs ---- */
+/* ---- errors ---- */
 
 static void set_error(struct job *j, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void set_error(struct job *j, const char *fmt, ...)
@@ -155,182 +139,6 @@ static void set_error(struct job *j, const char *fmt, ...)
 		j->error[0] = '\0';
 	va_end(ap);
 	text_no_percent(j->error, sizeof(j->error));
-}
-
-/* The member of obj named name in any ASCII case (Go's decoder matches field names so), or
- * NULL; a JSON null counts as absent, as Go reads it. -1 when two members match: ambiguous
- * (Go would take the last), refused. */
-static int member(const cJSON *obj, const char *name, cJSON **out)
-{
-	cJSON *it, *found = NULL;
-
-	cJSON_ArrayForEach(it, obj)
-	{
-		if (it->string == NULL || strcasecmp(it->string, name) != 0)
-			continue;
-		if (found != NULL)
-			return -1;
-		found = it;
-	}
-	*out = found && !cJSON_IsNull(found) ? found : NULL;
-	return 0;
-}
-
-static int by_name(const void *a, const void *b)
-{
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* A node named twice: the call is refused (kube-scheduler never sends one). */
-static int check_unique(struct job *j)
-{
-	const char **sorted;
-
-	if (j->n < 2)
-		return 0;
-	if ((sorted = malloc(j->n * sizeof(*sorted))) == NULL)
-		return EXTENDER_ENOMEM;
-	memcpy(sorted, j->names, j->n * sizeof(*sorted));
-	qsort(sorted, j->n, sizeof(*sorted), by_name);
-	for (size_t i = 1; i < j->n; i++)
-		if (strcmp(sorted[i - 1], sorted[i]) == 0) {
-			set_error(j, "ExtenderArgs: node \"%.253s\" given twice", sorted[i]);
-			break;
-		}
-	free(sorted);
-	return 0;
-}
-
-/* A usable node name: a non-empty string of at most NODE_NAME_MAX bytes. */
-static int name_ok(const char *s)
-{
-	return s != NULL && s[0] != '\0' && strnlen(s, NODE_NAME_MAX + 1) <= NODE_NAME_MAX;
-}
-
-/* The NodeNames form. 0 (j->kind K_ERROR on a bad list) or EXTENDER_ENOMEM. */
-static int decode_names(struct job *j, const cJSON *list)
-{
-	const cJSON *it;
-	size_t i = 0;
-
-	if (!cJSON_IsArray(list)) {
-		set_error(j, "ExtenderArgs: NodeNames is not a list of node names");
-		return 0;
-	}
-	j->n = (size_t)cJSON_GetArraySize(list);
-	if (j->n > EXTENDER_MAX_NODES) {
-		set_error(j, "ExtenderArgs: %zu nodes, more than the %d one call may judge", j->n,
-		          EXTENDER_MAX_NODES);
-		return 0;
-	}
-	if ((j->names = calloc(j->n ? j->n : 1, sizeof(*j->names))) == NULL)
-		return EXTENDER_ENOMEM;
-	cJSON_ArrayForEach(it, list)
-	{
-		if (!cJSON_IsString(it) || !name_ok(it->valuestring)) {
-			set_error(j,
-			          "ExtenderArgs: NodeNames[%zu] is not a node name (a non-empty "
-			          "string of at most %d bytes)",
-			          i, NODE_NAME_MAX);
-			return 0;
-		}
-		j->names[i++] = it->valuestring;
-	}
-	return 0;
-}
-
-/* The Nodes form: a v1.NodeList whose items are Node objects with metadata.name. */
-static int decode_nodes(struct job *j, const cJSON *list)
-{
-	cJSON *items = NULL, *it;
-	size_t i = 0;
-
-	if (!cJSON_IsObject(list) || member(list, "items", &items) != 0 ||
-	    (items != NULL && !cJSON_IsArray(items))) {
-		set_error(j,
-		          "ExtenderArgs: Nodes is not a NodeList (an object with an items list)");
-		return 0;
-	}
-	j->items = items;
-	j->n = items ? (size_t)cJSON_GetArraySize(items) : 0;
-	if (j->n > EXTENDER_MAX_NODES) {
-		set_error(j, "ExtenderArgs: %zu nodes, more than the %d one call may judge", j->n,
-		          EXTENDER_MAX_NODES);
-		return 0;
-	}
-	j->names = calloc(j->n ? j->n : 1, sizeof(*j->names));
-	j->objs = calloc(j->n ? j->n : 1, sizeof(*j->objs));
-	if (j->names == NULL || j->objs == NULL)
-		return EXTENDER_ENOMEM;
-	cJSON_ArrayForEach(it, items)
-	{
-		const char *name = json_str(it, "metadata", "name", NULL);
-		if (!cJSON_IsObject(it) || !name_ok(name)) {
-			set_error(j,
-			          "ExtenderArgs: Nodes.items[%zu] is not a Node with metadata.name "
-			          "(a non-empty string of at most %d bytes)",
-			          i, NODE_NAME_MAX);
-			return 0;
-		}
-		j->objs[i] = it;
-		j->names[i++] = name;
-	}
-	return 0;
-}
-
-/* Parse and check the body. 0 (j->kind K_ERROR with j->error when it is not ExtenderArgs) or
- * EXTENDER_ENOMEM. */
-static int decode(struct job *j, const char *body, size_t len)
-{
-	const char *end = NULL;
-	cJSON *pod, *nodes, *names;
-	int rc;
-
-	j->args = len ? cJSON_ParseWithLengthOpts(body, len, &end, 0) : NULL;
-	if (j->args == NULL) {
-		if (len == 0)
-			set_error(j, "ExtenderArgs: empty body");
-		else
-			set_error(j, "ExtenderArgs: not JSON (error at byte %zu)",
-			          end && end >= body ? (size_t)(end - body) : (size_t)0);
-		return 0;
-	}
-	while (end && (size_t)(end - body) < len && strchr(" \t\r\n", *end) && *end)
-		end++;
-	if (end == NULL || (size_t)(end - body) != len) {
-		set_error(j, "ExtenderArgs: not JSON (trailing data at byte %zu)",
-		          end ? (size_t)(end - body) : (size_t)0);
-		return 0;
-	}
-	if (!cJSON_IsObject(j->args)) {
-		set_error(j, "ExtenderArgs: not a JSON object");
-		return 0;
-	}
-	if (member(j->args, "Pod", &pod) || member(j->args, "Nodes", &nodes) ||
-	    member(j->args, "NodeNames", &names)) {
-		set_error(j, "ExtenderArgs: a field (Pod, Nodes or NodeNames) given twice, in "
-		             "different letter cases");
-		return 0;
-	}
-	if (!cJSON_IsObject(pod)) {
-		set_error(j, "ExtenderArgs: no Pod (a v1.Pod object)");
-		return 0;
-	}
-	j->pod = pod;
-	if ((nodes != NULL) == (names != NULL)) {
-		set_error(j, "ExtenderArgs: %s",
-		          nodes ? "both Nodes and NodeNames given (one is null)"
-		                : "neither Nodes nor NodeNames given");
-		return 0;
-	}
-	rc = names ? decode_names(j, names) : decode_nodes(j, nodes);
-	if (rc != 0 || j->kind == K_ERROR)
-		return rc;
-	if ((rc = check_unique(j)) != 0 || j->kind == K_ERROR)
-		return rc;
-	if ((j->v = calloc(j->n ? j->n : 1, sizeof(*j->v))) == NULL)
-		return EXTENDER_ENOMEM;
-	return 0;
 }
 
 /* ---- judging ---- */
@@ -347,7 +155,7 @@ static int is_exempt(const struct extender *x, const char *ns)
 static void classify(struct job *j)
 {
 	struct extender *x = j->x;
-	const cJSON *pod = j->pod;
+	const cJSON *pod = j->a.pod;
 	const char *ns, *name;
 
 	ns = json_str(pod, "metadata", "namespace", NULL);
@@ -396,12 +204,12 @@ static void classify(struct job *j)
 		return;
 	}
 	j->kind = K_GPU;
-	j->undecided = j->n;
+	j->undecided = j->a.n;
 }
 
-static void set_verdict(struct verdict *v, enum state st, const char *fmt, ...)
+static void set_verdict(struct extwire_node *v, enum extwire_state st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-static void set_verdict(struct verdict *v, enum state st, const char *fmt, ...)
+static void set_verdict(struct extwire_node *v, enum extwire_state st, const char *fmt, ...)
 {
 	char text[REASON_MAX];
 	va_list ap;
@@ -432,7 +240,7 @@ static int fit_score(uint64_t total, uint64_t budget, enum extender_score how)
 
 /* The core's verdict with kube-scheduler's short reason, written from its figures (the first
  * check's, at the threshold in force). */
-static void verdict_from(struct job *j, struct verdict *v, const struct core_verdict *cv)
+static void verdict_from(struct job *j, struct extwire_node *v, const struct core_verdict *cv)
 {
 	const struct placement_result *res = &cv->ps.main;
 	const struct policy_decision *dec = &res->decision;
@@ -442,23 +250,24 @@ static void verdict_from(struct job *j, struct verdict *v, const struct core_ver
 	switch (dec->verdict) {
 	case POLICY_ALLOW:
 	case POLICY_ALLOW_WARN:
-		v->state = ST_PASS;
+		v->state = EXTWIRE_PASS;
 		v->score = fit_score(dec->total_bytes, dec->budget_bytes, j->x->score);
 		return;
 	case POLICY_WARN_ONLY: /* warn mode: the webhook allows it; it just does not fit */
-		v->state = ST_PASS;
+		v->state = EXTWIRE_PASS;
 		v->score = 0;
 		return;
 	default: /* the reasons below: formatted only for nodes that fail */
 		break;
 	}
 	if (strcmp(dec->reason, "NoFreeCard") == 0) {
-		set_verdict(v, ST_FAIL, "every unshared GPU is held by pods counted as whole GPUs");
+		set_verdict(v, EXTWIRE_FAIL,
+		            "every unshared GPU is held by pods counted as whole GPUs");
 		return;
 	}
 	if (strcmp(dec->reason, "UndeclaredOnSharedCard") == 0) {
 		set_verdict(
-		    v, ST_FAIL,
+		    v, EXTWIRE_FAIL,
 		    "declares no GPU memory and the node's GPUs are shared with other pods");
 		return;
 	}
@@ -466,46 +275,47 @@ static void verdict_from(struct job *j, struct verdict *v, const struct core_ver
 	quantity_format(res->demand_bytes, need, sizeof(need));
 	if (dec->verdict == POLICY_DENY) {
 		quantity_format(cv->free_bytes, free_b, sizeof(free_b));
-		set_verdict(v, ST_FAIL, "needs %s, %s free of the %s limit", need, free_b, limit);
+		set_verdict(v, EXTWIRE_FAIL, "needs %s, %s free of the %s limit", need, free_b,
+		            limit);
 	} else if (dec->verdict == POLICY_DENY_NEVER_FITS) {
 		const struct capacity_piece *pc = &res->piece;
 		const char *sep = pc->rule[0] ? "; " : "";
 
 		if (!pc->known) {
-			set_verdict(v, ST_UNRESOLVABLE,
+			set_verdict(v, EXTWIRE_UNRESOLVABLE,
 			            "container \"%s\" asks for MIG slices but %s",
 			            res->piece_container ? res->piece_container : "?", pc->rule);
 		} else if (res->pool_bytes == 0) {
 			set_verdict(
-			    v, ST_UNRESOLVABLE,
+			    v, EXTWIRE_UNRESOLVABLE,
 			    "asks for whole GPUs and every GPU is partitioned into MIG slices");
 		} else if (res->demand_bytes > dec->budget_bytes) {
 			quantity_format(res->pool_bytes, size, sizeof(size));
-			set_verdict(v, ST_UNRESOLVABLE,
+			set_verdict(v, EXTWIRE_UNRESOLVABLE,
 			            "needs %s, above the %s limit of the node's %s GPU memory",
 			            need, limit, size);
 		} else {
 			quantity_format(pc->share_bytes, need, sizeof(need));
 			quantity_format(pc->piece_bytes, size, sizeof(size));
-			set_verdict(v, ST_UNRESOLVABLE,
+			set_verdict(v, EXTWIRE_UNRESOLVABLE,
 			            "container \"%s\" needs %s per %s, above the %s limit of one "
 			            "%s's %s%s%s",
 			            res->piece_container ? res->piece_container : "?", need,
 			            pc->what, limit, pc->what, size, sep, pc->rule);
 		}
 	} else {
-		set_verdict(v, ST_UNRESOLVABLE, "cannot judge the node (%s)", dec->reason);
+		set_verdict(v, EXTWIRE_UNRESOLVABLE, "cannot judge the node (%s)", dec->reason);
 	}
 }
 
 /* v's reason with what follows it (the pods in flight counted, the policy that refused). */
-static void reason_append(struct verdict *v, const char *fmt, ...)
+static void reason_append(struct extwire_node *v, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
-static void reason_append(struct verdict *v, const char *fmt, ...)
+static void reason_append(struct extwire_node *v, const char *fmt, ...)
 {
 	char tail[REASON_MAX];
 	char *why = v->reason;
-	enum state st = v->state;
+	enum extwire_state st = v->state;
 	va_list ap;
 
 	if (why == NULL)
@@ -525,41 +335,42 @@ static void reason_append(struct verdict *v, const char *fmt, ...)
  * (verdict_from); a refusal by a policy's tier or declarations rule carries the core's own
  * words. The policy's name is borrowed from the answer's generation (kept until it is cleared).
  */
-static void judge_fit(struct job *j, struct verdict *v, const struct placer_fit *f)
+static void judge_fit(struct job *j, struct extwire_node *v, const struct placer_fit *f)
 {
 	switch (f->state) {
 	case PLACER_FIT_JUDGED:
 		break;
 	case PLACER_FIT_UNTRACKED:
-		set_verdict(v, ST_FAIL,
+		set_verdict(v, EXTWIRE_FAIL,
 		            "gpu-memory-guard tracks too many nodes to read this one's "
 		            "reservations");
 		return;
 	case PLACER_FIT_UNKNOWN_NODE:
-		set_verdict(v, ST_UNRESOLVABLE, "node unknown to gpu-memory-guard's watch cache");
+		set_verdict(v, EXTWIRE_UNRESOLVABLE,
+		            "node unknown to gpu-memory-guard's watch cache");
 		return;
 	case PLACER_FIT_NO_GPU_HERE:
-		v->state = ST_PASS; /* no GPU of the pod here: nothing to judge */
+		v->state = EXTWIRE_PASS; /* no GPU of the pod here: nothing to judge */
 		v->score = 0;
 		return;
 	case PLACER_FIT_NO_CAPACITY:
 		if (j->x->warns_only) { /* the webhook admits it in warn and audit: cannot rank it
 			                 */
-			v->state = ST_PASS;
+			v->state = EXTWIRE_PASS;
 			v->score = 0;
 		} else {
-			set_verdict(v, ST_UNRESOLVABLE, "%s", f->error);
+			set_verdict(v, EXTWIRE_UNRESOLVABLE, "%s", f->error);
 		}
 		return;
 	case PLACER_FIT_INVALID:
-		set_verdict(v, ST_UNRESOLVABLE, "%s", f->error);
+		set_verdict(v, EXTWIRE_UNRESOLVABLE, "%s", f->error);
 		return;
 	case PLACER_FIT_POLICIES_NOT_READ: /* a relist failed since classify() */
-		set_verdict(v, ST_FAIL,
+		set_verdict(v, EXTWIRE_FAIL,
 		            "gpu-memory-guard has not read the GPUMemoryPolicy objects");
 		return;
 	default: /* BUSY and ENOMEM are the caller's */
-		set_verdict(v, ST_FAIL, "out of memory");
+		set_verdict(v, EXTWIRE_FAIL, "out of memory");
 		return;
 	}
 	const struct core_verdict *cv = f->verdict;
@@ -570,13 +381,13 @@ static void judge_fit(struct job *j, struct verdict *v, const struct placer_fit 
 	if (in_flight > j->hold_bytes)
 		j->hold_bytes = in_flight;
 	if (!ps->allowed && ps->policy != NULL && ps->message[0] != '\0') {
-		set_verdict(v, ST_FAIL, "%s", ps->message); /* a tier or declarations rule */
+		set_verdict(v, EXTWIRE_FAIL, "%s", ps->message); /* a tier or declarations rule */
 		return;
 	}
 	verdict_from(j, v, cv);
-	if (!ps->allowed && v->state == ST_PASS) /* a check past the first refused */
-		set_verdict(v, ST_FAIL, "refused by the node threshold");
-	if (v->state == ST_FAIL && f->n_in_flight > 0) {
+	if (!ps->allowed && v->state == EXTWIRE_PASS) /* a check past the first refused */
+		set_verdict(v, EXTWIRE_FAIL, "refused by the node threshold");
+	if (v->state == EXTWIRE_FAIL && f->n_in_flight > 0) {
 		char held[QUANTITY_FMT_MAX];
 
 		quantity_format(f->in_flight_bytes, held, sizeof(held));
@@ -712,13 +523,13 @@ static void hold_passed(struct job *j)
 
 	if (j->uid == NULL || j->uid[0] == '\0')
 		return;
-	if ((pass = malloc((j->n ? j->n : 1) * sizeof(*pass))) == NULL) {
+	if ((pass = malloc((j->a.n ? j->a.n : 1) * sizeof(*pass))) == NULL) {
 		rc = HOLDS_ENOMEM;
 		goto err;
 	}
-	for (size_t i = 0; i < j->n; i++)
-		if (j->v[i].state == ST_PASS)
-			pass[n++] = j->names[i];
+	for (size_t i = 0; i < j->a.n; i++)
+		if (j->v[i].state == EXTWIRE_PASS)
+			pass[n++] = j->a.names[i];
 	if (n > 0 && j->await_cache)
 		wait_for_cache(j);
 	if (n > 0 && cached_pending(j, &bytes, &why) != 0) {
@@ -764,14 +575,14 @@ static int judge(struct job *j, int may_block)
 	struct pod_attrs attrs = {j->ns, j->priority_class, j->labels.l.n ? &j->labels.l : NULL};
 	int rc = 0;
 
-	for (size_t i = 0; i < j->n && j->undecided > 0; i++) {
-		struct verdict *v = &j->v[i];
+	for (size_t i = 0; i < j->a.n && j->undecided > 0; i++) {
+		struct extwire_node *v = &j->v[i];
 		struct placer_fit f;
 
-		if (v->state != ST_UNDECIDED)
+		if (v->state != EXTWIRE_UNDECIDED)
 			continue;
 		flight_clear(&fl);
-		holds_each(x->holds, j->names[i], j->uid, j->now_ms, flight_add, &fl, NULL);
+		holds_each(x->holds, j->a.names[i], j->uid, j->now_ms, flight_add, &fl, NULL);
 		if (fl.nomem) {
 			rc = EXTENDER_ENOMEM;
 			break;
@@ -781,7 +592,7 @@ static int judge(struct job *j, int may_block)
 		    .ns = j->ns,
 		    .key = j->pod_name,
 		    .uid = j->uid,
-		    .node = j->names[i],
+		    .node = j->a.names[i],
 		    .demand = &j->d,
 		    .attrs = &attrs,
 		    .refs = &j->refs,
@@ -804,118 +615,31 @@ static int judge(struct job *j, int may_block)
 	return rc;
 }
 
-/* ---- encoding ---- */
-
-static cJSON *add_map(cJSON *o, const char *name)
-{
-	return cJSON_AddObjectToObject(o, name);
-}
-
-/* ExtenderFilterResult with Go's field names. */
-static char *encode_filter(struct job *j, size_t *n_out)
-{
-	cJSON *o = cJSON_CreateObject(), *pass = NULL, *failed, *unres;
-	char *text = NULL;
-
-	*n_out = 0;
-	if (o == NULL)
-		return NULL;
-	if (j->kind == K_ERROR) {
-		cJSON_AddNullToObject(o, "Nodes");
-		cJSON_AddNullToObject(o, "NodeNames");
-	} else if (j->items != NULL) {
-		cJSON *list = cJSON_AddObjectToObject(o, "Nodes");
-		if (list == NULL || cJSON_AddObjectToObject(list, "metadata") == NULL ||
-		    (pass = cJSON_AddArrayToObject(list, "items")) == NULL)
-			goto out;
-		cJSON_AddNullToObject(o, "NodeNames");
-	} else {
-		cJSON_AddNullToObject(o, "Nodes");
-		if ((pass = cJSON_AddArrayToObject(o, "NodeNames")) == NULL)
-			goto out;
-	}
-	failed = add_map(o, "FailedNodes");
-	unres = add_map(o, "FailedAndUnresolvableNodes");
-	if (failed == NULL || unres == NULL ||
-	    cJSON_AddStringToObject(o, "Error", j->kind == K_ERROR ? j->error : "") == NULL)
-		goto out;
-	for (size_t i = 0; j->kind != K_ERROR && i < j->n; i++) {
-		const struct verdict *v = &j->v[i];
-		cJSON *item;
-
-		if (v->state == ST_PASS) {
-			/* The node object moves from the request to the answer: no copy. */
-			item = j->objs ? cJSON_DetachItemViaPointer(j->items, j->objs[i])
-			               : cJSON_CreateString(j->names[i]);
-			if (item == NULL || !cJSON_AddItemToArray(pass, item)) {
-				cJSON_Delete(item);
-				goto out;
-			}
-			continue;
-		}
-		(*n_out)++;
-		item = cJSON_CreateString(v->reason ? v->reason : "");
-		if (item == NULL || !cJSON_AddItemToObject(v->state == ST_FAIL ? failed : unres,
-		                                           j->names[i], item)) {
-			cJSON_Delete(item);
-			goto out;
-		}
-	}
-	text = cJSON_PrintUnformatted(o);
-out:
-	cJSON_Delete(o);
-	return text;
-}
-
-/* HostPriorityList: [{"Host": name, "Score": n}], in the input order. */
-static char *encode_prioritize(const struct job *j)
-{
-	cJSON *list = cJSON_CreateArray();
-	char *text = NULL;
-
-	if (list == NULL)
-		return NULL;
-	for (size_t i = 0; i < j->n; i++) {
-		cJSON *hp = cJSON_CreateObject();
-		int score = j->kind == K_GPU && j->v[i].state == ST_PASS ? j->v[i].score : 0;
-		if (hp == NULL || !cJSON_AddItemToArray(list, hp) ||
-		    cJSON_AddStringToObject(hp, "Host", j->names[i]) == NULL ||
-		    cJSON_AddNumberToObject(hp, "Score", score) == NULL)
-			goto out;
-	}
-	text = cJSON_PrintUnformatted(list);
-out:
-	cJSON_Delete(list);
-	return text;
-}
-
 /* ---- one call ---- */
 
 static void job_free(struct job *j)
 {
 	if (j == NULL)
 		return;
-	for (size_t i = 0; j->v != NULL && i < j->n; i++)
+	for (size_t i = 0; j->v != NULL && i < j->a.n; i++)
 		free(j->v[i].reason);
 	free(j->v);
-	free(j->names);
-	free(j->objs);
+	extwire_free(&j->a);
 	labelset_clear(&j->labels);
-	cJSON_Delete(j->args);
 	free(j);
 }
 
 /* A GPU pod with an invalid declaration: no node takes it, the reason says what to fix. */
 static void fail_all(struct job *j)
 {
-	for (size_t i = 0; i < j->n; i++)
-		set_verdict(&j->v[i], ST_UNRESOLVABLE, "pod %s: %s", j->pod_name, j->d.error);
+	for (size_t i = 0; i < j->a.n; i++)
+		set_verdict(&j->v[i], EXTWIRE_UNRESOLVABLE, "pod %s: %s", j->pod_name, j->d.error);
 }
 
 static void pass_all(struct job *j)
 {
-	for (size_t i = 0; i < j->n; i++)
-		j->v[i].state = ST_PASS;
+	for (size_t i = 0; i < j->a.n; i++)
+		j->v[i].state = EXTWIRE_PASS;
 }
 
 /* Decode and decide what needs no waiting. 0 with *out set, or EXTENDER_ENOMEM. */
@@ -933,10 +657,15 @@ static int job_prepare(struct extender *x, enum extender_verb verb, const char *
 	j->verb = verb;
 	j->arrived = arrived;
 	j->kind = K_PASS;
-	if ((rc = decode(j, body, len)) != 0)
-		goto err;
-	if (j->kind == K_ERROR)
+	rc = extwire_decode(&j->a, body, len, j->error, sizeof(j->error));
+	if (rc == EXTWIRE_EBAD) {
+		j->kind = K_ERROR;
 		goto done;
+	}
+	if (rc != 0 || (j->v = calloc(j->a.n ? j->a.n : 1, sizeof(*j->v))) == NULL) {
+		rc = EXTENDER_ENOMEM;
+		goto err;
+	}
 	classify(j);
 	if (j->kind == K_PASS)
 		pass_all(j);
@@ -994,7 +723,7 @@ static void log_call(const struct job *j, size_t n_out, double latency)
 	    LOG_STR("verb", verbs[j->verb]),
 	    LOG_STR("pod", j->pod_name[0] ? j->pod_name : NULL),
 	    LOG_STR("reason", j->why ? j->why : "BadRequest"),
-	    LOG_INT("nodes", j->n),
+	    LOG_INT("nodes", j->a.n),
 	    LOG_INT("filtered_out", n_out),
 	    LOG_STR("error", j->kind == K_ERROR ? j->error : NULL),
 	    LOG_DBL("latency_ms", latency * 1000.0),
@@ -1021,7 +750,10 @@ static int job_finish(struct job *j, char **out, size_t *out_len, char *err, siz
 		snprintf(err, errlen, "%s", j->error);
 		rc = EXTENDER_EBADREQUEST;
 	} else if (rc == 0) {
-		*out = j->verb == EXTENDER_FILTER ? encode_filter(j, &n_out) : encode_prioritize(j);
+		*out = j->verb == EXTENDER_FILTER
+		           ? extwire_filter_result(&j->a, j->v,
+		                                   j->kind == K_ERROR ? j->error : NULL, &n_out)
+		           : extwire_priorities(&j->a, j->v);
 		if (*out == NULL)
 			rc = EXTENDER_ENOMEM;
 		else
@@ -1109,10 +841,10 @@ static void route_refuse_busy(void *job, const char *why)
 	j->why = "Busy";
 	if (j->verb == EXTENDER_PRIORITIZE)
 		return;
-	while (i < j->n && j->v[i].state != ST_UNDECIDED)
+	while (i < j->a.n && j->v[i].state != EXTWIRE_UNDECIDED)
 		i++;
 	set_error(j, "gpu-memory-guard is too busy (%s) to judge GPU pod %s on node %s; retry",
-	          why ? why : "no thread free", j->pod_name, i < j->n ? j->names[i] : "?");
+	          why ? why : "no thread free", j->pod_name, i < j->a.n ? j->a.names[i] : "?");
 }
 
 static void route_discard(void *job)

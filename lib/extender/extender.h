@@ -26,20 +26,8 @@
  *   POST /scheduler/filter      ExtenderArgs -> ExtenderFilterResult
  *   POST /scheduler/prioritize  ExtenderArgs -> HostPriorityList
  *
- * Wire format (extender/v1 v0.33 has no json tags: Go's field names, as kube-scheduler's
- * encoding/json writes them):
- *   ExtenderArgs {"Pod": <v1.Pod>, "Nodes": <v1.NodeList> | null, "NodeNames": [..] | null}
- *     The three names are matched in any ASCII letter case, as Go's decoder does ("pod",
- *     "NODENAMES"; the non-ASCII folds Go also accepts, U+017F and U+212A, are not: no encoder
- *     writes them); the same for the NodeList's "items". The v1 objects inside are read by
- *     their json tags as the API server writes them ("metadata", "spec"). Exactly one of Nodes
- *     (nodeCacheCapable: false) and NodeNames (nodeCacheCapable: true) is given (not null);
- *     unknown fields are ignored, as Go does.
- *   ExtenderFilterResult {"Nodes": <v1.NodeList> | null, "NodeNames": [..] | null,
- *     "FailedNodes": {node: reason}, "FailedAndUnresolvableNodes": {node: reason},
- *     "Error": ""}: the passing nodes in the form they came in (NodeNames, or Nodes with the
- *     very node objects received), in their order; the other form null.
- *   HostPriorityList [{"Host": node, "Score": 0..10}], one per node, in the input order.
+ * The wire format (ExtenderArgs, ExtenderFilterResult, HostPriorityList) is decoded and encoded
+ * by extwire.h.
  *
  * filter, for a GPU pod with a valid declaration, per node:
  *   fits under the threshold in force (the node's annotation, else the policy's): passes;
@@ -108,6 +96,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "extwire.h"
 #include "server.h"
 
 struct metrics;
@@ -117,9 +106,8 @@ struct metrics;
 /* Body cap. The Nodes form carries whole Node objects, 5 to 30 KiB each (status.images
  * dominates): 64 MiB serves a few thousand nodes; larger clusters should configure
  * nodeCacheCapable: true (names only, ~40 bytes a node). */
-#define EXTENDER_BODY_MAX (64u * 1024u * 1024u)
-/* Nodes per call: Kubernetes supports 5000 nodes per cluster; three times that, refused past. */
-#define EXTENDER_MAX_NODES    15000
+#define EXTENDER_BODY_MAX     (64u * 1024u * 1024u)
+#define EXTENDER_MAX_NODES    EXTWIRE_MAX_NODES
 #define EXTENDER_MAX_PRIORITY 10 /* extender/v1 MaxExtenderPriority */
 #define EXTENDER_ERR_MAX      512
 /* A filter call for a pod the watch cache does not show yet (by name and uid) waits on a worker

@@ -1,18 +1,42 @@
 /*
  * Fuzz target: the scheduler extender's decoder and answer (extender_handle, both verbs).
- * The watch cache holds the node of test/data/node-gpu-node-a.json and its pods, fresh; no
- * reservations. The first input byte picks the verb (even: filter, odd: prioritize), the rest is
- * the body.
- * Properties: filter always answers 200 with a JSON object (errors in its "Error" field, as
- * kube-scheduler reads them); prioritize answers a JSON array of {"Host","Score" 0..10} or
- * refuses with EXTENDER_EBADREQUEST and a reason; nothing leaks.
+ * The watch cache holds the node of test/data/node-gpu-node-a.json and its pods, fresh; the
+ * engine (placer.h) over an empty ledger, with an API source that fails the run if called (the
+ * extender never asks the API server). The first input byte picks the verb (even: filter, odd:
+ * prioritize), the rest is the body. Properties: filter always answers 200 with a JSON object
+ * (errors in its "Error" field, as kube-scheduler reads them); prioritize answers a JSON array of
+ * {"Host","Score" 0..10} or refuses with EXTENDER_EBADREQUEST and a reason; nothing leaks.
  */
 #include "cache.h"
 #include "extender.h"
 #include "fuzz.h"
+#include "ledger.h"
+#include "placer.h"
 
 static struct cache *cache;
+static struct ledger *ledger;
+static struct placer *pl;
 static struct extender *x;
+
+static int no_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code,
+                      char *err, size_t errlen)
+{
+	fuzz_fail("the extender called the API server (pod %s/%s)", ns ? ns : "", name);
+	return -1;
+}
+
+static int no_get_node(void *ctx, const char *name, cJSON **node, long *code, char *err,
+                       size_t errlen)
+{
+	fuzz_fail("the extender called the API server (node %s)", name);
+	return -1;
+}
+
+static int no_list(void *ctx, const char *node, cJSON **items, long *code, char *err, size_t errlen)
+{
+	fuzz_fail("the extender called the API server (pods on %s)", node);
+	return -1;
+}
 
 static int always(void *ctx, double now_s)
 {
@@ -36,13 +60,22 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 	cJSON_Delete(node);
 	cJSON_Delete(list);
-	struct extender_config cfg = {
+	static const struct demand_config dcfg = {.gpu_resources = NULL};
+	struct placer_config pc = {
 	    .threshold = 0.9,
 	    .warn_threshold = 0.8,
-	    .exempt_namespaces = exempt,
-	    .n_exempt_namespaces = 1,
+	    .dcfg = &dcfg,
+	    .src = {NULL, no_get_pod, no_get_node, no_list},
 	    .cache = cache,
 	    .cache_fresh = always,
+	    .ledger = ledger = ledger_new(60000),
+	};
+	if (ledger == NULL || (pl = placer_new(&pc)) == NULL)
+		fuzz_fail("placer_new");
+	struct extender_config cfg = {
+	    .placer = pl,
+	    .exempt_namespaces = exempt,
+	    .n_exempt_namespaces = 1,
 	};
 	x = extender_new(&cfg, NULL);
 	if (x == NULL)
