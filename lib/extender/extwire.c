@@ -102,7 +102,7 @@ static int decode_names(struct decoding *d, const cJSON *list)
 	d->a->n = (size_t)cJSON_GetArraySize(list);
 	if (d->a->n > EXTWIRE_MAX_NODES) {
 		bad(d, "ExtenderArgs: %zu nodes, more than the %d one call may judge", d->a->n,
-		          EXTWIRE_MAX_NODES);
+		    EXTWIRE_MAX_NODES);
 		return 0;
 	}
 	if ((d->a->names = calloc(d->a->n ? d->a->n : 1, sizeof(*d->a->names))) == NULL)
@@ -111,9 +111,9 @@ static int decode_names(struct decoding *d, const cJSON *list)
 	{
 		if (!cJSON_IsString(it) || !name_ok(it->valuestring)) {
 			bad(d,
-			          "ExtenderArgs: NodeNames[%zu] is not a node name (a non-empty "
-			          "string of at most %d bytes)",
-			          i, NODE_NAME_MAX);
+			    "ExtenderArgs: NodeNames[%zu] is not a node name (a non-empty "
+			    "string of at most %d bytes)",
+			    i, NODE_NAME_MAX);
 			return 0;
 		}
 		d->a->names[i++] = it->valuestring;
@@ -129,15 +129,14 @@ static int decode_nodes(struct decoding *d, const cJSON *list)
 
 	if (!cJSON_IsObject(list) || member(list, "items", &items) != 0 ||
 	    (items != NULL && !cJSON_IsArray(items))) {
-		bad(d,
-		          "ExtenderArgs: Nodes is not a NodeList (an object with an items list)");
+		bad(d, "ExtenderArgs: Nodes is not a NodeList (an object with an items list)");
 		return 0;
 	}
 	d->a->items = items;
 	d->a->n = items ? (size_t)cJSON_GetArraySize(items) : 0;
 	if (d->a->n > EXTWIRE_MAX_NODES) {
 		bad(d, "ExtenderArgs: %zu nodes, more than the %d one call may judge", d->a->n,
-		          EXTWIRE_MAX_NODES);
+		    EXTWIRE_MAX_NODES);
 		return 0;
 	}
 	d->a->names = calloc(d->a->n ? d->a->n : 1, sizeof(*d->a->names));
@@ -149,9 +148,9 @@ static int decode_nodes(struct decoding *d, const cJSON *list)
 		const char *name = json_str(it, "metadata", "name", NULL);
 		if (!cJSON_IsObject(it) || !name_ok(name)) {
 			bad(d,
-			          "ExtenderArgs: Nodes.items[%zu] is not a Node with metadata.name "
-			          "(a non-empty string of at most %d bytes)",
-			          i, NODE_NAME_MAX);
+			    "ExtenderArgs: Nodes.items[%zu] is not a Node with metadata.name "
+			    "(a non-empty string of at most %d bytes)",
+			    i, NODE_NAME_MAX);
 			return 0;
 		}
 		d->a->objs[i] = it;
@@ -174,14 +173,14 @@ static int decode(struct decoding *d, const char *body, size_t len)
 			bad(d, "ExtenderArgs: empty body");
 		else
 			bad(d, "ExtenderArgs: not JSON (error at byte %zu)",
-			          end && end >= body ? (size_t)(end - body) : (size_t)0);
+			    end && end >= body ? (size_t)(end - body) : (size_t)0);
 		return 0;
 	}
 	while (end && (size_t)(end - body) < len && strchr(" \t\r\n", *end) && *end)
 		end++;
 	if (end == NULL || (size_t)(end - body) != len) {
 		bad(d, "ExtenderArgs: not JSON (trailing data at byte %zu)",
-		          end ? (size_t)(end - body) : (size_t)0);
+		    end ? (size_t)(end - body) : (size_t)0);
 		return 0;
 	}
 	if (!cJSON_IsObject(d->a->root)) {
@@ -191,7 +190,7 @@ static int decode(struct decoding *d, const char *body, size_t len)
 	if (member(d->a->root, "Pod", &pod) || member(d->a->root, "Nodes", &nodes) ||
 	    member(d->a->root, "NodeNames", &names)) {
 		bad(d, "ExtenderArgs: a field (Pod, Nodes or NodeNames) given twice, in "
-		             "different letter cases");
+		       "different letter cases");
 		return 0;
 	}
 	if (!cJSON_IsObject(pod)) {
@@ -201,8 +200,8 @@ static int decode(struct decoding *d, const char *body, size_t len)
 	d->a->pod = pod;
 	if ((nodes != NULL) == (names != NULL)) {
 		bad(d, "ExtenderArgs: %s",
-		          nodes ? "both Nodes and NodeNames given (one is null)"
-		                : "neither Nodes nor NodeNames given");
+		    nodes ? "both Nodes and NodeNames given (one is null)"
+		          : "neither Nodes nor NodeNames given");
 		return 0;
 	}
 	rc = names ? decode_names(d, names) : decode_nodes(d, nodes);
@@ -241,8 +240,8 @@ static cJSON *add_map(cJSON *o, const char *name)
 }
 
 /* ExtenderFilterResult with Go's field names. */
-char *extwire_filter_result(struct extwire_args *a, const struct extwire_node *v,
-                             const char *error, size_t *n_out)
+char *extwire_filter_result(struct extwire_args *a, const struct extwire_node *v, const char *error,
+                            size_t *n_out)
 {
 	cJSON *o = cJSON_CreateObject(), *pass = NULL, *failed, *unres;
 	char *text = NULL;
@@ -284,8 +283,9 @@ char *extwire_filter_result(struct extwire_args *a, const struct extwire_node *v
 		}
 		(*n_out)++;
 		item = cJSON_CreateString(v[i].reason ? v[i].reason : "");
-		if (item == NULL || !cJSON_AddItemToObject(v[i].state == EXTWIRE_FAIL ? failed : unres,
-		                                           a->names[i], item)) {
+		if (item == NULL ||
+		    !cJSON_AddItemToObject(v[i].state == EXTWIRE_FAIL ? failed : unres, a->names[i],
+		                           item)) {
 			cJSON_Delete(item);
 			goto out;
 		}
@@ -317,4 +317,3 @@ out:
 	cJSON_Delete(list);
 	return text;
 }
-

@@ -73,8 +73,8 @@ struct extwire_node {
  * objects move from a->root into the answer (no copy: a->objs no longer belong to a's tree).
  * *n_out: the nodes filtered out. The JSON text (caller frees), or NULL when out of memory.
  */
-char *extwire_filter_result(struct extwire_args *a, const struct extwire_node *v,
-                            const char *error, size_t *n_out);
+char *extwire_filter_result(struct extwire_args *a, const struct extwire_node *v, const char *error,
+                            size_t *n_out);
 
 /* HostPriorityList: one {"Host", "Score"} per node in a's order, v[i].score where PASS, else 0.
  * The JSON text (caller frees), or NULL when out of memory. */
