@@ -305,6 +305,11 @@ void ledger_relock(struct ledger_node *n)
 		pthread_mutex_lock(&n->mu);
 }
 
+int ledger_tryrelock(struct ledger_node *n)
+{
+	return n != NULL && pthread_mutex_trylock(&n->mu) == 0;
+}
+
 void ledger_end(struct ledger_node *n)
 {
 	struct ledger *l;

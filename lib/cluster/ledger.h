@@ -74,6 +74,9 @@ void ledger_unlock(struct ledger_node *n);
  * (blocking, as ledger_lock), and the placement ends with ledger_unlock() as usual. */
 void ledger_release(struct ledger_node *n);
 void ledger_relock(struct ledger_node *n);
+/* ledger_relock without waiting: 1 when the lock was taken, 0 when another thread holds it (the
+ * node is still released: ledger_end, or try again). */
+int ledger_tryrelock(struct ledger_node *n);
 /* End a released node's use without taking its lock again (ledger_unlock's other half; NULL is
  * a no-op). */
 void ledger_end(struct ledger_node *n);

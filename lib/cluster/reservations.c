@@ -82,14 +82,50 @@ static void add_item(void *ctx, const char *key, const char *uid, const char *cl
 		                                           .dra_claim = claim[0] ? claim : NULL};
 }
 
+/* Free the items array (and, when owned, their strings). */
+static void items_free(struct resv *r)
+{
+	for (size_t i = 0; r->own && r->items != NULL && i < r->n_items; i++) {
+		free((char *)r->items[i].key);
+		free((char *)r->items[i].uid);
+		free((char *)r->items[i].dra_claim);
+	}
+	free(r->items);
+	r->items = NULL;
+	r->n_items = 0;
+}
+
+/* Copy the items' strings (resv_own_items). 0 or RESV_ENOMEM (the array freed). */
+static int items_own(struct resv *r)
+{
+	for (size_t i = 0; i < r->n_items; i++) {
+		struct placement_item *it = &r->items[i];
+		const char *key = it->key, *uid = it->uid, *claim = it->dra_claim;
+
+		it->key = key ? strdup(key) : NULL;
+		it->uid = uid ? strdup(uid) : NULL;
+		it->dra_claim = claim ? strdup(claim) : NULL;
+		if ((key && !it->key) || (uid && !it->uid) || (claim && !it->dra_claim)) {
+			r->n_items = i + 1; /* the copies made so far, this one's too */
+			items_free(r);
+			return RESV_ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void resv_own_items(struct resv *r)
+{
+	r->own = r->backend == RESV_LEDGER;
+}
+
 int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
 {
 	size_t cap = 0;
 
 	*items = NULL;
 	*n = 0;
-	free(r->items);
-	r->items = NULL;
+	items_free(r);
 	if (r->backend == RESV_LEDGER && r->ln != NULL)
 		cap = ledger_visit(r->ln, r->now_ms, NULL, NULL);
 	else if (r->backend == RESV_RECORD && r->rec != NULL)
@@ -104,6 +140,11 @@ int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
 		*n = c.n;
 	} else {
 		*n = record_items(r->rec, r->wall_ms, r->now_ms, r->items);
+	}
+	r->n_items = *n;
+	if (r->own && items_own(r) != 0) {
+		*n = 0;
+		return RESV_ENOMEM;
 	}
 	*items = r->items;
 	return 0;
@@ -143,13 +184,14 @@ int resv_put(struct resv *r, const char *key, const char *uid, const char *claim
 	size_t ulen = uid != NULL ? strnlen(uid, LEDGER_UID_MAX) : 0;
 	size_t clen = claim != NULL ? strnlen(claim, LEDGER_UID_MAX) : 0;
 
+	/* The claim first: it may be one of the items' strings (resv_own_items' copies). */
+	if (clen < LEDGER_UID_MAX)
+		memcpy(r->claim, claim != NULL ? claim : "", clen + 1);
 	/* The items borrowed the backend's strings: a record put may move them. */
-	free(r->items);
-	r->items = NULL;
+	items_free(r);
 	if (r->put || (r->backend == RESV_LEDGER ? r->ln == NULL : r->rec == NULL) ||
 	    clen >= LEDGER_UID_MAX)
 		return RESV_EINVAL;
-	memcpy(r->claim, claim != NULL ? claim : "", clen + 1);
 	r->bytes = bytes;
 	r->unseen_ttl_ms = unseen_ttl_ms;
 	if (r->backend == RESV_RECORD) {
@@ -227,8 +269,7 @@ void resv_end(struct resv *r)
 {
 	if (r == NULL)
 		return;
-	free(r->items);
-	r->items = NULL;
+	items_free(r);
 }
 
 /* ---- read-only copies (resv_peek_*) ---- */

@@ -128,6 +128,8 @@ struct resv {
 	uint64_t bytes, unseen_ttl_ms;
 	/* resv_items' array */
 	struct placement_item *items;
+	size_t n_items;
+	int own; /* resv_own_items: the items' strings are copies, freed with the array */
 };
 
 /*
@@ -175,6 +177,12 @@ int resv_fresh(const struct resv *r);
  */
 int resv_items(struct resv *r, const struct placement_item **items, size_t *n)
     __attribute__((warn_unused_result));
+
+/* Make the items of later resv_items calls the transaction's own: their keys, uids and claims
+ * copied (freed with the array), so that the ledger node may be let go (ledger_release) while the
+ * core decides over them; resv_commit then finds any change made meanwhile (its version: the
+ * local backend's compare-and-swap). The record backend's copy is the caller's anyway. */
+void resv_own_items(struct resv *r);
 
 /*
  * Put the pod's reservation of bytes: key ("namespace/name", or webhook.c's unique key of a pod

@@ -30,7 +30,10 @@
 #include <string.h>
 
 #define KEY_MAX LEDGER_KEY_MAX
-#define ERR_MAX 512 /* a foreign one-line error (kube, capacity) */
+/* Cache-path attempts over the local ledger (placer.h): all but the last let the node go while
+ * the view is copied and the core decides, and commit by compare-and-swap. */
+#define PLACER_LEDGER_TRIES 3
+#define ERR_MAX             512 /* a foreign one-line error (kube, capacity) */
 
 struct placer {
 	double threshold, warn_threshold;
@@ -235,20 +238,19 @@ static void deny_unreserved(struct outcome *o, const struct placement *p, const 
 	    p->pod_name, p->node, why);
 }
 
-/* Decide with the placement core over the node's snapshot, whose reservations are rv's
- * (reservations.h, begun by the caller); when allowed with a reservation, put it and commit. */
-static void commit_decision(struct placer *pl, struct resv *rv, const struct placement *p,
-                            const struct placement_node *pn, uint64_t now, struct outcome *o)
+/* Put the reservation the core decided (res) and commit it (reservations.h). RESV_COMMITTED
+ * (o records the reserved pod), RESV_CONFLICT when may_conflict (the node was let go while the
+ * core decided: the caller decides again; o untouched), or the error, o then denied. */
+static int commit_reservation(struct placer *pl, struct resv *rv, const struct placement *p,
+                              const struct placement_result *res, int may_conflict,
+                              struct outcome *o)
 {
-	struct placement_result res;
-
-	if (!decide_core(pl, p, pn, now, o, &res))
-		return;
-	int rc = resv_put(rv, p->key, p->uid, res.reserve_claim, res.reserve_bytes,
+	int rc = resv_put(rv, p->key, p->uid, res->reserve_claim, res->reserve_bytes,
 	                  p->pod_create ? pl->unseen_ttl_ms : 0);
 	if (rc == 0)
 		rc = resv_commit(rv, NULL, 0);
-	/* RESV_CONFLICT cannot happen: the node stays locked from begin to commit. */
+	if (rc == RESV_CONFLICT && may_conflict)
+		return rc;
 	if (rc != RESV_COMMITTED)
 		deny_unreserved(o, p,
 		                rc == RESV_EFULL      ? "ledger full"
@@ -256,6 +258,19 @@ static void commit_decision(struct placer *pl, struct resv *rv, const struct pla
 		                                      : "no memory");
 	else
 		outcome_reserved(o, p->uid);
+	return rc;
+}
+
+/* Decide with the placement core over the node's snapshot, whose reservations are rv's
+ * (reservations.h, begun by the caller, the node locked from begin to commit); when allowed
+ * with a reservation, put it and commit. */
+static void commit_decision(struct placer *pl, struct resv *rv, const struct placement *p,
+                            const struct placement_node *pn, uint64_t now, struct outcome *o)
+{
+	struct placement_result res;
+
+	if (decide_core(pl, p, pn, now, o, &res))
+		(void)commit_reservation(pl, rv, p, &res, 0, o);
 }
 
 /*
@@ -662,11 +677,19 @@ static int live_view(struct placer *pl, const struct placement *p, const cJSON *
 	return 0;
 }
 
-static void relock(struct ledger_node *ln, struct outcome *o)
+/* Take a released node's lock again, counting the wait: when may_block, waiting (1); else only
+ * if it is free (1), 0 when another placement holds it (still released). */
+static int relock(struct ledger_node *ln, int may_block, struct outcome *o)
 {
 	double t = monotime_s();
-	ledger_relock(ln);
+	int taken = 1;
+
+	if (may_block)
+		ledger_relock(ln);
+	else
+		taken = ledger_tryrelock(ln);
 	o->waited += monotime_s() - t;
+	return taken;
 }
 
 /*
@@ -732,7 +755,7 @@ static void check_node(struct placer *pl, struct placement *p, const cJSON *node
 		now = decision_now(pl, 0); /* before the LIST: the view is at least as new */
 		if (live_view(pl, p, node_obj, &v, o) != 0)
 			goto out;
-		relock(ln, o);
+		relock(ln, 1, o);
 		locked = 1;
 		if (ledger_generation(ln) == gen && !looked) {
 			looked = 1;
@@ -740,7 +763,7 @@ static void check_node(struct placer *pl, struct placement *p, const cJSON *node
 				ledger_release(ln);
 				locked = 0;
 				look_up_stale(pl, p, &sc, o);
-				relock(ln, o);
+				relock(ln, 1, o);
 				locked = 1;
 			}
 		}
@@ -882,6 +905,11 @@ struct cached {
 	int decided;  /* 0: the cache does not know the node: take the API path */
 	uint64_t now; /* decision_now(), read before the view was copied */
 	uint64_t gen; /* the node's ledger_generation, read before the view was copied */
+	/* An optimistic attempt (placer_cached): the node let go while the view is copied and
+	 * while the core decides, its reservations' copies decided over, the put committed by
+	 * compare-and-swap. retry: the node changed meanwhile, decide again; busy: the node could
+	 * not be taken again without waiting (may_block 0), it is released: ledger_end. */
+	int optimistic, may_block, retry, busy;
 };
 
 /* ledger_visit: the reservations of the claims' pods that hold more than the claims count */
@@ -963,9 +991,16 @@ static void decide_cached(struct cached *c, const struct view_node *v)
 		n_dra = n - v->n_pods;
 	}
 	struct resv_seen seen = {keys, keys ? keys + n_seen : NULL, v->n_pods + n_dra};
-	/* The node was locked before its view was copied: no conflict at begin. */
-	if (resv_begin_ledger(&rv, c->ln, c->gen, &seen, now) != 0 ||
-	    resv_items(&rv, &items, &n_items) != 0)
+	/* A conflict at begin: an entry the view (copied while the node was let go) could miss was
+	 * settled meanwhile. Not when the node was held while the view was copied. */
+	int rc = resv_begin_ledger(&rv, c->ln, c->gen, &seen, now);
+	if (rc == RESV_CONFLICT && c->optimistic) {
+		c->retry = 1;
+		goto out;
+	}
+	if (c->optimistic)
+		resv_own_items(&rv); /* decided over with the node let go */
+	if (rc != 0 || resv_items(&rv, &items, &n_items) != 0)
 		goto nomem;
 	/* now may be held back to the cache's progress (decision_now): the put's TTL still runs
 	 * from the real clock, so a watch that went quiet does not shorten it. */
@@ -973,8 +1008,22 @@ static void decide_cached(struct cached *c, const struct view_node *v)
 	struct placement_node pn;
 	view_placement_node(v, &cap, items, n_items, dv ? &dv->node : NULL, &pn);
 	struct placement q = *c->p;
+	struct placement_result res;
 	q.node_labels = v->labels;
-	commit_decision(c->pl, &rv, &q, &pn, now, c->o);
+	if (!c->optimistic) {
+		commit_decision(c->pl, &rv, &q, &pn, now, c->o);
+		goto out;
+	}
+	/* Optimistic: no lock while the core decides; the commit is a compare-and-swap on the
+	 * node's version (resv_commit): a change since begin means deciding again. */
+	ledger_release(c->ln);
+	int reserve = decide_core(c->pl, &q, &pn, now, c->o, &res);
+	if (!relock(c->ln, c->may_block, c->o)) {
+		c->busy = 1;
+		goto out;
+	}
+	if (reserve && commit_reservation(c->pl, &rv, &q, &res, 1, c->o) == RESV_CONFLICT)
+		c->retry = 1;
 	goto out;
 nomem:
 	deny_nomem(c->o, c->p->pod_name);
@@ -1052,34 +1101,67 @@ int placer_cached(struct placer *pl, const struct placer_pod *pp, int may_block,
 		dra_view_free(dv);
 		return decided;
 	}
-	double t = monotime_s();
-	if (may_block) {
-		ln = ledger_lock(pl->ledger, node);
-	} else {
-		/* On a server thread: never wait for a node another placement holds (while it
-		 * decides; no lock is held across an API call); a worker will decide it instead. */
-		ln = ledger_trylock(pl->ledger, node, &busy);
-		if (busy) {
+	struct outcome start = *o;
+	struct cached c;
+	for (unsigned attempt = 1;; attempt++) {
+		double t = monotime_s();
+		if (may_block) {
+			ln = ledger_lock(pl->ledger, node);
+		} else {
+			/* On a server thread: never wait for a node another placement holds (while
+			 * it decides; no lock is held across an API call); a worker will decide it
+			 * instead. */
+			ln = ledger_trylock(pl->ledger, node, &busy);
+			if (busy) {
+				dra_view_free(dv);
+				return 0;
+			}
+		}
+		o->waited += monotime_s() - t;
+		if (ln == NULL) {
+			dra_view_free(dv);
+			deny_untracked(o, pod_name, node);
+			return 1;
+		}
+		/* The last attempt holds the node from begin to commit: it cannot conflict. */
+		c = (struct cached){pl,
+		                    &p,
+		                    ln,
+		                    o,
+		                    0,
+		                    decision_now(pl, 1),
+		                    ledger_generation(ln),
+		                    attempt < PLACER_LEDGER_TRIES,
+		                    may_block,
+		                    0,
+		                    0};
+		struct view_node vn;
+		if (c.optimistic)
+			ledger_release(ln); /* the view is copied with no ledger lock held */
+		int copied = view_from_cache(pl->cache, node, &vn);
+		if (c.optimistic && !relock(ln, may_block, o))
+			c.busy = 1;
+		else if (copied != 0) {
+			c.decided = 1;
+			deny_nomem(o, pod_name);
+		} else {
+			decide_cached(&c, &vn);
+		}
+		if (copied == 0)
+			view_node_clear(&vn);
+		if (c.busy) { /* released: a worker decides it, from the start */
+			ledger_end(ln);
 			dra_view_free(dv);
 			return 0;
 		}
+		ledger_unlock(ln);
+		if (!c.retry)
+			break;
+		double waited = o->waited;
+		*o = start; /* the node changed while it was let go: decide again */
+		o->waited = waited;
+		metrics_ledger_conflict(pl->metrics);
 	}
-	o->waited += monotime_s() - t;
-	if (ln == NULL) {
-		dra_view_free(dv);
-		deny_untracked(o, pod_name, node);
-		return 1;
-	}
-	struct cached c = {pl, &p, ln, o, 0, decision_now(pl, 1), ledger_generation(ln)};
-	struct view_node vn;
-	if (view_from_cache(pl->cache, node, &vn) != 0) {
-		c.decided = 1;
-		deny_nomem(o, pod_name);
-	} else {
-		decide_cached(&c, &vn);
-		view_node_clear(&vn);
-	}
-	ledger_unlock(ln);
 	if (c.decided)
 		outcome_warn(o, d->warning);
 	dra_view_free(dv);

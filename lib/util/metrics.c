@@ -83,7 +83,8 @@ struct metrics {
 	void *ledger_ctx;
 	metrics_gauge_fn unseen_fn; /* the ledger's unseen drops */
 	void *unseen_ctx;
-	atomic_uint_fast64_t unseen_dropped; /* the shared records' (metrics_unseen_dropped) */
+	atomic_uint_fast64_t unseen_dropped;   /* the shared records' (metrics_unseen_dropped) */
+	atomic_uint_fast64_t ledger_conflicts; /* metrics_ledger_conflict */
 	metrics_collector_fn collectors[METRICS_MAX_COLLECTORS];
 	void *collector_ctx[METRICS_MAX_COLLECTORS];
 	size_t n_collectors;
@@ -126,6 +127,12 @@ void metrics_unseen_dropped(struct metrics *m, size_t n)
 {
 	if (m != NULL && n > 0)
 		atomic_fetch_add_explicit(&m->unseen_dropped, n, memory_order_relaxed);
+}
+
+void metrics_ledger_conflict(struct metrics *m)
+{
+	if (m != NULL)
+		atomic_fetch_add_explicit(&m->ledger_conflicts, 1, memory_order_relaxed);
 }
 
 void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx)
@@ -515,6 +522,12 @@ static void render_gauges(struct metrics_writer *b, struct metrics *m)
 	        "shown by the API server.\n# TYPE gpu_memory_guard_ledger_reservations gauge\n"
 	        "gpu_memory_guard_ledger_reservations %zu\n",
 	        ledger);
+	bprintf(b,
+	        "# HELP gpu_memory_guard_ledger_conflicts_total Placements decided again because "
+	        "the node's local reservations changed while it was let go.\n"
+	        "# TYPE gpu_memory_guard_ledger_conflicts_total counter\n"
+	        "gpu_memory_guard_ledger_conflicts_total %llu\n",
+	        (unsigned long long)load(&m->ledger_conflicts));
 	bprintf(b,
 	        "# HELP gpu_memory_guard_reservations_unseen_dropped_total Reservations of pod "
 	        "CREATEs dropped at --unseen-reservation-ttl, their pod never seen.\n"

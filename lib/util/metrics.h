@@ -18,6 +18,9 @@
  *   gpu_memory_guard_api_requests_total{verb,resource,code}   counter (code 0: no answer)
  *   gpu_memory_guard_api_request_duration_seconds{verb,resource}  histogram
  *   gpu_memory_guard_ledger_reservations                      gauge (read at scrape time)
+ *   gpu_memory_guard_ledger_conflicts_total                   counter, cache-path placements
+ *       decided again: the node's local reservations changed while it was let go (placer.c's
+ *       optimistic attempts, the last of which holds the node)
  *   gpu_memory_guard_reservations_unseen_dropped_total        counter, reservations of pod
  *       CREATEs dropped at --unseen-reservation-ttl with their pod never seen (the local
  *       ledger's, read at scrape time, plus the shared records' entries this replica dropped)
@@ -108,6 +111,8 @@ void metrics_set_ledger_gauge(struct metrics *m, metrics_gauge_fn fn, void *ctx)
 void metrics_set_unseen_counter(struct metrics *m, metrics_gauge_fn fn, void *ctx);
 /* n shared-record entries dropped as unseen (placer.c). m may be NULL. */
 void metrics_unseen_dropped(struct metrics *m, size_t n);
+/* One gpu_memory_guard_ledger_conflicts_total more (m may be NULL). */
+void metrics_ledger_conflict(struct metrics *m);
 
 /* One review answered. seconds: from the request's arrival to the answer; self_seconds: the
  * part spent working on it (seconds minus the waits for a worker thread, API calls and the
