@@ -27,7 +27,14 @@
  *   drops it then, matching the key and, where both are known, the uid; the shared record
  *   after RECORD_SETTLE_GRACE_MS), its pod is gone (the cache's gone callback, main.c, calls
  *   ledger_forget and shared_forget), or its TTL passes (reservations.h lists these rules
- *   once). o->source says which view decided ("cache" or "api").
+ *   once). o->source says which view decided ("cache" or "api"). With the local ledger the
+ *   cache path is optimistic: lock the node, note its generation, let it go, copy the view, take
+ *   it again, begin (settle the pods the view shows; a generation changed meanwhile: begin
+ *   again), copy its reservations (resv_own_items), let it go while the core decides, take it
+ *   again and commit by compare-and-swap on its version (changed meanwhile: decide again,
+ *   gpu_memory_guard_ledger_conflicts_total). The third attempt holds the node from begin to
+ *   commit and cannot conflict. On a server thread (may_block 0) a node held by another
+ *   placement is never waited for, at any of these steps: a worker decides it from the start.
  *
  *   the live path: GET node -> capacity (threshold annotation overrides the flag) -> note the
  *   node's ledger generation (ledger.h) -> list pods on the node with no lock held -> the
@@ -56,8 +63,9 @@
  * spent before a call, too.
  *
  * Thread-safe: placements may run on many threads at once; the per-node serialization is the
- * ledger's with --reservations local (its lock for settling, deciding and reserving; its
- * generation for a view taken before the lock, placer.c check_node()), and shared_place's with
+ * ledger's with --reservations local (its lock for settling and committing, its version for
+ * the compare-and-swap of a decision taken with the node let go, its generation for a view
+ * taken before the lock: placer.c decide_cached(), check_node()), and shared_place's with
  * --reservations shared (one leader per node decides and writes for the placements queued
  * behind it, shared.h).
  */
