@@ -280,9 +280,11 @@ struct peek {
 	int nomem;
 };
 
-static void peek_add(struct peek *pk, const char *key, const char *uid, uint64_t bytes)
+static void peek_add(struct peek *pk, const char *key, const char *uid, const char *claim,
+                     uint64_t bytes)
 {
 	struct placement_item it = {.bytes = bytes};
+	int has_uid = uid != NULL && uid[0] != '\0', has_claim = claim != NULL && claim[0] != '\0';
 
 	if (pk->nomem || key == NULL)
 		return;
@@ -297,27 +299,30 @@ static void peek_add(struct peek *pk, const char *key, const char *uid, uint64_t
 		pk->cap = ncap;
 	}
 	it.key = strdup(key);
-	it.uid = uid != NULL && uid[0] != '\0' ? strdup(uid) : NULL;
-	if (it.key == NULL || (uid != NULL && uid[0] != '\0' && it.uid == NULL)) {
+	it.uid = has_uid ? strdup(uid) : NULL;
+	it.dra_claim = has_claim ? strdup(claim) : NULL;
+	if (it.key == NULL || (has_uid && it.uid == NULL) || (has_claim && it.dra_claim == NULL)) {
 		free((char *)it.key);
 		free((char *)it.uid);
+		free((char *)it.dra_claim);
 		pk->nomem = 1;
 		return;
 	}
 	pk->items[pk->n++] = it;
 }
 
+/* The entry's DRA claim is kept: the core counts the pod among the claim's pods (issue 21). */
 static void peek_ledger_one(void *ctx, const char *key, const char *uid, const char *claim,
                             uint64_t bytes, uint64_t reserved_ms)
 {
-	(void)claim; /* the filter has counted no claim: unchanged (placer_fit) */
 	(void)reserved_ms;
-	peek_add(ctx, key, uid, bytes);
+	peek_add(ctx, key, uid, claim, bytes);
 }
 
-static void peek_record_one(void *ctx, const char *key, const char *uid, uint64_t bytes)
+static void peek_record_one(void *ctx, const char *key, const char *uid, const char *claim,
+                            uint64_t bytes)
 {
-	peek_add(ctx, key, uid, bytes);
+	peek_add(ctx, key, uid, claim, bytes);
 }
 
 static int peek_done(struct peek *pk, struct placement_item **items, size_t *n)
@@ -363,6 +368,7 @@ void resv_peek_free(struct placement_item *items, size_t n)
 	for (size_t i = 0; items != NULL && i < n; i++) {
 		free((char *)items[i].key);
 		free((char *)items[i].uid);
+		free((char *)items[i].dra_claim);
 	}
 	free(items);
 }

@@ -232,9 +232,9 @@ int resv_commit(struct resv *r, char *err, size_t errlen) __attribute__((warn_un
  *   other replicas wrote since are not seen: a question answered on it may pass a node a
  *   placement then refuses (the placement reads the record afresh).
  * Rule 2 is the core's, as for resv_items: a visible pod and its entry count once.
- * *items (caller owns: resv_peek_free) as placement items (key, uid or NULL, bytes; no DRA
- * claim, no expiry: they count now), NULL with *n 0 when there are none. 0, RESV_EBUSY,
- * RESV_EUNTRACKED or RESV_ENOMEM (nothing returned).
+ * *items (caller owns: resv_peek_free) as placement items (key, uid or NULL, bytes, the DRA
+ * claim resv_put gave or NULL; no expiry: they count now), NULL with *n 0 when there are none. 0,
+ * RESV_EBUSY, RESV_EUNTRACKED or RESV_ENOMEM (nothing returned).
  */
 int resv_peek_ledger(struct ledger *l, const char *node, uint64_t now_ms, int may_block,
                      struct placement_item **items, size_t *n) __attribute__((warn_unused_result));

@@ -693,7 +693,7 @@ size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn,
 		pthread_mutex_unlock(&s->gone_mu);
 		if (gone)
 			continue;
-		fn(ctx, e->key, e->uid, e->bytes);
+		fn(ctx, e->key, e->uid, e->claim, e->bytes);
 		n++;
 	}
 	pthread_mutex_unlock(&s->mu);

@@ -175,11 +175,13 @@ int shared_write(struct shared *s, const char *node, struct record *rec, char *e
  * safe side). NULL or "" uid: no-op. Thread-safe. */
 void shared_forget(struct shared *s, const char *uid);
 
-/* Call fn(ctx, key, uid, bytes) for each entry of node's record, as this replica last wrote or
- * read it, that has not expired: no API call (the scheduler extender's view). Another replica's
- * newer entries are not seen until this replica writes or reads the record again. Returns how
- * many entries were visited. fn must not call shared functions. Thread-safe. */
-typedef void (*shared_entry_fn)(void *ctx, const char *key, const char *uid, uint64_t bytes);
+/* Call fn(ctx, key, uid, claim, bytes) (claim: the entry's DRA claim uid, "" when none) for each
+ * entry of node's record, as this replica last wrote or read it, that has not expired: no API call
+ * (the scheduler extender's view). Another replica's newer entries are not seen until this replica
+ * writes or reads the record again. Returns how many entries were visited. fn must not call shared
+ * functions. Thread-safe. */
+typedef void (*shared_entry_fn)(void *ctx, const char *key, const char *uid, const char *claim,
+                                uint64_t bytes);
 size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn, void *ctx);
 
 /* metrics_collector_fn: the series above. ctx is the struct shared. */

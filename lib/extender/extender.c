@@ -354,14 +354,6 @@ static void judge_fit(struct job *j, struct extwire_node *v, const struct placer
 		v->score = 0;
 		return;
 	case PLACER_FIT_NO_CAPACITY:
-		if (j->x->warns_only) { /* the webhook admits it in warn and audit: cannot rank it
-			                 */
-			v->state = EXTWIRE_PASS;
-			v->score = 0;
-		} else {
-			set_verdict(v, EXTWIRE_UNRESOLVABLE, "%s", f->error);
-		}
-		return;
 	case PLACER_FIT_INVALID:
 		set_verdict(v, EXTWIRE_UNRESOLVABLE, "%s", f->error);
 		return;
@@ -509,8 +501,9 @@ static int cached_pending(const struct job *j, uint64_t *bytes, enum metrics_hol
 /* After a filter call for a GPU pod: the nodes it passed hold the pod until its Binding shows
  * (holds.h). A pod passed nowhere, or without a uid, holds nothing (a uid-less pod cannot be
  * told from the pod being judged); nor does a pod the watch cache does not show pending with
- * that uid (a forged call; or the rare pod the scheduler saw before the cache did: its Binding
- * is still judged by the webhook), counted by reason. The bytes held are the cached pod's.
+ * that uid and the body's demand (a forged call; or the rare pod the scheduler saw before the
+ * cache did: its Binding is still judged by the webhook), counted by reason, and such a call
+ * leaves the uid's earlier hold as it was. The bytes held are the cached pod's.
  * Out of memory or a full table: the hold is lost, logged; the webhook still refuses a Binding
  * that would not fit. */
 static void hold_passed(struct job *j)
@@ -532,9 +525,15 @@ static void hold_passed(struct job *j)
 			pass[n++] = j->a.names[i];
 	if (n > 0 && j->await_cache)
 		wait_for_cache(j);
-	if (n > 0 && cached_pending(j, &bytes, &why) != 0) {
-		metrics_hold_refused(j->x->metrics, why);
-		n = 0; /* and drop an earlier hold of the uid */
+	if (cached_pending(j, &bytes, &why) != 0) {
+		/* Not vouched for by the cache (a forged body, or a pod not pending): the uid's
+		 * hold, if any, is left as it was (it ends when the cache shows its pod bound, the
+		 * pod is reported gone, or at its TTL), so a forged call cannot end a real pod's.
+		 */
+		if (n > 0)
+			metrics_hold_refused(j->x->metrics, why);
+		free(pass);
+		return;
 	}
 	rc = holds_put(j->x->holds, j->pod_name, j->uid, bytes, pass, n, j->now_ms, HOLDS_TTL_MS);
 	free(pass);
@@ -603,6 +602,12 @@ static int judge(struct job *j, int may_block)
 		if (st != PLACER_FIT_BUSY && st != PLACER_FIT_ENOMEM) {
 			j->undecided--;
 			judge_fit(j, v, &f);
+			/* --mode warn or audit: the webhook admits whatever enforce refuses
+			 * (webhook.h), so the node passes; it is not ranked (score 0). */
+			if (x->warns_only && v->state != EXTWIRE_PASS) {
+				free(v->reason);
+				*v = (struct extwire_node){.state = EXTWIRE_PASS};
+			}
 		}
 		placer_fit_clear(&f);
 		if (st == PLACER_FIT_ENOMEM) {

@@ -31,7 +31,9 @@
  *
  * filter, for a GPU pod with a valid declaration, per node:
  *   fits under the threshold in force (the node's annotation, else the policy's): passes;
- *   in warn mode a placement over it passes too (the webhook would allow it with a warning);
+ *   under --mode warn or audit every node passes, and a node where it does not fit (or that
+ *     cannot be judged: any refusal below, a policy's too) scores 0: the webhook admits there
+ *     whatever enforce refuses (webhook.h);
  *   over the threshold -> FailedNodes "needs 10Gi, 1.7Gi free of the 90 percent limit"
  *     (kube-scheduler shows it in the FailedScheduling event; the node may free memory), with
  *     ", counting 10Gi of 1 pod whose Binding is in flight" when pods in flight counted;
@@ -128,10 +130,10 @@ struct placer;
 struct extender_config {
 	/* The engine (placer.h), borrowed, shared with the webhook: every node is judged through
 	 * placer_fit (its flags, demand rules, watch cache, DRA store, reservations and
-	 * GPUMemoryPolicy objects; --mode warn or audit: what the webhook admits there passes the
-	 * filter with score 0: over-threshold placements, nodes of unknown capacity, pods without
-	 * a valid declaration, every node). While placer_fit_ready says no (no cache, not synced
-	 * or stale, policies or DRA not listed) GPU pods are answered with an Error. */
+	 * GPUMemoryPolicy objects; --mode warn or audit: the webhook admits whatever enforce
+	 * refuses, so every node passes the filter, a refused one with score 0, and a pod without
+	 * a valid declaration passes every node). While placer_fit_ready says no (no cache, not
+	 * synced or stale, policies or DRA not listed) GPU pods are answered with an Error. */
 	struct placer *placer;
 	const char *const *exempt_namespaces; /* strings copied */
 	size_t n_exempt_namespaces;           /* <= EXTENDER_MAX_EXEMPT */

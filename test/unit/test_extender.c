@@ -36,9 +36,14 @@
 #include "fixture.h"
 #include "ledger.h"
 #include "metrics.h"
+#include "monotime.h"
 #include "placer_fixture.h"
 #include "policies.h"
 #include "watch.h"
+#include "demand.h"
+#include "dra.h"
+#include "outcome.h"
+#include "placement.h"
 
 #define GIB (1024ull * 1024ull * 1024ull)
 
@@ -661,9 +666,9 @@ static void test_invalid_declaration(void **state)
 }
 
 /* A per-GPU share over one GPU's limit never fits; warn mode (the webhook's --mode warn or
- * audit) passes what the webhook would allow (with a warning or an audit entry) but scores it
- * 0: over the limit, and a node of unknown capacity (n-nocap; only n-unknown, which the cache
- * has not seen, fails). */
+ * audit) passes every node, as the webhook admits every placement there (with a warning or an
+ * audit entry), but scores 0 where it does not fit or cannot be judged: over the limit, a node
+ * of unknown capacity (n-nocap), a node the cache has not seen (n-unknown). */
 static void test_never_fits_and_warn_mode(void **state)
 {
 	const char *two[] = {"n-room", "n-full"};
@@ -682,7 +687,8 @@ static void test_never_fits_and_warn_mode(void **state)
 	a = call(EXTENDER_FILTER, body);
 	char names[256];
 	names_of(a, names, sizeof(names));
-	assert_string_equal(names, "n-full,n-room,n-empty,n-annot,n-small,n-nocap");
+	/* every node: n-unknown too (the webhook admits its Binding in warn mode, whatever) */
+	assert_string_equal(names, "n-full,n-room,n-empty,n-annot,n-small,n-nocap,n-unknown");
 	cJSON_Delete(a);
 	a = call(EXTENDER_PRIORITIZE, body);
 	assert_int_equal(score_of(a, "n-full"), 0);
@@ -1561,6 +1567,174 @@ static void test_inferred_hold_on_a_policy_node(void **state)
 	free(probe_args);
 }
 
+/* ---- a reservation naming a shared DRA claim (item.dra_claim, issue 21) ----
+ *
+ * Pod inference/a was created with nodeName naming the allocated, time-sliced claim ts (its
+ * reservedFor empty) and admitted: its ledger entry carries the claim's uid. Pod inference/b,
+ * declaring 40Gi and naming the same claim, is then judged. The webhook's cache path
+ * (placer_cached) counts a among the claim's pods and refuses b; so must the filter
+ * (placer_fit: resv_peek_ledger keeps the entry's claim). Found by an attacker review: the
+ * claim was dropped, b judged as the device's sole consumer, and the node passed. */
+#define TS_CLAIM_UID "c1a2b3c4-0021-4d5e-8f90-a1b2c3d4e5f6"
+#define TS_POD_B                                                                                   \
+	"{\"metadata\":{\"name\":\"b\",\"namespace\":\"inference\",\"uid\":\"uid-b\"},\"spec\":{"  \
+	"\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"ts\"}],\"containers\":[{"   \
+	"\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]},\"env\":[{\"name\":"    \
+	"\"GPU_MEMORY_LIMIT\",\"value\":\"40Gi\"}]}]},\"status\":{\"phase\":\"Pending\"}}"
+
+static void test_reservation_dra_claim_counted(void **state)
+{
+	(void)state;
+	struct dra_store *d = dra_store_new(NULL, NULL, NULL);
+	static const char *const names[] = {"gpu-dra-0"};
+	char err[256], buf[256];
+	char *slice_text = fixture_read("dra/slice-gpu-dra-0.json", NULL);
+	cJSON *j;
+
+	assert_non_null(d);
+	assert_non_null(slice_text);
+	j = cJSON_Parse("{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-dra-0\",\"uid\":\"n0\"}}");
+	assert_int_equal(cache_apply_node(E.cache, WATCH_ADDED, j), 0);
+	cJSON_Delete(j);
+	j = cJSON_Parse(slice_text);
+	assert_int_equal(dra_store_apply_slice(d, WATCH_ADDED, j, err, sizeof(err)), 0);
+	cJSON_Delete(j);
+	free(slice_text);
+	j = cJSON_Parse(
+	    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+	    "\"name\":\"ts\",\"namespace\":\"inference\",\"uid\":\"" TS_CLAIM_UID "\"},\"spec\":{"
+	    "\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+	    "\"gpu.nvidia.com\"}}]}},\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+	    "\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-dra-0\",\"device\":"
+	    "\"gpu-0\"}],\"config\":[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":"
+	    "\"gpu.nvidia.com\",\"parameters\":{\"apiVersion\":\"resource.nvidia.com/v1beta1\","
+	    "\"kind\":\"GpuConfig\",\"sharing\":{\"strategy\":\"TimeSlicing\"}}}}]}}}}");
+	assert_non_null(j);
+	assert_int_equal(dra_store_apply_claim(d, WATCH_ADDED, j, err, sizeof(err)), 0);
+	cJSON_Delete(j);
+	/* a's reservation, as the webhook records a CREATE naming the claim */
+	struct ledger_node *ln = ledger_lock(E.ledger, "gpu-dra-0");
+	uint64_t now = ledger_now_ms();
+	assert_non_null(ln);
+	assert_int_equal(
+	    ledger_reserve_claim(ln, "inference/a", "uid-a", TS_CLAIM_UID, 40 * GIB, 0, now, now),
+	    0);
+	ledger_unlock(ln);
+	E.pc.dra = d;
+	reconfigure();
+
+	/* The webhook's question (a Binding of b on gpu-dra-0, dry run: nothing reserved) */
+	cJSON *pod = cJSON_Parse(TS_POD_B);
+	struct demand dm;
+	struct dra_pod_refs refs;
+	assert_int_equal(demand_from_pod(pod, &E.dcfg, &dm), 0);
+	assert_int_equal(dra_pod_refs(pod, &refs, err, sizeof(err)), 0);
+	if (dm.status == DEMAND_NOT_GPU && refs.any)
+		placement_dra_demand(&dm);
+	struct pod_attrs attrs = {"inference", NULL, NULL};
+	struct placer_pod pp = {.pod_name = "inference/b",
+	                        .ns = "inference",
+	                        .key = "inference/b",
+	                        .uid = "uid-b",
+	                        .node = "gpu-dra-0",
+	                        .demand = &dm,
+	                        .attrs = &attrs,
+	                        .refs = &refs,
+	                        .dry_run = 1};
+	struct outcome o;
+	memset(&o, 0, sizeof(o));
+	assert_int_equal(placer_cached(E.pl, &pp, 1, &o), 1);
+	int webhook_admits = o.allowed;
+
+	/* The extender's question on the same node */
+	char *args = args_names(TS_POD_B, names, 1);
+	cJSON *a = call(EXTENDER_FILTER, args);
+	names_of(a, buf, sizeof(buf));
+	int extender_passes = strcmp(buf, "gpu-dra-0") == 0;
+	cJSON_Delete(a);
+	free(args);
+	cJSON_Delete(pod);
+	E.pc.dra = NULL;
+	reconfigure();
+	dra_store_free(d);
+	assert_false(webhook_admits); /* the webhook refuses b beside a */
+	if (extender_passes)
+		fail_msg("the extender passes gpu-dra-0 for inference/b, whose Binding there the "
+		         "webhook refuses (the reservation's DRA claim is not counted)");
+}
+
+/* --mode warn: the webhook admits whatever enforce refuses (webhook.c apply_mode, "whatever the
+ * reason"), a GPUMemoryPolicy's enforce threshold too; so the filter passes the node, with
+ * score 0 (extender.h). Found by an attacker review: it was FailedNodes. */
+static void test_warn_mode_policy_passes(void **state)
+{
+	(void)state;
+	struct policies *pols = store_with(HALF_POLICY);
+	static const char *const room[] = {"n-room"};
+	char *pod = llama("10Gi"), *body = args_names(pod, room, 1), names[256];
+	cJSON *a;
+
+	E.pc.policies = pols;
+	E.pc.mode_warn = 1;
+	reconfigure();
+	a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	cJSON_Delete(a);
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-room"), 0);
+	cJSON_Delete(a);
+	E.pc.mode_warn = 0;
+	drop_policies(pols);
+	free(body);
+	free(pod);
+	if (strcmp(names, "n-room") != 0)
+		fail_msg("--mode warn: the filter refuses n-room, whose Binding the webhook admits "
+		         "(apply_mode)");
+}
+
+/* A forged filter call (ExtenderArgs is untrusted, extender.h) for a pod the cache does not
+ * know, carrying the uid of a real pod in flight, leaves that pod's hold as it was: the next
+ * pod of the burst is still refused the node (found by an attacker review: the forged call
+ * ended the hold, and the node was passed to a pod the webhook then refused). */
+static void test_forged_uid_keeps_hold(void **state)
+{
+	(void)state;
+	static const char *const room[] = {"n-room"};
+	char names[64];
+	char *a_text = pod_text("ml", "a", "30Gi", NULL, "", "nvidia.com/gpu");
+	char *b_text = pod_text("ml", "b", "10Gi", NULL, "", "nvidia.com/gpu");
+	put_pod(E.cache, "ml", "a", "30Gi", NULL);
+	put_pod(E.cache, "ml", "b", "10Gi", NULL);
+	char *a_args = args_names(a_text, room, 1), *b_args = args_names(b_text, room, 1);
+	cJSON *r = call(EXTENDER_FILTER, a_args); /* a passes n-room and holds 30Gi there */
+	names_of(r, names, sizeof(names));
+	assert_string_equal(names, "n-room");
+	cJSON_Delete(r);
+	r = call(EXTENDER_FILTER, b_args); /* 40 + 30 + 10 > 72: b fails */
+	names_of(r, names, sizeof(names));
+	assert_string_equal(names, "");
+	cJSON_Delete(r);
+	/* forged: a pod named ghost with a's uid, asking 500Gi (passes nowhere) */
+	char *forged = args_names(
+	    "{\"metadata\":{\"name\":\"ghost\",\"namespace\":\"ml\",\"uid\":\"uid-ml-a\"},"
+	    "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{\"limits\":{"
+	    "\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\",\"value\":"
+	    "\"500Gi\"}]}]}}",
+	    room, 1);
+	cJSON_Delete(call(EXTENDER_FILTER, forged));
+	r = call(EXTENDER_FILTER, b_args);
+	names_of(r, names, sizeof(names));
+	cJSON_Delete(r);
+	free(forged);
+	free(a_args);
+	free(b_args);
+	free(a_text);
+	free(b_text);
+	if (strcmp(names, "") != 0)
+		fail_msg("after a forged call carrying a's uid, b passes n-room: a's hold was "
+		         "dropped");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1593,6 +1767,9 @@ int main(void)
 	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_policy_threshold_reasons, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inferred_hold_on_a_policy_node, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_reservation_dra_claim_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_warn_mode_policy_passes, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_forged_uid_keeps_hold, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

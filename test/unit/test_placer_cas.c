@@ -43,8 +43,8 @@ static struct placer *pl;
 int __real_core_decide(const struct core_input *in, struct core_verdict *out);
 int __wrap_core_decide(const struct core_input *in, struct core_verdict *out);
 
-static unsigned armed;      /* this many core_decide calls reserve another pod first */
-static unsigned decided;    /* core_decide calls */
+static unsigned armed;       /* this many core_decide calls reserve another pod first */
+static unsigned decided;     /* core_decide calls */
 static uint64_t other_bytes; /* what the other pod reserves */
 static int keep_locked;      /* the other placement keeps the node locked (held_ln) */
 static struct ledger_node *held_ln;
@@ -91,10 +91,11 @@ static int setup(void **state)
 	assert_non_null(cache);
 	assert_non_null(ledger);
 	assert_non_null(metrics);
-	apply("{\"metadata\":{\"name\":\"gpu-a\",\"uid\":\"n1\",\"annotations\":{"
-	      "\"gpu-memory-guard.io/gpu-memory\":\"80Gi\",\"gpu-memory-guard.io/gpu-count\":\"1\"}},"
-	      "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"1\"}}}",
-	      0);
+	apply(
+	    "{\"metadata\":{\"name\":\"gpu-a\",\"uid\":\"n1\",\"annotations\":{"
+	    "\"gpu-memory-guard.io/gpu-memory\":\"80Gi\",\"gpu-memory-guard.io/gpu-count\":\"1\"}},"
+	    "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"1\"}}}",
+	    0);
 	apply("{\"metadata\":{\"name\":\"resident\",\"namespace\":\"ml\",\"uid\":\"uid-resident\"},"
 	      "\"spec\":{\"nodeName\":\"gpu-a\",\"containers\":[{\"name\":\"c\",\"resources\":{"
 	      "\"limits\":{\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","
@@ -232,7 +233,7 @@ static void test_listener_never_waits(void **state)
 	assert_int_equal(place(1 * GIB, 0, &o), 0);
 	assert_non_null(held_ln);
 	ledger_unlock(held_ln);
-	assert_int_equal(ledger_size(ledger), 1); /* the other pod's only */
+	assert_int_equal(ledger_size(ledger), 1);   /* the other pod's only */
 	assert_int_equal(place(1 * GIB, 1, &o), 1); /* the worker */
 	assert_true(o.allowed);
 	assert_int_equal(ledger_size(ledger), 2);

@@ -482,10 +482,12 @@ struct visited {
 	char last_uid[64];
 };
 
-static void visit_entry(void *ctx, const char *key, const char *uid, uint64_t bytes)
+static void visit_entry(void *ctx, const char *key, const char *uid, const char *claim,
+                        uint64_t bytes)
 {
 	struct visited *v = ctx;
 	(void)key;
+	(void)claim;
 	v->n++;
 	v->bytes += bytes;
 	snprintf(v->last_uid, sizeof(v->last_uid), "%s", uid);
