@@ -173,8 +173,8 @@ int informer_fresh(struct informer *inf, double now_s, double max_staleness_s);
  * a NULL informer. Thread-safe, never blocks. */
 int informer_dra_fresh(struct informer *inf, double now_s, double max_staleness_s);
 
-/* informer_dra_fresh(ctx, now_s, cfg.max_staleness_s), shaped for webhook_config.dra_fresh and
- * extender_config.dra_fresh. */
+/* informer_dra_fresh(ctx, now_s, cfg.max_staleness_s), shaped for webhook_config.dra_fresh (the
+ * engine's, placer_config.dra_fresh, which the extender asks too). */
 int informer_dra_fresh_fn(void *ctx, double now_s);
 
 /* informer_fresh(ctx, now_s, cfg.max_staleness_s), shaped for webhook_config.cache_fresh. */

@@ -807,7 +807,7 @@ static void test_cache_not_ready(void **state)
 	free(pod);
 }
 
-/* The DRA store not read (extender_config.dra_fresh 0): a GPU pod's filter is an Error the
+/* The DRA store not read (placer_config.dra_fresh -1): a GPU pod's filter is an Error the
  * scheduler retries, a pod with no GPU passes; once read, the pod is judged. */
 static int dra_answer;
 static int dra_fresh_stub(void *ctx, double now)
