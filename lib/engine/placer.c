@@ -820,14 +820,20 @@ static int dra_view_for(struct placer *pl, const char *node, const char *ns, con
 	return 0;
 }
 
-/* A pod that asks no GPU resource (placement_dra_demand: no GPU units) and none of whose claims
- * holds or can get a GPU on the node: not a GPU placement (a NIC's claim). 1 when so (o
- * allowed). */
+/* Whether a pod that asks no GPU resource (placement_dra_demand: no GPU units) has no claim that
+ * holds or can get a GPU on the node (a NIC's claim): then no GPU of it is placed there. The one
+ * rule for the webhook (dra_not_gpu) and the extender (placer_fit: PLACER_FIT_NO_GPU_HERE). */
+static int dra_no_gpu_here(const struct demand *d, const struct dra_view *v)
+{
+	return d->gpus == 0 &&
+	       !(v != NULL && (v->pod.n_here > 0 || v->pod.extended ||
+	                       (v->node.gpus.n > 0 && v->pod.n_pending + v->pod.n_unknown > 0)));
+}
+
+/* dra_no_gpu_here: not a GPU placement. 1 when so (o allowed). */
 static int dra_not_gpu(const struct demand *d, const struct dra_view *v, struct outcome *o)
 {
-	if (d->gpus != 0 ||
-	    (v != NULL && (v->pod.n_here > 0 || v->pod.extended ||
-	                   (v->node.gpus.n > 0 && v->pod.n_pending + v->pod.n_unknown > 0))))
+	if (!dra_no_gpu_here(d, v))
 		return 0;
 	outcome_allow(o, "NotGPU", 0);
 	return 1;
@@ -1241,8 +1247,7 @@ static void fit_view(struct placer *pl, const struct placer_pod *pp, const struc
 		f->state = PLACER_FIT_UNKNOWN_NODE;
 		return;
 	}
-	if (pp->demand->gpus == 0 &&
-	    (dv == NULL || (dv->node.gpus.n == 0 && dv->pod.n_here == 0))) {
+	if (dra_no_gpu_here(pp->demand, dv)) {
 		f->state = PLACER_FIT_NO_GPU_HERE;
 		return;
 	}

@@ -228,8 +228,8 @@ enum placer_fit_state {
 	PLACER_FIT_BUSY,              /* !may_block and a placement holds the node's ledger */
 	PLACER_FIT_UNTRACKED,         /* the ledger cannot track the node (LEDGER_MAX_NODES) */
 	PLACER_FIT_UNKNOWN_NODE,      /* the watch cache has not seen the node */
-	PLACER_FIT_NO_GPU_HERE,       /* GPUs by DRA claims only: no DRA GPU on the node and none
-	                                 of its claims there (the scheduler's DRA plugin filters it) */
+	PLACER_FIT_NO_GPU_HERE,       /* GPUs by DRA claims only, none of which holds or can get
+	                                 a GPU on the node (the webhook's NotGPU there) */
 	PLACER_FIT_NO_CAPACITY,       /* the node's GPU memory unknown or invalid: error */
 	PLACER_FIT_INVALID,           /* the core cannot judge the placement: error */
 	PLACER_FIT_POLICIES_NOT_READ, /* the GPUMemoryPolicy objects' relist failed meanwhile */
