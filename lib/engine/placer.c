@@ -72,6 +72,38 @@ struct placement {
 	int pod_create;             /* a pod CREATE (spec.nodeName): its pod may never be stored */
 };
 
+/* pp as the loop carries it, with the node's DRA view dv (or NULL); the node's labels and
+ * capacity are the caller's to set once known. */
+static struct placement placement_of(const struct placer_pod *pp, const struct dra_view *dv)
+{
+	struct placement p = {
+	    .pod_name = pp->pod_name,
+	    .attrs = pp->attrs,
+	    .key = pp->key,
+	    .uid = pp->uid,
+	    .node = pp->node,
+	    .demand = pp->demand,
+	    .dry_run = pp->dry_run,
+	    .dra = dv,
+	    .pod_create = pp->pod_create,
+	};
+	return p;
+}
+
+/* The pod as the core takes it (placement.h). */
+static struct placement_pod core_pod(const struct placement *p)
+{
+	struct placement_pod pod = {
+	    .name = p->pod_name,
+	    .key = p->key,
+	    .uid = p->uid,
+	    .demand = p->demand,
+	    .dry_run = p->dry_run,
+	    .dra = p->dra ? &p->dra->pod : NULL,
+	};
+	return pod;
+}
+
 /* The ledger cannot lock the node (LEDGER_MAX_NODES tracked, or no memory): deny, fail closed. */
 static void deny_untracked(struct outcome *o, const char *pod_name, const char *node)
 {
@@ -137,14 +169,7 @@ static int decide_core(struct placer *pl, const struct placement *p,
 {
 	struct core_verdict *v = malloc(sizeof(*v));
 	const struct policyset_result *ps = v != NULL ? &v->ps : NULL;
-	struct placement_pod pod = {
-	    .name = p->pod_name,
-	    .key = p->key,
-	    .uid = p->uid,
-	    .demand = p->demand,
-	    .dry_run = p->dry_run,
-	    .dra = p->dra ? &p->dra->pod : NULL,
-	};
+	struct placement_pod pod = core_pod(p);
 	int rc, reserve = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -874,18 +899,8 @@ void placer_live(struct placer *pl, const struct placer_pod *pp, struct outcome 
 		             "cannot place %s: name too long", pod_name);
 		goto out;
 	}
-	struct placement p = {
-	    .pod_name = pod_name,
-	    .attrs = pp->attrs,
-	    .key = pp->key,
-	    .uid = pp->uid,
-	    .node = node,
-	    .demand = pp->demand,
-	    .cap = &cap,
-	    .dry_run = pp->dry_run,
-	    .dra = dv,
-	    .pod_create = pp->pod_create,
-	};
+	struct placement p = placement_of(pp, dv);
+	p.cap = &cap;
 	check_node(pl, &p, node_obj, o);
 	outcome_warn(o, pp->demand->warning);
 out:
@@ -1082,16 +1097,7 @@ int placer_cached(struct placer *pl, const struct placer_pod *pp, int may_block,
 		             "cannot place %s: name too long", pod_name);
 		return 1;
 	}
-	struct placement p = {
-	    .pod_name = pod_name,
-	    .attrs = pp->attrs,
-	    .key = pp->key,
-	    .uid = pp->uid,
-	    .node = node,
-	    .demand = d,
-	    .dry_run = pp->dry_run,
-	    .pod_create = pp->pod_create,
-	};
+	struct placement p = placement_of(pp, NULL);
 	if (dra_view_for(pl, node, pp->ns, pp->uid, pp->refs, pod_name, o, &dv) != 0 ||
 	    dra_not_gpu(d, dv, o)) {
 		dra_view_free(dv);
@@ -1266,25 +1272,10 @@ static void fit_view(struct placer *pl, const struct placer_pod *pp, const struc
 	}
 	struct placement_node pn;
 	view_placement_node(v, &cap, items, n, dv ? &dv->node : NULL, &pn);
-	struct placement p = {
-	    .pod_name = pp->pod_name,
-	    .attrs = pp->attrs,
-	    .node_labels = v->labels,
-	    .key = pp->key,
-	    .uid = pp->uid,
-	    .node = pp->node,
-	    .demand = pp->demand,
-	    .dry_run = 1,
-	    .dra = dv,
-	};
-	struct placement_pod pod = {
-	    .name = pp->pod_name,
-	    .key = pp->key,
-	    .uid = pp->uid,
-	    .demand = pp->demand,
-	    .dry_run = 1,
-	    .dra = dv ? &dv->pod : NULL,
-	};
+	struct placement p = placement_of(pp, dv);
+	p.node_labels = v->labels;
+	p.dry_run = 1;
+	struct placement_pod pod = core_pod(&p);
 	if (core_over(pl, &p, &pn, &pod, f->gen, now, CORE_NO_WORDS, f->verdict) != 0) {
 		f->state = PLACER_FIT_INVALID;
 		snprintf(f->error, sizeof(f->error), "%s", f->verdict->ps.main.decision.message);
