@@ -273,7 +273,17 @@ static void verdict_from(struct job *j, struct extwire_node *v, const struct cor
 	}
 	policy_format_ratio(cv->ps.in_force.threshold, limit, sizeof(limit));
 	quantity_format(res->demand_bytes, need, sizeof(need));
-	if (dec->verdict == POLICY_DENY) {
+	if (dec->verdict == POLICY_DENY &&
+	    dec->total_bytes != sat_add(res->used_bytes, res->demand_bytes)) {
+		/* refused on a shared DRA device (placement.h, "DRA"): its figures (its other pods
+		 * and this one), not the node's */
+		quantity_format(dec->total_bytes, need, sizeof(need));
+		quantity_format(dec->budget_bytes, size, sizeof(size));
+		set_verdict(
+		    v, EXTWIRE_FAIL,
+		    "would bring its DRA claim's shared device to %s, above the %s limit (%s)",
+		    need, limit, size);
+	} else if (dec->verdict == POLICY_DENY) {
 		quantity_format(cv->free_bytes, free_b, sizeof(free_b));
 		set_verdict(v, EXTWIRE_FAIL, "needs %s, %s free of the %s limit", need, free_b,
 		            limit);

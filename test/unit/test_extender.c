@@ -1663,6 +1663,60 @@ static void test_reservation_dra_claim_counted(void **state)
 		         "webhook refuses (the reservation's DRA claim is not counted)");
 }
 
+/* The claim ts reserved for pod inference/a (not shown: its figure unknown, so it counts the
+ * whole device) and b naming it: the filter refuses b, as the webhook does, and its reason
+ * (kube-scheduler's FailedScheduling event) gives the shared device's figures, not the
+ * node-wide "needs 0" of a pod whose GPUs come from a claim (found by an attacker review). */
+static void test_shared_claim_reason(void **state)
+{
+	(void)state;
+	struct dra_store *d = dra_store_new(NULL, NULL, NULL);
+	static const char *const names[] = {"gpu-dra-0"};
+	char err[256], buf[256];
+	char *slice_text = fixture_read("dra/slice-gpu-dra-0.json", NULL);
+	cJSON *j;
+
+	assert_non_null(d);
+	assert_non_null(slice_text);
+	j = cJSON_Parse("{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-dra-0\",\"uid\":\"n0\"}}");
+	assert_int_equal(cache_apply_node(E.cache, WATCH_ADDED, j), 0);
+	cJSON_Delete(j);
+	j = cJSON_Parse(slice_text);
+	assert_int_equal(dra_store_apply_slice(d, WATCH_ADDED, j, err, sizeof(err)), 0);
+	cJSON_Delete(j);
+	free(slice_text);
+	j = cJSON_Parse(
+	    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
+	    "\"name\":\"ts\",\"namespace\":\"inference\",\"uid\":\"" TS_CLAIM_UID "\"},\"spec\":{"
+	    "\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
+	    "\"gpu.nvidia.com\"}}]}},\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
+	    "\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-dra-0\",\"device\":"
+	    "\"gpu-0\"}],\"config\":[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":"
+	    "\"gpu.nvidia.com\",\"parameters\":{\"apiVersion\":\"resource.nvidia.com/v1beta1\","
+	    "\"kind\":\"GpuConfig\",\"sharing\":{\"strategy\":\"TimeSlicing\"}}}}]}},"
+	    "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"a\",\"uid\":\"uid-a\"}]}}");
+	assert_non_null(j);
+	assert_int_equal(dra_store_apply_claim(d, WATCH_ADDED, j, err, sizeof(err)), 0);
+	cJSON_Delete(j);
+	E.pc.dra = d;
+	reconfigure();
+	char *args = args_names(TS_POD_B, names, 1);
+	cJSON *a = call(EXTENDER_FILTER, args);
+	names_of(a, buf, sizeof(buf));
+	const char *why = reason(a, "FailedNodes", "gpu-dra-0");
+	char *why_copy = why ? strdup(why) : NULL;
+	cJSON_Delete(a);
+	free(args);
+	E.pc.dra = NULL;
+	reconfigure();
+	dra_store_free(d);
+	assert_string_equal(buf, ""); /* refused, as the webhook refuses */
+	assert_non_null(why_copy);
+	expect_contains(why_copy, "would bring its DRA claim's shared device to ");
+	expect_contains(why_copy, "above the 90 percent limit");
+	free(why_copy);
+}
+
 /* --mode warn: the webhook admits whatever enforce refuses (webhook.c apply_mode, "whatever the
  * reason"), a GPUMemoryPolicy's enforce threshold too; so the filter passes the node, with
  * score 0 (extender.h). Found by an attacker review: it was FailedNodes. */
@@ -1768,6 +1822,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_policy_threshold_reasons, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_inferred_hold_on_a_policy_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reservation_dra_claim_counted, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_shared_claim_reason, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_mode_policy_passes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_forged_uid_keeps_hold, setup, teardown),
 	};
