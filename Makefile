@@ -12,7 +12,7 @@ FUZZ_SECONDS       ?= 300
 FUZZ_SMOKE_SECONDS ?= 30
 FUZZ_TARGETS       ?=
 # The tests with threads racing on shared state, run under ThreadSanitizer.
-TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|unit_extender|unit_extender_race|unit_placer_cas|integ_extender|integ_concurrency|integ_cache_concurrency|integ_shared_reservations|integ_cache_attack|integ_policies|integ_policy_status)$$
+TSAN_TESTS ?= ^(unit_ledger|unit_shared|unit_holds|unit_extender|unit_extender_race|unit_placer_cas|unit_placer_cas_stress|integ_extender|integ_concurrency|integ_cache_concurrency|integ_shared_reservations|integ_cache_attack|integ_policies|integ_policy_status)$$
 
 .PHONY: all deps build build-asan build-tsan build-fuzz build-release test test-fast \
         unit-integration asan tsan fuzz fuzz-smoke e2e soak image install-proof demo down bench \

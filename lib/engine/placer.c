@@ -1161,7 +1161,10 @@ int placer_cached(struct placer *pl, const struct placer_pod *pp, int may_block,
 		}
 		if (copied == 0)
 			view_node_clear(&vn);
-		if (c.busy) { /* released: a worker decides it, from the start */
+		if (c.busy) { /* released: a worker decides it, from the start (as it came) */
+			double waited = o->waited;
+			*o = start;
+			o->waited = waited;
 			ledger_end(ln);
 			dra_view_free(dv);
 			return 0;
