@@ -324,6 +324,7 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .exempt_namespaces = cfg->exempt_namespaces,
 	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
 	    .score = cfg->scheduler_spread ? EXTENDER_SPREAD : EXTENDER_BINPACK,
+	    .pass_nodes = cfg->scheduler_pass_nodes,
 	};
 	if ((extender = extender_new(&ecfg, metrics)) == NULL)
 		goto out;

@@ -41,6 +41,7 @@ struct extender {
 	char *exempt[EXTENDER_MAX_EXEMPT];
 	size_t n_exempt;
 	enum extender_score score;
+	unsigned pass_nodes; /* extender_config.pass_nodes; 0: all */
 	struct holds *holds; /* the pods this extender's filter passed, in flight (holds.h) */
 	struct metrics *metrics;
 };
@@ -748,6 +749,49 @@ static void log_call(const struct job *j, size_t n_out, double latency)
 	log_fields(j->kind == K_PASS ? LOG_DEBUG : LOG_INFO, "extender", f);
 }
 
+/* Sort key of a passing node for pass_best: higher score first, then the input order. */
+struct ranked {
+	int score;
+	size_t i;
+};
+
+static int by_rank(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+
+	if (x->score != y->score)
+		return x->score > y->score ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* --scheduler-pass-nodes: of the nodes a filter passed, keep the pass_nodes it scores highest;
+ * the others fail (extender.h). 0 or EXTENDER_ENOMEM. */
+static int pass_best(struct job *j)
+{
+	unsigned keep = j->x->pass_nodes;
+	struct ranked *r;
+	size_t n = 0;
+
+	for (size_t i = 0; i < j->a.n; i++)
+		n += j->v[i].state == EXTWIRE_PASS;
+	if (keep == 0 || n <= keep)
+		return 0;
+	if ((r = malloc(n * sizeof(*r))) == NULL)
+		return EXTENDER_ENOMEM;
+	n = 0;
+	for (size_t i = 0; i < j->a.n; i++)
+		if (j->v[i].state == EXTWIRE_PASS)
+			r[n++] = (struct ranked){j->v[i].score, i};
+	qsort(r, n, sizeof(*r), by_rank);
+	for (size_t k = keep; k < n; k++)
+		set_verdict(&j->v[r[k].i], EXTWIRE_FAIL,
+		            "fits, but the filter passes only the %u best-scored of the %zu nodes "
+		            "where it fits (--scheduler-pass-nodes)",
+		            keep, n);
+	free(r);
+	return 0;
+}
+
 /* Finish (waiting for held nodes unless refused), encode, log, count; frees j. */
 static int job_finish(struct job *j, char **out, size_t *out_len, char *err, size_t errlen)
 {
@@ -759,7 +803,8 @@ static int job_finish(struct job *j, char **out, size_t *out_len, char *err, siz
 	*out_len = 0;
 	if (j->kind == K_GPU && j->undecided > 0 && !j->refused)
 		rc = judge(j, 1);
-	if (rc == 0 && j->kind == K_GPU && j->verb == EXTENDER_FILTER && j->undecided == 0)
+	if (rc == 0 && j->kind == K_GPU && j->verb == EXTENDER_FILTER && j->undecided == 0 &&
+	    (rc = pass_best(j)) == 0)
 		hold_passed(j);
 	if (rc == 0 && j->verb == EXTENDER_PRIORITIZE && j->kind == K_ERROR) {
 		snprintf(err, errlen, "%s", j->error);
@@ -913,6 +958,7 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	x->warns_only = placer_warns_only(cfg->placer);
 	x->reads_dra = placer_reads_dra(cfg->placer);
 	x->score = cfg->score;
+	x->pass_nodes = cfg->pass_nodes;
 	x->metrics = metrics;
 	if ((x->holds = holds_new()) == NULL)
 		goto err;

@@ -53,7 +53,10 @@
  *     "half""); refused by a policy's tier or declarations rule: that rule's message
  *     (FailedNodes). The node is decided once, without words: the reason is written from the
  *     verdict's figures;
- *   the node's reservations cannot be read (the ledger's node table full) -> FailedNodes.
+ *   the node's reservations cannot be read (the ledger's node table full) -> FailedNodes;
+ *   with pass_nodes (--scheduler-pass-nodes) N, a node where it fits beyond the N the
+ *     filter scores highest -> FailedNodes "fits, but the filter passes only the 3 best-scored
+ *     of the 12 nodes where it fits (--scheduler-pass-nodes)".
  *   Sizes as the webhook's messages write them (quantity_format); no '%' (text.h).
  * Pass-through (every node passes, prioritize scores 0, as the webhook allows their
  * Bindings): pods that ask for no configured GPU resource, mirror pods, pods of an exempt
@@ -138,6 +141,13 @@ struct extender_config {
 	const char *const *exempt_namespaces; /* strings copied */
 	size_t n_exempt_namespaces;           /* <= EXTENDER_MAX_EXEMPT */
 	enum extender_score score;
+	/* --scheduler-pass-nodes: the filter passes at most this many of the nodes where the pod
+	 * fits, those it scores highest (the input order among equals); the others fail with a
+	 * reason. 0: every node where it fits. A pod in flight is held on the nodes passed only
+	 * (holds.h), so a small figure lets many more pods be in flight at once; the scheduler
+	 * then chooses among fewer nodes (its own soft preferences, such as preferred affinity,
+	 * see only those). <= EXTENDER_MAX_NODES. */
+	unsigned pass_nodes;
 };
 #define EXTENDER_MAX_EXEMPT 64
 

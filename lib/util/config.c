@@ -62,6 +62,9 @@ static const char usage_text[] =
     "  --scheduler-score binpack|spread\n"
     "                                extender scores: binpack prefers the fullest node\n"
     "                                that fits, spread the emptiest (default binpack)\n"
+    "  --scheduler-pass-nodes N      the extender's filter passes at most N of the nodes\n"
+    "                                where a pod fits, the best-scored; its pods in flight\n"
+    "                                then count on those only (default 0: every node)\n"
     "  --kubeconfig PATH             kubeconfig to reach the API server (default: the\n"
     "                                in-cluster service account)\n"
     "  --api-timeout DUR             total timeout of each API server call (default 2s);\n"
@@ -416,6 +419,7 @@ enum flag_id {
 	F_RESERVATIONS_NS,
 	F_SCHED_LISTEN,
 	F_SCHED_SCORE,
+	F_SCHED_PASS,
 	F_UNDECLARED,
 	F_ENGINE_DEFAULT,
 	F_CLIENT_CA,
@@ -461,6 +465,7 @@ static const struct {
     {"reservations-namespace", F_RESERVATIONS_NS},
     {"scheduler-listen", F_SCHED_LISTEN},
     {"scheduler-score", F_SCHED_SCORE},
+    {"scheduler-pass-nodes", F_SCHED_PASS},
     {"client-ca-file", F_CLIENT_CA},
     {"client-allowed-names", F_CLIENT_NAMES},
     {"client-auth-routes", F_CLIENT_ROUTES},
@@ -579,15 +584,16 @@ static int set_client_routes(struct config *cfg, const char *v, int *seen, char 
 	}
 }
 
-static int set_count(const char *name, const char *v, unsigned max, unsigned *out, char *err,
-                     size_t errlen)
+/* A whole number 0..max; zero says what 0 means, for the error. */
+static int set_count(const char *name, const char *v, unsigned max, const char *zero, unsigned *out,
+                     char *err, size_t errlen)
 {
 	char *end = NULL;
 	errno = 0;
 	unsigned long n = is_digit(*v) ? strtoul(v, &end, 10) : ULONG_MAX;
 	if (!is_digit(*v) || errno != 0 || *end != '\0' || n > max) {
-		snprintf(err, errlen, "--%s: \"%s\" is not a number 0-%u (0 = automatic)", name, v,
-		         max);
+		snprintf(err, errlen, "--%s: \"%s\" is not a number 0-%u (0 = %s)", name, v, max,
+		         zero);
 		return -1;
 	}
 	*out = (unsigned)n;
@@ -763,9 +769,14 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 	case F_CLIENT_ROUTES:
 		return set_client_routes(cfg, v, routes_seen, err, errlen);
 	case F_THREADS:
-		return set_count(name, v, CONFIG_MAX_THREADS, &cfg->threads, err, errlen);
+		return set_count(name, v, CONFIG_MAX_THREADS, "automatic", &cfg->threads, err,
+		                 errlen);
 	case F_WORKERS:
-		return set_count(name, v, CONFIG_MAX_WORKERS, &cfg->workers, err, errlen);
+		return set_count(name, v, CONFIG_MAX_WORKERS, "automatic", &cfg->workers, err,
+		                 errlen);
+	case F_SCHED_PASS:
+		return set_count(name, v, CONFIG_MAX_PASS_NODES, "every node where the pod fits",
+		                 &cfg->scheduler_pass_nodes, err, errlen);
 	}
 	snprintf(err, errlen, "--%s: internal error", name);
 	return -1;

@@ -30,9 +30,10 @@
 #define CONFIG_MAX_GPU_RESOURCES 8  /* = DEMAND_MAX_RESOURCES */
 #define CONFIG_MAX_EXEMPT        64 /* --exempt-namespace occurrences */
 #define CONFIG_HOST_MAX          255
-#define CONFIG_ERR_MAX           256  /* enough for any message config writes */
-#define CONFIG_MAX_THREADS       256  /* --threads */
-#define CONFIG_MAX_WORKERS       1024 /* --workers */
+#define CONFIG_ERR_MAX           256   /* enough for any message config writes */
+#define CONFIG_MAX_THREADS       256   /* --threads */
+#define CONFIG_MAX_WORKERS       1024  /* --workers */
+#define CONFIG_MAX_PASS_NODES    15000 /* --scheduler-pass-nodes (EXTENDER_MAX_NODES) */
 #define CONFIG_DURATION_MAX_LEN  64
 #define CONFIG_MAX_CLIENT_NAMES  32  /* --client-allowed-names entries (CLIENTAUTH_MAX_NAMES) */
 #define CONFIG_CLIENT_NAME_MAX   256 /* bytes of one, NUL included (CLIENTAUTH_NAME_MAX) */
@@ -109,6 +110,8 @@ struct config {
 	                                        scheduler extender listener (needs --cache watch) */
 	struct config_addr scheduler_listen; /* --scheduler-listen, no default (off) */
 	int scheduler_spread;                /* --scheduler-score spread: 1; binpack (default): 0 */
+	unsigned scheduler_pass_nodes;       /* --scheduler-pass-nodes, 0 (default): every node
+	                                        where the pod fits (extender.h, pass_nodes) */
 	int undeclared_infer; /* --undeclared infer (default): 1, read every demand source
 	                         (demand.h); refuse: 0, GPU_MEMORY_LIMIT only */
 	struct engine_defaults engine_defaults; /* --engine-default ENGINE=RATIO, repeatable;

@@ -533,6 +533,10 @@ sched_client_rendered() {
 	    index("--client-auth-routes=extender") != null and index("--client-allowed-names=gpu-memory-guard-scheduler") != null)' \
 		<<<"$out" >/dev/null
 }
+pass_nodes_rendered() {
+	helm_template --set scheduler.extender.passNodes=3 | grep -q -- '- --scheduler-pass-nodes=3$' &&
+		! helm_template | grep -q -- '--scheduler-pass-nodes'
+}
 client_admission_rendered() {
 	helm_template --set scheduler.enabled=true --set clientAuth.admission=true --set 'clientAuth.allowedNames={kube-apiserver}' |
 		kc apply --dry-run=server -o json -f - 2>/dev/null | jq -e '.items[] | select(.kind == "Deployment" and .metadata.name == "gpu-memory-guard") |
@@ -1386,11 +1390,14 @@ check "chart refuses apiTimeout 11s (33 s deadline, over the API server's 30 s),
 check "certManager mode renders Certificate and cainjector annotation (chart and certs/cert-manager)" check_cert_manager_render
 check "helm lint --strict (scheduler.enabled)" check_lint --set scheduler.enabled=true
 check "helm lint --strict (scheduler.enabled, certManager, spread, 2 GPU resources)" check_lint --set scheduler.enabled=true \
-	--set certificate.mode=certManager --set scheduler.extender.score=spread --set 'gpuResources={nvidia.com/gpu,amd.com/gpu}'
+	--set certificate.mode=certManager --set scheduler.extender.score=spread --set scheduler.extender.passNodes=3 \
+	--set 'gpuResources={nvidia.com/gpu,amd.com/gpu}'
 check "schema rejects scheduler.extender.weight 0" schema_rejects --set scheduler.enabled=true --set scheduler.extender.weight=0
 check "schema rejects scheduler.schedulerName default-scheduler" schema_rejects --set scheduler.schedulerName=default-scheduler
 check "schema rejects scheduler.extender.httpTimeout 5 (no unit)" schema_rejects --set scheduler.extender.httpTimeout=5
 check "schema rejects scheduler.extender.score fifo" schema_rejects --set scheduler.extender.score=fifo
+check "schema rejects scheduler.extender.passNodes -1" schema_rejects --set scheduler.extender.passNodes=-1
+check "scheduler.extender.passNodes 3 renders --scheduler-pass-nodes=3, 0 renders none" pass_nodes_rendered
 check "scheduler, certManager mode: caFile from the serving Secret's ca.crt alone, no caData" sched_cert_manager_ok
 
 trap teardown EXIT

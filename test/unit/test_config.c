@@ -341,6 +341,14 @@ static void test_scheduler_flags(void **state)
 	assert_int_equal(cfg.scheduler_spread, 0);
 	assert_int_equal(cfg.scheduler_listen_set, 0);
 	expect_error("serve " TLS " --scheduler-score pack", "\"pack\" is not binpack or spread");
+	assert_int_equal(cfg.scheduler_pass_nodes, 0);
+	assert_int_equal(parse("serve " TLS " --scheduler-pass-nodes 3", &cfg, err, sizeof(err)),
+	                 0);
+	assert_int_equal(cfg.scheduler_pass_nodes, 3);
+	expect_error("serve " TLS " --scheduler-pass-nodes 15001",
+	             "--scheduler-pass-nodes: \"15001\" is not a number 0-15000 (0 = every node "
+	             "where the pod fits)");
+	expect_error("serve " TLS " --scheduler-pass-nodes -1", "is not a number 0-15000");
 	expect_error("serve " TLS " --scheduler-listen 9090",
 	             "--scheduler-listen: \"9090\" is not");
 	expect_error("serve " TLS " --scheduler-listen :99999", "port must be a number");
@@ -375,6 +383,7 @@ static void test_usage_documents_every_flag(void **state)
 	                       "--reservations-namespace",
 	                       "--scheduler-listen",
 	                       "--scheduler-score",
+	                       "--scheduler-pass-nodes",
 	                       "version"};
 	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
 		if (strstr(u, flags[i]) == NULL)

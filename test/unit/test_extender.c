@@ -466,6 +466,49 @@ static void test_prioritize_binpack_and_spread(void **state)
 	free(pod);
 }
 
+/* --scheduler-pass-nodes 2: the filter passes the two nodes it scores highest of the three
+ * where the pod fits (n-annot 10, n-room 7; n-empty 2 fails, saying why), and the pod in flight
+ * is held on those two only: a 60Gi pod still fits n-empty beside nothing held. */
+static void test_pass_nodes(void **state)
+{
+	char *pod = llama("10Gi"), *body = args_names(pod, ALL, N_ALL), names[256];
+	char *big = pod_text("ml", "big", "60Gi", NULL, "", "nvidia.com/gpu");
+	static const char *const empty[] = {"n-empty"};
+	char *big_args = args_names(big, empty, 1);
+	cJSON *a;
+
+	put_pod(E.cache, "ml", "llama-0", "10Gi", NULL);
+	put_pod(E.cache, "ml", "big", "60Gi", NULL);
+	E.cfg.pass_nodes = 2;
+	reconfigure();
+	a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room,n-annot");
+	assert_string_equal(reason(a, "FailedNodes", "n-empty"),
+	                    "fits, but the filter passes only the 2 best-scored of the 3 nodes "
+	                    "where it fits (--scheduler-pass-nodes)");
+	cJSON_Delete(a);
+	/* prioritize is not limited: it scores the nodes the scheduler sends */
+	a = call(EXTENDER_PRIORITIZE, body);
+	assert_int_equal(score_of(a, "n-empty"), 2);
+	cJSON_Delete(a);
+	a = call(EXTENDER_FILTER, big_args); /* 60 of 72: llama-0 is not held on n-empty */
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-empty");
+	cJSON_Delete(a);
+	/* 0 (the default): every node where it fits */
+	E.cfg.pass_nodes = 0;
+	reconfigure();
+	a = call(EXTENDER_FILTER, body);
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-room,n-empty,n-annot");
+	cJSON_Delete(a);
+	free(big_args);
+	free(big);
+	free(body);
+	free(pod);
+}
+
 /* Reservations from the source count; the pod's own does not; one whose pod the cache shows
  * counts once. */
 static void test_reservations_counted(void **state)
@@ -1796,6 +1839,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_filter_recorded_nodes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_any_letter_case, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_prioritize_binpack_and_spread, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_pass_nodes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_reservations_counted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_waits_for_the_cache, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_held_node, setup, teardown),
