@@ -1625,13 +1625,15 @@ static void test_inferred_hold_on_a_policy_node(void **state)
 	"\"name\":\"main\",\"resources\":{\"claims\":[{\"name\":\"gpu\"}]},\"env\":[{\"name\":"    \
 	"\"GPU_MEMORY_LIMIT\",\"value\":\"40Gi\"}]}]},\"status\":{\"phase\":\"Pending\"}}"
 
-static void test_reservation_dra_claim_counted(void **state)
+/* The node gpu-dra-0 (one H100 by its ResourceSlice) in the cache and a DRA store holding its
+ * slice and the allocated, time-sliced claim ts, reserved for pod inference/a when
+ * reserved_for_a (else for nobody yet); the extender remade over the store (the caller frees
+ * it after setting E.pc.dra back to NULL and remaking). */
+static struct dra_store *ts_world(int reserved_for_a)
 {
-	(void)state;
 	struct dra_store *d = dra_store_new(NULL, NULL, NULL);
-	static const char *const names[] = {"gpu-dra-0"};
-	char err[256], buf[256];
 	char *slice_text = fixture_read("dra/slice-gpu-dra-0.json", NULL);
+	char err[256], claim[2048];
 	cJSON *j;
 
 	assert_non_null(d);
@@ -1643,18 +1645,35 @@ static void test_reservation_dra_claim_counted(void **state)
 	assert_int_equal(dra_store_apply_slice(d, WATCH_ADDED, j, err, sizeof(err)), 0);
 	cJSON_Delete(j);
 	free(slice_text);
-	j = cJSON_Parse(
+	snprintf(
+	    claim, sizeof(claim),
 	    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
-	    "\"name\":\"ts\",\"namespace\":\"inference\",\"uid\":\"" TS_CLAIM_UID "\"},\"spec\":{"
-	    "\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
-	    "\"gpu.nvidia.com\"}}]}},\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
-	    "\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-dra-0\",\"device\":"
-	    "\"gpu-0\"}],\"config\":[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":"
-	    "\"gpu.nvidia.com\",\"parameters\":{\"apiVersion\":\"resource.nvidia.com/v1beta1\","
-	    "\"kind\":\"GpuConfig\",\"sharing\":{\"strategy\":\"TimeSlicing\"}}}}]}}}}");
+	    "\"name\":\"ts\",\"namespace\":\"inference\",\"uid\":\"" TS_CLAIM_UID "\"},"
+	    "\"spec\":{\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{"
+	    "\"deviceClassName\":\"gpu.nvidia.com\"}}]}},\"status\":{\"allocation\":{"
+	    "\"devices\":{\"results\":[{\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\","
+	    "\"pool\":\"gpu-dra-0\",\"device\":\"gpu-0\"}],\"config\":[{\"source\":"
+	    "\"FromClaim\",\"opaque\":{\"driver\":\"gpu.nvidia.com\",\"parameters\":{"
+	    "\"apiVersion\":\"resource.nvidia.com/v1beta1\",\"kind\":\"GpuConfig\",\"sharing\":"
+	    "{\"strategy\":\"TimeSlicing\"}}}}]}}%s}}",
+	    reserved_for_a
+	        ? ",\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"a\",\"uid\":\"uid-a\"}]"
+	        : "");
+	j = cJSON_Parse(claim);
 	assert_non_null(j);
 	assert_int_equal(dra_store_apply_claim(d, WATCH_ADDED, j, err, sizeof(err)), 0);
 	cJSON_Delete(j);
+	E.pc.dra = d;
+	reconfigure();
+	return d;
+}
+
+static void test_reservation_dra_claim_counted(void **state)
+{
+	(void)state;
+	static const char *const names[] = {"gpu-dra-0"};
+	char err[256], buf[256];
+	struct dra_store *d = ts_world(0);
 	/* a's reservation, as the webhook records a CREATE naming the claim */
 	struct ledger_node *ln = ledger_lock(E.ledger, "gpu-dra-0");
 	uint64_t now = ledger_now_ms();
@@ -1663,8 +1682,6 @@ static void test_reservation_dra_claim_counted(void **state)
 	    ledger_reserve_claim(ln, "inference/a", "uid-a", TS_CLAIM_UID, 40 * GIB, 0, now, now),
 	    0);
 	ledger_unlock(ln);
-	E.pc.dra = d;
-	reconfigure();
 
 	/* The webhook's question (a Binding of b on gpu-dra-0, dry run: nothing reserved) */
 	cJSON *pod = cJSON_Parse(TS_POD_B);
@@ -1713,36 +1730,9 @@ static void test_reservation_dra_claim_counted(void **state)
 static void test_shared_claim_reason(void **state)
 {
 	(void)state;
-	struct dra_store *d = dra_store_new(NULL, NULL, NULL);
 	static const char *const names[] = {"gpu-dra-0"};
-	char err[256], buf[256];
-	char *slice_text = fixture_read("dra/slice-gpu-dra-0.json", NULL);
-	cJSON *j;
-
-	assert_non_null(d);
-	assert_non_null(slice_text);
-	j = cJSON_Parse("{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-dra-0\",\"uid\":\"n0\"}}");
-	assert_int_equal(cache_apply_node(E.cache, WATCH_ADDED, j), 0);
-	cJSON_Delete(j);
-	j = cJSON_Parse(slice_text);
-	assert_int_equal(dra_store_apply_slice(d, WATCH_ADDED, j, err, sizeof(err)), 0);
-	cJSON_Delete(j);
-	free(slice_text);
-	j = cJSON_Parse(
-	    "{\"apiVersion\":\"resource.k8s.io/v1\",\"kind\":\"ResourceClaim\",\"metadata\":{"
-	    "\"name\":\"ts\",\"namespace\":\"inference\",\"uid\":\"" TS_CLAIM_UID "\"},\"spec\":{"
-	    "\"devices\":{\"requests\":[{\"name\":\"gpu\",\"exactly\":{\"deviceClassName\":"
-	    "\"gpu.nvidia.com\"}}]}},\"status\":{\"allocation\":{\"devices\":{\"results\":[{"
-	    "\"request\":\"gpu\",\"driver\":\"gpu.nvidia.com\",\"pool\":\"gpu-dra-0\",\"device\":"
-	    "\"gpu-0\"}],\"config\":[{\"source\":\"FromClaim\",\"opaque\":{\"driver\":"
-	    "\"gpu.nvidia.com\",\"parameters\":{\"apiVersion\":\"resource.nvidia.com/v1beta1\","
-	    "\"kind\":\"GpuConfig\",\"sharing\":{\"strategy\":\"TimeSlicing\"}}}}]}},"
-	    "\"reservedFor\":[{\"resource\":\"pods\",\"name\":\"a\",\"uid\":\"uid-a\"}]}}");
-	assert_non_null(j);
-	assert_int_equal(dra_store_apply_claim(d, WATCH_ADDED, j, err, sizeof(err)), 0);
-	cJSON_Delete(j);
-	E.pc.dra = d;
-	reconfigure();
+	char buf[256];
+	struct dra_store *d = ts_world(1);
 	char *args = args_names(TS_POD_B, names, 1);
 	cJSON *a = call(EXTENDER_FILTER, args);
 	names_of(a, buf, sizeof(buf));

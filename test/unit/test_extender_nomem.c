@@ -32,47 +32,7 @@
 
 #define GIB (1024ull * 1024ull * 1024ull)
 
-/* ---- the failing allocator ---- */
-static long fail_at = -1; /* the allocation number that fails; -1: none */
-static long n_alloc;
-static long n_failed;
-
-static int fail_now(void)
-{
-	if (fail_at < 0)
-		return 0;
-	if (++n_alloc == fail_at) {
-		n_failed++;
-		return 1;
-	}
-	return 0;
-}
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-void *__wrap_malloc(size_t n)
-{
-	return fail_now() ? NULL : __real_malloc(n);
-}
-void *__wrap_calloc(size_t a, size_t b)
-{
-	return fail_now() ? NULL : __real_calloc(a, b);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-	return fail_now() ? NULL : __real_realloc(p, n);
-}
-char *__wrap_strdup(const char *s)
-{
-	return fail_now() ? NULL : __real_strdup(s);
-}
-char *__wrap_strndup(const char *s, size_t n)
-{
-	return fail_now() ? NULL : __real_strndup(s, n);
-}
+#include "failing_alloc.h"
 
 /* ---- the world ---- */
 static int fresh(void *ctx, double now)

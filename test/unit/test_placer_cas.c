@@ -74,16 +74,6 @@ int __wrap_core_decide(const struct core_input *in, struct core_verdict *out)
 
 /* ---- the cluster ---- */
 
-static void apply(const char *text, int pod)
-{
-	cJSON *o = cJSON_Parse(text);
-	assert_non_null(o);
-	assert_int_equal(pod ? cache_apply_pod(cache, WATCH_ADDED, o)
-	                     : cache_apply_node(cache, WATCH_ADDED, o),
-	                 0);
-	cJSON_Delete(o);
-}
-
 static int setup(void **state)
 {
 	static const struct demand_config dcfg = {.gpu_resources = NULL};
@@ -94,16 +84,7 @@ static int setup(void **state)
 	assert_non_null(cache);
 	assert_non_null(ledger);
 	assert_non_null(metrics);
-	apply(
-	    "{\"metadata\":{\"name\":\"gpu-a\",\"uid\":\"n1\",\"annotations\":{"
-	    "\"gpu-memory-guard.io/gpu-memory\":\"80Gi\",\"gpu-memory-guard.io/gpu-count\":\"1\"}},"
-	    "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"1\"}}}",
-	    0);
-	apply("{\"metadata\":{\"name\":\"resident\",\"namespace\":\"ml\",\"uid\":\"uid-resident\"},"
-	      "\"spec\":{\"nodeName\":\"gpu-a\",\"containers\":[{\"name\":\"c\",\"resources\":{"
-	      "\"limits\":{\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","
-	      "\"value\":\"40Gi\"}]}]},\"status\":{\"phase\":\"Running\"}}",
-	      1);
+	assert_int_equal(placer_fixture_gpu_a(cache), 0);
 	struct placer_config pc = placer_fixture_config(cache, ledger, &dcfg);
 	pc.metrics = metrics;
 	assert_non_null(pl = placer_new(&pc));

@@ -32,46 +32,7 @@
 
 #define GIB (1024ull * 1024ull * 1024ull)
 
-/* ---- the failing allocator ---- */
-static long fail_at = -1;
-static long n_alloc, n_failed;
-
-static int fail_now(void)
-{
-	if (fail_at < 0)
-		return 0;
-	if (++n_alloc == fail_at) {
-		n_failed++;
-		return 1;
-	}
-	return 0;
-}
-
-void *__real_malloc(size_t n);
-void *__real_calloc(size_t a, size_t b);
-void *__real_realloc(void *p, size_t n);
-char *__real_strdup(const char *s);
-char *__real_strndup(const char *s, size_t n);
-void *__wrap_malloc(size_t n)
-{
-	return fail_now() ? NULL : __real_malloc(n);
-}
-void *__wrap_calloc(size_t a, size_t b)
-{
-	return fail_now() ? NULL : __real_calloc(a, b);
-}
-void *__wrap_realloc(void *p, size_t n)
-{
-	return fail_now() ? NULL : __real_realloc(p, n);
-}
-char *__wrap_strdup(const char *s)
-{
-	return fail_now() ? NULL : __real_strdup(s);
-}
-char *__wrap_strndup(const char *s, size_t n)
-{
-	return fail_now() ? NULL : __real_strndup(s, n);
-}
+#include "failing_alloc.h"
 
 static struct cache *cache;
 static struct ledger *ledger;
@@ -109,16 +70,6 @@ int __wrap_core_decide(const struct core_input *in, struct core_verdict *out)
 	return __real_core_decide(in, out);
 }
 
-static void apply(const char *text)
-{
-	cJSON *o = cJSON_Parse(text);
-	assert_non_null(o);
-	assert_int_equal(strstr(text, "\"annotations\"") ? cache_apply_node(cache, WATCH_ADDED, o)
-	                                                 : cache_apply_pod(cache, WATCH_ADDED, o),
-	                 0);
-	cJSON_Delete(o);
-}
-
 static int setup(void **state)
 {
 	(void)state;
@@ -128,14 +79,7 @@ static int setup(void **state)
 	assert_non_null(cache);
 	assert_non_null(ledger);
 	assert_non_null(metrics);
-	apply(
-	    "{\"metadata\":{\"name\":\"gpu-a\",\"uid\":\"n1\",\"annotations\":{"
-	    "\"gpu-memory-guard.io/gpu-memory\":\"80Gi\",\"gpu-memory-guard.io/gpu-count\":\"1\"}},"
-	    "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"1\"}}}");
-	apply("{\"metadata\":{\"name\":\"resident\",\"namespace\":\"ml\",\"uid\":\"uid-resident\"},"
-	      "\"spec\":{\"nodeName\":\"gpu-a\",\"containers\":[{\"name\":\"c\",\"resources\":{"
-	      "\"limits\":{\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","
-	      "\"value\":\"40Gi\"}]}]},\"status\":{\"phase\":\"Running\"}}");
+	assert_int_equal(placer_fixture_gpu_a(cache), 0);
 	struct placer_config pc = placer_fixture_config(cache, ledger, &dcfg);
 	pc.metrics = metrics;
 	assert_non_null(pl = placer_new(&pc));

@@ -241,16 +241,7 @@ static uint64_t one_round(unsigned round, int kubelet_on)
 	assert_non_null(cache);
 	assert_non_null(ledger);
 	assert_non_null(metrics);
-	apply(
-	    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"gpu-a\",\"uid\":\"n1\",\"annotations\":{"
-	    "\"gpu-memory-guard.io/gpu-memory\":\"80Gi\",\"gpu-memory-guard.io/gpu-count\":\"1\"}},"
-	    "\"status\":{\"allocatable\":{\"nvidia.com/gpu\":\"1\"}}}",
-	    WATCH_ADDED);
-	apply("{\"metadata\":{\"name\":\"resident\",\"namespace\":\"ml\",\"uid\":\"uid-resident\"},"
-	      "\"spec\":{\"nodeName\":\"gpu-a\",\"containers\":[{\"name\":\"c\",\"resources\":{"
-	      "\"limits\":{\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","
-	      "\"value\":\"40Gi\"}]}]},\"status\":{\"phase\":\"Running\"}}",
-	      WATCH_ADDED);
+	CHECK(placer_fixture_gpu_a(cache) == 0);
 	struct placer_config pc = placer_fixture_config(cache, ledger, &dcfg);
 	pc.metrics = metrics;
 	assert_non_null(pl = placer_new(&pc));
