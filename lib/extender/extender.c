@@ -195,7 +195,9 @@ static void classify(struct job *j)
 	j->why = "Judged";
 	const char *not_ready = placer_fit_ready(x->placer);
 	if (not_ready != NULL) {
-		j->kind = K_NOCACHE; /* answered with an Error: the scheduler retries */
+		/* answered with an Error: the scheduler retries; --mode warn or audit: the webhook
+		 * admits the pod's Binding anyway (webhook.h), so every node passes, unranked */
+		j->kind = x->warns_only ? K_PASS : K_NOCACHE;
 		j->why = strcmp(not_ready, "CacheOff") == 0 ? "CacheNotReady" : not_ready;
 		return;
 	}

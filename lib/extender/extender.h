@@ -78,7 +78,8 @@
  * So filter answers 200 with Error for a body that is not ExtenderArgs (not JSON, no Pod, both
  * or neither node forms, a node without a name, a node named twice, more than
  * EXTENDER_MAX_NODES nodes) and, for a GPU pod, when the watch cache is off or not fresh (it
- * never reads the API server: no verdict is better than one from a stale view). A
+ * never reads the API server: no verdict is better than one from a stale view; under --mode
+ * warn or audit every node passes instead, unranked: the webhook admits the Binding anyway). A
  * HostPriorityList has no Error field and kube-scheduler ignores a failed prioritize (no score
  * from this extender): prioritize answers the same bad bodies with 400 and the reason
  * (EXTENDER_EBADREQUEST), and with a cache that cannot judge, every node 0. Bodies larger than

@@ -831,6 +831,21 @@ static void test_cache_not_ready(void **state)
 	cJSON_Delete(a);
 	free(body);
 	free(pod);
+	/* --mode warn or audit: the webhook admits its Binding anyway: every node passes */
+	E.pc.mode_warn = 1;
+	reconfigure();
+	pod = llama("10Gi");
+	body = args_names(pod, ALL, 2);
+	a = call(EXTENDER_FILTER, body);
+	assert_string_equal(str_at(a, "Error"), "");
+	char names[64];
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "n-full,n-room");
+	cJSON_Delete(a);
+	free(body);
+	free(pod);
+	E.pc.mode_warn = 0;
+	reconfigure();
 
 	E.pc.cache = NULL;
 	reconfigure();
