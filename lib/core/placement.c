@@ -865,6 +865,7 @@ static int judge_shared(const struct placement_node *node, const struct placemen
 	if (policy_decide(&in, &dec) != 0 || dec.verdict == POLICY_ALLOW)
 		return 0; /* a device of no memory: judged as a device held whole */
 	out->decision = dec;
+	out->shared_device = 1;
 	if (strcmp(dec.reason, "NeverFits") == 0 && !pol->verdict_only) {
 		size_t n = strlen(out->decision.message); /* policy_decide says no note there */
 		if (n + 2 < sizeof(out->decision.message))

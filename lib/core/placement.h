@@ -228,11 +228,13 @@ struct placement_result {
 	                                 demand_bytes (they leave the memory the threshold guards);
 	                                 what the extender holds for it beside demand_bytes */
 	char dra_note[DEMAND_MSG_MAX]; /* how its DRA claims were counted ("" when none) */
-	const char *reserve_claim;     /* reserve: the uid of a claim whose shared device it joins
-	                                  without being in its reservedFor (it names the claim:
-	                                  a CREATE with nodeName), borrowed from node->dra; the
-	                                  caller records it with the reservation (item.dra_claim);
-	                                  NULL: none */
+	int shared_device;         /* decision was taken on a shared DRA device of one of its claims
+	                              (placement.h, "DRA"): its budget and total are the device's */
+	const char *reserve_claim; /* reserve: the uid of a claim whose shared device it joins
+	                              without being in its reservedFor (it names the claim:
+	                              a CREATE with nodeName), borrowed from node->dra; the
+	                              caller records it with the reservation (item.dra_claim);
+	                              NULL: none */
 };
 
 /*

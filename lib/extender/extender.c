@@ -276,8 +276,7 @@ static void verdict_from(struct job *j, struct extwire_node *v, const struct cor
 	}
 	policy_format_ratio(cv->ps.in_force.threshold, limit, sizeof(limit));
 	quantity_format(res->demand_bytes, need, sizeof(need));
-	if (dec->verdict == POLICY_DENY &&
-	    dec->total_bytes != sat_add(res->used_bytes, res->demand_bytes)) {
+	if (dec->verdict == POLICY_DENY && res->shared_device) {
 		/* refused on a shared DRA device (placement.h, "DRA"): its figures (its other pods
 		 * and this one), not the node's */
 		quantity_format(dec->total_bytes, need, sizeof(need));
