@@ -321,8 +321,6 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	 */
 	struct extender_config ecfg = {
 	    .placer = webhook_placer(webhook),
-	    .exempt_namespaces = cfg->exempt_namespaces,
-	    .n_exempt_namespaces = cfg->n_exempt_namespaces,
 	    .score = cfg->scheduler_spread ? EXTENDER_SPREAD : EXTENDER_BINPACK,
 	    .pass_nodes = cfg->scheduler_pass_nodes,
 	};

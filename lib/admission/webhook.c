@@ -55,14 +55,6 @@ double webhook_now(void)
 	return monotime_s();
 }
 
-static int is_exempt(const struct webhook *w, const char *ns)
-{
-	for (size_t i = 0; i < w->n_exempt; i++)
-		if (strcmp(w->exempt[i], ns) == 0)
-			return 1;
-	return 0;
-}
-
 /* Pod CREATE without a node: check the declarations so mistakes surface at kubectl apply. */
 static void check_declarations(struct webhook *w, const cJSON *pod, const char *pod_name,
                                struct outcome *o)
@@ -127,41 +119,32 @@ static struct placer_pod pod_to_place(const struct admission_request *req, const
 }
 
 /*
- * The part of a placement of pod on node decided from the pod alone. Returns 1 when decided
- * (mirror pod, invalid declaration, not a GPU pod), 0 when the node must be checked: *d then
- * holds the pod's demand.
+ * The part of a placement of pod on node decided from the pod alone (placer_classify_pod).
+ * Returns 1 when decided (mirror pod, invalid declaration, not a GPU pod), 0 when the node must
+ * be checked: *d then holds the pod's demand.
  */
 static int placement_precheck(struct webhook *w, const cJSON *pod, const char *pod_name,
                               const char *node, struct demand *d, struct dra_pod_refs *refs,
                               struct outcome *o)
 {
-	char err[DRA_MSG_MAX];
+	char err[DEMAND_MSG_MAX > DRA_MSG_MAX ? DEMAND_MSG_MAX : DRA_MSG_MAX];
 
 	snprintf(o->node, sizeof(o->node), "%s", node);
-	memset(refs, 0, sizeof(*refs));
-	if (pod_is_mirror(pod)) {
+	switch (placer_classify_pod(w->placer, pod, d, refs, err, sizeof(err))) {
+	case PLACER_POD_MIRROR:
 		outcome_allow(o, "MirrorPod", 0);
 		return 1;
-	}
-	if (demand_from_pod(pod, &w->dcfg, d) != 0 || d->status == DEMAND_INVALID) {
-		outcome_deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name,
-		             d->error);
-		return 1;
-	}
-	if (w->dra != NULL && dra_pod_refs(pod, refs, err, sizeof(err)) != 0) {
+	case PLACER_POD_INVALID:
 		outcome_deny(o, METRICS_DENIED, 403, "InvalidDeclaration", "pod %s: %s", pod_name,
 		             err);
 		return 1;
-	}
-	if (d->status == DEMAND_NOT_GPU && refs->any) {
-		/* GPUs by DRA claims only: decided on the node (dra_not_gpu() if none is a GPU) */
-		placement_dra_demand(d);
-		return 0;
-	}
-	if (d->status == DEMAND_NOT_GPU) {
+	case PLACER_POD_NOT_GPU:
 		outcome_allow(o, "NotGPU", 0);
 		outcome_warn(o, d->warning);
 		return 1;
+	case PLACER_POD_GPU: /* DRA claims only: decided on the node (dra_not_gpu() if none is
+	                        a GPU) */
+		break;
 	}
 	return 0;
 }
@@ -390,7 +373,7 @@ static int classify(struct webhook_review_ctx *x)
 		outcome_allow(o, "NotPlacement", 1);
 		return 1;
 	}
-	if (is_exempt(w, req->namespace_)) {
+	if (placer_exempt(w->placer, req->namespace_)) {
 		outcome_allow(o, "ExemptNamespace", 0);
 		return 1;
 	}
@@ -714,6 +697,8 @@ struct webhook *webhook_new(const struct webhook_config *cfg, const struct place
 	    .shared = cfg->shared,
 	    .policies = cfg->policies,
 	    .metrics = metrics,
+	    .exempt_namespaces = (const char *const *)w->exempt,
+	    .n_exempt_namespaces = w->n_exempt,
 	};
 	if ((w->placer = placer_new(&pc)) == NULL)
 		goto err;

@@ -54,6 +54,8 @@ struct placer {
 	struct shared *shared;
 	struct policies *policies;
 	struct metrics *metrics;
+	const char *const *exempt;
+	size_t n_exempt;
 };
 
 /* One placement on its way through the loop: the pod as the adapter gave it, and what the loop
@@ -1334,9 +1336,32 @@ void placer_fit_clear(struct placer_fit *f)
 	f->gen = NULL;
 }
 
-const struct demand_config *placer_demand_config(const struct placer *pl)
+int placer_exempt(const struct placer *pl, const char *ns)
 {
-	return pl->dcfg;
+	for (size_t i = 0; ns != NULL && i < pl->n_exempt; i++)
+		if (strcmp(pl->exempt[i], ns) == 0)
+			return 1;
+	return 0;
+}
+
+enum placer_pod_class placer_classify_pod(const struct placer *pl, const cJSON *pod,
+                                          struct demand *d, struct dra_pod_refs *refs, char *err,
+                                          size_t errlen)
+{
+	memset(refs, 0, sizeof(*refs));
+	if (pod_is_mirror(pod))
+		return PLACER_POD_MIRROR;
+	if (demand_from_pod(pod, pl->dcfg, d) != 0 || d->status == DEMAND_INVALID) {
+		snprintf(err, errlen, "%s", d->error);
+		return PLACER_POD_INVALID;
+	}
+	if (pl->dra != NULL && dra_pod_refs(pod, refs, err, errlen) != 0)
+		return PLACER_POD_INVALID;
+	if (d->status == DEMAND_NOT_GPU && refs->any) {
+		placement_dra_demand(d); /* GPUs by DRA claims only: decided on the node */
+		return PLACER_POD_GPU;
+	}
+	return d->status == DEMAND_NOT_GPU ? PLACER_POD_NOT_GPU : PLACER_POD_GPU;
 }
 
 struct cache *placer_cache(const struct placer *pl)
@@ -1347,11 +1372,6 @@ struct cache *placer_cache(const struct placer *pl)
 int placer_warns_only(const struct placer *pl)
 {
 	return pl->mode_warn || pl->mode_audit;
-}
-
-int placer_reads_dra(const struct placer *pl)
-{
-	return pl->dra != NULL;
 }
 
 static int src_get_pod(void *ctx, const char *ns, const char *name, cJSON **pod, long *code,
@@ -1408,6 +1428,8 @@ struct placer *placer_new(const struct placer_config *cfg)
 	pl->shared = cfg->shared;
 	pl->policies = cfg->policies;
 	pl->metrics = cfg->metrics;
+	pl->exempt = cfg->exempt_namespaces;
+	pl->n_exempt = cfg->exempt_namespaces != NULL ? cfg->n_exempt_namespaces : 0;
 	return pl;
 }
 

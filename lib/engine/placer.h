@@ -140,6 +140,10 @@ struct placer_config {
 	struct shared *shared;     /* --reservations shared; NULL: the ledger reserves */
 	struct policies *policies; /* NULL: flags and annotations only */
 	struct metrics *metrics;   /* may be NULL */
+	/* --exempt-namespace: their pods are admitted anywhere and passed everywhere, yet count
+	 * where they run (placer_exempt) */
+	const char *const *exempt_namespaces;
+	size_t n_exempt_namespaces;
 };
 
 /* The pod's GPUMemoryPolicy tier attributes (borrowed). */
@@ -274,11 +278,37 @@ enum placer_fit_state placer_fit(struct placer *pl, const struct placer_pod *pp,
                                  int may_block, struct placer_fit *out);
 void placer_fit_clear(struct placer_fit *f); /* a zeroed or cleared one: no-op */
 
+/* ---- what the pod alone decides (both adapters ask this before any node) ---- */
+
+/* 1 when ns is one of placer_config.exempt_namespaces (NULL: 0). */
+int placer_exempt(const struct placer *pl, const char *ns);
+
+/* What a pod's placement on any node comes to before the node is read. */
+enum placer_pod_class {
+	PLACER_POD_GPU = 0, /* judged on the node: *d its demand; a pod that asks no GPU resource
+	                       but names DRA claims gets placement_dra_demand() (placement.h) and
+	                       is decided on the node (placer_dra_any, PLACER_FIT_NO_GPU_HERE) */
+	PLACER_POD_MIRROR,  /* a mirror pod (pod.h, pod_is_mirror): the kubelet's, admitted */
+	PLACER_POD_INVALID, /* its declaration (demand.h) or its DRA claim references (dra.h,
+	                       dra_pod_refs; read only with a DRA store) are invalid: err says
+	                       what to fix, without the pod's name */
+	PLACER_POD_NOT_GPU, /* asks no configured GPU resource and names no DRA claim: admitted
+	                       (d->warning may say why it might have been meant as one) */
+};
+
+/*
+ * Classify pod (borrowed) by the engine's demand rules (placer_config.dcfg) and, when a DRA
+ * store is read, the claims it names. *d and *refs (the caller's; refs zeroed first) are set as
+ * far as the classification went; err (errlen bytes, >= DEMAND_MSG_MAX advised) is set for
+ * PLACER_POD_INVALID. The pod's namespace is not looked at (placer_exempt).
+ */
+enum placer_pod_class placer_classify_pod(const struct placer *pl, const struct cJSON *pod,
+                                          struct demand *d, struct dra_pod_refs *refs, char *err,
+                                          size_t errlen);
+
 /* What the adapters share with the engine (borrowed from its config, for its life). */
-const struct demand_config *placer_demand_config(const struct placer *pl);
 struct cache *placer_cache(const struct placer *pl); /* NULL: --cache off */
 int placer_warns_only(const struct placer *pl); /* --mode warn or audit: over-threshold admitted */
-int placer_reads_dra(const struct placer *pl);  /* a DRA store is read (placer_config.dra) */
 
 /*
  * Whether the DRA store shows pp's claims holding or able to get GPUs on pp->node (*any 1),

@@ -35,11 +35,7 @@
 struct extender {
 	struct placer *placer; /* the engine (placer.h): every node judged through placer_fit */
 	struct cache *cache;   /* placer_cache(): the pods the holds wait for */
-	const struct demand_config *dcfg; /* placer_demand_config(): the webhook's demand rules */
-	int warns_only;                   /* placer_warns_only(): --mode warn or audit */
-	int reads_dra;                    /* placer_reads_dra() */
-	char *exempt[EXTENDER_MAX_EXEMPT];
-	size_t n_exempt;
+	int warns_only;        /* placer_warns_only(): --mode warn or audit */
 	enum extender_score score;
 	unsigned pass_nodes; /* extender_config.pass_nodes; 0: all */
 	struct holds *holds; /* the pods this extender's filter passed, in flight (holds.h) */
@@ -63,8 +59,8 @@ struct job {
 	double own;            /* seconds of our own work (not queued, not waiting for a node) */
 	struct extwire_args a; /* the decoded body (extwire.h) */
 	enum kind kind;
-	const char *why; /* K_PASS, K_GPU: a short reason for the log */
-	char error[EXTENDER_ERR_MAX];
+	const char *why;              /* K_PASS, K_GPU: a short reason for the log */
+	char error[EXTENDER_ERR_MAX]; /* K_ERROR: the call's; K_INVALID: the declaration's */
 	char pod_name[CACHE_KEY_MAX]; /* "namespace/name" */
 	const char *uid;              /* the pod's metadata.uid (in args), or NULL */
 	struct demand d;
@@ -144,15 +140,8 @@ static void set_error(struct job *j, const char *fmt, ...)
 
 /* ---- judging ---- */
 
-static int is_exempt(const struct extender *x, const char *ns)
-{
-	for (size_t i = 0; ns != NULL && i < x->n_exempt; i++)
-		if (strcmp(x->exempt[i], ns) == 0)
-			return 1;
-	return 0;
-}
-
-/* What the pod alone decides (extender.h): pass-through, invalid, or judged node by node. */
+/* What the pod alone decides (extender.h; the engine's rule, placer_classify_pod):
+ * pass-through, invalid, or judged node by node. */
 static void classify(struct job *j)
 {
 	struct extender *x = j->x;
@@ -167,30 +156,24 @@ static void classify(struct job *j)
 	         name ? name : "(unnamed)");
 	j->uid = json_str(pod, "metadata", "uid", NULL);
 	j->kind = K_PASS;
-	if (pod_is_mirror(pod)) {
-		j->why = "MirrorPod";
-		return;
-	}
-	if (is_exempt(x, ns)) {
+	if (placer_exempt(x->placer, ns)) {
 		j->why = "ExemptNamespace";
 		return;
 	}
-	if (demand_from_pod(pod, x->dcfg, &j->d) != 0 || j->d.status == DEMAND_INVALID) {
+	switch (placer_classify_pod(x->placer, pod, &j->d, &j->refs, j->error, sizeof(j->error))) {
+	case PLACER_POD_MIRROR:
+		j->why = "MirrorPod";
+		return;
+	case PLACER_POD_INVALID:
 		/* --mode warn or audit: the webhook admits it anywhere, so every node passes */
 		j->kind = x->warns_only ? K_PASS : K_INVALID;
 		j->why = "InvalidDeclaration";
 		return;
-	}
-	if (x->reads_dra && dra_pod_refs(pod, &j->refs, j->error, sizeof(j->error)) != 0) {
-		j->kind = x->warns_only ? K_PASS : K_INVALID;
-		j->why = "InvalidDeclaration";
-		return;
-	}
-	if (j->d.status == DEMAND_NOT_GPU && j->refs.any)
-		placement_dra_demand(&j->d); /* GPUs by DRA claims only: judged per node */
-	else if (j->d.status == DEMAND_NOT_GPU) {
+	case PLACER_POD_NOT_GPU:
 		j->why = "NotGPU";
 		return;
+	case PLACER_POD_GPU: /* DRA claims only: judged per node (PLACER_FIT_NO_GPU_HERE) */
+		break;
 	}
 	j->why = "Judged";
 	const char *not_ready = placer_fit_ready(x->placer);
@@ -650,7 +633,7 @@ static void job_free(struct job *j)
 static void fail_all(struct job *j)
 {
 	for (size_t i = 0; i < j->a.n; i++)
-		set_verdict(&j->v[i], EXTWIRE_UNRESOLVABLE, "pod %s: %s", j->pod_name, j->d.error);
+		set_verdict(&j->v[i], EXTWIRE_UNRESOLVABLE, "pod %s: %s", j->pod_name, j->error);
 }
 
 static void pass_all(struct job *j)
@@ -948,38 +931,28 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 {
 	struct extender *x;
 
-	if (cfg == NULL || cfg->placer == NULL || cfg->n_exempt_namespaces > EXTENDER_MAX_EXEMPT ||
+	if (cfg == NULL || cfg->placer == NULL ||
 	    (cfg->score != EXTENDER_BINPACK && cfg->score != EXTENDER_SPREAD))
 		return NULL;
 	if ((x = calloc(1, sizeof(*x))) == NULL)
 		return NULL;
 	x->placer = cfg->placer;
 	x->cache = placer_cache(cfg->placer);
-	x->dcfg = placer_demand_config(cfg->placer);
 	x->warns_only = placer_warns_only(cfg->placer);
-	x->reads_dra = placer_reads_dra(cfg->placer);
 	x->score = cfg->score;
 	x->pass_nodes = cfg->pass_nodes;
 	x->metrics = metrics;
-	if ((x->holds = holds_new()) == NULL)
-		goto err;
-	for (size_t i = 0; i < cfg->n_exempt_namespaces; i++) {
-		if ((x->exempt[i] = strdup(cfg->exempt_namespaces[i])) == NULL)
-			goto err;
-		x->n_exempt++;
+	if ((x->holds = holds_new()) == NULL) {
+		free(x);
+		return NULL;
 	}
 	return x;
-err:
-	extender_free(x);
-	return NULL;
 }
 
 void extender_free(struct extender *x)
 {
 	if (x == NULL)
 		return;
-	for (size_t i = 0; i < x->n_exempt; i++)
-		free(x->exempt[i]);
 	holds_free(x->holds);
 	free(x);
 }

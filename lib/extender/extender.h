@@ -138,9 +138,7 @@ struct extender_config {
 	 * refuses, so every node passes the filter, a refused one with score 0, and a pod without
 	 * a valid declaration passes every node). While placer_fit_ready says no (no cache, not
 	 * synced or stale, policies or DRA not listed) GPU pods are answered with an Error. */
-	struct placer *placer;
-	const char *const *exempt_namespaces; /* strings copied */
-	size_t n_exempt_namespaces;           /* <= EXTENDER_MAX_EXEMPT */
+	struct placer *placer; /* its exempt namespaces too (placer_exempt) */
 	enum extender_score score;
 	/* --scheduler-pass-nodes: the filter passes at most this many of the nodes where the pod
 	 * fits, those it scores highest (the input order among equals); the others fail with a
@@ -150,12 +148,11 @@ struct extender_config {
 	 * see only those). <= EXTENDER_MAX_NODES. */
 	unsigned pass_nodes;
 };
-#define EXTENDER_MAX_EXEMPT 64
 
 struct extender; /* opaque */
 
-/* New adapter. cfg is copied (strings too); metrics may be NULL (borrowed). NULL on a bad
- * config (no placer, too many names, unknown score) or allocation failure. */
+/* New adapter. cfg is copied; metrics may be NULL (borrowed). NULL on a bad config (no placer,
+ * unknown score) or allocation failure. */
 struct extender *extender_new(const struct extender_config *cfg, struct metrics *metrics);
 void extender_free(struct extender *x); /* NULL is a no-op; no call may be running */
 

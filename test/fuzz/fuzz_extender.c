@@ -69,13 +69,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	    .cache = cache,
 	    .cache_fresh = always,
 	    .ledger = ledger = ledger_new(60000),
+	    .exempt_namespaces = exempt,
+	    .n_exempt_namespaces = 1,
 	};
 	if (ledger == NULL || (pl = placer_new(&pc)) == NULL)
 		fuzz_fail("placer_new");
 	struct extender_config cfg = {
 	    .placer = pl,
-	    .exempt_namespaces = exempt,
-	    .n_exempt_namespaces = 1,
 	};
 	x = extender_new(&cfg, NULL);
 	if (x == NULL)

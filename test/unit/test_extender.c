@@ -232,10 +232,9 @@ static int setup(void **state)
 	put_pod(E.cache, "team", "resident-annot", "50Gi", "n-annot");
 	E.pc = placer_fixture_config(E.cache, E.ledger, &E.dcfg);
 	E.pc.cache_fresh = fresh;
-	E.cfg = (struct extender_config){
-	    .exempt_namespaces = exempt,
-	    .n_exempt_namespaces = 1,
-	};
+	E.pc.exempt_namespaces = exempt;
+	E.pc.n_exempt_namespaces = 1;
+	E.cfg = (struct extender_config){0};
 	reconfigure();
 	return 0;
 }
@@ -706,6 +705,36 @@ static void test_invalid_declaration(void **state)
 	cJSON_Delete(a);
 	free(body);
 	free(pod);
+}
+
+/* With a DRA store, a pod whose DRA claim references are invalid (spec.resourceClaims not a
+ * list) is refused on every node with what dra_pod_refs found (the webhook's
+ * InvalidDeclaration words), not an empty reason. */
+static void test_invalid_dra_refs(void **state)
+{
+	(void)state;
+	struct dra_store *d = dra_store_new(NULL, NULL, NULL);
+	assert_non_null(d);
+	E.pc.dra = d;
+	reconfigure();
+	char *body = args_names(
+	    "{\"metadata\":{\"name\":\"bad-claims\",\"namespace\":\"ml\",\"uid\":\"u-bad\"},"
+	    "\"spec\":{\"resourceClaims\":{\"name\":\"gpu\"},\"containers\":[{\"name\":\"main\"}]}"
+	    "}",
+	    ALL, 3);
+	cJSON *a = call(EXTENDER_FILTER, body);
+	char names[64];
+	names_of(a, names, sizeof(names));
+	assert_string_equal(names, "");
+	assert_int_equal(map_size(a, "FailedAndUnresolvableNodes"), 3);
+	expect_contains(reason(a, "FailedAndUnresolvableNodes", "n-room"),
+	                "pod ml/bad-claims: spec.resourceClaims or status.resourceClaimStatuses is "
+	                "not a list");
+	cJSON_Delete(a);
+	free(body);
+	E.pc.dra = NULL;
+	reconfigure();
+	dra_store_free(d);
 }
 
 /* A per-GPU share over one GPU's limit never fits; warn mode (the webhook's --mode warn or
@@ -1851,6 +1880,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_untracked_node, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_passthrough, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_invalid_declaration, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_invalid_dra_refs, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_never_fits_and_warn_mode, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_per_gpu_never_fits, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_sharing_reasons, setup, teardown),
