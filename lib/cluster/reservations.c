@@ -274,29 +274,23 @@ void resv_end(struct resv *r)
 
 /* ---- read-only copies (resv_peek_*) ---- */
 
-struct peek {
-	struct placement_item *items;
-	size_t n, cap;
-	int nomem;
-};
-
-static void peek_add(struct peek *pk, const char *key, const char *uid, const char *claim,
-                     uint64_t bytes)
+void resv_list_add(struct resv_list *l, const char *key, const char *uid, const char *claim,
+                   uint64_t bytes)
 {
 	struct placement_item it = {.bytes = bytes};
 	int has_uid = uid != NULL && uid[0] != '\0', has_claim = claim != NULL && claim[0] != '\0';
 
-	if (pk->nomem || key == NULL)
+	if (l->nomem || key == NULL)
 		return;
-	if (pk->n == pk->cap) {
-		size_t ncap = pk->cap ? 2 * pk->cap : 8;
-		struct placement_item *p = realloc(pk->items, ncap * sizeof(*p));
+	if (l->n == l->cap) {
+		size_t ncap = l->cap ? 2 * l->cap : 8;
+		struct placement_item *p = realloc(l->items, ncap * sizeof(*p));
 		if (p == NULL) {
-			pk->nomem = 1;
+			l->nomem = 1;
 			return;
 		}
-		pk->items = p;
-		pk->cap = ncap;
+		l->items = p;
+		l->cap = ncap;
 	}
 	it.key = strdup(key);
 	it.uid = has_uid ? strdup(uid) : NULL;
@@ -305,10 +299,23 @@ static void peek_add(struct peek *pk, const char *key, const char *uid, const ch
 		free((char *)it.key);
 		free((char *)it.uid);
 		free((char *)it.dra_claim);
-		pk->nomem = 1;
+		l->nomem = 1;
 		return;
 	}
-	pk->items[pk->n++] = it;
+	l->items[l->n++] = it;
+}
+
+int resv_list_done(struct resv_list *l, struct placement_item **items, size_t *n)
+{
+	if (l->nomem) {
+		resv_peek_free(l->items, l->n);
+		*items = NULL;
+		*n = 0;
+		return RESV_ENOMEM;
+	}
+	*items = l->items;
+	*n = l->n;
+	return 0;
 }
 
 /* The entry's DRA claim is kept: the core counts the pod among the claim's pods (issue 21). */
@@ -316,30 +323,19 @@ static void peek_ledger_one(void *ctx, const char *key, const char *uid, const c
                             uint64_t bytes, uint64_t reserved_ms)
 {
 	(void)reserved_ms;
-	peek_add(ctx, key, uid, claim, bytes);
+	resv_list_add(ctx, key, uid, claim, bytes);
 }
 
 static void peek_record_one(void *ctx, const char *key, const char *uid, const char *claim,
                             uint64_t bytes)
 {
-	peek_add(ctx, key, uid, claim, bytes);
-}
-
-static int peek_done(struct peek *pk, struct placement_item **items, size_t *n)
-{
-	if (pk->nomem) {
-		resv_peek_free(pk->items, pk->n);
-		return RESV_ENOMEM;
-	}
-	*items = pk->items;
-	*n = pk->n;
-	return 0;
+	resv_list_add(ctx, key, uid, claim, bytes);
 }
 
 int resv_peek_ledger(struct ledger *l, const char *node, uint64_t now_ms, int may_block,
                      struct placement_item **items, size_t *n)
 {
-	struct peek pk = {0};
+	struct resv_list pk = {0};
 	struct ledger_node *ln;
 	int busy = 0;
 
@@ -350,17 +346,17 @@ int resv_peek_ledger(struct ledger *l, const char *node, uint64_t now_ms, int ma
 		return busy ? RESV_EBUSY : RESV_EUNTRACKED;
 	ledger_visit(ln, now_ms, peek_ledger_one, &pk);
 	ledger_unlock(ln);
-	return peek_done(&pk, items, n);
+	return resv_list_done(&pk, items, n);
 }
 
 int resv_peek_record(struct shared *s, const char *node, struct placement_item **items, size_t *n)
 {
-	struct peek pk = {0};
+	struct resv_list pk = {0};
 
 	*items = NULL;
 	*n = 0;
 	shared_each_entry(s, node, peek_record_one, &pk);
-	return peek_done(&pk, items, n);
+	return resv_list_done(&pk, items, n);
 }
 
 void resv_peek_free(struct placement_item *items, size_t n)

@@ -242,6 +242,21 @@ int resv_peek_record(struct shared *s, const char *node, struct placement_item *
     __attribute__((warn_unused_result));
 void resv_peek_free(struct placement_item *items, size_t n); /* NULL: no-op */
 
+/* A growing array of owned placement items, as resv_peek_* give them (and the extender's pods in
+ * flight, flight.h): start it zeroed, add, then resv_list_done. */
+struct resv_list {
+	struct placement_item *items;
+	size_t n, cap;
+	int nomem; /* an allocation failed: the list is incomplete */
+};
+/* Append a copy of key (NULL: nothing added), uid and claim (NULL or "": none) with bytes. */
+void resv_list_add(struct resv_list *l, const char *key, const char *uid, const char *claim,
+                   uint64_t bytes);
+/* 0 with *items, *n the list's (caller owns: resv_peek_free; NULL, 0 when empty), or RESV_ENOMEM
+ * after an allocation failed (the list freed, *items NULL). */
+int resv_list_done(struct resv_list *l, struct placement_item **items, size_t *n)
+    __attribute__((warn_unused_result));
+
 /* Release the transaction's items. The backend is not touched (the ledger node stays locked,
  * the record copy stays the caller's). A zeroed or ended struct resv is a no-op. */
 void resv_end(struct resv *r);

@@ -8,7 +8,7 @@
 #include "core.h"
 #include "demand.h"
 #include "dra.h"
-#include "holds.h"
+#include "flight.h"
 #include "labelset.h"
 #include "jsonpath.h"
 #include "ledger.h"
@@ -17,9 +17,9 @@
 #include "monotime.h"
 #include "placement.h"
 #include "placer.h"
-#include "pod.h"
 #include "policy.h"
 #include "quantity.h"
+#include "reservations.h"
 #include "satmath.h"
 #include "text.h"
 
@@ -28,17 +28,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define REASON_MAX 512 /* one node's reason, before it is copied */
 
 struct extender {
 	struct placer *placer; /* the engine (placer.h): every node judged through placer_fit */
-	struct cache *cache;   /* placer_cache(): the pods the holds wait for */
+	int cache_off;         /* placer_cache() NULL: --cache off */
 	int warns_only;        /* placer_warns_only(): --mode warn or audit */
 	enum extender_score score;
-	unsigned pass_nodes; /* extender_config.pass_nodes; 0: all */
-	struct holds *holds; /* the pods this extender's filter passed, in flight (holds.h) */
+	unsigned pass_nodes;   /* extender_config.pass_nodes; 0: all */
+	struct flight *flight; /* the pods this extender's filter passed, in flight (flight.h) */
 	struct metrics *metrics;
 };
 
@@ -76,53 +75,6 @@ struct job {
 	struct labelset labels;
 	struct dra_pod_refs refs; /* the DRA claims the pod names */
 };
-
-/* ---- pods in flight ---- */
-
-/* A node's pods in flight (holds.h), copied out of the holds for placer_fit. */
-struct flight {
-	struct placement_item *items;
-	size_t n, cap;
-	int nomem;
-};
-
-static void flight_clear(struct flight *f)
-{
-	for (size_t i = 0; i < f->n; i++) {
-		free((char *)f->items[i].key);
-		free((char *)f->items[i].uid);
-	}
-	f->n = 0;
-	f->nomem = 0;
-}
-
-static void flight_add(void *ctx, const char *key, const char *uid, uint64_t bytes)
-{
-	struct flight *f = ctx;
-	struct placement_item it = {.bytes = bytes};
-
-	if (f->nomem)
-		return;
-	if (f->n == f->cap) {
-		size_t ncap = f->cap ? 2 * f->cap : 16;
-		struct placement_item *p = realloc(f->items, ncap * sizeof(*p));
-		if (p == NULL) {
-			f->nomem = 1;
-			return;
-		}
-		f->items = p;
-		f->cap = ncap;
-	}
-	it.key = strdup(key);
-	it.uid = strdup(uid);
-	if (it.key == NULL || it.uid == NULL) {
-		free((char *)it.key);
-		free((char *)it.uid);
-		f->nomem = 1;
-		return;
-	}
-	f->items[f->n++] = it;
-}
 
 /* ---- errors ---- */
 
@@ -385,159 +337,36 @@ static void judge_fit(struct job *j, struct extwire_node *v, const struct placer
 		reason_append(v, "; GPUMemoryPolicy \"%.253s\"", ps->policy);
 }
 
-/* ---- pods in flight (holds.h) ---- */
+/* ---- pods in flight (flight.h) ---- */
 
-/* A hold is settled once the watch cache shows its pod bound (it is then counted where it
- * is), finished, or replaced by another pod of the same name. A pod the cache does not show
- * keeps its hold: the cache may not have seen a pod the scheduler already has (one it saw
- * deleted is dropped by extender_forget). */
-static int hold_settled(void *ctx, const char *key, const char *uid)
-{
-	struct extender *x = ctx;
-	struct cache_pod p;
-	char ns[CACHE_KEY_MAX];
-	const char *slash = strchr(key, '/');
-
-	if (slash == NULL || (size_t)(slash - key) >= sizeof(ns))
-		return 1; /* not a key holds_put was given by this file */
-	memcpy(ns, key, (size_t)(slash - key));
-	ns[slash - key] = '\0';
-	if (cache_get_pod(x->cache, ns, slash + 1, &p) != 0)
-		return 0;
-	return strcmp(p.uid, uid) != 0 || p.node[0] != '\0' || p.finished;
-}
-
-/* 1 when the two demands ask the same of every GPU container (what resolution reads). */
-static int same_shares(const struct demand *a, const struct demand *b)
-{
-	if (a->shares != b->shares || a->n_parts != b->n_parts || a->gpus != b->gpus)
-		return 0;
-	for (size_t i = 0; i < a->n_parts && i < DEMAND_MAX_PARTS; i++) {
-		const struct demand_share *x = &a->compact[i], *y = &b->compact[i];
-		if (x->bytes != y->bytes || x->whole != y->whole || x->mig_units != y->mig_units ||
-		    x->mig_pool != y->mig_pool || x->ppm != y->ppm || x->init != y->init ||
-		    x->sidecar != y->sidecar || x->whole_card != y->whole_card ||
-		    x->takes_cards != y->takes_cards)
-			return 0;
-	}
-	return 1;
-}
-
-/* 1 when the watch cache holds pod_name with that uid (any state). */
-static int cache_shows(const struct job *j)
-{
-	struct cache_pod p;
-	const char *slash = strchr(j->pod_name, '/');
-	char ns[CACHE_KEY_MAX];
-
-	if (j->uid == NULL || slash == NULL || (size_t)(slash - j->pod_name) >= sizeof(ns))
-		return 0;
-	memcpy(ns, j->pod_name, (size_t)(slash - j->pod_name));
-	ns[slash - j->pod_name] = '\0';
-	return cache_get_pod(j->x->cache, ns, slash + 1, &p) == 0 && strcmp(p.uid, j->uid) == 0;
-}
-
-/* On a worker: give the watch cache up to EXTENDER_CACHE_WAIT_MS to show the pod. */
-static void wait_for_cache(const struct job *j)
-{
-	const struct timespec step = {0, 5 * 1000 * 1000};
-	double end = monotime_s() + EXTENDER_CACHE_WAIT_MS / 1000.0;
-	while (!cache_shows(j) && monotime_s() < end)
-		nanosleep(&step, NULL);
-}
-
-/* Whether the watch cache vouches for the pod of a filter call: it shows pod_name with the
- * same uid, unbound and not finished, with a valid declaration. 0 with *bytes = the cached
- * demand (never the body's: ExtenderArgs is untrusted), or the refusal's reason. */
-static int cached_pending(const struct job *j, uint64_t *bytes, enum metrics_hold_refusal *why)
-{
-	struct cache_pod p;
-	const char *slash = strchr(j->pod_name, '/');
-	char ns[CACHE_KEY_MAX];
-
-	*why = METRICS_HOLD_NOT_CACHED;
-	if (slash == NULL || (size_t)(slash - j->pod_name) >= sizeof(ns))
-		return -1;
-	memcpy(ns, j->pod_name, (size_t)(slash - j->pod_name));
-	ns[slash - j->pod_name] = '\0';
-	if (cache_get_pod(j->x->cache, ns, slash + 1, &p) != 0)
-		return -1;
-	*why = METRICS_HOLD_OTHER_UID;
-	if (strcmp(p.uid, j->uid) != 0)
-		return -1;
-	*why = METRICS_HOLD_NOT_PENDING;
-	if (p.node[0] != '\0' || p.finished)
-		return -1;
-	*why = METRICS_HOLD_NO_DEMAND;
-	if (p.demand.status == DEMAND_NOT_GPU && j->refs.any && j->d.gpus == 0) {
-		/* GPUs by DRA claims only (the pod the filter judged): the most the claims
-		 * the body names came to on the nodes judged, read from the DRA store */
-		*bytes = j->hold_bytes;
-		return 0;
-	}
-	if (p.demand.status != DEMAND_OK)
-		return -1;
-	if (!p.demand.shares) {
-		*bytes = p.demand.bytes;
-		if (j->refs.any && j->d.bytes == p.demand.bytes && j->hold_bytes > *bytes)
-			*bytes = j->hold_bytes; /* and what its DRA claims came to */
-		return 0;
-	}
-	/* An inferred share comes to other bytes on each node: hold the most it came to on the
-	 * nodes judged (j->hold_bytes), but only when the body asks what the cached pod asks;
-	 * else the figure would be the body's. */
-	*why = METRICS_HOLD_BODY_MISMATCH;
-	if (!same_shares(&p.demand, &j->d))
-		return -1;
-	*bytes = j->hold_bytes;
-	return 0;
-}
-
-/* After a filter call for a GPU pod: the nodes it passed hold the pod until its Binding shows
- * (holds.h). A pod passed nowhere, or without a uid, holds nothing (a uid-less pod cannot be
- * told from the pod being judged); nor does a pod the watch cache does not show pending with
- * that uid and the body's demand (a forged call; or the rare pod the scheduler saw before the
- * cache did: its Binding is still judged by the webhook), counted by reason, and such a call
- * leaves the uid's earlier hold as it was. The bytes held are the cached pod's.
- * Out of memory or a full table: the hold is lost, logged; the webhook still refuses a Binding
- * that would not fit. */
+/* After a filter call for a GPU pod: the nodes it passed hold the pod until its Binding shows,
+ * if the watch cache vouches for it (flight_hold: the bytes held are the cached pod's). A pod
+ * passed nowhere, or without a uid, holds nothing (a uid-less pod cannot be told from the pod
+ * being judged). Out of memory or a full table: the hold is lost, logged; the webhook still
+ * refuses a Binding that would not fit. */
 static void hold_passed(struct job *j)
 {
 	const char **pass;
 	size_t n = 0;
-	uint64_t bytes = 0;
-	enum metrics_hold_refusal why;
-	int rc;
+	int rc = FLIGHT_ENOMEM;
 
 	if (j->uid == NULL || j->uid[0] == '\0')
 		return;
-	if ((pass = malloc((j->a.n ? j->a.n : 1) * sizeof(*pass))) == NULL) {
-		rc = HOLDS_ENOMEM;
-		goto err;
-	}
-	for (size_t i = 0; i < j->a.n; i++)
-		if (j->v[i].state == EXTWIRE_PASS)
-			pass[n++] = j->a.names[i];
-	if (n > 0 && j->await_cache)
-		wait_for_cache(j);
-	if (cached_pending(j, &bytes, &why) != 0) {
-		/* Not vouched for by the cache (a forged body, or a pod not pending): the uid's
-		 * hold, if any, is left as it was (it ends when the cache shows its pod bound, the
-		 * pod is reported gone, or at its TTL), so a forged call cannot end a real pod's.
-		 */
-		if (n > 0)
-			metrics_hold_refused(j->x->metrics, why);
+	if ((pass = malloc((j->a.n ? j->a.n : 1) * sizeof(*pass))) != NULL) {
+		struct flight_pod fp = {j->pod_name, j->uid, &j->d, j->refs.any, j->hold_bytes};
+
+		for (size_t i = 0; i < j->a.n; i++)
+			if (j->v[i].state == EXTWIRE_PASS)
+				pass[n++] = j->a.names[i];
+		rc = flight_hold(j->x->flight, &fp, pass, n, j->now_ms,
+		                 j->await_cache ? EXTENDER_CACHE_WAIT_MS : 0);
 		free(pass);
-		return;
 	}
-	rc = holds_put(j->x->holds, j->pod_name, j->uid, bytes, pass, n, j->now_ms, HOLDS_TTL_MS);
-	free(pass);
-	if (rc == 0 || rc == HOLDS_EGONE) /* gone: deleted while being judged, nothing to hold */
+	if (rc == 0 || rc == FLIGHT_EREFUSED)
 		return;
-err:;
 	struct log_field f[] = {
 	    LOG_STR("pod", j->pod_name),
-	    LOG_STR("error", rc == HOLDS_EFULL ? "too many pods in flight" : "out of memory"),
+	    LOG_STR("error", rc == FLIGHT_EFULL ? "too many pods in flight" : "out of memory"),
 	    LOG_END,
 	};
 	log_fields(LOG_WARN, "extender hold lost", f);
@@ -545,19 +374,19 @@ err:;
 
 void extender_forget(struct extender *x, const char *uid)
 {
-	if (x != NULL && uid != NULL && uid[0] != '\0')
-		holds_forget(x->holds, uid);
+	if (x != NULL)
+		flight_forget(x->flight, uid);
 }
 
 void extender_binding_admitted(struct extender *x, const char *uid)
 {
-	if (x != NULL && uid != NULL && uid[0] != '\0')
-		holds_drop(x->holds, uid);
+	if (x != NULL)
+		flight_drop(x->flight, uid);
 }
 
 /*
  * Judge the undecided nodes through the engine (placer_fit), each over its pods in flight
- * copied first (holds.h; then the engine reads the reservations and the view: a hold ends only
+ * copied first (flight.h; then the engine reads the reservations and the view: a hold ends only
  * once its pod is reserved or shown, so such a pod is counted at least once). Nodes whose
  * reservations cannot be read without waiting stay undecided when may_block is 0.
  * 0 or EXTENDER_ENOMEM.
@@ -565,19 +394,18 @@ void extender_binding_admitted(struct extender *x, const char *uid)
 static int judge(struct job *j, int may_block)
 {
 	struct extender *x = j->x;
-	struct flight fl = {0};
 	struct pod_attrs attrs = {j->ns, j->priority_class, j->labels.l.n ? &j->labels.l : NULL};
 	int rc = 0;
 
 	for (size_t i = 0; i < j->a.n && j->undecided > 0; i++) {
 		struct extwire_node *v = &j->v[i];
 		struct placer_fit f;
+		struct placement_item *fl;
+		size_t n_fl;
 
 		if (v->state != EXTWIRE_UNDECIDED)
 			continue;
-		flight_clear(&fl);
-		holds_each(x->holds, j->a.names[i], j->uid, j->now_ms, flight_add, &fl, NULL);
-		if (fl.nomem) {
+		if (flight_items(x->flight, j->a.names[i], j->uid, j->now_ms, &fl, &n_fl) != 0) {
 			rc = EXTENDER_ENOMEM;
 			break;
 		}
@@ -592,8 +420,8 @@ static int judge(struct job *j, int may_block)
 		    .refs = &j->refs,
 		    .dry_run = 1, /* the filter reserves nothing */
 		};
-		enum placer_fit_state st =
-		    placer_fit(x->placer, &pp, fl.items, fl.n, may_block, &f);
+		enum placer_fit_state st = placer_fit(x->placer, &pp, fl, n_fl, may_block, &f);
+		resv_peek_free(fl, n_fl);
 		if (st != PLACER_FIT_BUSY && st != PLACER_FIT_ENOMEM) {
 			j->undecided--;
 			judge_fit(j, v, &f);
@@ -610,8 +438,6 @@ static int judge(struct job *j, int may_block)
 			break;
 		}
 	}
-	flight_clear(&fl);
-	free(fl.items);
 	return rc;
 }
 
@@ -691,10 +517,10 @@ static int job_prepare(struct extender *x, enum extender_verb verb, const char *
 	else if (j->kind == K_NOCACHE && verb == EXTENDER_FILTER)
 		set_error(j,
 		          "gpu-memory-guard cannot judge GPU pod %s: its watch cache is %s; retry",
-		          j->pod_name, x->cache ? "not synced or stale" : "off (--cache off)");
+		          j->pod_name, x->cache_off ? "off (--cache off)" : "not synced or stale");
 	else if (j->kind == K_GPU) {
 		j->now_ms = ledger_now_ms();
-		holds_prune(x->holds, j->now_ms, hold_settled, x);
+		flight_prune(x->flight, j->now_ms);
 		if ((rc = judge(j, 0)) != 0)
 			goto err;
 	}
@@ -842,7 +668,7 @@ static int route_prepare(struct extender *x, enum extender_verb verb, const char
 	if (rc != 0)
 		snprintf(err, errlen, "out of memory");
 	else if (j->kind == K_GPU && verb == EXTENDER_FILTER && j->uid != NULL && j->uid[0] &&
-	         x->cache != NULL && !cache_shows(j))
+	         !flight_shows(x->flight, &(struct flight_pod){.key = j->pod_name, .uid = j->uid}))
 		j->await_cache = 1;
 	return rc ? SERVER_ENOMEM : 0;
 }
@@ -937,12 +763,12 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	if ((x = calloc(1, sizeof(*x))) == NULL)
 		return NULL;
 	x->placer = cfg->placer;
-	x->cache = placer_cache(cfg->placer);
+	x->cache_off = placer_cache(cfg->placer) == NULL;
 	x->warns_only = placer_warns_only(cfg->placer);
 	x->score = cfg->score;
 	x->pass_nodes = cfg->pass_nodes;
 	x->metrics = metrics;
-	if ((x->holds = holds_new()) == NULL) {
+	if ((x->flight = flight_new(placer_cache(cfg->placer), metrics)) == NULL) {
 		free(x);
 		return NULL;
 	}
@@ -953,6 +779,6 @@ void extender_free(struct extender *x)
 {
 	if (x == NULL)
 		return;
-	holds_free(x->holds);
+	flight_free(x->flight);
 	free(x);
 }

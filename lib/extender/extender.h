@@ -7,7 +7,7 @@
  * is judged (the engine's copies; the policies a published generation);
  * nothing waits there. The filter steers; it reserves nothing in the cluster: the Binding through
  * the webhook stays the commit point and the safety net. It only remembers, in this process, the
- * pods it passed whose Binding the watch cache does not show yet (holds.h): each counts on every
+ * pods it passed whose Binding the watch cache does not show yet (flight.h): each counts on every
  * node its filter passed (the extender is not told which one the scheduler picked) until the cache
  * shows it bound, finished or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed
  * onto a node the webhook would then refuse. Only a pod the watch cache shows pending (unbound, not
@@ -143,7 +143,7 @@ struct extender_config {
 	/* --scheduler-pass-nodes: the filter passes at most this many of the nodes where the pod
 	 * fits, those it scores highest (the input order among equals); the others fail with a
 	 * reason. 0: every node where it fits. A pod in flight is held on the nodes passed only
-	 * (holds.h), so a small figure lets many more pods be in flight at once; the scheduler
+	 * (flight.h), so a small figure lets many more pods be in flight at once; the scheduler
 	 * then chooses among fewer nodes (its own soft preferences, such as preferred affinity,
 	 * see only those). <= EXTENDER_MAX_NODES. */
 	unsigned pass_nodes;

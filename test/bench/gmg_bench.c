@@ -1163,7 +1163,7 @@ static const char *verdict(int met)
 
 #define EXT_BODIES 256 /* distinct ExtenderArgs, cycled */
 /* Distinct pods among them: the extender counts each pod its filter passed until the watch
- * cache shows it bound (lib/extender/holds.h); kube-scheduler binds each within milliseconds,
+ * cache shows it bound (lib/cluster/holds.h); kube-scheduler binds each within milliseconds,
  * so a burst has a handful in flight, but the benchmark's pods are never bound: bodies k and
  * k + EXT_IN_FLIGHT are the same pod (its hold replaced), so at most this many are in flight.
  * Even, so that a pod keeps its size (k's parity). */

@@ -1,5 +1,5 @@
 /*
- * Unit tests for lib/extender/holds: a pod's hold counts on the nodes it names and on no
+ * Unit tests for lib/cluster/holds: a pod's hold counts on the nodes it names and on no
  * other, never against the pod itself; it is replaced by the same pod's next hold, dropped
  * with no nodes, by holds_drop, when settled or expired; a pod reported gone (holds_forget)
  * loses its hold and a late hold of it is refused while remembered; bad input and a full table
