@@ -1,9 +1,12 @@
 /* core: the one entry point of a placement decision (core.h). */
 #include "core.h"
 
+#include "policy.h"
 #include "quantity.h"
 #include "satmath.h"
 
+#include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 
 static void policyset_input_of(const struct core_input *in, const struct placement_pod *pod,
@@ -154,4 +157,124 @@ int core_decide(const struct core_input *in, struct core_verdict *v)
 		return 0;
 	rc = largest_fit(in, v->limit_bytes, &v->largest_fit_bytes);
 	return rc < 0 ? CORE_EPROBE : 0;
+}
+
+/* ---- the verdict in brief ---- */
+
+static void brief_add(char *buf, size_t cap, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void brief_add(char *buf, size_t cap, const char *fmt, ...)
+{
+	size_t len = strnlen(buf, cap);
+	va_list ap;
+
+	if (len + 1 >= cap)
+		return;
+	va_start(ap, fmt);
+	if (vsnprintf(buf + len, cap - len, fmt, ap) < 0)
+		buf[len] = '\0';
+	va_end(ap);
+}
+
+/* The first check's refusal from its figures (node level). */
+static enum core_brief brief_node(const struct core_verdict *v, char *buf, size_t cap)
+{
+	const struct placement_result *res = &v->ps.main;
+	const struct policy_decision *dec = &res->decision;
+	char need[QUANTITY_FMT_MAX], free_b[QUANTITY_FMT_MAX], size[QUANTITY_FMT_MAX];
+	char limit[POLICY_RATIO_MAX];
+
+	switch (dec->verdict) {
+	case POLICY_ALLOW:
+	case POLICY_ALLOW_WARN:
+		return CORE_BRIEF_FITS;
+	case POLICY_WARN_ONLY:
+		return CORE_BRIEF_WARN_ONLY;
+	default:
+		break;
+	}
+	if (strcmp(dec->reason, "NoFreeCard") == 0) {
+		brief_add(buf, cap, "every unshared GPU is held by pods counted as whole GPUs");
+		return CORE_BRIEF_REFUSED;
+	}
+	if (strcmp(dec->reason, "UndeclaredOnSharedCard") == 0) {
+		brief_add(buf, cap,
+		          "declares no GPU memory and the node's GPUs are shared with "
+		          "other pods");
+		return CORE_BRIEF_REFUSED;
+	}
+	policy_format_ratio(v->ps.in_force.threshold, limit, sizeof(limit));
+	quantity_format(res->demand_bytes, need, sizeof(need));
+	if (dec->verdict == POLICY_DENY && res->shared_device) {
+		/* refused on a shared DRA device (placement.h, "DRA"): its figures (its other pods
+		 * and this one), not the node's */
+		quantity_format(dec->total_bytes, need, sizeof(need));
+		quantity_format(dec->budget_bytes, size, sizeof(size));
+		brief_add(
+		    buf, cap,
+		    "would bring its DRA claim's shared device to %s, above the %s limit (%s)",
+		    need, limit, size);
+		return CORE_BRIEF_REFUSED;
+	}
+	if (dec->verdict == POLICY_DENY) {
+		quantity_format(v->free_bytes, free_b, sizeof(free_b));
+		brief_add(buf, cap, "needs %s, %s free of the %s limit", need, free_b, limit);
+		return CORE_BRIEF_REFUSED;
+	}
+	if (dec->verdict != POLICY_DENY_NEVER_FITS) {
+		brief_add(buf, cap, "cannot judge the node (%s)", dec->reason);
+		return CORE_BRIEF_NEVER;
+	}
+	const struct capacity_piece *pc = &res->piece;
+	const char *container = res->piece_container ? res->piece_container : "?";
+	if (!pc->known) {
+		brief_add(buf, cap, "container \"%s\" asks for MIG slices but %s", container,
+		          pc->rule);
+	} else if (res->pool_bytes == 0) {
+		brief_add(buf, cap,
+		          "asks for whole GPUs and every GPU is partitioned into MIG slices");
+	} else if (res->demand_bytes > dec->budget_bytes) {
+		quantity_format(res->pool_bytes, size, sizeof(size));
+		brief_add(buf, cap, "needs %s, above the %s limit of the node's %s GPU memory",
+		          need, limit, size);
+	} else {
+		quantity_format(pc->share_bytes, need, sizeof(need));
+		quantity_format(pc->piece_bytes, size, sizeof(size));
+		brief_add(buf, cap,
+		          "container \"%s\" needs %s per %s, above the %s limit of one %s's %s%s%s",
+		          container, need, pc->what, limit, pc->what, size, pc->rule[0] ? "; " : "",
+		          pc->rule);
+	}
+	return CORE_BRIEF_NEVER;
+}
+
+enum core_brief core_brief(const struct core_verdict *v, size_t n_in_flight,
+                           uint64_t in_flight_bytes, char *buf, size_t cap)
+{
+	const struct policyset_result *ps = &v->ps;
+	enum core_brief b;
+
+	if (cap == 0)
+		return ps->allowed ? CORE_BRIEF_FITS : CORE_BRIEF_REFUSED;
+	buf[0] = '\0';
+	if (!ps->allowed && ps->policy != NULL && ps->message[0] != '\0') {
+		brief_add(buf, cap, "%s", ps->message); /* a tier or declarations rule */
+		return CORE_BRIEF_REFUSED;
+	}
+	b = brief_node(v, buf, cap);
+	if (!ps->allowed && (b == CORE_BRIEF_FITS || b == CORE_BRIEF_WARN_ONLY)) {
+		buf[0] = '\0'; /* a check past the first refused */
+		brief_add(buf, cap, "refused by the node threshold");
+		b = CORE_BRIEF_REFUSED;
+	}
+	if (b == CORE_BRIEF_REFUSED && n_in_flight > 0) {
+		char held[QUANTITY_FMT_MAX];
+
+		quantity_format(in_flight_bytes, held, sizeof(held));
+		brief_add(buf, cap, ", counting %s of %zu pod%s whose Binding is in flight", held,
+		          n_in_flight, n_in_flight == 1 ? "" : "s");
+	}
+	if (!ps->allowed && ps->policy != NULL)
+		brief_add(buf, cap, "; GPUMemoryPolicy \"%.253s\"", ps->policy);
+	return b;
 }

@@ -101,4 +101,34 @@ struct core_verdict {
 int core_decide(const struct core_input *in, struct core_verdict *v)
     __attribute__((warn_unused_result));
 
+/* ---- the verdict in brief (the scheduler extender's node reasons, extender.h) ---- */
+
+/* What a verdict means for one node of a scheduler's list. */
+enum core_brief {
+	CORE_BRIEF_FITS = 0,  /* allowed (with a warning at most) */
+	CORE_BRIEF_WARN_ONLY, /* over the threshold, admitted under --mode warn (POLICY_WARN_ONLY)
+	                       */
+	CORE_BRIEF_REFUSED,   /* refused now; may fit once pods leave (kube-scheduler's FailedNodes)
+	                       */
+	CORE_BRIEF_NEVER,     /* can never fit on the node (FailedAndUnresolvableNodes) */
+};
+
+#define CORE_BRIEF_MAX 512 /* a brief reason, with its NUL */
+
+/*
+ * The verdict v (core_decide's, with or without CORE_NO_WORDS) in brief: its class and, for
+ * REFUSED and NEVER, one line without the pod's name into buf (cap bytes, cut; "" otherwise),
+ * written from the verdict's figures at the threshold in force, sizes as quantity_format writes
+ * them: "needs 20Gi, 1.7Gi free of the 90 percent limit", "would bring its DRA claim's shared
+ * device to ...", "container "c" needs 40Gi per GPU, above ...", "every unshared GPU is held by
+ * pods counted as whole GPUs". A refusal by a GPUMemoryPolicy's tier or declarations rule is
+ * the policy's own message; a refusal by a check past the first, "refused by the node
+ * threshold". n_in_flight > 0 pods of in_flight_bytes counted besides the visible pods and the
+ * reservations (the extender's pods in flight, flight.h) are named in a refusal by the node's
+ * figures: ", counting 10Gi of 1 pod whose Binding is in flight". A refusal under a policy ends
+ * with "; GPUMemoryPolicy "name"". The text may hold a '%' only from a policy's message.
+ */
+enum core_brief core_brief(const struct core_verdict *v, size_t n_in_flight,
+                           uint64_t in_flight_bytes, char *buf, size_t cap);
+
 #endif

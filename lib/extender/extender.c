@@ -176,111 +176,10 @@ static int fit_score(uint64_t total, uint64_t budget, enum extender_score how)
 	return 1 + (int)(fill * (EXTENDER_MAX_PRIORITY - 1) + 0.5);
 }
 
-/* The core's verdict with kube-scheduler's short reason, written from its figures (the first
- * check's, at the threshold in force). */
-static void verdict_from(struct job *j, struct extwire_node *v, const struct core_verdict *cv)
-{
-	const struct placement_result *res = &cv->ps.main;
-	const struct policy_decision *dec = &res->decision;
-	char need[QUANTITY_FMT_MAX], free_b[QUANTITY_FMT_MAX], size[QUANTITY_FMT_MAX];
-	char limit[POLICY_RATIO_MAX];
-
-	switch (dec->verdict) {
-	case POLICY_ALLOW:
-	case POLICY_ALLOW_WARN:
-		v->state = EXTWIRE_PASS;
-		v->score = fit_score(dec->total_bytes, dec->budget_bytes, j->x->score);
-		return;
-	case POLICY_WARN_ONLY: /* warn mode: the webhook allows it; it just does not fit */
-		v->state = EXTWIRE_PASS;
-		v->score = 0;
-		return;
-	default: /* the reasons below: formatted only for nodes that fail */
-		break;
-	}
-	if (strcmp(dec->reason, "NoFreeCard") == 0) {
-		set_verdict(v, EXTWIRE_FAIL,
-		            "every unshared GPU is held by pods counted as whole GPUs");
-		return;
-	}
-	if (strcmp(dec->reason, "UndeclaredOnSharedCard") == 0) {
-		set_verdict(
-		    v, EXTWIRE_FAIL,
-		    "declares no GPU memory and the node's GPUs are shared with other pods");
-		return;
-	}
-	policy_format_ratio(cv->ps.in_force.threshold, limit, sizeof(limit));
-	quantity_format(res->demand_bytes, need, sizeof(need));
-	if (dec->verdict == POLICY_DENY && res->shared_device) {
-		/* refused on a shared DRA device (placement.h, "DRA"): its figures (its other pods
-		 * and this one), not the node's */
-		quantity_format(dec->total_bytes, need, sizeof(need));
-		quantity_format(dec->budget_bytes, size, sizeof(size));
-		set_verdict(
-		    v, EXTWIRE_FAIL,
-		    "would bring its DRA claim's shared device to %s, above the %s limit (%s)",
-		    need, limit, size);
-	} else if (dec->verdict == POLICY_DENY) {
-		quantity_format(cv->free_bytes, free_b, sizeof(free_b));
-		set_verdict(v, EXTWIRE_FAIL, "needs %s, %s free of the %s limit", need, free_b,
-		            limit);
-	} else if (dec->verdict == POLICY_DENY_NEVER_FITS) {
-		const struct capacity_piece *pc = &res->piece;
-		const char *sep = pc->rule[0] ? "; " : "";
-
-		if (!pc->known) {
-			set_verdict(v, EXTWIRE_UNRESOLVABLE,
-			            "container \"%s\" asks for MIG slices but %s",
-			            res->piece_container ? res->piece_container : "?", pc->rule);
-		} else if (res->pool_bytes == 0) {
-			set_verdict(
-			    v, EXTWIRE_UNRESOLVABLE,
-			    "asks for whole GPUs and every GPU is partitioned into MIG slices");
-		} else if (res->demand_bytes > dec->budget_bytes) {
-			quantity_format(res->pool_bytes, size, sizeof(size));
-			set_verdict(v, EXTWIRE_UNRESOLVABLE,
-			            "needs %s, above the %s limit of the node's %s GPU memory",
-			            need, limit, size);
-		} else {
-			quantity_format(pc->share_bytes, need, sizeof(need));
-			quantity_format(pc->piece_bytes, size, sizeof(size));
-			set_verdict(v, EXTWIRE_UNRESOLVABLE,
-			            "container \"%s\" needs %s per %s, above the %s limit of one "
-			            "%s's %s%s%s",
-			            res->piece_container ? res->piece_container : "?", need,
-			            pc->what, limit, pc->what, size, sep, pc->rule);
-		}
-	} else {
-		set_verdict(v, EXTWIRE_UNRESOLVABLE, "cannot judge the node (%s)", dec->reason);
-	}
-}
-
-/* v's reason with what follows it (the pods in flight counted, the policy that refused). */
-static void reason_append(struct extwire_node *v, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void reason_append(struct extwire_node *v, const char *fmt, ...)
-{
-	char tail[REASON_MAX];
-	char *why = v->reason;
-	enum extwire_state st = v->state;
-	va_list ap;
-
-	if (why == NULL)
-		return;
-	va_start(ap, fmt);
-	if (vsnprintf(tail, sizeof(tail), fmt, ap) < 0)
-		tail[0] = '\0';
-	va_end(ap);
-	v->reason = NULL;
-	set_verdict(v, st, "%s%s", why, tail);
-	free(why);
-}
-
 /*
  * One node's verdict from the engine's answer (placer_fit: the core's verdict, decided once
- * without words). The reason is written from the verdict's figures at its threshold in force
- * (verdict_from); a refusal by a policy's tier or declarations rule carries the core's own
- * words. The policy's name is borrowed from the answer's generation (kept until it is cleared).
+ * without words), in the core's brief words (core_brief: from the verdict's figures at its
+ * threshold in force, or a policy's tier or declarations rule's own message).
  */
 static void judge_fit(struct job *j, struct extwire_node *v, const struct placer_fit *f)
 {
@@ -313,28 +212,30 @@ static void judge_fit(struct job *j, struct extwire_node *v, const struct placer
 		return;
 	}
 	const struct core_verdict *cv = f->verdict;
-	const struct policyset_result *ps = &cv->ps;
+	const struct placement_result *res = &cv->ps.main;
 	/* held beside its demand: the whole DRA devices its claims take (counted as bytes in
 	 * flight: the safe side) */
-	uint64_t in_flight = sat_add(ps->main.demand_bytes, ps->main.dra_whole_bytes);
+	uint64_t in_flight = sat_add(res->demand_bytes, res->dra_whole_bytes);
 	if (in_flight > j->hold_bytes)
 		j->hold_bytes = in_flight;
-	if (!ps->allowed && ps->policy != NULL && ps->message[0] != '\0') {
-		set_verdict(v, EXTWIRE_FAIL, "%s", ps->message); /* a tier or declarations rule */
+	char why[CORE_BRIEF_MAX];
+	switch (core_brief(cv, f->n_in_flight, f->in_flight_bytes, why, sizeof(why))) {
+	case CORE_BRIEF_FITS:
+		v->state = EXTWIRE_PASS;
+		v->score =
+		    fit_score(res->decision.total_bytes, res->decision.budget_bytes, j->x->score);
+		return;
+	case CORE_BRIEF_WARN_ONLY: /* warn mode: the webhook allows it; it just does not fit */
+		v->state = EXTWIRE_PASS;
+		v->score = 0;
+		return;
+	case CORE_BRIEF_REFUSED:
+		set_verdict(v, EXTWIRE_FAIL, "%s", why);
+		return;
+	case CORE_BRIEF_NEVER:
+		set_verdict(v, EXTWIRE_UNRESOLVABLE, "%s", why);
 		return;
 	}
-	verdict_from(j, v, cv);
-	if (!ps->allowed && v->state == EXTWIRE_PASS) /* a check past the first refused */
-		set_verdict(v, EXTWIRE_FAIL, "refused by the node threshold");
-	if (v->state == EXTWIRE_FAIL && f->n_in_flight > 0) {
-		char held[QUANTITY_FMT_MAX];
-
-		quantity_format(f->in_flight_bytes, held, sizeof(held));
-		reason_append(v, ", counting %s of %zu pod%s whose Binding is in flight", held,
-		              f->n_in_flight, f->n_in_flight == 1 ? "" : "s");
-	}
-	if (!ps->allowed && ps->policy != NULL)
-		reason_append(v, "; GPUMemoryPolicy \"%.253s\"", ps->policy);
 }
 
 /* ---- pods in flight (flight.h) ---- */

@@ -51,8 +51,8 @@
  *   refused at a GPUMemoryPolicy's threshold: the same reasons at the policy's limit, then
  *     "; GPUMemoryPolicy "name"" ("needs 10Gi, 0 free of the 50 percent limit; GPUMemoryPolicy
  *     "half""); refused by a policy's tier or declarations rule: that rule's message
- *     (FailedNodes). The node is decided once, without words: the reason is written from the
- *     verdict's figures;
+ *     (FailedNodes). The node is decided once, without words: the reason is the verdict's in
+ *     brief (core.h, core_brief), written from its figures;
  *   the node's reservations cannot be read (the ledger's node table full) -> FailedNodes;
  *   with pass_nodes (--scheduler-pass-nodes) N, a node where it fits beyond the N the
  *     filter scores highest -> FailedNodes "fits, but the filter passes only the 3 best-scored

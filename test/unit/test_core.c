@@ -207,6 +207,64 @@ static void test_pod_verdicts(void **state)
 	}
 }
 
+/* The verdict in brief (core_brief, the extender's node reasons): its class and words, from
+ * the figures of a verdict decided without words. */
+static void test_brief(void **state)
+{
+	static const char half[] =
+	    "{\"metadata\":{\"name\":\"half\"},\"spec\":{\"threshold\":0.5}}";
+	static const struct {
+		const char *what;
+		uint64_t used, bytes;
+		const char *policy;
+		size_t n_in_flight;
+		enum core_brief brief;
+		const char *text;
+	} rows[] = {
+	    {"fits", 30 * GI, 10 * GI, NULL, 0, CORE_BRIEF_FITS, ""},
+	    {"over", 30 * GI, 50 * GI, NULL, 0, CORE_BRIEF_REFUSED,
+	     "needs 50Gi, 42Gi free of the 90 percent limit"},
+	    {"over, pods in flight", 30 * GI, 50 * GI, NULL, 2, CORE_BRIEF_REFUSED,
+	     "needs 50Gi, 42Gi free of the 90 percent limit, counting 20Gi of 2 pods whose "
+	     "Binding is in flight"},
+	    {"never fits", 0, 73 * GI, NULL, 1, CORE_BRIEF_NEVER,
+	     "needs 73Gi, above the 90 percent limit of the node's 80Gi GPU memory"},
+	    {"a policy's limit", 30 * GI, 20 * GI, half, 0, CORE_BRIEF_REFUSED,
+	     "needs 20Gi, 10Gi free of the 50 percent limit; GPUMemoryPolicy \"half\""},
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		struct gpupolicy *p = rows[i].policy ? fixture_policy(rows[i].policy) : NULL;
+		const struct gpupolicy *sel[1] = {p};
+		struct placement_item vis = {.key = "ml/a", .uid = "uid-a", .bytes = rows[i].used};
+		struct placement_node node = {
+		    .name = "gpu-a", .cap = &card, .pods = &vis, .n_pods = rows[i].used > 0};
+		struct demand d;
+		struct placement_pod pod = {.name = "ml/new", .key = "ml/new", .uid = "uid-new"};
+		struct core_input in = {.node = &node,
+		                        .pod = &pod,
+		                        .pod_namespace = "ml",
+		                        .policies = sel,
+		                        .n_policies = p != NULL,
+		                        .flags = flags,
+		                        .opts = CORE_NO_WORDS};
+		static struct core_verdict v;
+		char text[CORE_BRIEF_MAX], small[8];
+
+		declared(rows[i].bytes, &d);
+		pod.demand = &d;
+		assert_int_equal(core_decide(&in, &v), 0);
+		enum core_brief b = core_brief(&v, rows[i].n_in_flight,
+		                               rows[i].n_in_flight * 10 * GI, text, sizeof(text));
+		if (b != rows[i].brief || strcmp(text, rows[i].text) != 0)
+			fail_msg("%s: brief %d \"%s\"", rows[i].what, (int)b, text);
+		/* cut to the buffer, never past it */
+		core_brief(&v, rows[i].n_in_flight, 0, small, sizeof(small));
+		assert_true(strlen(small) < sizeof(small));
+		gpupolicy_free(p);
+	}
+}
+
 /* The pod of the largest fit is admitted by core_decide, one byte more refused. */
 static void assert_edge(struct core_input in, uint64_t edge)
 {
@@ -371,9 +429,9 @@ static void test_errors(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_node_only),   cmocka_unit_test(test_pod_verdicts),
-	    cmocka_unit_test(test_largest_fit), cmocka_unit_test(test_tiers),
-	    cmocka_unit_test(test_errors),
+	    cmocka_unit_test(test_node_only), cmocka_unit_test(test_pod_verdicts),
+	    cmocka_unit_test(test_brief),     cmocka_unit_test(test_largest_fit),
+	    cmocka_unit_test(test_tiers),     cmocka_unit_test(test_errors),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
