@@ -171,6 +171,10 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 		outcome_allow(o, "AlreadyBound", 0); /* binding_refused_by_storage() */
 		return 1;
 	}
+	if (cp.deleting) {
+		outcome_allow(o, "BeingDeleted", 0); /* binding_refused_by_storage() */
+		return 1;
+	}
 	if (cp.mirror) {
 		outcome_allow(o, "MirrorPod", 0);
 		return 1;
@@ -257,7 +261,7 @@ static int binding_refused_by_storage(const cJSON *pod, struct outcome *o)
 		outcome_allow(o, "AlreadyBound", 0);
 		return 1;
 	}
-	if (json_at(pod, "metadata", "deletionTimestamp", NULL) != NULL) {
+	if (pod_being_deleted(pod)) {
 		outcome_allow(o, "BeingDeleted", 0);
 		return 1;
 	}

@@ -198,7 +198,7 @@ struct pod {
 	struct node *node; /* spec.nodeName's record, NULL when unbound */
 	size_t slot;       /* index in node->items when counted */
 	uint64_t seen_ms;  /* monotime_ms() when first seen bound to its current node */
-	unsigned counted : 1, finished : 1, mirror : 1, mark : 1;
+	unsigned counted : 1, finished : 1, mirror : 1, mark : 1, deleting : 1;
 	unsigned gone_sent : 1; /* the gone callback was queued for it (once per pod) */
 	unsigned attrs : 2;     /* CACHE_ATTR_* it holds (read when it was last applied) */
 	struct pod_demand d;
@@ -747,6 +747,7 @@ static int pod_fill(struct cache *c, struct pod *p, const cJSON *obj, const stru
 	snprintf(p->uid, sizeof(p->uid), "%s", uid ? uid : "");
 	p->finished = pod_finished(obj);
 	p->mirror = pod_is_mirror(obj);
+	p->deleting = pod_being_deleted(obj);
 	return 0;
 }
 
@@ -821,7 +822,8 @@ static int lite_apply(struct cache *c, uint32_t id, const char *ns, const char *
 	}
 	struct podlite_rec *r = podlite_at(c->lite, id);
 	r->flags = PODLITE_USED | (pod_finished(obj) ? PODLITE_FINISHED : 0) |
-	           (pod_is_mirror(obj) ? PODLITE_MIRROR : 0);
+	           (pod_is_mirror(obj) ? PODLITE_MIRROR : 0) |
+	           (pod_being_deleted(obj) ? PODLITE_DELETING : 0);
 	return 0;
 }
 
@@ -1082,6 +1084,7 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		snprintf(out->node, sizeof(out->node), "%s", p->node ? p->node->name : "");
 		out->finished = p->finished;
 		out->mirror = p->mirror;
+		out->deleting = p->deleting;
 		d->status = p->d.status;
 		d->bytes = p->d.bytes;
 		d->gpus = p->d.gpus;
@@ -1118,6 +1121,7 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 		         r->node ? c->slots[r->node - 1]->name : "");
 		out->finished = (r->flags & PODLITE_FINISHED) != 0;
 		out->mirror = (r->flags & PODLITE_MIRROR) != 0;
+		out->deleting = (r->flags & PODLITE_DELETING) != 0;
 		out->demand.status = DEMAND_NOT_GPU;
 		rc = 0;
 	}

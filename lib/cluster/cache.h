@@ -113,6 +113,7 @@ struct cache_pod {
 	char node[CACHE_KEY_MAX]; /* spec.nodeName, "" when not bound */
 	int finished;             /* phase Succeeded or Failed */
 	int mirror;               /* annotation kubernetes.io/config.mirror */
+	int deleting;             /* metadata.deletionTimestamp set (pod_being_deleted) */
 	struct demand demand;     /* as demand_from_pod() gave it */
 };
 

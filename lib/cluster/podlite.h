@@ -37,9 +37,10 @@
 
 /* flags */
 #define PODLITE_USED     0x1u
-#define PODLITE_FINISHED 0x2u /* phase Succeeded or Failed */
-#define PODLITE_MIRROR   0x4u /* annotation kubernetes.io/config.mirror */
-#define PODLITE_MARK     0x8u /* cache_resync_begin() marked it */
+#define PODLITE_FINISHED 0x2u  /* phase Succeeded or Failed */
+#define PODLITE_MIRROR   0x4u  /* annotation kubernetes.io/config.mirror */
+#define PODLITE_MARK     0x8u  /* cache_resync_begin() marked it */
+#define PODLITE_DELETING 0x10u /* metadata.deletionTimestamp set (pod_being_deleted) */
 
 struct podlite_rec {
 	uint32_t next;   /* next in its bucket's chain (or in the free list); PODLITE_NONE */

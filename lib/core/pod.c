@@ -21,6 +21,11 @@ int pod_is_mirror(const struct cJSON *pod)
 	return json_at(pod, "metadata", "annotations", POD_MIRROR_ANNOTATION, NULL) != NULL;
 }
 
+int pod_being_deleted(const struct cJSON *pod)
+{
+	return json_at(pod, "metadata", "deletionTimestamp", NULL) != NULL;
+}
+
 void pod_demand(const struct cJSON *pod, const struct demand_config *cfg, struct demand *d)
 {
 	if (demand_from_pod(pod, cfg, d) != 0 && d->status != DEMAND_INVALID)

@@ -2032,6 +2032,48 @@ static void test_api_down_cache_decides(void **state)
 	cache_free(cache);
 }
 
+/*
+ * A Binding of a pod the cache shows unbound but being deleted (metadata.deletionTimestamp,
+ * kept by a finalizer) is admitted from the cache and reserves nothing, as on the API path
+ * (BeingDeleted): the API server's storage refuses to bind it, so a reservation would be a
+ * phantom on the node until the pod is gone. The API server is not asked.
+ */
+static void test_binding_of_cached_deleting_pod(void **state)
+{
+	struct env *e = *state;
+	struct cache *cache = cache_env(e, NULL, NULL);
+
+	env_build(e);
+	e->fake.node_rc = KUBE_ETRANSPORT; /* the cache decides, or the test fails */
+	e->fake.list_rc = KUBE_ETRANSPORT;
+	e->fake.pod_rc = KUBE_ETRANSPORT;
+	char *body = binding_for(e, "uid-del", "deleting-pod", "gpu-node-a");
+	cJSON *pod = cJSON_GetArrayItem(e->fake.pods, cJSON_GetArraySize(e->fake.pods) - 1);
+	cJSON_AddStringToObject(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+	                        "deletionTimestamp", "2026-12-07T01:00:00Z");
+	assert_int_equal(cache_apply_pod(cache, WATCH_ADDED, pod), 0);
+	struct answer a = review_text(e, body);
+	free(body);
+	if (!a.allowed)
+		fail_msg("a Binding of a pod being deleted refused: %s", a.message);
+	cJSON_Delete(a.root);
+	assert_int_equal(e->fake.n_get_pod + e->fake.n_list + e->fake.n_get_node, 0);
+	assert_int_equal(ledger_size(e->ledger), 0);
+	/* the same pod, no longer being deleted: reserved (the cache path decides it) */
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+	                                        "deletionTimestamp");
+	assert_int_equal(cache_apply_pod(cache, WATCH_MODIFIED, pod), 0);
+	body = binding_for(e, "uid-del-2", "deleting-pod", "gpu-node-a");
+	a = review_text(e, body);
+	free(body);
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	assert_int_equal(pending_on(e, "gpu-node-a"), 24 * GI);
+	webhook_free(e->w);
+	e->w = NULL;
+	cache_free(cache);
+}
+
 /* webhook_config.binding_admitted: the uids it was called with. */
 static char admitted_uids[4][64];
 static int n_admitted;
@@ -2249,6 +2291,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_shared_write_failure_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_cache_clock_lag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_down_cache_decides, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_of_cached_deleting_pod, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_admitted_called, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grace_without_lag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grace_with_lag, setup, teardown),
