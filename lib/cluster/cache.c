@@ -588,21 +588,6 @@ static void pod_remove(struct cache *c, struct pod *p)
 	pod_free(p);
 }
 
-static int pod_key(const cJSON *pod, char *key, size_t cap)
-{
-	const char *ns = json_str(pod, "metadata", "namespace", NULL);
-	const char *name = json_str(pod, "metadata", "name", NULL);
-	if (name == NULL || name[0] == '\0')
-		return -1;
-	size_t a = ns ? strlen(ns) : 0, b = strlen(name);
-	if (a + b + 2 > cap)
-		return -1;
-	memcpy(key, ns ? ns : "", a);
-	key[a] = '/';
-	memcpy(key + a + 1, name, b + 1);
-	return 0;
-}
-
 /* 1 when pod obj names DRA claims (dra_pod_refs().any): kept whole, with them */
 static int names_claims(const cJSON *obj)
 {
@@ -839,7 +824,7 @@ static int apply_pod_locked(struct cache *c, enum watch_event_type type, const c
 	struct demand d;
 	struct pod *p;
 
-	if (!cJSON_IsObject(obj) || pod_key(obj, key, sizeof(key)) != 0)
+	if (!cJSON_IsObject(obj) || pod_key_of(obj, key, sizeof(key)) != 0)
 		return CACHE_EINVAL;
 	if (uid != NULL && strlen(uid) >= CACHE_UID_MAX)
 		return CACHE_EINVAL; /* cut, it would differ from itself: every event a new pod */
@@ -1067,15 +1052,11 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 {
 	char key[CACHE_KEY_MAX];
 	int rc = CACHE_ENOTFOUND;
-	size_t a = strlen(ns), b = strlen(name);
 	uint32_t li;
 
 	memset(out, 0, sizeof(*out));
-	if (a + b + 2 > sizeof(key))
+	if (pod_key_make(ns, name, key, sizeof(key)) != 0)
 		return rc;
-	memcpy(key, ns, a);
-	key[a] = '/';
-	memcpy(key + a + 1, name, b + 1);
 	pthread_rwlock_rdlock(&c->lock);
 	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
 	if (p != NULL) {
@@ -1136,7 +1117,7 @@ int cache_get_pod_claims(struct cache *c, const char *ns, const char *name, cons
 	int rc = CACHE_ENOTFOUND;
 
 	memset(out, 0, sizeof(*out));
-	if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
+	if (pod_key_make(ns, name, key, sizeof(key)) != 0)
 		return rc;
 	pthread_rwlock_rdlock(&c->lock);
 	const struct pod *p = (const struct pod *)table_find(&c->pods, key);
@@ -1166,7 +1147,7 @@ int cache_get_pod_attrs(struct cache *c, const char *ns, const char *name, const
 
 	priority_class[0] = '\0';
 	labelset_clear(labels);
-	if ((size_t)snprintf(key, sizeof(key), "%s/%s", ns, name) >= sizeof(key))
+	if (pod_key_make(ns, name, key, sizeof(key)) != 0)
 		return CACHE_ENOTFOUND;
 	pthread_rwlock_rdlock(&c->lock);
 	const struct pod *p = (const struct pod *)table_find(&c->pods, key);

@@ -151,15 +151,11 @@ static size_t listed_key_len(const cJSON *pod)
 /* The listed pod's key into the pool at *at (listed_key_len() > 0). */
 static const char *listed_key_put(const cJSON *pod, char *pool, size_t *at)
 {
-	const char *ns = json_str(pod, "metadata", "namespace", NULL);
-	const char *name = json_str(pod, "metadata", "name", NULL);
 	char *d = pool + *at;
-	size_t a = ns ? strlen(ns) : 0, b = strlen(name);
+	size_t n = listed_key_len(pod);
 
-	memcpy(d, ns ? ns : "", a);
-	d[a] = '/';
-	memcpy(d + a + 1, name, b + 1);
-	*at += a + b + 2;
+	(void)pod_key_of(pod, d, n); /* fits: n is its length with the NUL */
+	*at += n;
 	return d;
 }
 

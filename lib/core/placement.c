@@ -1042,13 +1042,8 @@ uint64_t placement_dra_bytes(const struct placement_node *node, uint64_t *counte
 static int item_tier(const struct gpupolicy *p, const struct placement_item *it)
 {
 	char ns[PLACEMENT_NS_MAX];
-	const char *slash = strchr(it->key, '/');
-	size_t len = slash ? (size_t)(slash - it->key) : 0;
 
-	if (len >= sizeof(ns))
-		len = 0; /* not a "namespace/name" key: no namespace */
-	memcpy(ns, it->key, len);
-	ns[len] = '\0';
+	(void)pod_key_split(it->key, ns, sizeof(ns), NULL); /* not a "namespace/name" key: "" */
 	return gpupolicy_tier_of(p, ns, it->priority_class, it->labels);
 }
 

@@ -32,6 +32,42 @@ void pod_demand(const struct cJSON *pod, const struct demand_config *cfg, struct
 		d->status = DEMAND_INVALID; /* demand_from_pod fills status either way */
 }
 
+int pod_key_make(const char *ns, const char *name, char *key, size_t cap)
+{
+	size_t a = ns != NULL ? strlen(ns) : 0, b = name != NULL ? strlen(name) : 0;
+
+	if (cap > 0)
+		key[0] = '\0';
+	if (b == 0 || a + b + 2 > cap)
+		return -1;
+	memcpy(key, ns != NULL ? ns : "", a);
+	key[a] = '/';
+	memcpy(key + a + 1, name, b + 1);
+	return 0;
+}
+
+int pod_key_of(const struct cJSON *pod, char *key, size_t cap)
+{
+	return pod_key_make(json_str(pod, "metadata", "namespace", NULL),
+	                    json_str(pod, "metadata", "name", NULL), key, cap);
+}
+
+int pod_key_split(const char *key, char *ns, size_t cap, const char **name)
+{
+	const char *slash = key != NULL ? strchr(key, '/') : NULL;
+	size_t a = slash != NULL ? (size_t)(slash - key) : 0;
+
+	if (cap > 0)
+		ns[0] = '\0';
+	if (slash == NULL || a >= cap)
+		return -1;
+	memcpy(ns, key, a);
+	ns[a] = '\0';
+	if (name != NULL)
+		*name = slash + 1;
+	return 0;
+}
+
 static int uid_known(const char *uid)
 {
 	return uid != NULL && uid[0] != '\0';

@@ -8,8 +8,11 @@
  *   - mirror: the kubelet's copy of a static pod (annotation kubernetes.io/config.mirror). The
  *     kubelet runs it whatever the API server answers, so refusing it protects nothing: the
  *     webhook and the extender let it pass ("MirrorPod"); it still counts once running.
+ *   - being deleted: metadata.deletionTimestamp is set (pod_being_deleted); the API server
+ *     binds no such pod.
  *   - demand: what a pod already on a node counts, read once by every view of it (pod_demand).
- *   - identity: a pod is named by its key ("namespace/name") and its uid (metadata.uid; NULL or
+ *   - identity: a pod is named by its key ("namespace/name": pod_key_make, pod_key_of,
+ *     pod_key_split) and its uid (metadata.uid; NULL or
  *     "" when unknown, as for a reservation made before the API server answered). A newer pod of
  *     the same name is another pod. Two rules, each written here only:
  *       pod_same: uids equal where both are known, else keys equal. Whether two things count
@@ -24,6 +27,8 @@
  */
 #ifndef GMG_POD_H
 #define GMG_POD_H
+
+#include <stddef.h>
 
 struct cJSON;
 struct demand;
@@ -48,6 +53,20 @@ int pod_being_deleted(const struct cJSON *pod);
  * demand_from_pod() into *d, a failure whatever its status counted as DEMAND_INVALID (it may
  * hold GPU memory we cannot read: counted by its GPUs, the safe side). */
 void pod_demand(const struct cJSON *pod, const struct demand_config *cfg, struct demand *d);
+
+/* The key: "namespace/name" (a pod of no namespace: "/name"), as every box names a pod. */
+
+/* ns (NULL: "") '/' name into key (cap bytes). 0, or -1 (key "" when cap > 0) when name is
+ * NULL or "" or the key does not fit. */
+int pod_key_make(const char *ns, const char *name, char *key, size_t cap);
+
+/* pod's metadata.namespace and metadata.name as pod_key_make writes them. 0 or -1. */
+int pod_key_of(const struct cJSON *pod, char *key, size_t cap);
+
+/* key's namespace into ns (cap bytes) and, when name is not NULL, *name pointing into key
+ * after the '/'. 0, or -1 (ns "" when cap > 0) when key is NULL, has no '/', or its namespace
+ * does not fit. */
+int pod_key_split(const char *key, char *ns, size_t cap, const char **name);
 
 /* 1 when (key_a, uid_a) and (key_b, uid_b) are the same pod by the identity rule above, else 0;
  * a NULL key is no pod's (0). */

@@ -7,6 +7,7 @@
 #include "metrics.h"
 #include "monotime.h"
 #include "placement.h"
+#include "pod.h"
 #include "reservations.h"
 
 #include <stdlib.h>
@@ -46,13 +47,11 @@ void flight_free(struct flight *fl)
 static int cached_pod(struct cache *c, const char *key, struct cache_pod *p)
 {
 	char ns[CACHE_KEY_MAX];
-	const char *slash = key != NULL ? strchr(key, '/') : NULL;
+	const char *name;
 
-	if (c == NULL || slash == NULL || (size_t)(slash - key) >= sizeof(ns))
+	if (c == NULL || pod_key_split(key, ns, sizeof(ns), &name) != 0)
 		return -1;
-	memcpy(ns, key, (size_t)(slash - key));
-	ns[slash - key] = '\0';
-	return cache_get_pod(c, ns, slash + 1, p);
+	return cache_get_pod(c, ns, name, p);
 }
 
 /* holds_prune's settled(): bound, finished, or replaced by another pod of the same name. A
@@ -61,9 +60,9 @@ static int hold_settled(void *ctx, const char *key, const char *uid)
 {
 	struct flight *fl = ctx;
 	struct cache_pod p;
-	const char *slash = strchr(key, '/');
+	char ns[CACHE_KEY_MAX];
 
-	if (slash == NULL || (size_t)(slash - key) >= CACHE_KEY_MAX)
+	if (pod_key_split(key, ns, sizeof(ns), NULL) != 0)
 		return 1;
 	if (cached_pod(fl->cache, key, &p) != 0)
 		return 0;

@@ -1,8 +1,10 @@
-/* Unit tests for lib/core/pod: the "finished", "mirror pod" and "same pod" rules, written once. */
+/* Unit tests for lib/core/pod: the "finished", "mirror pod", "being deleted", key and "same pod"
+ * rules, written once. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
@@ -22,6 +24,7 @@ static int on(int (*rule)(const struct cJSON *), const char *text)
 
 #define finished(text) on(pod_finished, text)
 #define mirror(text)   on(pod_is_mirror, text)
+#define deleting(text) on(pod_being_deleted, text)
 
 static void test_finished_phases(void **state)
 {
@@ -56,6 +59,51 @@ static void test_mirror_annotation(void **state)
 	    mirror("{\"metadata\":{\"labels\":{\"kubernetes.io/config.mirror\":\"abc\"}}}"), 0);
 	assert_int_equal(mirror("{\"metadata\":{}}"), 0);
 	assert_int_equal(pod_is_mirror(NULL), 0);
+}
+
+/* deletionTimestamp, of any value, marks a pod being deleted. */
+static void test_being_deleted(void **state)
+{
+	(void)state;
+	assert_int_equal(
+	    deleting("{\"metadata\":{\"deletionTimestamp\":\"2026-12-07T01:00:00Z\"}}"), 1);
+	assert_int_equal(deleting("{\"metadata\":{\"name\":\"a\"}}"), 0);
+	assert_int_equal(deleting("{}"), 0);
+}
+
+/* "namespace/name": made, read from a pod, split back; what does not fit or has no name is
+ * refused with an empty result. */
+static void test_key(void **state)
+{
+	char key[16], ns[8];
+	const char *name = NULL;
+	cJSON *pod = cJSON_Parse("{\"metadata\":{\"namespace\":\"ml\",\"name\":\"a\"}}");
+
+	(void)state;
+	assert_int_equal(pod_key_make("ml", "llama-0", key, sizeof(key)), 0);
+	assert_string_equal(key, "ml/llama-0");
+	assert_int_equal(pod_key_make(NULL, "a", key, sizeof(key)), 0);
+	assert_string_equal(key, "/a");
+	assert_int_equal(pod_key_make("ml", "", key, sizeof(key)), -1);
+	assert_string_equal(key, "");
+	assert_int_equal(pod_key_make("ml", NULL, key, sizeof(key)), -1);
+	assert_int_equal(pod_key_make("ml", "0123456789abc", key, sizeof(key)), -1); /* 17 > 16 */
+	assert_string_equal(key, "");
+	assert_int_equal(pod_key_make("ml", "0123456789ab", key, sizeof(key)), 0); /* 16 */
+	assert_int_equal(pod_key_of(pod, key, sizeof(key)), 0);
+	assert_string_equal(key, "ml/a");
+	cJSON_Delete(pod);
+
+	assert_int_equal(pod_key_split("ml/llama-0", ns, sizeof(ns), &name), 0);
+	assert_string_equal(ns, "ml");
+	assert_string_equal(name, "llama-0");
+	assert_int_equal(pod_key_split("/a", ns, sizeof(ns), NULL), 0);
+	assert_string_equal(ns, "");
+	assert_int_equal(pod_key_split("no-slash", ns, sizeof(ns), &name), -1);
+	assert_string_equal(ns, "");
+	assert_int_equal(pod_key_split("namespace/a", ns, sizeof(ns), &name), -1); /* 9 > 8 */
+	assert_string_equal(ns, "");
+	assert_int_equal(pod_key_split(NULL, ns, sizeof(ns), &name), -1);
 }
 
 /* The identity rules as a table: (key, uid) pairs, "" or NULL uid unknown. */
@@ -97,8 +145,8 @@ static void test_same_pod(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_finished_phases),
-	    cmocka_unit_test(test_mirror_annotation),
+	    cmocka_unit_test(test_finished_phases), cmocka_unit_test(test_mirror_annotation),
+	    cmocka_unit_test(test_being_deleted),   cmocka_unit_test(test_key),
 	    cmocka_unit_test(test_same_pod),
 	};
 
