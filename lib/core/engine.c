@@ -29,6 +29,13 @@ void engine_defaults_init(struct engine_defaults *d)
 	d->ppm[ENGINE_SGLANG] = ENGINE_DEFAULT_SGLANG_PPM;
 }
 
+uint32_t engine_ratio_ppm(double r)
+{
+	uint32_t ppm = quantity_ratio_ppm(r);
+
+	return ppm > 0 ? ppm : 1;
+}
+
 enum engine_kind engine_kind_of(const char *name)
 {
 	for (int k = 1; k < ENGINE_KINDS && name != NULL; k++)
@@ -535,9 +542,7 @@ static int ratio(const struct engine_input *in, enum engine_kind k, const char *
 		           v ? v : "without a value", v ? "\"" : "");
 		return ENGINE_EINVAL;
 	}
-	*ppm = (uint32_t)(r * QUANTITY_PPM + 0.5);
-	if (*ppm == 0)
-		*ppm = 1;
+	*ppm = engine_ratio_ppm(r);
 	return 0;
 }
 

@@ -137,6 +137,13 @@ struct engine_words {
 /* Fill d with the ENGINE_DEFAULT_* table. */
 void engine_defaults_init(struct engine_defaults *d);
 
+/* An engine's share of one card in ppm, from a ratio capacity_parse_ratio() accepted (an engine's
+ * flag or env in a pod, --engine-default): quantity_ratio_ppm(r), the one rounding rule, but at
+ * least 1, so that a share given is never 0 (0 in struct engine_defaults is no entry, read as
+ * the whole card). The minimum is not reached from a parsed value (at least 0.000001, which is
+ * 1 ppm); it guards a hand-built one: r <= 0 and NaN give 1, r >= 1 QUANTITY_PPM. Pure. */
+uint32_t engine_ratio_ppm(double r);
+
 /* The engine kind of a name as configured and written in messages ("vllm", "tgi", "sglang"),
  * ENGINE_NONE for any other. */
 enum engine_kind engine_kind_of(const char *name);
