@@ -884,7 +884,7 @@ static unsigned long long limit_of(const struct gauge_ctx *g, const struct view_
 	if (cv == NULL)
 		return 0; /* a gauge: 0 for a scrape out of memory */
 	const struct policies_gen *gen = g->policies ? policies_acquire(g->policies) : NULL;
-	n = policies_gen_selecting(gen, v->labels, sel, GPUPOLICY_SELECT_MAX);
+	n = policies_gen_selecting(gen, v->labels, sel, sizeof(sel) / sizeof(sel[0]));
 	struct core_input in = {.node = &pn, .policies = sel, .n_policies = n, .flags = g->flags};
 	if (core_decide(&in, cv) == 0)
 		limit = cv->limit_bytes;

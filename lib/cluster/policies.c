@@ -20,17 +20,19 @@ struct polref {
 	struct gpupolicy *p;
 };
 
-/* An immutable generation (policies.h): the usable policies in name order, referenced. */
+/* An immutable generation (policies.h): the usable policies in name order, referenced (v), and
+ * their parsed policies in the same order (p: v[i]->p, the array gpupolicy_select() reads). */
 struct policies_gen {
 	atomic_uint refs;
 	int synced;
 	size_t n;
 	struct polref **v;
+	const struct gpupolicy **p;
 };
 
 /* What policies_acquire gives when no generation could be made (out of memory): no policy and
  * not synced, so placements are refused until the next change is published. Never freed. */
-static struct policies_gen unpublished = {.refs = 1, .synced = 0, .n = 0, .v = NULL};
+static struct policies_gen unpublished = {.refs = 1, .synced = 0, .n = 0, .v = NULL, .p = NULL};
 
 struct entry {
 	char *name;
@@ -67,6 +69,7 @@ static void gen_put(struct policies_gen *g)
 	for (size_t i = 0; i < g->n; i++)
 		polref_put(g->v[i]);
 	free(g->v);
+	free(g->p);
 	free(g);
 }
 
@@ -80,7 +83,10 @@ static void publish(struct policies *s)
 
 	for (size_t i = 0; i < s->n; i++)
 		usable += s->v[i].ref != NULL;
-	if (g != NULL && usable > 0 && (g->v = calloc(usable, sizeof(*g->v))) == NULL) {
+	if (g != NULL && usable > 0 &&
+	    ((g->v = calloc(usable, sizeof(*g->v))) == NULL ||
+	     (g->p = calloc(usable, sizeof(*g->p))) == NULL)) {
+		free(g->v);
 		free(g);
 		g = NULL;
 	}
@@ -90,6 +96,7 @@ static void publish(struct policies *s)
 		for (size_t i = 0; i < s->n; i++)
 			if (s->v[i].ref != NULL) {
 				atomic_fetch_add(&s->v[i].ref->refs, 1);
+				g->p[g->n] = s->v[i].ref->p;
 				g->v[g->n++] = s->v[i].ref;
 			}
 	}
@@ -395,14 +402,16 @@ int policies_gen_synced(const struct policies_gen *g)
 
 size_t policies_gen_selecting(const struct policies_gen *g,
                               const struct gpupolicy_labels *node_labels,
-                              const struct gpupolicy **out, size_t max)
+                              const struct gpupolicy **out, size_t room)
 {
-	size_t k = 0;
+	return g != NULL ? gpupolicy_select(g->p, g->n, node_labels, out, room) : 0;
+}
 
-	for (size_t i = 0; g != NULL && i < g->n && k < max; i++)
-		if (gpupolicy_applies(g->v[i]->p, node_labels))
-			out[k++] = g->v[i]->p;
-	return k;
+size_t policies_gen_selecting_all(const struct policies_gen *g,
+                                  const struct gpupolicy_labels *node_labels,
+                                  const struct gpupolicy **out, size_t room)
+{
+	return g != NULL ? gpupolicy_select_all(g->p, g->n, node_labels, out, room) : 0;
 }
 
 void policies_stats(struct policies *s, struct policies_stats *out)

@@ -67,18 +67,23 @@ int policies_synced(struct policies *s);
  * NULL; out of memory at a publication, an empty unsynced one, so placements are refused until
  * the next change publishes); policies_release drops the reference (NULL is a no-op). The
  * gpupolicy pointers policies_gen_selecting gives stay valid until the release, whatever the
- * writer does meanwhile: the policies that apply to a node of these labels (gpupolicy_applies():
- * NULL labels for a node whose labels are unknown), at most max (GPUPOLICY_SELECT_MAX where they
- * are applied), in name order; it returns how many were written to out. policies_gen_synced:
- * policies_synced as of that generation. Thread-safe; policies_acquire takes a mutex for a pointer
- * copy and an increment only. */
+ * writer does meanwhile: gpupolicy_select() over the generation's usable policies in name order,
+ * so the policies that apply to a node of these labels (NULL labels for a node whose labels are
+ * unknown), at most min(room, GPUPOLICY_SELECT_MAX) (room: the entries out holds); it returns how
+ * many were written to out. policies_gen_selecting_all: gpupolicy_select_all(), every policy
+ * that selects the node, past the cap (at most room: the status writer's count). A NULL
+ * generation selects nothing. policies_gen_synced: policies_synced as of that generation.
+ * Thread-safe; policies_acquire takes a mutex for a pointer copy and an increment only. */
 struct policies_gen;
 const struct policies_gen *policies_acquire(struct policies *s);
 void policies_release(const struct policies_gen *g);
 int policies_gen_synced(const struct policies_gen *g);
 size_t policies_gen_selecting(const struct policies_gen *g,
                               const struct gpupolicy_labels *node_labels,
-                              const struct gpupolicy **out, size_t max);
+                              const struct gpupolicy **out, size_t room);
+size_t policies_gen_selecting_all(const struct policies_gen *g,
+                                  const struct gpupolicy_labels *node_labels,
+                                  const struct gpupolicy **out, size_t room);
 
 /* Which pod attributes the tiers of the usable policies held select by: a bitwise or of
  * POLICIES_NEED_LABELS (a tier with a podSelector) and POLICIES_NEED_PRIORITY (a tier with

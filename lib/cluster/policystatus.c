@@ -231,7 +231,7 @@ static void count_nodes(struct policystatus *s)
 		const struct policies_gen *gen = policies_acquire(s->policies);
 		for (size_t k = 0; k < nl.n; k++) {
 			size_t n =
-			    policies_gen_selecting(gen, &nl.v[k].l, s->selecting, POLICIES_MAX);
+			    policies_gen_selecting_all(gen, &nl.v[k].l, s->selecting, POLICIES_MAX);
 			for (size_t i = 0; i < n; i++) {
 				snprintf(key.name, sizeof(key.name), "%s", s->selecting[i]->name);
 				e = bsearch(&key, s->snap, s->n_snap, sizeof(*s->snap), by_name);

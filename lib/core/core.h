@@ -6,8 +6,9 @@
  *
  * Input: the node's snapshot (placement.h: its capacity, visible pods, reservations, DRA
  * claims), the pod being placed (or none), the pod's tier attributes, the GPUMemoryPolicy
- * objects that select the node (the caller selects them: gpupolicy_applies() in name order, at
- * most GPUPOLICY_SELECT_MAX; policies.h's policies_gen_selecting()), the flags and now_ms.
+ * objects that select the node (the caller selects them: gpupolicy_select(), at most
+ * GPUPOLICY_SELECT_MAX in name order; policies.h's policies_gen_selecting()), the flags and
+ * now_ms.
  * Verdict:
  *   - allowed or not, the reason code and the message, the refusing policy, the warnings and
  *     the audit entries: policyset_decide()'s (policyset.h), in v->ps;

@@ -446,7 +446,7 @@ static int other_system(const struct walk *w, const cJSON *c, struct container_i
 			        ci->name);
 			return -1;
 		}
-		p->ppm = (uint32_t)v * 10000u;
+		p->ppm = (uint32_t)v * (QUANTITY_PPM / 100); /* a whole percent */
 		p->source = DEMAND_SRC_HAMI;
 		snprintf(p->words, sizeof(p->words), DEMAND_RES_HAMI_PCT " %llu%%",
 		         (unsigned long long)v);
@@ -567,12 +567,12 @@ static int engine_source(const struct walk *w, const cJSON *c, const struct cont
 		if (p->source != DEMAND_SRC_NONE) {
 			/* beside a declaration: the engine takes what its unknown flags say, up
 			 * to the whole of its GPUs, whatever the declaration says */
-			p->ppm = ENGINE_PPM;
+			p->ppm = QUANTITY_PPM;
 			snprintf(p->engine_words, sizeof(p->engine_words),
 			         "an engine with unreadable flags (%.188s)", es.words);
 			return 1;
 		}
-		p->ppm = ENGINE_PPM;
+		p->ppm = QUANTITY_PPM;
 		p->source = DEMAND_SRC_WHOLE;
 		snprintf(p->words, sizeof(p->words), "the whole of its GPUs (%s)", es.words);
 		return 0;
@@ -631,7 +631,7 @@ static int infer_part(struct walk *w, const cJSON *c, const cJSON *decl, int ini
 	}
 	if (p.source == DEMAND_SRC_NONE) {
 		p.source = DEMAND_SRC_WHOLE;
-		p.ppm = ENGINE_PPM;
+		p.ppm = QUANTITY_PPM;
 		snprintf(p.words, sizeof(p.words), "no GPU memory declared, the whole of its GPUs");
 	}
 	p.whole = ci->whole;
@@ -874,9 +874,9 @@ const char *demand_source_name(enum demand_source src)
 /* ppm of x, rounded up: a share never counts less than it says. */
 static uint64_t ppm_of(uint64_t x, uint32_t ppm)
 {
-	uint64_t lo = (x % 1000000u) * ppm;
+	uint64_t lo = (x % QUANTITY_PPM) * ppm;
 
-	return sat_add((x / 1000000u) * ppm, lo / 1000000u + (lo % 1000000u != 0));
+	return sat_add((x / QUANTITY_PPM) * ppm, lo / QUANTITY_PPM + (lo % QUANTITY_PPM != 0));
 }
 
 /* The bytes one GPU container counts on the node: the larger of its figure and its share of

@@ -29,6 +29,13 @@ void engine_defaults_init(struct engine_defaults *d)
 	d->ppm[ENGINE_SGLANG] = ENGINE_DEFAULT_SGLANG_PPM;
 }
 
+uint32_t engine_ratio_ppm(double r)
+{
+	uint32_t ppm = quantity_ratio_ppm(r);
+
+	return ppm > 0 ? ppm : 1;
+}
+
 enum engine_kind engine_kind_of(const char *name)
 {
 	for (int k = 1; k < ENGINE_KINDS && name != NULL; k++)
@@ -514,7 +521,7 @@ static void ppm_str(uint32_t ppm, char *buf, size_t len)
 {
 	size_t n;
 
-	snprintf(buf, len, "%u.%06u", ppm / ENGINE_PPM, ppm % ENGINE_PPM);
+	snprintf(buf, len, "%u.%06u", ppm / QUANTITY_PPM, ppm % QUANTITY_PPM);
 	n = strlen(buf);
 	while (n > 0 && buf[n - 1] == '0')
 		buf[--n] = '\0';
@@ -535,9 +542,7 @@ static int ratio(const struct engine_input *in, enum engine_kind k, const char *
 		           v ? v : "without a value", v ? "\"" : "");
 		return ENGINE_EINVAL;
 	}
-	*ppm = (uint32_t)(r * ENGINE_PPM + 0.5);
-	if (*ppm == 0)
-		*ppm = 1;
+	*ppm = engine_ratio_ppm(r);
 	return 0;
 }
 
@@ -637,7 +642,7 @@ static int read_flags(const struct engine_input *in, const struct engine_default
 
 	out->status = ENGINE_FOUND;
 	out->origin = ENGINE_ORIGIN_DEFAULT;
-	out->ratio_ppm = d->ppm[k] >= 1 && d->ppm[k] <= ENGINE_PPM ? d->ppm[k] : ENGINE_PPM;
+	out->ratio_ppm = d->ppm[k] >= 1 && d->ppm[k] <= QUANTITY_PPM ? d->ppm[k] : QUANTITY_PPM;
 	ppm_str(out->ratio_ppm, def, sizeof(def));
 	return say(out, "%s's default %s %s", engine_name(k), flag, def);
 }

@@ -52,10 +52,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "quantity.h" /* QUANTITY_PPM: shares of a card are in ppm */
+
 #define ENGINE_SCRIPT_MAX 8192 /* bytes of one sh -c string; longer gives up */
 #define ENGINE_WORDS_MAX  256  /* words of one argv or one split string; more gives up */
 #define ENGINE_WORDS_MSG  192  /* out->words */
-#define ENGINE_PPM        1000000u
 
 /* The assumed defaults, when the engine's flag is absent (parts per million of one card).
  * vLLM: CacheConfig.gpu_memory_utilization = 0.92 in vllm/config/cache.py (0.9 before);
@@ -95,7 +96,7 @@ enum engine_origin {
 
 #define ENGINE_EINVAL (-1) /* a present value that is not a ratio: err names container, flag */
 
-/* The assumed default per engine, parts per million of one card, 1..ENGINE_PPM; indexed by
+/* The assumed default per engine, parts per million of one card, 1..QUANTITY_PPM; indexed by
  * enum engine_kind (index 0 unused). engine_defaults_init() fills the table above. */
 struct engine_defaults {
 	uint32_t ppm[ENGINE_KINDS];
@@ -116,7 +117,7 @@ struct engine_setting {
 	enum engine_status status;
 	enum engine_kind kind;
 	enum engine_origin origin; /* ENGINE_FOUND */
-	uint32_t ratio_ppm;        /* ENGINE_FOUND: share of one card, 1..ENGINE_PPM */
+	uint32_t ratio_ppm;        /* ENGINE_FOUND: share of one card, 1..QUANTITY_PPM */
 	/* ENGINE_FOUND: the source in words, "vllm --gpu-memory-utilization 0.9", "vllm's default
 	 * --gpu-memory-utilization 0.92"; ENGINE_UNREADABLE: why ("vllm in a sh -c string: $ARGS
 	 * is expanded by the shell ..."). */
@@ -135,6 +136,13 @@ struct engine_words {
 
 /* Fill d with the ENGINE_DEFAULT_* table. */
 void engine_defaults_init(struct engine_defaults *d);
+
+/* An engine's share of one card in ppm, from a ratio capacity_parse_ratio() accepted (an engine's
+ * flag or env in a pod, --engine-default): quantity_ratio_ppm(r), the one rounding rule, but at
+ * least 1, so that a share given is never 0 (0 in struct engine_defaults is no entry, read as
+ * the whole card). The minimum is not reached from a parsed value (at least 0.000001, which is
+ * 1 ppm); it guards a hand-built one: r <= 0 and NaN give 1, r >= 1 QUANTITY_PPM. Pure. */
+uint32_t engine_ratio_ppm(double r);
 
 /* The engine kind of a name as configured and written in messages ("vllm", "tgi", "sglang"),
  * ENGINE_NONE for any other. */

@@ -718,6 +718,26 @@ int gpupolicy_applies(const struct gpupolicy *p, const struct gpupolicy_labels *
 	return gpupolicy_selects(p, node_labels);
 }
 
+size_t gpupolicy_select_all(const struct gpupolicy *const *pols, size_t n,
+                            const struct gpupolicy_labels *node_labels,
+                            const struct gpupolicy **out, size_t room)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n && k < room; i++)
+		if (gpupolicy_applies(pols[i], node_labels))
+			out[k++] = pols[i];
+	return k;
+}
+
+size_t gpupolicy_select(const struct gpupolicy *const *pols, size_t n,
+                        const struct gpupolicy_labels *node_labels, const struct gpupolicy **out,
+                        size_t room)
+{
+	return gpupolicy_select_all(pols, n, node_labels, out,
+	                            room < GPUPOLICY_SELECT_MAX ? room : GPUPOLICY_SELECT_MAX);
+}
+
 /* Every criterion given matches; a pod without a priority class never matches a tier that
  * lists priority classes (nor one that lists namespaces without a namespace). */
 int gpupolicy_tier_of(const struct gpupolicy *p, const char *ns, const char *priority_class,

@@ -159,12 +159,25 @@ int gpupolicy_selects(const struct gpupolicy *p, const struct gpupolicy_labels *
  * policy store's readers): of the usable policies (p not NULL: an object that failed to parse
  * applies nowhere) that select the node, the first GPUPOLICY_SELECT_MAX in name order. A node
  * whose labels are unknown (node_labels NULL: the API path without its Node) is selected only by
- * the policies with an empty nodeSelector. gpupolicy_applies() is that test for one policy;
- * the caller walks its policies in name order and stops at GPUPOLICY_SELECT_MAX (the status
- * writer counts every selecting node, past the cap too: docs/policies.md). Pure.
+ * the policies with an empty nodeSelector. gpupolicy_applies() is that test for one policy.
+ *
+ * gpupolicy_select() is the rule over pols[0..n) (borrowed; an entry may be NULL, a policy that
+ * failed to parse), which the caller gives in name order: ascending strcmp() of metadata.name,
+ * each name once (a Kubernetes name is unique; the policy store keeps one entry per name, the
+ * report refuses a name listed twice). It writes to out the policies that apply, in that order,
+ * at most min(room, GPUPOLICY_SELECT_MAX) (room: the entries out holds; a caller placing pods
+ * passes GPUPOLICY_SELECT_MAX), and returns how many. The pointers written are pols' (borrowed).
+ * gpupolicy_select_all() is the same without the cap, at most room: the status writer counts
+ * every selecting node, past the cap too (docs/policies.md). Pure.
  */
 #define GPUPOLICY_SELECT_MAX 64
 int gpupolicy_applies(const struct gpupolicy *p, const struct gpupolicy_labels *node_labels);
+size_t gpupolicy_select(const struct gpupolicy *const *pols, size_t n,
+                        const struct gpupolicy_labels *node_labels, const struct gpupolicy **out,
+                        size_t room);
+size_t gpupolicy_select_all(const struct gpupolicy *const *pols, size_t n,
+                            const struct gpupolicy_labels *node_labels,
+                            const struct gpupolicy **out, size_t room);
 
 /* The index of the first tier of p the pod belongs to, or -1. priority_class may be NULL or
  * "" (none); labels may be NULL (none). */

@@ -10,7 +10,6 @@
 #include "quantity.h"
 #include "satmath.h"
 
-#define PPM       1000000ull
 #define RATIO_MAX 32 /* "4294967295.9 percent" */
 
 /* A bounded string builder over a fixed buffer: appends stop at the cap, never overflow. */
@@ -234,7 +233,8 @@ int policy_decide(const struct policy_input *in, struct policy_decision *out)
 	if (in->no_message)
 		m.cap = 0; /* msg_add writes nothing; the texts are not even formatted */
 	ppm = quantity_ratio_ppm(in->threshold);
-	warn_ppm = in->warn_threshold > 0 ? quantity_ratio_ppm(in->warn_threshold) : PPM + 1;
+	warn_ppm =
+	    in->warn_threshold > 0 ? quantity_ratio_ppm(in->warn_threshold) : QUANTITY_PPM + 1;
 	out->budget_bytes = quantity_ppm_of(in->capacity_bytes, ppm);
 	out->total_bytes = sat_add(in->used_bytes, in->demand_bytes);
 

@@ -67,6 +67,8 @@ size_t quantity_format(uint64_t bytes, char *buf, size_t cap);
  *     128-bit arithmetic), for ppm <= QUANTITY_PPM: a budget never exceeds its share.
  * (A demand's share of a card rounds up instead, so a share never counts less than it says:
  * that is demand.c's rule, for a demand, not a budget.) Pure, thread-safe.
+ * QUANTITY_PPM is the one name of 10^6 ppm, a whole, wherever a ratio is held in ppm (a
+ * threshold, a policy's maxShare, an engine's or a KAI share of a card, a HAMi percent).
  */
 #define QUANTITY_PPM 1000000u
 uint32_t quantity_ratio_ppm(double r);

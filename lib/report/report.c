@@ -88,6 +88,8 @@ struct report {
 	size_t n_pods, cap_pods;
 	struct pol_rec *pols;
 	size_t n_pols, cap_pols;
+	const struct gpupolicy *
+	    *pol_ps; /* report_build: pols[i].p in name order, gpupolicy_select's */
 	int built;
 	struct report_row *rows;
 	size_t n_rows;
@@ -225,6 +227,7 @@ void report_free(struct report *r)
 		free(r->pols[i].error);
 	}
 	free(r->pols);
+	free(r->pol_ps);
 	for (size_t i = 0; r->rows != NULL && i < r->n_rows; i++)
 		free((void *)r->rows[i].tiers);
 	free(r->rows);
@@ -637,14 +640,13 @@ static void mig_note(const struct capacity *cap, const struct placement_item *it
 	}
 }
 
-/* The policies that apply to node n (gpupolicy.h's rule), in name order: r->pols is sorted. */
+/* The policies that apply to node n: gpupolicy_select(), the webhook's rule (r->pol_ps is in
+ * name order). */
 static void select_policies(const struct report *r, const struct node_rec *n,
                             struct node_policies *out)
 {
-	out->n = 0;
-	for (size_t i = 0; i < r->n_pols && out->n < GPUPOLICY_SELECT_MAX; i++)
-		if (gpupolicy_applies(r->pols[i].p, &n->labels.l))
-			out->sel[out->n++] = r->pols[i].p;
+	out->n = gpupolicy_select(r->pol_ps, r->n_pols, &n->labels.l, out->sel,
+	                          sizeof(out->sel) / sizeof(out->sel[0]));
 }
 
 /* Fill row from node n and its consumers p[0..np) (rp: where the row's pods go, its GPU pods
@@ -782,12 +784,18 @@ int report_build(struct report *r, char *err, size_t errlen)
 		if (strcmp(r->nodes[i - 1].name, r->nodes[i].name) == 0)
 			return fail(err, errlen, REPORT_EINVAL, "node %s listed twice",
 			            r->nodes[i].name);
-	if (r->n_pols > 1) /* name order: the webhook's (policies_gen_selecting) */
+	/* Name order, each name once: what gpupolicy_select() is given (the policy store's). */
+	if (r->n_pols > 1)
 		qsort(r->pols, r->n_pols, sizeof(*r->pols), pol_cmp);
 	for (size_t i = 1; i < r->n_pols; i++)
 		if (strcmp(r->pols[i - 1].name, r->pols[i].name) == 0)
 			return fail(err, errlen, REPORT_EINVAL, "GPUMemoryPolicy %s listed twice",
 			            r->pols[i].name);
+	free(r->pol_ps); /* a build that failed before may have made it */
+	if ((r->pol_ps = calloc(r->n_pols ? r->n_pols : 1, sizeof(*r->pol_ps))) == NULL)
+		return fail(err, errlen, REPORT_ENOMEM, "out of memory");
+	for (size_t i = 0; i < r->n_pols; i++)
+		r->pol_ps[i] = r->pols[i].p;
 	/* Each node's DRA GPUs and claims, and its capacity with them (capacity_add_dra), as
 	 * the webhook's. */
 	for (size_t i = 0; i < r->n_nodes; i++) {

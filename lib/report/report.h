@@ -17,8 +17,8 @@
  * report_config.threshold (the webhook's --threshold). Policies in warn or audit mode change no
  * limit (they refuse nothing). Policies are read like nodes (report_add_policy); one
  * gpupolicy_parse() refuses is kept with its error (report_policies) and applied nowhere, as the
- * webhook does. At most GPUPOLICY_SELECT_MAX policies apply to a node, the first in name
- * order (the webhook's limit).
+ * webhook does. The policies that apply to a node are the webhook's: gpupolicy_select() over
+ * them in name order, so at most GPUPOLICY_SELECT_MAX, the first in name order.
  *
  * The numbers are the webhook's: the pods counted are the ones the webhook counts (GPU pods bound
  * to the node, not Succeeded/Failed, each by demand_from_pod(); one without a valid declaration

@@ -296,7 +296,7 @@ int config_parse_engine_default(const char *v, struct engine_defaults *d, char *
 		         v);
 		return -1;
 	}
-	d->ppm[k] = (uint32_t)(r * ENGINE_PPM + 0.5);
+	d->ppm[k] = engine_ratio_ppm(r);
 	return 0;
 }
 

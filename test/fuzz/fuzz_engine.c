@@ -73,7 +73,7 @@ static void check_read(const struct engine_input *in)
 		break;
 	case ENGINE_FOUND:
 		if (a.kind == ENGINE_NONE || a.kind >= ENGINE_KINDS || a.ratio_ppm == 0 ||
-		    a.ratio_ppm > ENGINE_PPM || a.words[0] == '\0' ||
+		    a.ratio_ppm > QUANTITY_PPM || a.words[0] == '\0' ||
 		    strncmp(a.words, engine_name(a.kind), strlen(engine_name(a.kind))) != 0)
 			fuzz_fail("found: kind %d ppm %u words \"%s\"", a.kind, a.ratio_ppm,
 			          a.words);

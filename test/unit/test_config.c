@@ -470,6 +470,15 @@ static void test_undeclared_and_engine_defaults(void **state)
 	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_VLLM], 900000);
 	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_SGLANG], 500000);
 	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_TGI], ENGINE_DEFAULT_TGI_PPM);
+	/* engine_ratio_ppm's rounding, as a pod's own flag: the smallest ratio is 1 ppm */
+	if (parse("serve " TLS " --engine-default vllm=0.000001 --engine-default tgi=0.0000025"
+	          " --engine-default sglang=1",
+	          &cfg, err, sizeof(err)) != 0)
+		fail_msg("%s", err);
+	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_VLLM], 1);
+	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_TGI], 3);
+	assert_int_equal(cfg.engine_defaults.ppm[ENGINE_SGLANG], QUANTITY_PPM);
+	expect_error("serve " TLS " --engine-default vllm=0.0000004", "--engine-default");
 	expect_error("serve " TLS " --undeclared maybe",
 	             "--undeclared: \"maybe\" is not infer or refuse");
 	expect_error("serve " TLS " --engine-default ollama=0.5",

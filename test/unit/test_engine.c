@@ -1,5 +1,6 @@
 /* Unit tests for lib/core/engine: recognising vLLM, TGI and SGLang and reading their memory
  * flag from command, args, sh -c strings, env and image. */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -811,12 +812,34 @@ static void test_defaults(void **state)
 	assert_string_equal(engine_name(ENGINE_NONE), "");
 }
 
+/* An engine's share in ppm is quantity_ratio_ppm's rounding (halves away from zero), never 0:
+ * the smallest ratio parsed, 0.000001, is 1 ppm; a hand-built 0, tiny or NaN ratio is 1 too. */
+static void test_ratio_ppm(void **state)
+{
+	(void)state;
+	assert_int_equal(engine_ratio_ppm(0.9), 900000);
+	assert_int_equal(engine_ratio_ppm(1.0), QUANTITY_PPM);
+	assert_int_equal(engine_ratio_ppm(0.000001), 1);
+	assert_int_equal(engine_ratio_ppm(0.0000015), 2);
+	assert_int_equal(engine_ratio_ppm(0.0000025), 3);
+	assert_int_equal(engine_ratio_ppm(0.1234564), 123456);
+	assert_int_equal(engine_ratio_ppm(1e-9), 1);
+	assert_int_equal(engine_ratio_ppm(0.0), 1);
+	assert_int_equal(engine_ratio_ppm(NAN), 1);
+	assert_int_equal(engine_ratio_ppm(1.5), QUANTITY_PPM);
+	for (int i = 1; i <= 1000; i++) { /* the quantity rule, wherever it is not 0 */
+		double r = i / 1000.0;
+		assert_int_equal(engine_ratio_ppm(r), quantity_ratio_ppm(r));
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_flag_forms),    cmocka_unit_test(test_engines),
 	    cmocka_unit_test(test_shell_strings), cmocka_unit_test(test_garbage),
 	    cmocka_unit_test(test_split),         cmocka_unit_test(test_defaults),
+	    cmocka_unit_test(test_ratio_ppm),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -539,6 +539,48 @@ static void test_applies(void **state)
 	gpupolicy_free(absent);
 }
 
+/* Which policies apply to a node (gpupolicy_select, the one rule): those that apply, in the
+ * order given, NULL entries skipped, at most GPUPOLICY_SELECT_MAX even with more room;
+ * gpupolicy_select_all counts past the cap (the status writer's). */
+static void test_select(void **state)
+{
+	enum { N = GPUPOLICY_SELECT_MAX + 3 };
+	static const char *const kv[] = {"gpu", "h100"};
+	struct gpupolicy_labels h100 = {kv, 1};
+	struct gpupolicy *all = must_parse("{'metadata':{'name':'all'},'spec':{}}");
+	struct gpupolicy *other =
+	    must_parse("{'metadata':{'name':'other'},'spec':{'nodeSelector':{'matchLabels':"
+	               "{'gpu':'a100'}}}}");
+	const struct gpupolicy *pols[N], *out[N + 1];
+	(void)state;
+
+	/* other, NULL, all, all, ...: N - 2 that apply */
+	pols[0] = other;
+	pols[1] = NULL;
+	for (size_t i = 2; i < N; i++)
+		pols[i] = all;
+	assert_int_equal(gpupolicy_select(pols, N, &h100, out, N + 1), GPUPOLICY_SELECT_MAX);
+	assert_ptr_equal(out[0], all);
+	assert_ptr_equal(out[GPUPOLICY_SELECT_MAX - 1], all);
+	assert_int_equal(gpupolicy_select(pols, N, &h100, out, 2), 2); /* room */
+	assert_int_equal(gpupolicy_select(pols, N, NULL, out, N + 1), GPUPOLICY_SELECT_MAX);
+	assert_int_equal(gpupolicy_select_all(pols, N, &h100, out, N + 1), N - 2);
+	assert_int_equal(gpupolicy_select_all(pols, N, &h100, out, 5), 5);
+	assert_int_equal(gpupolicy_select(pols, 0, &h100, out, N + 1), 0);
+	assert_int_equal(gpupolicy_select(NULL, 0, &h100, out, N + 1), 0);
+	/* the order given is kept */
+	pols[0] = all;
+	pols[1] = other;
+	assert_int_equal(gpupolicy_select(pols, 2, &h100, out, N + 1), 1);
+	static const char *const a100[] = {"gpu", "a100"};
+	struct gpupolicy_labels la = {a100, 1};
+	assert_int_equal(gpupolicy_select(pols, 2, &la, out, N + 1), 2);
+	assert_ptr_equal(out[0], all);
+	assert_ptr_equal(out[1], other);
+	gpupolicy_free(all);
+	gpupolicy_free(other);
+}
+
 /* ---- tiers: membership ---- */
 
 static void test_tier_of(void **state)
@@ -940,21 +982,14 @@ static void test_resolve_parsed(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_parse_full),
-	    cmocka_unit_test(test_parse_defaults),
-	    cmocka_unit_test(test_refusals),
-	    cmocka_unit_test(test_refusals_caps),
-	    cmocka_unit_test(test_refusals_nan),
-	    cmocka_unit_test(test_selectors),
-	    cmocka_unit_test(test_applies),
-	    cmocka_unit_test(test_tier_of),
-	    cmocka_unit_test(test_seed_example),
-	    cmocka_unit_test(test_header_messages),
-	    cmocka_unit_test(test_check_tiers_edges),
-	    cmocka_unit_test(test_ppm_rounding),
-	    cmocka_unit_test(test_check_tiers_invalid),
-	    cmocka_unit_test(test_resolve),
-	    cmocka_unit_test(test_resolve_parsed),
+	    cmocka_unit_test(test_parse_full),      cmocka_unit_test(test_parse_defaults),
+	    cmocka_unit_test(test_refusals),        cmocka_unit_test(test_refusals_caps),
+	    cmocka_unit_test(test_refusals_nan),    cmocka_unit_test(test_selectors),
+	    cmocka_unit_test(test_applies),         cmocka_unit_test(test_select),
+	    cmocka_unit_test(test_tier_of),         cmocka_unit_test(test_seed_example),
+	    cmocka_unit_test(test_header_messages), cmocka_unit_test(test_check_tiers_edges),
+	    cmocka_unit_test(test_ppm_rounding),    cmocka_unit_test(test_check_tiers_invalid),
+	    cmocka_unit_test(test_resolve),         cmocka_unit_test(test_resolve_parsed),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

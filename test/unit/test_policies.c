@@ -179,12 +179,42 @@ static void test_generation_outlives_changes(void **state)
 	policies_release(h);
 }
 
+/* The store's selection is gpupolicy_select over its generation: at most GPUPOLICY_SELECT_MAX,
+ * the first in name order, whatever the order of arrival or the room given; the status
+ * writer's (policies_gen_selecting_all) counts past the cap. */
+static void test_selecting_cap(void **state)
+{
+	enum { N = GPUPOLICY_SELECT_MAX + 1 };
+	struct policies *s = policies_new();
+	const struct gpupolicy *sel[N + 1];
+	char json[128], want[8];
+	(void)state;
+
+	assert_non_null(s);
+	for (int i = N - 1; i >= 0; i--) { /* p64 first, p00 last */
+		snprintf(json, sizeof(json), "{\"metadata\":{\"name\":\"p%02d\"},\"spec\":{}}", i);
+		put(s, WATCH_ADDED, json);
+	}
+	const struct policies_gen *g = policies_acquire(s);
+	assert_int_equal(policies_gen_selecting(g, NULL, sel, N + 1), GPUPOLICY_SELECT_MAX);
+	for (int i = 0; i < GPUPOLICY_SELECT_MAX; i++) {
+		snprintf(want, sizeof(want), "p%02d", i);
+		assert_string_equal(sel[i]->name, want);
+	}
+	assert_int_equal(policies_gen_selecting_all(g, NULL, sel, N + 1), N);
+	assert_string_equal(sel[N - 1]->name, "p64");
+	assert_int_equal(policies_gen_selecting(NULL, NULL, sel, N + 1), 0);
+	policies_release(g);
+	policies_free(s);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_generation_out_of_range),
 	    cmocka_unit_test(test_generation_synced),
 	    cmocka_unit_test(test_generation_outlives_changes),
+	    cmocka_unit_test(test_selecting_cap),
 	    cmocka_unit_test(test_pod_attrs),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

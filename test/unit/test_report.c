@@ -673,6 +673,40 @@ static void test_policy_sets_the_limit(void **state)
 	report_free(r);
 }
 
+/* The policies of a row are the webhook's (gpupolicy_select): 65 enforcing policies select the
+ * node, read in reverse name order; the first 64 by name apply, so p64's 0.1, the strictest,
+ * is past the cap and p63's 0.4 is in force. */
+static void test_policy_cap(void **state)
+{
+	enum { N = GPUPOLICY_SELECT_MAX + 1 };
+	size_t cap = 4096 + (size_t)N * 256, len = 0;
+	char *items = malloc(cap);
+	(void)state;
+
+	assert_non_null(items);
+	len += (size_t)snprintf(items, cap, "%s", POLNODE("pol-a", "a", ""));
+	for (int i = N - 1; i >= 0; i--) {
+		const char *t = i == N - 1 ? "0.1" : i == N - 2 ? "0.4" : "0.5";
+		char name[8];
+		snprintf(name, sizeof(name), "p%02d", i);
+		len +=
+		    (size_t)snprintf(items + len, cap - len,
+		                     ",{\"apiVersion\":\"gpu-memory-guard.io/v1alpha1\","
+		                     "\"kind\":\"GPUMemoryPolicy\",\"metadata\":{\"name\":\"%s\"},"
+		                     "\"spec\":{\"mode\":\"enforce\",\"threshold\":%s}}",
+		                     name, t);
+		assert_true(len < cap);
+	}
+	struct report *r = policy_report(0.9, items);
+	const struct report_row *a = row_named(r, "pol-a");
+	assert_int_equal(a->n_policies, GPUPOLICY_SELECT_MAX);
+	assert_true(a->threshold == 0.4);
+	assert_string_equal(a->threshold_source, "p63");
+	assert_int_equal(a->limit_bytes, ppm_of(80 * GI, 400000));
+	report_free(r);
+	free(items);
+}
+
 /* The node's annotation beats an enforcing policy (gpupolicy_resolve's precedence). */
 static void test_annotation_beats_policy(void **state)
 {
@@ -1058,6 +1092,7 @@ int main(void)
 	    cmocka_unit_test(test_dra),
 	    cmocka_unit_test(test_dra_figures_as_decided),
 	    cmocka_unit_test(test_policy_sets_the_limit),
+	    cmocka_unit_test(test_policy_cap),
 	    cmocka_unit_test(test_annotation_beats_policy),
 	    cmocka_unit_test(test_seed_tiers),
 	    cmocka_unit_test(test_invalid_policy_reported),
