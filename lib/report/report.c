@@ -405,7 +405,7 @@ int report_add_pod(struct report *r, const cJSON *pod, char *err, size_t errlen)
 	if (name != NULL && name[0] != '\0') {
 		size_t len = strlen(ns ? ns : "") + strlen(name) + 2;
 		if ((p->key = malloc(len)) != NULL)
-			snprintf(p->key, len, "%s/%s", ns ? ns : "", name);
+			(void)pod_key_make(ns, name, p->key, len); /* fits: len is its size */
 	} else {
 		p->key =
 		    dup_str(UNNAMED_POD); /* still holds memory: counted, as the webhook does */
@@ -1063,14 +1063,14 @@ static int render_pods(const struct report_row *w, int wide, struct sb *s)
 		cell(cells[0][c], "%s", head[c]);
 	for (size_t i = 0; i < w->n_pods; i++) {
 		const struct report_pod *p = &w->pods[i];
-		const char *slash = strchr(p->key, '/');
-		char(*c)[CELL_MAX] = cells[i + 1];
+		char(*c)[CELL_MAX] = cells[i + 1], ns[CELL_MAX];
+		const char *name = p->key;
 
-		if (slash != NULL)
-			cell(c[0], "%.*s", (int)(slash - p->key), p->key);
+		if (pod_key_split(p->key, ns, sizeof(ns), &name) == 0)
+			cell(c[0], "%s", ns);
 		else
 			cell(c[0], "-");
-		cell(c[1], "%s", slash ? slash + 1 : p->key);
+		cell(c[1], "%s", name);
 		cell(c[2], "%" PRIu64, p->gpus);
 		if (p->declared && (p->declared_bytes > 0 || p->source == NULL ||
 		                    strcmp(p->source, "declared") == 0))
@@ -1105,13 +1105,13 @@ static int add_u64(cJSON *o, const char *name, uint64_t v)
 static cJSON *pod_json(const struct report_pod *p)
 {
 	cJSON *o = cJSON_CreateObject();
-	const char *slash = strchr(p->key, '/');
+	const char *name = p->key;
 	char ns[CELL_MAX];
 	int bad = o == NULL;
 
-	snprintf(ns, sizeof(ns), "%.*s", slash ? (int)(slash - p->key) : 0, p->key);
+	(void)pod_key_split(p->key, ns, sizeof(ns), &name); /* no '/': no namespace, the key */
 	bad = bad || !cJSON_AddStringToObject(o, "namespace", ns) ||
-	      !cJSON_AddStringToObject(o, "name", slash ? slash + 1 : p->key) ||
+	      !cJSON_AddStringToObject(o, "name", name) ||
 	      !cJSON_AddStringToObject(o, "uid", p->uid) || add_u64(o, "gpus", p->gpus) != 0 ||
 	      (p->declared ? add_u64(o, "declaredBytes", p->declared_bytes) != 0
 	                   : !cJSON_AddNullToObject(o, "declaredBytes")) ||
