@@ -20,9 +20,11 @@
  *                  decide again), or an error (the caller denies: fail closed);
  *   resv_end       release what the transaction holds (always, whatever happened).
  *
- * When a reservation stops counting (one list for both backends; where each rule lives):
- *   1. expiry: an entry counts until its expiry, judged on the reader's clock: the ledger's on
- *      the decision's monotonic clock (now_ms: ledger.h, the --reservation-ttl, or
+ * When a reservation stops counting (one list for both backends; each rule is one function of
+ * resvrule.h, which the backends, placer.c and the core call):
+ *   1. expiry (resv_expired: an entry counts up to its expiry, not at it), judged on the
+ *      reader's clock: the ledger's on the decision's monotonic clock (now_ms: ledger.h, the
+ *      --reservation-ttl, or
  *      --unseen-reservation-ttl for a pod CREATE's, running from the put's real time even when
  *      the decision's clock is held back: resv_stamp_at); the record's on the shared clock's
  * earliest bound (record.h, "The argument"), so no reader drops it before the API server's clock

@@ -8,6 +8,7 @@
 #include "kube.h"
 #include "metrics.h"
 #include "monotime.h"
+#include "resvrule.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -686,7 +687,7 @@ size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn,
 	struct known *k = find(s, node);
 	for (size_t i = 0; k != NULL && i < k->rec.n; i++) {
 		const struct record_entry *e = &k->rec.entries[i];
-		if (e->expires_ms <= now)
+		if (resv_expired(e->expires_ms, now))
 			continue;
 		pthread_mutex_lock(&s->gone_mu);
 		int gone = is_gone_locked(s, e->uid);
