@@ -95,11 +95,14 @@ static int same_pod(const struct entry *e, const char *key, const char *uid)
 #define BY_VIEW 1 /* node_filter: the pods are visible in a view (settle, reconcile) */
 #define EXACT   2 /* node_filter: the entry of exactly that key and uid ("" none) */
 
-/* Whether e is the entry of pod key / uid: same_pod, or with EXACT the same key and uid. */
+/* Whether e is the entry of pod key / uid: with BY_VIEW settled by it (resv_settled_by), with
+ * EXACT the same key and uid, else same_pod. */
 static int filter_matches(const struct entry *e, const char *key, const char *uid, int how)
 {
 	if (how & EXACT)
 		return strcmp(e->key, key) == 0 && strcmp(e->uid, uid ? uid : "") == 0;
+	if (how & BY_VIEW)
+		return resv_settled_by(e->key, e->uid, key, uid);
 	return same_pod(e, key, uid);
 }
 

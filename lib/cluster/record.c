@@ -157,9 +157,8 @@ size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placeme
 		int drop = resv_expired(e->expires_ms, now_wall_ms);
 		for (size_t j = 0; !drop && j < n_visible; j++) {
 			const struct placement_item *v = &visible[j];
-			drop = v->key != NULL && v->seen_ms != 0 &&
-			       sat_add(v->seen_ms, grace_ms) <= now_mono_ms &&
-			       pod_same(e->key, e->uid, v->key, v->uid);
+			drop = resv_record_settled_by(e->key, e->uid, v->key, v->uid, v->seen_ms,
+			                              now_mono_ms, grace_ms);
 		}
 		if (drop)
 			dropped++;

@@ -38,10 +38,12 @@
  *      core. The entry itself goes: from the ledger at begin when the caller passes the pods
  *      it sees (resv_seen; ledger_settle: the watch cache's pods and the pods the node's DRA
  *      claims are reserved for, or the live list's pods when there is no cache), matched more
- *      strictly (the keys equal and, where both are known, the uids: an entry under webhook.c's
+ *      strictly (resv_settled_by, which placer.c asks too before it looks a reservation's pod
+ *      up: the keys equal and, where both are known, the uids: an entry under webhook.c's
  *      key for a pod named by generateName never settles and lives until its TTL); from the
  *      record at the next write, once the cache has shown the pod for RECORD_SETTLE_GRACE_MS
- *      (record_prune, by the core's rule: other replicas' caches must have seen it too);
+ *      (record_prune, resv_record_settled_by: by the core's rule, a difference on purpose:
+ *      other replicas' caches must have seen it too);
  *   3. the pod gone: a pod reported deleted or finished before it was seen stops counting at
  *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
  *      does a reservation whose pod the API path looked up and found deleted, bound to another

@@ -17,11 +17,44 @@
 
 #include <stdint.h>
 
+#include "pod.h"
+#include "satmath.h"
+
 /* Rule 1, expiry: 1 when an entry expiring at expires_ms no longer counts at now_ms (it counts
  * up to, not at, its expiry), else 0. */
 static inline int resv_expired(uint64_t expires_ms, uint64_t now_ms)
 {
 	return expires_ms <= now_ms;
+}
+
+/*
+ * Rule 2, the same pod visible, as the local ledger settles (and the engine asks before it
+ * looks a reservation's pod up): 1 when the visible pod (pod_key, pod_uid) settles at once the
+ * entry of (key, uid), else 0. pod.h's strict rule: the keys equal and, where both are known
+ * (not NULL nor ""), the uids; an entry under a key no pod has (webhook.c's key of a pod named
+ * by generateName) never settles by a view and lives until its expiry. A NULL key settles
+ * nothing. Symmetric.
+ */
+static inline int resv_settled_by(const char *key, const char *uid, const char *pod_key,
+                                  const char *pod_uid)
+{
+	return pod_same_strict(key, uid, pod_key, pod_uid);
+}
+
+/*
+ * Rule 2 as the shared record settles, a different rule on purpose (reservations.h, rule 2;
+ * record.h, RECORD_SETTLE_GRACE_MS): 1 when the pod (pod_key, pod_uid), which the watch cache
+ * has shown on the node since seen_ms (monotonic ms; 0: not shown), settles the record entry of
+ * (key, uid) at now_mono_ms: shown for at least grace_ms (every replica's cache has seen it by
+ * then) and the same pod by pod.h's pod_same (the core's counting rule: the uids equal where
+ * both are known, else the keys). A NULL pod_key settles nothing. Sums saturate.
+ */
+static inline int resv_record_settled_by(const char *key, const char *uid, const char *pod_key,
+                                         const char *pod_uid, uint64_t seen_ms,
+                                         uint64_t now_mono_ms, uint64_t grace_ms)
+{
+	return pod_key != NULL && seen_ms != 0 && sat_add(seen_ms, grace_ms) <= now_mono_ms &&
+	       pod_same(key, uid, pod_key, pod_uid);
 }
 
 #endif

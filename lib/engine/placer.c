@@ -21,6 +21,7 @@
 #include "policies.h"
 #include "policy.h"
 #include "reservations.h"
+#include "resvrule.h"
 #include "shared.h"
 #include "view.h"
 
@@ -524,16 +525,13 @@ struct stale_scan {
 	                                  settle instead (ledger_settle's rule); NULL: none */
 };
 
-/* Whether the view lists the pod key (uid: "" when unknown) by ledger_settle's rule: the same
- * key and, when both uids are known, the same uid. */
+/* Whether the view lists a pod that settles the entry of key (uid: "" when unknown) by
+ * ledger_settle's rule (resvrule.h, resv_settled_by). */
 static int view_lists(const struct view_node *v, const char *key, const char *uid)
 {
-	for (size_t i = 0; i < v->n_listed; i++) {
-		const char *lu = v->listed_uids[i];
-		if (strcmp(v->listed_keys[i], key) == 0 &&
-		    (uid[0] == '\0' || lu == NULL || lu[0] == '\0' || strcmp(lu, uid) == 0))
+	for (size_t i = 0; i < v->n_listed; i++)
+		if (resv_settled_by(key, uid, v->listed_keys[i], v->listed_uids[i]))
 			return 1;
-	}
 	return 0;
 }
 
@@ -966,7 +964,7 @@ static void dra_keep_visit(void *ctx, const char *key, const char *uid, const ch
 	(void)claim;
 	(void)reserved_ms;
 	for (size_t i = 0; i < k->dv->n_pods; i++)
-		if (pod_same_strict(k->dv->keys[i], k->dv->uids[i], key, uid) &&
+		if (resv_settled_by(key, uid, k->dv->keys[i], k->dv->uids[i]) &&
 		    bytes > dra_claims_bytes(k->dv, k->dv->uids[i]))
 			k->keep[i] = 1;
 }
