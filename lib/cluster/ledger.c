@@ -86,7 +86,8 @@ static void node_free(struct ledger_node *n)
 	free(n);
 }
 
-/* The entry of a pod named key (uid, NULL or "" when unknown): pod.h's strict rule. */
+/* The entry a put of the pod named key (uid, NULL or "" when unknown) refreshes: pod.h's strict
+ * rule (reservations.h, "A put of a pod that already has an entry"). */
 static int same_pod(const struct entry *e, const char *key, const char *uid)
 {
 	return pod_same_strict(e->key, e->uid, key, uid);
@@ -96,14 +97,14 @@ static int same_pod(const struct entry *e, const char *key, const char *uid)
 #define EXACT   2 /* node_filter: the entry of exactly that key and uid ("" none) */
 
 /* Whether e is the entry of pod key / uid: with BY_VIEW settled by it (resv_settled_by), with
- * EXACT the same key and uid, else same_pod. */
+ * EXACT the same key and uid, else gone with it (resv_gone_by: ledger_forget). */
 static int filter_matches(const struct entry *e, const char *key, const char *uid, int how)
 {
 	if (how & EXACT)
 		return strcmp(e->key, key) == 0 && strcmp(e->uid, uid ? uid : "") == 0;
 	if (how & BY_VIEW)
 		return resv_settled_by(e->key, e->uid, key, uid);
-	return same_pod(e, key, uid);
+	return resv_gone_by(e->key, e->uid, key, uid);
 }
 
 /* Drop expired entries (resv_expired; now_ms 0 expires none) and those of the pods

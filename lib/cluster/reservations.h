@@ -45,9 +45,12 @@
  *      (record_prune, resv_record_settled_by: by the core's rule, a difference on purpose:
  *      other replicas' caches must have seen it too);
  *   3. the pod gone: a pod reported deleted or finished before it was seen stops counting at
- *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
- *      does a reservation whose pod the API path looked up and found deleted, bound to another
- *      node, finished, or deleted before binding (placer.c, drop_gone: ledger only).
+ *      once (ledger_forget, its entries by resv_gone_by: the keys equal and, where both are
+ *      known, the uids; shared_forget, whose uids shared_load, shared_read and shared_each_entry
+ *      drop, its entries by resv_record_gone_by: the uids, an entry without one counting until
+ *      its expiry), and so does a reservation whose pod the API path looked up and found deleted
+ *      (404), bound to another node, finished, or deleted before binding (resv_pod_gone;
+ *      placer.c, drop_gone: ledger only).
  *   A put of a pod that already has an entry (the same pod: the keys equal and, where both are
  *   known, the uids) refreshes it (a retried Binding counts once) and never lowers what counts:
  *   the larger bytes, the later expiry, the uid and claim (resv_put) taken only where it had none

@@ -9,16 +9,20 @@
  * cluster box. The functions are the reservations concept's, hence the resv_ prefix.
  *
  * Units: ms on whichever clock the caller's entry is stamped on (the ledger's monotonic now_ms,
- * the record's shared-clock Unix ms): the two arguments are on the same one. Header only, pure,
- * thread-safe.
+ * the record's shared-clock Unix ms): the two arguments are on the same one. Strings and the Pod
+ * object are borrowed; nothing is allocated. Pure and thread-safe. Header only (static inline)
+ * but resv_pod_gone, which reads a Pod object (resvrule.c).
  */
 #ifndef GMG_RESVRULE_H
 #define GMG_RESVRULE_H
 
 #include <stdint.h>
+#include <string.h>
 
 #include "pod.h"
 #include "satmath.h"
+
+struct cJSON;
 
 /* Rule 1, expiry: 1 when an entry expiring at expires_ms no longer counts at now_ms (it counts
  * up to, not at, its expiry), else 0. */
@@ -56,5 +60,40 @@ static inline int resv_record_settled_by(const char *key, const char *uid, const
 	return pod_key != NULL && seen_ms != 0 && sat_add(seen_ms, grace_ms) <= now_mono_ms &&
 	       pod_same(key, uid, pod_key, pod_uid);
 }
+
+/*
+ * Rule 3, the pod gone, as the local ledger forgets (ledger_forget: the watch cache reported the
+ * pod (gone_key, gone_uid) deleted or finished): 1 when the entry of (key, uid) goes with it,
+ * else 0. pod.h's strict rule, as rule 2's resv_settled_by: the keys equal and, where both are
+ * known, the uids (an entry without a uid goes with the gone pod of its key; a gone pod known only
+ * by its key takes every entry of that key). A NULL key matches nothing. Symmetric.
+ */
+static inline int resv_gone_by(const char *key, const char *uid, const char *gone_key,
+                               const char *gone_uid)
+{
+	return pod_same_strict(key, uid, gone_key, gone_uid);
+}
+
+/*
+ * Rule 3 as the shared record forgets (shared_forget remembers a gone pod by its uid only): 1
+ * when the entry of uid goes with the gone pod of gone_uid, both known (not NULL nor "") and
+ * equal, else 0. An entry without a uid never goes with a gone pod: it counts until its expiry
+ * (the safe side). Symmetric.
+ */
+static inline int resv_record_gone_by(const char *uid, const char *gone_uid)
+{
+	return uid != NULL && uid[0] != '\0' && gone_uid != NULL && gone_uid[0] != '\0' &&
+	       strcmp(uid, gone_uid) == 0;
+}
+
+/*
+ * Rule 3 as the API path judges a reserved pod it looked up because its list of the node did not
+ * show it (placer.c; the ledger only): why the pod (borrowed, the API server's Pod object)
+ * no longer needs a reservation on node, as static text ("bound to another node", "finished",
+ * "deleted before binding"), or NULL to keep it (bound to node, or unbound and not deleting: its
+ * Binding has not landed, or failed and will be retried). A pod the API server no longer has
+ * (404) is gone too: the caller's, as "deleted". NULL pod: as an unbound, live pod (NULL).
+ */
+const char *resv_pod_gone(const struct cJSON *pod, const char *node);
 
 #endif

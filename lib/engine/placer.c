@@ -9,7 +9,6 @@
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
-#include "jsonpath.h"
 #include "kube.h"
 #include "ledger.h"
 #include "log.h"
@@ -565,22 +564,6 @@ static void collect_stale(void *ctx, const char *key, const char *uid, const cha
 	sc->s[i].why = NULL;
 }
 
-/* Why a reserved pod the list does not show no longer needs its reservation, or NULL to keep
- * it (unbound: its binding has not landed, or failed and will be retried). */
-static const char *pod_gone(const cJSON *pod, const char *node)
-{
-	const char *bound = json_str(pod, "spec", "nodeName", NULL);
-	int unbound = bound == NULL || bound[0] == '\0';
-
-	if (!unbound && strcmp(bound, node) != 0)
-		return "bound to another node";
-	if (pod_finished(pod))
-		return "finished";
-	if (unbound && json_str(pod, "metadata", "deletionTimestamp", NULL) != NULL)
-		return "deleted before binding";
-	return NULL;
-}
-
 /* With the node locked: the reservations to look up (placer.h, "Deleted pods") into *sc.
  * Returns how many. */
 static size_t scan_stale(struct placer *pl, struct ledger_node *ln, const struct placement *p,
@@ -620,10 +603,10 @@ static void look_up_stale(struct placer *pl, const struct placement *p, struct s
 		double t = monotime_s();
 		int rc = pl->src.get_pod(pl->src.ctx, ns, slash + 1, &pod, &code, err, sizeof(err));
 		o->waited += monotime_s() - t;
-		if (rc == KUBE_ENOTFOUND)
+		if (rc == KUBE_ENOTFOUND) /* gone too (resv_pod_gone) */
 			sc->s[i].why = "deleted";
 		else if (rc == 0 && cJSON_IsObject(pod))
-			sc->s[i].why = pod_gone(pod, p->node);
+			sc->s[i].why = resv_pod_gone(pod, p->node);
 		cJSON_Delete(pod);
 	}
 }
