@@ -12,6 +12,7 @@
 
 #include "monotime.h"
 #include "pod.h"
+#include "resvrule.h"
 #include "satmath.h"
 
 #include <pthread.h>
@@ -85,7 +86,8 @@ static void node_free(struct ledger_node *n)
 	free(n);
 }
 
-/* The entry of a pod named key (uid, NULL or "" when unknown): pod.h's strict rule. */
+/* The entry a put of the pod named key (uid, NULL or "" when unknown) refreshes: pod.h's strict
+ * rule (reservations.h, "A put of a pod that already has an entry"). */
 static int same_pod(const struct entry *e, const char *key, const char *uid)
 {
 	return pod_same_strict(e->key, e->uid, key, uid);
@@ -94,15 +96,18 @@ static int same_pod(const struct entry *e, const char *key, const char *uid)
 #define BY_VIEW 1 /* node_filter: the pods are visible in a view (settle, reconcile) */
 #define EXACT   2 /* node_filter: the entry of exactly that key and uid ("" none) */
 
-/* Whether e is the entry of pod key / uid: same_pod, or with EXACT the same key and uid. */
+/* Whether e is the entry of pod key / uid: with BY_VIEW settled by it (resv_settled_by), with
+ * EXACT the same key and uid, else gone with it (resv_gone_by: ledger_forget). */
 static int filter_matches(const struct entry *e, const char *key, const char *uid, int how)
 {
 	if (how & EXACT)
 		return strcmp(e->key, key) == 0 && strcmp(e->uid, uid ? uid : "") == 0;
-	return same_pod(e, key, uid);
+	if (how & BY_VIEW)
+		return resv_settled_by(e->key, e->uid, key, uid);
+	return resv_gone_by(e->key, e->uid, key, uid);
 }
 
-/* Drop expired entries (expires_ms <= now_ms; now_ms 0 expires none) and those of the pods
+/* Drop expired entries (resv_expired; now_ms 0 expires none) and those of the pods
  * keys[i] / uids[i] (uids may be NULL) by filter_matches, keeping the order of the rest. how
  * BY_VIEW: such drops count in the node's generation. Returns how many were dropped. */
 static size_t node_filter(struct ledger_node *n, const char *const *keys, const char *const *uids,
@@ -114,13 +119,13 @@ static size_t node_filter(struct ledger_node *n, const char *const *keys, const 
 
 	for (size_t i = 0; i < n->n; i++) {
 		const struct entry *e = &n->entries[i];
-		int drop = e->expires_ms <= now_ms;
+		int drop = resv_expired(e->expires_ms, now_ms);
 
 		if (drop && e->unseen)
 			atomic_fetch_add(&n->owner->unseen_dropped, 1);
 		for (size_t k = 0; !drop && keys != NULL && k < n_keys; k++)
 			drop = filter_matches(e, keys[k], uids ? uids[k] : NULL, how);
-		if (drop && by_view && e->expires_ms > now_ms)
+		if (drop && by_view && !resv_expired(e->expires_ms, now_ms))
 			n->settled++; /* settled by a view (ledger_generation) */
 		if (drop)
 			continue;
@@ -163,7 +168,7 @@ static void sweep(struct ledger *l)
 			int live = 0;
 
 			for (size_t i = 0; i < n->n && !live; i++)
-				live = n->entries[i].expires_ms > now;
+				live = !resv_expired(n->entries[i].expires_ms, now);
 			if (n->users > 0 || live) {
 				pp = &n->next;
 				continue;
@@ -384,7 +389,8 @@ uint64_t ledger_pending_bytes(struct ledger_node *n, const char *exclude_key, ui
 	for (size_t i = 0; i < n->n; i++) {
 		const struct entry *e = &n->entries[i];
 
-		if (e->expires_ms <= now_ms || (exclude_key && strcmp(exclude_key, e->key) == 0))
+		if (resv_expired(e->expires_ms, now_ms) ||
+		    (exclude_key && strcmp(exclude_key, e->key) == 0))
 			continue;
 		sum = sat_add(sum, e->bytes);
 	}
@@ -402,7 +408,7 @@ size_t ledger_entries(struct ledger_node *n, struct ledger_entry_view *out, size
 	for (size_t i = 0; i < n->n && copied < cap; i++) {
 		const struct entry *e = &n->entries[i];
 
-		if (e->expires_ms <= now_ms)
+		if (resv_expired(e->expires_ms, now_ms))
 			continue;
 		memcpy(out[copied].key, e->key, sizeof(out[copied].key));
 		out[copied].bytes = e->bytes;
@@ -423,7 +429,7 @@ size_t ledger_visit(struct ledger_node *n, uint64_t now_ms, ledger_visit_fn fn, 
 	for (size_t i = 0; i < n->n; i++) {
 		const struct entry *e = &n->entries[i];
 
-		if (e->expires_ms <= now_ms)
+		if (resv_expired(e->expires_ms, now_ms))
 			continue;
 		if (fn != NULL)
 			fn(ctx, e->key, e->uid, e->claim, e->bytes, e->reserved_ms);

@@ -173,9 +173,10 @@ int ledger_reserve_claim(struct ledger_node *n, const char *key, const char *uid
 uint64_t ledger_unseen_dropped(struct ledger *l);
 
 /* The pod key (uid) stopped holding GPU memory before it was seen on its node (deleted,
- * finished): drop its reservations on every node. An entry whose uid and the given uid are
- * both known and differ is another pod of the same name, and is kept. Takes the node locks
- * itself: the caller must hold none. Returns how many entries were dropped. Thread-safe. */
+ * finished): drop its reservations on every node (resvrule.h, resv_gone_by). An entry whose uid
+ * and the given uid are both known and differ is another pod of the same name, and is kept.
+ * Takes the node locks itself: the caller must hold none. Returns how many entries were dropped.
+ * Thread-safe. */
 size_t ledger_forget(struct ledger *l, const char *key, const char *uid);
 
 /* Call fn(ctx, node, bytes) for each node holding live reservations (bytes: their sum at

@@ -7,6 +7,7 @@
 #include "errbuf.h"
 #include "jsonpath.h"
 #include "pod.h"
+#include "resvrule.h"
 #include "satmath.h"
 
 #include <cjson/cJSON.h>
@@ -142,7 +143,7 @@ size_t record_unseen_expired(const struct record *r, uint64_t now_wall_ms)
 {
 	size_t n = 0;
 	for (size_t i = 0; i < r->n; i++)
-		n += r->entries[i].unseen && r->entries[i].expires_ms <= now_wall_ms;
+		n += r->entries[i].unseen && resv_expired(r->entries[i].expires_ms, now_wall_ms);
 	return n;
 }
 
@@ -153,12 +154,11 @@ size_t record_prune(struct record *r, uint64_t now_wall_ms, const struct placeme
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct record_entry *e = &r->entries[i];
-		int drop = e->expires_ms <= now_wall_ms;
+		int drop = resv_expired(e->expires_ms, now_wall_ms);
 		for (size_t j = 0; !drop && j < n_visible; j++) {
 			const struct placement_item *v = &visible[j];
-			drop = v->key != NULL && v->seen_ms != 0 &&
-			       sat_add(v->seen_ms, grace_ms) <= now_mono_ms &&
-			       pod_same(e->key, e->uid, v->key, v->uid);
+			drop = resv_record_settled_by(e->key, e->uid, v->key, v->uid, v->seen_ms,
+			                              now_mono_ms, grace_ms);
 		}
 		if (drop)
 			dropped++;
@@ -176,7 +176,7 @@ size_t record_items(const struct record *r, uint64_t now_wall_ms, uint64_t now_m
 
 	for (size_t i = 0; i < r->n; i++) {
 		const struct record_entry *e = &r->entries[i];
-		if (e->expires_ms <= now_wall_ms)
+		if (resv_expired(e->expires_ms, now_wall_ms))
 			continue;
 		out[n++] = (struct placement_item){
 		    .key = e->key,
@@ -193,7 +193,7 @@ uint64_t record_live_bytes(const struct record *r, uint64_t now_wall_ms)
 {
 	uint64_t sum = 0;
 	for (size_t i = 0; i < r->n; i++)
-		if (r->entries[i].expires_ms > now_wall_ms)
+		if (!resv_expired(r->entries[i].expires_ms, now_wall_ms))
 			sum = sat_add(sum, r->entries[i].bytes);
 	return sum;
 }

@@ -20,9 +20,11 @@
  *                  decide again), or an error (the caller denies: fail closed);
  *   resv_end       release what the transaction holds (always, whatever happened).
  *
- * When a reservation stops counting (one list for both backends; where each rule lives):
- *   1. expiry: an entry counts until its expiry, judged on the reader's clock: the ledger's on
- *      the decision's monotonic clock (now_ms: ledger.h, the --reservation-ttl, or
+ * When a reservation stops counting (one list for both backends; each rule is one function of
+ * resvrule.h, which the backends, placer.c and the core call):
+ *   1. expiry (resv_expired: an entry counts up to its expiry, not at it), judged on the
+ *      reader's clock: the ledger's on the decision's monotonic clock (now_ms: ledger.h, the
+ *      --reservation-ttl, or
  *      --unseen-reservation-ttl for a pod CREATE's, running from the put's real time even when
  *      the decision's clock is held back: resv_stamp_at); the record's on the shared clock's
  * earliest bound (record.h, "The argument"), so no reader drops it before the API server's clock
@@ -36,14 +38,19 @@
  *      core. The entry itself goes: from the ledger at begin when the caller passes the pods
  *      it sees (resv_seen; ledger_settle: the watch cache's pods and the pods the node's DRA
  *      claims are reserved for, or the live list's pods when there is no cache), matched more
- *      strictly (the keys equal and, where both are known, the uids: an entry under webhook.c's
+ *      strictly (resv_settled_by, which placer.c asks too before it looks a reservation's pod
+ *      up: the keys equal and, where both are known, the uids: an entry under webhook.c's
  *      key for a pod named by generateName never settles and lives until its TTL); from the
  *      record at the next write, once the cache has shown the pod for RECORD_SETTLE_GRACE_MS
- *      (record_prune, by the core's rule: other replicas' caches must have seen it too);
+ *      (record_prune, resv_record_settled_by: by the core's rule, a difference on purpose:
+ *      other replicas' caches must have seen it too);
  *   3. the pod gone: a pod reported deleted or finished before it was seen stops counting at
- *      once (ledger_forget; shared_forget, whose uids shared_load and shared_read drop), and so
- *      does a reservation whose pod the API path looked up and found deleted, bound to another
- *      node, finished, or deleted before binding (placer.c, drop_gone: ledger only).
+ *      once (ledger_forget, its entries by resv_gone_by: the keys equal and, where both are
+ *      known, the uids; shared_forget, whose uids shared_load, shared_read and shared_each_entry
+ *      drop, its entries by resv_record_gone_by: the uids, an entry without one counting until
+ *      its expiry), and so does a reservation whose pod the API path looked up and found deleted
+ *      (404), bound to another node, finished, or deleted before binding (resv_pod_gone;
+ *      placer.c, drop_gone: ledger only).
  *   A put of a pod that already has an entry (the same pod: the keys equal and, where both are
  *   known, the uids) refreshes it (a retried Binding counts once) and never lowers what counts:
  *   the larger bytes, the later expiry, the uid and claim (resv_put) taken only where it had none

@@ -8,6 +8,7 @@
 #include "kube.h"
 #include "metrics.h"
 #include "monotime.h"
+#include "resvrule.h"
 
 #include <cjson/cJSON.h>
 #include <pthread.h>
@@ -231,15 +232,25 @@ void shared_forget(struct shared *s, const char *uid)
 	pthread_mutex_unlock(&s->gone_mu);
 }
 
-/* With gone_mu held: the uid was reported gone. */
+/* With gone_mu held: an entry of uid goes with a pod reported gone (rule 3: resv_record_gone_by,
+ * over the remembered uids). */
 static int is_gone_locked(struct shared *s, const char *uid)
 {
 	if (uid[0] == '\0')
-		return 0;
+		return 0; /* no walk: resv_record_gone_by matches no unknown uid */
 	for (struct gone *g = s->gone_buckets[hash(uid) % GONE_BUCKETS]; g != NULL; g = g->next)
-		if (strcmp(g->uid, uid) == 0)
+		if (resv_record_gone_by(uid, g->uid))
 			return 1;
 	return 0;
+}
+
+/* is_gone_locked, taking gone_mu. */
+static int is_gone(struct shared *s, const char *uid)
+{
+	pthread_mutex_lock(&s->gone_mu);
+	int gone = is_gone_locked(s, uid);
+	pthread_mutex_unlock(&s->gone_mu);
+	return gone;
 }
 
 /* Drop from rec the entries of pods reported gone: a deleted or finished pod never holds GPU
@@ -686,12 +697,7 @@ size_t shared_each_entry(struct shared *s, const char *node, shared_entry_fn fn,
 	struct known *k = find(s, node);
 	for (size_t i = 0; k != NULL && i < k->rec.n; i++) {
 		const struct record_entry *e = &k->rec.entries[i];
-		if (e->expires_ms <= now)
-			continue;
-		pthread_mutex_lock(&s->gone_mu);
-		int gone = is_gone_locked(s, e->uid);
-		pthread_mutex_unlock(&s->gone_mu);
-		if (gone)
+		if (resv_expired(e->expires_ms, now) || is_gone(s, e->uid)) /* rules 1 and 3 */
 			continue;
 		fn(ctx, e->key, e->uid, e->claim, e->bytes);
 		n++;

@@ -10,6 +10,7 @@
 #include "dra.h"
 #include "pod.h"
 #include "quantity.h"
+#include "resvrule.h"
 #include "satmath.h"
 
 #include <stdio.h>
@@ -64,11 +65,11 @@ static int same_pod(const struct placement_item *it, const char *key, const char
 	return pod_same(it->key, it->uid, key, uid);
 }
 
-/* Whether reservation r no longer counts at now_ms: past its expiry (0: none, the caller's
- * backend expires it). */
+/* Whether reservation r no longer counts at now_ms: past its expiry (resvrule.h; 0: none, the
+ * caller's backend expires it). */
 static int reservation_expired(const struct placement_item *r, uint64_t now_ms)
 {
-	return r->expires_ms != 0 && r->expires_ms <= now_ms;
+	return r->expires_ms != 0 && resv_expired(r->expires_ms, now_ms);
 }
 
 /* Whether claim c is reserved for (or owned by) the pod of uid. */

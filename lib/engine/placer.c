@@ -9,7 +9,6 @@
 #include "demand.h"
 #include "dra.h"
 #include "drastore.h"
-#include "jsonpath.h"
 #include "kube.h"
 #include "ledger.h"
 #include "log.h"
@@ -21,6 +20,7 @@
 #include "policies.h"
 #include "policy.h"
 #include "reservations.h"
+#include "resvrule.h"
 #include "shared.h"
 #include "view.h"
 
@@ -524,16 +524,13 @@ struct stale_scan {
 	                                  settle instead (ledger_settle's rule); NULL: none */
 };
 
-/* Whether the view lists the pod key (uid: "" when unknown) by ledger_settle's rule: the same
- * key and, when both uids are known, the same uid. */
+/* Whether the view lists a pod that settles the entry of key (uid: "" when unknown) by
+ * ledger_settle's rule (resvrule.h, resv_settled_by). */
 static int view_lists(const struct view_node *v, const char *key, const char *uid)
 {
-	for (size_t i = 0; i < v->n_listed; i++) {
-		const char *lu = v->listed_uids[i];
-		if (strcmp(v->listed_keys[i], key) == 0 &&
-		    (uid[0] == '\0' || lu == NULL || lu[0] == '\0' || strcmp(lu, uid) == 0))
+	for (size_t i = 0; i < v->n_listed; i++)
+		if (resv_settled_by(key, uid, v->listed_keys[i], v->listed_uids[i]))
 			return 1;
-	}
 	return 0;
 }
 
@@ -565,22 +562,6 @@ static void collect_stale(void *ctx, const char *key, const char *uid, const cha
 	snprintf(sc->s[i].uid, sizeof(sc->s[i].uid), "%s", uid);
 	sc->s[i].reserved_ms = reserved_ms;
 	sc->s[i].why = NULL;
-}
-
-/* Why a reserved pod the list does not show no longer needs its reservation, or NULL to keep
- * it (unbound: its binding has not landed, or failed and will be retried). */
-static const char *pod_gone(const cJSON *pod, const char *node)
-{
-	const char *bound = json_str(pod, "spec", "nodeName", NULL);
-	int unbound = bound == NULL || bound[0] == '\0';
-
-	if (!unbound && strcmp(bound, node) != 0)
-		return "bound to another node";
-	if (pod_finished(pod))
-		return "finished";
-	if (unbound && json_str(pod, "metadata", "deletionTimestamp", NULL) != NULL)
-		return "deleted before binding";
-	return NULL;
 }
 
 /* With the node locked: the reservations to look up (placer.h, "Deleted pods") into *sc.
@@ -622,10 +603,10 @@ static void look_up_stale(struct placer *pl, const struct placement *p, struct s
 		double t = monotime_s();
 		int rc = pl->src.get_pod(pl->src.ctx, ns, slash + 1, &pod, &code, err, sizeof(err));
 		o->waited += monotime_s() - t;
-		if (rc == KUBE_ENOTFOUND)
+		if (rc == KUBE_ENOTFOUND) /* gone too (resv_pod_gone) */
 			sc->s[i].why = "deleted";
 		else if (rc == 0 && cJSON_IsObject(pod))
-			sc->s[i].why = pod_gone(pod, p->node);
+			sc->s[i].why = resv_pod_gone(pod, p->node);
 		cJSON_Delete(pod);
 	}
 }
@@ -966,7 +947,7 @@ static void dra_keep_visit(void *ctx, const char *key, const char *uid, const ch
 	(void)claim;
 	(void)reserved_ms;
 	for (size_t i = 0; i < k->dv->n_pods; i++)
-		if (pod_same_strict(k->dv->keys[i], k->dv->uids[i], key, uid) &&
+		if (resv_settled_by(key, uid, k->dv->keys[i], k->dv->uids[i]) &&
 		    bytes > dra_claims_bytes(k->dv, k->dv->uids[i]))
 			k->keep[i] = 1;
 }
