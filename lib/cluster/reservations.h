@@ -51,13 +51,14 @@
  *      its expiry), and so does a reservation whose pod the API path looked up and found deleted
  *      (404), bound to another node, finished, or deleted before binding (resv_pod_gone;
  *      placer.c, drop_gone: ledger only).
- *   A put of a pod that already has an entry (the same pod: the keys equal and, where both are
- *   known, the uids) refreshes it (a retried Binding counts once) and never lowers what counts:
- *   the larger bytes, the later expiry, the uid and claim (resv_put) taken only where it had none
- *   (ledger.h, record.h). A put under a pod's name with another uid is another entry. So a review
- *   replayed or forged for a placed pod cannot shrink, shorten or take over its reservation. The
- * claim changes none of these rules: an entry carrying one expires, settles and is forgotten as any
- * other (issue 21).
+ *   A put of a pod that already has an entry refreshes it (the same pod: in the ledger the keys
+ *   equal and, where both are known, the uids; in the record pod.h's pod_same, the uids equal
+ *   where both are known, else the keys, record.h), so a retried Binding counts once, and never
+ * lowers what counts: the larger bytes, the later expiry, the uid and claim (resv_put) taken only
+ * where it had none (ledger.h, record.h). A put under a pod's name with another uid is another
+ * entry. So a review replayed or forged for a placed pod cannot shrink, shorten or take over its
+ * reservation. The claim changes none of these rules: an entry carrying one expires, settles and is
+ * forgotten as any other (issue 21).
  *
  * Units: bytes; now_ms is the decision's monotonic clock in ms (ledger_now_ms(), or held back
  * to the watch cache's progress by the caller); the record's own times are Unix ms on the
