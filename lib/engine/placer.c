@@ -578,7 +578,7 @@ static const char *pod_gone(const cJSON *pod, const char *node)
 		return "bound to another node";
 	if (pod_finished(pod))
 		return "finished";
-	if (unbound && json_str(pod, "metadata", "deletionTimestamp", NULL) != NULL)
+	if (unbound && pod_being_deleted(pod))
 		return "deleted before binding";
 	return NULL;
 }

@@ -22,6 +22,7 @@ static int on(int (*rule)(const struct cJSON *), const char *text)
 
 #define finished(text) on(pod_finished, text)
 #define mirror(text)   on(pod_is_mirror, text)
+#define deleting(text) on(pod_being_deleted, text)
 
 static void test_finished_phases(void **state)
 {
@@ -59,6 +60,21 @@ static void test_mirror_annotation(void **state)
 }
 
 /* The identity rules as a table: (key, uid) pairs, "" or NULL uid unknown. */
+/* Being deleted: the API server writes metadata.deletionTimestamp as an RFC 3339 string; JSON
+ * null is how a client may spell "not set" (Go decodes it to a nil *Time: the pod is bound as
+ * any other), so it must not make a Binding reserve nothing. */
+static void test_being_deleted(void **state)
+{
+	(void)state;
+	assert_int_equal(
+	    deleting("{\"metadata\":{\"deletionTimestamp\":\"2026-12-07T01:00:00Z\"}}"), 1);
+	assert_int_equal(deleting("{\"metadata\":{\"deletionTimestamp\":null}}"), 0);
+	assert_int_equal(deleting("{\"metadata\":{\"deletionTimestamp\":1}}"), 0);
+	assert_int_equal(deleting("{\"metadata\":{}}"), 0);
+	assert_int_equal(deleting("{\"spec\":{\"deletionTimestamp\":\"x\"}}"), 0);
+	assert_int_equal(pod_being_deleted(NULL), 0);
+}
+
 static void test_same_pod(void **state)
 {
 	static const struct {
@@ -99,6 +115,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_finished_phases),
 	    cmocka_unit_test(test_mirror_annotation),
+	    cmocka_unit_test(test_being_deleted),
 	    cmocka_unit_test(test_same_pod),
 	};
 
