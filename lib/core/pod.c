@@ -23,7 +23,8 @@ int pod_is_mirror(const struct cJSON *pod)
 
 int pod_being_deleted(const struct cJSON *pod)
 {
-	return json_at(pod, "metadata", "deletionTimestamp", NULL) != NULL;
+	/* a string: null is Go's nil *Time (not set), and the API server writes nothing else */
+	return json_str(pod, "metadata", "deletionTimestamp", NULL) != NULL;
 }
 
 void pod_demand(const struct cJSON *pod, const struct demand_config *cfg, struct demand *d)

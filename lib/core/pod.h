@@ -42,11 +42,12 @@ int pod_finished(const struct cJSON *pod);
 /* 1 when pod carries the POD_MIRROR_ANNOTATION annotation (any value), else 0. */
 int pod_is_mirror(const struct cJSON *pod);
 
-/* 1 when pod has metadata.deletionTimestamp (any value: the API server writes an RFC 3339
- * string), else 0. The API server refuses to bind such a pod (pkg/registry/core/pod/storage/
- * storage.go, setPodNodeAndMetadata: "pod ... is being deleted, cannot be assigned to a
- * host"), so a Binding of it reserves nothing (webhook.c), and a reservation of one that is
- * still unbound is dropped (placer.h, "Deleted pods"). */
+/* 1 when pod has metadata.deletionTimestamp as a string (the API server writes an RFC 3339
+ * one; JSON null is not set: Go decodes it to a nil *Time), else 0. The API server refuses to
+ * bind such a pod (pkg/registry/core/pod/storage/storage.go, setPodNodeAndMetadata: "pod ...
+ * is being deleted, cannot be assigned to a host"), so a Binding of it reserves nothing
+ * (webhook.c), a reservation of one that is still unbound is dropped (placer.c pod_gone,
+ * placer.h "Deleted pods"), and the extender holds nothing for it (flight.h). */
 int pod_being_deleted(const struct cJSON *pod);
 
 /* The demand of a pod already on a node (the watch cache's, the live view's, the report's):

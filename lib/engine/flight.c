@@ -54,8 +54,9 @@ static int cached_pod(struct cache *c, const char *key, struct cache_pod *p)
 	return cache_get_pod(c, ns, name, p);
 }
 
-/* holds_prune's settled(): bound, finished, or replaced by another pod of the same name. A
- * key holds_put was not given by flight_hold is settled too. */
+/* holds_prune's settled(): bound, finished, being deleted (never bound: pod_being_deleted), or
+ * replaced by another pod of the same name. A key holds_put was not given by flight_hold is
+ * settled too. */
 static int hold_settled(void *ctx, const char *key, const char *uid)
 {
 	struct flight *fl = ctx;
@@ -66,7 +67,7 @@ static int hold_settled(void *ctx, const char *key, const char *uid)
 		return 1;
 	if (cached_pod(fl->cache, key, &p) != 0)
 		return 0;
-	return strcmp(p.uid, uid) != 0 || p.node[0] != '\0' || p.finished;
+	return strcmp(p.uid, uid) != 0 || p.node[0] != '\0' || p.finished || p.deleting;
 }
 
 void flight_prune(struct flight *fl, uint64_t now_ms)
@@ -125,7 +126,7 @@ static int vouched(struct flight *fl, const struct flight_pod *p, uint64_t *byte
 	if (strcmp(cp.uid, p->uid) != 0)
 		return -1;
 	*why = METRICS_HOLD_NOT_PENDING;
-	if (cp.node[0] != '\0' || cp.finished)
+	if (cp.node[0] != '\0' || cp.finished || cp.deleting)
 		return -1;
 	*why = METRICS_HOLD_NO_DEMAND;
 	if (cp.demand.status == DEMAND_NOT_GPU && p->dra_refs && d->gpus == 0) {

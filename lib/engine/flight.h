@@ -5,7 +5,8 @@
  * ends) and decides, with the watch cache, what each may hold:
  *
  *   a hold is taken only for a pod the cache vouches for: the cache shows the pod's name with
- *   the same uid, unbound and not finished, with a valid declaration (never the body's figure
+ *   the same uid, unbound, not finished and not being deleted (the API server refuses to bind
+ *   it: pod.h, pod_being_deleted), with a valid declaration (never the body's figure
  *   alone: ExtenderArgs is untrusted). It holds the cached pod's bytes; a pod whose GPU
  *   memory is worked out per node (an inferred share, or DRA claims) holds the most it came to
  *   on the nodes judged, and an inferred share only when the body asks what the cached pod
@@ -13,9 +14,9 @@
  *   call cannot end a real pod's) and is counted by reason
  *   (gpu_memory_guard_extender_holds_refused_total, when it passed a node);
  *   a hold is settled (flight_prune) once the cache shows its pod bound (it then counts where
- *   it is), finished, or replaced by another pod of the same name; a pod the cache does not
- *   show keeps its hold: the cache may not have seen a pod the scheduler already has (one it
- *   saw deleted is dropped by flight_forget).
+ *   it is), finished, being deleted, or replaced by another pod of the same name; a pod the
+ *   cache does not show keeps its hold: the cache may not have seen a pod the scheduler already
+ *   has (one it saw deleted is dropped by flight_forget).
  *
  * The engine reads a node's pods in flight before its reservations and its view (placer_fit):
  * a hold ends only once its pod is reserved or shown, so such a pod is counted at least once.

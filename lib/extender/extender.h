@@ -9,19 +9,19 @@
  * the webhook stays the commit point and the safety net. It only remembers, in this process, the
  * pods it passed whose Binding the watch cache does not show yet (flight.h): each counts on every
  * node its filter passed (the extender is not told which one the scheduler picked) until the cache
- * shows it bound, finished or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed
- * onto a node the webhook would then refuse. Only a pod the watch cache shows pending (unbound, not
- * finished) with the call's uid and a valid declaration is held, and for the bytes the cache's
- * copy declares: ExtenderArgs is untrusted (anyone who reaches the port can send one), so a
- * call for a pod the cache does not know, or with a body claiming more memory, is judged but
- * holds nothing beyond the cached pod's figure (metrics.h, extender_holds_refused_total). A
- * pod with DRA claims also holds the most its claims came to on the nodes judged
- * (placement_result.dra_bytes and .dra_whole_bytes, from the DRA store's claims; the claims
- * named are the body's, the pod the filter judged, their figures the store's). A
- * real pod the scheduler saw before the cache did is then not held either: its Binding is
- * still judged by the webhook. The holds are per process: a scheduler whose calls reach
- * another replica (a Service spreads connections, not requests, so one scheduler keeps one
- * replica while its connection lives) does not see them.
+ * shows it bound, finished, being deleted or replaced, or HOLDS_TTL_MS, so the next pod of a
+ * burst is not passed onto a node the webhook would then refuse. Only a pod the watch cache shows
+ * pending (unbound, not finished, not being deleted) with the call's uid and a valid declaration
+ * is held, and for the bytes the cache's copy declares: ExtenderArgs is untrusted (anyone who
+ * reaches the port can send one), so a call for a pod the cache does not know, or with a body
+ * claiming more memory, is judged but holds nothing beyond the cached pod's figure (metrics.h,
+ * extender_holds_refused_total). A pod with DRA claims also holds the most its claims came to on
+ * the nodes judged (placement_result.dra_bytes and .dra_whole_bytes, from the DRA store's claims;
+ * the claims named are the body's, the pod the filter judged, their figures the store's). A real
+ * pod the scheduler saw before the cache did is then not held either: its Binding is still judged
+ * by the webhook. The holds are per process: a scheduler whose calls reach another replica (a
+ * Service spreads connections, not requests, so one scheduler keeps one replica while its
+ * connection lives) does not see them.
  *
  *   POST /scheduler/filter      ExtenderArgs -> ExtenderFilterResult
  *   POST /scheduler/prioritize  ExtenderArgs -> HostPriorityList

@@ -1261,6 +1261,42 @@ static void test_binding_admitted_ends_hold(void **state)
 	free(big_args);
 }
 
+/* The cache shows a pod being deleted (metadata.deletionTimestamp, kept by a finalizer): the
+ * API server refuses to bind it (the webhook admits its Binding reserving nothing,
+ * BeingDeleted), so it is not in flight: a filter call for it holds nothing, and its earlier
+ * hold is settled once the cache shows it being deleted, long before the hold's TTL. */
+static void test_deleting_pod_holds_nothing(void **state)
+{
+	const char *room[] = {"n-room"};
+	const char *del = ",\"deletionTimestamp\":\"2026-12-07T01:00:00Z\"";
+	char *solo = pod_text("ml", "solo", "10Gi", NULL, "", "nvidia.com/gpu");
+	char *solo_del = pod_text("ml", "solo", "10Gi", NULL, del, "nvidia.com/gpu");
+	char *solo_args = args_names(solo, room, 1);
+	char *big = pod_text("ml", "big", "25Gi", NULL, "", "nvidia.com/gpu");
+	char *big_args = args_names(big, room, 1);
+	cJSON *pod = cJSON_Parse(solo_del);
+
+	(void)state;
+	assert_non_null(pod);
+	put_pod(E.cache, "ml", "solo", "10Gi", NULL);
+	put_pod(E.cache, "ml", "big", "25Gi", NULL);
+	cJSON_Delete(filter_expect(solo_args, "n-room"));
+	cJSON_Delete(filter_expect(big_args, "")); /* 40 + 10 in flight + 25 > 72 */
+	/* solo is being deleted now: its hold is settled */
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_MODIFIED, pod), 0);
+	cJSON_Delete(filter_expect(big_args, "n-room")); /* 40 + 25 */
+	extender_forget(E.x, "uid-ml-big");
+	/* filtered again while being deleted: passed, but held nowhere */
+	cJSON_Delete(filter_expect(solo_args, "n-room"));
+	cJSON_Delete(filter_expect(big_args, "n-room"));
+	cJSON_Delete(pod);
+	free(solo);
+	free(solo_del);
+	free(solo_args);
+	free(big);
+	free(big_args);
+}
+
 /* DRA (issue 21): nodes known only by their ResourceSlices (no label, no allocatable) are
  * judged by their slices; a pod whose GPU is a 19Gi consumable-capacity claim (a template, not
  * generated yet at a filter: every DRA GPU of the node, whole) passes a node with a free device
@@ -1893,6 +1929,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_ledger_source, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_pods_in_flight, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_admitted_ends_hold, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_deleting_pod_holds_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_nodes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_hold, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_holds_need_the_cached_pod, setup, teardown),

@@ -61,16 +61,6 @@ static void test_mirror_annotation(void **state)
 	assert_int_equal(pod_is_mirror(NULL), 0);
 }
 
-/* deletionTimestamp, of any value, marks a pod being deleted. */
-static void test_being_deleted(void **state)
-{
-	(void)state;
-	assert_int_equal(
-	    deleting("{\"metadata\":{\"deletionTimestamp\":\"2026-12-07T01:00:00Z\"}}"), 1);
-	assert_int_equal(deleting("{\"metadata\":{\"name\":\"a\"}}"), 0);
-	assert_int_equal(deleting("{}"), 0);
-}
-
 /* "namespace/name": made, read from a pod, split back; what does not fit or has no name is
  * refused with an empty result. */
 static void test_key(void **state)
@@ -107,6 +97,21 @@ static void test_key(void **state)
 }
 
 /* The identity rules as a table: (key, uid) pairs, "" or NULL uid unknown. */
+/* Being deleted: the API server writes metadata.deletionTimestamp as an RFC 3339 string; JSON
+ * null is how a client may spell "not set" (Go decodes it to a nil *Time: the pod is bound as
+ * any other), so it must not make a Binding reserve nothing. */
+static void test_being_deleted(void **state)
+{
+	(void)state;
+	assert_int_equal(
+	    deleting("{\"metadata\":{\"deletionTimestamp\":\"2026-12-07T01:00:00Z\"}}"), 1);
+	assert_int_equal(deleting("{\"metadata\":{\"deletionTimestamp\":null}}"), 0);
+	assert_int_equal(deleting("{\"metadata\":{\"deletionTimestamp\":1}}"), 0);
+	assert_int_equal(deleting("{\"metadata\":{}}"), 0);
+	assert_int_equal(deleting("{\"spec\":{\"deletionTimestamp\":\"x\"}}"), 0);
+	assert_int_equal(pod_being_deleted(NULL), 0);
+}
+
 static void test_same_pod(void **state)
 {
 	static const struct {

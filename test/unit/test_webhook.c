@@ -2074,6 +2074,36 @@ static void test_binding_of_cached_deleting_pod(void **state)
 	cache_free(cache);
 }
 
+/* A pod whose metadata.deletionTimestamp is JSON null is not being deleted (Go reads a nil
+ * *Time: the API server binds it): its Binding is judged and reserves, on the API path as on
+ * the cache path, never admitted as BeingDeleted with nothing counted. */
+static void test_binding_null_deletion_timestamp(void **state)
+{
+	struct env *e = *state;
+	struct cache *cache = cache_env(e, NULL, NULL);
+	const char *names[2] = {"null-api", "null-cache"};
+
+	env_build(e);
+	for (int i = 0; i < 2; i++) {
+		char *body = binding_for(e, names[i], names[i], "gpu-node-a");
+		cJSON *pod = cJSON_GetArrayItem(e->fake.pods, cJSON_GetArraySize(e->fake.pods) - 1);
+		cJSON_AddNullToObject(cJSON_GetObjectItemCaseSensitive(pod, "metadata"),
+		                      "deletionTimestamp");
+		if (i == 1) { /* the cache decides, or the test fails */
+			assert_int_equal(cache_apply_pod(cache, WATCH_ADDED, pod), 0);
+			e->fake.node_rc = e->fake.list_rc = e->fake.pod_rc = KUBE_ETRANSPORT;
+		}
+		struct answer a = review_text(e, body);
+		free(body);
+		assert_true(a.allowed);
+		cJSON_Delete(a.root);
+		assert_int_equal(pending_on(e, "gpu-node-a"), (uint64_t)(i + 1) * 24 * GI);
+	}
+	webhook_free(e->w);
+	e->w = NULL;
+	cache_free(cache);
+}
+
 /* webhook_config.binding_admitted: the uids it was called with. */
 static char admitted_uids[4][64];
 static int n_admitted;
@@ -2292,6 +2322,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_cache_clock_lag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_api_down_cache_decides, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_of_cached_deleting_pod, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_null_deletion_timestamp, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_admitted_called, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grace_without_lag, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_grace_with_lag, setup, teardown),
