@@ -11,11 +11,13 @@
  * reference and no lock: policies.h)
  *   -> reservations put / commit, retry on conflict, within the review's time budget.
  *
- * The adapters only decode and encode: the admission adapter (webhook.h) resolves the pod (its
- * demand, tier attributes and DRA claims, from the review, the cache or a GET) and asks here;
- * the answer is a struct outcome (outcome.h). The scheduler extender adapter (extender.h) asks
- * the same engine, node by node, the question that reserves nothing (placer_fit, below): the
- * same flags, views, reservations, policies and core, one verdict. It borrows the cache, DRA store,
+ * The adapters only decode and encode: the admission adapter (webhook.h) reads the pod (from
+ * the review, the cache or a GET), has the engine classify it (placer_classify_pod, placer_exempt:
+ * what the pod alone decides) and asks here; the answer is a struct outcome (outcome.h). The
+ * scheduler extender adapter (extender.h) has the pod classified the same way and asks the same
+ * engine, node by node, the question that reserves nothing (placer_fit, below), over the pods in
+ * flight the engine keeps for it (flight.h): the same flags, views, reservations, policies and
+ * core, one verdict, in brief (core_brief). It borrows the cache, DRA store,
  * ledger, shared record, policy store and metrics it is given.
  *
  * Which view decides (placer_cached, placer_live):
