@@ -547,9 +547,18 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 
 /* Queue the gone callback for p, once per pod: a finished pod already had it. Pods that ask
  * for no GPU never hold a reservation: not reported. */
+/* 1 when pod p's placement is judged: a GPU pod, or one that names DRA claims (its GPUs may be
+ * claims only). Such a pod may hold a reservation or an extender's hold, so its going is
+ * reported; it keeps its tier attributes (cache.h, "Tier attributes": a Binding of it reads
+ * them, and a bound one with containers' figures is an item of its node). */
+static int judged(const struct pod *p)
+{
+	return p->d.status != DEMAND_NOT_GPU || p->d.claims != NULL;
+}
+
 static void gone_add(struct gone *g, size_t *n, struct pod *p)
 {
-	if (p->gone_sent || p->d.status == DEMAND_NOT_GPU)
+	if (p->gone_sent || !judged(p))
 		return;
 	p->gone_sent = 1;
 	if (*n >= GONE_INLINE_MAX || (g[*n].key = strdup(p->key)) == NULL)
@@ -638,12 +647,10 @@ out:
 	return b;
 }
 
-/* 1 when pod p keeps tier attributes (cache.h, "Tier attributes"): a GPU pod, or one that names
- * DRA claims (its GPUs may be claims only: a Binding of it reads them, and a bound one with
- * containers' figures is an item of its node). */
+/* 1 when pod p keeps tier attributes (cache.h, "Tier attributes"): judged(). */
 static int keeps_attrs(const struct pod *p)
 {
-	return p->d.status != DEMAND_NOT_GPU || p->d.claims != NULL;
+	return judged(p);
 }
 
 /* The pod's fields from its object and its demand d (pod_demand). 0 or CACHE_ENOMEM (p
@@ -1021,7 +1028,7 @@ size_t cache_resync_end(struct cache *c, enum cache_kind kind)
 			if (!p->mark)
 				continue;
 			removed++;
-			if (p->gone_sent || p->d.status == DEMAND_NOT_GPU) {
+			if (p->gone_sent || !judged(p)) {
 				/* finished (reported then), or never reserved */
 				pod_remove(c, p);
 				continue;

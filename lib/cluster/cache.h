@@ -40,8 +40,8 @@
  * another pod of the same name, or is removed by a resync, the gone callback (cache_new) is
  * called with its key and uid after the store's lock is released, so the caller can drop an
  * in-flight reservation for it (ledger_forget). Once per pod: a finished pod deleted later is
- * not reported again. Pods that ask for no GPU are not reported (they never hold a
- * reservation). A pod dropped because it could not be stored is not reported either.
+ * not reported again. Pods that ask for no GPU and name no DRA claim are not reported (they
+ * never hold a reservation). A pod dropped because it could not be stored is not reported either.
  *
  * Thread-safe: one writer (the informer's threads) and any number of readers; readers hold a
  * read lock only for the duration of a callback (cache_with_node) or a copy.

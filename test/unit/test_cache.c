@@ -954,6 +954,42 @@ static void test_resync_pods(void **state)
 	cache_free(c);
 }
 
+/* A pod that asks no GPU resource but names DRA claims may hold a reservation (its GPUs may be
+ * claims only): its going is reported, on a DELETED event and when a resync drops it; a plain
+ * CPU pod's is not. */
+static void test_dra_pod_gone(void **state)
+{
+	struct gone_log g = {0};
+	struct cache *c = cache_new(NULL, on_gone, &g);
+	static const char *const pods[] = {
+	    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"dra-a\",\"uid\":\"u-a\"},\"spec\":{"
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"claim-a\"}],"
+	    "\"containers\":[{\"name\":\"main\"}]}}",
+	    "{\"metadata\":{\"namespace\":\"ml\",\"name\":\"dra-b\",\"uid\":\"u-b\"},\"spec\":{"
+	    "\"resourceClaims\":[{\"name\":\"gpu\",\"resourceClaimName\":\"claim-b\"}],"
+	    "\"containers\":[{\"name\":\"main\"}]}}",
+	};
+	cJSON *j[2];
+
+	(void)state;
+	assert_non_null(c);
+	for (int i = 0; i < 2; i++) {
+		assert_non_null(j[i] = cJSON_Parse(pods[i]));
+		assert_int_equal(cache_apply_pod(c, WATCH_ADDED, j[i]), 0);
+	}
+	assert_int_equal(pod_ev(c, WATCH_ADDED, "ml", "cpu", "u-c", NULL, "Pending", NULL, NULL),
+	                 0);
+	assert_int_equal(cache_apply_pod(c, WATCH_DELETED, j[0]), 0);
+	assert_int_equal(gone_count(&g, "ml/dra-a", "u-a"), 1);
+	cache_resync_begin(c, CACHE_PODS); /* the relist shows neither dra-b nor cpu */
+	assert_int_equal(cache_resync_end(c, CACHE_PODS), 2);
+	assert_int_equal(gone_count(&g, "ml/dra-b", "u-b"), 1);
+	assert_int_equal(g.n, 2);
+	for (int i = 0; i < 2; i++)
+		cJSON_Delete(j[i]);
+	cache_free(c);
+}
+
 static void test_resync_nodes(void **state)
 {
 	struct gone_log g = {0};
@@ -2133,6 +2169,7 @@ int main(void)
 	    cmocka_unit_test(test_seen_when_first_bound),
 	    cmocka_unit_test(test_bookmark_error_ignored),
 	    cmocka_unit_test(test_resync_pods),
+	    cmocka_unit_test(test_dra_pod_gone),
 	    cmocka_unit_test(test_resync_nodes),
 	    cmocka_unit_test(test_each_gpu_node_and_stats),
 	    cmocka_unit_test(test_many_pods_random),
