@@ -7,8 +7,8 @@
  * pod Q is filtered while P's Binding is still in flight. Neither the watch cache (P is not
  * bound yet) nor the reservations (the webhook has not admitted P's Binding yet) show P, so a
  * filter that reads only them passes Q onto P's node and the webhook refuses one of the two
- * Bindings. The filter does not learn which node the scheduler picks, so a hold counts P on
- * every node its filter passed: on the safe side, for as long as it is in flight; with the
+ * Bindings. The filter does not learn which node the scheduler picks, so a hold counts P
+ * on every node its filter passed: on the safe side, for as long as it is in flight; with the
  * extender's bind verb (--scheduler-bind) the scheduler names its pick at once and the hold is
  * narrowed to that node (holds_narrow). Q may then be refused on a node that P will not take; the
  * scheduler retries Q when P's Binding lands (a pod event), with its own backoff.
