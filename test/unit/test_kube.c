@@ -223,11 +223,13 @@ static void serve_conn(struct conn *conn)
 		struct reply r = {.status = 200};
 		char path[4096] = "", auth[256] = "", method[8] = "", ctype[128] = "", *line,
 		     *save = NULL, posted[1024] = "";
-		size_t have = strlen(strstr(buf, "\r\n\r\n") + 4), clen = 0;
+		const char *after = strstr(buf, "\r\n\r\n") + 4;
+		size_t have = strnlen(after, sizeof(posted) - 1), clen = 0;
 		int n, is_post = 0;
 
 		/* The body bytes read with the head, kept before the head is cut into lines. */
-		snprintf(posted, sizeof(posted), "%s", strstr(buf, "\r\n\r\n") + 4);
+		memcpy(posted, after, have);
+		posted[have] = '\0';
 		/* A PATCH's body is left unread: only as a connection's last request. A POST's
 		 * (at most sizeof(body) - 1 bytes) is read and kept. */
 		for (line = strtok_r(buf, "\r\n", &save); line;
