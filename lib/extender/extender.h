@@ -8,9 +8,10 @@
  * nothing waits there. The filter steers; it reserves nothing in the cluster: the Binding through
  * the webhook stays the commit point and the safety net. It only remembers, in this process, the
  * pods it passed whose Binding the watch cache does not show yet (flight.h): each counts on every
- * node its filter passed (the extender is not told which one the scheduler picked) until the cache
- * shows it bound, finished or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed
- * onto a node the webhook would then refuse. Only a pod the watch cache shows pending (unbound, not
+ * node its filter passed (the filter is not told which one the scheduler picks; the bind verb
+ * below is, and narrows the hold to it at once) until the cache shows it bound, finished or
+ * replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed onto a node the webhook
+ * would then refuse. Only a pod the watch cache shows pending (unbound, not
  * finished) with the call's uid and a valid declaration is held, and for the bytes the cache's
  * copy declares: ExtenderArgs is untrusted (anyone who reaches the port can send one), so a
  * call for a pod the cache does not know, or with a body claiming more memory, is judged but
