@@ -955,6 +955,82 @@ int kube_update_lease(struct kube_client *c, const char *ns, const char *name,
 	return write_lease(c, "update", ns, name, lease, out, http_code, err, errlen);
 }
 
+/* The Binding kube-scheduler's DefaultBinder posts (pkg/scheduler/framework/plugins/
+ * defaultbinder): metadata names the pod, with its uid as a precondition; target the node. */
+static cJSON *binding_object(const char *ns, const char *name, const char *uid, const char *node)
+{
+	cJSON *b = cJSON_CreateObject(), *meta, *target;
+
+	if (b == NULL || cJSON_AddStringToObject(b, "apiVersion", "v1") == NULL ||
+	    cJSON_AddStringToObject(b, "kind", "Binding") == NULL ||
+	    (meta = cJSON_AddObjectToObject(b, "metadata")) == NULL ||
+	    cJSON_AddStringToObject(meta, "name", name) == NULL ||
+	    cJSON_AddStringToObject(meta, "namespace", ns) == NULL ||
+	    (uid[0] != '\0' && cJSON_AddStringToObject(meta, "uid", uid) == NULL) ||
+	    (target = cJSON_AddObjectToObject(b, "target")) == NULL ||
+	    cJSON_AddStringToObject(target, "apiVersion", "v1") == NULL ||
+	    cJSON_AddStringToObject(target, "kind", "Node") == NULL ||
+	    cJSON_AddStringToObject(target, "name", node) == NULL) {
+		cJSON_Delete(b);
+		return NULL;
+	}
+	return b;
+}
+
+int kube_create_binding(struct kube_client *c, const char *ns, const char *name, const char *uid,
+                        const char *node, long *http_code, char *err, size_t errlen)
+{
+	char url[URL_MAX], what[64 + 3 * NAME_MAX_LEN];
+	struct call k = {
+	    .verb = "create", .resource = "pods", .what = what, .url = url, .method = "POST"};
+	size_t pos = 0;
+	long code = 0;
+	char *body = NULL;
+	cJSON *obj = NULL, *out = NULL;
+	int rc;
+
+	if (http_code != NULL)
+		*http_code = 0;
+	if (c == NULL)
+		return KUBE_EINVAL;
+	if ((rc = check_name(ns, "namespace", err, errlen)) < 0 ||
+	    (rc = check_name(name, "pod name", err, errlen)) < 0 ||
+	    (rc = check_name(node, "node name", err, errlen)) < 0)
+		return rc;
+	if (uid == NULL || strlen(uid) > NAME_MAX_LEN) {
+		errbuf_set(err, errlen, "pod uid must be 0..%d bytes", NAME_MAX_LEN);
+		return KUBE_EINVAL;
+	}
+	k.budget_ms = c->timeout_ms;
+	snprintf(what, sizeof(what), "bind pod %s/%s to node %s", ns, name, node);
+	if (url_append(url, sizeof(url), &pos, c->cfg.server) < 0 ||
+	    url_append(url, sizeof(url), &pos, "/api/v1/namespaces/") < 0 ||
+	    url_append_escaped(url, sizeof(url), &pos, ns) < 0 ||
+	    url_append(url, sizeof(url), &pos, "/pods/") < 0 ||
+	    url_append_escaped(url, sizeof(url), &pos, name) < 0 ||
+	    url_append(url, sizeof(url), &pos, "/binding") < 0) {
+		errbuf_set(err, errlen, "%s: URL too long", what);
+		rc = KUBE_EINVAL;
+		goto out;
+	}
+	if ((obj = binding_object(ns, name, uid, node)) == NULL ||
+	    (body = cJSON_PrintUnformatted(obj)) == NULL) {
+		errbuf_set(err, errlen, "%s: out of memory", what);
+		rc = KUBE_ENOMEM;
+		goto out;
+	}
+	k.body = body;
+	/* The answer is a Status (201 Success): only its code matters. */
+	rc = http_get(c, &k, &out, &code, c->body_max, NULL, err, errlen);
+out:
+	cJSON_Delete(out);
+	cJSON_Delete(obj);
+	free(body);
+	if (http_code != NULL)
+		*http_code = code;
+	return rc;
+}
+
 /* The last segment of a resource path: the observer's resource label ("gpumemorypolicies"). */
 static const char *resource_label(const char *resource)
 {

@@ -4,7 +4,8 @@
  * test/data/extender-gen with the real extender/v1 types), any letter case, the filter's
  * reasons, binpack and spread scores, reservations from the caller's source (counted, the pod's
  * own not, a held node waited for), pods in flight (holds.h), pass-through pods, invalid
- * declarations, a cache that cannot judge, every bad input, metrics.
+ * declarations, a cache that cannot judge, every bad input, metrics; the bind verb (the hold
+ * narrowed at once, the callback's arguments, failure, busy, no hold, bad bodies).
  *
  * The cluster (a real watch cache fed with Node and Pod objects), 1 GPU per node:
  *   n-full   80Gi, 70.3Gi used: 1.7Gi free of the 90 percent limit (72Gi)
@@ -1902,6 +1903,301 @@ static void test_forged_uid_keeps_hold(void **state)
 		         "dropped");
 }
 
+/* ---- bind (extender.h, the bind verb) ---- */
+
+/* The bind callback's stand-in: records each call's arguments, answers fake_rc / fake_err. */
+static struct {
+	int calls;
+	char args[512];
+	int rc;
+	const char *err;
+} fake;
+
+static int fake_bind(void *ctx, const char *ns, const char *name, const char *uid, const char *node,
+                     char *err, size_t errlen)
+{
+	assert_ptr_equal(ctx, &fake);
+	assert_int_equal(errlen, EXTENDER_ERR_MAX);
+	fake.calls++;
+	snprintf(fake.args, sizeof(fake.args), "%s|%s|%s|%s", ns, name, uid, node);
+	if (fake.rc != 0)
+		snprintf(err, errlen, "%s", fake.err);
+	return fake.rc;
+}
+
+static void bind_on(unsigned max_binds)
+{
+	memset(&fake, 0, sizeof(fake));
+	E.cfg.bind = fake_bind;
+	E.cfg.bind_ctx = &fake;
+	E.cfg.max_binds = max_binds;
+	reconfigure();
+}
+
+static char *bind_body(const char *name, const char *node)
+{
+	char b[512];
+	snprintf(b, sizeof(b),
+	         "{\"PodName\":\"%s\",\"PodNamespace\":\"ml\",\"PodUID\":\"uid-ml-%s\","
+	         "\"Node\":\"%s\"}",
+	         name, name, node);
+	return strdup(b);
+}
+
+static void *bind_prepare_ok(struct server_route *r, const char *body, int worker)
+{
+	char err[256] = "";
+	void *job = NULL;
+	assert_int_equal(r->prepare(r->ctx, body, strlen(body), 0, &job, err, sizeof(err)), 0);
+	assert_non_null(job);
+	assert_int_equal(r->needs_worker(job), worker);
+	return job;
+}
+
+/* Finish job; the answer's Error. */
+static char *bind_finish_error(struct server_route *r, void *job)
+{
+	char *out = NULL, err[256] = "", *e;
+	size_t len = 0;
+	assert_int_equal(r->finish(job, &out, &len, err, sizeof(err)), 0);
+	assert_int_equal(len, strlen(out));
+	cJSON *a = cJSON_Parse(out);
+	assert_non_null(a);
+	assert_int_equal(cJSON_GetArraySize(a), 1);
+	e = strdup(str_at(a, "Error"));
+	cJSON_Delete(a);
+	free(out);
+	return e;
+}
+
+/* The bind cluster: ml/first (30Gi) passes n-room (40 used) and n-empty; held on both, ml/second
+ * (45Gi) fits neither (n-empty: 30 in flight + 45 > 72); ml/third (30Gi) not n-room. */
+static const char *const BOTH[] = {"n-room", "n-empty"}, *const EMPTY[] = {"n-empty"},
+                         *const ROOM[] = {"n-room"};
+struct bind_pods {
+	char *first, *second, *third, *first_args, *second_args, *third_args;
+};
+
+static void bind_pods_held(struct bind_pods *p)
+{
+	p->first = pod_text("ml", "first", "30Gi", NULL, "", "nvidia.com/gpu");
+	p->second = pod_text("ml", "second", "45Gi", NULL, "", "nvidia.com/gpu");
+	p->third = pod_text("ml", "third", "30Gi", NULL, "", "nvidia.com/gpu");
+	p->first_args = args_names(p->first, BOTH, 2);
+	p->second_args = args_names(p->second, EMPTY, 1);
+	p->third_args = args_names(p->third, ROOM, 1);
+	put_pod(E.cache, "ml", "first", "30Gi", NULL);
+	put_pod(E.cache, "ml", "second", "45Gi", NULL);
+	put_pod(E.cache, "ml", "third", "30Gi", NULL);
+	cJSON_Delete(filter_expect(p->first_args, "n-room,n-empty"));
+	cJSON *a = filter_expect(p->second_args, "");
+	expect_contains(reason(a, "FailedNodes", "n-empty"),
+	                "counting 30Gi of 1 pod whose Binding is in flight");
+	cJSON_Delete(a);
+	cJSON_Delete(filter_expect(p->third_args, ""));
+}
+
+static void bind_pods_free(struct bind_pods *p)
+{
+	free(p->first);
+	free(p->second);
+	free(p->third);
+	free(p->first_args);
+	free(p->second_args);
+	free(p->third_args);
+}
+
+/* The route: client certificate always required, 403 on the plain listener. A bind narrows the
+ * pod's hold to the scheduler's pick at once (before the Binding is created): the next pod's
+ * filter passes the other node. The callback gets exactly the call's arguments; {"Error":""}. */
+static void test_bind_narrows_then_binds(void **state)
+{
+	struct bind_pods p;
+	char *text, *body, *e;
+
+	(void)state;
+	bind_on(4);
+	struct server_route r = extender_bind_route(E.x);
+	assert_string_equal(r.path, EXTENDER_PATH_BIND);
+	assert_string_equal(r.path, "/scheduler/bind");
+	assert_int_equal(r.client_auth, 1);
+	assert_int_equal(r.plain, 1);
+	assert_int_equal(r.auth_route, METRICS_ROUTE_BIND);
+	bind_pods_held(&p);
+	body = bind_body("first", "n-room");
+	void *job = bind_prepare_ok(&r, body, 1);
+	assert_int_equal(fake.calls, 0);
+	/* narrowed already, while the Binding is still to be made */
+	cJSON_Delete(filter_expect(p.second_args, "n-empty"));
+	cJSON_Delete(filter_expect(p.third_args, "")); /* 40 + 30 held + 30 */
+	e = bind_finish_error(&r, job);
+	assert_string_equal(e, "");
+	free(e);
+	assert_int_equal(fake.calls, 1);
+	assert_string_equal(fake.args, "ml|first|uid-ml-first|n-room");
+	assert_int_equal(metrics_render(E.metrics, &text, &(size_t){0}), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"bind\","
+	                         "result=\"bound\"} ") == 1);
+	assert_true(
+	    metric(text, "gpu_memory_guard_extender_request_seconds_count{verb=\"bind\"} ") == 1);
+	assert_null(strstr(text, "verb=\"bind\",result=\"judged\""));
+	assert_null(strstr(text, "verb=\"filter\",result=\"bound\""));
+	free(text);
+	free(body);
+	bind_pods_free(&p);
+}
+
+/* The API server refuses the Binding: the answer's Error is the callback's reason (no '%': the
+ * scheduler formats it), and the pod's hold is gone (the scheduler retries the pod). */
+static void test_bind_failure_drops_hold(void **state)
+{
+	struct bind_pods p;
+	char *body, *e, *text;
+
+	(void)state;
+	bind_on(4);
+	struct server_route r = extender_bind_route(E.x);
+	bind_pods_held(&p);
+	fake.rc = -1;
+	fake.err = "bind pod ml/first to node n-room: HTTP 403: admission webhook denied the "
+	           "request: 100% full";
+	body = bind_body("first", "n-room");
+	void *job = bind_prepare_ok(&r, body, 1);
+	cJSON_Delete(filter_expect(p.third_args, "")); /* narrowed to n-room: counted there */
+	e = bind_finish_error(&r, job);
+	expect_contains(e, "bind pod ml/first to node n-room: HTTP 403: admission webhook denied");
+	assert_null(strchr(e, '%'));
+	free(e);
+	assert_string_equal(fake.args, "ml|first|uid-ml-first|n-room");
+	cJSON_Delete(filter_expect(p.third_args, "n-room")); /* the hold is gone */
+	cJSON_Delete(filter_expect(p.second_args, "n-empty"));
+	/* a callback that gives no reason still fails with one */
+	fake.err = "";
+	job = bind_prepare_ok(&r, body, 1);
+	e = bind_finish_error(&r, job);
+	assert_string_equal(e, "the Binding was not created");
+	free(e);
+	assert_int_equal(metrics_render(E.metrics, &text, &(size_t){0}), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"bind\","
+	                         "result=\"failed\"} ") == 2);
+	free(text);
+	free(body);
+	bind_pods_free(&p);
+}
+
+/* At most max_binds binds at once: one over the cap is answered busy at once (no worker, no
+ * callback) and its hold dropped; so is one the server cannot queue (refuse_busy). A finished
+ * or discarded bind frees its slot. */
+static void test_bind_busy(void **state)
+{
+	struct bind_pods p;
+	char *a_body = bind_body("other", "n-full"), *body, *e, *text;
+
+	(void)state;
+	bind_on(1);
+	struct server_route r = extender_bind_route(E.x);
+	bind_pods_held(&p);
+	void *a = bind_prepare_ok(&r, a_body, 1); /* takes the only slot */
+	body = bind_body("first", "n-room");
+	void *b = bind_prepare_ok(&r, body, 0);
+	cJSON_Delete(filter_expect(p.second_args, "n-empty")); /* busy: the hold dropped */
+	cJSON_Delete(filter_expect(p.third_args, "n-room"));
+	e = bind_finish_error(&r, b);
+	assert_string_equal(e, "gpu-memory-guard is busy binding (1 binds in flight, at most "
+	                       "--workers / 2) pod ml/first; retry");
+	free(e);
+	assert_int_equal(fake.calls, 0);
+	e = bind_finish_error(&r, a); /* the worker's */
+	assert_string_equal(e, "");
+	free(e);
+	assert_int_equal(fake.calls, 1);
+	assert_string_equal(fake.args, "ml|other|uid-ml-other|n-full");
+
+	/* the slot is free again; a call no worker takes is answered busy */
+	b = bind_prepare_ok(&r, body, 1);
+	r.refuse_busy(b, "review queue full or shutting down");
+	assert_int_equal(r.needs_worker(b), 0);
+	e = bind_finish_error(&r, b);
+	assert_string_equal(e, "gpu-memory-guard is busy binding (review queue full or shutting "
+	                       "down) pod ml/first; retry");
+	free(e);
+	assert_int_equal(fake.calls, 1);
+	/* and so is the slot of one discarded */
+	b = bind_prepare_ok(&r, body, 1);
+	r.discard(b);
+	b = bind_prepare_ok(&r, body, 1);
+	e = bind_finish_error(&r, b);
+	assert_string_equal(e, "");
+	free(e);
+	assert_int_equal(fake.calls, 2);
+	assert_int_equal(metrics_render(E.metrics, &text, &(size_t){0}), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"bind\","
+	                         "result=\"busy\"} ") == 2);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"bind\","
+	                         "result=\"bound\"} ") == 2);
+	free(text);
+	free(a_body);
+	free(body);
+	bind_pods_free(&p);
+}
+
+/* A pod without a hold (never filtered here, or a node the filter did not pass) is bound all
+ * the same: the webhook judges its Binding. A hold on other nodes than the pick is dropped. */
+static void test_bind_without_hold(void **state)
+{
+	struct bind_pods p;
+	char *body = bind_body("loner", "n-small"), *e;
+
+	(void)state;
+	bind_on(0); /* 0 counts as 1 */
+	struct server_route r = extender_bind_route(E.x);
+	e = bind_finish_error(&r, bind_prepare_ok(&r, body, 1));
+	assert_string_equal(e, "");
+	free(e);
+	assert_string_equal(fake.args, "ml|loner|uid-ml-loner|n-small");
+	free(body);
+	bind_pods_held(&p);
+	body = bind_body("first", "n-annot"); /* not passed by the filter: hold dropped */
+	void *job = bind_prepare_ok(&r, body, 1);
+	cJSON_Delete(filter_expect(p.second_args, "n-empty"));
+	cJSON_Delete(filter_expect(p.third_args, "n-room"));
+	e = bind_finish_error(&r, job);
+	assert_string_equal(e, "");
+	free(e);
+	assert_int_equal(fake.calls, 2);
+	free(body);
+	bind_pods_free(&p);
+}
+
+/* A body that is not ExtenderBindingArgs is answered with its reason, at once, without a call;
+ * an extender made without a bind callback refuses to bind. */
+static void test_bind_bad_body_and_off(void **state)
+{
+	struct server_route r;
+	char *e, *text, *body = bind_body("first", "n-room");
+	static const char bad[] = "{\"PodName\":\"p\",\"PodNamespace\":\"ml\",\"PodUID\":\"u\"}";
+
+	(void)state;
+	r = extender_bind_route(E.x); /* no callback */
+	e = bind_finish_error(&r, bind_prepare_ok(&r, body, 0));
+	assert_string_equal(e, "gpu-memory-guard's bind verb is off (--scheduler-bind)");
+	free(e);
+	bind_on(2);
+	r = extender_bind_route(E.x);
+	e = bind_finish_error(&r, bind_prepare_ok(&r, bad, 0));
+	assert_string_equal(e, "ExtenderBindingArgs: no Node");
+	free(e);
+	e = bind_finish_error(&r, bind_prepare_ok(&r, "not json", 0));
+	expect_contains(e, "ExtenderBindingArgs: not JSON");
+	free(e);
+	assert_int_equal(fake.calls, 0);
+	assert_int_equal(metrics_render(E.metrics, &text, &(size_t){0}), 0);
+	assert_true(metric(text, "gpu_memory_guard_extender_requests_total{verb=\"bind\","
+	                         "result=\"error\"} ") == 2);
+	free(text);
+	free(body);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1941,6 +2237,11 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_shared_claim_reason, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_warn_mode_policy_passes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_forged_uid_keeps_hold, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bind_narrows_then_binds, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bind_failure_drops_hold, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bind_busy, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bind_without_hold, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_bind_bad_body_and_off, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
