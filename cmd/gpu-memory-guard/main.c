@@ -197,14 +197,6 @@ static uint64_t memory_limit(void)
 	return bytes;
 }
 
-/* The extender's bind callback (extender.h, --scheduler-bind): the Binding through the API
- * server, so that the webhook judges it. */
-static int bind_pod(void *ctx, const char *ns, const char *name, const char *uid, const char *node,
-                    char *err, size_t errlen)
-{
-	return kube_create_binding(ctx, ns, name, uid, node, NULL, err, errlen) == 0 ? 0 : -1;
-}
-
 static int serve(const struct config *cfg, const sigset_t *signals)
 {
 	int status = EXIT_START_FAILED, sig = 0;
@@ -327,15 +319,10 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	 * and reservations, read and never written: the ledger's, or with --reservations shared the
 	 * records as this replica last saw them; the webhook decides each Binding on fresh ones).
 	 */
-	unsigned workers = server_worker_count(&(struct server_options){.workers = cfg->workers});
 	struct extender_config ecfg = {
 	    .placer = webhook_placer(webhook),
 	    .score = cfg->scheduler_spread ? EXTENDER_SPREAD : EXTENDER_BINPACK,
 	    .pass_nodes = cfg->scheduler_pass_nodes,
-	    .bind = cfg->scheduler_bind ? bind_pod : NULL,
-	    .bind_ctx = kube,
-	    /* half the workers at most: the Bindings' own reviews need the others */
-	    .max_binds = workers / 2 > 0 ? workers / 2 : 1,
 	};
 	if ((extender = extender_new(&ecfg, metrics)) == NULL)
 		goto out;
@@ -380,13 +367,10 @@ static int serve(const struct config *cfg, const sigset_t *signals)
 	    .client_auth = clientauth,
 	};
 	struct server_route routes[] = {webhook_route(webhook), extender_filter_route(extender),
-	                                extender_prioritize_route(extender),
-	                                extender_bind_route(extender)};
+	                                extender_prioritize_route(extender)};
 	routes[0].client_auth = cfg->client_auth_admission;
 	routes[1].client_auth = routes[2].client_auth = cfg->client_auth_extender;
-	/* routes[3], the bind verb, keeps its client_auth: always required */
-	if ((server = server_start(&so, routes, cfg->scheduler_bind ? 4 : 3, tls, metrics, err,
-	                           sizeof(err))) == NULL) {
+	if ((server = server_start(&so, routes, 3, tls, metrics, err, sizeof(err))) == NULL) {
 		log_fields(LOG_ERROR, "cannot serve",
 		           (struct log_field[]){LOG_STR("error", err), LOG_END});
 		goto out;

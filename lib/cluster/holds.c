@@ -179,32 +179,6 @@ void holds_drop(struct holds *h, const char *uid)
 	pthread_rwlock_unlock(&h->lock);
 }
 
-int holds_narrow(struct holds *h, const char *uid, const char *node)
-{
-	uint64_t hash;
-	size_t i;
-	int rc = HOLDS_NONE;
-
-	if (uid == NULL || uid[0] == '\0' || node == NULL || node[0] == '\0')
-		return HOLDS_NONE;
-	hash = name_hash(node);
-	pthread_rwlock_wrlock(&h->lock);
-	if ((i = find(h, uid)) < h->n) {
-		struct hold *o = &h->v[i];
-		if (names(o, hash)) {
-			/* nodes[] keeps its size: one element of it is used from now on */
-			o->nodes[0] = hash;
-			o->n = 1;
-			rc = HOLDS_NARROWED;
-		} else {
-			remove_at(h, i);
-			rc = HOLDS_DROPPED;
-		}
-	}
-	pthread_rwlock_unlock(&h->lock);
-	return rc;
-}
-
 void holds_forget(struct holds *h, const char *uid)
 {
 	size_t i;

@@ -7,11 +7,10 @@
  * pod Q is filtered while P's Binding is still in flight. Neither the watch cache (P is not
  * bound yet) nor the reservations (the webhook has not admitted P's Binding yet) show P, so a
  * filter that reads only them passes Q onto P's node and the webhook refuses one of the two
- * Bindings. The filter does not learn which node the scheduler picks, so a hold counts P
- * on every node its filter passed: on the safe side, for as long as it is in flight; with the
- * extender's bind verb (--scheduler-bind) the scheduler names its pick at once and the hold is
- * narrowed to that node (holds_narrow). Q may then be refused on a node that P will not take; the
- * scheduler retries Q when P's Binding lands (a pod event), with its own backoff.
+ * Bindings. The extender does not learn which node the scheduler picked (no bind verb), so a
+ * hold counts P on every node its filter passed: on the safe side, for as long as it is in
+ * flight. Q may then be refused on a node that P will not take; the scheduler retries Q when
+ * P's Binding lands (a pod event), with its own backoff.
  *
  * A hold ends when its pod settles (the caller's settled(): bound, finished, deleted or
  * replaced, as the watch cache shows), when the webhook admits its Binding (holds_drop, by
@@ -63,18 +62,6 @@ int holds_put(struct holds *h, const char *key, const char *uid, uint64_t bytes,
 
 /* Drop the hold of uid, if any. */
 void holds_drop(struct holds *h, const char *uid);
-
-/* holds_narrow's answers */
-#define HOLDS_NONE     0 /* no hold of uid */
-#define HOLDS_NARROWED 1 /* the hold names node only now */
-#define HOLDS_DROPPED  2 /* the hold did not name node: dropped */
-
-/* The scheduler picked node for the pod of uid (the extender's bind verb): its hold, if any,
- * now counts on node only, with its bytes and expiry unchanged, so the other nodes it named are
- * free for the next pod at once. A hold that does not name node (a node the filter did not
- * pass, or the hold was replaced since) is dropped: the webhook still judges the Binding.
- * HOLDS_NONE (also for a NULL or empty uid or node), HOLDS_NARROWED or HOLDS_DROPPED. */
-int holds_narrow(struct holds *h, const char *uid, const char *node);
 
 /* The pod of uid is gone (deleted, finished): drop its hold and refuse any later holds_put of
  * it (HOLDS_EGONE) while it is among the last HOLDS_GONE_MAX forgotten. NULL or "" is a no-op. */

@@ -190,8 +190,3 @@ void flight_drop(struct flight *fl, const char *uid)
 	if (uid != NULL && uid[0] != '\0')
 		holds_drop(fl->holds, uid);
 }
-
-int flight_narrow(struct flight *fl, const char *uid, const char *node)
-{
-	return holds_narrow(fl->holds, uid, node);
-}

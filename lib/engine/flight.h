@@ -85,12 +85,6 @@ int flight_hold(struct flight *fl, const struct flight_pod *p, const char *const
  * holds_forget). NULL or "" is a no-op. */
 void flight_forget(struct flight *fl, const char *uid);
 
-/* The scheduler picked node for the pod of uid (the extender's bind verb): its hold counts on
- * node only from now on (holds_narrow: bytes and expiry kept), or is dropped when it did not
- * name node. HOLDS_NONE, HOLDS_NARROWED or HOLDS_DROPPED (holds.h); NULL or "" uid or node:
- * HOLDS_NONE. */
-int flight_narrow(struct flight *fl, const char *uid, const char *node);
-
 /* The webhook admitted the Binding of the pod of uid: its reservation counts it from now on.
  * NULL or "" is a no-op. */
 void flight_drop(struct flight *fl, const char *uid);

@@ -9,7 +9,6 @@
 #include "demand.h"
 #include "dra.h"
 #include "flight.h"
-#include "holds.h"
 #include "labelset.h"
 #include "jsonpath.h"
 #include "ledger.h"
@@ -26,7 +25,6 @@
 
 #include <cjson/cJSON.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,12 +39,6 @@ struct extender {
 	unsigned pass_nodes;   /* extender_config.pass_nodes; 0: all */
 	struct flight *flight; /* the pods this extender's filter passed, in flight (flight.h) */
 	struct metrics *metrics;
-	/* the bind verb (extender_config.bind) */
-	int (*bind)(void *ctx, const char *ns, const char *name, const char *uid, const char *node,
-	            char *err, size_t errlen);
-	void *bind_ctx;
-	unsigned max_binds;     /* >= 1 */
-	_Atomic unsigned binds; /* bind calls holding a slot (prepared, not yet finished) */
 };
 
 /* What the pod alone decides. */
@@ -660,200 +652,6 @@ struct server_route extender_prioritize_route(struct extender *x)
 	return route(x, EXTENDER_PATH_PRIORITIZE, prioritize_prepare);
 }
 
-/* ---- bind (extender.h) ---- */
-
-enum bind_state {
-	B_ERROR = 0, /* not ExtenderBindingArgs: answered with the reason */
-	B_BUSY,      /* over max_binds, or no worker: answered busy */
-	B_PENDING,   /* holds a slot: the worker binds */
-	B_BOUND,
-	B_FAILED,
-};
-
-struct bind_job {
-	struct extender *x;
-	double arrived; /* monotime_s() at arrival */
-	struct extwire_bind b;
-	enum bind_state state;
-	int slot; /* 1 while it counts in x->binds */
-	int held; /* flight_narrow's answer: HOLDS_NONE, _NARROWED, _DROPPED */
-	char error[EXTENDER_ERR_MAX];
-};
-
-static void bind_release(struct bind_job *j)
-{
-	if (j->slot) {
-		atomic_fetch_sub(&j->x->binds, 1);
-		j->slot = 0;
-	}
-}
-
-/* The call fails: kube-scheduler forgets the pod it assumed on the node and retries it, with a
- * new filter call (a new hold), so its hold ends now. */
-static void bind_fail(struct bind_job *j, enum bind_state st, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void bind_fail(struct bind_job *j, enum bind_state st, const char *fmt, ...)
-{
-	va_list ap;
-
-	j->state = st;
-	va_start(ap, fmt);
-	if (vsnprintf(j->error, sizeof(j->error), fmt, ap) < 0)
-		j->error[0] = '\0';
-	va_end(ap);
-	/* kube-scheduler makes an error of it with fmt.Errorf(result.Error): no '%' */
-	text_no_percent(j->error, sizeof(j->error));
-	if (j->b.uid[0] != '\0')
-		flight_drop(j->x->flight, j->b.uid);
-}
-
-static int bind_prepare(void *ctx, const char *body, size_t len, double arrived, void **job,
-                        char *err, size_t errlen)
-{
-	struct extender *x = ctx;
-	struct bind_job *j = calloc(1, sizeof(*j));
-
-	*job = j;
-	if (j == NULL) {
-		snprintf(err, errlen, "out of memory");
-		return SERVER_ENOMEM;
-	}
-	j->x = x;
-	j->arrived = arrived;
-	if (extwire_decode_bind(&j->b, body, len, j->error, sizeof(j->error)) != 0) {
-		text_no_percent(j->error, sizeof(j->error));
-		j->state = B_ERROR;
-		return 0;
-	}
-	if (x->bind == NULL) { /* a route the caller should not have served */
-		bind_fail(j, B_FAILED, "gpu-memory-guard's bind verb is off (--scheduler-bind)");
-		return 0;
-	}
-	if (atomic_fetch_add(&x->binds, 1) >= x->max_binds) {
-		atomic_fetch_sub(&x->binds, 1);
-		bind_fail(j, B_BUSY,
-		          "gpu-memory-guard is busy binding (%u binds in flight, at most "
-		          "--workers / 2) pod %s/%s; retry",
-		          x->max_binds, j->b.ns, j->b.name);
-		return 0;
-	}
-	j->slot = 1;
-	j->state = B_PENDING;
-	/* The scheduler's pick: the other nodes the filter passed are free at once. */
-	j->held = flight_narrow(x->flight, j->b.uid, j->b.node);
-	return 0;
-}
-
-static int bind_needs_worker(const void *job)
-{
-	return ((const struct bind_job *)job)->state == B_PENDING;
-}
-
-static void bind_refuse_busy(void *job, const char *why)
-{
-	struct bind_job *j = job;
-
-	if (j->state != B_PENDING)
-		return;
-	bind_release(j);
-	bind_fail(j, B_BUSY, "gpu-memory-guard is busy binding (%s) pod %s/%s; retry",
-	          why ? why : "no thread free", j->b.ns, j->b.name);
-}
-
-static void bind_discard(void *job)
-{
-	struct bind_job *j = job;
-
-	if (j == NULL)
-		return;
-	bind_release(j);
-	free(j);
-}
-
-static enum metrics_extender_result bind_result_of(enum bind_state st)
-{
-	switch (st) {
-	case B_BOUND:
-		return METRICS_EXT_BOUND;
-	case B_FAILED:
-	case B_PENDING:
-		return METRICS_EXT_FAILED;
-	case B_BUSY:
-		return METRICS_EXT_BUSY;
-	default:
-		return METRICS_EXT_ERROR;
-	}
-}
-
-static void bind_log(const struct bind_job *j, double latency)
-{
-	static const char *const held[] = {"none", "narrowed", "dropped"};
-	static const char *const reasons[] = {"BadRequest", "Busy", "Failed", "Bound", "Failed"};
-	char pod[EXTWIRE_NS_MAX + EXTWIRE_NAME_MAX + 2];
-
-	snprintf(pod, sizeof(pod), "%s/%s", j->b.ns, j->b.name);
-	struct log_field f[] = {
-	    LOG_STR("verb", "bind"),
-	    LOG_STR("pod", j->b.name[0] ? pod : NULL),
-	    LOG_STR("uid", j->b.uid[0] ? j->b.uid : NULL),
-	    LOG_STR("node", j->b.node[0] ? j->b.node : NULL),
-	    LOG_STR("reason", reasons[j->state]),
-	    LOG_STR("hold", j->state != B_ERROR && j->state != B_BUSY ? held[j->held] : NULL),
-	    LOG_STR("error", j->state == B_BOUND ? NULL : j->error),
-	    LOG_DBL("latency_ms", latency * 1000.0),
-	    LOG_END,
-	};
-	log_fields(j->state == B_BOUND ? LOG_INFO : LOG_WARN, "extender", f);
-}
-
-/* On a worker (or the listener's thread for what was answered at once): bind, encode, log,
- * count; frees j. */
-static int bind_finish(void *job, char **out, size_t *out_len, char *err, size_t errlen)
-{
-	struct bind_job *j = job;
-	struct extender *x = j->x;
-	int rc = 0;
-
-	if (j->state == B_PENDING) {
-		char why[EXTENDER_ERR_MAX] = "";
-		if (x->bind(x->bind_ctx, j->b.ns, j->b.name, j->b.uid, j->b.node, why,
-		            sizeof(why)) == 0)
-			j->state = B_BOUND;
-		else
-			bind_fail(j, B_FAILED, "%s", why[0] ? why : "the Binding was not created");
-	}
-	bind_release(j);
-	*out = extwire_bind_result(j->state == B_BOUND ? NULL : j->error);
-	if (*out == NULL) {
-		snprintf(err, errlen, "out of memory");
-		rc = SERVER_ENOMEM;
-	}
-	*out_len = *out ? strlen(*out) : 0;
-	double latency = monotime_s() - j->arrived;
-	metrics_extender(x->metrics, METRICS_EXT_BIND, bind_result_of(j->state), 0, latency);
-	bind_log(j, latency);
-	free(j);
-	return rc;
-}
-
-struct server_route extender_bind_route(struct extender *x)
-{
-	struct server_route r = {
-	    .path = EXTENDER_PATH_BIND,
-	    .body_max = EXTENDER_BIND_BODY_MAX,
-	    .ctx = x,
-	    .prepare = bind_prepare,
-	    .needs_worker = bind_needs_worker,
-	    .finish = bind_finish,
-	    .refuse_busy = bind_refuse_busy,
-	    .discard = bind_discard,
-	    .plain = 1, /* answered 403 there: client_auth */
-	    .client_auth = 1,
-	    .auth_route = METRICS_ROUTE_BIND,
-	};
-	return r;
-}
-
 /* ---- life cycle ---- */
 
 struct extender *extender_new(const struct extender_config *cfg, struct metrics *metrics)
@@ -871,10 +669,6 @@ struct extender *extender_new(const struct extender_config *cfg, struct metrics 
 	x->score = cfg->score;
 	x->pass_nodes = cfg->pass_nodes;
 	x->metrics = metrics;
-	x->bind = cfg->bind;
-	x->bind_ctx = cfg->bind_ctx;
-	x->max_binds = cfg->max_binds ? cfg->max_binds : 1;
-	atomic_init(&x->binds, 0);
 	if ((x->flight = flight_new(placer_cache(cfg->placer), metrics)) == NULL) {
 		free(x);
 		return NULL;

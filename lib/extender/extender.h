@@ -8,41 +8,23 @@
  * nothing waits there. The filter steers; it reserves nothing in the cluster: the Binding through
  * the webhook stays the commit point and the safety net. It only remembers, in this process, the
  * pods it passed whose Binding the watch cache does not show yet (flight.h): each counts on every
- * node its filter passed (the filter is not told which one the scheduler picks; the bind verb
- * below is, and narrows the hold to it at once) until the cache shows it bound, finished, being
- * deleted or replaced, or HOLDS_TTL_MS, so the next pod of a burst is not passed onto a node the
- * webhook would then refuse. Only a pod the watch cache shows pending (unbound, not finished, not
- * being deleted) with the call's uid and a valid declaration is held, and for the bytes the
- * cache's copy declares: ExtenderArgs is untrusted (anyone who reaches the port can send one), so
- * a call for a pod the cache does not know, or with a body claiming more memory, is judged but
- * holds nothing beyond the cached pod's figure (metrics.h, extender_holds_refused_total). A pod
- * with DRA claims also holds the most its claims came to on the nodes judged
- * (placement_result.dra_bytes and .dra_whole_bytes, from the DRA store's claims; the claims named
- * are the body's, the pod the filter judged, their figures the store's). A real pod the scheduler
- * saw before the cache did is then not held either: its Binding is still judged by the webhook.
- * The holds are per process: a scheduler whose calls reach another replica (a Service spreads
- * connections, not requests, so one scheduler keeps one replica while its connection lives)
- * does not see them.
+ * node its filter passed (the extender is not told which one the scheduler picked) until the cache
+ * shows it bound, finished, being deleted or replaced, or HOLDS_TTL_MS, so the next pod of a
+ * burst is not passed onto a node the webhook would then refuse. Only a pod the watch cache shows
+ * pending (unbound, not finished, not being deleted) with the call's uid and a valid declaration
+ * is held, and for the bytes the cache's copy declares: ExtenderArgs is untrusted (anyone who
+ * reaches the port can send one), so a call for a pod the cache does not know, or with a body
+ * claiming more memory, is judged but holds nothing beyond the cached pod's figure (metrics.h,
+ * extender_holds_refused_total). A pod with DRA claims also holds the most its claims came to on
+ * the nodes judged (placement_result.dra_bytes and .dra_whole_bytes, from the DRA store's claims;
+ * the claims named are the body's, the pod the filter judged, their figures the store's). A real
+ * pod the scheduler saw before the cache did is then not held either: its Binding is still judged
+ * by the webhook. The holds are per process: a scheduler whose calls reach another replica (a
+ * Service spreads connections, not requests, so one scheduler keeps one replica while its
+ * connection lives) does not see them.
  *
  *   POST /scheduler/filter      ExtenderArgs -> ExtenderFilterResult
  *   POST /scheduler/prioritize  ExtenderArgs -> HostPriorityList
- *   POST /scheduler/bind        ExtenderBindingArgs -> ExtenderBindingResult (--scheduler-bind)
- *
- * bind (kube-scheduler's bindVerb: the extender, not the scheduler, creates the Binding; the
- * scheduler posts {"PodName","PodNamespace","PodUID","Node"} once it has picked Node): on the
- * listener's thread the pod's hold is narrowed to Node at once (flight_narrow: the other nodes
- * the filter passed are free for the next pod within the scheduling cycle; a hold that does not
- * name Node is dropped, a pod without a hold is bound all the same), then a worker calls
- * extender_config.bind (the Binding through the API server, so the webhook still judges it).
- * Answers {"Error":""} once the Binding is created, else {"Error":"<why>"} (the API server's
- * message, e.g. the webhook's refusal) and the pod's hold is dropped: kube-scheduler forgets the
- * pod it assumed and retries it. A body that is not ExtenderBindingArgs: {"Error":"<why>"}. At
- * most max_binds calls bind at once: one over the cap, or one no worker can take (queue full,
- * shutting down), is answered at once with {"Error":"gpu-memory-guard is busy binding ...;
- * retry"} and its hold dropped. The route always requires a client certificate (it binds any
- * pod to any node with this process's ServiceAccount): see extender_bind_route.
- * Counted in gpu_memory_guard_extender_requests_total{verb="bind",result=bound|failed|busy|error}
- * and ..._request_seconds{verb="bind"}; logged as "extender" with verb bind.
  *
  * The wire format (ExtenderArgs, ExtenderFilterResult, HostPriorityList) is decoded and encoded
  * by extwire.h.
@@ -112,8 +94,7 @@
  * the one before, so such a pod is counted at least once (placement.h counts a pod both visible
  * and reserved once; placer_fit a pod both held and reserved once), never missed.
  *
- * Thread-safe: calls may run on many threads at once. No API server call, ever, but for the
- * bind verb's callback.
+ * Thread-safe: calls may run on many threads at once. No API server call, ever.
  */
 #ifndef GMG_EXTENDER_H
 #define GMG_EXTENDER_H
@@ -128,9 +109,6 @@ struct metrics;
 
 #define EXTENDER_PATH_FILTER     "/scheduler/filter"
 #define EXTENDER_PATH_PRIORITIZE "/scheduler/prioritize"
-#define EXTENDER_PATH_BIND       "/scheduler/bind"
-/* ExtenderBindingArgs bodies are ~150 bytes; the server's floor for a route's cap. */
-#define EXTENDER_BIND_BODY_MAX (1024u * 1024u)
 /* Body cap. The Nodes form carries whole Node objects, 5 to 30 KiB each (status.images
  * dominates): 64 MiB serves a few thousand nodes; larger clusters should configure
  * nodeCacheCapable: true (names only, ~40 bytes a node). */
@@ -169,20 +147,6 @@ struct extender_config {
 	 * then chooses among fewer nodes (its own soft preferences, such as preferred affinity,
 	 * see only those). <= EXTENDER_MAX_NODES. */
 	unsigned pass_nodes;
-	/* --scheduler-bind: the bind verb (extender_bind_route). bind(bind_ctx, ns, name, uid,
-	 * node, err, errlen) creates the pod's Binding in the API server (main.c: kube.h's
-	 * kube_create_binding) and returns 0, or nonzero with a one-line reason in err (errlen
-	 * EXTENDER_ERR_MAX): it runs on a server worker, may block up to the API budget, and must
-	 * be thread-safe. NULL: no bind verb (extender_bind_route must not be served). */
-	int (*bind)(void *ctx, const char *ns, const char *name, const char *uid, const char *node,
-	            char *err, size_t errlen);
-	void *bind_ctx;
-	/* Bind calls in flight at once, at least 1 (0 counts as 1). Each holds a server worker
-	 * while the API server admits its Binding, and that Binding's own AdmissionReview (from
-	 * the same API server to this process) needs a worker too: main.c sets max(1, workers / 2)
-	 * so that binds can never take every worker. A call over the cap is answered at once with
-	 * an Error (extender.h, bind). */
-	unsigned max_binds;
 };
 
 struct extender; /* opaque */
@@ -222,14 +186,5 @@ void extender_binding_admitted(struct extender *x, const char *uid);
  * what it could not read 0. x is borrowed and must outlive the server. */
 struct server_route extender_filter_route(struct extender *x);
 struct server_route extender_prioritize_route(struct extender *x);
-
-/* POST EXTENDER_PATH_BIND (bodies up to EXTENDER_BIND_BODY_MAX), for an extender made with a
- * bind callback. Marked client_auth, whatever --client-auth-routes says: only a connection that
- * presented a certificate server_options.client_auth accepts may call it (else 403, counted
- * under client_auth_failures_total{route="bind"}); so server_start refuses it without
- * --client-ca-file. Marked plain too, so that on the plain scheduler listener, where no
- * certificate can be presented, it answers 403 saying to use the TLS listener rather than a
- * bare 404. The caller must not clear client_auth. x is borrowed and must outlive the server. */
-struct server_route extender_bind_route(struct extender *x);
 
 #endif

@@ -159,43 +159,34 @@ static int decode_nodes(struct decoding *d, const cJSON *list)
 	return 0;
 }
 
-/* Parse body as one JSON object named what: the tree (caller owns), or NULL with d->bad. */
-static cJSON *parse_object(struct decoding *d, const char *what, const char *body, size_t len)
-{
-	const char *end = NULL;
-	cJSON *root = len ? cJSON_ParseWithLengthOpts(body, len, &end, 0) : NULL;
-
-	if (root == NULL) {
-		if (len == 0)
-			bad(d, "%s: empty body", what);
-		else
-			bad(d, "%s: not JSON (error at byte %zu)", what,
-			    end && end >= body ? (size_t)(end - body) : (size_t)0);
-		return NULL;
-	}
-	while (end && (size_t)(end - body) < len && strchr(" \t\r\n", *end) && *end)
-		end++;
-	if (end == NULL || (size_t)(end - body) != len) {
-		bad(d, "%s: not JSON (trailing data at byte %zu)", what,
-		    end ? (size_t)(end - body) : (size_t)0);
-	} else if (!cJSON_IsObject(root)) {
-		bad(d, "%s: not a JSON object", what);
-	} else {
-		return root;
-	}
-	cJSON_Delete(root);
-	return NULL;
-}
-
 /* Parse and check the body. 0 (d->bad with the reason when it is not ExtenderArgs) or
  * EXTWIRE_ENOMEM. */
 static int decode(struct decoding *d, const char *body, size_t len)
 {
+	const char *end = NULL;
 	cJSON *pod, *nodes, *names;
 	int rc;
 
-	if ((d->a->root = parse_object(d, "ExtenderArgs", body, len)) == NULL)
+	d->a->root = len ? cJSON_ParseWithLengthOpts(body, len, &end, 0) : NULL;
+	if (d->a->root == NULL) {
+		if (len == 0)
+			bad(d, "ExtenderArgs: empty body");
+		else
+			bad(d, "ExtenderArgs: not JSON (error at byte %zu)",
+			    end && end >= body ? (size_t)(end - body) : (size_t)0);
 		return 0;
+	}
+	while (end && (size_t)(end - body) < len && strchr(" \t\r\n", *end) && *end)
+		end++;
+	if (end == NULL || (size_t)(end - body) != len) {
+		bad(d, "ExtenderArgs: not JSON (trailing data at byte %zu)",
+		    end ? (size_t)(end - body) : (size_t)0);
+		return 0;
+	}
+	if (!cJSON_IsObject(d->a->root)) {
+		bad(d, "ExtenderArgs: not a JSON object");
+		return 0;
+	}
 	if (member(d->a->root, "Pod", &pod) || member(d->a->root, "Nodes", &nodes) ||
 	    member(d->a->root, "NodeNames", &names)) {
 		bad(d, "ExtenderArgs: a field (Pod, Nodes or NodeNames) given twice, in "
@@ -231,114 +222,6 @@ int extwire_decode(struct extwire_args *a, const char *body, size_t len, char *e
 	if (rc != 0)
 		return rc;
 	return d.bad ? EXTWIRE_EBAD : 0;
-}
-
-/* ---- ExtenderBindingArgs ---- */
-
-/* A DNS-1123 label (label 1) or subdomain (label 0) of at most max bytes. */
-static int dns_name_ok(const char *s, size_t max, int label)
-{
-	size_t n = strlen(s);
-
-	if (n == 0 || n > max)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i], prev = i ? s[i - 1] : '.', next = i + 1 < n ? s[i + 1] : '.';
-		int alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-		if (alnum)
-			continue;
-		/* '-' and '.' inside a label only; '.' only in a subdomain */
-		if ((c == '-' || (c == '.' && !label)) && prev != '.' && next != '.')
-			continue;
-		return 0;
-	}
-	return 1;
-}
-
-static int uid_ok(const char *s)
-{
-	for (; *s; s++)
-		if (*s <= ' ' || *s > '~')
-			return 0;
-	return 1;
-}
-
-/* One field of ExtenderBindingArgs into dst (cap bytes with the NUL). 0, or d->bad. */
-static int bind_field(struct decoding *d, const cJSON *root, const char *name, char *dst,
-                      size_t cap, int (*ok)(const char *, size_t), const char *what_ok)
-{
-	cJSON *f;
-
-	if (member(root, name, &f) != 0) {
-		bad(d, "ExtenderBindingArgs: %s given twice, in different letter cases", name);
-		return -1;
-	}
-	if (f == NULL) {
-		bad(d, "ExtenderBindingArgs: no %s", name);
-		return -1;
-	}
-	if (!cJSON_IsString(f) || f->valuestring == NULL) {
-		bad(d, "ExtenderBindingArgs: %s is not a string", name);
-		return -1;
-	}
-	if (f->valuestring[0] == '\0') {
-		bad(d, "ExtenderBindingArgs: %s is empty", name);
-		return -1;
-	}
-	if (strnlen(f->valuestring, cap) >= cap) {
-		bad(d, "ExtenderBindingArgs: %s is over %zu bytes", name, cap - 1);
-		return -1;
-	}
-	if (!ok(f->valuestring, cap - 1)) {
-		bad(d, "ExtenderBindingArgs: %s \"%.80s\" is not %s", name, f->valuestring,
-		    what_ok);
-		return -1;
-	}
-	memcpy(dst, f->valuestring, strlen(f->valuestring) + 1);
-	return 0;
-}
-
-static int label_ok(const char *s, size_t max)
-{
-	return dns_name_ok(s, max, 1);
-}
-
-static int subdomain_ok(const char *s, size_t max)
-{
-	return dns_name_ok(s, max, 0);
-}
-
-static int printable_ok(const char *s, size_t max)
-{
-	(void)max;
-	return uid_ok(s);
-}
-
-int extwire_decode_bind(struct extwire_bind *b, const char *body, size_t len, char *err,
-                        size_t errlen)
-{
-	struct decoding d = {NULL, err, errlen, 0};
-	cJSON *root;
-
-	memset(b, 0, sizeof(*b));
-	if (errlen > 0)
-		err[0] = '\0';
-	if ((root = parse_object(&d, "ExtenderBindingArgs", body, len)) != NULL) {
-		(void)(bind_field(&d, root, "PodName", b->name, sizeof(b->name), subdomain_ok,
-		                  "a DNS-1123 subdomain") != 0 ||
-		       bind_field(&d, root, "PodNamespace", b->ns, sizeof(b->ns), label_ok,
-		                  "a DNS-1123 label") != 0 ||
-		       bind_field(&d, root, "PodUID", b->uid, sizeof(b->uid), printable_ok,
-		                  "printable ASCII without spaces") != 0 ||
-		       bind_field(&d, root, "Node", b->node, sizeof(b->node), subdomain_ok,
-		                  "a DNS-1123 subdomain") != 0);
-		cJSON_Delete(root);
-	}
-	if (d.bad) {
-		memset(b, 0, sizeof(*b));
-		return EXTWIRE_EBAD;
-	}
-	return 0;
 }
 
 void extwire_free(struct extwire_args *a)
@@ -432,17 +315,5 @@ char *extwire_priorities(const struct extwire_args *a, const struct extwire_node
 	text = cJSON_PrintUnformatted(list);
 out:
 	cJSON_Delete(list);
-	return text;
-}
-
-/* ExtenderBindingResult {"Error": ...}. */
-char *extwire_bind_result(const char *error)
-{
-	cJSON *o = cJSON_CreateObject();
-	char *text = NULL;
-
-	if (o != NULL && cJSON_AddStringToObject(o, "Error", error != NULL ? error : "") != NULL)
-		text = cJSON_PrintUnformatted(o);
-	cJSON_Delete(o);
 	return text;
 }

@@ -80,36 +80,4 @@ char *extwire_filter_result(struct extwire_args *a, const struct extwire_node *v
  * The JSON text (caller frees), or NULL when out of memory. */
 char *extwire_priorities(const struct extwire_args *a, const struct extwire_node *v);
 
-/*
- * ExtenderBindingArgs {"PodName", "PodNamespace", "PodUID", "Node"} (kube-scheduler's
- * HTTPExtender.Bind; field names matched in any ASCII letter case, as Go's decoder does;
- * unknown fields ignored): every field a JSON string, required and not empty; PodNamespace a
- * DNS-1123 label (at most 63 bytes of a-z, 0-9, '-', starting and ending with a letter or
- * digit), PodName and Node DNS-1123 subdomains (at most 253 bytes: labels of those characters
- * joined by '.'), PodUID at most EXTWIRE_UID_MAX bytes of printable ASCII without a space.
- * Copied into the caller's value (no allocation kept: nothing to free).
- */
-#define EXTWIRE_NS_MAX   63
-#define EXTWIRE_NAME_MAX 253
-#define EXTWIRE_UID_MAX  128 /* a UUID is 36 */
-
-struct extwire_bind {
-	char name[EXTWIRE_NAME_MAX + 1]; /* PodName */
-	char ns[EXTWIRE_NS_MAX + 1];     /* PodNamespace */
-	char uid[EXTWIRE_UID_MAX + 1];   /* PodUID */
-	char node[EXTWIRE_NAME_MAX + 1]; /* Node: the node the scheduler picked */
-};
-
-/* Decode body[0..len) (untrusted, borrowed) into *b (zeroed first, and again on failure). 0,
- * or EXTWIRE_EBAD with a one-line reason without '%' in err: not JSON (cJSON out of memory reads
- * so too), not an object, a field missing, null, not a string, empty, over its cap, not a valid
- * name, or given twice in two letter cases ("ExtenderBindingArgs: no Node", "...: PodUID is not
- * a string", "...: Node is over 253 bytes"). */
-int extwire_decode_bind(struct extwire_bind *b, const char *body, size_t len, char *err,
-                        size_t errlen) __attribute__((warn_unused_result));
-
-/* ExtenderBindingResult {"Error": error} (NULL or "": bound). The JSON text (caller frees), or
- * NULL when out of memory. */
-char *extwire_bind_result(const char *error);
-
 #endif

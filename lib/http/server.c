@@ -661,11 +661,6 @@ static unsigned worker_count(unsigned workers, unsigned cpus)
 	return cpus * 4 > 8 ? cpus * 4 : 8u;
 }
 
-unsigned server_worker_count(const struct server_options *opt)
-{
-	return worker_count(opt->workers, opt->workers ? 0 : usable_cpus());
-}
-
 /* The idle timeout of the admission and scheduler listeners (server_options). */
 static unsigned conn_timeout_s(const struct server_options *o)
 {

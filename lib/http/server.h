@@ -148,11 +148,6 @@ struct server *server_start(const struct server_options *opt, const struct serve
                             size_t n_routes, struct tls_store *tls, struct metrics *metrics,
                             char *err, size_t errlen);
 
-/* The review workers server_start(opt, ...) starts: opt->workers, else 4 x the CPUs this
- * process may use (at least 8). For sizing what shares them (extender_config.max_binds). Reads
- * the cgroup's CPU limit (a warning is logged when it cannot be read). */
-unsigned server_worker_count(const struct server_options *opt);
-
 /* Bound ports (useful with port 0). */
 void server_ports(struct server *s, uint16_t *listen_port, uint16_t *health_port);
 /* The scheduler listener's bound port, 0 when it is not started. */

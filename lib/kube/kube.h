@@ -114,23 +114,6 @@ int kube_update_lease(struct kube_client *c, const char *ns, const char *name,
                       size_t errlen) __attribute__((warn_unused_result));
 
 /*
- * Bind pod ns/name to node, as kube-scheduler's DefaultBinder does: POST
- * /api/v1/namespaces/NS/pods/NAME/binding with {"apiVersion":"v1","kind":"Binding",
- * "metadata":{"name","namespace","uid"},"target":{"apiVersion":"v1","kind":"Node","name"}}.
- * uid (metadata.uid; "" omits it) is the API server's precondition: a pod of that name with
- * another uid is not bound (409). All strings borrowed; ns, name and node 1..253 bytes, uid at
- * most 253 (KUBE_EINVAL, no request made). The answer's body (a Status) is not kept.
- * Errors with the API server's message in err: KUBE_ECONFLICT on 409 (already bound, or the uid
- * differs), KUBE_ENOTFOUND on 404 (no such pod), KUBE_EHTTP otherwise (403: RBAC, or an
- * admission webhook's refusal, this one's included; *http_code says which), else as
- * kube_get_pod. The observer sees verb "create" on resource "pods" (a subresource of pods).
- * Thread-safe.
- */
-int kube_create_binding(struct kube_client *c, const char *ns, const char *name, const char *uid,
-                        const char *node, long *http_code, char *err, size_t errlen)
-    __attribute__((warn_unused_result));
-
-/*
  * PATCH /apis/<group/version/resource>/NAME/status (a cluster-scoped object's status
  * subresource; resource as for kube_list_all) with patch (borrowed) as a JSON merge patch
  * (Content-Type application/merge-patch+json, RFC 7386). The answer's body is not kept.

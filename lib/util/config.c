@@ -65,11 +65,6 @@ static const char usage_text[] =
     "  --scheduler-pass-nodes N      the extender's filter passes at most N of the nodes\n"
     "                                where a pod fits, the best-scored; its pods in flight\n"
     "                                then count on those only (default 0: every node)\n"
-    "  --scheduler-bind on|off       serve the extender's bind verb (POST /scheduler/bind\n"
-    "                                on --listen only): create the Bindings kube-scheduler\n"
-    "                                picks, narrowing each pod in flight to its node at\n"
-    "                                once; always requires a client certificate (403\n"
-    "                                without; needs --client-ca-file) (default off)\n"
     "  --kubeconfig PATH             kubeconfig to reach the API server (default: the\n"
     "                                in-cluster service account)\n"
     "  --api-timeout DUR             total timeout of each API server call (default 2s);\n"
@@ -419,7 +414,6 @@ enum flag_id {
 	F_UNSEEN_TTL,
 	F_CACHE,
 	F_POLICIES,
-	F_SCHED_BIND,
 	F_CACHE_STALENESS,
 	F_RESERVATIONS,
 	F_RESERVATIONS_NS,
@@ -472,7 +466,6 @@ static const struct {
     {"scheduler-listen", F_SCHED_LISTEN},
     {"scheduler-score", F_SCHED_SCORE},
     {"scheduler-pass-nodes", F_SCHED_PASS},
-    {"scheduler-bind", F_SCHED_BIND},
     {"client-ca-file", F_CLIENT_CA},
     {"client-allowed-names", F_CLIENT_NAMES},
     {"client-auth-routes", F_CLIENT_ROUTES},
@@ -683,13 +676,6 @@ static int set_flag(struct config *cfg, enum flag_id id, const char *name, const
 		}
 		cfg->cache_watch = strcmp(v, "watch") == 0;
 		return 0;
-	case F_SCHED_BIND:
-		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
-			snprintf(err, errlen, "--scheduler-bind: \"%s\" is not on or off", v);
-			return -1;
-		}
-		cfg->scheduler_bind = strcmp(v, "on") == 0;
-		return 0;
 	case F_POLICIES:
 		if (strcmp(v, "on") != 0 && strcmp(v, "off") != 0) {
 			snprintf(err, errlen, "--policies: \"%s\" is not on or off", v);
@@ -850,15 +836,6 @@ static int parse_serve(int argc, char **argv, int first, struct config *cfg, cha
 	if (cfg->client_ca_file == NULL && (routes_seen || cfg->n_client_allowed_names > 0)) {
 		snprintf(err, errlen, "--%s needs --client-ca-file",
 		         routes_seen ? "client-auth-routes" : "client-allowed-names");
-		return CONFIG_EUSAGE;
-	}
-	if (cfg->scheduler_bind && cfg->client_ca_file == NULL) {
-		/* The bind verb binds any pod to any node with this process's ServiceAccount:
-		 * only a client that presents a certificate may call it. */
-		snprintf(err, errlen,
-		         "--scheduler-bind on needs --client-ca-file: POST /scheduler/bind "
-		         "creates Bindings with gpu-memory-guard's ServiceAccount, so it always "
-		         "requires a client certificate from those CAs");
 		return CONFIG_EUSAGE;
 	}
 	if (cfg->client_ca_file != NULL && !routes_seen)

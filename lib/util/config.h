@@ -112,9 +112,6 @@ struct config {
 	int scheduler_spread;                /* --scheduler-score spread: 1; binpack (default): 0 */
 	unsigned scheduler_pass_nodes;       /* --scheduler-pass-nodes, 0 (default): every node
 	                                        where the pod fits (extender.h, pass_nodes) */
-	int scheduler_bind;   /* --scheduler-bind on: 1, serve POST /scheduler/bind (extender.h,
-	                         bind); off (default): 0. Needs --client-ca-file: the route always
-	                         requires a client certificate, whatever --client-auth-routes says */
 	int undeclared_infer; /* --undeclared infer (default): 1, read every demand source
 	                         (demand.h); refuse: 0, GPU_MEMORY_LIMIT only */
 	struct engine_defaults engine_defaults; /* --engine-default ENGINE=RATIO, repeatable;

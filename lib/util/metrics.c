@@ -15,12 +15,12 @@
 #define N_RESOURCES     5 /* pods, nodes, leases, gpumemorypolicies, other */
 #define N_HTTP          8 /* 200 400 403 404 405 413 500 other */
 #define CODE_FREE       (-1)
-#define N_EXT_VERBS     3
-#define N_EXT_RESULTS   6
+#define N_EXT_VERBS     2
+#define N_EXT_RESULTS   3
 #define N_AUDIT_REASONS 5
 #define N_MODE_REASONS  22 /* METRICS_MODE_REASONS */
 #define N_HOLD_REFUSALS 5
-#define N_ROUTES        3
+#define N_ROUTES        2
 
 static const char *const kind_names[N_KINDS] = {"pod", "binding", "other"};
 static const char *const decision_names[N_DECISIONS] = {"allowed", "warned", "denied", "error"};
@@ -28,12 +28,11 @@ static const char *const verb_names[N_VERBS] = {"get",    "list",  "watch", "cre
                                                 "update", "patch", "other"};
 static const char *const resource_names[N_RESOURCES] = {"pods", "nodes", "leases",
                                                         "gpumemorypolicies", "other"};
-static const char *const ext_verb_names[N_EXT_VERBS] = {"filter", "prioritize", "bind"};
-static const char *const ext_result_names[N_EXT_RESULTS] = {"judged", "passthrough", "error",
-                                                            "bound",  "failed",      "busy"};
+static const char *const ext_verb_names[N_EXT_VERBS] = {"filter", "prioritize"};
+static const char *const ext_result_names[N_EXT_RESULTS] = {"judged", "passthrough", "error"};
 static const char *const hold_refusal_names[N_HOLD_REFUSALS] = {
     "not_cached", "other_uid", "not_pending", "no_demand", "body_mismatch"};
-static const char *const route_names[N_ROUTES] = {"admission", "extender", "bind"};
+static const char *const route_names[N_ROUTES] = {"admission", "extender"};
 static const unsigned http_codes[N_HTTP - 1] = {200, 400, 403, 404, 405, 413, 500};
 
 /* Upper bounds in seconds. Reviews are sub-millisecond without I/O and bounded by the API
@@ -79,8 +78,7 @@ struct metrics {
 	atomic_uint_fast64_t mode_admitted[2][N_MODE_REASONS]; /* enum metrics_mode */
 	atomic_uint_fast64_t holds_refused[N_HOLD_REFUSALS];
 	atomic_uint_fast64_t client_auth_failures[N_ROUTES];
-	struct histogram ext_latency[N_EXT_VERBS]; /* filter, prioritize: no I/O, the fine
-	                                              buckets; bind: an API call, the review's */
+	struct histogram ext_latency[N_EXT_VERBS]; /* no I/O: the fine buckets */
 	metrics_gauge_fn ledger_fn;
 	void *ledger_ctx;
 	metrics_gauge_fn unseen_fn; /* the ledger's unseen drops */
@@ -102,7 +100,7 @@ struct metrics *metrics_new(void)
 	m->review_latency.bounds = review_buckets;
 	m->review_self.bounds = self_buckets;
 	for (int v = 0; v < N_EXT_VERBS; v++)
-		m->ext_latency[v].bounds = v == METRICS_EXT_BIND ? review_buckets : self_buckets;
+		m->ext_latency[v].bounds = self_buckets;
 	for (int v = 0; v < N_VERBS; v++)
 		for (int r = 0; r < N_RESOURCES; r++) {
 			m->api[v][r].latency.bounds = review_buckets;
@@ -459,15 +457,6 @@ static void render_api(struct metrics_writer *b, struct metrics *m)
 		}
 }
 
-/* The results a verb has: filter and prioritize judged, passthrough, error; bind bound, failed,
- * busy, error. */
-static int ext_result_of(int verb, int result)
-{
-	if (result == METRICS_EXT_ERROR)
-		return 1;
-	return (verb == METRICS_EXT_BIND) == (result >= METRICS_EXT_BOUND);
-}
-
 static void render_extender(struct metrics_writer *b, struct metrics *m)
 {
 	char labels[32];
@@ -475,13 +464,12 @@ static void render_extender(struct metrics_writer *b, struct metrics *m)
 	           "verb and result.\n# TYPE gpu_memory_guard_extender_requests_total counter\n");
 	for (int v = 0; v < N_EXT_VERBS; v++)
 		for (int r = 0; r < N_EXT_RESULTS; r++)
-			if (ext_result_of(v, r))
-				bprintf(b,
-				        "gpu_memory_guard_extender_requests_total{verb=\"%s\","
-				        "result=\"%s\"} "
-				        "%llu\n",
-				        ext_verb_names[v], ext_result_names[r],
-				        (unsigned long long)load(&m->ext_requests[v][r]));
+			bprintf(
+			    b,
+			    "gpu_memory_guard_extender_requests_total{verb=\"%s\",result=\"%s\"} "
+			    "%llu\n",
+			    ext_verb_names[v], ext_result_names[r],
+			    (unsigned long long)load(&m->ext_requests[v][r]));
 	bprintf(b,
 	        "# HELP gpu_memory_guard_extender_nodes_filtered_out_total Nodes the extender's "
 	        "filter refused (FailedNodes and FailedAndUnresolvableNodes).\n"

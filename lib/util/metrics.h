@@ -29,15 +29,12 @@
  *   gpu_memory_guard_ready                                    gauge, 1 when /readyz passes
  *   gpu_memory_guard_build_info{version}                      gauge, always 1
  *   gpu_memory_guard_extender_requests_total{verb,result}     counter, scheduler extender
- *       calls; verb: filter | prioritize | bind; result, filter and prioritize: judged (a GPU
- *       pod, its nodes judged) | passthrough (not a GPU pod, a mirror pod or an exempt
- *       namespace: every node passed, no score) | error (answered with an Error, or 400);
- *       bind: bound | failed (the API server refused the Binding or was not reached) | busy
- *       (over the binds in flight, or no worker free) | error (not ExtenderBindingArgs)
+ *       calls; verb: filter | prioritize; result: judged (a GPU pod, its nodes judged) |
+ *       passthrough (not a GPU pod, a mirror pod or an exempt namespace: every node passed,
+ *       no score) | error (answered with an Error, or 400)
  *   gpu_memory_guard_extender_nodes_filtered_out_total        counter, nodes a filter call put
  *       in FailedNodes or FailedAndUnresolvableNodes
  *   gpu_memory_guard_extender_request_seconds{verb}           histogram, arrival to answer
- *       (filter and prioritize: the fine buckets of a review's own time; bind: a review's)
  *   gpu_memory_guard_extender_holds_refused_total{reason}     counter, filter calls that passed
  *       nodes but hold nothing because the watch cache cannot vouch for the pod (extender.h):
  *       reason: not_cached (no pod of that name) | other_uid (another uid) | not_pending
@@ -45,8 +42,7 @@
  *       body_mismatch (an inferred share the body states otherwise)
  *   gpu_memory_guard_client_auth_failures_total{route}        counter, requests answered 403
  *       because the route requires a client certificate (--client-auth-routes) and the
- *       connection presented none acceptable; route: admission | extender | bind (the bind verb
- *       always requires one)
+ *       connection presented none acceptable; route: admission | extender
  *   gpu_memory_guard_policy_audit_violations_total{reason}    counter, placements allowed that
  *       a GPUMemoryPolicy in audit mode would refuse; reason: OverThreshold | NeverFits |
  *       TierOverShare | TierYield | other (one per policy breached)
@@ -81,14 +77,11 @@ enum metrics_decision {
 	METRICS_DENIED,
 	METRICS_ERROR,
 };
-enum metrics_extender_verb { METRICS_EXT_FILTER = 0, METRICS_EXT_PRIORITIZE, METRICS_EXT_BIND };
+enum metrics_extender_verb { METRICS_EXT_FILTER = 0, METRICS_EXT_PRIORITIZE };
 enum metrics_extender_result {
 	METRICS_EXT_JUDGED = 0,
 	METRICS_EXT_PASSTHROUGH,
 	METRICS_EXT_ERROR,
-	METRICS_EXT_BOUND,  /* bind: the Binding was created */
-	METRICS_EXT_FAILED, /* bind: the API server refused it, or could not be reached */
-	METRICS_EXT_BUSY,   /* bind: over the binds in flight, or no worker free */
 };
 enum metrics_hold_refusal {
 	METRICS_HOLD_NOT_CACHED = 0,
@@ -97,7 +90,7 @@ enum metrics_hold_refusal {
 	METRICS_HOLD_NO_DEMAND,
 	METRICS_HOLD_BODY_MISMATCH, /* an inferred share the body states otherwise than the cache */
 };
-enum metrics_route { METRICS_ROUTE_ADMISSION = 0, METRICS_ROUTE_EXTENDER, METRICS_ROUTE_BIND };
+enum metrics_route { METRICS_ROUTE_ADMISSION = 0, METRICS_ROUTE_EXTENDER };
 enum metrics_reload { METRICS_RELOAD_SUCCESS = 0, METRICS_RELOAD_FAILURE };
 
 struct metrics; /* opaque */

@@ -2,21 +2,16 @@
  * Fuzz target: the scheduler extender's decoder and answer (extender_handle, both verbs).
  * The watch cache holds the node of test/data/node-gpu-node-a.json and its pods, fresh; the
  * engine (placer.h) over an empty ledger, with an API source that fails the run if called (the
- * extender never asks the API server). The first input byte picks the verb ('b': bind, through
- * its route; else even: filter, odd: prioritize), the rest is the body. Properties: filter
- * always answers 200 with a JSON object (errors in its "Error" field, as kube-scheduler reads
- * them); prioritize answers a JSON array of {"Host","Score" 0..10} or refuses with
- * EXTENDER_EBADREQUEST and a reason; bind answers {"Error": string} only, its callback (which
- * fails every other call) called only with names Kubernetes accepts, the Error empty exactly
- * when it succeeded; nothing leaks.
+ * extender never asks the API server). The first input byte picks the verb (even: filter, odd:
+ * prioritize), the rest is the body. Properties: filter always answers 200 with a JSON object
+ * (errors in its "Error" field, as kube-scheduler reads them); prioritize answers a JSON array of
+ * {"Host","Score" 0..10} or refuses with EXTENDER_EBADREQUEST and a reason; nothing leaks.
  */
 #include "cache.h"
 #include "extender.h"
 #include "fuzz.h"
 #include "ledger.h"
 #include "placer.h"
-
-#include <string.h>
 
 static struct cache *cache;
 static struct ledger *ledger;
@@ -41,59 +36,6 @@ static int no_list(void *ctx, const char *node, cJSON **items, long *code, char 
 {
 	fuzz_fail("the extender called the API server (pods on %s)", node);
 	return -1;
-}
-
-static int binds;
-
-/* The bind callback: every argument within extwire's rules; every other call fails. */
-static int fake_bind(void *ctx, const char *ns, const char *name, const char *uid, const char *node,
-                     char *err, size_t errlen)
-{
-	const char *names[] = {ns, name, node};
-	for (int i = 0; i < 3; i++)
-		if (names[i] == NULL || names[i][0] == '\0' || strlen(names[i]) > 253 ||
-		    strspn(names[i], "abcdefghijklmnopqrstuvwxyz0123456789.-") != strlen(names[i]))
-			fuzz_fail("bind callback given \"%s\"", names[i] ? names[i] : "(null)");
-	if (strlen(ns) > 63 || strchr(ns, '.') != NULL)
-		fuzz_fail("bind callback given namespace \"%s\"", ns);
-	if (uid == NULL || uid[0] == '\0' || strlen(uid) > 128)
-		fuzz_fail("bind callback given uid \"%s\"", uid ? uid : "(null)");
-	for (const char *c = uid; *c; c++)
-		if (*c <= ' ' || *c > '~')
-			fuzz_fail("bind callback given uid \"%s\"", uid);
-	if (++binds % 2 == 0) {
-		snprintf(err, errlen, "HTTP 409: pod %s is already assigned", name);
-		return -1;
-	}
-	return 0;
-}
-
-/* One bind call through the route, as the server makes it (prepare, a worker, finish). */
-static void bind_once(const char *body, size_t len)
-{
-	struct server_route r = extender_bind_route(x);
-	char *out = NULL, err[SERVER_ERR_MAX] = "";
-	size_t out_len = 0;
-	void *job = NULL;
-	int before = binds;
-
-	if (r.prepare(r.ctx, body, len, 0, &job, err, sizeof(err)) != 0 || job == NULL)
-		fuzz_fail("bind prepare: %s", err);
-	if (r.needs_worker(job) && len % 7 == 0)
-		r.refuse_busy(job, "fuzz: no worker");
-	if (r.finish(job, &out, &out_len, err, sizeof(err)) != 0 || out == NULL ||
-	    strlen(out) != out_len)
-		fuzz_fail("bind finish: %s", err);
-	cJSON *a = cJSON_ParseWithOpts(out, NULL, 1);
-	const cJSON *e = cJSON_GetObjectItemCaseSensitive(a, "Error");
-	if (!cJSON_IsObject(a) || cJSON_GetArraySize(a) != 1 || !cJSON_IsString(e) ||
-	    strchr(e->valuestring, '%') != NULL)
-		fuzz_fail("bind answer: %s", out);
-	/* bound: the callback was called and succeeded (an odd call) */
-	if ((e->valuestring[0] == '\0') != (binds != before && binds % 2 == 1))
-		fuzz_fail("bind answer %s after %d calls", out, binds - before);
-	cJSON_Delete(a);
-	free(out);
 }
 
 static int always(void *ctx, double now_s)
@@ -134,8 +76,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fuzz_fail("placer_new");
 	struct extender_config cfg = {
 	    .placer = pl,
-	    .bind = fake_bind,
-	    .max_binds = 1,
 	};
 	x = extender_new(&cfg, NULL);
 	if (x == NULL)
@@ -162,10 +102,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	if (data[0] == 'b') {
-		bind_once((const char *)data + 1, size - 1);
-		return 0;
-	}
 	enum extender_verb verb = data[0] % 2 ? EXTENDER_PRIORITIZE : EXTENDER_FILTER;
 	char *out = NULL, err[EXTENDER_ERR_MAX] = "";
 	size_t out_len = 0;

@@ -26,7 +26,7 @@ seed() {
 	draslice) cp "$data"/dra/slice-*.json "$dir"/ ;;
 	draclaim) cp "$data"/dra/claim-*.json "$data"/dra/pod-*.json "$dir"/ ;;
 	extender)
-		# First byte: 0 filter, 1 prioritize (b bind: its seeds are in seeds/extender).
+		# First byte: 0 filter, 1 prioritize.
 		for f in "$data"/extender-args-*.json; do
 			{ printf '0'; cat "$f"; } >"$dir/filter-$(basename "$f")"
 			{ printf '1'; cat "$f"; } >"$dir/prioritize-$(basename "$f")"

@@ -14,10 +14,7 @@
  *     certificate (none can be presented there);
  *   - the CA file is reloaded like the serving certificate: a new CA in the file is in force
  *     within the reload interval, the old CA's clients then refused;
- *   - with --client-auth-routes extender, reviews without a certificate are served;
- *   - --scheduler-bind on: POST /scheduler/bind always requires a certificate (403 on the
- *     plain listener), narrows the pod in flight and creates its Binding in the double; off,
- *     404.
+ *   - with --client-auth-routes extender, reviews without a certificate are served.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,9 +22,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
-#include <pthread.h>
 #include <signal.h>
-#include <unistd.h>
 
 #include "itest.h"
 
@@ -75,12 +70,10 @@ static int make_certs(void)
 	return rc ? -1 : 0;
 }
 
-static int start_with(const char *routes, const char *bind)
+static int start(const char *routes)
 {
 	static char listen[64];
-	const char *extra[] = {"--scheduler-bind",
-	                       bind,
-	                       "--scheduler-listen",
+	const char *extra[] = {"--scheduler-listen",
 	                       listen,
 	                       "--drain-timeout",
 	                       "200ms",
@@ -99,11 +92,6 @@ static int start_with(const char *routes, const char *bind)
 		return -1;
 	itest_wait_synced(&W, 10000);
 	return 0;
-}
-
-static int start(const char *routes)
-{
-	return start_with(routes, "off");
 }
 
 static int group_setup(void **state)
@@ -294,125 +282,6 @@ static void test_extender_route_only(void **state)
 	free(fbody);
 }
 
-static char *names_body(const char *name, const char *uid, const char *limit)
-{
-	char *pod = itest_pod_json(name, uid, limit, NULL, "Pending");
-	size_t cap = strlen(pod) + 128;
-	char *body = malloc(cap);
-	ITEST_CHECK(body != NULL, "out of memory");
-	snprintf(body, cap, "{\"Pod\":%s,\"Nodes\":null,\"NodeNames\":[\"ca-node\",\"ca-node-2\"]}",
-	         pod);
-	free(pod);
-	return body;
-}
-
-struct bind_call {
-	const char *body;
-	long code;
-	char *out;
-};
-
-static void *bind_thread(void *arg)
-{
-	struct bind_call *c = arg;
-	c->code = post(0, "/scheduler/bind", c->body, good, &c->out);
-	return NULL;
-}
-
-static double bind_calls(const char *result)
-{
-	char *m = NULL, label[64];
-	ITEST_CHECK(world_health_get(&W, "/metrics", &m) == 200, "GET /metrics");
-	snprintf(label, sizeof(label), "verb=\"bind\",result=\"%s\"", result);
-	double v = harness_metric(m, "gpu_memory_guard_extender_requests_total", label, 0);
-	free(m);
-	return v;
-}
-
-/* --scheduler-bind on with --client-auth-routes admission: the filter is served without a
- * certificate, POST /scheduler/bind never is (403 on TLS without one, 403 on the plain
- * listener). With one: a pod held on both nodes its filter passed is narrowed to the node bound,
- * so the next pod passes the other at once; the Binding is created in the API server (a second
- * bind of the pod is the API server's 409, answered as the Error). */
-static void test_bind_verb(void **state)
-{
-	char uid_a[HARNESS_UID_MAX], uid_b[HARNESS_UID_MAX], *out = NULL, bind[512];
-	ITEST_CHECK(world_stop_gmg(&W, SIGTERM, 10000) == 0, "stop");
-	ITEST_CHECK(world_add_node(&W, "ca-node-2", 81559, 1) == 0, "second node");
-	harness_pod_uid("inference", "bind-a", uid_a, sizeof(uid_a));
-	harness_pod_uid("inference", "bind-b", uid_b, sizeof(uid_b));
-	ITEST_CHECK(world_add_pod(&W, "inference", "bind-a", "60Gi", NULL) == 0 &&
-	                world_add_pod(&W, "inference", "bind-b", "60Gi", NULL) == 0,
-	            "pods");
-	ITEST_CHECK(start_with("admission", "on") == 0, "start with --scheduler-bind on");
-	char *a_args = names_body("bind-a", uid_a, "60Gi"),
-	     *b_args = names_body("bind-b", uid_b, "60Gi");
-
-	long code = post(0, "/scheduler/filter", a_args, NULL, &out);
-	ITEST_CHECK(code == 200, "filter bind-a: HTTP %ld: %s", code, out ? out : "");
-	itest_contains(out, "\"NodeNames\":[\"ca-node\",\"ca-node-2\"]", "bind-a passes both");
-	free(out);
-	code = post(0, "/scheduler/filter", b_args, NULL, &out);
-	ITEST_CHECK(code == 200, "filter bind-b: HTTP %ld", code);
-	itest_contains(out, "\"NodeNames\":[]", "bind-b held out of both");
-	free(out);
-
-	snprintf(bind, sizeof(bind),
-	         "{\"PodName\":\"bind-a\",\"PodNamespace\":\"inference\",\"PodUID\":\"%s\","
-	         "\"Node\":\"ca-node\"}",
-	         uid_a);
-	double refused = failures("bind");
-	expect_refused(0, "/scheduler/bind", bind, NULL, "a client certificate is required");
-	expect_refused(0, "/scheduler/bind", bind, rogue, "not accepted");
-	expect_refused(1, "/scheduler/bind", bind, good, "this listener is plain HTTP");
-	ITEST_CHECK(failures("bind") == refused + 3,
-	            "client_auth_failures_total{bind} %.0f, want "
-	            "%.0f",
-	            failures("bind"), refused + 3);
-	ITEST_CHECK(bind_calls("bound") == 0, "nothing bound yet");
-
-	/* The API server takes 1.5 s to answer the Binding: while it is in flight, bind-a is held
-	 * on ca-node only, so bind-b passes ca-node-2 at once. */
-	struct bind_call bc = {bind, 0, NULL};
-	pthread_t t;
-	apiserver_double_set_delay_ms(W.api, 1500);
-	ITEST_CHECK(pthread_create(&t, NULL, bind_thread, &bc) == 0, "bind thread");
-	usleep(300 * 1000);
-	code = post(0, "/scheduler/filter", b_args, NULL, &out);
-	ITEST_CHECK(code == 200, "filter bind-b again: HTTP %ld", code);
-	itest_contains(out, "\"NodeNames\":[\"ca-node-2\"]", "bind-b while bind-a binds");
-	free(out);
-	pthread_join(t, NULL);
-	apiserver_double_set_delay_ms(W.api, 0);
-	ITEST_CHECK(bc.code == 200, "bind: HTTP %ld: %s", bc.code, bc.out ? bc.out : "");
-	itest_contains(bc.out, "{\"Error\":\"\"}", "bind answer");
-	free(bc.out);
-	/* the Binding is in the API server: a second one is its 409, the scheduler's Error */
-	code = post(0, "/scheduler/bind", bind, good, &out);
-	ITEST_CHECK(code == 200, "second bind: HTTP %ld", code);
-	itest_contains(out, "HTTP 409", "second bind answer");
-	itest_contains(out, "already assigned", "second bind answer");
-	free(out);
-	/* not ExtenderBindingArgs */
-	code = post(0, "/scheduler/bind", "{\"PodName\":\"bind-a\"}", good, &out);
-	ITEST_CHECK(code == 200, "bad bind: HTTP %ld", code);
-	itest_contains(out, "ExtenderBindingArgs: no PodNamespace", "bad bind answer");
-	free(out);
-	ITEST_CHECK(bind_calls("bound") == 1 && bind_calls("failed") == 1 &&
-	                bind_calls("error") == 1,
-	            "bind results bound %.0f failed %.0f error %.0f", bind_calls("bound"),
-	            bind_calls("failed"), bind_calls("error"));
-	free(a_args);
-	free(b_args);
-
-	/* off (the default): the route is not there */
-	ITEST_CHECK(world_stop_gmg(&W, SIGTERM, 10000) == 0, "stop");
-	ITEST_CHECK(start("admission,extender") == 0, "start without --scheduler-bind");
-	code = post(0, "/scheduler/bind", bind, good, &out);
-	ITEST_CHECK(code == 404, "bind without --scheduler-bind: HTTP %ld, want 404", code);
-	free(out);
-}
-
 int main(int argc, char **argv)
 {
 	harness_init(argc, argv);
@@ -421,7 +290,6 @@ int main(int argc, char **argv)
 	    cmocka_unit_test(test_filter_needs_an_allowed_certificate),
 	    cmocka_unit_test(test_client_ca_reloads),
 	    cmocka_unit_test(test_extender_route_only),
-	    cmocka_unit_test(test_bind_verb),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -163,36 +163,6 @@ static void test_client_auth_flags(void **state)
 	expect_error("serve " TLS " --client-ca-file=", "--client-ca-file: empty value");
 }
 
-/* --scheduler-bind: off by default; on needs --client-ca-file (the route always requires a
- * client certificate), whatever --client-auth-routes says. */
-static void test_scheduler_bind_flag(void **state)
-{
-	struct config cfg;
-	char err[CONFIG_ERR_MAX];
-	(void)state;
-	assert_int_equal(parse("serve " TLS, &cfg, err, sizeof(err)), 0);
-	assert_int_equal(cfg.scheduler_bind, 0);
-	assert_int_equal(parse("serve " TLS " --scheduler-bind off", &cfg, err, sizeof(err)), 0);
-	assert_int_equal(cfg.scheduler_bind, 0);
-	assert_int_equal(parse("serve " TLS " --scheduler-bind on --client-ca-file /ca.crt", &cfg,
-	                       err, sizeof(err)),
-	                 0);
-	assert_int_equal(cfg.scheduler_bind, 1);
-	assert_int_equal(parse("serve " TLS " --client-ca-file /ca.crt --client-auth-routes "
-	                       "admission --scheduler-bind=on",
-	                       &cfg, err, sizeof(err)),
-	                 0);
-	assert_int_equal(cfg.scheduler_bind, 1);
-	assert_int_equal(cfg.client_auth_extender, 0);
-	expect_error("serve " TLS " --scheduler-bind on",
-	             "--scheduler-bind on needs --client-ca-file: POST /scheduler/bind creates "
-	             "Bindings with gpu-memory-guard's ServiceAccount, so it always requires a "
-	             "client certificate from those CAs");
-	expect_error("serve " TLS " --client-ca-file /ca.crt --scheduler-bind yes",
-	             "--scheduler-bind: \"yes\" is not on or off");
-	expect_error("serve " TLS " --scheduler-bind", "--scheduler-bind needs a value");
-}
-
 static void test_repeated_values_deduplicated(void **state)
 {
 	struct config cfg;
@@ -521,7 +491,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_defaults),
-	    cmocka_unit_test(test_scheduler_bind_flag),
 	    cmocka_unit_test(test_mode_audit),
 	    cmocka_unit_test(test_webhook_timeout),
 	    cmocka_unit_test(test_connection_timeout_over_clients_idle),

@@ -2,9 +2,8 @@
  * Unit tests for lib/cluster/holds: a pod's hold counts on the nodes it names and on no
  * other, never against the pod itself; it is replaced by the same pod's next hold, dropped
  * with no nodes, by holds_drop, when settled or expired; a pod reported gone (holds_forget)
- * loses its hold and a late hold of it is refused while remembered; a hold narrowed to the
- * scheduler's pick (holds_narrow) counts there only, or is dropped when it does not name it; bad
- * input and a full table are refused; byte sums saturate.
+ * loses its hold and a late hold of it is refused while remembered; bad input and a full table
+ * are refused; byte sums saturate.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -72,42 +71,6 @@ static void test_put_each(void **state)
 	assert_int_equal(holds_count(h), 0);
 	holds_free(h);
 	holds_free(NULL);
-}
-
-/* The scheduler's pick: a hold narrowed to it keeps its bytes and expiry and leaves the other
- * nodes at once; a pick the hold does not name drops it; no hold, nothing. */
-static void test_narrow(void **state)
-{
-	struct holds *h = holds_new();
-	const char *abc[] = {"node-a", "node-b", "node-c"}, *d[] = {"node-d"};
-
-	(void)state;
-	assert_int_equal(holds_put(h, "ml/p", "uid-p", 10 * GIB, abc, 3, 1000, 500), 0);
-	assert_int_equal(holds_put(h, "ml/q", "uid-q", 5 * GIB, d, 1, 1000, 500), 0);
-	assert_int_equal(holds_narrow(h, "uid-p", "node-b"), HOLDS_NARROWED);
-	assert_string_equal(on(h, "node-a", NULL, 1000, 0), "");
-	assert_string_equal(on(h, "node-c", NULL, 1000, 0), "");
-	assert_string_equal(on(h, "node-b", NULL, 1000, 1), "ml/p:uid-p:10;");
-	assert_string_equal(on(h, "node-b", NULL, 1499, 1), "ml/p:uid-p:10;");
-	assert_string_equal(on(h, "node-b", NULL, 1500, 0), ""); /* expiry kept */
-	/* narrowed again to the same node: still there */
-	assert_int_equal(holds_narrow(h, "uid-p", "node-b"), HOLDS_NARROWED);
-	assert_int_equal(holds_count(h), 2);
-	/* a node the hold does not name: dropped */
-	assert_int_equal(holds_narrow(h, "uid-q", "node-a"), HOLDS_DROPPED);
-	assert_string_equal(on(h, "node-d", NULL, 1000, 0), "");
-	assert_int_equal(holds_count(h), 1);
-	/* no hold, or nothing to narrow by */
-	assert_int_equal(holds_narrow(h, "uid-none", "node-a"), HOLDS_NONE);
-	assert_int_equal(holds_narrow(h, NULL, "node-a"), HOLDS_NONE);
-	assert_int_equal(holds_narrow(h, "", "node-a"), HOLDS_NONE);
-	assert_int_equal(holds_narrow(h, "uid-p", NULL), HOLDS_NONE);
-	assert_int_equal(holds_narrow(h, "uid-p", ""), HOLDS_NONE);
-	assert_int_equal(holds_count(h), 1);
-	/* a narrowed hold is replaced by the pod's next filter call as any other */
-	assert_int_equal(holds_put(h, "ml/p", "uid-p", 10 * GIB, abc, 3, 1100, 500), 0);
-	assert_string_equal(on(h, "node-a", NULL, 1100, 1), "ml/p:uid-p:10;");
-	holds_free(h);
 }
 
 static int settle_q(void *ctx, const char *key, const char *uid)
@@ -271,7 +234,6 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_put_each),
-	    cmocka_unit_test(test_narrow),
 	    cmocka_unit_test(test_expiry_and_prune),
 	    cmocka_unit_test(test_forget_refuses_late_hold),
 	    cmocka_unit_test(test_bad_input_and_full),

@@ -60,7 +60,6 @@ struct server {
 	char auth[MAX_REQS][256];
 	char method[MAX_REQS][8];  /* "GET", "PATCH" */
 	char ctype[MAX_REQS][128]; /* Content-Type, "" when none */
-	char body[MAX_REQS][1024]; /* a POST's body (Content-Length), "" when none */
 	int nreq;
 	handler_fn handler;
 	volatile int stopping;
@@ -222,35 +221,18 @@ static void serve_conn(struct conn *conn)
 	while (read_head(conn, buf, sizeof(buf)) > 0) {
 		struct reply r = {.status = 200};
 		char path[4096] = "", auth[256] = "", method[8] = "", ctype[128] = "", *line,
-		     *save = NULL, posted[1024] = "";
-		const char *after = strstr(buf, "\r\n\r\n") + 4;
-		size_t have = strnlen(after, sizeof(posted) - 1), clen = 0;
-		int n, is_post = 0;
+		     *save = NULL;
+		int n;
 
-		/* The body bytes read with the head, kept before the head is cut into lines. */
-		memcpy(posted, after, have);
-		posted[have] = '\0';
-		/* A PATCH's body is left unread: only as a connection's last request. A POST's
-		 * (at most sizeof(body) - 1 bytes) is read and kept. */
+		/* A PATCH's body is left unread: only as a connection's last request. */
 		for (line = strtok_r(buf, "\r\n", &save); line;
 		     line = strtok_r(NULL, "\r\n", &save)) {
-			if (strncmp(line, "GET ", 4) == 0 || strncmp(line, "PATCH ", 6) == 0 ||
-			    strncmp(line, "POST ", 5) == 0) {
+			if (strncmp(line, "GET ", 4) == 0 || strncmp(line, "PATCH ", 6) == 0)
 				sscanf(line, "%7s %4095s", method, path);
-				is_post = strcmp(method, "POST") == 0;
-			} else if (strncasecmp(line, "Authorization: ", 15) == 0)
+			else if (strncasecmp(line, "Authorization: ", 15) == 0)
 				snprintf(auth, sizeof(auth), "%s", line + 15);
 			else if (strncasecmp(line, "Content-Type: ", 14) == 0)
 				snprintf(ctype, sizeof(ctype), "%s", line + 14);
-			else if (strncasecmp(line, "Content-Length: ", 16) == 0)
-				clen = strtoul(line + 16, NULL, 10);
-		}
-		while (is_post && have < clen && have + 1 < sizeof(posted)) {
-			ssize_t got = conn_recv(conn, posted + have, sizeof(posted) - 1 - have);
-			if (got <= 0)
-				break;
-			have += (size_t)got;
-			posted[have] = '\0';
 		}
 		pthread_mutex_lock(&srv.mu);
 		n = srv.nreq;
@@ -259,7 +241,6 @@ static void serve_conn(struct conn *conn)
 			snprintf(srv.auth[n], sizeof(srv.auth[n]), "%s", auth);
 			snprintf(srv.method[n], sizeof(srv.method[n]), "%s", method);
 			snprintf(srv.ctype[n], sizeof(srv.ctype[n]), "%s", ctype);
-			snprintf(srv.body[n], sizeof(srv.body[n]), "%s", is_post ? posted : "");
 			srv.nreq++;
 		}
 		pthread_mutex_unlock(&srv.mu);
@@ -527,30 +508,6 @@ static void h_auth_echo(int n, const char *path, struct reply *r)
 	(void)n;
 	(void)path;
 	r->body = dupf("{}");
-}
-
-/* pods/binding: 201 with a Status; the pod "taken" is bound already (409); "refused" is refused
- * by an admission webhook (403 with its message). */
-static void h_binding(int n, const char *path, struct reply *r)
-{
-	(void)n;
-	if (strstr(path, "/pods/taken/") != NULL) {
-		r->status = 409;
-		r->body = dupf("{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
-		               "\"Operation cannot be fulfilled on pods/binding \\\"taken\\\": pod "
-		               "taken is already assigned to node \\\"n0\\\"\",\"reason\":"
-		               "\"Conflict\",\"code\":409}");
-	} else if (strstr(path, "/pods/refused/") != NULL) {
-		r->status = 403;
-		r->body =
-		    dupf("{\"kind\":\"Status\",\"status\":\"Failure\",\"message\":"
-		         "\"admission webhook \\\"gpu-memory-guard.io\\\" denied the request: "
-		         "needs 10Gi\",\"reason\":\"Forbidden\",\"code\":403}");
-	} else {
-		r->status = 201;
-		r->body = dupf("{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
-		               "\"status\":\"Success\",\"code\":201}");
-	}
 }
 
 /* ---- tests ---- */
@@ -903,71 +860,6 @@ static void test_patch_status(void **state)
 	assert_string_equal(obs.resource, "gpumemorypolicies");
 	cJSON_Delete(patch);
 	cJSON_Delete(arr);
-	kube_client_free(c);
-	server_stop();
-}
-
-/* pods/binding: the path (escaped), the method, the Binding exactly as DefaultBinder's with
- * the uid precondition; the API server's refusals with its message; bad arguments no request. */
-static void test_create_binding(void **state)
-{
-	struct kube_client *c;
-	long code = -1;
-	char err[512] = "";
-
-	(void)state;
-	server_start(h_binding);
-	c = client("static-token", NULL, 2000);
-	assert_int_equal(
-	    kube_create_binding(c, "ml", "p 1", "u-1", "gpu-a", &code, err, sizeof(err)), 0);
-	assert_int_equal(code, 201);
-	assert_string_equal(srv.method[0], "POST");
-	assert_string_equal(srv.paths[0], "/api/v1/namespaces/ml/pods/p%201/binding");
-	assert_string_equal(srv.ctype[0], "application/json");
-	assert_string_equal(srv.auth[0], "Bearer static-token");
-	cJSON *b = cJSON_Parse(srv.body[0]);
-	assert_non_null(b);
-	char *want = dupf("{\"apiVersion\":\"v1\",\"kind\":\"Binding\",\"metadata\":{\"name\":"
-	                  "\"p 1\",\"namespace\":\"ml\",\"uid\":\"u-1\"},\"target\":{"
-	                  "\"apiVersion\":\"v1\",\"kind\":\"Node\",\"name\":\"gpu-a\"}}");
-	cJSON *w = cJSON_Parse(want);
-	assert_true(cJSON_Compare(b, w, 1));
-	cJSON_Delete(w);
-	cJSON_Delete(b);
-	free(want);
-	assert_string_equal(obs.verb, "create");
-	assert_string_equal(obs.resource, "pods");
-
-	assert_int_equal(
-	    kube_create_binding(c, "ml", "taken", "u-2", "gpu-a", &code, err, sizeof(err)),
-	    KUBE_ECONFLICT);
-	assert_int_equal(code, 409);
-	assert_non_null(strstr(err, "bind pod ml/taken to node gpu-a: HTTP 409"));
-	assert_non_null(strstr(err, "already assigned"));
-	assert_int_equal(
-	    kube_create_binding(c, "ml", "refused", "u-3", "gpu-a", &code, err, sizeof(err)),
-	    KUBE_EHTTP);
-	assert_int_equal(code, 403);
-	assert_non_null(strstr(err, "denied the request: needs 10Gi"));
-
-	/* No uid: no precondition sent. */
-	assert_int_equal(kube_create_binding(c, "ml", "p2", "", "gpu-b", &code, err, sizeof(err)),
-	                 0);
-	assert_null(strstr(srv.body[3], "uid"));
-
-	int before = srv.nreq;
-	assert_int_equal(kube_create_binding(c, "", "p", "u", "n", &code, err, sizeof(err)),
-	                 KUBE_EINVAL);
-	assert_int_equal(kube_create_binding(c, "ml", "..", "u", "n", &code, err, sizeof(err)),
-	                 KUBE_EINVAL);
-	assert_int_equal(kube_create_binding(c, "ml", "p", "u", "", &code, err, sizeof(err)),
-	                 KUBE_EINVAL);
-	assert_non_null(strstr(err, "node name"));
-	assert_int_equal(kube_create_binding(c, "ml", "p", NULL, "n", &code, err, sizeof(err)),
-	                 KUBE_EINVAL);
-	assert_int_equal(kube_create_binding(NULL, "ml", "p", "u", "n", &code, err, sizeof(err)),
-	                 KUBE_EINVAL);
-	assert_int_equal(srv.nreq, before);
 	kube_client_free(c);
 	server_stop();
 }
@@ -1783,7 +1675,6 @@ int main(void)
 	    cmocka_unit_test_setup(test_transport_error, setup),
 	    cmocka_unit_test_setup(test_invalid_arguments, setup),
 	    cmocka_unit_test_setup(test_patch_status, setup),
-	    cmocka_unit_test_setup(test_create_binding, setup),
 	    cmocka_unit_test_setup(test_token_file_reread, setup),
 	    cmocka_unit_test_setup(test_threads_own_handles, setup),
 	    cmocka_unit_test_setup(test_tls_blobs_and_client_cert, setup),
