@@ -590,18 +590,16 @@ static void look_up_stale(struct placer *pl, const struct placement *p, struct s
 {
 	for (size_t i = 0; i < sc->n; i++) {
 		char ns[KEY_MAX], err[ERR_MAX];
-		const char *key = sc->s[i].key, *slash = strchr(key, '/');
+		const char *name;
 		cJSON *pod = NULL;
 		long code = 0;
 
 		if (pl->budget_ms && (monotime_s() - o->t0) * 1000.0 >= (double)pl->budget_ms)
 			break; /* no time left: counting them is the safe side */
-		if (slash == NULL)
-			continue;
-		memcpy(ns, key, (size_t)(slash - key));
-		ns[slash - key] = '\0';
+		if (pod_key_split(sc->s[i].key, ns, sizeof(ns), &name) != 0)
+			continue; /* not a "namespace/name" key: cannot be looked up */
 		double t = monotime_s();
-		int rc = pl->src.get_pod(pl->src.ctx, ns, slash + 1, &pod, &code, err, sizeof(err));
+		int rc = pl->src.get_pod(pl->src.ctx, ns, name, &pod, &code, err, sizeof(err));
 		o->waited += monotime_s() - t;
 		if (rc == KUBE_ENOTFOUND) /* gone too (resv_pod_gone) */
 			sc->s[i].why = "deleted";

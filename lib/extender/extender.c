@@ -4,7 +4,6 @@
 #include "extender.h"
 
 #include "cache.h"
-#include "capacity.h"
 #include "core.h"
 #include "demand.h"
 #include "dra.h"
@@ -17,8 +16,6 @@
 #include "monotime.h"
 #include "placement.h"
 #include "placer.h"
-#include "policy.h"
-#include "quantity.h"
 #include "reservations.h"
 #include "satmath.h"
 #include "text.h"
