@@ -62,10 +62,11 @@ static int hold_settled(void *ctx, const char *key, const char *uid)
 	struct flight *fl = ctx;
 	struct cache_pod p;
 	char ns[CACHE_KEY_MAX];
+	const char *name;
 
-	if (pod_key_split(key, ns, sizeof(ns), NULL) != 0)
+	if (pod_key_split(key, ns, sizeof(ns), &name) != 0)
 		return 1;
-	if (cached_pod(fl->cache, key, &p) != 0)
+	if (fl->cache == NULL || cache_get_pod(fl->cache, ns, name, &p) != 0)
 		return 0;
 	return strcmp(p.uid, uid) != 0 || p.node[0] != '\0' || p.finished || p.deleting;
 }
