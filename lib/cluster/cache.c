@@ -545,8 +545,6 @@ static int attach(struct cache *c, struct pod *p, const char *name)
 	return 0;
 }
 
-/* Queue the gone callback for p, once per pod: a finished pod already had it. Pods that ask
- * for no GPU never hold a reservation: not reported. */
 /* 1 when pod p's placement is judged: a GPU pod, or one that names DRA claims (its GPUs may be
  * claims only). Such a pod may hold a reservation or an extender's hold, so its going is
  * reported; it keeps its tier attributes (cache.h, "Tier attributes": a Binding of it reads
@@ -556,6 +554,8 @@ static int judged(const struct pod *p)
 	return p->d.status != DEMAND_NOT_GPU || p->d.claims != NULL;
 }
 
+/* Queue the gone callback for p, once per pod: a finished pod already had it. A pod not
+ * judged() never holds a reservation: not reported. */
 static void gone_add(struct gone *g, size_t *n, struct pod *p)
 {
 	if (p->gone_sent || !judged(p))
