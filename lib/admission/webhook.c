@@ -192,7 +192,9 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 	    (refs == NULL ||
 	     cache_get_pod_claims(w->cache, req->namespace_, req->name, cp.uid, refs) != 0)) {
 		free(refs);
-		return 0; /* out of memory, or gone meanwhile: the API path reads the pod */
+		/* out of memory, gone meanwhile, or claims dra_pod_refs refuses: the API path
+		 * reads the pod (and refuses the last, InvalidDeclaration) */
+		return 0;
 	}
 	char key[KEY_MAX];
 	struct placer_pod pp =

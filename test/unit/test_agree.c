@@ -634,6 +634,28 @@ static void test_dra_claims(void **state)
 	                 "\"limits\":{\"nvidia.com/gpu\":\"1\"},"));
 }
 
+/* A pod naming more claims than dra_pod_refs reads (DRA_POD_CLAIMS): invalid for the pod
+ * CREATE, the API path and the extender; the cached Binding must not admit it. */
+static void test_dra_too_many_claims(void **state)
+{
+	char spec[8192] = "\"resourceClaims\":[";
+	(void)state;
+	add_dra();
+	for (int i = 0; i <= DRA_POD_CLAIMS; i++) {
+		char one[128];
+		snprintf(one, sizeof(one),
+		         "%s{\"name\":\"c%d\",\"resourceClaimName\":\"claim-%d\"}", i ? "," : "", i,
+		         i);
+		strcat(spec, one);
+	}
+	strcat(spec, "],");
+	char *text = malloc(16384);
+	assert_non_null(text);
+	snprintf(text, 16384, DRA_SPEC_POD("dra-many", "%s", ""), spec);
+	check_dra("dra-too-many", text);
+	free(text);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -641,6 +663,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_fixture_pods, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_shapes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_claims, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_dra_too_many_claims, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
