@@ -656,6 +656,81 @@ static void test_dra_too_many_claims(void **state)
 	free(text);
 }
 
+/* ---- forged and replayed calls ---- */
+
+/* A 1-GPU pod ml/name (uid) declaring limit, unbound, as text. */
+static cJSON *gpu_pod(const char *ns, const char *name, const char *uid, const char *limit)
+{
+	char text[768];
+	snprintf(text, sizeof(text),
+	         "{\"metadata\":{\"name\":\"%s\",\"namespace\":\"%s\",\"uid\":\"%s\"},"
+	         "\"spec\":{\"containers\":[{\"name\":\"c\",\"resources\":{"
+	         "\"limits\":{\"nvidia.com/gpu\":\"1\"}},\"env\":[{\"name\":\"GPU_MEMORY_LIMIT\","
+	         "\"value\":\"%s\"}]}]},\"status\":{\"phase\":\"Pending\"}}",
+	         name, ns, uid, limit);
+	cJSON *p = cJSON_Parse(text);
+	assert_non_null(p);
+	return p;
+}
+
+/* x (cached: 40Gi) is filtered on n-empty with bodies that state less, another namespace,
+ * another uid, and replayed; each time y (40Gi) must then fail n-empty: x holds 40Gi there
+ * (80Gi > 72Gi), whatever the bodies say. Nothing is reserved. */
+static void test_forged_filter_bodies(void **state)
+{
+	(void)state;
+	cJSON *x = gpu_pod("ml", "x", "uid-x", "40Gi");
+	cJSON *y = gpu_pod("ml", "y", "uid-y", "40Gi");
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, x), 0);
+	assert_int_equal(cache_apply_pod(E.cache, WATCH_ADDED, y), 0);
+	struct verdict v = filter(x, "n-empty");
+	assert_true(v.allowed);
+	assert_false(filter(y, "n-empty").allowed);
+	/* the body claims 1Gi: passes, and x still holds its 40Gi */
+	cJSON *small = gpu_pod("ml", "x", "uid-x", "1Gi");
+	assert_true(filter(small, "n-empty").allowed);
+	assert_false(filter(y, "n-empty").allowed);
+	/* no GPU at all in the body: passes, the hold stands */
+	cJSON *none = cJSON_Parse("{\"metadata\":{\"name\":\"x\",\"namespace\":\"ml\",\"uid\":"
+	                          "\"uid-x\"},\"spec\":{\"containers\":[{\"name\":\"c\"}]}}");
+	assert_true(filter(none, "n-empty").allowed);
+	assert_false(filter(y, "n-empty").allowed);
+	/* another namespace, another uid, a huge one that fails n-empty (passes nowhere) */
+	cJSON *other_ns = gpu_pod("other", "x", "uid-x", "1Gi");
+	cJSON *other_uid = gpu_pod("ml", "x", "uid-forged", "1Gi");
+	cJSON *huge = gpu_pod("ml", "x", "uid-x", "79Gi");
+	assert_true(filter(other_ns, "n-empty").allowed);
+	assert_false(filter(y, "n-empty").allowed);
+	assert_true(filter(other_uid, "n-empty").allowed);
+	assert_false(filter(y, "n-empty").allowed);
+	assert_false(filter(huge, "n-empty").allowed);
+	assert_false(filter(y, "n-empty").allowed);
+	/* replayed: held once (y of 30Gi fits beside 40Gi: 70Gi) */
+	assert_true(filter(x, "n-empty").allowed);
+	assert_true(filter(x, "n-empty").allowed);
+	cJSON *y30 = gpu_pod("ml", "y", "uid-y", "30Gi");
+	assert_true(filter(y30, "n-empty").allowed);
+	assert_int_equal(pending("n-empty"), 0);
+	/* the webhook: x's Binding with a body-less claim is x's own 40Gi, and y's then fails */
+	E.wcfg.cache_fresh = fresh;
+	cJSON *b = cJSON_CreateObject(), *md = cJSON_AddObjectToObject(b, "metadata");
+	cJSON_AddStringToObject(md, "name", "x");
+	cJSON_AddStringToObject(md, "namespace", "ml");
+	cJSON_AddStringToObject(md, "uid", "uid-x");
+	cJSON *t = cJSON_AddObjectToObject(b, "target");
+	cJSON_AddStringToObject(t, "kind", "Node");
+	cJSON_AddStringToObject(t, "name", "n-empty");
+	cJSON *r = review_of("Binding", "ml", "x", b);
+	cJSON_DeleteItemFromObjectCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "request"),
+	                                        "dryRun");
+	assert_true(review(r).allowed);
+	assert_int_equal(pending("n-empty"), 40ull << 30);
+	assert_false(filter(y, "n-empty").allowed);
+	cJSON *objs[] = {x, y, small, none, other_ns, other_uid, huge, y30};
+	for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]); i++)
+		cJSON_Delete(objs[i]);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -664,6 +739,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_shapes, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_claims, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_too_many_claims, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_forged_filter_bodies, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
