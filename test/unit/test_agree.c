@@ -656,6 +656,21 @@ static void test_dra_too_many_claims(void **state)
 	free(text);
 }
 
+/* --mode warn and --mode audit: the webhook admits every placement, the filter passes every
+ * node (refused by enforce or not). */
+static void test_modes(void **state)
+{
+	(void)state;
+	for (int audit = 0; audit < 2; audit++) {
+		E.wcfg.mode_warn = !audit;
+		E.wcfg.mode_audit = audit;
+		build();
+		check_file("agree/hami.json");
+		check_file("review-pod-create-nodename.json");
+		check_edited("bad-declaration", bad_declaration);
+	}
+}
+
 /* ---- forged and replayed calls ---- */
 
 /* A 1-GPU pod ml/name (uid) declaring limit, unbound, as text. */
@@ -740,6 +755,7 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_dra_claims, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_too_many_claims, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_forged_filter_bodies, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_modes, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
