@@ -192,7 +192,9 @@ static int binding_cached(struct webhook *w, const struct admission_request *req
 	    (refs == NULL ||
 	     cache_get_pod_claims(w->cache, req->namespace_, req->name, cp.uid, refs) != 0)) {
 		free(refs);
-		return 0; /* out of memory, or gone meanwhile: the API path reads the pod */
+		/* out of memory, gone meanwhile, or claims dra_pod_refs refuses: the API path
+		 * reads the pod (and refuses the last, InvalidDeclaration) */
+		return 0;
 	}
 	char key[KEY_MAX];
 	struct placer_pod pp =
@@ -247,16 +249,23 @@ static int is_pod_named(const cJSON *pod, const char *ns, const char *name)
 
 /*
  * A Binding the API server's storage refuses after admission: of a pod already bound (409
- * Conflict, "pod ... is already assigned to node ...") or being deleted ("pod ... is being
- * deleted, cannot be assigned to a host"), in pkg/registry/core/pod/storage/storage.go
- * (setPodNodeAndMetadata). Admitted without a placement check and reserving nothing: a
- * reservation would count, for its TTL, a pod that never comes to that node (a phantom that
- * refuses real placements there). 1 when decided.
+ * Conflict, "pod ... is already assigned to node ..."), being deleted ("pod ... is being
+ * deleted, cannot be assigned to a host"), or of another pod than the one of its name now (its
+ * metadata.uid, buid, is a precondition of the update: a Binding of a pod deleted and created
+ * again under its name), in pkg/registry/core/pod/storage/storage.go (setPodNodeAndMetadata).
+ * Admitted without a placement check and reserving nothing: a reservation would count, for its
+ * TTL, a pod that never comes to that node (a phantom that refuses real placements there). 1
+ * when decided.
  */
-static int binding_refused_by_storage(const cJSON *pod, struct outcome *o)
+static int binding_refused_by_storage(const cJSON *pod, const char *buid, struct outcome *o)
 {
 	const char *bound = json_str(pod, "spec", "nodeName", NULL);
+	const char *uid = json_str(pod, "metadata", "uid", NULL);
 
+	if (buid != NULL && buid[0] != '\0' && (uid == NULL || strcmp(uid, buid) != 0)) {
+		outcome_allow(o, "OtherPod", 0);
+		return 1;
+	}
 	if (bound != NULL && bound[0] != '\0') {
 		outcome_allow(o, "AlreadyBound", 0);
 		return 1;
@@ -298,7 +307,7 @@ static void check_binding(struct webhook *w, const struct admission_request *req
 		                    rc ? err : "the answer is not the Pod asked for");
 		goto out;
 	}
-	if (binding_refused_by_storage(pod, o))
+	if (binding_refused_by_storage(pod, json_str(req->object, "metadata", "uid", NULL), o))
 		goto out;
 	if (placement_precheck(w, pod, pod_name, req->binding_node, &d, refs, o))
 		goto out;

@@ -15,15 +15,15 @@
  *
  * Placement check on node N for pod P (decided here from the pod alone): mirror pods
  * (annotation kubernetes.io/config.mirror), exempt namespaces and non-GPU pods are allowed; so
- * is a Binding of a pod already bound or being deleted (the API server's storage refuses it
- * after admission, 409 Conflict: reserving for it would be a phantom on the Binding's node),
- * reserving nothing (reasons AlreadyBound, BeingDeleted; the cache's copy of the pod answers
- * when it has the Binding's uid). Every other placement is the placer's, in the order of
- * placer_decide: from the watch cache (placer_cached) when it is fresh and healthy, else
- * through the API server (placer_live), and when the API server cannot be asked while the
- * cache's watch broke only moments ago (fresh but not connected), from the cache after all;
- * for a Binding the adapter finds the pod on each path (the cache's copy, or a GET). placer.h
- * says how each path decides, which reservations count and what fails closed.
+ * is a Binding of a pod already bound or being deleted, or naming another uid than the pod's
+ * (the API server's storage refuses it after admission, 409 Conflict: reserving for it would
+ * be a phantom on the Binding's node), reserving nothing (reasons AlreadyBound, BeingDeleted,
+ * OtherPod; the cache's copy of the pod answers when it has the Binding's uid). Every other
+ * placement is the placer's, in the order of placer_decide: from the watch cache (placer_cached)
+ * when it is fresh and healthy, else through the API server (placer_live), and when the API server
+ * cannot be asked while the cache's watch broke only moments ago (fresh but not connected), from
+ * the cache after all; for a Binding the adapter finds the pod on each path (the cache's copy, or a
+ * GET). placer.h says how each path decides, which reservations count and what fails closed.
  *
  * No message or warning contains '%': kube-scheduler passes a refused binding's message to
  * Eventf as the format string (pkg/scheduler/schedule_one.go), which would garble it in the

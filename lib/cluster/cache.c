@@ -608,8 +608,11 @@ static int names_claims(const cJSON *obj)
 }
 
 /* The claims pod obj names, packed (pod_demand.claims); NULL with *rc 0 when none, NULL with
- * *rc CACHE_ENOMEM. A claim list the decoder refuses is kept as one claim not read (the
- * safe side: every DRA GPU of the node; the webhook's API path refuses such a pod). */
+ * *rc CACHE_ENOMEM. A claim list the decoder refuses is packed with no template, no name and
+ * no extended claim (a shape no readable list gives: it names at least one): read back as one
+ * claim not read (the safe side: every DRA GPU of the node) and CACHE_EINVAL, so that a
+ * Binding of it takes the API path, which refuses such a pod (InvalidDeclaration), as the
+ * extender and a pod CREATE do. */
 static unsigned char *claims_pack(const cJSON *obj, int *rc)
 {
 	struct dra_pod_refs *r = malloc(sizeof(*r)); /* 8 KiB */
@@ -622,8 +625,7 @@ static unsigned char *claims_pack(const cJSON *obj, int *rc)
 		return NULL;
 	if (dra_pod_refs(obj, r, err, sizeof(err)) != 0) {
 		memset(r, 0, sizeof(*r));
-		r->any = 1;
-		r->n_templates = 1;
+		r->any = 1; /* n_templates 0: not read (cache_get_pod_claims) */
 	}
 	if (!r->any)
 		goto out;
@@ -1138,6 +1140,10 @@ int cache_get_pod_claims(struct cache *c, const char *ns, const char *name, cons
 			for (s += strlen(s) + 1; *s != '\0' && out->n < DRA_POD_CLAIMS;
 			     s += strlen(s) + 1)
 				snprintf(out->names[out->n++], DRA_NAME_MAX, "%s", s);
+			if (out->n_templates == 0 && out->n == 0) { /* not read (claims_pack) */
+				out->n_templates = 1;
+				rc = CACHE_EINVAL;
+			}
 		}
 	} else if (p == NULL && podlite_find(c->lite, ns, name) != PODLITE_NONE) {
 		rc = 0; /* compact: it names no claim */

@@ -122,8 +122,10 @@ int cache_get_pod(struct cache *c, const char *ns, const char *name, struct cach
 
 /* The DRA claims pod ns/name (of uid, when uid is neither NULL nor "") names, as
  * dra_pod_refs() read them from its last event, into *out (out->any 0: none). A pod naming
- * claims is never kept compact, so a compact pod names none. 0, or CACHE_ENOTFOUND (out
- * emptied). Thread-safe (read lock). */
+ * claims is never kept compact, so a compact pod names none. 0, CACHE_ENOTFOUND (out
+ * emptied), or CACHE_EINVAL: dra_pod_refs() refused its claim list (out: one claim not read,
+ * the safe side for counting; the pod is to be read from the API server to be judged).
+ * Thread-safe (read lock). */
 struct dra_pod_refs;
 int cache_get_pod_claims(struct cache *c, const char *ns, const char *name, const char *uid,
                          struct dra_pod_refs *out);

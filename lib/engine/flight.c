@@ -113,8 +113,9 @@ int flight_shows(struct flight *fl, const struct flight_pod *p)
 	       strcmp(cp.uid, p->uid) == 0;
 }
 
-/* Whether the cache vouches for p (flight.h): 0 with *bytes to hold, or -1 with the reason. */
-static int vouched(struct flight *fl, const struct flight_pod *p, uint64_t *bytes,
+/* Whether the cache vouches for p, passed on n nodes (flight.h): 0 with *bytes to hold, or -1
+ * with the reason. */
+static int vouched(struct flight *fl, const struct flight_pod *p, size_t n, uint64_t *bytes,
                    enum metrics_hold_refusal *why)
 {
 	struct cache_pod cp;
@@ -139,6 +140,11 @@ static int vouched(struct flight *fl, const struct flight_pod *p, uint64_t *byte
 	if (cp.demand.status != DEMAND_OK)
 		return -1;
 	if (!cp.demand.shares) {
+		/* A body stating other bytes than the cached pod's, passing nowhere, is not this
+		 * pod's judgement: it would end the pod's hold (a forged call, flight.h). */
+		*why = METRICS_HOLD_BODY_MISMATCH;
+		if (n == 0 && d->bytes != cp.demand.bytes)
+			return -1;
 		*bytes = cp.demand.bytes;
 		if (p->dra_refs && d->bytes == cp.demand.bytes && p->most_bytes > *bytes)
 			*bytes = p->most_bytes; /* and what its DRA claims came to */
@@ -169,7 +175,7 @@ int flight_hold(struct flight *fl, const struct flight_pod *p, const char *const
 		while (!flight_shows(fl, p) && monotime_s() < end)
 			nanosleep(&step, NULL);
 	}
-	if (vouched(fl, p, &bytes, &why) != 0) {
+	if (vouched(fl, p, n, &bytes, &why) != 0) {
 		if (n > 0)
 			metrics_hold_refused(fl->metrics, why);
 		return FLIGHT_EREFUSED;

@@ -142,12 +142,16 @@ char *harness_review_from_fixture(const char *fixture, const char *uid, const ch
 		replace_str(req, "uid", uid);
 	if (pod_name) {
 		const cJSON *ns = cJSON_GetObjectItemCaseSensitive(req, "namespace");
+		const cJSON *was = cJSON_GetObjectItemCaseSensitive(
+		    cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name");
+		int same = cJSON_IsString(was) && strcmp(was->valuestring, pod_name) == 0;
 		char pod_uid[HARNESS_UID_MAX];
 		replace_str(req, "name", pod_name);
 		replace_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "name", pod_name);
 		/* Every pod has its own uid (a pod CREATE's object carries it), and a Binding
-		 * carries its pod's (kube-scheduler sets it): the pod world_add_pod made. */
-		if (cJSON_IsString(ns)) {
+		 * carries its pod's (kube-scheduler sets it): the pod world_add_pod made; the
+		 * fixture's own pod (add_binding_pod) keeps the fixture's uid. */
+		if (cJSON_IsString(ns) && !same) {
 			harness_pod_uid(ns->valuestring, pod_name, pod_uid, sizeof(pod_uid));
 			replace_str(cJSON_GetObjectItemCaseSensitive(obj, "metadata"), "uid",
 			            pod_uid);

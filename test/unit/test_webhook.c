@@ -355,6 +355,32 @@ static void test_binding_allowed_reserves(void **state)
 	cJSON_Delete(a.root);
 }
 
+static void set_stale_binding_uid(cJSON *req)
+{
+	cJSON *md = cJSON_GetObjectItemCaseSensitive(
+	    cJSON_GetObjectItemCaseSensitive(req, "object"), "metadata");
+	cJSON_ReplaceItemInObjectCaseSensitive(
+	    md, "uid", cJSON_CreateString("11111111-dead-4000-8000-old0pod0uid0"));
+}
+
+/* A Binding naming another uid than the pod's (kube-scheduler's Binding of a pod deleted and
+ * created again under its name, a StatefulSet's; or a forged one): the API server's storage
+ * refuses it after admission (the Binding's uid is a precondition of the pod's update,
+ * pkg/registry/core/pod/storage/storage.go setPodNodeAndMetadata), so the pod read by GET is
+ * never placed by it. Admitted as AlreadyBound and BeingDeleted are, reserving nothing: a
+ * reservation would count the pod on the node until the TTL, where it never comes. */
+static void test_binding_of_another_uid_reserves_nothing(void **state)
+{
+	struct env *e = *state;
+	empty_node(e);
+	struct answer a = review_edited(e, "review-binding-create.json", set_stale_binding_uid);
+	assert_string_equal(a.uid, "a1b2c3d4-0003-4000-8000-000000000003");
+	assert_true(a.allowed);
+	cJSON_Delete(a.root);
+	assert_int_equal(ledger_size(e->ledger), 0);
+	assert_int_equal(e->fake.n_list + e->fake.n_get_node, 0);
+}
+
 /* The DRA store not read (webhook_config.dra_fresh -1): a GPU placement is refused with 500
  * DRANotRead and reserves nothing, since claims on the node could be missing; read once and
  * stale since (0), the same Binding on a node without DRA GPUs is admitted. */
@@ -2263,6 +2289,8 @@ int main(void)
 	    cmocka_unit_test_setup_teardown(test_binding_looks_up_pod_and_denies, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_target_kind_omitted, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_binding_allowed_reserves, setup, teardown),
+	    cmocka_unit_test_setup_teardown(test_binding_of_another_uid_reserves_nothing, setup,
+	                                    teardown),
 	    cmocka_unit_test_setup_teardown(test_dra_not_read_refused, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_dryrun_reserves_nothing, setup, teardown),
 	    cmocka_unit_test_setup_teardown(test_update_allowed_without_io, setup, teardown),
