@@ -11,9 +11,9 @@
  *   memory is worked out per node (an inferred share, or DRA claims) holds the most it came to
  *   on the nodes judged, and an inferred share only when the body asks what the cached pod
  *   asks; a body stating other bytes than the cached pod's that passed no node does not end
- *   its hold (its judgement is not the pod's). A call the cache does not vouch for leaves the uid's
- * earlier hold as it was (a forged call cannot end a real pod's) and is counted by reason
- *   (gpu_memory_guard_extender_holds_refused_total, when it passed a node);
+ *   its hold (its judgement is not the pod's). A call the cache does not vouch for leaves the
+ *   uid's earlier hold as it was (a forged call cannot end a real pod's) and is counted by
+ *   reason (gpu_memory_guard_extender_holds_refused_total, when it passed a node);
  *   a hold is settled (flight_prune) once the cache shows its pod bound (it then counts where
  *   it is), finished, being deleted, or replaced by another pod of the same name; a pod the
  *   cache does not show keeps its hold: the cache may not have seen a pod the scheduler already
